@@ -237,7 +237,7 @@ int pg_bench_repro_fmnist(int argc, char **argv)
                          .model = PG_PRIVACY_CENTRAL,
                          .cap_delta = atof(pg_bench_opt(argc, argv, "--delta", "1e-5"))};
     pg_spec_errors errors = {0};
-    if (m->validate(spec, &desc, &r, &errors, &err) != PG_OK) {
+    if (m->validate(spec, &(pg_job_data){.desc = &desc}, &r, &errors, &err) != PG_OK) {
         for (int i = 0; i < errors.count; i++)
             fprintf(stderr, "repro-fmnist: %s: %s\n", errors.items[i].field,
                     errors.items[i].message);
@@ -246,7 +246,7 @@ int pg_bench_repro_fmnist(int argc, char **argv)
         goto done;
     }
     pg_privacy_plan plan;
-    if ((rc = m->plan(r, &desc, &plan, &err))) goto fail;
+    if ((rc = m->plan(r, &(pg_job_data){.desc = &desc}, &plan, &err))) goto fail;
     char *rtext = json_dumps(r, JSON_COMPACT);
     fprintf(stderr,
             "repro-fmnist: spec %s\nrepro-fmnist: plan epsilon %.4f at delta %g, sigma %.4f, q "
@@ -256,7 +256,8 @@ int pg_bench_repro_fmnist(int argc, char **argv)
 
     double t0 = pg_bench_now_ms();
     clock_t c0 = clock();
-    if ((rc = m->create(r, &desc, &tr, threads, &t, &err))) goto fail;
+    if ((rc = m->create(r, &(pg_job_data){.desc = &desc, .rows = &tr}, threads, &t, &err)))
+        goto fail;
     pg_step_report rep = {0};
     double eps = 0;
     long steps = 0;

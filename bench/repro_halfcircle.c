@@ -103,14 +103,15 @@ static int halfcircle(int argc, char **argv)
     const pg_method *m = pg_method_find("entropic_gan");
     json_t *resolved = NULL;
     pg_spec_errors errors = {0};
-    if (!spec || m->validate(spec, &desc, &resolved, &errors, &err)) {
+    if (!spec || m->validate(spec, &(pg_job_data){.desc = &desc}, &resolved, &errors, &err)) {
         for (int i = 0; i < errors.count; i++)
             fprintf(stderr, "%s: %s\n", errors.items[i].field, errors.items[i].message);
         goto fail;
     }
     pg_trainer *t;
     double t0 = pg_bench_now_ms();
-    if (m->create(resolved, &desc, &ds, threads, &t, &err)) goto fail;
+    if (m->create(resolved, &(pg_job_data){.desc = &desc, .rows = &ds}, threads, &t, &err))
+        goto fail;
     pg_step_report rep = {0};
     long total_iters = 0;
     while (!rep.done) {

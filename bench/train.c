@@ -81,13 +81,14 @@ static int train(int argc, char **argv)
     const pg_method *m = pg_method_find(method);
     json_t *resolved = NULL;
     pg_spec_errors errors = {0};
-    if (!spec || m->validate(spec, &desc, &resolved, &errors, &err)) {
+    if (!spec || m->validate(spec, &(pg_job_data){.desc = &desc}, &resolved, &errors, &err)) {
         for (int i = 0; i < errors.count; i++)
             fprintf(stderr, "%s: %s\n", errors.items[i].field, errors.items[i].message);
         goto fail;
     }
     pg_trainer *t;
-    if (m->create(resolved, &desc, &ds, threads, &t, &err)) goto fail;
+    if (m->create(resolved, &(pg_job_data){.desc = &desc, .rows = &ds}, threads, &t, &err))
+        goto fail;
     pg_step_report rep;
     for (long i = 0; i < warmup; i++)
         if (m->step(t, &rep, &err)) goto fail;

@@ -62,8 +62,8 @@ static int train_direct(int argc, char **argv)
     json_t *spec = json_loads(spec_text, 0, NULL), *resolved = NULL;
     pg_spec_errors errors = {0};
     pg_trainer *t = NULL;
-    int rc = !spec ? 1 : m->validate(spec, &d, &resolved, &errors, &err);
-    if (!rc) rc = m->create(resolved, &d, &ds, 1, &t, &err);
+    int rc = !spec ? 1 : m->validate(spec, &(pg_job_data){.desc = &d}, &resolved, &errors, &err);
+    if (!rc) rc = m->create(resolved, &(pg_job_data){.desc = &d, .rows = &ds}, 1, &t, &err);
     if (rc) {
         fprintf(stderr, "train-direct: %s\n",
                 errors.count ? errors.items[0].message

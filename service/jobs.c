@@ -131,7 +131,7 @@ static job *job_from_row(pg_jobs *m, const pg_job_row *r)
         why = "the job's dataset is gone";
     else {
         if (pg_jobdesc_from_meta(ds.meta, r->data_n, &j->desc, &err) ||
-            j->method->plan(j->spec, &j->desc, &j->plan, &err))
+            j->method->plan(j->spec, &(pg_job_data){.desc = &j->desc}, &j->plan, &err))
             why = "the job's dataset metadata or plan cannot be rebuilt";
         pg_store_dataset_free(&ds);
     }

@@ -214,12 +214,13 @@ static void run(pg_jobs *m, job *j)
         size_t len;
         rc = pg_jobs_read_ckpt(m, j, last_ck, &bytes, &len, &err);
         if (!rc) {
-            rc = mt->restore(j->spec, &j->desc, &ds, threads, bytes, len, &t, &err);
+            rc = mt->restore(j->spec, &(pg_job_data){.desc = &j->desc, .rows = &ds}, threads, bytes,
+                             len, &t, &err);
             free(bytes);
         }
         k = last_ck;
     } else {
-        rc = mt->create(j->spec, &j->desc, &ds, threads, &t, &err);
+        rc = mt->create(j->spec, &(pg_job_data){.desc = &j->desc, .rows = &ds}, threads, &t, &err);
     }
     if (rc) {
         pg_dataset_free(&ds);

@@ -80,7 +80,7 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
         json_object_set_new(copy, "seed", json_integer((json_int_t)seed));
     }
     json_t *resolved = NULL;
-    rc = mt->validate(copy, &desc, &resolved, fe, err);
+    rc = mt->validate(copy, &(pg_job_data){.desc = &desc}, &resolved, fe, err);
     json_decref(copy);
     if (rc == PG_EINVAL && fe->count) return PG_OK;
     if (rc == PG_EINVAL || rc == PG_ERANGE) { /* e.g. no sigma reaches the target */
@@ -91,7 +91,7 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
     json_object_set_new(resolved, "dataset_id", json_string(ds_id));
     json_object_set_new(resolved, "method", json_string(mt->name));
     pg_privacy_plan plan;
-    rc = mt->plan(resolved, &desc, &plan, err);
+    rc = mt->plan(resolved, &(pg_job_data){.desc = &desc}, &plan, err);
     if (rc == PG_EINVAL || rc == PG_ERANGE) {
         pg_spec_error_add(fe, "privacy", "%s", err ? err->msg : "the spec cannot be planned");
         rc = PG_OK;
@@ -112,7 +112,8 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
                           "central datasets only admit rigorous accounting");
         goto out;
     }
-    size_t mem = mt->memory_estimate ? mt->memory_estimate(resolved, &desc) : GENERIC_MEMORY;
+    size_t mem = mt->memory_estimate ? mt->memory_estimate(resolved, &(pg_job_data){.desc = &desc})
+                                     : GENERIC_MEMORY;
     size_t rows = desc.n * desc.d * sizeof(float) + desc.n * sizeof(int32_t);
     mem = mem > SIZE_MAX - rows ? SIZE_MAX : mem + rows;
     if (mem > m->cfg->max_job_memory) {

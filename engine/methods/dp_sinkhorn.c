@@ -114,7 +114,7 @@ static const pg_param DPS_PARAMS[] = {
     {0},
 };
 
-static const char *const IGNORED[] = {"dataset_id", "method", NULL};
+static const char *const IGNORED[] = {"dataset_id", "method", "public_dataset_id", NULL};
 
 typedef struct dps {
     pg_trainer base;
@@ -164,11 +164,13 @@ static double accountant_sigma(double sigma, bool row_clip, size_t n)
     return row_clip ? sigma / sqrt((double)n) : sigma;
 }
 
-static int dps_validate(const json_t *spec, const pg_data_desc *desc, json_t **resolved,
+static int dps_validate(const json_t *spec, const pg_job_data *in, json_t **resolved,
                         pg_spec_errors *errors, pg_error *err)
 {
+    const pg_data_desc *desc = in->desc;
     *resolved = NULL;
     int before = errors->count;
+    pg_job_data_no_public(in, "dp_sinkhorn", errors);
     if (desc->model != PG_PRIVACY_CENTRAL)
         pg_spec_error_add(errors, "dataset_id",
                           "dp_sinkhorn trains on central (raw, private) datasets only; use "
@@ -247,8 +249,9 @@ static int dps_validate(const json_t *spec, const pg_data_desc *desc, json_t **r
     return PG_OK;
 }
 
-static int dps_plan(const json_t *r, const pg_data_desc *desc, pg_privacy_plan *plan, pg_error *err)
+static int dps_plan(const json_t *r, const pg_job_data *in, pg_privacy_plan *plan, pg_error *err)
 {
+    const pg_data_desc *desc = in->desc;
     memset(plan, 0, sizeof *plan);
     if (desc->n == 0) return pg_error_set(err, PG_EINVAL, "the dataset has no rows");
     size_t n = (size_t)pg_spec_int(r, "train.batch_size", 50);
@@ -299,9 +302,10 @@ static void dps_destroy(pg_trainer *t)
 extern const pg_method pg_method_dp_sinkhorn;
 
 /* Everything but the network and optimizer (create and restore differ). */
-static int dps_common(const json_t *r, const pg_data_desc *desc, const pg_dataset *data, dps **out,
-                      pg_error *err)
+static int dps_common(const json_t *r, const pg_job_data *in, dps **out, pg_error *err)
 {
+    const pg_data_desc *desc = in->desc;
+    const pg_dataset *data = in->rows;
     *out = NULL;
     if (!data || data->n == 0 || data->d != desc->d || data->n != desc->n)
         return pg_error_set(err, PG_EINVAL, "the dataset is empty or changed since validation");
@@ -392,13 +396,13 @@ static int make_optimizer(const json_t *r, size_t nparams, pg_nn_opt **opt, pg_e
     return pg_nn_opt_create(&cfg, nparams, opt, err);
 }
 
-static int dps_create(const json_t *r, const pg_data_desc *desc, const pg_dataset *data,
-                      int threads, pg_trainer **out, pg_error *err)
+static int dps_create(const json_t *r, const pg_job_data *in, int threads, pg_trainer **out,
+                      pg_error *err)
 {
     *out = NULL;
     (void)threads; /* the caller sets the job's thread count for OpenMP/BLAS */
     dps *g;
-    int rc = dps_common(r, desc, data, &g, err);
+    int rc = dps_common(r, in, &g, err);
     if (rc) return rc;
     uint64_t seed = (uint64_t)pg_spec_int(r, "seed", 0);
     rc =
@@ -587,14 +591,13 @@ static bool same(double a, double b)
     return fabs(a - b) <= 1e-12 * fabs(b);
 }
 
-static int dps_restore(const json_t *r, const pg_data_desc *desc, const pg_dataset *data,
-                       int threads, const unsigned char *bytes, size_t len, pg_trainer **out,
-                       pg_error *err)
+static int dps_restore(const json_t *r, const pg_job_data *in, int threads,
+                       const unsigned char *bytes, size_t len, pg_trainer **out, pg_error *err)
 {
     *out = NULL;
     (void)threads;
     dps *g;
-    int rc = dps_common(r, desc, data, &g, err);
+    int rc = dps_common(r, in, &g, err);
     if (rc) return rc;
     char *extra_text = NULL;
     rc = pg_nn_checkpoint_decode(bytes, len, g->rows, &g->net, &g->opt, &extra_text, NULL, err);

@@ -64,7 +64,7 @@ static const pg_param EGAN_PARAMS[] = {
     {0},
 };
 
-static const char *const IGNORED[] = {"dataset_id", "method", NULL};
+static const char *const IGNORED[] = {"dataset_id", "method", "public_dataset_id", NULL};
 
 typedef struct egan {
     pg_trainer base;
@@ -97,11 +97,13 @@ static double auto_reg(const pg_data_desc *d)
                                             : 2.0 * d->noise_scale * d->noise_scale;
 }
 
-static int egan_validate(const json_t *spec, const pg_data_desc *desc, json_t **resolved,
+static int egan_validate(const json_t *spec, const pg_job_data *in, json_t **resolved,
                          pg_spec_errors *errors, pg_error *err)
 {
+    const pg_data_desc *desc = in->desc;
     *resolved = NULL;
     int before = errors->count;
+    pg_job_data_no_public(in, "entropic_gan", errors);
     if (desc->model != PG_PRIVACY_LOCAL)
         pg_spec_error_add(errors, "dataset_id",
                           "entropic_gan trains on local (client-privatized) datasets only");
@@ -157,9 +159,10 @@ static int egan_validate(const json_t *spec, const pg_data_desc *desc, json_t **
     return PG_OK;
 }
 
-static int egan_plan(const json_t *resolved, const pg_data_desc *desc, pg_privacy_plan *plan,
+static int egan_plan(const json_t *resolved, const pg_job_data *in, pg_privacy_plan *plan,
                      pg_error *err)
 {
+    const pg_data_desc *desc = in->desc;
     memset(plan, 0, sizeof *plan);
     plan->charges = false; /* post-processing of epsilon-LDP reports */
     plan->epsilon = desc->epsilon;
@@ -192,9 +195,11 @@ extern const pg_method pg_method_entropic_gan;
 
 /* Everything but the network and optimizer, which create and restore build
  * differently. */
-static int egan_common(const json_t *r, const pg_data_desc *desc, const pg_dataset *data,
-                       int threads, egan **out, pg_error *err)
+static int egan_common(const json_t *r, const pg_job_data *in, int threads, egan **out,
+                       pg_error *err)
 {
+    const pg_data_desc *desc = in->desc;
+    const pg_dataset *data = in->rows;
     *out = NULL;
     if (!data || data->n == 0 || data->d != desc->d)
         return pg_error_set(err, PG_EINVAL, "the dataset is empty or its width changed");
@@ -257,12 +262,12 @@ static int make_optimizer(const json_t *r, size_t nparams, pg_nn_opt **opt, pg_e
     return pg_nn_opt_create(&cfg, nparams, opt, err);
 }
 
-static int egan_create(const json_t *r, const pg_data_desc *desc, const pg_dataset *data,
-                       int threads, pg_trainer **out, pg_error *err)
+static int egan_create(const json_t *r, const pg_job_data *in, int threads, pg_trainer **out,
+                       pg_error *err)
 {
     *out = NULL;
     egan *g;
-    int rc = egan_common(r, desc, data, threads, &g, err);
+    int rc = egan_common(r, in, threads, &g, err);
     if (rc) return rc;
     uint64_t seed = (uint64_t)pg_spec_int(r, "seed", 0);
     rc = pg_generator_build(&g->gen, g->batch, seed ^ ((uint64_t)PG_STREAM_INIT << 56), &g->net,
@@ -350,13 +355,12 @@ static int egan_save(pg_trainer *t, unsigned char **bytes, size_t *len, pg_error
     return rc;
 }
 
-static int egan_restore(const json_t *r, const pg_data_desc *desc, const pg_dataset *data,
-                        int threads, const unsigned char *bytes, size_t len, pg_trainer **out,
-                        pg_error *err)
+static int egan_restore(const json_t *r, const pg_job_data *in, int threads,
+                        const unsigned char *bytes, size_t len, pg_trainer **out, pg_error *err)
 {
     *out = NULL;
     egan *g;
-    int rc = egan_common(r, desc, data, threads, &g, err);
+    int rc = egan_common(r, in, threads, &g, err);
     if (rc) return rc;
     char *extra_text = NULL;
     rc = pg_nn_checkpoint_decode(bytes, len, g->batch, &g->net, &g->opt, &extra_text, NULL, err);
@@ -393,8 +397,9 @@ static int egan_load_snapshot(const unsigned char *bytes, size_t len, pg_snapsho
     return pg_generator_load_snapshot(bytes, len, "entropic_gan", out, err);
 }
 
-static size_t egan_memory(const json_t *r, const pg_data_desc *desc)
+static size_t egan_memory(const json_t *r, const pg_job_data *in)
 {
+    const pg_data_desc *desc = in->desc;
     size_t b = (size_t)pg_spec_int(r, "train.batch_size", 256), d = desc->d;
     size_t latent = (size_t)pg_spec_int(r, "model.latent_dim", 32);
     /* Generator: parameters, gradients and optimizer moments (4 copies), plus

@@ -10,12 +10,8 @@ extern const pg_method pg_method_dp_sinkhorn;
 extern const pg_method pg_method_swd_flow, pg_method_swd_flow_r, pg_method_swd_gen;
 
 static const pg_method *const ALL[] = {
-    &pg_method_entropic_gan,
-    &pg_method_dp_sinkhorn,
-    &pg_method_swd_flow,
-    &pg_method_swd_flow_r,
-    &pg_method_swd_gen,
-    NULL,
+    &pg_method_entropic_gan, &pg_method_dp_sinkhorn, &pg_method_swd_flow,
+    &pg_method_swd_flow_r,   &pg_method_swd_gen,     NULL,
 };
 
 const pg_method *const *pg_methods_all(void)
@@ -87,4 +83,11 @@ int pg_rng_state_from_json(const json_t *j, pg_rng *r, pg_error *err)
     if (*end) return pg_error_set(err, PG_EFORMAT, "checkpoint RNG state is malformed");
     pg_rng_restore(r, &st);
     return PG_OK;
+}
+
+void pg_job_data_no_public(const pg_job_data *in, const char *method, pg_spec_errors *e)
+{
+    if (in->public_desc)
+        pg_spec_error_add(e, "public_dataset_id",
+                          "%s cannot use public data: drop public_dataset_id", method);
 }

@@ -6,13 +6,20 @@
  * worker thread; a snapshot is an immutable, reference-counted model that any
  * number of request threads may sample from while training goes on.
  *
- * Life of a job:
- *   validate(spec, data description)  -> field errors, or a resolved spec
- *   plan(resolved, description)       -> what the privacy ledger will charge
- *   create(resolved, dataset, ...)    -> trainer (reads rows; DP from here on)
+ * Life of a job (`in` is a pg_job_data: what the job may read):
+ *   validate(spec, in: descriptions)  -> field errors, or a resolved spec
+ *   plan(resolved, in: descriptions)  -> what the privacy ledger will charge
+ *   create(resolved, in: + rows, ...) -> trainer (reads rows; DP from here on)
  *   step() ... step()                 -> progress reports
  *   snapshot()                        -> pg_snapshot for serving; sample() on it
  *   save()/restore()                  -> checkpoint bytes; resumes exactly
+ *
+ * Public data: a job may name a second, `public` dataset of the same row
+ * shape (pg_job_data.public_*). It costs nothing: a method may use it only for
+ * work that precedes and is independent of the private rows (e.g. fitting an
+ * encoder), so the privacy analysis of the private release is unchanged; plan()
+ * never charges for it. Methods that cannot use it reject a job naming it with
+ * a field error on "public_dataset_id" (pg_job_data_no_public).
  *
  * Ownership: the caller owns specs and datasets and keeps them alive for the
  * trainer's lifetime; the trainer copies what it keeps. Snapshots are retained
@@ -57,6 +64,18 @@ typedef struct pg_data_desc {
     double cap_epsilon, cap_delta;
 } pg_data_desc;
 
+/* Everything a job may read, passed as one argument. desc is required. rows
+ * is given to create() and restore() only (NULL in validate/plan). The public
+ * pair is NULL when the job names no public dataset; when it does, public_desc
+ * is given everywhere and public_rows to create() (restore() may receive NULL:
+ * a checkpoint must carry whatever the method learned from public rows). */
+typedef struct pg_job_data {
+    const pg_data_desc *desc;
+    const struct pg_dataset *rows;
+    const pg_data_desc *public_desc;
+    const struct pg_dataset *public_rows;
+} pg_job_data;
+
 /* ---- validation ---------------------------------------------------------- */
 
 #define PG_SPEC_MAX_ERRORS 32
@@ -74,6 +93,10 @@ typedef struct pg_spec_errors {
 /* Adds one field error (silently drops beyond PG_SPEC_MAX_ERRORS). */
 void pg_spec_error_add(pg_spec_errors *e, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* For methods that cannot use public data: adds a "public_dataset_id" field
+ * error when the job names one. */
+void pg_job_data_no_public(const pg_job_data *in, const char *method, pg_spec_errors *e);
 
 /* ---- privacy plan --------------------------------------------------------- */
 
@@ -131,16 +154,16 @@ typedef struct pg_method {
     /* Checks `spec` against the data description. On success *resolved is a
      * new JSON object with every default filled in (what the job really runs).
      * On invalid input returns PG_EINVAL with `errors` filled. */
-    int (*validate)(const json_t *spec, const pg_data_desc *desc, json_t **resolved,
+    int (*validate)(const json_t *spec, const pg_job_data *in, json_t **resolved,
                     pg_spec_errors *errors, pg_error *err);
 
     /* The privacy spend of a resolved spec. Pure: touches no data. */
-    int (*plan)(const json_t *resolved, const pg_data_desc *desc, pg_privacy_plan *plan,
+    int (*plan)(const json_t *resolved, const pg_job_data *in, pg_privacy_plan *plan,
                 pg_error *err);
 
     /* Builds a trainer; reads the dataset's rows. `threads` cores may be used. */
-    int (*create)(const json_t *resolved, const pg_data_desc *desc, const struct pg_dataset *data,
-                  int threads, pg_trainer **out, pg_error *err);
+    int (*create)(const json_t *resolved, const pg_job_data *in, int threads, pg_trainer **out,
+                  pg_error *err);
 
     int (*step)(pg_trainer *t, pg_step_report *report, pg_error *err);
 
@@ -152,9 +175,8 @@ typedef struct pg_method {
     int (*save)(pg_trainer *t, unsigned char **bytes, size_t *len, pg_error *err);
 
     /* Rebuilds a trainer from checkpoint bytes; continues exactly. */
-    int (*restore)(const json_t *resolved, const pg_data_desc *desc, const struct pg_dataset *data,
-                   int threads, const unsigned char *bytes, size_t len, pg_trainer **out,
-                   pg_error *err);
+    int (*restore)(const json_t *resolved, const pg_job_data *in, int threads,
+                   const unsigned char *bytes, size_t len, pg_trainer **out, pg_error *err);
 
     /* Loads a snapshot from checkpoint bytes without the dataset (serving a
      * finished job after a restart). */
@@ -165,7 +187,7 @@ typedef struct pg_method {
     /* Optional (may be NULL): bytes the trainer will allocate for a resolved
      * spec, excluding the dataset rows themselves, so the service can refuse
      * a job that would not fit instead of running out of memory. */
-    size_t (*memory_estimate)(const json_t *resolved, const pg_data_desc *desc);
+    size_t (*memory_estimate)(const json_t *resolved, const pg_job_data *in);
 } pg_method;
 
 /* Draws n outputs (n x d floats into `out`) from a snapshot with `seed`; label

@@ -157,7 +157,7 @@ static json_t *flow_r_catalogue(void)
     return pg_spec_catalogue(FLOW_R_PARAMS);
 }
 
-static const char *const IGNORED[] = {"dataset_id", "method", NULL};
+static const char *const IGNORED[] = {"dataset_id", "method", "public_dataset_id", NULL};
 
 /* Directions per release, releases, and rows per release of a resolved spec. */
 static void shape_of(const json_t *r, bool resample, size_t n, size_t *k_release, long *releases,
@@ -170,9 +170,10 @@ static void shape_of(const json_t *r, bool resample, size_t n, size_t *k_release
     if (*m > n) *m = n;
 }
 
-static int flow_validate_any(bool resample, const json_t *spec, const pg_data_desc *desc,
+static int flow_validate_any(bool resample, const json_t *spec, const pg_job_data *in,
                              json_t **resolved, pg_spec_errors *errors, pg_error *err)
 {
+    const pg_data_desc *desc = in->desc;
     *resolved = NULL;
     int before = errors->count;
     json_t *r = NULL;
@@ -182,6 +183,7 @@ static int flow_validate_any(bool resample, const json_t *spec, const pg_data_de
         return PG_EINVAL;
     }
     pg_swd_spec_data_checks(desc, errors);
+    pg_job_data_no_public(in, resample ? "swd_flow_r" : "swd_flow", errors);
     size_t per = (size_t)pg_spec_int(r, "projections.per_step", 200);
     if (!resample) {
         long pool = pg_spec_int(r, "projections.pool", (long)per);
@@ -224,21 +226,22 @@ static int flow_validate_any(bool resample, const json_t *spec, const pg_data_de
     return PG_OK;
 }
 
-static int flow_validate(const json_t *spec, const pg_data_desc *desc, json_t **resolved,
+static int flow_validate(const json_t *spec, const pg_job_data *in, json_t **resolved,
                          pg_spec_errors *errors, pg_error *err)
 {
-    return flow_validate_any(false, spec, desc, resolved, errors, err);
+    return flow_validate_any(false, spec, in, resolved, errors, err);
 }
 
-static int flow_r_validate(const json_t *spec, const pg_data_desc *desc, json_t **resolved,
+static int flow_r_validate(const json_t *spec, const pg_job_data *in, json_t **resolved,
                            pg_spec_errors *errors, pg_error *err)
 {
-    return flow_validate_any(true, spec, desc, resolved, errors, err);
+    return flow_validate_any(true, spec, in, resolved, errors, err);
 }
 
-static int flow_plan_any(bool resample, const json_t *r, const pg_data_desc *desc,
+static int flow_plan_any(bool resample, const json_t *r, const pg_job_data *in,
                          pg_privacy_plan *plan, pg_error *err)
 {
+    const pg_data_desc *desc = in->desc;
     size_t k, m;
     long releases;
     shape_of(r, resample, desc->n, &k, &releases, &m);
@@ -250,16 +253,14 @@ static int flow_plan_any(bool resample, const json_t *r, const pg_data_desc *des
                             plan, err);
 }
 
-static int flow_plan(const json_t *r, const pg_data_desc *desc, pg_privacy_plan *plan,
-                     pg_error *err)
+static int flow_plan(const json_t *r, const pg_job_data *in, pg_privacy_plan *plan, pg_error *err)
 {
-    return flow_plan_any(false, r, desc, plan, err);
+    return flow_plan_any(false, r, in, plan, err);
 }
 
-static int flow_r_plan(const json_t *r, const pg_data_desc *desc, pg_privacy_plan *plan,
-                       pg_error *err)
+static int flow_r_plan(const json_t *r, const pg_job_data *in, pg_privacy_plan *plan, pg_error *err)
 {
-    return flow_plan_any(true, r, desc, plan, err);
+    return flow_plan_any(true, r, in, plan, err);
 }
 
 static void flow_destroy(pg_trainer *t)
@@ -276,9 +277,11 @@ static void flow_destroy(pg_trainer *t)
 }
 
 /* Everything but the particles' state, which create and restore set. */
-static int flow_common(bool resample, const json_t *r, const pg_data_desc *desc,
-                       const pg_dataset *data, swdf **out, pg_error *err)
+static int flow_common(bool resample, const json_t *r, const pg_job_data *in, swdf **out,
+                       pg_error *err)
 {
+    const pg_data_desc *desc = in->desc;
+    const pg_dataset *data = in->rows;
     *out = NULL;
     if (!data || data->n == 0 || data->d != desc->d || data->n != desc->n)
         return pg_error_set(err, PG_EINVAL, "the dataset is empty or its shape changed");
@@ -334,13 +337,13 @@ static int flow_common(bool resample, const json_t *r, const pg_data_desc *desc,
     return PG_OK;
 }
 
-static int flow_create_any(bool resample, const json_t *r, const pg_data_desc *desc,
-                           const pg_dataset *data, int threads, pg_trainer **out, pg_error *err)
+static int flow_create_any(bool resample, const json_t *r, const pg_job_data *in, int threads,
+                           pg_trainer **out, pg_error *err)
 {
     (void)threads;
     *out = NULL;
     swdf *f;
-    int rc = flow_common(resample, r, desc, data, &f, err);
+    int rc = flow_common(resample, r, in, &f, err);
     if (rc) return rc;
     pg_rng init;
     pg_rng_seeded(&init, f->seed, PG_STREAM_INIT);
@@ -349,16 +352,16 @@ static int flow_create_any(bool resample, const json_t *r, const pg_data_desc *d
     return PG_OK;
 }
 
-static int flow_create(const json_t *r, const pg_data_desc *desc, const pg_dataset *data,
-                       int threads, pg_trainer **out, pg_error *err)
+static int flow_create(const json_t *r, const pg_job_data *in, int threads, pg_trainer **out,
+                       pg_error *err)
 {
-    return flow_create_any(false, r, desc, data, threads, out, err);
+    return flow_create_any(false, r, in, threads, out, err);
 }
 
-static int flow_r_create(const json_t *r, const pg_data_desc *desc, const pg_dataset *data,
-                         int threads, pg_trainer **out, pg_error *err)
+static int flow_r_create(const json_t *r, const pg_job_data *in, int threads, pg_trainer **out,
+                         pg_error *err)
 {
-    return flow_create_any(true, r, desc, data, threads, out, err);
+    return flow_create_any(true, r, in, threads, out, err);
 }
 
 /* The only data access: directions for store entry e, then the release. */
@@ -549,13 +552,12 @@ static int load_state(const pg_ckpt *ck, const pg_swd_flow_cfg *c, long releases
     return PG_OK;
 }
 
-static int flow_restore_any(bool resample, const json_t *r, const pg_data_desc *desc,
-                            const pg_dataset *data, const unsigned char *bytes, size_t len,
-                            pg_trainer **out, pg_error *err)
+static int flow_restore_any(bool resample, const json_t *r, const pg_job_data *in,
+                            const unsigned char *bytes, size_t len, pg_trainer **out, pg_error *err)
 {
     *out = NULL;
     swdf *f;
-    int rc = flow_common(resample, r, desc, data, &f, err);
+    int rc = flow_common(resample, r, in, &f, err);
     if (rc) return rc;
     pg_ckpt ck;
     json_t *h;
@@ -594,20 +596,18 @@ static int flow_restore_any(bool resample, const json_t *r, const pg_data_desc *
     return PG_OK;
 }
 
-static int flow_restore(const json_t *r, const pg_data_desc *desc, const pg_dataset *data,
-                        int threads, const unsigned char *bytes, size_t len, pg_trainer **out,
-                        pg_error *err)
+static int flow_restore(const json_t *r, const pg_job_data *in, int threads,
+                        const unsigned char *bytes, size_t len, pg_trainer **out, pg_error *err)
 {
     (void)threads;
-    return flow_restore_any(false, r, desc, data, bytes, len, out, err);
+    return flow_restore_any(false, r, in, bytes, len, out, err);
 }
 
-static int flow_r_restore(const json_t *r, const pg_data_desc *desc, const pg_dataset *data,
-                          int threads, const unsigned char *bytes, size_t len, pg_trainer **out,
-                          pg_error *err)
+static int flow_r_restore(const json_t *r, const pg_job_data *in, int threads,
+                          const unsigned char *bytes, size_t len, pg_trainer **out, pg_error *err)
 {
     (void)threads;
-    return flow_restore_any(true, r, desc, data, bytes, len, out, err);
+    return flow_restore_any(true, r, in, bytes, len, out, err);
 }
 
 static int flow_load_snapshot(const unsigned char *bytes, size_t len, pg_snapshot **out,

@@ -51,7 +51,7 @@ static const pg_param GEN_PARAMS[] = {
     {0},
 };
 
-static const char *const IGNORED[] = {"dataset_id", "method", NULL};
+static const char *const IGNORED[] = {"dataset_id", "method", "public_dataset_id", NULL};
 
 typedef struct sgen {
     pg_trainer base;
@@ -87,11 +87,13 @@ static void shape_of(const json_t *r, size_t n, size_t *k, long *releases, size_
     if (*m > n) *m = n;
 }
 
-static int gen_validate(const json_t *spec, const pg_data_desc *desc, json_t **resolved,
+static int gen_validate(const json_t *spec, const pg_job_data *in, json_t **resolved,
                         pg_spec_errors *errors, pg_error *err)
 {
+    const pg_data_desc *desc = in->desc;
     *resolved = NULL;
     int before = errors->count;
+    pg_job_data_no_public(in, "swd_gen", errors);
     json_t *r = NULL;
     pg_spec_resolve(GEN_PARAMS, spec, IGNORED, &r, errors);
     if (!r || errors->count != before) {
@@ -126,8 +128,9 @@ static int gen_validate(const json_t *spec, const pg_data_desc *desc, json_t **r
     return PG_OK;
 }
 
-static int gen_plan(const json_t *r, const pg_data_desc *desc, pg_privacy_plan *plan, pg_error *err)
+static int gen_plan(const json_t *r, const pg_job_data *in, pg_privacy_plan *plan, pg_error *err)
 {
+    const pg_data_desc *desc = in->desc;
     size_t k, m;
     long releases;
     shape_of(r, desc->n, &k, &releases, &m);
@@ -159,9 +162,10 @@ static void gen_destroy(pg_trainer *t)
     free(g);
 }
 
-static int gen_common(const json_t *r, const pg_data_desc *desc, const pg_dataset *data, sgen **out,
-                      pg_error *err)
+static int gen_common(const json_t *r, const pg_job_data *in, sgen **out, pg_error *err)
 {
+    const pg_data_desc *desc = in->desc;
+    const pg_dataset *data = in->rows;
     *out = NULL;
     if (!data || data->n == 0 || data->d != desc->d || data->n != desc->n)
         return pg_error_set(err, PG_EINVAL, "the dataset is empty or its shape changed");
@@ -230,13 +234,13 @@ static int make_optimizer(const json_t *r, size_t nparams, pg_nn_opt **opt, pg_e
     return pg_nn_opt_create(&cfg, nparams, opt, err);
 }
 
-static int gen_create(const json_t *r, const pg_data_desc *desc, const pg_dataset *data,
-                      int threads, pg_trainer **out, pg_error *err)
+static int gen_create(const json_t *r, const pg_job_data *in, int threads, pg_trainer **out,
+                      pg_error *err)
 {
     (void)threads;
     *out = NULL;
     sgen *g;
-    int rc = gen_common(r, desc, data, &g, err);
+    int rc = gen_common(r, in, &g, err);
     if (rc) return rc;
     rc =
         pg_generator_build(&g->gen, g->b, g->seed ^ ((uint64_t)PG_STREAM_INIT << 56), &g->net, err);
@@ -347,14 +351,13 @@ static int gen_save(pg_trainer *t, unsigned char **bytes, size_t *len, pg_error 
     return rc;
 }
 
-static int gen_restore(const json_t *r, const pg_data_desc *desc, const pg_dataset *data,
-                       int threads, const unsigned char *bytes, size_t len, pg_trainer **out,
-                       pg_error *err)
+static int gen_restore(const json_t *r, const pg_job_data *in, int threads,
+                       const unsigned char *bytes, size_t len, pg_trainer **out, pg_error *err)
 {
     (void)threads;
     *out = NULL;
     sgen *g;
-    int rc = gen_common(r, desc, data, &g, err);
+    int rc = gen_common(r, in, &g, err);
     if (rc) return rc;
     char *extra_text = NULL;
     rc = pg_nn_checkpoint_decode(bytes, len, g->b, &g->net, &g->opt, &extra_text, NULL, err);

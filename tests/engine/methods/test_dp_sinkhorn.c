@@ -45,7 +45,7 @@ static json_t *resolve(const char *text, const pg_data_desc *desc, pg_spec_error
     ck_assert_msg(spec != NULL, "bad JSON in test: %s", text);
     json_t *r = NULL;
     memset(e, 0, sizeof *e);
-    m->validate(spec, desc, &r, e, NULL);
+    m->validate(spec, &(pg_job_data){.desc = desc}, &r, e, NULL);
     json_decref(spec);
     return r;
 }
@@ -64,7 +64,8 @@ static pg_trainer *make_trainer(const json_t *r, const pg_data_desc *desc, const
     const pg_method *m = pg_method_find("dp_sinkhorn");
     pg_trainer *t = NULL;
     pg_error err = {0};
-    ck_assert_msg(m->create(r, desc, ds, 1, &t, &err) == PG_OK, "%s", err.msg);
+    ck_assert_msg(m->create(r, &(pg_job_data){.desc = desc, .rows = ds}, 1, &t, &err) == PG_OK,
+                  "%s", err.msg);
     return t;
 }
 
@@ -88,7 +89,7 @@ START_TEST(epsilon_matches_the_accountant)
     json_t *r = resolve_ok(spec, &desc);
     double q = 20.0 / 200.0, sigma_acc = row ? 1.3 / sqrt(20.0) : 1.3;
     pg_privacy_plan plan;
-    ck_assert_int_eq(m->plan(r, &desc, &plan, NULL), PG_OK);
+    ck_assert_int_eq(m->plan(r, &(pg_job_data){.desc = &desc}, &plan, NULL), PG_OK);
     double want;
     ck_assert_int_eq(
         pg_rdp_epsilon(q, sigma_acc, 12, 1e-5, PG_RDP_CONV_IMPROVED, &want, NULL, NULL), PG_OK);
@@ -312,7 +313,7 @@ START_TEST(target_epsilon_is_never_exceeded)
     pg_rdp_calibrate_sigma(2, 1e-6, 0.1, 30, PG_RDP_CONV_IMPROVED, &want_sigma, NULL);
     ck_assert_double_eq(sigma, want_sigma);
     pg_privacy_plan plan;
-    ck_assert_int_eq(m->plan(r, &desc, &plan, NULL), PG_OK);
+    ck_assert_int_eq(m->plan(r, &(pg_job_data){.desc = &desc}, &plan, NULL), PG_OK);
     ck_assert_double_le(plan.epsilon, 2.0);
     ck_assert_double_eq(plan.delta, 1e-6);
     /* The resolved spec re-validates to itself. */
@@ -450,7 +451,9 @@ START_TEST(restore_keeps_steps_accounting_and_parameters)
     ck_assert_int_eq(m->save(a, &bytes, &len, NULL), PG_OK);
     pg_trainer *b;
     pg_error err = {0};
-    ck_assert_msg(m->restore(r, &desc, &ds, 1, bytes, len, &b, &err) == PG_OK, "%s", err.msg);
+    ck_assert_msg(
+        m->restore(r, &(pg_job_data){.desc = &desc, .rows = &ds}, 1, bytes, len, &b, &err) == PG_OK,
+        "%s", err.msg);
     pg_dp_sinkhorn_info ia, ib;
     pg_dp_sinkhorn_info_get(a, &ia, NULL);
     pg_dp_sinkhorn_info_get(b, &ib, NULL);
@@ -486,10 +489,13 @@ START_TEST(restore_keeps_steps_accounting_and_parameters)
                             " \"privacy\": {\"noise_multiplier\": 2.5}, \"seed\": 6}",
                             &desc);
     pg_trainer *c = NULL;
-    ck_assert_int_eq(m->restore(r2, &desc, &ds, 1, bytes, len, &c, NULL), PG_EPRIVACY);
+    ck_assert_int_eq(
+        m->restore(r2, &(pg_job_data){.desc = &desc, .rows = &ds}, 1, bytes, len, &c, NULL),
+        PG_EPRIVACY);
     ck_assert_ptr_null(c);
     bytes[len / 2] ^= 0x10;
-    ck_assert_int_ne(m->restore(r, &desc, &ds, 1, bytes, len, &c, NULL), PG_OK);
+    ck_assert_int_ne(
+        m->restore(r, &(pg_job_data){.desc = &desc, .rows = &ds}, 1, bytes, len, &c, NULL), PG_OK);
     free(bytes);
     m->destroy(a), m->destroy(b);
     json_decref(r), json_decref(r2);

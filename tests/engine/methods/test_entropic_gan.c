@@ -45,7 +45,7 @@ static json_t *resolve(const pg_method *m, const char *text, const pg_data_desc 
     ck_assert_ptr_nonnull(spec);
     json_t *r = NULL;
     memset(e, 0, sizeof *e);
-    m->validate(spec, desc, &r, e, NULL);
+    m->validate(spec, &(pg_job_data){.desc = desc}, &r, e, NULL);
     json_decref(spec);
     return r;
 }
@@ -58,7 +58,8 @@ static double train_and_score(const char *spec_text, const pg_dataset *ds, const
     ck_assert_msg(r != NULL, "%s: %s", e.items[0].field, e.items[0].message);
     pg_trainer *t;
     pg_error err = {0};
-    ck_assert_msg(m->create(r, desc, ds, 1, &t, &err) == PG_OK, "%s", err.msg);
+    ck_assert_msg(m->create(r, &(pg_job_data){.desc = desc, .rows = ds}, 1, &t, &err) == PG_OK,
+                  "%s", err.msg);
     pg_step_report rep = {0};
     while (!rep.done) ck_assert_msg(m->step(t, &rep, &err) == PG_OK, "%s", err.msg);
     pg_snapshot *snap;
@@ -129,12 +130,14 @@ START_TEST(resume_continues_exactly)
                 &desc, &e);
     ck_assert_ptr_nonnull(r);
     pg_trainer *a, *b;
-    ck_assert_int_eq(m->create(r, &desc, &ds, 2, &a, NULL), PG_OK);
+    ck_assert_int_eq(m->create(r, &(pg_job_data){.desc = &desc, .rows = &ds}, 2, &a, NULL), PG_OK);
     size_t len_mid, len_a, len_b;
     unsigned char *mid = run_steps(m, a, 15, &len_mid);
     unsigned char *end_a = run_steps(m, a, 15, &len_a);
     pg_error err = {0};
-    ck_assert_msg(m->restore(r, &desc, &ds, 2, mid, len_mid, &b, &err) == PG_OK, "%s", err.msg);
+    ck_assert_msg(m->restore(r, &(pg_job_data){.desc = &desc, .rows = &ds}, 2, mid, len_mid, &b,
+                             &err) == PG_OK,
+                  "%s", err.msg);
     unsigned char *end_b = run_steps(m, b, 15, &len_b);
     ck_assert_uint_eq(len_a, len_b);
     ck_assert_int_eq(memcmp(end_a, end_b, len_a), 0);
@@ -150,7 +153,9 @@ START_TEST(resume_continues_exactly)
     /* Corrupt checkpoints are refused. */
     end_b[len_b / 2] ^= 0x40;
     pg_trainer *c;
-    ck_assert_int_ne(m->restore(r, &desc, &ds, 2, end_b, len_b, &c, NULL), PG_OK);
+    ck_assert_int_ne(
+        m->restore(r, &(pg_job_data){.desc = &desc, .rows = &ds}, 2, end_b, len_b, &c, NULL),
+        PG_OK);
     pg_snapshot_release(live);
     pg_snapshot_release(loaded);
     free(mid), free(end_a), free(end_b);
@@ -201,7 +206,7 @@ START_TEST(validation_names_the_field)
     ck_assert_double_eq_tol(json_number_value(json_object_get(json_object_get(r, "ot"), "reg")),
                             2 * 1.28 * 1.28, 1e-9);
     pg_privacy_plan plan;
-    ck_assert_int_eq(m->plan(r, &desc, &plan, NULL), PG_OK);
+    ck_assert_int_eq(m->plan(r, &(pg_job_data){.desc = &desc}, &plan, NULL), PG_OK);
     ck_assert(!plan.charges);
     json_decref(r);
     pg_dataset_free(&ds);

@@ -89,7 +89,7 @@ static json_t *resolve(const pg_method *m, const char *text, const pg_data_desc 
     ck_assert_ptr_nonnull(spec);
     json_t *r = NULL;
     memset(e, 0, sizeof *e);
-    m->validate(spec, desc, &r, e, NULL);
+    m->validate(spec, &(pg_job_data){.desc = desc}, &r, e, NULL);
     json_decref(spec);
     return r;
 }
@@ -208,8 +208,11 @@ static void start(run *u, const char *method, const char *spec, const pg_dataset
     u->r = resolve(m, spec, desc, &e);
     ck_assert_msg(u->r != NULL, "%s: %s", e.items[0].field, e.items[0].message);
     pg_error err = {0};
-    ck_assert_msg(m->plan(u->r, desc, &u->plan, &err) == PG_OK, "%s", err.msg);
-    ck_assert_msg(m->create(u->r, desc, ds, 1, &u->t, &err) == PG_OK, "%s", err.msg);
+    ck_assert_msg(m->plan(u->r, &(pg_job_data){.desc = desc}, &u->plan, &err) == PG_OK, "%s",
+                  err.msg);
+    ck_assert_msg(m->create(u->r, &(pg_job_data){.desc = desc, .rows = ds}, 1, &u->t, &err) ==
+                      PG_OK,
+                  "%s", err.msg);
     memset(&u->last, 0, sizeof u->last);
 }
 
@@ -448,7 +451,9 @@ START_TEST(checkpoint_round_trip)
         ck_assert_int_eq(m->save(u.t, &b1, &l1, NULL), PG_OK);
         pg_trainer *t2;
         pg_error err = {0};
-        ck_assert_msg(m->restore(u.r, &desc, &ds, 1, b1, l1, &t2, &err) == PG_OK, "%s", err.msg);
+        ck_assert_msg(m->restore(u.r, &(pg_job_data){.desc = &desc, .rows = &ds}, 1, b1, l1, &t2,
+                                 &err) == PG_OK,
+                      "%s", err.msg);
         ck_assert_int_eq(pg_swd_trainer_releases(t2), resample ? 5 : 1);
         ck_assert_int_eq(m->save(t2, &b2, &l2, NULL), PG_OK);
         ck_assert_uint_eq(l1, l2);
@@ -480,15 +485,21 @@ START_TEST(checkpoint_round_trip)
             ck_assert_int_eq(pg_ckpt_encode(nh, ck.tensors, ck.n, &bad, &lb, NULL), PG_OK);
             pg_snapshot *sn = NULL;
             ck_assert_int_eq(m->load_snapshot(bad, lb, &sn, NULL), PG_EFORMAT);
-            ck_assert_int_ne(m->restore(u.r, &desc, &ds, 1, bad, lb, &t2, NULL), PG_OK);
+            ck_assert_int_ne(
+                m->restore(u.r, &(pg_job_data){.desc = &desc, .rows = &ds}, 1, bad, lb, &t2, NULL),
+                PG_OK);
             free(bad);
             free(nh);
             pg_ckpt_free(&ck);
         }
         /* Truncated, corrupted, or another method's checkpoint. */
-        ck_assert_int_ne(m->restore(u.r, &desc, &ds, 1, b1, l1 - 1, &t2, NULL), PG_OK);
+        ck_assert_int_ne(
+            m->restore(u.r, &(pg_job_data){.desc = &desc, .rows = &ds}, 1, b1, l1 - 1, &t2, NULL),
+            PG_OK);
         b1[l1 / 2] ^= 0x5a;
-        ck_assert_int_ne(m->restore(u.r, &desc, &ds, 1, b1, l1, &t2, NULL), PG_OK);
+        ck_assert_int_ne(
+            m->restore(u.r, &(pg_job_data){.desc = &desc, .rows = &ds}, 1, b1, l1, &t2, NULL),
+            PG_OK);
         ck_assert_int_ne(m->load_snapshot(b1, l1, &(pg_snapshot *){NULL}, NULL), PG_OK);
         free(b1);
         const pg_method *other = pg_method_find(names[1 - resample]);
@@ -500,7 +511,9 @@ START_TEST(checkpoint_round_trip)
                      " \"flow\": {\"steps\": 12, \"particles\": 64, \"quantile_levels\": 50}}",
                      &desc, &e);
         ck_assert_ptr_nonnull(ro);
-        ck_assert_int_eq(other->restore(ro, &desc, &ds, 1, b1, l1, &t2, NULL), PG_EFORMAT);
+        ck_assert_int_eq(
+            other->restore(ro, &(pg_job_data){.desc = &desc, .rows = &ds}, 1, b1, l1, &t2, NULL),
+            PG_EFORMAT);
         json_decref(ro);
         free(b1);
         stop(&u);
@@ -568,7 +581,7 @@ START_TEST(validation_names_the_field)
                 &desc, &e);
     ck_assert_msg(r != NULL, "%s: %s", e.items[0].field, e.items[0].message);
     pg_privacy_plan plan;
-    ck_assert_int_eq(fr->plan(r, &desc, &plan, NULL), PG_OK);
+    ck_assert_int_eq(fr->plan(r, &(pg_job_data){.desc = &desc}, &plan, NULL), PG_OK);
     ck_assert(plan.epsilon <= 2.0 && plan.epsilon > 1.99);
     ck_assert_double_eq_tol(plan.sampling_rate, 0.5, 1e-12);
     ck_assert_double_eq(plan.delta, 1e-6);
@@ -586,7 +599,7 @@ START_TEST(validation_names_the_field)
                 " {\"kind\": \"random\"}}",
                 &desc, &e);
     ck_assert_ptr_nonnull(r);
-    ck_assert_int_eq(fr->plan(r, &desc, &plan, NULL), PG_OK);
+    ck_assert_int_eq(fr->plan(r, &(pg_job_data){.desc = &desc}, &plan, NULL), PG_OK);
     ck_assert(plan.approximate);
     json_decref(r);
     pg_dataset_free(&ds);

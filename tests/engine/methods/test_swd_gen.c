@@ -74,7 +74,7 @@ static json_t *resolve(const char *text, const pg_data_desc *desc, pg_spec_error
     ck_assert_ptr_nonnull(spec);
     json_t *r = NULL;
     memset(e, 0, sizeof *e);
-    m->validate(spec, desc, &r, e, NULL);
+    m->validate(spec, &(pg_job_data){.desc = desc}, &r, e, NULL);
     json_decref(spec);
     return r;
 }
@@ -113,10 +113,11 @@ START_TEST(learns_the_mixture_and_reports_epsilon)
                 &desc, &e);
     ck_assert_msg(r != NULL, "%s: %s", e.items[0].field, e.items[0].message);
     pg_privacy_plan plan;
-    ck_assert_int_eq(m->plan(r, &desc, &plan, NULL), PG_OK);
+    ck_assert_int_eq(m->plan(r, &(pg_job_data){.desc = &desc}, &plan, NULL), PG_OK);
     pg_trainer *t;
     pg_error err = {0};
-    ck_assert_msg(m->create(r, &desc, &ds, 1, &t, &err) == PG_OK, "%s", err.msg);
+    ck_assert_msg(m->create(r, &(pg_job_data){.desc = &desc, .rows = &ds}, 1, &t, &err) == PG_OK,
+                  "%s", err.msg);
     double before = snapshot_sw2(m, t);
     pg_step_report rep = {0};
     while (!rep.done) ck_assert_msg(m->step(t, &rep, &err) == PG_OK, "%s", err.msg);
@@ -157,14 +158,16 @@ START_TEST(resume_and_checkpoints)
                         &desc, &e);
     ck_assert_msg(r != NULL, "%s: %s", e.items[0].field, e.items[0].message);
     pg_trainer *t, *t2;
-    ck_assert_int_eq(m->create(r, &desc, &ds, 1, &t, NULL), PG_OK);
+    ck_assert_int_eq(m->create(r, &(pg_job_data){.desc = &desc, .rows = &ds}, 1, &t, NULL), PG_OK);
     pg_step_report rep;
     for (int i = 0; i < 4; i++) ck_assert_int_eq(m->step(t, &rep, NULL), PG_OK);
     unsigned char *b1, *b2;
     size_t l1, l2;
     ck_assert_int_eq(m->save(t, &b1, &l1, NULL), PG_OK);
     pg_error err = {0};
-    ck_assert_msg(m->restore(r, &desc, &ds, 1, b1, l1, &t2, &err) == PG_OK, "%s", err.msg);
+    ck_assert_msg(m->restore(r, &(pg_job_data){.desc = &desc, .rows = &ds}, 1, b1, l1, &t2, &err) ==
+                      PG_OK,
+                  "%s", err.msg);
     ck_assert_int_eq(pg_swd_trainer_releases(t2), 4);
     ck_assert_int_eq(m->save(t2, &b2, &l2, NULL), PG_OK);
     ck_assert_uint_eq(l1, l2);
@@ -180,7 +183,8 @@ START_TEST(resume_and_checkpoints)
     ck_assert_int_eq(pg_snapshot_step(s), 4);
     pg_snapshot_release(s);
     pg_trainer *t3 = NULL;
-    ck_assert_int_ne(m->restore(r, &desc, &ds, 1, b1, l1 - 3, &t3, NULL), PG_OK);
+    ck_assert_int_ne(
+        m->restore(r, &(pg_job_data){.desc = &desc, .rows = &ds}, 1, b1, l1 - 3, &t3, NULL), PG_OK);
     ck_assert_ptr_null(t3);
     b1[l1 / 3] ^= 1;
     ck_assert_int_ne(m->load_snapshot(b1, l1, &s, NULL), PG_OK);
