@@ -99,6 +99,17 @@ void pg_jobs_bump(pg_jobs *m, job *j)
     pthread_cond_broadcast(&m->update);
 }
 
+pg_job_data pg_jobs_data(const job *j, const struct pg_dataset *rows,
+                         const struct pg_dataset *public_rows)
+{
+    pg_job_data in = {.desc = &j->desc, .rows = rows};
+    if (j->public_dataset_id[0] && j->public_desc.d) {
+        in.public_desc = &j->public_desc;
+        in.public_rows = public_rows;
+    }
+    return in;
+}
+
 /* Rebuilds a stored job: desc from the dataset as it was (data_n rows) and
  * the plan (plan() is pure, so it is the one charged at submission). */
 static job *job_from_row(pg_jobs *m, const pg_job_row *r)
@@ -130,10 +141,26 @@ static job *job_from_row(pg_jobs *m, const pg_job_row *r)
     else if (pg_store_dataset_get(m->store, r->tenant, r->dataset_id, &ds, &found, &err) || !found)
         why = "the job's dataset is gone";
     else {
-        if (pg_jobdesc_from_meta(ds.meta, r->data_n, &j->desc, &err) ||
-            j->method->plan(j->spec, &(pg_job_data){.desc = &j->desc}, &j->plan, &err))
-            why = "the job's dataset metadata or plan cannot be rebuilt";
+        if (pg_jobdesc_from_meta(ds.meta, r->data_n, &j->desc, &err))
+            why = "the job's dataset metadata cannot be rebuilt";
         pg_store_dataset_free(&ds);
+    }
+    if (!why && r->public_dataset_id[0]) {
+        /* A finished job may outlive its public dataset (deletion is refused
+         * only while a job is queued or running); plan() does not need it. */
+        snprintf(j->public_dataset_id, sizeof j->public_dataset_id, "%s", r->public_dataset_id);
+        if (pg_store_dataset_get(m->store, r->tenant, r->public_dataset_id, &ds, &found, &err) ||
+            !found) {
+            if (!pg_jobs_finished(j->status)) why = "the job's public dataset is gone";
+        } else {
+            if (pg_jobdesc_from_meta(ds.meta, r->public_n, &j->public_desc, &err))
+                why = "the job's public dataset metadata cannot be rebuilt";
+            pg_store_dataset_free(&ds);
+        }
+    }
+    if (!why) {
+        pg_job_data in = pg_jobs_data(j, NULL, NULL);
+        if (j->method->plan(j->spec, &in, &j->plan, &err)) why = "the job's plan cannot be rebuilt";
     }
     j->total = j->plan.steps;
     j->privacy = pg_jobs_plan_json(&j->plan, &j->desc);

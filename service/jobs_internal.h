@@ -22,6 +22,11 @@
 enum { ST_QUEUED = 0, ST_RUNNING, ST_SUCCEEDED, ST_FAILED, ST_CANCELLED, ST_COUNT };
 extern const char *const pg_jobs_status[ST_COUNT];
 
+struct job;
+/* What the job's method reads (public part only when the job names one). */
+pg_job_data pg_jobs_data(const struct job *j, const struct pg_dataset *rows,
+                         const struct pg_dataset *public_rows);
+
 /* Method-agnostic fallback when a method gives no memory estimate: generous
  * enough for the small MLP generators, small enough to keep a 4 GiB default
  * limit meaningful. */
@@ -42,6 +47,8 @@ typedef struct job {
     const pg_method *method; /* NULL: the method left this build */
     json_t *spec;            /* resolved, plus dataset_id and method */
     pg_data_desc desc;
+    char public_dataset_id[PG_ID_MAX]; /* "" when the job reads no public data */
+    pg_data_desc public_desc;          /* d == 0: unknown (deleted after the job ended) */
     pg_privacy_plan plan;
     json_t *privacy; /* the plan's report, rendered once (the shuffle bound is costly) */
     int status;

@@ -132,14 +132,15 @@ static int checkpoint(pg_jobs *m, job *j, pg_trainer *t, long step, pg_error *er
     return PG_OK;
 }
 
-/* Loads exactly the rows the plan was made for. */
-static int load_data(pg_jobs *m, job *j, pg_dataset *ds, pg_error *err)
+/* Loads exactly the rows the plan was made for (of the job's dataset, or of
+ * its public dataset: d->n is the count at submission). */
+static int load_data(pg_jobs *m, const char *dataset_id, const pg_data_desc *d, pg_dataset *ds,
+                     pg_error *err)
 {
     pg_block b;
     int labeled;
-    const pg_data_desc *d = &j->desc;
     int rc =
-        pg_svc_rows_load(m->store, j->dataset_id, d->d, m->cfg->max_job_memory, &b, &labeled, err);
+        pg_svc_rows_load(m->store, dataset_id, d->d, m->cfg->max_job_memory, &b, &labeled, err);
     if (rc) return rc;
     if (b.n < d->n) {
         pg_block_free(&b);
@@ -197,8 +198,8 @@ static void run(pg_jobs *m, job *j)
         finish(m, j, ST_FAILED, err.msg);
         return;
     }
-    pg_dataset ds = {0};
-    if (load_data(m, j, &ds, &err)) {
+    pg_dataset ds = {0}, pub = {0};
+    if (load_data(m, j->dataset_id, &j->desc, &ds, &err)) {
         finish(m, j, ST_FAILED, err.msg);
         return;
     }
@@ -214,13 +215,18 @@ static void run(pg_jobs *m, job *j)
         size_t len;
         rc = pg_jobs_read_ckpt(m, j, last_ck, &bytes, &len, &err);
         if (!rc) {
-            rc = mt->restore(j->spec, &(pg_job_data){.desc = &j->desc, .rows = &ds}, threads, bytes,
-                             len, &t, &err);
+            /* The checkpoint carries what was learned from public rows. */
+            pg_job_data in = pg_jobs_data(j, &ds, NULL);
+            rc = mt->restore(j->spec, &in, threads, bytes, len, &t, &err);
             free(bytes);
         }
         k = last_ck;
     } else {
-        rc = mt->create(j->spec, &(pg_job_data){.desc = &j->desc, .rows = &ds}, threads, &t, &err);
+        if (j->public_dataset_id[0])
+            rc = load_data(m, j->public_dataset_id, &j->public_desc, &pub, &err);
+        pg_job_data in = pg_jobs_data(j, &ds, &pub);
+        if (!rc) rc = mt->create(j->spec, &in, threads, &t, &err);
+        pg_dataset_free(&pub); /* the trainer copies what it keeps */
     }
     if (rc) {
         pg_dataset_free(&ds);

@@ -32,6 +32,47 @@ static int insert_also(struct sqlite3 *db, void *ctx, pg_error *err)
     return pg_jobstore_insert_db(db, ((insert_ctx *)ctx)->row, err);
 }
 
+/* The job's public dataset: same tenant, declared public, same row shape as
+ * the private one, not empty. Problems become field errors. */
+static int public_desc(pg_jobs *m, const char *tenant, const char *ds_id, const char *pub_id,
+                       const pg_data_desc *priv, pg_data_desc *out, pg_spec_errors *fe,
+                       pg_error *err)
+{
+    static const char *const F = "public_dataset_id";
+    if (!strcmp(pub_id, ds_id)) {
+        pg_spec_error_add(fe, F, "must name a dataset other than dataset_id");
+        return PG_OK;
+    }
+    pg_store_dataset ds;
+    int found;
+    int rc = pg_store_dataset_get(m->store, tenant, pub_id, &ds, &found, err);
+    if (rc) return rc;
+    if (!found) {
+        pg_spec_error_add(fe, F, "no such dataset");
+        return PG_OK;
+    }
+    rc = pg_jobdesc_from_meta(ds.meta, ds.n, out, err);
+    pg_store_dataset_free(&ds);
+    if (rc) return rc;
+    if (out->model != PG_PRIVACY_PUBLIC) {
+        pg_spec_error_add(fe, F,
+                          "the dataset is declared %s, not public: only a public dataset may be "
+                          "read without privacy accounting",
+                          pg_jobs_model_name(out->model));
+        return PG_OK;
+    }
+    bool same = out->d == priv->d && out->ndim == priv->ndim;
+    for (int i = 0; same && i < out->ndim && i < 3; i++) same = out->shape[i] == priv->shape[i];
+    if (!same)
+        pg_spec_error_add(fe, F,
+                          "its rows (%zu values) do not have the shape of dataset_id's rows "
+                          "(%zu values)",
+                          out->d, priv->d);
+    else if (out->n == 0)
+        pg_spec_error_add(fe, F, "the public dataset has no rows yet");
+    return PG_OK;
+}
+
 int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_run,
                    pg_submit_result *res, pg_error *err)
 {
@@ -40,6 +81,9 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
     pg_spec_errors *fe = &res->errors;
     const char *ds_id = json_string_value(json_object_get(spec, "dataset_id"));
     const char *mname = json_string_value(json_object_get(spec, "method"));
+    const json_t *pub_j = json_object_get(spec, "public_dataset_id");
+    const char *pub_id = json_string_value(pub_j);
+    if (pub_j && !pub_id) pg_spec_error_add(fe, "public_dataset_id", "must be a string");
     if (!ds_id) pg_spec_error_add(fe, "dataset_id", "is required (a string)");
     if (!mname) pg_spec_error_add(fe, "method", "is required (see GET /v1/algorithms)");
     if (fe->count) return PG_OK;
@@ -69,6 +113,10 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
         pg_spec_error_add(fe, "dataset_id", "the dataset has no rows yet");
         return PG_OK;
     }
+    pg_data_desc pdesc;
+    if (pub_id && (rc = public_desc(m, tenant, ds_id, pub_id, &desc, &pdesc, fe, err))) return rc;
+    if (fe->count) return PG_OK;
+    pg_job_data in = {.desc = &desc, .public_desc = pub_id ? &pdesc : NULL};
     json_t *copy = json_deep_copy(spec);
     if (!copy) return pg_error_set(err, PG_ENOMEM, "out of memory");
     if (!json_object_get(copy, "seed")) {
@@ -80,7 +128,7 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
         json_object_set_new(copy, "seed", json_integer((json_int_t)seed));
     }
     json_t *resolved = NULL;
-    rc = mt->validate(copy, &(pg_job_data){.desc = &desc}, &resolved, fe, err);
+    rc = mt->validate(copy, &in, &resolved, fe, err);
     json_decref(copy);
     if (rc == PG_EINVAL && fe->count) return PG_OK;
     if (rc == PG_EINVAL || rc == PG_ERANGE) { /* e.g. no sigma reaches the target */
@@ -90,8 +138,9 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
     if (rc) return rc;
     json_object_set_new(resolved, "dataset_id", json_string(ds_id));
     json_object_set_new(resolved, "method", json_string(mt->name));
+    if (pub_id) json_object_set_new(resolved, "public_dataset_id", json_string(pub_id));
     pg_privacy_plan plan;
-    rc = mt->plan(resolved, &(pg_job_data){.desc = &desc}, &plan, err);
+    rc = mt->plan(resolved, &in, &plan, err);
     if (rc == PG_EINVAL || rc == PG_ERANGE) {
         pg_spec_error_add(fe, "privacy", "%s", err ? err->msg : "the spec cannot be planned");
         rc = PG_OK;
@@ -112,9 +161,10 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
                           "central datasets only admit rigorous accounting");
         goto out;
     }
-    size_t mem = mt->memory_estimate ? mt->memory_estimate(resolved, &(pg_job_data){.desc = &desc})
-                                     : GENERIC_MEMORY;
+    size_t mem = mt->memory_estimate ? mt->memory_estimate(resolved, &in) : GENERIC_MEMORY;
     size_t rows = desc.n * desc.d * sizeof(float) + desc.n * sizeof(int32_t);
+    if (pub_id) /* held next to the private rows while the trainer is created */
+        rows += pdesc.n * pdesc.d * sizeof(float) + pdesc.n * sizeof(int32_t);
     mem = mem > SIZE_MAX - rows ? SIZE_MAX : mem + rows;
     if (mem > m->cfg->max_job_memory) {
         pg_spec_error_add(fe, "model",
@@ -157,6 +207,10 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
     snprintf(row.dataset_id, sizeof row.dataset_id, "%s", ds_id);
     snprintf(row.method, sizeof row.method, "%s", mt->name);
     row.data_n = (int64_t)desc.n;
+    if (pub_id) {
+        snprintf(row.public_dataset_id, sizeof row.public_dataset_id, "%s", pub_id);
+        row.public_n = (int64_t)pdesc.n;
+    }
     row.spec = rc ? NULL : json_dumps(resolved, JSON_COMPACT | JSON_REAL_PRECISION(17));
     if (!rc && !row.spec) rc = pg_error_set(err, PG_ENOMEM, "out of memory");
     insert_ctx ic = {&row};
@@ -186,6 +240,8 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
         j->method = mt;
         j->spec = json_incref(resolved);
         j->desc = desc;
+        memcpy(j->public_dataset_id, row.public_dataset_id, sizeof j->public_dataset_id);
+        if (pub_id) j->public_desc = pdesc;
         j->plan = plan;
         j->privacy = priv ? priv : json_object();
         priv = NULL;

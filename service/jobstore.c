@@ -30,7 +30,8 @@ int pg_jobstore_insert_db(sqlite3 *db, pg_job_row *r, pg_error *err)
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db,
                            "INSERT INTO jobs(id, tenant_id, dataset_id, status, spec, created_at, "
-                           "updated_at, method, data_n) VALUES(?,?,?,'queued',?,?,?,?,?)",
+                           "updated_at, method, data_n, public_dataset_id, public_n) "
+                           "VALUES(?,?,?,'queued',?,?,?,?,?,?,?)",
                            -1, &st, NULL) != SQLITE_OK)
         return db_err(db, err, "preparing a job insert");
     r->created_at = (int64_t)time(NULL);
@@ -42,6 +43,11 @@ int pg_jobstore_insert_db(sqlite3 *db, pg_job_row *r, pg_error *err)
     sqlite3_bind_int64(st, 6, r->created_at);
     sqlite3_bind_text(st, 7, r->method, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 8, r->data_n);
+    if (r->public_dataset_id[0])
+        sqlite3_bind_text(st, 9, r->public_dataset_id, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 9);
+    sqlite3_bind_int64(st, 10, r->public_n);
     int ok = sqlite3_step(st) == SQLITE_DONE;
     sqlite3_finalize(st);
     if (!ok) return db_err(db, err, "inserting a job");
@@ -61,7 +67,8 @@ static int load_tx(sqlite3 *db, void *vctx, pg_error *err)
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db,
                            "SELECT seq, id, tenant_id, dataset_id, method, status, spec, error, "
-                           "created_at, started_at, finished_at, step, steps_reserved, data_n "
+                           "created_at, started_at, finished_at, step, steps_reserved, data_n, "
+                           "public_dataset_id, public_n "
                            "FROM jobs ORDER BY seq",
                            -1, &st, NULL) != SQLITE_OK)
         return db_err(db, err, "loading jobs");
@@ -93,6 +100,8 @@ static int load_tx(sqlite3 *db, void *vctx, pg_error *err)
         r->step = sqlite3_column_int64(st, 11);
         r->steps_reserved = sqlite3_column_int64(st, 12);
         r->data_n = sqlite3_column_int64(st, 13);
+        copy_col(r->public_dataset_id, sizeof r->public_dataset_id, st, 14);
+        r->public_n = sqlite3_column_int64(st, 15);
     }
     sqlite3_finalize(st);
     return s == SQLITE_DONE ? PG_OK : db_err(db, err, "loading jobs");

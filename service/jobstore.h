@@ -27,6 +27,8 @@ typedef struct pg_job_row {
     char *error;                                 /* NULL when none */
     int64_t created_at, started_at, finished_at; /* 0 when unset */
     int64_t step, steps_reserved, data_n;
+    char public_dataset_id[PG_ID_MAX]; /* "" when the job reads no public data */
+    int64_t public_n;                  /* its rows at submission */
 } pg_job_row;
 
 /* Inside a caller's transaction (the ledger admission): inserts r (status

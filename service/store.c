@@ -59,6 +59,11 @@ static const char *const MIGRATIONS[] = {
     "ALTER TABLE jobs ADD COLUMN data_n INTEGER NOT NULL DEFAULT 0;"
     "CREATE INDEX jobs_tenant ON jobs(tenant_id, seq);"
     "CREATE INDEX ledger_dataset ON ledger(dataset_id, state);",
+    /* 3: the public dataset a job may read (no ledger entry: it is public)
+     * and its row count at submission. */
+    "ALTER TABLE jobs ADD COLUMN public_dataset_id TEXT;"
+    "ALTER TABLE jobs ADD COLUMN public_n INTEGER NOT NULL DEFAULT 0;"
+    "CREATE INDEX jobs_public ON jobs(public_dataset_id, status);",
 };
 #define NMIGRATIONS ((int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]))
 
@@ -473,8 +478,8 @@ int pg_store_dataset_delete(pg_store *s, const char *tenant, const char *id, int
     sqlite3_stmt *st;
     if (!rc && !(rc = prep(s,
                            "SELECT (SELECT count(*) FROM datasets WHERE id=?1 AND "
-                           "tenant_id=?2), (SELECT count(*) FROM jobs WHERE dataset_id=?1 "
-                           "AND status IN ('queued','running'))",
+                           "tenant_id=?2), (SELECT count(*) FROM jobs WHERE (dataset_id=?1 OR "
+                           "public_dataset_id=?1) AND status IN ('queued','running'))",
                            &st, err))) {
         sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, tenant, -1, SQLITE_STATIC);

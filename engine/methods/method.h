@@ -67,8 +67,11 @@ typedef struct pg_data_desc {
 /* Everything a job may read, passed as one argument. desc is required. rows
  * is given to create() and restore() only (NULL in validate/plan). The public
  * pair is NULL when the job names no public dataset; when it does, public_desc
- * is given everywhere and public_rows to create() (restore() may receive NULL:
- * a checkpoint must carry whatever the method learned from public rows). */
+ * is given to validate/create/restore and public_rows to create() only, alive
+ * only during that call (restore() receives NULL: a checkpoint must carry
+ * whatever the method learned from public rows). plan() may receive a NULL
+ * public_desc (a finished job whose public dataset was deleted): the plan
+ * must follow from the resolved spec and desc alone. */
 typedef struct pg_job_data {
     const pg_data_desc *desc;
     const struct pg_dataset *rows;

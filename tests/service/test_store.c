@@ -28,10 +28,10 @@ START_TEST(migrations_idempotent_and_refuse_newer)
 {
     pg_store *s;
     ck_assert_int_eq(pg_store_open(dir, &s, NULL), PG_OK);
-    ck_assert_int_eq(pg_store_schema_version(s), 2);
+    ck_assert_int_eq(pg_store_schema_version(s), 3);
     pg_store_close(s);
     ck_assert_int_eq(pg_store_open(dir, &s, NULL), PG_OK);
-    ck_assert_int_eq(pg_store_schema_version(s), 2);
+    ck_assert_int_eq(pg_store_schema_version(s), 3);
     pg_store_close(s);
     /* a database from a future binary is refused, not silently used */
     char path[128];
