@@ -45,6 +45,7 @@
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/core/alloc.h"
 #include "engine/data/dataset.h"
+#include "engine/methods/latent.h"
 #include "engine/methods/swd.h"
 #include "engine/methods/swd_spec.h"
 #include "engine/methods/trainer.h"
@@ -114,6 +115,7 @@
 
 static const pg_param FLOW_PARAMS[] = {
     FLOW_COMMON_ROWS,
+    PG_LATENT_PARAM_ROWS,
     {"projections.pool", PG_PARAM_INT, NULL, 1, 1e6, NULL, 0, PG_PARAM_OPTIONAL,
      "N_theta: directions released once (default: projections.per_step)."},
     {0},
@@ -121,6 +123,7 @@ static const pg_param FLOW_PARAMS[] = {
 
 static const pg_param FLOW_R_PARAMS[] = {
     FLOW_COMMON_ROWS,
+    PG_LATENT_PARAM_ROWS,
     {"train.batch_size", PG_PARAM_INT, NULL, 2, 1e8, NULL, 0, PG_PARAM_OPTIONAL,
      "Rows per release, drawn without replacement (default: every row each step)."},
     {0},
@@ -140,6 +143,7 @@ typedef struct swdf {
     uint32_t *rowperm;
     float *x; /* particles x d */
     pg_swd_store *store;
+    pg_latent *ae; /* latent mode: the public autoencoder; NULL otherwise */
     pg_swd_ws ws;
     long step, steps;
     pg_rng prng, secure;
@@ -173,7 +177,6 @@ static void shape_of(const json_t *r, bool resample, size_t n, size_t *k_release
 static int flow_validate_any(bool resample, const json_t *spec, const pg_job_data *in,
                              json_t **resolved, pg_spec_errors *errors, pg_error *err)
 {
-    const pg_data_desc *desc = in->desc;
     *resolved = NULL;
     int before = errors->count;
     json_t *r = NULL;
@@ -182,8 +185,11 @@ static int flow_validate_any(bool resample, const json_t *spec, const pg_job_dat
         json_decref(r);
         return PG_EINVAL;
     }
-    pg_swd_spec_data_checks(desc, errors);
-    pg_job_data_no_public(in, resample ? "swd_flow_r" : "swd_flow", errors);
+    pg_swd_spec_data_checks(in->desc, errors);
+    pg_latent_spec_validate(r, spec, in, errors);
+    /* In latent mode the flow, and its privacy, see k-dimensional codes. */
+    pg_data_desc fd = pg_latent_flow_desc(r, in->desc);
+    const pg_data_desc *desc = &fd;
     size_t per = (size_t)pg_spec_int(r, "projections.per_step", 200);
     if (!resample) {
         long pool = pg_spec_int(r, "projections.pool", (long)per);
@@ -241,7 +247,8 @@ static int flow_r_validate(const json_t *spec, const pg_job_data *in, json_t **r
 static int flow_plan_any(bool resample, const json_t *r, const pg_job_data *in,
                          pg_privacy_plan *plan, pg_error *err)
 {
-    const pg_data_desc *desc = in->desc;
+    pg_data_desc fd = pg_latent_flow_desc(r, in->desc);
+    const pg_data_desc *desc = &fd;
     size_t k, m;
     long releases;
     shape_of(r, resample, desc->n, &k, &releases, &m);
@@ -272,21 +279,39 @@ static void flow_destroy(pg_trainer *t)
     pg_free(f->rowperm);
     pg_free(f->x);
     pg_swd_store_release(f->store);
+    pg_latent_release(f->ae);
     pg_swd_ws_free(&f->ws);
     free(f);
 }
 
-/* Everything but the particles' state, which create and restore set. */
-static int flow_common(bool resample, const json_t *r, const pg_job_data *in, swdf **out,
-                       pg_error *err)
+/* Everything but the particles' state, which create and restore set. In
+ * latent mode `ae` (retained here) encodes the rows before anything else.
+ *
+ * Latent privacy. The autoencoder is trained on public rows only, with the
+ * job seed, before this function reads a private row: the encoder is a fixed
+ * function of data the analysis treats as public. Each private row x becomes
+ * z = E(x) / |E(x)| with |z| = 1 (or z = 0), and replacing one private row
+ * replaces exactly one code: |z - z'| <= 2 = 2R with R = 1. The release is
+ * thus the same Gaussian mechanism as on raw rows clipped to R = 1, in
+ * dimension k: the derivation above applies verbatim with d = k, and the
+ * clip (a no-op on codes) still guarantees the bound. Decoding samples is
+ * post-processing. */
+static int flow_common(bool resample, const json_t *r, const pg_job_data *in, pg_latent *ae,
+                       swdf **out, pg_error *err)
 {
-    const pg_data_desc *desc = in->desc;
+    pg_data_desc fd = pg_latent_flow_desc(r, in->desc);
+    const pg_data_desc *desc = &fd;
     const pg_dataset *data = in->rows;
     *out = NULL;
-    if (!data || data->n == 0 || data->d != desc->d || data->n != desc->n)
+    if (!data || data->n == 0 || data->d != in->desc->d || data->n != desc->n)
         return pg_error_set(err, PG_EINVAL, "the dataset is empty or its shape changed");
+    if (!ae != !pg_latent_spec_on(r) ||
+        (ae && (pg_latent_dim(ae) != desc->d || pg_latent_data_dim(ae) != data->d)))
+        return pg_error_set(err, PG_EINVAL, "the autoencoder does not match the latent spec");
     swdf *f = calloc(1, sizeof *f);
     if (!f) return pg_error_set(err, PG_ENOMEM, "cannot allocate the trainer");
+    pg_latent_retain(ae);
+    f->ae = ae;
     f->base.method = resample ? &pg_method_swd_flow_r : &pg_method_swd_flow;
     f->resample = resample;
     size_t d = desc->d, k;
@@ -325,8 +350,11 @@ static int flow_common(bool resample, const json_t *r, const pg_job_data *in, sw
         flow_destroy(&f->base);
         return pg_error_set(err, PG_ENOMEM, "cannot allocate the flow's buffers");
     }
-    memcpy(f->y, data->x, f->n * d * sizeof(float));
-    if ((rc = pg_privacy_clip_l2(f->y, f->n, d, f->priv.clip, err)) ||
+    if (ae)
+        rc = pg_latent_encode(ae, data->x, f->n, f->y, d, err);
+    else
+        memcpy(f->y, data->x, f->n * d * sizeof(float));
+    if (rc || (rc = pg_privacy_clip_l2(f->y, f->n, d, f->priv.clip, err)) ||
         (rc = pg_swd_ws_init(&f->ws, c->particles, d, k, f->m, c->levels, c->pool, err)) ||
         (rc = pg_swd_store_new(d, k, c->levels, resample ? (size_t)f->steps : 1, &f->store, err)) ||
         (rc = pg_rng_secure(&f->secure, err))) {
@@ -343,7 +371,17 @@ static int flow_create_any(bool resample, const json_t *r, const pg_job_data *in
     (void)threads;
     *out = NULL;
     swdf *f;
-    int rc = flow_common(resample, r, in, &f, err);
+    pg_latent *ae = NULL;
+    int rc = PG_OK;
+    if (pg_latent_spec_on(r)) { /* setup on public rows, before any private row */
+        if (!in->public_rows || !in->public_desc)
+            return pg_error_set(err, PG_EINVAL, "latent mode needs the public dataset's rows");
+        pg_latent_cfg lc;
+        pg_latent_spec_cfg(r, (uint64_t)pg_spec_int(r, "seed", 0), &lc);
+        rc = pg_latent_train(&lc, in->public_rows, in->desc->lo, in->desc->hi, &ae, err);
+    }
+    if (!rc) rc = flow_common(resample, r, in, ae, &f, err);
+    pg_latent_release(ae);
     if (rc) return rc;
     pg_rng init;
     pg_rng_seeded(&init, f->seed, PG_STREAM_INIT);
@@ -441,7 +479,9 @@ static int flow_snapshot(pg_trainer *t, pg_snapshot **out, pg_error *err)
     float *x = pg_alloc_f32(nd);
     if (!x) return pg_error_set(err, PG_ENOMEM, "cannot allocate a snapshot");
     memcpy(x, f->x, nd * sizeof(float));
-    return pg_swd_snapshot_new(&f->cfg, f->store, f->step, x, f->init_std, out, err);
+    int rc = pg_swd_snapshot_new(&f->cfg, f->store, f->step, x, f->init_std, out, err);
+    if (rc || !f->ae) return rc;
+    return pg_latent_snapshot_wrap(f->ae, *out, out, err);
 }
 
 /* ---- checkpoints --------------------------------------------------------- */
@@ -498,15 +538,21 @@ static int flow_save(pg_trainer *t, unsigned char **bytes, size_t *len, pg_error
     json_t *h = json_pack("{s:s,s:I,s:I,s:o,s:o}", "method", f->base.method->name, "step",
                           (json_int_t)f->step, "releases", (json_int_t)f->releases, "flow",
                           cfg_json(f), "rng", pg_rng_state_to_json(&f->prng));
+    if (h && f->ae) json_object_set_new(h, "latent", pg_latent_to_json(f->ae));
     char *text = h ? json_dumps(h, JSON_COMPACT) : NULL;
     json_decref(h);
     if (!text) return pg_error_set(err, PG_ENOMEM, "cannot encode the trainer state");
-    pg_ckpt_tensor ts[3] = {
+    pg_ckpt_tensor ts[5] = {
         {.name = "particles", .ndim = 2, .dims = {f->cfg.particles, f->cfg.d}, .data = f->x},
         {.name = "theta", .ndim = 3, .dims = {entries, st->d, st->k}, .data = st->theta},
         {.name = "quantiles", .ndim = 3, .dims = {entries, st->k, st->levels}, .data = st->q},
     };
-    int rc = pg_ckpt_encode(text, ts, 3, bytes, len, err);
+    size_t nts = 3;
+    if (f->ae) {
+        pg_latent_tensors(f->ae, ts + 3);
+        nts = 5;
+    }
+    int rc = pg_ckpt_encode(text, ts, nts, bytes, len, err);
     free(text);
     return rc;
 }
@@ -557,13 +603,23 @@ static int flow_restore_any(bool resample, const json_t *r, const pg_job_data *i
 {
     *out = NULL;
     swdf *f;
-    int rc = flow_common(resample, r, in, &f, err);
-    if (rc) return rc;
     pg_ckpt ck;
     json_t *h;
-    rc = parse_ckpt(bytes, len, f->base.method->name, &ck, &h, err);
+    int rc = parse_ckpt(bytes, len, resample ? "swd_flow_r" : "swd_flow", &ck, &h, err);
+    if (rc) return rc;
+    /* Latent mode: the autoencoder comes from the checkpoint (the public
+     * rows are not needed again; retraining could differ). */
+    pg_latent *ae = NULL;
+    const json_t *lj = json_object_get(h, "latent");
+    if (!lj != !pg_latent_spec_on(r))
+        rc = pg_error_set(err, PG_EFORMAT, "checkpoint was written for a different spec");
+    else if (lj)
+        rc = pg_latent_from_ckpt(lj, &ck, &ae, err);
+    if (!rc) rc = flow_common(resample, r, in, ae, &f, err);
+    pg_latent_release(ae);
     if (rc) {
-        flow_destroy(&f->base);
+        json_decref(h);
+        pg_ckpt_free(&ck);
         return rc;
     }
     json_int_t step = json_integer_value(json_object_get(h, "step"));
@@ -650,6 +706,20 @@ static int flow_load_snapshot(const unsigned char *bytes, size_t len, pg_snapsho
     if (rc == PG_OK) {
         rc = pg_swd_snapshot_new(&c, st, (long)step, x, is, out, err);
         x = NULL;
+    }
+    const json_t *lj = json_object_get(h, "latent");
+    if (rc == PG_OK && lj) { /* decode without the public data: the checkpoint has it all */
+        pg_latent *ae = NULL;
+        rc = pg_latent_from_ckpt(lj, &ck, &ae, err);
+        if (rc == PG_OK && pg_latent_dim(ae) != c.d)
+            rc = pg_error_set(err, PG_EFORMAT, "checkpoint autoencoder does not match the flow");
+        if (rc == PG_OK)
+            rc = pg_latent_snapshot_wrap(ae, *out, out, err);
+        else {
+            pg_snapshot_release(*out);
+            *out = NULL;
+        }
+        pg_latent_release(ae);
     }
     pg_free(x);
     pg_swd_store_release(st);
