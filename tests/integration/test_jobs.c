@@ -11,10 +11,17 @@
  * queued cancel refunded and running cancel not, and kill -9 mid-job
  * resuming without a second charge and without exceeding the planned steps.
  * (The trainer set comes from the registry: these tests name dp_sinkhorn,
- * the job code never does.) */
+ * the job code never does.)
+ *
+ * Public data: a job's public_dataset_id must name a public dataset of the
+ * same tenant and row shape (422 on the field otherwise), methods without a
+ * latent mode refuse it, a latent swd_flow_r job runs with it and shows it,
+ * deleting it is refused while the job is queued or running (409), and the
+ * ledger has no entry for it. */
 #include <math.h>
 #include <png.h>
 #include <pthread.h>
+#include <sqlite3.h>
 
 #include "api/openapi_lite.h"
 #include "engine/core/alloc.h"
@@ -1018,6 +1025,167 @@ START_TEST(central_ledger_through_dp_sinkhorn)
 }
 END_TEST
 
+/* A public 2-D dataset (or `shape` wide) with n rows on a circle. */
+static void make_public(const pg_srv *s, const char *tok, int width, int n, char id[64])
+{
+    char body[256];
+    snprintf(body, sizeof body,
+             "{\"name\":\"pub\",\"shape\":[%d],\"range\":[-1,1],\"privacy\":{\"model\":"
+             "\"public\"}}",
+             width);
+    pg_resp r;
+    pg_http(s, "POST", "/v1/datasets", tok, "application/json", body, strlen(body), NULL, &r);
+    ck_assert_msg(r.status == 201, "%s", r.body);
+    snprintf(id, 64, "%s", json_string_value(json_object_get(r.json, "id")));
+    pg_resp_free(&r);
+    size_t bc = (size_t)n * 16 * (size_t)width + 64, k = 0;
+    char *b = malloc(bc);
+    k += (size_t)snprintf(b + k, bc - k, "{\"rows\":[");
+    for (int i = 0; i < n; i++) {
+        k += (size_t)snprintf(b + k, bc - k, "%s[", i ? "," : "");
+        for (int j = 0; j < width; j++)
+            k += (size_t)snprintf(b + k, bc - k, "%s%.4f", j ? "," : "",
+                                  0.7 * (j % 2 ? sin(0.1 * i) : cos(0.1 * i)));
+        k += (size_t)snprintf(b + k, bc - k, "]");
+    }
+    snprintf(b + k, bc - k, "]}");
+    char path[128];
+    snprintf(path, sizeof path, "/v1/datasets/%s/rows", id);
+    pg_http(s, "POST", path, tok, "application/json", b, strlen(b), NULL, &r);
+    free(b);
+    ck_assert_msg(r.status == 200, "%s", r.body);
+    pg_resp_free(&r);
+}
+
+static void latent_body(char *buf, size_t cap, const char *ds, const char *pub, const char *method,
+                        long steps)
+{
+    snprintf(buf, cap,
+             "{\"dataset_id\":\"%s\",\"public_dataset_id\":\"%s\",\"method\":\"%s\","
+             "\"privacy\":{\"noise_multiplier\":5},\"projections\":{\"per_step\":2},"
+             "\"flow\":{\"steps\":%ld,\"particles\":100,\"quantile_levels\":32},"
+             "\"latent\":{\"dim\":2,\"hidden\":[8],\"steps\":50,\"batch\":32},"
+             "\"checkpoint_every\":100000,\"seed\":5}",
+             ds, pub, method, steps);
+}
+
+START_TEST(public_dataset_for_latent_flows)
+{
+    pg_srv s;
+    memset(&s, 0, sizeof s);
+    static const char *const extra[] = {"--workers", "1", NULL};
+    ck_assert_int_eq(pg_srv_start(&s, extra), 0);
+    char ds[64], pub[64], wide[64], loc[64], foreign[64], job[64], body[1024], path[128];
+    make_central(&s, 100.0, 400, ds);
+    make_public(&s, s.admin, 2, 300, pub);
+    make_public(&s, s.admin, 3, 10, wide);
+    make_local(&s, 50, loc);
+    pg_resp r;
+    req(&s, "POST", "/v1/tokens", "{\"scope\":\"admin\",\"new_tenant\":true}", &r);
+    ck_assert_msg(r.status == 201, "%s", r.body);
+    char *other = strdup(json_string_value(json_object_get(r.json, "token")));
+    pg_resp_free(&r);
+    make_public(&s, other, 2, 10, foreign);
+    free(other);
+
+    /* refused: wrong shape, not public, another tenant's, itself, not a
+     * string, and a method without a latent mode */
+    const char *bad[] = {wide, loc, foreign, ds};
+    for (int i = 0; i < 4; i++) {
+        latent_body(body, sizeof body, ds, bad[i], "swd_flow_r", 10);
+        req(&s, "POST", "/v1/jobs?dry_run=true", body, &r);
+        expect_problem(&r, 422, "public_dataset_id");
+    }
+    snprintf(body, sizeof body,
+             "{\"dataset_id\":\"%s\",\"public_dataset_id\":7,\"method\":\"swd_flow_r\"}", ds);
+    req(&s, "POST", "/v1/jobs", body, &r);
+    expect_problem(&r, 422, "public_dataset_id");
+    snprintf(body, sizeof body,
+             "{\"dataset_id\":\"%s\",\"public_dataset_id\":\"%s\",\"method\":\"dp_sinkhorn\","
+             "\"privacy\":{\"noise_multiplier\":5}}",
+             ds, pub);
+    req(&s, "POST", "/v1/jobs", body, &r);
+    expect_problem(&r, 422, "public_dataset_id");
+    /* latent fields without public data */
+    snprintf(body, sizeof body,
+             "{\"dataset_id\":\"%s\",\"method\":\"swd_flow_r\",\"privacy\":{\"noise_multiplier\":"
+             "5},\"latent\":{\"dim\":2}}",
+             ds);
+    req(&s, "POST", "/v1/jobs", body, &r);
+    expect_problem(&r, 422, "latent");
+
+    /* accepted: a long job (one release: swd_flow), still running below */
+    latent_body(body, sizeof body, ds, pub, "swd_flow", 1000000);
+    submit(&s, body, job);
+    json_t *jv = poll_job(&s, job, "running", 0);
+    ck_assert_str_eq(json_string_value(json_object_get(jv, "public_dataset_id")), pub);
+    json_t *spec = json_object_get(jv, "spec");
+    ck_assert_str_eq(json_string_value(json_object_get(spec, "public_dataset_id")), pub);
+    ck_assert(json_number_value(json_object_get(json_object_get(spec, "privacy"), "clip_norm")) ==
+              1.0);
+    ck_assert_int_eq(
+        (int)json_integer_value(json_object_get(json_object_get(spec, "latent"), "dim")), 2);
+    double planned = json_number_value(json_object_get(json_object_get(jv, "privacy"), "epsilon"));
+    json_decref(jv);
+    snprintf(path, sizeof path, "/v1/datasets/%s", pub);
+    req(&s, "DELETE", path, NULL, &r);
+    expect_problem(&r, 409, NULL);
+    /* the ledger charges the private dataset only, with the job's plan */
+    json_t *bj = budget(&s, ds);
+    ck_assert_int_eq((int)json_array_size(json_object_get(bj, "entries")), 1);
+    ck_assert(pg_test_reldiff(num_of(entry_of(bj, job), "epsilon"), planned) < 1e-9);
+    json_decref(bj);
+    /* a restart rebuilds the job with its public dataset and resumes it */
+    ck_assert_int_eq(pg_srv_stop(&s), 0);
+    ck_assert_int_eq(pg_srv_start(&s, extra), 0);
+    jv = poll_job(&s, job, NULL, 5); /* stepping again (re-created: no checkpoint yet) */
+    ck_assert_str_eq(json_string_value(json_object_get(jv, "public_dataset_id")), pub);
+    json_decref(jv);
+    req(&s, "DELETE", path, NULL, &r);
+    expect_problem(&r, 409, NULL);
+    snprintf(path, sizeof path, "/v1/jobs/%s/cancel", job);
+    req(&s, "POST", path, NULL, &r);
+    ck_assert_int_eq(r.status, 202);
+    pg_resp_free(&r);
+    json_decref(poll_job(&s, job, "cancelled", 0));
+
+    /* a short one runs to the end and serves decoded 2-D samples */
+    latent_body(body, sizeof body, ds, pub, "swd_flow_r", 20);
+    char done[64];
+    submit(&s, body, done);
+    json_decref(poll_job(&s, done, "succeeded", 0));
+    snprintf(path, sizeof path, "/v1/jobs/%s/samples?n=50&seed=3", done);
+    req(&s, "GET", path, NULL, &r);
+    ck_assert_msg(r.status == 200, "%s", r.body);
+    pg_resp_free(&r);
+    /* once no job is queued or running, the public dataset can go */
+    snprintf(path, sizeof path, "/v1/datasets/%s", pub);
+    req(&s, "DELETE", path, NULL, &r);
+    ck_assert_msg(r.status == 204, "%ld %s", r.status, r.body);
+    pg_resp_free(&r);
+    ck_assert_int_eq(pg_srv_stop(&s), 0);
+
+    /* nothing in the ledger ever named the public dataset */
+    char db[1200], sql[256];
+    snprintf(db, sizeof db, "%s/privgen.db", s.data);
+    sqlite3 *h;
+    ck_assert_int_eq(sqlite3_open(db, &h), SQLITE_OK);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM ledger WHERE dataset_id='%s'", pub);
+    sqlite3_stmt *st;
+    ck_assert_int_eq(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    ck_assert_int_eq(sqlite3_column_int(st, 0), 0);
+    sqlite3_finalize(st);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM ledger WHERE dataset_id='%s'", ds);
+    ck_assert_int_eq(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    ck_assert_int_ge(sqlite3_column_int(st, 0), 2);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    pg_srv_cleanup(&s);
+}
+END_TEST
+
 /* First step this process saw (0 when it ran none: the job finished before). */
 static long first_hist(json_t *job)
 {
@@ -1088,6 +1256,7 @@ static Suite *suite(void)
     tcase_add_test(tc, kill9_resumes_from_the_checkpoint);
     tcase_add_test(tc, central_ledger_through_dp_sinkhorn);
     tcase_add_test(tc, central_kill9_resumes_with_one_charge);
+    tcase_add_test(tc, public_dataset_for_latent_flows);
     suite_add_tcase(s, tc);
     return s;
 }
