@@ -369,13 +369,141 @@ START_TEST(rare_label_is_refused)
 }
 END_TEST
 
+/* Fraction of n 2-D rows on class k's side of x = 0. */
+static double on_side(const float *x, size_t n, int k)
+{
+    size_t hit = 0;
+    for (size_t i = 0; i < n; i++)
+        if ((k == 0 && x[2 * i] < 0) || (k == 1 && x[2 * i] > 0)) hit++;
+    return (double)hit / (double)n;
+}
+
+static const char *GEN_SPEC =
+    "{\"privacy\": {\"noise_multiplier\": 0.005, \"clip_norm\": 3}, \"model\": {\"hidden\":"
+    " [64, 64], \"latent_dim\": 4, \"latent\": \"normal\"}, \"projections\": {\"per_step\":"
+    " 20}, \"train\": {\"steps\": 400, \"batch_size\": 1000, \"gen_batch\": 256, \"lr\":"
+    " 0.003}, \"seed\": 2}";
+
+/* swd_gen on balanced blobs at near-zero noise: the conditional generator
+ * puts label-k samples on blob k (ignoring the label would put half of them
+ * on the other side); one release per step at the augmented dimension. */
+START_TEST(gen_labels_follow_classes)
+{
+    pg_dataset ds;
+    pg_data_desc desc;
+    make_blobs(1500, 0.5, &ds, &desc);
+    const pg_method *m = pg_method_find("swd_gen");
+    pg_spec_errors e;
+    json_t *r = resolve(m, GEN_SPEC, &desc, &e);
+    ck_assert_msg(r != NULL, "%s: %s", e.items[0].field, e.items[0].message);
+    ck_assert(json_is_true(pg_spec_get(r, "model.conditional")));
+    pg_privacy_plan plan;
+    ck_assert_int_eq(m->plan(r, &desc, &plan, NULL), PG_OK);
+    pg_swd_privacy p;
+    double S;
+    ck_assert_int_eq(pg_swd_spec_privacy_get(r, &desc, 20, 400, 1000.0 / 1500.0, &p, &S, NULL),
+                     PG_OK);
+    ck_assert_uint_eq(p.d, 4);
+    ck_assert_double_eq(p.w, 5.0); /* ceil(20 / 4) orthonormal blocks */
+    pg_step_report rep;
+    pg_trainer *t = train(m, r, &desc, &ds, &rep);
+    ck_assert_int_eq(pg_swd_trainer_releases(t), 400);
+    ck_assert_double_eq_tol(rep.epsilon_spent, plan.epsilon, 1e-9 * plan.epsilon);
+    pg_snapshot *s;
+    ck_assert_int_eq(m->snapshot(t, &s, NULL), PG_OK);
+    ck_assert_uint_eq(pg_snapshot_dim(s), 2);
+    ck_assert_int_eq(pg_snapshot_num_classes(s), 2);
+    float *x = pg_alloc_f32(1000 * 2);
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(pg_snapshot_sample(s, 1000, 7, k, x, NULL), PG_OK);
+        double side = on_side(x, 1000, k), near = near_blob(x, 1000, k);
+        ck_assert_msg(side > 0.9 && near > 0.75, "label %d: %.3f on its side, %.3f near", k, side,
+                      near);
+    }
+    pg_free(x);
+    pg_snapshot_release(s);
+    m->destroy(t);
+    json_decref(r);
+    pg_dataset_free(&ds);
+}
+END_TEST
+
+/* swd_gen checkpoints carry the conditioning: a labelled run resumes bit
+ * for bit and serves labels from the bytes alone; an unconditional run's
+ * checkpoint (the format written before labels existed) is refused by a
+ * labelled spec, and a labelled one by an unconditional spec. */
+START_TEST(gen_label_checkpoints)
+{
+    pg_dataset ds;
+    pg_data_desc desc;
+    make_blobs(300, 0.5, &ds, &desc);
+    const pg_method *m = pg_method_find("swd_gen");
+    pg_spec_errors e;
+    json_t *rl = resolve(m,
+                         "{\"privacy\": {\"epsilon\": 3, \"clip_norm\": 3}, \"model\":"
+                         " {\"hidden\": [16]}, \"projections\": {\"per_step\": 8}, \"train\":"
+                         " {\"steps\": 10, \"gen_batch\": 32}}",
+                         &desc, &e);
+    json_t *r0 = resolve(m,
+                         "{\"privacy\": {\"epsilon\": 3, \"clip_norm\": 3}, \"labels\":"
+                         " {\"class_alpha\": 0}, \"model\": {\"hidden\": [16]}, \"projections\":"
+                         " {\"per_step\": 8}, \"train\": {\"steps\": 10, \"gen_batch\": 32}}",
+                         &desc, &e);
+    ck_assert(rl && r0);
+    ck_assert(!json_is_true(pg_spec_get(r0, "model.conditional")));
+    pg_trainer *tl, *t0, *t2;
+    pg_step_report rep;
+    ck_assert_int_eq(m->create(rl, &desc, &ds, 1, &tl, NULL), PG_OK);
+    ck_assert_int_eq(m->create(r0, &desc, &ds, 1, &t0, NULL), PG_OK);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(m->step(tl, &rep, NULL), PG_OK);
+        ck_assert_int_eq(m->step(t0, &rep, NULL), PG_OK);
+    }
+    unsigned char *bl, *b0, *b2;
+    size_t ll, l0, l2;
+    ck_assert_int_eq(m->save(tl, &bl, &ll, NULL), PG_OK);
+    ck_assert_int_eq(m->save(t0, &b0, &l0, NULL), PG_OK);
+    pg_error err = {0};
+    ck_assert_msg(m->restore(rl, &desc, &ds, 1, bl, ll, &t2, &err) == PG_OK, "%s", err.msg);
+    ck_assert_int_eq(m->save(t2, &b2, &l2, NULL), PG_OK);
+    ck_assert_uint_eq(ll, l2);
+    ck_assert(memcmp(bl, b2, ll) == 0);
+    free(b2);
+    pg_snapshot *s1, *s2;
+    ck_assert_int_eq(m->snapshot(t2, &s1, NULL), PG_OK);
+    ck_assert_int_eq(m->load_snapshot(bl, ll, &s2, NULL), PG_OK);
+    ck_assert_int_eq(pg_snapshot_num_classes(s2), 2);
+    float a[50 * 2], b[50 * 2];
+    ck_assert_int_eq(pg_snapshot_sample(s1, 50, 3, 1, a, NULL), PG_OK);
+    ck_assert_int_eq(pg_snapshot_sample(s2, 50, 3, 1, b, NULL), PG_OK);
+    ck_assert(memcmp(a, b, sizeof a) == 0);
+    pg_snapshot_release(s1);
+    pg_snapshot_release(s2);
+    m->destroy(t2);
+    ck_assert_int_eq(m->restore(r0, &desc, &ds, 1, b0, l0, &t2, NULL), PG_OK);
+    m->destroy(t2);
+    t2 = NULL;
+    ck_assert_int_eq(m->restore(rl, &desc, &ds, 1, b0, l0, &t2, &err), PG_EFORMAT);
+    ck_assert_ptr_nonnull(strstr(err.msg, "class conditioning"));
+    ck_assert_int_ne(m->restore(r0, &desc, &ds, 1, bl, ll, &t2, NULL), PG_OK);
+    ck_assert_ptr_null(t2);
+    free(bl);
+    free(b0);
+    m->destroy(tl);
+    m->destroy(t0);
+    json_decref(rl);
+    json_decref(r0);
+    pg_dataset_free(&ds);
+}
+END_TEST
+
 START_TEST(label_validation)
 {
     pg_dataset ds;
     pg_data_desc desc;
     make_blobs(100, 0.5, &ds, &desc);
-    const char *names[2] = {"swd_flow", "swd_flow_r"};
-    for (int i = 0; i < 2; i++) {
+    const char *names[3] = {"swd_flow", "swd_flow_r", "swd_gen"};
+    for (int i = 0; i < 3; i++) {
         const pg_method *m = pg_method_find(names[i]);
         pg_spec_errors e;
         json_t *r;
@@ -402,6 +530,14 @@ START_TEST(label_validation)
         r = resolve(m, "{\"privacy\": {\"epsilon\": 1, \"clip_norm\": 4}}", &desc, &e);
         ck_assert_msg(r != NULL, "%s: %s", e.items[0].field, e.items[0].message);
         ck_assert_double_eq(pg_spec_num(r, "labels.class_alpha", 0), 2.0);
+        if (i == 2) { /* swd_gen: labels need the conditional generator */
+            json_t *bad = resolve(m,
+                                  "{\"privacy\": {\"epsilon\": 1}, \"model\": {\"conditional\":"
+                                  " false}}",
+                                  &desc, &e);
+            ck_assert_ptr_null(bad);
+            ck_assert(has_error(&e, "model.conditional"));
+        }
         char *text = json_dumps(r, 0);
         json_t *r2 = resolve(m, text, &desc, &e);
         free(text);
@@ -423,6 +559,8 @@ static Suite *labels_suite(void)
     tcase_add_test(tc, flow_release_uses_augmented_dimension);
     tcase_add_test(tc, flow_label_checkpoints);
     tcase_add_test(tc, rare_label_is_refused);
+    tcase_add_test(tc, gen_labels_follow_classes);
+    tcase_add_test(tc, gen_label_checkpoints);
     tcase_add_test(tc, label_validation);
     suite_add_tcase(s, tc);
     return s;
