@@ -466,11 +466,24 @@ void pg_latent_spec_validate(json_t *r, const json_t *spec, const pg_job_data *i
                           "its rows have %zu values, the private rows %zu", p->d, d->d);
     else if (p->n == 0)
         pg_spec_error_add(errors, "public_dataset_id", "the public dataset has no rows");
+    /* Rows are codes on the unit sphere, or on labelled data (swd_spec.h)
+     * [code ; alpha onehot(y)] of norm sqrt(1 + alpha^2) exactly: that is
+     * the clip norm, so clipping never distorts a row. alpha defaults to 1,
+     * the code's own scale. */
+    double alpha = 0.0;
+    if (d->num_classes > 0) {
+        const json_t *a = pg_spec_get(r, "labels.class_alpha");
+        alpha = a ? json_number_value(a) : 1.0;
+        if (!a) pg_spec_set(r, "labels.class_alpha", json_real(alpha));
+    }
+    double R = sqrt(1.0 + alpha * alpha);
     const json_t *clip = pg_spec_get(spec, "privacy.clip_norm");
-    if (clip && json_number_value(clip) != 1.0)
+    if (clip && fabs(json_number_value(clip) - R) > 1e-12 * R)
         pg_spec_error_add(errors, "privacy.clip_norm",
-                          "latent codes lie on the unit sphere: the clip norm is 1");
-    pg_spec_set(r, "privacy.clip_norm", json_real(1.0));
+                          "latent rows [code ; alpha onehot(y)] have norm sqrt(1 + alpha^2) = "
+                          "%.17g: leave privacy.clip_norm out",
+                          R);
+    pg_spec_set(r, "privacy.clip_norm", json_real(R));
     pg_latent_cfg c;
     pg_latent_spec_cfg(r, 0, &c);
     double params = 0.0, prev = (double)d->d;

@@ -111,8 +111,10 @@ extern const char *const pg_latent_archs[];
 
 /* Validation of a flow's resolved spec r (from `spec`): without public data,
  * refuses explicit latent fields and drops the defaults; with it, checks the
- * public data's shape and the training cost, and forces privacy.clip_norm to
- * 1 (refusing another explicit value). Adds field errors. */
+ * public data's shape and the training cost, and sets privacy.clip_norm to
+ * the exact norm of the flow's rows (refusing another explicit value): 1 for
+ * codes, sqrt(1 + alpha^2) for [code ; alpha onehot(y)] on labelled data,
+ * where labels.class_alpha defaults to 1. Call before pg_swd_spec_labels. */
 void pg_latent_spec_validate(json_t *r, const json_t *spec, const pg_job_data *in,
                              pg_spec_errors *errors);
 /* Whether a resolved spec runs in latent mode. */

@@ -72,7 +72,26 @@ typedef struct pg_swd_flow_cfg {
     size_t levels;
     double h, lambda, smooth;
     uint64_t subset_seed; /* public: the pool subset of step s is stream s of it */
+    /* Class conditioning: the last `classes` of the d coordinates are label
+     * coordinates (0: unlabelled). Particles start there at alpha onehot(c),
+     * c uniform; the flow moves them like any other coordinate, and a
+     * particle's label is the argmax of its label coordinates. Samples are
+     * the first d - classes coordinates. */
+    size_t classes;
+    double alpha;
 } pg_swd_flow_cfg;
+
+/* [x ; alpha onehot(label)] rows (n x (d + classes)) from x (n x d). */
+void pg_swd_augment(const float *x, const int32_t *labels, size_t n, size_t d, size_t classes,
+                    double alpha, float *out);
+
+/* Initial particles (n x cfg->d): N(0, init_std^2) on every coordinate,
+ * then label coordinates set to alpha onehot(c), c uniform, all from rng. */
+void pg_swd_init_particles(const pg_swd_flow_cfg *cfg, pg_rng *rng, float *x, size_t n,
+                           double init_std);
+
+/* Label of a particle (argmax of its label coordinates; -1 if unlabelled). */
+int pg_swd_particle_label(const pg_swd_flow_cfg *cfg, const float *row);
 
 /* One Euler-Maruyama step of n <= ws->n particles against theta (d x k) and
  * tables q (k x levels). rng draws the smoothing and diffusion noise (seeded:
@@ -107,7 +126,10 @@ int pg_swd_replay(pg_swd_ws *ws, const pg_swd_flow_cfg *cfg, const pg_swd_store 
 /* A particle-flow snapshot: final particles plus the store for replay.
  * Ownership of x (pg_alloc'ed, particles x d) moves in; the store is
  * retained. Samples: n <= particles rows of a seeded permutation of the
- * final particles; beyond that, all of them followed by replayed chunks. */
+ * final particles; beyond that, all of them followed by replayed chunks.
+ * With classes, rows are d - classes wide and label k keeps only particles
+ * (final, then replayed) whose label is k; PG_ERANGE when replay keeps
+ * finding too few of them (the flow gives class k almost no mass). */
 int pg_swd_snapshot_new(const pg_swd_flow_cfg *cfg, pg_swd_store *st, long steps, float *x,
                         double init_std, pg_snapshot **out, pg_error *err);
 

@@ -212,6 +212,44 @@ int pg_swd_flow_step(pg_swd_ws *ws, const pg_swd_flow_cfg *cfg, float *x, size_t
     return PG_OK;
 }
 
+/* ---- labels -------------------------------------------------------------- */
+
+void pg_swd_augment(const float *x, const int32_t *labels, size_t n, size_t d, size_t classes,
+                    double alpha, float *out)
+{
+    size_t D = d + classes;
+    for (size_t i = 0; i < n; i++) {
+        float *row = out + i * D;
+        memcpy(row, x + i * d, d * sizeof(float));
+        if (!classes) continue;
+        memset(row + d, 0, classes * sizeof(float));
+        row[d + (size_t)labels[i]] = (float)alpha;
+    }
+}
+
+void pg_swd_init_particles(const pg_swd_flow_cfg *cfg, pg_rng *rng, float *x, size_t n,
+                           double init_std)
+{
+    size_t D = cfg->d, C = cfg->classes;
+    pg_rng_fill_normal(rng, x, n * D, 0.0f, (float)init_std);
+    for (size_t i = 0; i < n && C; i++) {
+        float *lab = x + i * D + (D - C);
+        memset(lab, 0, C * sizeof(float));
+        lab[pg_rng_below(rng, C)] = (float)cfg->alpha;
+    }
+}
+
+int pg_swd_particle_label(const pg_swd_flow_cfg *cfg, const float *row)
+{
+    size_t C = cfg->classes;
+    if (!C) return -1;
+    const float *lab = row + (cfg->d - C);
+    size_t best = 0;
+    for (size_t c = 1; c < C; c++)
+        if (lab[c] > lab[best]) best = c;
+    return (int)best;
+}
+
 /* ---- store ------------------------------------------------------------- */
 
 int pg_swd_store_new(size_t d, size_t k, size_t levels, size_t cap, pg_swd_store **out,
@@ -314,44 +352,67 @@ static void swd_snap_destroy(void *impl)
     free(s);
 }
 
+/* Copies row src (cfg->d wide) of x into out, dropping the label part. */
+static void put_row(const pg_swd_flow_cfg *cfg, const float *x, size_t src, float *out, size_t dst)
+{
+    size_t dout = cfg->d - cfg->classes;
+    memcpy(out + dst * dout, x + src * cfg->d, dout * sizeof(float));
+}
+
 static int swd_snap_sample(const void *impl, size_t n, uint64_t seed, int label, float *out,
                            pg_error *err)
 {
-    (void)label;
     const swd_snap *s = impl;
-    size_t N = s->cfg.particles, d = s->cfg.d;
+    const pg_swd_flow_cfg *cfg = &s->cfg;
+    size_t N = cfg->particles, d = cfg->d;
+    bool filter = label >= 0 && cfg->classes > 0;
     pg_rng rng;
     pg_rng_seeded(&rng, seed, PG_STREAM_LATENT);
-    size_t first = n < N ? n : N;
     uint32_t *perm = pg_alloc(N * sizeof(uint32_t));
     if (!perm) return pg_error_set(err, PG_ENOMEM, "cannot allocate sampling scratch");
     for (size_t i = 0; i < N; i++) perm[i] = (uint32_t)i;
-    for (size_t c = 0; c < first; c++) {
+    /* A seeded partial shuffle of the final particles; with a label, only
+     * those of that label are kept. */
+    size_t done = 0;
+    for (size_t c = 0; c < N && done < n; c++) {
         size_t j = c + (size_t)pg_rng_below(&rng, N - c);
         uint32_t t = perm[c];
         perm[c] = perm[j];
         perm[j] = t;
-        memcpy(out + c * d, s->x + (size_t)perm[c] * d, d * sizeof(float));
+        if (filter && pg_swd_particle_label(cfg, s->x + (size_t)perm[c] * d) != label) continue;
+        put_row(cfg, s->x, perm[c], out, done++);
     }
     pg_free(perm);
-    if (n <= N) return PG_OK;
-    /* More than the trained particles: replay the flow from fresh N(0, s^2 I)
-     * particles in chunks of N (the particle count shapes the empirical
-     * CDFs, so chunks keep the training's) against the stored releases. */
+    if (done == n) return PG_OK;
+    /* More than the trained particles: replay the flow from fresh particles
+     * in chunks of N (the particle count shapes the empirical CDFs, so
+     * chunks keep the training's, labels drawn uniformly as in training)
+     * against the stored releases. Filtering by label keeps the replayed
+     * flow exactly the trained one; the chunk budget bounds the work when
+     * the flow gives the label almost no mass. */
+    size_t need = n - done;
+    size_t max_chunks = filter ? 8 + 4 * ((need * cfg->classes + N - 1) / N) : SIZE_MAX;
     pg_swd_ws ws;
-    int rc = pg_swd_ws_init(&ws, N, d, s->cfg.per_step, 0, s->cfg.levels, s->cfg.pool, err);
+    int rc = pg_swd_ws_init(&ws, N, d, cfg->per_step, 0, cfg->levels, cfg->pool, err);
     if (rc) return rc;
     float *chunk = pg_alloc_f32(N * d);
     if (!chunk) {
         pg_swd_ws_free(&ws);
         return pg_error_set(err, PG_ENOMEM, "cannot allocate replay particles");
     }
-    for (size_t done = N; done < n && rc == PG_OK;) {
-        pg_rng_fill_normal(&rng, chunk, N * d, 0.0f, (float)s->init_std);
-        rc = pg_swd_replay(&ws, &s->cfg, s->store, s->steps, chunk, N, &rng, err);
-        size_t take = n - done < N ? n - done : N;
-        if (rc == PG_OK) memcpy(out + done * d, chunk, take * d * sizeof(float));
-        done += take;
+    for (size_t chunks = 0; done < n && rc == PG_OK; chunks++) {
+        if (chunks == max_chunks) {
+            rc = pg_error_set(err, PG_ERANGE,
+                              "label %d is too rare among the flow's particles to draw %zu "
+                              "samples of it: ask for fewer",
+                              label, n);
+            break;
+        }
+        pg_swd_init_particles(cfg, &rng, chunk, N, s->init_std);
+        rc = pg_swd_replay(&ws, cfg, s->store, s->steps, chunk, N, &rng, err);
+        for (size_t i = 0; rc == PG_OK && i < N && done < n; i++)
+            if (!filter || pg_swd_particle_label(cfg, chunk + i * d) == label)
+                put_row(cfg, chunk, i, out, done++);
     }
     pg_free(chunk);
     pg_swd_ws_free(&ws);
@@ -375,7 +436,8 @@ int pg_swd_snapshot_new(const pg_swd_flow_cfg *cfg, pg_swd_store *st, long steps
     s->steps = steps;
     s->init_std = init_std;
     s->x = x;
-    return pg_snapshot_new(&SWD_SNAP_OPS, s, steps, cfg->d, 0, out, err);
+    return pg_snapshot_new(&SWD_SNAP_OPS, s, steps, cfg->d - cfg->classes, (int)cfg->classes, out,
+                           err);
 }
 
 /* ---- privacy --------------------------------------------------------------- */

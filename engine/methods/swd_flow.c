@@ -33,6 +33,20 @@
  * bound holds only with probability 1 - delta0 over Theta, which a chosen
  * seed could defeat. Both are stored for replay (they are public outputs).
  *
+ * Labels (labels.class_alpha = alpha > 0 on a labelled dataset, swd_spec.h):
+ * every private row becomes [x ; alpha onehot(y)] before the clip to R, so
+ * the replace-one bound above holds unchanged with d replaced by d + C
+ * everywhere (w and the random-direction bounds are evaluated at d + C). The
+ * labels reach the output only through the release. Particles live in
+ * d + C dimensions, their label part starting at alpha onehot(c) with c
+ * uniform from the job seed; the flow moves it like the rest, so the label
+ * of a particle is the argmax of its label coordinates (this lets the class
+ * proportions follow the released data rather than the uniform start).
+ * Sampling label k keeps the particles of label k, then replays chunks
+ * exactly as trained (uniform starting labels) and filters them: the rows
+ * returned are draws of the trained flow conditioned on label k, not of a
+ * different flow started from label k only.
+ *
  * Particle-side smoothing (N(0, sigma^2) with sigma the release's noise std,
  * as the paper smooths both measures alike) and the diffusion noise use the
  * job seed: they touch no data.
@@ -60,7 +74,7 @@
 #define DIR_STREAM_BASE ((uint64_t)1 << 40)
 
 #define FLOW_COMMON_ROWS                                                                           \
-    PG_SWD_PRIVACY_ROWS, PG_SWD_PROJECTION_ROWS,                                                   \
+    PG_SWD_PRIVACY_ROWS, PG_SWD_PROJECTION_ROWS, PG_SWD_LABEL_ROWS,                                \
         {"flow.steps", PG_PARAM_INT, "500", 1, 1e7, NULL, 0, 0, "Flow steps."},                    \
         {"flow.particles", PG_PARAM_INT, "1000", 2, 1e6, NULL, 0, 0, "Particles (N)."},            \
         {"flow.h",                                                                                 \
@@ -187,9 +201,13 @@ static int flow_validate_any(bool resample, const json_t *spec, const pg_job_dat
     }
     pg_swd_spec_data_checks(in->desc, errors);
     pg_latent_spec_validate(r, spec, in, errors);
-    /* In latent mode the flow, and its privacy, see k-dimensional codes. */
+    /* In latent mode the flow, and its privacy, see k-dimensional codes
+     * (plus the label coordinates on labelled data). */
     pg_data_desc fd = pg_latent_flow_desc(r, in->desc);
     const pg_data_desc *desc = &fd;
+    pg_swd_spec_labels(r, desc, errors);
+    double alpha;
+    size_t D = desc->d + pg_swd_spec_classes(r, desc, &alpha);
     size_t per = (size_t)pg_spec_int(r, "projections.per_step", 200);
     if (!resample) {
         long pool = pg_spec_int(r, "projections.pool", (long)per);
@@ -208,7 +226,7 @@ static int flow_validate_any(bool resample, const json_t *spec, const pg_job_dat
     shape_of(r, resample, desc->n, &k, &releases, &m);
     size_t L = (size_t)pg_spec_int(r, "flow.quantile_levels", 256);
     size_t entries = resample ? (size_t)releases : 1;
-    double floats = (double)entries * (double)k * ((double)desc->d + (double)L);
+    double floats = (double)entries * (double)k * ((double)D + (double)L);
     if (floats > (double)STORE_CAP_FLOATS)
         pg_spec_error_add(errors, resample ? "flow.quantile_levels" : "projections.pool",
                           "the released tables kept for replay would hold %.3g floats (limit "
@@ -294,8 +312,10 @@ static void flow_destroy(pg_trainer *t)
  * replaces exactly one code: |z - z'| <= 2 = 2R with R = 1. The release is
  * thus the same Gaussian mechanism as on raw rows clipped to R = 1, in
  * dimension k: the derivation above applies verbatim with d = k, and the
- * clip (a no-op on codes) still guarantees the bound. Decoding samples is
- * post-processing. */
+ * clip (a no-op on codes) still guarantees the bound. On labelled data the
+ * row is [z ; alpha onehot(y)], of norm exactly sqrt(1 + alpha^2), which is
+ * the clip norm R the spec records: replace-one moves both parts, within 2R,
+ * in dimension k + C. Decoding samples is post-processing. */
 static int flow_common(bool resample, const json_t *r, const pg_job_data *in, pg_latent *ae,
                        swdf **out, pg_error *err)
 {
@@ -314,7 +334,16 @@ static int flow_common(bool resample, const json_t *r, const pg_job_data *in, pg
     f->ae = ae;
     f->base.method = resample ? &pg_method_swd_flow_r : &pg_method_swd_flow;
     f->resample = resample;
-    size_t d = desc->d, k;
+    double alpha;
+    size_t classes = pg_swd_spec_classes(r, desc, &alpha);
+    if (classes && (data->num_classes != desc->num_classes || !data->labels ||
+                    pg_dataset_check_labels(data->labels, data->n, data->num_classes, NULL, err))) {
+        free(f);
+        return pg_error_set(err, PG_EINVAL, "the dataset's labels do not match its description");
+    }
+    /* Rows and particles live in d + classes dimensions (label coordinates
+     * last); the privacy code uses that dimension too (swd_spec.h). */
+    size_t d = desc->d + classes, k;
     long releases;
     shape_of(r, resample, data->n, &k, &releases, &f->m);
     f->n = data->n;
@@ -339,6 +368,8 @@ static int flow_common(bool resample, const json_t *r, const pg_job_data *in, pg
     c->lambda = pg_spec_num(r, "flow.lambda", 1e-3);
     c->smooth = f->noise_std;
     c->subset_seed = f->seed ^ SUBSET_SALT;
+    c->classes = classes;
+    c->alpha = alpha;
     pg_rng_seeded(&f->prng, f->seed, PG_STREAM_LATENT);
     f->y = pg_alloc_f32(f->n * d);
     f->x = pg_alloc_f32(c->particles * d);
@@ -350,10 +381,15 @@ static int flow_common(bool resample, const json_t *r, const pg_job_data *in, pg
         flow_destroy(&f->base);
         return pg_error_set(err, PG_ENOMEM, "cannot allocate the flow's buffers");
     }
-    if (ae)
-        rc = pg_latent_encode(ae, data->x, f->n, f->y, d, err);
-    else
-        memcpy(f->y, data->x, f->n * d * sizeof(float));
+    if (ae) { /* [normalize(E(x)) ; alpha onehot(y)]: norm sqrt(1 + alpha^2) = R */
+        float *codes = pg_alloc_f32(f->n * desc->d);
+        rc = codes ? pg_latent_encode(ae, data->x, f->n, codes, desc->d, err)
+                   : pg_error_set(err, PG_ENOMEM, "cannot allocate the latent codes");
+        if (!rc) pg_swd_augment(codes, data->labels, f->n, desc->d, classes, alpha, f->y);
+        pg_free(codes);
+    } else {
+        pg_swd_augment(data->x, data->labels, f->n, desc->d, classes, alpha, f->y);
+    }
     if (rc || (rc = pg_privacy_clip_l2(f->y, f->n, d, f->priv.clip, err)) ||
         (rc = pg_swd_ws_init(&f->ws, c->particles, d, k, f->m, c->levels, c->pool, err)) ||
         (rc = pg_swd_store_new(d, k, c->levels, resample ? (size_t)f->steps : 1, &f->store, err)) ||
@@ -385,7 +421,7 @@ static int flow_create_any(bool resample, const json_t *r, const pg_job_data *in
     if (rc) return rc;
     pg_rng init;
     pg_rng_seeded(&init, f->seed, PG_STREAM_INIT);
-    pg_rng_fill_normal(&init, f->x, f->cfg.particles * f->cfg.d, 0.0f, (float)f->init_std);
+    pg_swd_init_particles(&f->cfg, &init, f->x, f->cfg.particles, f->init_std);
     *out = &f->base;
     return PG_OK;
 }
@@ -491,11 +527,17 @@ static json_t *cfg_json(const swdf *f)
     const pg_swd_flow_cfg *c = &f->cfg;
     char ss[24];
     snprintf(ss, sizeof ss, "%016llx", (unsigned long long)c->subset_seed);
-    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:s,s:f}", "d", (json_int_t)c->d,
-                     "particles", (json_int_t)c->particles, "per_step", (json_int_t)c->per_step,
-                     "pool", (json_int_t)c->pool, "levels", (json_int_t)c->levels, "h", c->h,
-                     "lambda", c->lambda, "smooth", c->smooth, "subset_seed", ss, "init_std",
-                     f->init_std);
+    json_t *j =
+        json_pack("{s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:s,s:f}", "d", (json_int_t)c->d, "particles",
+                  (json_int_t)c->particles, "per_step", (json_int_t)c->per_step, "pool",
+                  (json_int_t)c->pool, "levels", (json_int_t)c->levels, "h", c->h, "lambda",
+                  c->lambda, "smooth", c->smooth, "subset_seed", ss, "init_std", f->init_std);
+    /* Unlabelled flows keep the original header (no label fields). */
+    if (j && c->classes) {
+        json_object_set_new(j, "classes", json_integer((json_int_t)c->classes));
+        json_object_set_new(j, "alpha", json_real(c->alpha));
+    }
+    return j;
 }
 
 static int cfg_from_json(const json_t *j, pg_swd_flow_cfg *c, double *init_std, pg_error *err)
@@ -511,11 +553,17 @@ static int cfg_from_json(const json_t *j, pg_swd_flow_cfg *c, double *init_std, 
     double lam = json_number_value(json_object_get(j, "lambda"));
     double sm = json_number_value(json_object_get(j, "smooth"));
     double is = json_number_value(json_object_get(j, "init_std"));
+    /* Absent in checkpoints of unlabelled flows (and of flows written before
+     * labels existed): those read as unlabelled. */
+    json_int_t classes = json_integer_value(json_object_get(j, "classes"));
+    double alpha = json_number_value(json_object_get(j, "alpha"));
     char *end = NULL;
     unsigned long long seed = ss ? strtoull(ss, &end, 16) : 0;
     if (d <= 0 || d > (1 << 20) || n < 2 || n > 1000000 || k <= 0 || k > 1000000 || pool < 0 ||
         (pool && pool < k) || pool > 1000000 || L < 2 || L > 100000 || !ss || !end || *end ||
-        !(h > 0) || !(lam >= 0) || !(sm >= 0) || !(is > 0) || !isfinite(h + lam + sm + is))
+        !(h > 0) || !(lam >= 0) || !(sm >= 0) || !(is > 0) || !isfinite(h + lam + sm + is) ||
+        classes < 0 || classes >= d || classes > 100000 || (classes && !(alpha > 0)) ||
+        !isfinite(alpha))
         return pg_error_set(err, PG_EFORMAT, "checkpoint flow description is malformed");
     c->d = (size_t)d;
     c->particles = (size_t)n;
@@ -526,6 +574,8 @@ static int cfg_from_json(const json_t *j, pg_swd_flow_cfg *c, double *init_std, 
     c->lambda = lam;
     c->smooth = sm;
     c->subset_seed = seed;
+    c->classes = (size_t)classes;
+    c->alpha = classes ? alpha : 0.0;
     *init_std = is;
     return PG_OK;
 }
@@ -711,7 +761,7 @@ static int flow_load_snapshot(const unsigned char *bytes, size_t len, pg_snapsho
     if (rc == PG_OK && lj) { /* decode without the public data: the checkpoint has it all */
         pg_latent *ae = NULL;
         rc = pg_latent_from_ckpt(lj, &ck, &ae, err);
-        if (rc == PG_OK && pg_latent_dim(ae) != c.d)
+        if (rc == PG_OK && pg_latent_dim(ae) != c.d - c.classes)
             rc = pg_error_set(err, PG_EFORMAT, "checkpoint autoencoder does not match the flow");
         if (rc == PG_OK)
             rc = pg_latent_snapshot_wrap(ae, *out, out, err);

@@ -14,6 +14,17 @@
  * create()/restore(); the job seed drives initialization, latents, the
  * generated side's smoothing and the orthonormal directions (exact bound, so
  * a chosen seed gains nothing; random directions use the secure generator).
+ *
+ * Labels (labels.class_alpha = alpha > 0 on a labelled dataset, swd_spec.h):
+ * private rows become [x ; alpha onehot(y)] before the clip to R, and the
+ * release, its sensitivity bound and the directions live in d + C
+ * dimensions (derivation in swd_flow.c). The generator is conditional;
+ * generated rows are [G(z, c) ; alpha onehot(c)] with c uniform from the
+ * latent stream, the label part fixed (no gradient). As in dp_sinkhorn the
+ * generated classes are uniform: on a class-imbalanced dataset the joint
+ * cannot be matched exactly and some rows of an over-generated class are
+ * pulled toward other classes (the data's class counts are private; a noisy
+ * count release would be an extra mechanism this method does not make).
  */
 #include <math.h>
 #include <stdio.h>
@@ -37,6 +48,7 @@ static const pg_param GEN_PARAMS[] = {
     PG_GENERATOR_PARAM_ROWS,
     PG_SWD_PRIVACY_ROWS,
     PG_SWD_PROJECTION_ROWS,
+    PG_SWD_LABEL_ROWS,
     {"train.steps", PG_PARAM_INT, "2000", 1, 1e7, NULL, 0, 0, "Training steps (one release each)."},
     {"train.batch_size", PG_PARAM_INT, NULL, 2, 1e8, NULL, 0, PG_PARAM_OPTIONAL,
      "Rows per release, drawn without replacement (default: every row each step)."},
@@ -63,9 +75,12 @@ typedef struct sgen {
     double S, noise_std;
     bool orthonormal;
     size_t n, m, b, d, k;
+    size_t classes, D; /* label coordinates appended to each row; D = d + classes */
+    double alpha;
     uint64_t seed;
     long step, steps;
     float *y, *ybat, *theta, *z, *xbuf, *px, *gp, *grad;
+    int32_t *labels; /* generated labels of a step (conditional) */
     uint32_t *rowperm;
     pg_swd_ws rel; /* release workspace: ws.py holds the noisy projections */
     pg_sw_ws sw;
@@ -105,8 +120,22 @@ static int gen_validate(const json_t *spec, const pg_job_data *in, json_t **reso
         (size_t)pg_spec_int(r, "train.batch_size", 0) > desc->n)
         pg_spec_error_add(errors, "train.batch_size", "is larger than the dataset's %zu rows",
                           desc->n);
-    if (pg_spec_bool(r, "model.conditional", false))
-        pg_spec_error_add(errors, "model.conditional", "swd_gen trains an unconditional generator");
+    pg_swd_spec_labels(r, desc, errors);
+    double alpha;
+    bool labelled = pg_swd_spec_classes(r, desc, &alpha) > 0;
+    /* Class conditioning and a conditional generator go together: the
+     * generated rows are [G(z, c); alpha onehot(c)]. */
+    const json_t *cond = pg_spec_get(spec, "model.conditional");
+    if (labelled && cond && !json_is_true(cond))
+        pg_spec_error_add(errors, "model.conditional",
+                          "labels.class_alpha > 0 on a labelled dataset needs a conditional "
+                          "generator: set labels.class_alpha to 0 for an unconditional one");
+    else if (labelled)
+        pg_spec_set(r, "model.conditional", json_true());
+    else if (pg_spec_bool(r, "model.conditional", false))
+        pg_spec_error_add(errors, "model.conditional",
+                          "swd_gen conditions on labels only through labels.class_alpha > 0 on "
+                          "a labelled dataset");
     pg_generator g;
     if (pg_generator_config(r, desc, &g, errors, err) == PG_OK) {
         pg_spec_set(r, "model.latent_dim", json_integer((json_int_t)g.latent_dim));
@@ -156,6 +185,7 @@ static void gen_destroy(pg_trainer *t)
     pg_free(g->px);
     pg_free(g->gp);
     pg_free(g->grad);
+    pg_free(g->labels);
     pg_free(g->rowperm);
     pg_swd_ws_free(&g->rel);
     pg_sw_ws_free(&g->sw);
@@ -183,6 +213,17 @@ static int gen_common(const json_t *r, const pg_job_data *in, sgen **out, pg_err
     long releases;
     g->n = data->n;
     g->d = desc->d;
+    g->classes = pg_swd_spec_classes(r, desc, &g->alpha);
+    g->D = g->d + g->classes;
+    if (g->classes &&
+        ((size_t)g->gen.num_classes != g->classes || data->num_classes != desc->num_classes ||
+         !data->labels ||
+         pg_dataset_check_labels(data->labels, data->n, data->num_classes, NULL, err))) {
+        gen_destroy(&g->base);
+        return pg_error_set(err, PG_EINVAL,
+                            "class conditioning needs a conditional generator and the dataset's "
+                            "labels");
+    }
     shape_of(r, g->n, &g->k, &releases, &g->m);
     rc = pg_swd_spec_privacy_get(r, desc, g->k, releases, (double)g->m / (double)g->n, &g->priv,
                                  &g->S, err);
@@ -197,27 +238,30 @@ static int gen_common(const json_t *r, const pg_job_data *in, sgen **out, pg_err
     g->seed = (uint64_t)pg_spec_int(r, "seed", 0);
     pg_rng_seeded(&g->latent_rng, g->seed, PG_STREAM_LATENT);
     pg_rng_seeded(&g->noise_rng, g->seed, PG_STREAM_NOISE);
-    size_t n = g->n, d = g->d, b = g->b, k = g->k, m = g->m;
-    g->y = pg_alloc_f32(n * d);
-    g->theta = pg_alloc_f32(d * k);
+    /* Released and generated rows are D = d + classes wide (label part
+     * last, clipped together with x). */
+    size_t n = g->n, D = g->D, b = g->b, k = g->k, m = g->m;
+    g->y = pg_alloc_f32(n * D);
+    g->theta = pg_alloc_f32(D * k);
     g->z = pg_alloc_f32(b * g->gen.latent_dim);
-    g->xbuf = pg_alloc_f32(b * d);
+    g->xbuf = pg_alloc_f32(b * D);
     g->px = pg_alloc_f32(k * b);
     g->gp = pg_alloc_f32(k * b);
-    g->grad = pg_alloc_f32(b * d);
+    g->grad = pg_alloc_f32(b * D);
+    g->labels = pg_calloc(b, sizeof(int32_t));
     if (m < n) {
-        g->ybat = pg_alloc_f32(m * d);
+        g->ybat = pg_alloc_f32(m * D);
         g->rowperm = pg_alloc(n * sizeof(uint32_t));
     }
-    if (!g->y || !g->theta || !g->z || !g->xbuf || !g->px || !g->gp || !g->grad ||
+    if (!g->y || !g->theta || !g->z || !g->xbuf || !g->px || !g->gp || !g->grad || !g->labels ||
         (m < n && (!g->ybat || !g->rowperm))) {
         gen_destroy(&g->base);
         return pg_error_set(err, PG_ENOMEM, "cannot allocate training buffers");
     }
-    memcpy(g->y, data->x, n * d * sizeof(float));
-    if ((rc = pg_privacy_clip_l2(g->y, n, d, g->priv.clip, err)) ||
-        (rc = pg_swd_ws_init(&g->rel, 1, d, k, m, 2, 0, err)) ||
-        (rc = pg_sw_ws_init(&g->sw, b, m, k, d, err)) || (rc = pg_rng_secure(&g->secure, err))) {
+    pg_swd_augment(data->x, data->labels, n, g->d, g->classes, g->alpha, g->y);
+    if ((rc = pg_privacy_clip_l2(g->y, n, D, g->priv.clip, err)) ||
+        (rc = pg_swd_ws_init(&g->rel, 1, D, k, m, 2, 0, err)) ||
+        (rc = pg_sw_ws_init(&g->sw, b, m, k, D, err)) || (rc = pg_rng_secure(&g->secure, err))) {
         gen_destroy(&g->base);
         return rc;
     }
@@ -256,7 +300,7 @@ static int gen_create(const json_t *r, const pg_job_data *in, int threads, pg_tr
 /* The only data access of a step: fresh directions, then the release. */
 static int release(sgen *g, pg_error *err)
 {
-    size_t d = g->d, k = g->k;
+    size_t d = g->D, k = g->k;
     pg_mat tm = pg_mat_view(g->theta, d, k);
     int rc;
     if (g->orthonormal) {
@@ -296,16 +340,20 @@ static int gen_step(pg_trainer *t, pg_step_report *rep, pg_error *err)
     }
     int rc = release(g, err);
     if (rc) return rc;
-    size_t b = g->b, d = g->d, k = g->k;
+    size_t b = g->b, d = g->d, D = g->D, k = g->k, C = g->classes;
     pg_nn_latent_sample(&g->gen.latent, &g->latent_rng, g->z, b * g->gen.latent_dim);
+    for (size_t i = 0; i < b && C; i++)
+        g->labels[i] = (int32_t)pg_rng_below(&g->latent_rng, (uint64_t)C);
     const float *out;
-    rc = pg_nn_forward(g->net, g->z, NULL, b, &out, err);
+    rc = pg_nn_forward(g->net, g->z, C ? g->labels : NULL, b, &out, err);
     if (rc) return rc;
-    memcpy(g->xbuf, out, b * d * sizeof(float));
-    pg_generator_to_data(&g->gen, g->xbuf, b * d);
-    pg_mat xm = pg_mat_view(g->xbuf, b, d), tm = pg_mat_view(g->theta, d, k);
+    /* Generated rows [G(z, c); alpha onehot(c)]: the label part is fixed,
+     * only the first d columns carry gradient. */
+    pg_swd_augment(out, g->labels, b, d, C, g->alpha, g->xbuf);
+    for (size_t i = 0; i < b; i++) pg_generator_to_data(&g->gen, g->xbuf + i * D, d);
+    pg_mat xm = pg_mat_view(g->xbuf, b, D), tm = pg_mat_view(g->theta, D, k);
     pg_mat pm = pg_mat_view(g->px, k, b), pym = pg_mat_view(g->rel.py, k, g->m);
-    pg_mat gm = pg_mat_view(g->gp, k, b), grad = pg_mat_view(g->grad, b, d);
+    pg_mat gm = pg_mat_view(g->gp, k, b), grad = pg_mat_view(g->grad, b, D);
     rc = pg_sw_project(&xm, &tm, &pm, err);
     if (rc) return rc;
     /* Smooth the generated side like the data side (paper 002: both
@@ -317,6 +365,9 @@ static int gen_step(pg_trainer *t, pg_step_report *rep, pg_error *err)
     if (rc == PG_OK) rc = pg_gemm(1.0f, &gm, true, &tm, true, 0.0f, &grad, err);
     if (rc) return rc;
     if (!isfinite(loss)) return pg_error_set(err, PG_ENUMERIC, "the SW loss is not finite");
+    /* Drop the label columns: rows move down in place (i d <= i D). */
+    for (size_t i = 1; i < b && C; i++)
+        memmove(g->grad + i * d, g->grad + i * D, d * sizeof(float));
     pg_generator_grad_to_net(&g->gen, g->grad, b * d);
     pg_nn_zero_grad(g->net);
     rc = pg_nn_backward(g->net, g->grad, NULL, err);
@@ -343,12 +394,31 @@ static int gen_save(pg_trainer *t, unsigned char **bytes, size_t *len, pg_error 
                   "releases", (json_int_t)g->releases, "generator", pg_generator_to_json(&g->gen),
                   "rng", "latent", pg_rng_state_to_json(&g->latent_rng), "noise",
                   pg_rng_state_to_json(&g->noise_rng));
+    /* Unconditional runs keep the original header (no label fields). */
+    if (extra && g->classes)
+        json_object_set_new(
+            extra, "labels",
+            json_pack("{s:I,s:f}", "classes", (json_int_t)g->classes, "alpha", g->alpha));
     char *text = extra ? json_dumps(extra, JSON_COMPACT) : NULL;
     json_decref(extra);
     if (!text) return pg_error_set(err, PG_ENOMEM, "cannot encode the trainer state");
     int rc = pg_nn_checkpoint_encode(g->net, g->opt, text, NULL, 0, bytes, len, err);
     free(text);
     return rc;
+}
+
+/* Checkpoints without "labels" (unconditional, or written before labels
+ * existed) match only an unconditional spec. */
+static bool labels_match(const sgen *g, const json_t *extra)
+{
+    const json_t *l = json_object_get(extra, "labels");
+    json_int_t classes = json_integer_value(json_object_get(l, "classes"));
+    double alpha = json_number_value(json_object_get(l, "alpha"));
+    pg_generator saved;
+    if (pg_generator_from_json(json_object_get(extra, "generator"), &saved, NULL) != PG_OK ||
+        saved.num_classes != g->gen.num_classes)
+        return false;
+    return (size_t)classes == g->classes && (g->classes == 0 || alpha == g->alpha);
 }
 
 static int gen_restore(const json_t *r, const pg_job_data *in, int threads,
@@ -373,6 +443,10 @@ static int gen_restore(const json_t *r, const pg_job_data *in, int threads,
             rc = pg_error_set(err, PG_EFORMAT, "not a swd_gen checkpoint of this spec");
         else if (pg_nn_out_size(g->net) != g->d)
             rc = pg_error_set(err, PG_EFORMAT, "checkpoint generator does not match the data");
+        else if (!labels_match(g, extra))
+            rc = pg_error_set(err, PG_EFORMAT,
+                              "the checkpoint was trained with a different class conditioning "
+                              "(labels.class_alpha) than this spec");
         else if ((rc = pg_rng_state_from_json(json_object_get(rng, "latent"), &g->latent_rng,
                                               err)) ||
                  (rc = pg_rng_state_from_json(json_object_get(rng, "noise"), &g->noise_rng, err)))

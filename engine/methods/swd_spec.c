@@ -20,6 +20,37 @@ void pg_swd_spec_data_checks(const pg_data_desc *desc, pg_spec_errors *errors)
         pg_spec_error_add(errors, "dataset_id", "the dataset has no rows");
 }
 
+void pg_swd_spec_labels(json_t *r, const pg_data_desc *desc, pg_spec_errors *errors)
+{
+    const json_t *a = pg_spec_get(r, "labels.class_alpha");
+    if (desc->num_classes <= 0) {
+        if (a && json_number_value(a) > 0.0)
+            pg_spec_error_add(errors, "labels.class_alpha",
+                              "the dataset has no labels: leave it out or set it to 0");
+        return;
+    }
+    double R = pg_spec_num(r, "privacy.clip_norm", 1.0);
+    double alpha = a ? json_number_value(a) : 0.5 * R;
+    if (alpha > R)
+        pg_spec_error_add(errors, "labels.class_alpha",
+                          "%.6g exceeds privacy.clip_norm %.6g: rows [x; alpha onehot(y)] are "
+                          "clipped to R, so R must be at least alpha",
+                          alpha, R);
+    else if (!a)
+        pg_spec_set(r, "labels.class_alpha", json_real(alpha));
+}
+
+size_t pg_swd_spec_classes(const json_t *r, const pg_data_desc *desc, double *alpha)
+{
+    double a = pg_spec_num(r, "labels.class_alpha", 0.0);
+    if (desc->num_classes <= 0 || !(a > 0.0)) {
+        *alpha = 0.0;
+        return 0;
+    }
+    *alpha = a;
+    return (size_t)desc->num_classes;
+}
+
 typedef struct resolved_priv {
     int bound;
     double delta, delta0, S;
@@ -31,6 +62,8 @@ static int resolve(const json_t *r, const pg_data_desc *desc, size_t k, long rel
                    size_t msglen)
 {
     memset(p, 0, sizeof *p);
+    double alpha;
+    size_t dim = desc->d + pg_swd_spec_classes(r, desc, &alpha);
     bool ortho = strcmp(pg_spec_str(r, "projections.kind", "orthonormal"), "orthonormal") == 0;
     const char *b = pg_spec_str(r, "privacy.bound", "auto");
     int bound = strcmp(b, "auto") == 0         ? (ortho ? PG_SWD_ORTHOGONAL : PG_SWD_CHERNOFF)
@@ -49,7 +82,7 @@ static int resolve(const json_t *r, const pg_data_desc *desc, size_t k, long rel
         snprintf(msg, msglen, "the orthogonal bound holds only for orthonormal directions");
         return PG_EINVAL;
     }
-    if (bound != PG_SWD_ORTHOGONAL && desc->d < 2) {
+    if (bound != PG_SWD_ORTHOGONAL && dim < 2) {
         *field = "projections.kind";
         snprintf(msg, msglen, "random directions need at least 2 features");
         return PG_EINVAL;
@@ -71,7 +104,7 @@ static int resolve(const json_t *r, const pg_data_desc *desc, size_t k, long rel
         }
     }
     p->bound = bound;
-    p->d = desc->d;
+    p->d = dim; /* the released rows' dimension, label part included */
     p->k = k;
     p->clip = pg_spec_num(r, "privacy.clip_norm", 1.0);
     p->delta = delta;

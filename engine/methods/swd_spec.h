@@ -87,12 +87,37 @@ extern const char *const pg_swd_kinds[];
             "Directions used per step (M_theta)."                                                  \
     }
 
+/* Class conditioning (labelled datasets): each private row becomes
+ * [x ; alpha onehot(y)] BEFORE clipping to privacy.clip_norm R, so R bounds
+ * the label part too and the privacy bounds use the augmented dimension
+ * d + C. Validation fills the default alpha = R / 2 on labelled data and
+ * refuses alpha > R (the label part alone would be clipped). A resolved spec
+ * without the field (written before labels existed) reads as alpha = 0:
+ * unconditional, exactly as before. */
+#define PG_SWD_LABEL_ROWS                                                                          \
+    {                                                                                              \
+        "labels.class_alpha", PG_PARAM_NUM, NULL, 0, 1e9, NULL, 0, PG_PARAM_OPTIONAL,              \
+            "Class augmentation weight alpha on labelled data: rows become [x; alpha onehot(y)] "  \
+            "before clipping to privacy.clip_norm R, so R must cover the label part (alpha <= R; " \
+            "default R/2); samples of label k are those whose label coordinates peak at k. 0 "     \
+            "ignores the labels."                                                                  \
+    }
+
+/* Validation of labels.class_alpha: fills the default on labelled data and
+ * adds field errors. Call before pg_swd_spec_privacy. */
+void pg_swd_spec_labels(json_t *r, const pg_data_desc *desc, pg_spec_errors *errors);
+
+/* Classes appended to each row by a resolved spec (0: unconditional) and
+ * their weight alpha. */
+size_t pg_swd_spec_classes(const json_t *r, const pg_data_desc *desc, double *alpha);
+
 /* Central data, at least one row. */
 void pg_swd_spec_data_checks(const pg_data_desc *desc, pg_spec_errors *errors);
 
 /* Validation: resolves the privacy of `releases` releases on k directions at
  * sampling fraction gamma, adds field errors, and writes the concrete bound,
- * delta, delta0 and noise multiplier into r. */
+ * delta, delta0 and noise multiplier into r. The released rows have
+ * desc->d + pg_swd_spec_classes(r, desc) features: p->d is that dimension. */
 void pg_swd_spec_privacy(json_t *r, const pg_data_desc *desc, size_t k, long releases, double gamma,
                          pg_swd_privacy *p, double *S, pg_spec_errors *errors);
 

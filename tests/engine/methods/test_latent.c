@@ -16,6 +16,7 @@
 #include "engine/data/dataset.h"
 #include "engine/methods/latent.h"
 #include "engine/methods/method.h"
+#include "engine/methods/snapshot.h"
 #include "engine/methods/spec.h"
 #include "engine/methods/swd.h"
 #include "engine/methods/trainer.h"
@@ -67,6 +68,41 @@ static void make_ds(size_t n, uint64_t seed, bool private_, pg_dataset *ds, pg_d
                       .cap_epsilon = 10,
                       .cap_delta = 1e-5};
     *desc = d;
+}
+
+/* Private blobs labelled by their cluster (0: near (3.5, 3.5), 1: near
+ * (8.5, 8.5)). */
+static void make_labelled(size_t n, uint64_t seed, pg_dataset *ds, pg_data_desc *desc)
+{
+    make_ds(n, seed, true, ds, desc);
+    int32_t *lab = pg_alloc(n * sizeof(int32_t));
+    for (size_t i = 0; i < n; i++) {
+        double s = 0.0, cx = 0.0;
+        for (size_t j = 0; j < D; j++) {
+            s += ds->x[i * D + j];
+            cx += ds->x[i * D + j] * (double)(j % SIDE);
+        }
+        lab[i] = cx / s > 6.0;
+    }
+    ds->labels = lab;
+    ds->num_classes = 2;
+    desc->num_classes = 2;
+}
+
+/* Fraction of images whose intensity centroid lies on cluster `label`'s side. */
+static double on_side(const float *x, size_t n, int label)
+{
+    size_t ok = 0;
+    for (size_t i = 0; i < n; i++) {
+        double s = 0.0, cx = 0.0, cy = 0.0;
+        for (size_t j = 0; j < D; j++) {
+            s += x[i * D + j];
+            cx += x[i * D + j] * (double)(j % SIDE);
+            cy += x[i * D + j] * (double)(j / SIDE);
+        }
+        ok += ((cx + cy) / (2.0 * s) > 6.0) == (label == 1);
+    }
+    return (double)ok / (double)n;
 }
 
 static pg_latent_cfg small_cfg(void)
@@ -354,6 +390,79 @@ START_TEST(latent_flow_samples_beat_random_codes_and_epsilon_is_r1)
 }
 END_TEST
 
+START_TEST(labelled_latent_flow)
+{
+    pg_dataset priv, pub;
+    pg_data_desc dd, pd;
+    make_labelled(1000, 3, &priv, &dd);
+    make_ds(2000, 1, false, &pub, &pd);
+    const pg_method *m = pg_method_find("swd_flow_r");
+    pg_job_data in = {.desc = &dd, .rows = &priv, .public_desc = &pd, .public_rows = &pub};
+    pg_spec_errors e;
+    json_t *r = resolve(
+        m,
+        "{\"privacy\": {\"noise_multiplier\": 0.1, \"delta\": 1e-5}, "
+        "\"projections\": {\"per_step\": 10}, \"flow\": {\"steps\": 200, "
+        "\"init_std\": 0.35, \"particles\": 400, \"quantile_levels\": 64}, " LATENT_SPEC "}",
+        &in, &e);
+    ck_assert_msg(r != NULL, "%s: %s", e.items[0].field, e.items[0].message);
+    /* rows [code ; 1 * onehot(y)]: norm sqrt(2), which is the clip norm */
+    ck_assert(pg_spec_num(r, "labels.class_alpha", 0) == 1.0);
+    ck_assert_double_eq_tol(pg_spec_num(r, "privacy.clip_norm", 0), sqrt(2.0), 1e-15);
+    /* 10 orthonormal directions in R^(8 + 2): one block, 200 releases at
+     * multiplier 0.1 (weak privacy on purpose, as above) */
+    pg_privacy_plan plan;
+    ck_assert_int_eq(m->plan(r, &(pg_job_data){.desc = &dd}, &plan, NULL), PG_OK);
+    double eps;
+    ck_assert_int_eq(pg_rdp_epsilon(1.0, 0.1, 200, 1e-5, PG_RDP_CONV_IMPROVED, &eps, NULL, NULL),
+                     PG_OK);
+    ck_assert_double_eq_tol(plan.epsilon, eps, 1e-9 * eps);
+    pg_error err = {0};
+    pg_trainer *t;
+    ck_assert_msg(m->create(r, &in, 1, &t, &err) == PG_OK, "%s", err.msg);
+    pg_step_report rep = {0};
+    while (!rep.done) ck_assert_int_eq(m->step(t, &rep, NULL), PG_OK);
+    pg_snapshot *s;
+    ck_assert_int_eq(m->snapshot(t, &s, NULL), PG_OK);
+    ck_assert_int_eq(pg_snapshot_num_classes(s), 2);
+    ck_assert_uint_eq(pg_snapshot_dim(s), D);
+    size_t n = 150;
+    float *x = pg_alloc_f32(n * D);
+    for (int label = 0; label < 2; label++) {
+        ck_assert_int_eq(pg_snapshot_sample(s, n, 20 + (uint64_t)label, label, x, NULL), PG_OK);
+        double f = on_side(x, n, label);
+        ck_assert_msg(f > 0.8, "label %d: %.2f of the samples on its side", label, f);
+    }
+    /* and through a checkpoint, without the public data */
+    unsigned char *b;
+    size_t l;
+    ck_assert_int_eq(m->save(t, &b, &l, NULL), PG_OK);
+    pg_snapshot *ls;
+    ck_assert_int_eq(m->load_snapshot(b, l, &ls, NULL), PG_OK);
+    ck_assert_int_eq(pg_snapshot_num_classes(ls), 2);
+    float *y = pg_alloc_f32(n * D);
+    ck_assert_int_eq(pg_snapshot_sample(ls, n, 21, 1, y, NULL), PG_OK);
+    ck_assert_int_eq(pg_snapshot_sample(s, n, 21, 1, x, NULL), PG_OK);
+    ck_assert(memcmp(x, y, n * D * sizeof(float)) == 0);
+    /* an explicit clip norm other than sqrt(1 + alpha^2) is refused */
+    json_t *bad = resolve(m,
+                          "{\"privacy\": {\"epsilon\": 5, \"clip_norm\": 1}, "
+                          "\"labels\": {\"class_alpha\": 2}}",
+                          &in, &e);
+    ck_assert_ptr_null(bad);
+    ck_assert(has_error(&e, "privacy.clip_norm"));
+    free(b);
+    pg_free(x);
+    pg_free(y);
+    pg_snapshot_release(ls);
+    pg_snapshot_release(s);
+    m->destroy(t);
+    json_decref(r);
+    pg_dataset_free(&priv);
+    pg_dataset_free(&pub);
+}
+END_TEST
+
 START_TEST(latent_validation)
 {
     pg_data_desc dd = {.n = 100,
@@ -440,6 +549,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, autoencoder_reconstructs_public_blobs);
     tcase_add_test(tc, latent_flow_samples_beat_random_codes_and_epsilon_is_r1);
+    tcase_add_test(tc, labelled_latent_flow);
     tcase_add_test(tc, latent_validation);
     suite_add_tcase(s, tc);
     return s;
