@@ -40,7 +40,7 @@ static int usage(void)
     fprintf(stderr, "usage: privgen-bench repro-fmnist --method M --epsilon E --delta D --steps T "
                     "--batch B [--arch dcgan28|mlp|conv_small] [--threads 2] [--time-budget SEC] "
                     "[--lr LR] [--seed K] [--png PATH] [--synthetic N] [--train-limit N] "
-                    "[--skip-real] [--spec JSON] [--set path=JSON ...]\n"
+                    "[--skip-real] [--public-split N] [--spec JSON] [--set path=JSON ...]\n"
                     "  dp_sinkhorn shorthands: --reg L --m M --clip C --clip-mode matrix|row --p P "
                     "--cost mixed|sqeuclidean --alpha A --sinkhorn-iters I\n");
     return 2;
@@ -98,11 +98,19 @@ static json_t *build_spec(const pg_method *m, int argc, char **argv)
     double delta = atof(pg_bench_opt(argc, argv, "--delta", "1e-5"));
     const char *sigma = pg_bench_opt(argc, argv, "--noise-multiplier", NULL);
     json_t *spec =
-        json_pack("{s:{s:s,s:b},s:{s:I,s:I},s:I}", "model", "arch",
-                  pg_bench_opt(argc, argv, "--arch", "dcgan28"), "conditional", 1, "train", "steps",
-                  (json_int_t)atol(pg_bench_opt(argc, argv, "--steps", "2000")), "batch_size",
-                  (json_int_t)atol(pg_bench_opt(argc, argv, "--batch", "50")), "seed",
-                  (json_int_t)atol(pg_bench_opt(argc, argv, "--seed", "1")));
+        json_pack("{s:I}", "seed", (json_int_t)atol(pg_bench_opt(argc, argv, "--seed", "1")));
+    /* Generators get model/train defaults; particle flows (no model.*) take
+     * --steps as flow.steps and --batch only when given. */
+    if (has_param(m, "model.arch")) {
+        pg_spec_set(spec, "model.arch", json_string(pg_bench_opt(argc, argv, "--arch", "dcgan28")));
+        pg_spec_set(spec, "model.conditional", json_true());
+    }
+    const char *steps_path = has_param(m, "train.steps") ? "train.steps" : "flow.steps";
+    pg_spec_set(spec, steps_path,
+                json_integer((json_int_t)atol(pg_bench_opt(argc, argv, "--steps", "2000"))));
+    const char *batch =
+        pg_bench_opt(argc, argv, "--batch", has_param(m, "model.arch") ? "50" : NULL);
+    if (batch) pg_spec_set(spec, "train.batch_size", json_integer((json_int_t)atol(batch)));
     if (sigma)
         pg_spec_set(spec, "privacy.noise_multiplier", json_real(atof(sigma)));
     else
@@ -198,6 +206,29 @@ out:
     return rc;
 }
 
+/* The first n training images become the public set (unlabelled, as public
+ * data would be); tr keeps the rest as the private data. */
+static int split_public(pg_dataset *tr, size_t n, pg_dataset *pub, pg_error *err)
+{
+    if (n >= tr->n)
+        return pg_error_set(err, PG_EINVAL, "--public-split %zu leaves no private rows", n);
+    size_t d = tr->d, rest = tr->n - n;
+    int rc = pg_dataset_alloc(pub, n, tr->shape, tr->ndim, 0, tr->lo, tr->hi, err);
+    if (rc) return rc;
+    memcpy(pub->x, tr->x, n * d * sizeof(float));
+    pg_dataset priv = {0};
+    if ((rc = pg_dataset_alloc(&priv, rest, tr->shape, tr->ndim, tr->num_classes, tr->lo, tr->hi,
+                               err))) {
+        pg_dataset_free(pub);
+        return rc;
+    }
+    memcpy(priv.x, tr->x + n * d, rest * d * sizeof(float));
+    memcpy(priv.labels, tr->labels + n, rest * sizeof(int32_t));
+    pg_dataset_free(tr);
+    *tr = priv;
+    return PG_OK;
+}
+
 int pg_bench_repro_fmnist(int argc, char **argv)
 {
     const char *mname = pg_bench_opt(argc, argv, "--method", "dp_sinkhorn");
@@ -208,12 +239,13 @@ int pg_bench_repro_fmnist(int argc, char **argv)
     size_t nsyn = (size_t)atol(pg_bench_opt(argc, argv, "--synthetic", "60000"));
     size_t limit = (size_t)atol(pg_bench_opt(argc, argv, "--train-limit", "0"));
     const char *dir = pg_bench_opt(argc, argv, "--dir", NULL);
-    if (!m || threads < 1 || nsyn < 10) return usage();
+    long npub = atol(pg_bench_opt(argc, argv, "--public-split", "0"));
+    if (!m || threads < 1 || nsyn < 10 || npub < 0) return usage();
     json_t *spec = build_spec(m, argc, argv);
     if (!spec) return usage();
     pg_threads_set(threads);
     pg_error err = {0};
-    pg_dataset tr = {0}, te = {0};
+    pg_dataset tr = {0}, te = {0}, pub = {0};
     json_t *r = NULL;
     pg_trainer *t = NULL;
     pg_snapshot *snap = NULL;
@@ -227,6 +259,7 @@ int pg_bench_repro_fmnist(int argc, char **argv)
         rc = pg_bench_logreg_score(tr.x, tr.labels, tr.n, &te, 0, 0, &real_acc, &err);
         if (rc) goto fail;
     }
+    if (npub > 0 && (rc = split_public(&tr, (size_t)npub, &pub, &err))) goto fail;
     pg_data_desc desc = {.n = tr.n,
                          .d = tr.d,
                          .ndim = 3,
@@ -236,8 +269,17 @@ int pg_bench_repro_fmnist(int argc, char **argv)
                          .num_classes = PG_FMNIST_CLASSES,
                          .model = PG_PRIVACY_CENTRAL,
                          .cap_delta = atof(pg_bench_opt(argc, argv, "--delta", "1e-5"))};
+    pg_data_desc pdesc = desc;
+    pdesc.n = pub.n;
+    pdesc.num_classes = 0;
+    pdesc.model = PG_PRIVACY_PUBLIC;
+    pg_job_data in = {.desc = &desc, .rows = &tr};
+    if (npub > 0) {
+        in.public_desc = &pdesc;
+        in.public_rows = &pub;
+    }
     pg_spec_errors errors = {0};
-    if (m->validate(spec, &(pg_job_data){.desc = &desc}, &r, &errors, &err) != PG_OK) {
+    if (m->validate(spec, &in, &r, &errors, &err) != PG_OK) {
         for (int i = 0; i < errors.count; i++)
             fprintf(stderr, "repro-fmnist: %s: %s\n", errors.items[i].field,
                     errors.items[i].message);
@@ -246,7 +288,7 @@ int pg_bench_repro_fmnist(int argc, char **argv)
         goto done;
     }
     pg_privacy_plan plan;
-    if ((rc = m->plan(r, &(pg_job_data){.desc = &desc}, &plan, &err))) goto fail;
+    if ((rc = m->plan(r, &in, &plan, &err))) goto fail;
     char *rtext = json_dumps(r, JSON_COMPACT);
     fprintf(stderr,
             "repro-fmnist: spec %s\nrepro-fmnist: plan epsilon %.4f at delta %g, sigma %.4f, q "
@@ -256,8 +298,11 @@ int pg_bench_repro_fmnist(int argc, char **argv)
 
     double t0 = pg_bench_now_ms();
     clock_t c0 = clock();
-    if ((rc = m->create(r, &(pg_job_data){.desc = &desc, .rows = &tr}, threads, &t, &err)))
-        goto fail;
+    if ((rc = m->create(r, &in, threads, &t, &err))) goto fail;
+    double setup = (pg_bench_now_ms() - t0) / 1e3;
+    if (npub > 0)
+        fprintf(stderr, "repro-fmnist: setup (autoencoder on %zu public rows) %.1f s\n", pub.n,
+                setup);
     pg_step_report rep = {0};
     double eps = 0;
     long steps = 0;
@@ -310,10 +355,11 @@ int pg_bench_repro_fmnist(int argc, char **argv)
            "\"logreg_accuracy\":%.4f,\"real_logreg_accuracy\":%s,\"epsilon\":%.4f,"
            "\"delta\":%g,\"noise_multiplier\":%.6g,\"sampling_rate\":%.6g,\"steps\":%ld,"
            "\"planned_steps\":%ld,\"batch\":%ld,\"seconds\":%.1f,\"cpu_seconds\":%.1f,"
-           "\"png\":\"%s\"}\n",
-           m->name, pg_spec_str(r, "model.arch", "?"), syn_acc, real_txt, eps, plan.delta,
-           plan.noise_multiplier, plan.sampling_rate, steps, plan.steps,
-           pg_spec_int(r, "train.batch_size", 0), secs, cpu, png_path);
+           "\"public_rows\":%zu,\"private_rows\":%zu,\"setup_seconds\":%.1f,\"png\":\"%s\"}\n",
+           m->name, pg_spec_str(r, "model.arch", pg_spec_get(r, "latent") ? "latent_mlp" : "?"),
+           syn_acc, real_txt, eps, plan.delta, plan.noise_multiplier, plan.sampling_rate, steps,
+           plan.steps, pg_spec_int(r, "train.batch_size", 0), secs, cpu, pub.n, tr.n, setup,
+           png_path);
     rc = PG_OK;
     goto done;
 fail:
@@ -327,6 +373,7 @@ done:
     json_decref(spec);
     pg_dataset_free(&tr);
     pg_dataset_free(&te);
+    pg_dataset_free(&pub);
     return rc == PG_OK ? 0 : 1;
 }
 
