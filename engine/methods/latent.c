@@ -293,8 +293,12 @@ static const char *const TNAME[2] = {"latent.encoder", "latent.decoder"};
 json_t *pg_latent_to_json(const pg_latent *ae)
 {
     json_t *e = json_loads(ae->arch[ENC], 0, NULL), *dj = json_loads(ae->arch[DEC], 0, NULL);
-    return json_pack("{s:I,s:I,s:f,s:f,s:o,s:o}", "d", (json_int_t)ae->d, "k", (json_int_t)ae->k,
-                     "lo", (double)ae->lo, "hi", (double)ae->hi, "encoder", e, "decoder", dj);
+    json_t *j =
+        json_pack("{s:I,s:I,s:f,s:f,s:o,s:o}", "d", (json_int_t)ae->d, "k", (json_int_t)ae->k, "lo",
+                  (double)ae->lo, "hi", (double)ae->hi, "encoder", e, "decoder", dj);
+    /* The setup's outcome, for whoever reads the checkpoint (informational). */
+    if (j && isfinite(ae->mse)) json_object_set_new(j, "train_mse", json_real(ae->mse));
+    return j;
 }
 
 void pg_latent_tensors(const pg_latent *ae, pg_ckpt_tensor ts[2])
@@ -321,7 +325,8 @@ int pg_latent_from_ckpt(const json_t *j, const pg_ckpt *ck, pg_latent **out, pg_
     ae->k = (size_t)k;
     ae->lo = (float)lo;
     ae->hi = (float)hi;
-    ae->mse = NAN;
+    const json_t *mj = json_object_get(j, "train_mse");
+    ae->mse = json_is_number(mj) && json_number_value(mj) >= 0 ? json_number_value(mj) : NAN;
     int rc = PG_OK;
     static const char *const KEY[2] = {"encoder", "decoder"};
     for (int i = 0; !rc && i < 2; i++) {

@@ -137,7 +137,8 @@ void pg_latent_release(pg_latent *ae);
 size_t pg_latent_dim(const pg_latent *ae);      /* k */
 size_t pg_latent_data_dim(const pg_latent *ae); /* d */
 /* Mean squared reconstruction error per value, in [0, 1] units, over the
- * last training epoch's minibatches (NaN for a loaded autoencoder). */
+ * last full training epoch's minibatches (NaN when unknown). Carried by the
+ * checkpoint JSON as "train_mse". */
 double pg_latent_train_mse(const pg_latent *ae);
 
 /* z (n rows of zstride >= k floats; the first k of each are written) =

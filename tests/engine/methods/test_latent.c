@@ -175,6 +175,8 @@ START_TEST(autoencoder_reconstructs_public_blobs)
     float *y2 = pg_alloc_f32(n * D);
     ck_assert_int_eq(pg_latent_decode(ae2, z + 9, n - 1, 9, y2, NULL), PG_OK);
     ck_assert(memcmp(y2, y + D, (n - 1) * D * sizeof(float)) == 0);
+    ck_assert(pg_latent_train_mse(ae2) == pg_latent_train_mse(ae));
+    ck_assert(pg_latent_train_mse(ae) < 0.1 * base); /* the training loss agrees */
     pg_latent_release(ae2);
     /* Hostile parts: a wrong size, a NaN weight, a lying shape. */
     pg_ckpt_tensor bad[2] = {ts[0], ts[1]};
