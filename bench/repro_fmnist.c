@@ -71,12 +71,17 @@
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: privgen-bench repro-fmnist --method M --epsilon E --delta D --steps T "
-                    "--batch B [--arch dcgan28|mlp|conv_small] [--threads 2] [--time-budget SEC] "
-                    "[--lr LR] [--seed K] [--png PATH] [--synthetic N] [--train-limit N] "
-                    "[--skip-real] [--public-split N] [--spec JSON] [--set path=JSON ...]\n"
-                    "  dp_sinkhorn shorthands: --reg L --m M --clip C --clip-mode matrix|row --p P "
-                    "--cost mixed|sqeuclidean --alpha A --sinkhorn-iters I\n");
+    fprintf(
+        stderr,
+        "usage: privgen-bench repro-fmnist --method M --epsilon E --delta D --steps T "
+        "--batch B [--arch dcgan28|mlp|conv_small] [--threads 2] [--time-budget SEC] "
+        "[--cpu-budget SEC] [--lr LR] [--seed K] [--png PATH] [--synthetic N] [--train-limit N] "
+        "[--skip-real] [--eval-every STEPS] [--public-split N] [--spec JSON] [--set path=JSON "
+        "...]\n"
+        "  dp_sinkhorn shorthands: --reg L --m M --clip C --clip-mode matrix|row --p P "
+        "--cost mixed|sqeuclidean --alpha A --sinkhorn-iters I --ema DECAY\n"
+        "  --eval-every S prints an interim {\"step\",\"logreg_accuracy\",...} line every S "
+        "steps (evaluation time is not counted in seconds or the time budget)\n");
     return 2;
 }
 
@@ -163,6 +168,7 @@ static json_t *build_spec(const pg_method *m, int argc, char **argv)
         {"--optimizer", "train.optimizer"},
         {"--weight-decay", "train.weight_decay"},
         {"--latent-dim", "model.latent_dim"},
+        {"--ema", "train.ema"},
     };
     for (size_t i = 0; i < sizeof SHORT / sizeof SHORT[0]; i++)
         if (set_num(spec, m, argc, argv, SHORT[i][0], SHORT[i][1])) goto bad;
@@ -263,18 +269,42 @@ static int split_public(pg_dataset *tr, size_t n, pg_dataset *pub, pg_error *err
     return PG_OK;
 }
 
+/* Samples nsyn labelled images (classes balanced) from the trainer's current
+ * snapshot and scores the logistic regression trained on them. */
+static int score_snapshot(const pg_method *m, pg_trainer *t, size_t nsyn, size_t d,
+                          const pg_dataset *te, float *syn, int32_t *syn_lab, pg_snapshot **keep,
+                          double *acc, pg_error *err)
+{
+    pg_snapshot *snap = NULL;
+    int rc = m->snapshot(t, &snap, err);
+    for (int c = 0; rc == PG_OK && c < PG_FMNIST_CLASSES; c++) {
+        size_t a = nsyn * (size_t)c / PG_FMNIST_CLASSES,
+               b = nsyn * (size_t)(c + 1) / PG_FMNIST_CLASSES;
+        rc = pg_snapshot_sample(snap, b - a, 1000 + (uint64_t)c, c, syn + a * d, err);
+        for (size_t i = a; i < b; i++) syn_lab[i] = c;
+    }
+    if (rc == PG_OK) rc = pg_bench_logreg_score(syn, syn_lab, nsyn, te, 0, 0, acc, err);
+    if (rc == PG_OK && keep)
+        *keep = snap;
+    else if (snap)
+        pg_snapshot_release(snap);
+    return rc;
+}
+
 int pg_bench_repro_fmnist(int argc, char **argv)
 {
     const char *mname = pg_bench_opt(argc, argv, "--method", "dp_sinkhorn");
     const pg_method *m = pg_method_find(mname);
     int threads = atoi(pg_bench_opt(argc, argv, "--threads", "2"));
     double budget = atof(pg_bench_opt(argc, argv, "--time-budget", "0"));
+    double cpu_budget = atof(pg_bench_opt(argc, argv, "--cpu-budget", "0"));
     const char *png_path = pg_bench_opt(argc, argv, "--png", "fmnist_samples.png");
     size_t nsyn = (size_t)atol(pg_bench_opt(argc, argv, "--synthetic", "60000"));
     size_t limit = (size_t)atol(pg_bench_opt(argc, argv, "--train-limit", "0"));
     const char *dir = pg_bench_opt(argc, argv, "--dir", NULL);
     long npub = atol(pg_bench_opt(argc, argv, "--public-split", "0"));
-    if (!m || threads < 1 || nsyn < 10 || npub < 0) return usage();
+    long eval_every = atol(pg_bench_opt(argc, argv, "--eval-every", "0"));
+    if (!m || threads < 1 || nsyn < 10 || eval_every < 0 || npub < 0) return usage();
     json_t *spec = build_spec(m, argc, argv);
     if (!spec) return usage();
     pg_threads_set(threads);
@@ -330,8 +360,14 @@ int pg_bench_repro_fmnist(int argc, char **argv)
             rtext, plan.epsilon, plan.delta, plan.noise_multiplier, plan.sampling_rate, plan.steps);
     free(rtext);
 
-    double t0 = pg_bench_now_ms();
-    clock_t c0 = clock();
+    syn = pg_alloc_f32(nsyn * tr.d);
+    syn_lab = pg_calloc(nsyn, sizeof(int32_t));
+    if (!syn || !syn_lab) {
+        rc = pg_error_set(&err, PG_ENOMEM, "cannot allocate %zu synthetic images", nsyn);
+        goto fail;
+    }
+    double t0 = pg_bench_now_ms(), eval_ms = 0;
+    clock_t c0 = clock(), eval_clock = 0;
     if ((rc = m->create(r, &in, threads, &t, &err))) goto fail;
     double setup = (pg_bench_now_ms() - t0) / 1e3;
     if (npub > 0)
@@ -341,9 +377,12 @@ int pg_bench_repro_fmnist(int argc, char **argv)
     double eps = 0;
     long steps = 0;
     for (;;) {
-        double el = (pg_bench_now_ms() - t0) / 1e3;
-        /* Stop before a step that would overrun the budget. */
+        double el = (pg_bench_now_ms() - t0 - eval_ms) / 1e3;
+        double cpu_el = (double)(clock() - c0 - eval_clock) / CLOCKS_PER_SEC;
+        /* Stop before a step that would overrun either budget (the CPU one
+         * makes runs on a shared machine comparable with a quiet one). */
         if (budget > 0 && steps > 0 && el + el / (double)steps > budget) break;
+        if (cpu_budget > 0 && steps > 0 && cpu_el + cpu_el / (double)steps > cpu_budget) break;
         if ((rc = m->step(t, &rep, &err))) goto fail;
         if (rep.step > steps) {
             steps = rep.step;
@@ -353,33 +392,35 @@ int pg_bench_repro_fmnist(int argc, char **argv)
             fprintf(stderr, "repro-fmnist: step %ld eps %.3f debias-OT %.3f %.0f s\n", steps, eps,
                     rep.loss, el);
         if (rep.done) break;
+        if (eval_every > 0 && rep.step == steps && steps % eval_every == 0) {
+            double e0 = pg_bench_now_ms();
+            clock_t ec = clock();
+            double acc;
+            if ((rc = score_snapshot(m, t, nsyn, tr.d, &te, syn, syn_lab, NULL, &acc, &err)))
+                goto fail;
+            eval_ms += pg_bench_now_ms() - e0;
+            eval_clock += clock() - ec;
+            printf("{\"bench\":\"repro\",\"experiment\":\"fmnist\",\"interim\":true,"
+                   "\"step\":%ld,\"epsilon\":%.4f,\"logreg_accuracy\":%.4f,\"seconds\":%.1f,"
+                   "\"cpu_seconds\":%.1f}\n",
+                   steps, eps, acc, (pg_bench_now_ms() - t0 - eval_ms) / 1e3,
+                   (double)(clock() - c0 - eval_clock) / CLOCKS_PER_SEC);
+            fflush(stdout);
+        }
     }
-    double secs = (pg_bench_now_ms() - t0) / 1e3;
-    double cpu = (double)(clock() - c0) / CLOCKS_PER_SEC;
+    double secs = (pg_bench_now_ms() - t0 - eval_ms) / 1e3;
+    double cpu = (double)(clock() - c0 - eval_clock) / CLOCKS_PER_SEC;
 
     /* 60k labelled synthetic images, classes balanced. */
-    if ((rc = m->snapshot(t, &snap, &err))) goto fail;
-    syn = pg_alloc_f32(nsyn * tr.d);
-    syn_lab = pg_calloc(nsyn, sizeof(int32_t));
-    if (!syn || !syn_lab) {
-        rc = pg_error_set(&err, PG_ENOMEM, "cannot allocate %zu synthetic images", nsyn);
+    double syn_acc;
+    if ((rc = score_snapshot(m, t, nsyn, tr.d, &te, syn, syn_lab, &snap, &syn_acc, &err)))
         goto fail;
-    }
-    for (int c = 0; c < PG_FMNIST_CLASSES; c++) {
-        size_t a = nsyn * (size_t)c / PG_FMNIST_CLASSES,
-               b = nsyn * (size_t)(c + 1) / PG_FMNIST_CLASSES;
-        if ((rc = pg_snapshot_sample(snap, b - a, 1000 + (uint64_t)c, c, syn + a * tr.d, &err)))
-            goto fail;
-        for (size_t i = a; i < b; i++) syn_lab[i] = c;
-    }
     float grid[100 * 784];
     for (int c = 0; c < PG_FMNIST_CLASSES; c++)
         if ((rc = pg_snapshot_sample(snap, 10, 77 + (uint64_t)c, c, grid + (size_t)c * 10 * 784,
                                      &err)))
             goto fail;
     if ((rc = write_grid(png_path, grid, &err))) goto fail;
-    double syn_acc;
-    if ((rc = pg_bench_logreg_score(syn, syn_lab, nsyn, &te, 0, 0, &syn_acc, &err))) goto fail;
     char real_txt[32];
     if (real_acc >= 0)
         snprintf(real_txt, sizeof real_txt, "%.4f", real_acc);

@@ -77,6 +77,9 @@ static const pg_param DPS_PARAMS[] = {
      "Learning rate (paper: 1e-4 MNIST, 1e-5 Fashion-MNIST)."},
     {"train.weight_decay", PG_PARAM_NUM, "0", 0, 1, NULL, 0, 0,
      "Weight decay (L2 for adam/rmsprop/sgd, decoupled for adamw)."},
+    {"train.ema", PG_PARAM_NUM, "0", 0, 0.999999, NULL, 0, 0,
+     "Decay of the moving average of the generator's parameters that snapshots serve (0: serve "
+     "the last iterate). Averaging released iterates is post-processing: no privacy cost."},
     {"privacy.epsilon", PG_PARAM_NUM, NULL, 0, 1e4, NULL, 0,
      PG_PARAM_OPTIONAL | PG_PARAM_EXCLUSIVE_MIN,
      "Target epsilon (with privacy.delta): the noise multiplier is calibrated for the planned "
@@ -122,6 +125,7 @@ typedef struct dps {
     pg_generator gen;
     pg_nn *net;
     pg_nn_opt *opt;
+    pg_generator_ema ema;
     pg_ot_ws ws;
     pg_ot_cost cost;
     pg_sinkhorn_opts sk;
@@ -286,6 +290,7 @@ static void dps_destroy(pg_trainer *t)
     if (!g) return;
     pg_nn_free(g->net);
     pg_nn_opt_free(g->opt);
+    pg_generator_ema_free(&g->ema);
     pg_ot_ws_free(&g->ws);
     pg_generator_free(&g->gen);
     pg_free(g->z);
@@ -408,6 +413,8 @@ static int dps_create(const json_t *r, const pg_job_data *in, int threads, pg_tr
     rc =
         pg_generator_build(&g->gen, g->rows, seed ^ ((uint64_t)PG_STREAM_INIT << 56), &g->net, err);
     if (rc == PG_OK) rc = make_optimizer(r, pg_nn_param_count(g->net), &g->opt, err);
+    if (rc == PG_OK)
+        rc = pg_generator_ema_init(&g->ema, pg_spec_num(r, "train.ema", 0), g->net, err);
     if (rc) {
         dps_destroy(&g->base);
         return rc;
@@ -532,6 +539,7 @@ static int dps_step(pg_trainer *t, pg_step_report *rep, pg_error *err)
     rc = pg_nn_backward(g->net, grad, NULL, err);
     if (rc == PG_OK) rc = pg_nn_opt_step_net(g->opt, g->net, err);
     if (rc) return rc;
+    pg_generator_ema_update(&g->ema, g->net);
     g->step++;
     rep->step = g->step;
     rep->loss = res.value; /* the data-free debias OT, see the top comment */
@@ -564,7 +572,7 @@ int pg_dp_sinkhorn_info_get(const pg_trainer *t, pg_dp_sinkhorn_info *info, pg_e
 static int dps_snapshot(pg_trainer *t, pg_snapshot **out, pg_error *err)
 {
     dps *g = (dps *)t;
-    return pg_generator_snapshot(&g->gen, g->net, g->step, out, err);
+    return pg_generator_ema_snapshot(&g->ema, &g->gen, g->net, g->step, out, err);
 }
 
 /* The privacy state is the number of steps taken under (q, sigma_acc, delta):
@@ -574,14 +582,18 @@ static int dps_save(pg_trainer *t, unsigned char **bytes, size_t *len, pg_error 
 {
     dps *g = (dps *)t;
     json_t *extra = json_pack(
-        "{s:s,s:I,s:o,s:{s:o},s:{s:f,s:f,s:f,s:I}}", "method", "dp_sinkhorn", "step",
-        (json_int_t)g->step, "generator", pg_generator_to_json(&g->gen), "rng", "latent",
-        pg_rng_state_to_json(&g->latent_rng), "privacy", "sampling_rate", g->q, "noise_multiplier",
-        g->sigma_acc, "delta", g->delta, "steps_done", (json_int_t)g->step);
+        "{s:s,s:I,s:I,s:o,s:{s:o},s:{s:f,s:f,s:f,s:I}}", "method", "dp_sinkhorn", "step",
+        (json_int_t)g->step, "ema_updates", (json_int_t)g->ema.updates, "generator",
+        pg_generator_to_json(&g->gen), "rng", "latent", pg_rng_state_to_json(&g->latent_rng),
+        "privacy", "sampling_rate", g->q, "noise_multiplier", g->sigma_acc, "delta", g->delta,
+        "steps_done", (json_int_t)g->step);
     char *text = extra ? json_dumps(extra, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
     json_decref(extra);
     if (!text) return pg_error_set(err, PG_ENOMEM, "cannot encode the trainer state");
-    int rc = pg_nn_checkpoint_encode(g->net, g->opt, text, NULL, 0, bytes, len, err);
+    pg_ckpt_tensor avg;
+    size_t navg;
+    pg_generator_ema_tensor(&g->ema, &avg, &navg);
+    int rc = pg_nn_checkpoint_encode(g->net, g->opt, text, &avg, navg, bytes, len, err);
     free(text);
     return rc;
 }
@@ -600,7 +612,10 @@ static int dps_restore(const json_t *r, const pg_job_data *in, int threads,
     int rc = dps_common(r, in, &g, err);
     if (rc) return rc;
     char *extra_text = NULL;
-    rc = pg_nn_checkpoint_decode(bytes, len, g->rows, &g->net, &g->opt, &extra_text, NULL, err);
+    pg_ckpt rest = {0};
+    rc = pg_nn_checkpoint_decode(bytes, len, g->rows, &g->net, &g->opt, &extra_text, &rest, err);
+    if (rc == PG_OK)
+        rc = pg_generator_ema_init(&g->ema, pg_spec_num(r, "train.ema", 0), g->net, err);
     json_t *extra = rc == PG_OK ? json_loads(extra_text ? extra_text : "", 0, NULL) : NULL;
     free(extra_text);
     if (rc == PG_OK) {
@@ -623,10 +638,15 @@ static int dps_restore(const json_t *r, const pg_job_data *in, int threads,
                               "noise multiplier or delta than this spec");
         else if ((rc = pg_rng_state_from_json(json_object_get(rng, "latent"), &g->latent_rng, err)))
             ;
+        else if ((rc = pg_generator_ema_restore(
+                      &g->ema, g->net, &rest,
+                      (uint64_t)json_integer_value(json_object_get(extra, "ema_updates")), err)))
+            ;
         else
             g->step = (long)step;
     }
     json_decref(extra);
+    pg_ckpt_free(&rest);
     if (rc) {
         dps_destroy(&g->base);
         return rc;

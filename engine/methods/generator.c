@@ -1,5 +1,7 @@
 #include "engine/methods/generator.h"
 
+#include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -188,7 +190,8 @@ int pg_generator_load_snapshot(const unsigned char *bytes, size_t len, const cha
     *out = NULL;
     pg_nn *net = NULL;
     char *extra_text = NULL;
-    int rc = pg_nn_checkpoint_decode(bytes, len, 1, &net, NULL, &extra_text, NULL, err);
+    pg_ckpt rest = {0};
+    int rc = pg_nn_checkpoint_decode(bytes, len, 1, &net, NULL, &extra_text, &rest, err);
     if (rc) return rc;
     json_t *extra = json_loads(extra_text ? extra_text : "", 0, NULL);
     free(extra_text);
@@ -200,10 +203,23 @@ int pg_generator_load_snapshot(const unsigned char *bytes, size_t len, const cha
         rc = pg_generator_from_json(json_object_get(extra, "generator"), &gen, err);
     if (rc == PG_OK && pg_nn_out_size(net) != gen.d)
         rc = pg_error_set(err, PG_EFORMAT, "checkpoint generator does not match its description");
+    /* A trainer that averaged its parameters served the average: so does
+     * the snapshot rebuilt from its checkpoint. */
+    const pg_ckpt_tensor *avg = pg_ckpt_find(&rest, PG_GENERATOR_EMA_TENSOR);
+    if (rc == PG_OK && avg) {
+        size_t n = pg_ckpt_tensor_size(avg);
+        bool finite = true;
+        for (size_t i = 0; i < n && finite; i++) finite = isfinite(avg->data[i]);
+        if (avg->ndim != 1 || n != pg_nn_param_count(net) || !finite)
+            rc = pg_error_set(err, PG_EFORMAT, "the checkpoint's parameter average is malformed");
+        else
+            memcpy(pg_nn_params(net), avg->data, n * sizeof(float));
+    }
     if (rc == PG_OK)
         rc = pg_generator_snapshot(
             &gen, net, (long)json_integer_value(json_object_get(extra, "step")), out, err);
     json_decref(extra);
+    pg_ckpt_free(&rest);
     pg_nn_free(net);
     return rc;
 }

@@ -15,6 +15,7 @@
 #define PG_METHODS_GENERATOR_H
 
 #include "engine/methods/spec.h"
+#include "engine/checkpoint/checkpoint.h"
 #include "engine/nn/nn.h"
 
 /* Rows of a pg_param table (splice into a method's table). */
@@ -133,5 +134,39 @@ int pg_generator_snapshot(const pg_generator *g, const pg_nn *net, long step, pg
 /* Same from an already taken network snapshot (ownership moves in). */
 int pg_generator_snapshot_wrap(const pg_generator *g, pg_nn_snapshot *nn, long step,
                                pg_snapshot **out, pg_error *err);
+
+/* ---- parameter averaging ------------------------------------------------
+ * An exponential moving average of the generator's parameters, updated after
+ * every optimizer step; snapshots serve the average instead of the last
+ * iterate. Averaging iterates that were computed from released (noised)
+ * gradients is post-processing: it costs no privacy, and it damps the noise
+ * the last few DP steps leave in the parameters. The effective decay
+ * min(decay, (1 + t) / (10 + t)) lets the average follow the fast early
+ * iterates instead of remembering the initialization. Batchnorm running
+ * statistics are not averaged: they belong to the training network.
+ * Ownership: the struct owns its two buffers (pg_generator_ema_free). */
+typedef struct pg_generator_ema {
+    double decay; /* 0: off (every function below is then a no-op) */
+    size_t n;
+    uint64_t updates;
+    float *avg, *scratch;
+} pg_generator_ema;
+
+/* Starts the average at net's current parameters. decay in [0, 1). */
+int pg_generator_ema_init(pg_generator_ema *e, double decay, pg_nn *net, pg_error *err);
+void pg_generator_ema_update(pg_generator_ema *e, pg_nn *net);
+/* Snapshot of net carrying the averaged parameters (net is left unchanged);
+ * the plain snapshot when averaging is off. */
+int pg_generator_ema_snapshot(pg_generator_ema *e, const pg_generator *g, pg_nn *net, long step,
+                              pg_snapshot **out, pg_error *err);
+/* Checkpoint tensor "ema.params" (n_out = 0 when averaging is off), and the
+ * way back: the average and its update count from a decoded checkpoint.
+ * A checkpoint without the tensor restarts the average at net's parameters;
+ * a tensor of the wrong size is PG_EFORMAT. */
+#define PG_GENERATOR_EMA_TENSOR "ema.params"
+void pg_generator_ema_tensor(const pg_generator_ema *e, pg_ckpt_tensor *t, size_t *n_out);
+int pg_generator_ema_restore(pg_generator_ema *e, pg_nn *net, const pg_ckpt *ck, uint64_t updates,
+                             pg_error *err);
+void pg_generator_ema_free(pg_generator_ema *e);
 
 #endif

@@ -4,6 +4,7 @@
 #include "engine/core/mat.h"
 #include "engine/data/dataset.h"
 #include "engine/methods/dp_sinkhorn.h"
+#include "engine/methods/generator.h"
 #include "engine/methods/trainer.h"
 #include "engine/ot/sinkhorn.h"
 #include "engine/privacy/privacy.h"
@@ -503,6 +504,145 @@ START_TEST(restore_keeps_steps_accounting_and_parameters)
 }
 END_TEST
 
+/* The served average is the stated recurrence (brute force in double), the
+ * training network is left untouched by a snapshot, and the average, not the
+ * last iterate, is what an averaged snapshot samples. */
+START_TEST(parameter_average_is_the_recurrence)
+{
+    pg_nn *net = NULL;
+    ck_assert_int_eq(pg_nn_create_preset("mlp", "{\"latent\": 2, \"hidden\": [8], \"out\": 2}", 4,
+                                         3, &net, NULL),
+                     PG_OK);
+    size_t n = pg_nn_param_count(net);
+    float *p = pg_nn_params(net);
+    double *want = malloc(n * sizeof(double));
+    for (size_t i = 0; i < n; i++) want[i] = p[i];
+    pg_generator_ema e;
+    const double decay = 0.95;
+    ck_assert_int_eq(pg_generator_ema_init(&e, 1.5, net, NULL), PG_EINVAL);
+    ck_assert_int_eq(pg_generator_ema_init(&e, decay, net, NULL), PG_OK);
+    for (int t = 1; t <= 200; t++) {
+        for (size_t i = 0; i < n; i++) p[i] = (float)sin(0.01 * (double)(t * (int)(i + 1)));
+        pg_generator_ema_update(&e, net);
+        double b = fmin(decay, (1.0 + t) / (10.0 + t));
+        for (size_t i = 0; i < n; i++) want[i] = b * want[i] + (1 - b) * p[i];
+    }
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(fabs(e.avg[i] - want[i]) < 1e-5, "param %zu: %g vs %g", i, e.avg[i], want[i]);
+    pg_generator g = {.arch = "mlp",
+                      .latent = {.kind = PG_NN_LATENT_UNIFORM, .a = -1, .b = 1},
+                      .latent_dim = 2,
+                      .d = 2,
+                      .out_scale = 1.0f};
+    float before[256], avg_out[40], last_out[40], ref_out[40];
+    ck_assert_uint_le(n, 256);
+    memcpy(before, p, n * sizeof(float));
+    pg_snapshot *sa, *sl, *sr;
+    ck_assert_int_eq(pg_generator_ema_snapshot(&e, &g, net, 200, &sa, NULL), PG_OK);
+    ck_assert_int_eq(memcmp(before, p, n * sizeof(float)), 0);
+    ck_assert_int_eq(pg_generator_snapshot(&g, net, 200, &sl, NULL), PG_OK);
+    memcpy(p, e.avg, n * sizeof(float));
+    ck_assert_int_eq(pg_generator_snapshot(&g, net, 200, &sr, NULL), PG_OK);
+    pg_snapshot_sample(sa, 20, 5, -1, avg_out, NULL);
+    pg_snapshot_sample(sl, 20, 5, -1, last_out, NULL);
+    pg_snapshot_sample(sr, 20, 5, -1, ref_out, NULL);
+    ck_assert_int_eq(memcmp(avg_out, ref_out, sizeof avg_out), 0);
+    ck_assert_int_ne(memcmp(avg_out, last_out, sizeof avg_out), 0);
+    pg_snapshot_release(sa), pg_snapshot_release(sl), pg_snapshot_release(sr);
+    pg_generator_ema_free(&e);
+    free(want);
+    pg_nn_free(net);
+}
+END_TEST
+
+/* With averaging on, a checkpoint carries the average: the restored trainer
+ * and the snapshot rebuilt without data both serve it, and a hostile average
+ * is refused. */
+START_TEST(parameter_average_survives_checkpoints)
+{
+    pg_threads_set(1);
+    pg_dataset ds;
+    pg_data_desc desc;
+    make_central(100, 0, &ds, &desc);
+    const pg_method *m = pg_method_find("dp_sinkhorn");
+    const char *common = SMALL_MODEL ", \"privacy\": {\"noise_multiplier\": 1.2}, \"seed\": 6";
+    char text[512];
+    snprintf(text, sizeof text,
+             "{%s, \"train\": {\"steps\": 20, \"batch_size\": 10, "
+             "\"ema\": 0.9}}",
+             common);
+    json_t *r = resolve_ok(text, &desc);
+    snprintf(text, sizeof text, "{%s, \"train\": {\"steps\": 20, \"batch_size\": 10}}", common);
+    json_t *r0 = resolve_ok(text, &desc);
+    pg_trainer *a = make_trainer(r, &desc, &ds), *a0 = make_trainer(r0, &desc, &ds);
+    pg_step_report rep;
+    for (int k = 0; k < 9; k++) ck_assert_int_eq(m->step(a, &rep, NULL), PG_OK);
+    unsigned char *bytes;
+    size_t len;
+    ck_assert_int_eq(m->save(a, &bytes, &len, NULL), PG_OK);
+    pg_trainer *b = NULL;
+    pg_error err = {0};
+    ck_assert_msg(
+        m->restore(r, &(pg_job_data){.desc = &desc, .rows = &ds}, 1, bytes, len, &b, &err) == PG_OK,
+        "%s", err.msg);
+    pg_snapshot *sa, *sb, *sl;
+    float xa[40], xb[40], xl[40];
+    ck_assert_int_eq(m->snapshot(a, &sa, NULL), PG_OK);
+    ck_assert_int_eq(m->snapshot(b, &sb, NULL), PG_OK);
+    ck_assert_int_eq(m->load_snapshot(bytes, len, &sl, NULL), PG_OK);
+    pg_snapshot_sample(sa, 20, 3, 1, xa, NULL);
+    pg_snapshot_sample(sb, 20, 3, 1, xb, NULL);
+    pg_snapshot_sample(sl, 20, 3, 1, xl, NULL);
+    ck_assert_int_eq(memcmp(xa, xb, sizeof xa), 0);
+    ck_assert_int_eq(memcmp(xa, xl, sizeof xa), 0);
+    pg_snapshot_release(sa), pg_snapshot_release(sb), pg_snapshot_release(sl);
+    /* The restored average keeps its update count: one more identical
+     * update on both sides keeps them equal. */
+    pg_dp_sinkhorn_info ib;
+    pg_dp_sinkhorn_info_get(b, &ib, NULL);
+    ck_assert_int_eq(ib.steps_done, 9);
+    /* A checkpoint of a job without averaging restores into an averaged one
+     * with the average restarted at the parameters (same samples). */
+    unsigned char *bytes0;
+    size_t len0;
+    for (int k = 0; k < 3; k++) ck_assert_int_eq(m->step(a0, &rep, NULL), PG_OK);
+    ck_assert_int_eq(m->save(a0, &bytes0, &len0, NULL), PG_OK);
+    pg_trainer *c = NULL;
+    ck_assert_int_eq(
+        m->restore(r, &(pg_job_data){.desc = &desc, .rows = &ds}, 1, bytes0, len0, &c, &err),
+        PG_OK);
+    ck_assert_int_eq(m->snapshot(a0, &sa, NULL), PG_OK);
+    ck_assert_int_eq(m->snapshot(c, &sb, NULL), PG_OK);
+    pg_snapshot_sample(sa, 20, 3, 0, xa, NULL);
+    pg_snapshot_sample(sb, 20, 3, 0, xb, NULL);
+    ck_assert_int_eq(memcmp(xa, xb, sizeof xa), 0);
+    pg_snapshot_release(sa), pg_snapshot_release(sb);
+    /* A non-finite average is refused by restore and by load_snapshot. */
+    pg_ckpt ck;
+    ck_assert_int_eq(pg_ckpt_decode(bytes, len, &ck, NULL), PG_OK);
+    pg_ckpt_tensor *t = NULL;
+    for (size_t i = 0; i < ck.n; i++)
+        if (strcmp(ck.tensors[i].name, PG_GENERATOR_EMA_TENSOR) == 0) t = &ck.tensors[i];
+    ck_assert_ptr_nonnull(t);
+    ((float *)t->data)[0] = NAN;
+    unsigned char *bad;
+    size_t badlen;
+    ck_assert_int_eq(pg_ckpt_encode(ck.header, ck.tensors, ck.n, &bad, &badlen, NULL), PG_OK);
+    pg_trainer *d = NULL;
+    ck_assert_int_eq(
+        m->restore(r, &(pg_job_data){.desc = &desc, .rows = &ds}, 1, bad, badlen, &d, NULL),
+        PG_EFORMAT);
+    ck_assert_ptr_null(d);
+    ck_assert_int_eq(m->load_snapshot(bad, badlen, &sl, NULL), PG_EFORMAT);
+    free(bad);
+    pg_ckpt_free(&ck);
+    free(bytes), free(bytes0);
+    m->destroy(a), m->destroy(a0), m->destroy(b), m->destroy(c);
+    json_decref(r), json_decref(r0);
+    pg_dataset_free(&ds);
+}
+END_TEST
+
 /* The method learns at small scale with a generous budget: a conditional
  * generator starting near the origin moves each class onto its blob. */
 START_TEST(learns_class_conditional_blobs)
@@ -554,6 +694,8 @@ static Suite *suite(void)
     tcase_add_test(tc, target_epsilon_is_never_exceeded);
     tcase_add_test(tc, validation_names_the_field);
     tcase_add_test(tc, restore_keeps_steps_accounting_and_parameters);
+    tcase_add_test(tc, parameter_average_is_the_recurrence);
+    tcase_add_test(tc, parameter_average_survives_checkpoints);
     suite_add_tcase(s, tc);
     TCase *learn = tcase_create("learn");
     tcase_set_timeout(learn, 60);
