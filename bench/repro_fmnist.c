@@ -40,6 +40,8 @@
  *   k 8, alpha 4:                              9.9 %
  *   k 16, 300 steps, eps 1000 (sigma 0.31):   13.2 %
  *   k 16, sigma 0.05 (no meaningful privacy): 16.4 %; with alpha 4: 32.8 %
+ *   swd_flow (one release, pool 52, 1000 steps, alpha 4, sigma 0.53): 8.4 %
+ *     (149 s wall; label sampling replays the whole flow: several minutes)
  * The paper's DP-SWD generator (66 %) is not approached: the decoded samples
  * look like Fashion-MNIST garments (--png), but the class link is lost. Each
  * row's projection gets noise of std 2 R S while one direction carries about
