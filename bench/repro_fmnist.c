@@ -42,7 +42,9 @@ static int usage(void)
                     "[--lr LR] [--seed K] [--png PATH] [--synthetic N] [--train-limit N] "
                     "[--skip-real] [--spec JSON] [--set path=JSON ...]\n"
                     "  dp_sinkhorn shorthands: --reg L --m M --clip C --clip-mode matrix|row --p P "
-                    "--cost mixed|sqeuclidean --alpha A --sinkhorn-iters I\n");
+                    "--cost mixed|sqeuclidean --alpha A --sinkhorn-iters I\n"
+                    "  swd_gen / swd_flow_r shorthands: --projections K --clip-norm R "
+                    "--class-alpha A --gen-batch B --particles N --levels L\n");
     return 2;
 }
 
@@ -98,11 +100,21 @@ static json_t *build_spec(const pg_method *m, int argc, char **argv)
     double delta = atof(pg_bench_opt(argc, argv, "--delta", "1e-5"));
     const char *sigma = pg_bench_opt(argc, argv, "--noise-multiplier", NULL);
     json_t *spec =
-        json_pack("{s:{s:s,s:b},s:{s:I,s:I},s:I}", "model", "arch",
-                  pg_bench_opt(argc, argv, "--arch", "dcgan28"), "conditional", 1, "train", "steps",
-                  (json_int_t)atol(pg_bench_opt(argc, argv, "--steps", "2000")), "batch_size",
-                  (json_int_t)atol(pg_bench_opt(argc, argv, "--batch", "50")), "seed",
-                  (json_int_t)atol(pg_bench_opt(argc, argv, "--seed", "1")));
+        json_pack("{s:I}", "seed", (json_int_t)atol(pg_bench_opt(argc, argv, "--seed", "1")));
+    /* Generator methods get a conditional generator; particle flows have
+     * no model (their labels come from labels.class_alpha). */
+    if (has_param(m, "model.arch")) {
+        pg_spec_set(spec, "model.arch", json_string(pg_bench_opt(argc, argv, "--arch", "dcgan28")));
+        pg_spec_set(spec, "model.conditional", json_true());
+    }
+    const char *steps_path = has_param(m, "train.steps") ? "train.steps" : "flow.steps";
+    pg_spec_set(spec, steps_path,
+                json_integer((json_int_t)atol(pg_bench_opt(argc, argv, "--steps", "2000"))));
+    /* The SWD methods read train.batch_size as the rows of each release
+     * (all rows when absent): only set when asked, or for dp_sinkhorn. */
+    const char *batch = pg_bench_opt(argc, argv, "--batch", NULL);
+    if (has_param(m, "train.batch_size") && (batch || strcmp(m->name, "dp_sinkhorn") == 0))
+        pg_spec_set(spec, "train.batch_size", json_integer((json_int_t)atol(batch ? batch : "50")));
     if (sigma)
         pg_spec_set(spec, "privacy.noise_multiplier", json_real(atof(sigma)));
     else
@@ -121,6 +133,12 @@ static json_t *build_spec(const pg_method *m, int argc, char **argv)
         {"--optimizer", "train.optimizer"},
         {"--weight-decay", "train.weight_decay"},
         {"--latent-dim", "model.latent_dim"},
+        {"--projections", "projections.per_step"},
+        {"--clip-norm", "privacy.clip_norm"},
+        {"--class-alpha", "labels.class_alpha"},
+        {"--gen-batch", "train.gen_batch"},
+        {"--particles", "flow.particles"},
+        {"--levels", "flow.quantile_levels"},
     };
     for (size_t i = 0; i < sizeof SHORT / sizeof SHORT[0]; i++)
         if (set_num(spec, m, argc, argv, SHORT[i][0], SHORT[i][1])) goto bad;
@@ -270,7 +288,7 @@ int pg_bench_repro_fmnist(int argc, char **argv)
             eps = rep.epsilon_spent;
         }
         if (steps % 200 == 0 && rep.step == steps)
-            fprintf(stderr, "repro-fmnist: step %ld eps %.3f debias-OT %.3f %.0f s\n", steps, eps,
+            fprintf(stderr, "repro-fmnist: step %ld eps %.3f loss %.3f %.0f s\n", steps, eps,
                     rep.loss, el);
         if (rep.done) break;
     }
@@ -310,7 +328,7 @@ int pg_bench_repro_fmnist(int argc, char **argv)
            "\"delta\":%g,\"noise_multiplier\":%.6g,\"sampling_rate\":%.6g,\"steps\":%ld,"
            "\"planned_steps\":%ld,\"batch\":%ld,\"seconds\":%.1f,\"cpu_seconds\":%.1f,"
            "\"png\":\"%s\"}\n",
-           m->name, pg_spec_str(r, "model.arch", "?"), syn_acc, real_txt, eps, plan.delta,
+           m->name, pg_spec_str(r, "model.arch", "none"), syn_acc, real_txt, eps, plan.delta,
            plan.noise_multiplier, plan.sampling_rate, steps, plan.steps,
            pg_spec_int(r, "train.batch_size", 0), secs, cpu, png_path);
     rc = PG_OK;
