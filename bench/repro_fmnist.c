@@ -83,7 +83,9 @@ static int usage(void)
         "  dp_sinkhorn shorthands: --reg L --m M --clip C --clip-mode matrix|row --p P "
         "--cost mixed|sqeuclidean --alpha A --sinkhorn-iters I --ema DECAY\n"
         "  --eval-every S prints an interim {\"step\",\"logreg_accuracy\",...} line every S "
-        "steps (evaluation time is not counted in seconds or the time budget)\n");
+        "steps (evaluation time is not counted in seconds or the time budget)\n"
+        "  swd_gen / swd_flow_r shorthands: --projections K --clip-norm R "
+        "--class-alpha A --gen-batch B --particles N --levels L\n");
     return 2;
 }
 
@@ -140,8 +142,8 @@ static json_t *build_spec(const pg_method *m, int argc, char **argv)
     const char *sigma = pg_bench_opt(argc, argv, "--noise-multiplier", NULL);
     json_t *spec =
         json_pack("{s:I}", "seed", (json_int_t)atol(pg_bench_opt(argc, argv, "--seed", "1")));
-    /* Generators get model/train defaults; particle flows (no model.*) take
-     * --steps as flow.steps and --batch only when given. */
+    /* Generator methods get a conditional generator; particle flows have
+     * no model (their labels come from labels.class_alpha). */
     if (has_param(m, "model.arch")) {
         pg_spec_set(spec, "model.arch", json_string(pg_bench_opt(argc, argv, "--arch", "dcgan28")));
         pg_spec_set(spec, "model.conditional", json_true());
@@ -149,9 +151,11 @@ static json_t *build_spec(const pg_method *m, int argc, char **argv)
     const char *steps_path = has_param(m, "train.steps") ? "train.steps" : "flow.steps";
     pg_spec_set(spec, steps_path,
                 json_integer((json_int_t)atol(pg_bench_opt(argc, argv, "--steps", "2000"))));
-    const char *batch =
-        pg_bench_opt(argc, argv, "--batch", has_param(m, "model.arch") ? "50" : NULL);
-    if (batch) pg_spec_set(spec, "train.batch_size", json_integer((json_int_t)atol(batch)));
+    /* The SWD methods read train.batch_size as the rows of each release
+     * (all rows when absent): only set when asked, or for dp_sinkhorn. */
+    const char *batch = pg_bench_opt(argc, argv, "--batch", NULL);
+    if (has_param(m, "train.batch_size") && (batch || strcmp(m->name, "dp_sinkhorn") == 0))
+        pg_spec_set(spec, "train.batch_size", json_integer((json_int_t)atol(batch ? batch : "50")));
     if (sigma)
         pg_spec_set(spec, "privacy.noise_multiplier", json_real(atof(sigma)));
     else
@@ -171,6 +175,12 @@ static json_t *build_spec(const pg_method *m, int argc, char **argv)
         {"--weight-decay", "train.weight_decay"},
         {"--latent-dim", "model.latent_dim"},
         {"--ema", "train.ema"},
+        {"--projections", "projections.per_step"},
+        {"--clip-norm", "privacy.clip_norm"},
+        {"--class-alpha", "labels.class_alpha"},
+        {"--gen-batch", "train.gen_batch"},
+        {"--particles", "flow.particles"},
+        {"--levels", "flow.quantile_levels"},
     };
     for (size_t i = 0; i < sizeof SHORT / sizeof SHORT[0]; i++)
         if (set_num(spec, m, argc, argv, SHORT[i][0], SHORT[i][1])) goto bad;
@@ -391,7 +401,7 @@ int pg_bench_repro_fmnist(int argc, char **argv)
             eps = rep.epsilon_spent;
         }
         if (steps % 200 == 0 && rep.step == steps)
-            fprintf(stderr, "repro-fmnist: step %ld eps %.3f debias-OT %.3f %.0f s\n", steps, eps,
+            fprintf(stderr, "repro-fmnist: step %ld eps %.3f loss %.3f %.0f s\n", steps, eps,
                     rep.loss, el);
         if (rep.done) break;
         if (eval_every > 0 && rep.step == steps && steps % eval_every == 0) {
@@ -433,7 +443,7 @@ int pg_bench_repro_fmnist(int argc, char **argv)
            "\"delta\":%g,\"noise_multiplier\":%.6g,\"sampling_rate\":%.6g,\"steps\":%ld,"
            "\"planned_steps\":%ld,\"batch\":%ld,\"seconds\":%.1f,\"cpu_seconds\":%.1f,"
            "\"public_rows\":%zu,\"private_rows\":%zu,\"setup_seconds\":%.1f,\"png\":\"%s\"}\n",
-           m->name, pg_spec_str(r, "model.arch", pg_spec_get(r, "latent") ? "latent_mlp" : "?"),
+           m->name, pg_spec_str(r, "model.arch", pg_spec_get(r, "latent") ? "latent_mlp" : "none"),
            syn_acc, real_txt, eps, plan.delta, plan.noise_multiplier, plan.sampling_rate, steps,
            plan.steps, pg_spec_int(r, "train.batch_size", 0), secs, cpu, pub.n, tr.n, setup,
            png_path);

@@ -128,7 +128,7 @@ int pg_swd_replay(pg_swd_ws *ws, const pg_swd_flow_cfg *cfg, const pg_swd_store 
  * retained. Samples: n <= particles rows of a seeded permutation of the
  * final particles; beyond that, all of them followed by replayed chunks.
  * With classes, rows are d - classes wide and label k keeps only particles
- * (final, then replayed) whose label is k; PG_ERANGE when replay keeps
+ * (final, then replayed) whose label is k; PG_EINVAL when replay keeps
  * finding too few of them (the flow gives class k almost no mass). */
 int pg_swd_snapshot_new(const pg_swd_flow_cfg *cfg, pg_swd_store *st, long steps, float *x,
                         double init_std, pg_snapshot **out, pg_error *err);

@@ -402,7 +402,9 @@ static int swd_snap_sample(const void *impl, size_t n, uint64_t seed, int label,
     }
     for (size_t chunks = 0; done < n && rc == PG_OK; chunks++) {
         if (chunks == max_chunks) {
-            rc = pg_error_set(err, PG_ERANGE,
+            /* An argument error (n too large for this label), so the API
+             * answers 400 like any other unservable sample request. */
+            rc = pg_error_set(err, PG_EINVAL,
                               "label %d is too rare among the flow's particles to draw %zu "
                               "samples of it: ask for fewer",
                               label, n);

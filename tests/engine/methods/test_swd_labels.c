@@ -347,8 +347,8 @@ END_TEST
 
 /* A class with 0.5 % of the rows gets about that share of the particles:
  * asking for as many samples of it as there are particles hits the replay
- * budget and is refused with PG_ERANGE instead of looping; a few samples of
- * it are still served. */
+ * budget and is refused (PG_EINVAL: the API's 400) instead of looping;
+ * the common label is still served. */
 START_TEST(rare_label_is_refused)
 {
     pg_dataset ds;
@@ -367,7 +367,9 @@ START_TEST(rare_label_is_refused)
     pg_snapshot *s;
     ck_assert_int_eq(m->snapshot(t, &s, NULL), PG_OK);
     float *x = pg_alloc_f32(200 * 2);
-    ck_assert_int_eq(pg_snapshot_sample(s, 200, 1, 1, x, NULL), PG_ERANGE);
+    pg_error err = {0};
+    ck_assert_int_eq(pg_snapshot_sample(s, 200, 1, 1, x, &err), PG_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "too rare"));
     ck_assert_int_eq(pg_snapshot_sample(s, 200, 1, 0, x, NULL), PG_OK);
     ck_assert(near_blob(x, 200, 0) > 0.95);
     pg_free(x);
