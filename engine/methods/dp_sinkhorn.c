@@ -77,7 +77,7 @@ static const pg_param DPS_PARAMS[] = {
      "Learning rate (paper: 1e-4 MNIST, 1e-5 Fashion-MNIST)."},
     {"train.weight_decay", PG_PARAM_NUM, "0", 0, 1, NULL, 0, 0,
      "Weight decay (L2 for adam/rmsprop/sgd, decoupled for adamw)."},
-    {"train.ema", PG_PARAM_NUM, "0", 0, 0.999999, NULL, 0, 0,
+    {"train.ema", PG_PARAM_NUM, "0.999", 0, 0.999999, NULL, 0, 0,
      "Decay of the moving average of the generator's parameters that snapshots serve (0: serve "
      "the last iterate). Averaging released iterates is post-processing: no privacy cost."},
     {"privacy.epsilon", PG_PARAM_NUM, NULL, 0, 1e4, NULL, 0,

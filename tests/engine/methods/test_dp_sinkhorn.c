@@ -572,7 +572,8 @@ START_TEST(parameter_average_survives_checkpoints)
              "\"ema\": 0.9}}",
              common);
     json_t *r = resolve_ok(text, &desc);
-    snprintf(text, sizeof text, "{%s, \"train\": {\"steps\": 20, \"batch_size\": 10}}", common);
+    snprintf(text, sizeof text, "{%s, \"train\": {\"steps\": 20, \"batch_size\": 10, \"ema\": 0}}",
+             common);
     json_t *r0 = resolve_ok(text, &desc);
     pg_trainer *a = make_trainer(r, &desc, &ds), *a0 = make_trainer(r0, &desc, &ds);
     pg_step_report rep;
