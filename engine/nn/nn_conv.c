@@ -65,18 +65,24 @@ NN_INLINE_COPIES static void im2col(const geom *g, size_t n, const float *img, f
     }
 }
 
-/* Adjoint of im2col: img += scatter of col; with zero, img is overwritten
- * instead (each plane is cleared by the thread that owns it). */
-static void col2im(const geom *g, size_t n, const float *col, float *img, bool zero)
+/* Adjoint of im2col: img = bias (per channel; zero if NULL) + scatter of col.
+ * Each channel's planes are initialized by the thread that then scatters into
+ * them, right before use, instead of in a separate pass. */
+static void col2im(const geom *g, size_t n, const float *col, float *img, const float *bias)
 {
     size_t P = g->oh * g->ow, nP = n * P, kk = g->k * g->k;
     ptrdiff_t H = (ptrdiff_t)g->h, W = (ptrdiff_t)g->w;
     /* Channels write disjoint image planes: one thread per channel range. */
 #pragma omp parallel for schedule(static) if (g->c * kk * nP >= NN_PAR_MIN)
     for (size_t ci = 0; ci < g->c; ci++) {
-        if (zero)
-            for (size_t j = 0; j < n; j++)
-                memset(img + (j * g->c + ci) * g->h * g->w, 0, g->h * g->w * sizeof *img);
+        for (size_t j = 0; j < n; j++) {
+            float *pl = img + (j * g->c + ci) * g->h * g->w;
+            if (!bias) {
+                memset(pl, 0, g->h * g->w * sizeof *img);
+                continue;
+            }
+            for (size_t q = 0; q < g->h * g->w; q++) pl[q] = bias[ci];
+        }
         for (size_t q = 0; q < kk; q++) {
             size_t ki = q / g->k, kj = q % g->k, lo, hi;
             ox_range(g, kj, &lo, &hi);
@@ -179,7 +185,7 @@ static void conv_backward_chunk(const nn_layer *L, const nn_run *r, const float 
     if (L->bias) bias_grad(n, co, P, dy, dW + co * K);
     if (!dx) return;
     nn_sgemm(r, true, false, K, nP, co, 1.0f, W, K, dyt, nP, 0.0f, col, nP);
-    col2im(&g, n, col, dx, true);
+    col2im(&g, n, col, dx, NULL);
 }
 
 /* ConvTranspose2d: W is cin x (cout k k); scratch = xt (cin nP) + col (KK nP). */
@@ -199,15 +205,7 @@ static void convt_forward_chunk(const nn_layer *L, const nn_run *r, const float 
         nn_sgemm(r, true, true, KK, n, L->in_c, 1.0f, W, KK, xin, L->in_c, 0.0f, col, nP);
     else
         nn_sgemm(r, true, false, KK, nP, L->in_c, 1.0f, W, KK, xin, nP, 0.0f, col, nP);
-    size_t osz = L->out_h * L->out_w;
-#pragma omp parallel for schedule(static) if (n * L->out_c * osz >= NN_PAR_MIN)
-    for (size_t j = 0; j < n; j++)
-        for (size_t c = 0; c < L->out_c; c++) {
-            float *d = y + (j * L->out_c + c) * osz;
-            float bv = b ? b[c] : 0.0f;
-            for (size_t q = 0; q < osz; q++) d[q] = bv;
-        }
-    col2im(&g, n, col, y, false);
+    col2im(&g, n, col, y, b);
 }
 
 static void convt_backward_chunk(const nn_layer *L, const nn_run *r, const float *x,
