@@ -35,7 +35,7 @@ typedef float v8f __attribute__((vector_size(32)));
  * offset c*cs + ki*ks + kj*js; positions over (y, x) < (oh, ow) with source
  * offset s0 + y*sy + x and destination offset o*dplane + y*ow + x. */
 typedef struct icv {
-    size_t m, lda;        /* output channels; row stride of A (multiple of MB) */
+    size_t m, lda;        /* output channels; row stride of A within a block (MB) */
     size_t c, k;          /* taps */
     ptrdiff_t cs, ks, js; /* tap offsets */
     size_t oh, ow;
@@ -179,7 +179,7 @@ static void icv_run(const icv *g, const float *a, const float *bias, const float
         }
         for (size_t o0 = 0; o0 < g->m; o0 += MB) {
             v8f acc[2][NB];
-            micro_fwd(g, a + o0, s, acc);
+            micro_fwd(g, a + o0 / MB * (g->c * g->k * g->k * MB), s, acc);
             size_t mo = g->m - o0 < MB ? g->m - o0 : MB;
             for (size_t o = 0; o < mo; o++) {
                 float b = bias ? bias[o0 + o] : 0.0f;
@@ -224,8 +224,8 @@ static ptrdiff_t tap_off(const icv *g, size_t t)
 /* Forward geometry: taps (c, ki, kj) over the input padded by p. */
 static icv fwd_icv(const igeom *g)
 {
-    icv v = {g->co, g->ldo, g->ci, g->k, (ptrdiff_t)(g->hp * g->wp), (ptrdiff_t)g->wp,
-             1,     g->oh,  g->ow, 0,    (ptrdiff_t)g->wp,           g->oh * g->ow};
+    icv v = {g->co, MB,    g->ci, g->k, (ptrdiff_t)(g->hp * g->wp), (ptrdiff_t)g->wp,
+             1,     g->oh, g->ow, 0,    (ptrdiff_t)g->wp,           g->oh * g->ow};
     return v;
 }
 
@@ -235,21 +235,22 @@ static icv fwd_icv(const igeom *g)
 static icv bwd_icv(const igeom *g)
 {
     ptrdiff_t wq = (ptrdiff_t)g->wq, pq = (ptrdiff_t)(g->p + g->q);
-    icv v = {g->ci, g->ldi,       g->co, g->k,       (ptrdiff_t)(g->hq * g->wq), -wq, -1, g->h,
+    icv v = {g->ci, MB,           g->co, g->k,       (ptrdiff_t)(g->hq * g->wq), -wq, -1, g->h,
              g->w,  pq * wq + pq, wq,    g->h * g->w};
     return v;
 }
 
-/* A[t][o] = W[o][t] (zero for o >= co). */
+/* A[t][o] = W[o][t] (zero for o >= co), stored as 16-channel blocks
+ * [o / 16][t][o % 16] so the micro-kernel streams one contiguous block. */
 static void pack_fwd(const igeom *g, const float *W, float *a)
 {
     size_t t = g->ci * g->k * g->k;
     memset(a, 0, t * g->ldo * sizeof *a);
     for (size_t o = 0; o < g->co; o++)
-        for (size_t i = 0; i < t; i++) a[i * g->ldo + o] = W[o * t + i];
+        for (size_t i = 0; i < t; i++) a[(o / MB * t + i) * MB + o % MB] = W[o * t + i];
 }
 
-/* B[(o, ki, kj)][c] = W[o][c][ki][kj] (zero for c >= ci). */
+/* B[(o, ki, kj)][c] = W[o][c][ki][kj] (zero for c >= ci), blocked like A. */
 static void pack_bwd(const igeom *g, const float *W, float *b)
 {
     size_t kk = g->k * g->k;
@@ -257,7 +258,7 @@ static void pack_bwd(const igeom *g, const float *W, float *b)
     for (size_t o = 0; o < g->co; o++)
         for (size_t c = 0; c < g->ci; c++)
             for (size_t q = 0; q < kk; q++)
-                b[(o * kk + q) * g->ldi + c] = W[(o * g->ci + c) * kk + q];
+                b[(c / MB * g->co * kk + o * kk + q) * MB + c % MB] = W[(o * g->ci + c) * kk + q];
 }
 
 void nn_conv_implicit_forward(const nn_layer *L, const nn_run *r, const float *x, float *y)
@@ -291,6 +292,7 @@ void nn_conv_implicit_backward(const nn_layer *L, const nn_run *r, const float *
 {
     igeom g = ig(L);
     icv vf = fwd_icv(&g), vb = bwd_icv(&g);
+    vf.lda = g.ldo; /* here: row stride of the transposed output gradient */
     size_t n = r->n, kk = g.k * g.k, t = g.ci * kk, npos = g.oh * g.ow;
     size_t ss = nn_conv_implicit_scratch(L, true), xs = lines(xp_size(&g));
     size_t ds = lines(dyp_size(&g));
