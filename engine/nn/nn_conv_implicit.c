@@ -126,17 +126,23 @@ static float *aux_area(const nn_layer *L, const nn_run *r)
     return (float *)((p + 63) & ~(uintptr_t)63);
 }
 
+/* Zero-pads c planes of h x w by p on every side, writing each float once. */
 NN_INLINE_COPIES static void pad_plane_set(size_t c, size_t h, size_t w, size_t p, const float *x,
                                            float *xp)
 {
-    size_t hp = h + 2 * p, wp = w + 2 * p;
-    memset(xp, 0, c * hp * wp * sizeof *xp);
-    for (size_t ci = 0; ci < c; ci++)
+    size_t wp = w + 2 * p, plane = (h + 2 * p) * wp;
+    for (size_t ci = 0; ci < c; ci++) {
+        float *pl = xp + ci * plane;
+        memset(pl, 0, p * wp * sizeof *pl);
+        memset(pl + (p + h) * wp, 0, p * wp * sizeof *pl);
         for (size_t y = 0; y < h; y++) {
-            float *d = xp + (ci * hp + y + p) * wp + p;
+            float *d = pl + (y + p) * wp;
             const float *s = x + (ci * h + y) * w;
-            for (size_t i = 0; i < w; i++) d[i] = s[i];
+            for (size_t i = 0; i < p; i++) d[i] = 0.0f;
+            for (size_t i = 0; i < w; i++) d[p + i] = s[i];
+            for (size_t i = p + w; i < wp; i++) d[i] = 0.0f;
         }
+    }
 }
 
 /* out[.][i] = sum_t A[t][o0 .. o0+15] * s[i][off(t)]. The sums live in local
