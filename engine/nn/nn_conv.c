@@ -264,8 +264,47 @@ void nn_conv_backward(const nn_layer *L, const nn_run *r, const float *x, const 
     }
 }
 
+/* A transposed conv from a 1x1 input without padding (the first layer of the
+ * DCGAN generators) is a linear layer: sample j's output, NCHW, is the row
+ * x_j W of the weights viewed as cin x (cout k k). One GEMM over the whole
+ * batch, no column buffer and no col2im / im2col. */
+static bool convt_dense(const nn_layer *L)
+{
+    return L->in_h == 1 && L->in_w == 1 && L->pad == 0;
+}
+
+static void convt_dense_forward(const nn_layer *L, const nn_run *r, const float *x, float *y)
+{
+    size_t n = r->n, kk = L->k * L->k, KK = L->out_c * kk;
+    const float *W = r->params + L->p_off;
+    nn_sgemm(r, false, false, n, KK, L->in_c, 1.0f, x, L->in_c, W, KK, 0.0f, y, KK);
+    if (!L->bias) return;
+    const float *b = W + L->in_c * KK;
+#pragma omp parallel for schedule(static) if (n * KK >= NN_PAR_MIN)
+    for (size_t j = 0; j < n; j++)
+        for (size_t c = 0; c < L->out_c; c++) {
+            float *d = y + j * KK + c * kk;
+            for (size_t q = 0; q < kk; q++) d[q] += b[c];
+        }
+}
+
+static void convt_dense_backward(const nn_layer *L, const nn_run *r, const float *x,
+                                 const float *dy, float *dx)
+{
+    size_t n = r->n, kk = L->k * L->k, KK = L->out_c * kk;
+    const float *W = r->params + L->p_off;
+    float *dW = r->grads + L->p_off;
+    if (L->bias) bias_grad(n, L->out_c, kk, dy, dW + L->in_c * KK);
+    nn_sgemm(r, true, false, L->in_c, KK, n, 1.0f, x, L->in_c, dy, KK, 1.0f, dW, KK);
+    if (dx) nn_sgemm(r, false, true, n, L->in_c, KK, 1.0f, dy, KK, W, KK, 0.0f, dx, L->in_c);
+}
+
 void nn_convt_forward(const nn_layer *L, const nn_run *r, const float *x, float *y)
 {
+    if (convt_dense(L)) {
+        convt_dense_forward(L, r, x, y);
+        return;
+    }
     size_t c = chunk_of(L, r->n);
     for (size_t j = 0; j < r->n; j += c) {
         nn_run rc = *r;
@@ -277,6 +316,10 @@ void nn_convt_forward(const nn_layer *L, const nn_run *r, const float *x, float 
 void nn_convt_backward(const nn_layer *L, const nn_run *r, const float *x, const float *dy,
                        float *dx)
 {
+    if (convt_dense(L)) {
+        convt_dense_backward(L, r, x, dy, dx);
+        return;
+    }
     size_t c = chunk_of(L, r->n);
     for (size_t j = 0; j < r->n; j += c) {
         nn_run rc = *r;

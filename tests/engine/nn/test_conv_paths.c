@@ -203,9 +203,13 @@ START_TEST(conv_transpose2d_paths)
         /* stride 2 with other kernels and padding */
         {4, 6, 3, 5, 3, 2, 0, 2, true, true},
         {6, 5, 4, 4, 5, 2, 2, 2, true, true},
-        /* stride 1 and the 1x1-input first layer */
+        /* stride 1 */
         {8, 1, 6, 5, 3, 1, 1, 2, true, true},
+        /* 1x1 input: without padding the dense (linear) path, with padding
+         * the column path */
         {6, 10, 1, 1, 4, 1, 0, 3, false, true},
+        {5, 7, 1, 1, 3, 2, 0, 2, true, true},
+        {4, 3, 1, 1, 4, 1, 1, 2, true, true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_shape(&cases[i]);
 }
