@@ -6,6 +6,22 @@
  * Prints one JSON line with the median per-step milliseconds of each phase
  * and the share of the step spent inside SGEMM (timed around each call, in a
  * separate profiled pass so the timers do not perturb the main figures).
+ *
+ * Last figures (2026-11-22, branch convperf, 2-core AMD EPYC (Zen 4) shared
+ * with two other builds/benchmarks and a long training run, load average
+ * 4.2-8.0): `OMP_WAIT_POLICY=passive PRIVGEN_BENCH=build/bin/privgen-bench
+ * python3 bench/peers/nn.py --steps 10 --repeat 5`, two such runs (10
+ * alternating privgen/torch pairs per arch), ms_step at 2 threads:
+ *   arch        privgen best/median  torch best/median  ratio best/median  BLAS
+ *   mlp          7.9 /  18.0           9.8 /   17.6      1.24 / 0.98       0.89
+ *   dcgan28    670   / 694           893   / 1014        1.33 / 1.46       0.78
+ *   conv_small  57.7 / 103           190   /  232        3.30 / 2.26       0.04
+ * Same runs with main at 78d5f54 (3 pairs): dcgan28 647 / 729 ms (ratio
+ * 1.56 / 1.42), conv_small 91.7 / 93.1 ms (ratio 1.78 / 2.03). At this load a
+ * 2-thread step is no faster than a 1-thread one (dcgan28: 620 ms at 1 thread
+ * vs 680 ms at 2), so these ratios mostly measure scheduling luck; CPU time
+ * at 1 thread (perf, dcgan28) is 62% in the SGEMM kernel and 12% in its
+ * packing, i.e. the step is GEMM-bound with OpenBLAS at ~90 GFLOPS/core.
  */
 #include <stdio.h>
 #include <stdlib.h>
