@@ -203,8 +203,12 @@ START_TEST(conv_transpose2d_paths)
         /* stride 2 with other kernels and padding */
         {4, 6, 3, 5, 3, 2, 0, 2, true, true},
         {6, 5, 4, 4, 5, 2, 2, 2, true, true},
-        /* stride 1 */
+        /* stride 1, padding below and at the kernel size */
         {8, 1, 6, 5, 3, 1, 1, 2, true, true},
+        {5, 3, 5, 4, 4, 1, 0, 2, true, true},
+        {4, 2, 6, 6, 3, 1, 2, 1, false, true},
+        {3, 2, 5, 5, 2, 1, 2, 2, true, true},
+        {3, 6, 5, 4, 3, 1, 1, 2, true, true},
         /* 1x1 input: without padding the dense (linear) path, with padding
          * the column path */
         {6, 10, 1, 1, 4, 1, 0, 3, false, true},
