@@ -55,8 +55,11 @@ NN_INLINE_COPIES static void im2col(const geom *g, size_t n, const float *img, f
                 for (size_t ox = 0; ox < lo; ox++) d[ox] = 0.0f;
                 /* Rows are short (tens of floats): an inline loop beats a
                  * memcpy call. */
+                /* Constant strides let the compiler vectorize the common cases. */
                 if (g->s == 1)
                     for (size_t ox = lo; ox < hi; ox++) d[ox] = sr[ox - lo];
+                else if (g->s == 2)
+                    for (size_t ox = lo; ox < hi; ox++) d[ox] = sr[(ox - lo) * 2];
                 else
                     for (size_t ox = lo; ox < hi; ox++) d[ox] = sr[(ox - lo) * g->s];
                 for (size_t ox = hi; ox < g->ow; ox++) d[ox] = 0.0f;
@@ -99,6 +102,8 @@ static void col2im(const geom *g, size_t n, const float *col, float *img, const 
                     const float *s = src + oy * g->ow;
                     if (g->s == 1)
                         for (size_t ox = lo; ox < hi; ox++) d[ox - lo] += s[ox];
+                    else if (g->s == 2)
+                        for (size_t ox = lo; ox < hi; ox++) d[(ox - lo) * 2] += s[ox];
                     else
                         for (size_t ox = lo; ox < hi; ox++) d[(ox - lo) * g->s] += s[ox];
                 }
