@@ -5,6 +5,11 @@
  * the number of sliding positions, sample-major along the columns. GEMM
  * results are channel-major over the batch and are transposed into NCHW
  * (adding the bias on the way), which costs one pass over the output.
+ *
+ * Other paths, chosen by shape: stride-1 convs with <= 4 output channels run
+ * on the direct kernel (nn_conv_direct.c), with 8..64 channels on the
+ * implicit GEMM (nn_conv_implicit.c); a transposed conv from a 1x1 input
+ * without padding is one dense GEMM (convt_dense below).
  */
 #include <string.h>
 
@@ -54,8 +59,8 @@ NN_INLINE_COPIES static void im2col(const geom *g, size_t n, const float *img, f
                 const float *sr = src + (size_t)iy * g->w + ix0;
                 for (size_t ox = 0; ox < lo; ox++) d[ox] = 0.0f;
                 /* Rows are short (tens of floats): an inline loop beats a
-                 * memcpy call. */
-                /* Constant strides let the compiler vectorize the common cases. */
+                 * memcpy call, and constant strides let the compiler
+                 * vectorize the common cases. */
                 if (g->s == 1)
                     for (size_t ox = lo; ox < hi; ox++) d[ox] = sr[ox - lo];
                 else if (g->s == 2)
