@@ -7,7 +7,13 @@ Prints the privgen JSON line, a torch JSON line and a ratio line per case:
   {"bench":"nn_ratio","arch":...,"ratio_step":torch_ms/privgen_ms,...}
 ratio > 1 means privgen is faster.
 
-Usage: nn.py [--threads 2] [--steps 10] [--case mlp|dcgan28|conv_small ...]
+On a shared machine one pair of runs says little. With --repeat N each case
+runs privgen and torch alternately N times and adds a summary line with the
+best and the median ms_step of each, the ratios best/best and median/median,
+and the 1-minute load average before and after:
+  {"bench":"nn_summary","arch":...,"ratio_best":...,"ratio_median":...}
+
+Usage: nn.py [--threads 2] [--steps 10] [--repeat 1] [--case mlp|dcgan28|conv_small ...]
 """
 import argparse
 import json
@@ -124,24 +130,45 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--case", action="append", choices=sorted(CASES))
     a = ap.parse_args()
     for arch in a.case or list(CASES):
         batch = CASES[arch]
-        p = privgen_bench(arch, batch, a.steps, a.warmup, a.threads)
-        t = torch_bench(arch, batch, a.steps, a.warmup, a.threads)
-        if p["params"] != t["params"]:
-            print(f"# parameter counts differ: privgen {p['params']} torch {t['params']}",
-                  file=sys.stderr)
-        print(json.dumps(p))
-        print(json.dumps(t))
-        print(json.dumps({"bench": "nn_ratio", "arch": arch, "batch": batch,
-                          "threads": a.threads,
-                          "ratio_forward": round(t["ms_forward"] / p["ms_forward"], 3),
-                          "ratio_backward": round(t["ms_backward"] / p["ms_backward"], 3),
-                          "ratio_step": round(t["ms_step"] / p["ms_step"], 3),
-                          "blas_fraction": p.get("blas_fraction")}))
-        sys.stdout.flush()
+        load0 = os.getloadavg()[0]
+        ps, ts = [], []
+        for _ in range(max(1, a.repeat)):
+            p = privgen_bench(arch, batch, a.steps, a.warmup, a.threads)
+            t = torch_bench(arch, batch, a.steps, a.warmup, a.threads)
+            if p["params"] != t["params"]:
+                print(f"# parameter counts differ: privgen {p['params']} torch {t['params']}",
+                      file=sys.stderr)
+            print(json.dumps(p))
+            print(json.dumps(t))
+            print(json.dumps({"bench": "nn_ratio", "arch": arch, "batch": batch,
+                              "threads": a.threads,
+                              "ratio_forward": round(t["ms_forward"] / p["ms_forward"], 3),
+                              "ratio_backward": round(t["ms_backward"] / p["ms_backward"], 3),
+                              "ratio_step": round(t["ms_step"] / p["ms_step"], 3),
+                              "blas_fraction": p.get("blas_fraction")}))
+            sys.stdout.flush()
+            ps.append(p)
+            ts.append(t)
+        if a.repeat > 1:
+            med = statistics.median
+            pb = min(x["ms_step"] for x in ps)
+            tb = min(x["ms_step"] for x in ts)
+            pm = med([x["ms_step"] for x in ps])
+            tm = med([x["ms_step"] for x in ts])
+            print(json.dumps({"bench": "nn_summary", "arch": arch, "batch": batch,
+                              "threads": a.threads, "runs": len(ps),
+                              "privgen_best": round(pb, 3), "privgen_median": round(pm, 3),
+                              "torch_best": round(tb, 3), "torch_median": round(tm, 3),
+                              "ratio_best": round(tb / pb, 3), "ratio_median": round(tm / pm, 3),
+                              "blas_fraction_median": med([x["blas_fraction"] for x in ps]),
+                              "load_before": round(load0, 2),
+                              "load_after": round(os.getloadavg()[0], 2)}))
+            sys.stdout.flush()
 
 
 if __name__ == "__main__":

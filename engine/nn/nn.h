@@ -16,12 +16,12 @@
  *    threads may run it concurrently, each with its own pg_nn_ws.
  *
  * Threads: SGEMM runs on OpenBLAS's threads; the element kernels (im2col,
- * col2im, direct conv, upsample, batchnorm, activations) run as static OpenMP
- * loops over independent samples/channels between the GEMMs, never around
- * them; their results do not depend on the thread count. Both pools use the count
- * from pg_threads_set. Run with OMP_WAIT_POLICY=passive: with the pthread
- * OpenBLAS build, actively spinning OpenMP workers and OpenBLAS workers
- * starve each other on a loaded 2-core box.
+ * col2im, direct and implicit-GEMM conv, upsample, batchnorm, activations)
+ * run as static OpenMP loops over independent samples/channels between the
+ * GEMMs, never around them; their results do not depend on the thread count.
+ * Both pools use the count from pg_threads_set. Run with
+ * OMP_WAIT_POLICY=passive: with the pthread OpenBLAS build, actively spinning
+ * OpenMP workers and OpenBLAS workers starve each other on a loaded 2-core box.
  *
  * Errors: fallible calls return a pg_status and fill `err`; on failure outputs
  * are untouched (create/take/load return nothing to free).

@@ -212,6 +212,10 @@ static int parse_layer(json_t *o, int idx, const size_t in[3], nn_layer *L, pg_e
         if (nn_conv_direct_ok(L)) {
             L->scr_fwd = nn_conv_direct_scratch(L, false);
             L->scr_bwd = nn_conv_direct_scratch(L, true);
+        } else if (nn_conv_implicit_ok(L)) {
+            L->scr_fwd = nn_conv_implicit_scratch(L, false);
+            L->scr_bwd = nn_conv_implicit_scratch(L, true);
+            L->n_a = nn_conv_implicit_aux(L);
         }
     } else if (L->type == NN_CONVT2D) {
         size_t P = L->in_h * L->in_w, KK = L->out_c * L->k * L->k;

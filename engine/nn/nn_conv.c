@@ -5,6 +5,11 @@
  * the number of sliding positions, sample-major along the columns. GEMM
  * results are channel-major over the batch and are transposed into NCHW
  * (adding the bias on the way), which costs one pass over the output.
+ *
+ * Other paths, chosen by shape: stride-1 convs with <= 4 output channels run
+ * on the direct kernel (nn_conv_direct.c), with 8..64 channels on the
+ * implicit GEMM (nn_conv_implicit.c); a transposed conv from a 1x1 input
+ * without padding is one dense GEMM (convt_dense below).
  */
 #include <string.h>
 
@@ -54,9 +59,12 @@ NN_INLINE_COPIES static void im2col(const geom *g, size_t n, const float *img, f
                 const float *sr = src + (size_t)iy * g->w + ix0;
                 for (size_t ox = 0; ox < lo; ox++) d[ox] = 0.0f;
                 /* Rows are short (tens of floats): an inline loop beats a
-                 * memcpy call. */
+                 * memcpy call, and constant strides let the compiler
+                 * vectorize the common cases. */
                 if (g->s == 1)
                     for (size_t ox = lo; ox < hi; ox++) d[ox] = sr[ox - lo];
+                else if (g->s == 2)
+                    for (size_t ox = lo; ox < hi; ox++) d[ox] = sr[(ox - lo) * 2];
                 else
                     for (size_t ox = lo; ox < hi; ox++) d[ox] = sr[(ox - lo) * g->s];
                 for (size_t ox = hi; ox < g->ow; ox++) d[ox] = 0.0f;
@@ -65,18 +73,24 @@ NN_INLINE_COPIES static void im2col(const geom *g, size_t n, const float *img, f
     }
 }
 
-/* Adjoint of im2col: img += scatter of col; with zero, img is overwritten
- * instead (each plane is cleared by the thread that owns it). */
-static void col2im(const geom *g, size_t n, const float *col, float *img, bool zero)
+/* Adjoint of im2col: img = bias (per channel; zero if NULL) + scatter of col.
+ * Each channel's planes are initialized by the thread that then scatters into
+ * them, right before use, instead of in a separate pass. */
+static void col2im(const geom *g, size_t n, const float *col, float *img, const float *bias)
 {
     size_t P = g->oh * g->ow, nP = n * P, kk = g->k * g->k;
     ptrdiff_t H = (ptrdiff_t)g->h, W = (ptrdiff_t)g->w;
     /* Channels write disjoint image planes: one thread per channel range. */
 #pragma omp parallel for schedule(static) if (g->c * kk * nP >= NN_PAR_MIN)
     for (size_t ci = 0; ci < g->c; ci++) {
-        if (zero)
-            for (size_t j = 0; j < n; j++)
-                memset(img + (j * g->c + ci) * g->h * g->w, 0, g->h * g->w * sizeof *img);
+        for (size_t j = 0; j < n; j++) {
+            float *pl = img + (j * g->c + ci) * g->h * g->w;
+            if (!bias) {
+                memset(pl, 0, g->h * g->w * sizeof *img);
+                continue;
+            }
+            for (size_t q = 0; q < g->h * g->w; q++) pl[q] = bias[ci];
+        }
         for (size_t q = 0; q < kk; q++) {
             size_t ki = q / g->k, kj = q % g->k, lo, hi;
             ox_range(g, kj, &lo, &hi);
@@ -93,6 +107,8 @@ static void col2im(const geom *g, size_t n, const float *col, float *img, bool z
                     const float *s = src + oy * g->ow;
                     if (g->s == 1)
                         for (size_t ox = lo; ox < hi; ox++) d[ox - lo] += s[ox];
+                    else if (g->s == 2)
+                        for (size_t ox = lo; ox < hi; ox++) d[(ox - lo) * 2] += s[ox];
                     else
                         for (size_t ox = lo; ox < hi; ox++) d[(ox - lo) * g->s] += s[ox];
                 }
@@ -179,7 +195,7 @@ static void conv_backward_chunk(const nn_layer *L, const nn_run *r, const float 
     if (L->bias) bias_grad(n, co, P, dy, dW + co * K);
     if (!dx) return;
     nn_sgemm(r, true, false, K, nP, co, 1.0f, W, K, dyt, nP, 0.0f, col, nP);
-    col2im(&g, n, col, dx, true);
+    col2im(&g, n, col, dx, NULL);
 }
 
 /* ConvTranspose2d: W is cin x (cout k k); scratch = xt (cin nP) + col (KK nP). */
@@ -199,15 +215,7 @@ static void convt_forward_chunk(const nn_layer *L, const nn_run *r, const float 
         nn_sgemm(r, true, true, KK, n, L->in_c, 1.0f, W, KK, xin, L->in_c, 0.0f, col, nP);
     else
         nn_sgemm(r, true, false, KK, nP, L->in_c, 1.0f, W, KK, xin, nP, 0.0f, col, nP);
-    size_t osz = L->out_h * L->out_w;
-#pragma omp parallel for schedule(static) if (n * L->out_c * osz >= NN_PAR_MIN)
-    for (size_t j = 0; j < n; j++)
-        for (size_t c = 0; c < L->out_c; c++) {
-            float *d = y + (j * L->out_c + c) * osz;
-            float bv = b ? b[c] : 0.0f;
-            for (size_t q = 0; q < osz; q++) d[q] = bv;
-        }
-    col2im(&g, n, col, y, false);
+    col2im(&g, n, col, y, b);
 }
 
 static void convt_backward_chunk(const nn_layer *L, const nn_run *r, const float *x,
@@ -266,8 +274,47 @@ void nn_conv_backward(const nn_layer *L, const nn_run *r, const float *x, const 
     }
 }
 
+/* A transposed conv from a 1x1 input without padding (the first layer of the
+ * DCGAN generators) is a linear layer: sample j's output, NCHW, is the row
+ * x_j W of the weights viewed as cin x (cout k k). One GEMM over the whole
+ * batch, no column buffer and no col2im / im2col. */
+static bool convt_dense(const nn_layer *L)
+{
+    return L->in_h == 1 && L->in_w == 1 && L->pad == 0;
+}
+
+static void convt_dense_forward(const nn_layer *L, const nn_run *r, const float *x, float *y)
+{
+    size_t n = r->n, kk = L->k * L->k, KK = L->out_c * kk;
+    const float *W = r->params + L->p_off;
+    nn_sgemm(r, false, false, n, KK, L->in_c, 1.0f, x, L->in_c, W, KK, 0.0f, y, KK);
+    if (!L->bias) return;
+    const float *b = W + L->in_c * KK;
+#pragma omp parallel for schedule(static) if (n * KK >= NN_PAR_MIN)
+    for (size_t j = 0; j < n; j++)
+        for (size_t c = 0; c < L->out_c; c++) {
+            float *d = y + j * KK + c * kk;
+            for (size_t q = 0; q < kk; q++) d[q] += b[c];
+        }
+}
+
+static void convt_dense_backward(const nn_layer *L, const nn_run *r, const float *x,
+                                 const float *dy, float *dx)
+{
+    size_t n = r->n, kk = L->k * L->k, KK = L->out_c * kk;
+    const float *W = r->params + L->p_off;
+    float *dW = r->grads + L->p_off;
+    if (L->bias) bias_grad(n, L->out_c, kk, dy, dW + L->in_c * KK);
+    nn_sgemm(r, true, false, L->in_c, KK, n, 1.0f, x, L->in_c, dy, KK, 1.0f, dW, KK);
+    if (dx) nn_sgemm(r, false, true, n, L->in_c, KK, 1.0f, dy, KK, W, KK, 0.0f, dx, L->in_c);
+}
+
 void nn_convt_forward(const nn_layer *L, const nn_run *r, const float *x, float *y)
 {
+    if (convt_dense(L)) {
+        convt_dense_forward(L, r, x, y);
+        return;
+    }
     size_t c = chunk_of(L, r->n);
     for (size_t j = 0; j < r->n; j += c) {
         nn_run rc = *r;
@@ -279,6 +326,10 @@ void nn_convt_forward(const nn_layer *L, const nn_run *r, const float *x, float 
 void nn_convt_backward(const nn_layer *L, const nn_run *r, const float *x, const float *dy,
                        float *dx)
 {
+    if (convt_dense(L)) {
+        convt_dense_backward(L, r, x, dy, dx);
+        return;
+    }
     size_t c = chunk_of(L, r->n);
     for (size_t j = 0; j < r->n; j += c) {
         nn_run rc = *r;

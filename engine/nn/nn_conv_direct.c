@@ -83,15 +83,24 @@ size_t nn_conv_direct_scratch(const nn_layer *L, bool backward)
     return xp_size(&g) + (backward ? dyp_size(&g) : 0);
 }
 
+/* Writes every float of the padded sample once: border rows, then each
+ * interior row as left pad, copy, right pad, then the slack. */
 NN_INLINE_COPIES static void pad_one(const dgeom *g, const float *x, float *xp)
 {
-    memset(xp, 0, xp_size(g) * sizeof *xp);
-    for (size_t c = 0; c < g->ci; c++)
+    size_t wp = g->wp, p = g->p, plane = g->hp * wp;
+    for (size_t c = 0; c < g->ci; c++) {
+        float *pl = xp + c * plane;
+        memset(pl, 0, p * wp * sizeof *pl);
+        memset(pl + (p + g->h) * wp, 0, p * wp * sizeof *pl);
         for (size_t y = 0; y < g->h; y++) {
-            float *d = xp + (c * g->hp + y + g->p) * g->wp + g->p;
+            float *d = pl + (y + p) * wp;
             const float *s = x + (c * g->h + y) * g->w;
-            for (size_t i = 0; i < g->w; i++) d[i] = s[i];
+            for (size_t i = 0; i < p; i++) d[i] = 0.0f;
+            for (size_t i = 0; i < g->w; i++) d[p + i] = s[i];
+            for (size_t i = p + g->w; i < wp; i++) d[i] = 0.0f;
         }
+    }
+    memset(xp + g->ci * plane, 0, (xp_size(g) - g->ci * plane) * sizeof *xp);
 }
 
 /* The forward and input-gradient kernels run over whole padded rows at once:

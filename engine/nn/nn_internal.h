@@ -138,6 +138,15 @@ void nn_conv_direct_forward(const nn_layer *L, const nn_run *r, const float *x, 
 void nn_conv_direct_backward(const nn_layer *L, const nn_run *r, const float *x, const float *dy,
                              float *dx);
 
+/* Implicit-GEMM stride-1 convolution (nn_conv_implicit.c) for layers with 8 to
+ * 64 channels on both sides; needs nn_conv_implicit_aux floats of aux. */
+bool nn_conv_implicit_ok(const nn_layer *L);
+size_t nn_conv_implicit_scratch(const nn_layer *L, bool backward);
+size_t nn_conv_implicit_aux(const nn_layer *L);
+void nn_conv_implicit_forward(const nn_layer *L, const nn_run *r, const float *x, float *y);
+void nn_conv_implicit_backward(const nn_layer *L, const nn_run *r, const float *x, const float *dy,
+                               float *dx);
+
 /* Architecture parsing (nn_arch.c): fills layers, shapes, offsets and sizes of m
  * (params/state left NULL). Takes ownership of nothing. */
 int nn_arch_parse(const char *arch_json, nn_model *m, int *init_scheme, pg_error *err);

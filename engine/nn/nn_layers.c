@@ -350,6 +350,8 @@ void nn_layer_forward(const nn_layer *L, const nn_run *r, const float *x, float 
     case NN_CONV2D:
         if (nn_conv_direct_ok(L))
             nn_conv_direct_forward(L, r, x, y);
+        else if (nn_conv_implicit_ok(L))
+            nn_conv_implicit_forward(L, r, x, y);
         else
             nn_conv_forward(L, r, x, y);
         break;
@@ -400,6 +402,8 @@ void nn_layer_backward(const nn_layer *L, const nn_run *r, const float *x, const
     case NN_CONV2D:
         if (nn_conv_direct_ok(L))
             nn_conv_direct_backward(L, r, x, dy, dx);
+        else if (nn_conv_implicit_ok(L))
+            nn_conv_implicit_backward(L, r, x, dy, dx);
         else
             nn_conv_backward(L, r, x, dy, dx);
         return;

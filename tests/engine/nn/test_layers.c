@@ -138,14 +138,22 @@ START_TEST(fd_conv2d)
              3, true, 0);
     fd_check("{\"input\":[1,6,5],\"layers\":[{\"type\":\"conv2d\",\"out\":2,\"kernel\":2}]}", 2,
              true, 0);
-    /* Stride 1 with more than 4 output channels takes the im2col path; with at
-     * most 4 (the cases above, except the strided one) the direct kernel. */
+    /* Stride 1 with 5..7 output channels (or fewer than 8 input channels)
+     * takes the im2col path; with at most 4 (the cases above, except the
+     * strided one) the direct kernel; with 8..64 channels on both sides the
+     * implicit GEMM (the two cases after the next). */
     fd_check("{\"input\":[2,5,4],\"layers\":[{\"type\":\"conv2d\",\"out\":6,\"kernel\":3,"
              "\"padding\":1}]}",
              2, true, 0);
     fd_check("{\"input\":[3,4,5],\"layers\":[{\"type\":\"conv2d\",\"out\":1,\"kernel\":3,"
              "\"padding\":0}]}",
              3, true, 0);
+    fd_check("{\"input\":[8,5,6],\"layers\":[{\"type\":\"conv2d\",\"out\":9,\"kernel\":3,"
+             "\"padding\":1}]}",
+             2, true, 0);
+    fd_check("{\"input\":[9,4,5],\"layers\":[{\"type\":\"conv2d\",\"out\":17,\"kernel\":5,"
+             "\"padding\":2,\"bias\":false}]}",
+             1, true, 0);
 }
 END_TEST
 
