@@ -455,28 +455,22 @@ int pg_dp_sinkhorn_cross_term(pg_ot_ws *ws, const pg_ot_cost *cost, const pg_sin
     return pg_privacy_gaussian_noise(rng, out, n * d, 2.0 * clip * sigma, err);
 }
 
-/* Poisson sampling with the secure generator; keeps a uniform random subset
- * (reservoir) when more than bmax records are drawn. Returns the batch size. */
-static size_t poisson_sample(dps *g)
+/* Poisson sampling with the secure generator (engine/privacy); keeps a
+ * uniform random subset when more than bmax records are drawn. Copies the
+ * batch rows and returns the batch size. */
+static int poisson_sample(dps *g, size_t *m_out, pg_error *err)
 {
-    size_t count = 0;
-    for (size_t i = 0; i < g->M; i++) {
-        if (!pg_rng_bernoulli(&g->secure, g->q)) continue;
-        count++;
-        if (count <= g->bmax) {
-            g->idx[count - 1] = i;
-        } else {
-            uint64_t j = pg_rng_below(&g->secure, count);
-            if (j < g->bmax) g->idx[j] = i;
-        }
-    }
+    size_t count;
+    int rc = pg_privacy_poisson_sample(&g->secure, g->M, g->q, g->idx, g->bmax, &count, err);
+    if (rc) return rc;
     size_t m = count < g->bmax ? count : g->bmax;
     const pg_dataset *ds = g->data;
     for (size_t k = 0; k < m; k++) {
         memcpy(g->y + k * g->d, pg_dataset_row(ds, g->idx[k]), g->d * sizeof(float));
         g->ylabels[k] = ds->labels ? ds->labels[g->idx[k]] : 0;
     }
-    return m;
+    *m_out = m;
+    return PG_OK;
 }
 
 static int epsilon_after(dps *g, long steps, double *eps, pg_error *err)
@@ -503,7 +497,8 @@ static int dps_step(pg_trainer *t, pg_step_report *rep, pg_error *err)
     }
     size_t n = g->n, np = g->np, rows = g->rows, d = g->d;
     bool cond = g->gen.num_classes > 0;
-    size_t m = poisson_sample(g);
+    size_t m;
+    if ((rc = poisson_sample(g, &m, err))) return rc;
     g->last_real = m;
     pg_nn_latent_sample(&g->gen.latent, &g->latent_rng, g->z, rows * g->gen.latent_dim);
     for (size_t i = 0; i < rows; i++)

@@ -114,6 +114,37 @@ int pg_privacy_gaussian_noise(pg_rng *rng, float *x, size_t n, double sigma, pg_
     return PG_OK;
 }
 
+int pg_privacy_poisson_sample(pg_rng *rng, size_t m, double q, size_t *idx, size_t cap,
+                              size_t *count, pg_error *err)
+{
+    int rc = require_secure(rng, err);
+    if (rc) return rc;
+    if (!(q >= 0.0 && q <= 1.0))
+        return pg_error_set(err, PG_EINVAL, "sampling rate must lie in [0, 1], got %g", q);
+    size_t c = 0;
+    if (q > 0.0) {
+        double lq = log1p(-q); /* -inf when q == 1: every gap is 0 */
+        for (size_t i = 0;; i++) {
+            if (q < 1.0) {
+                double u = 1.0 - pg_rng_uniform(rng); /* (0, 1] */
+                double gap = floor(log(u) / lq);
+                if (!(gap < (double)(m - i))) break; /* also catches +inf */
+                i += (size_t)gap;
+            }
+            if (i >= m) break;
+            c++;
+            if (c <= cap) {
+                idx[c - 1] = i;
+            } else {
+                uint64_t j = pg_rng_below(rng, c);
+                if (j < cap) idx[j] = i;
+            }
+        }
+    }
+    *count = c;
+    return PG_OK;
+}
+
 /* Bernoulli(num / den) exactly, 0 <= num <= den, den >= 1. */
 static int bern_frac(pg_rng *rng, uint64_t num, uint64_t den)
 {

@@ -58,6 +58,18 @@ int pg_privacy_clip_l1(float *x, size_t rows, size_t dim, double R, double *scra
  * most of them but no proof is claimed. */
 int pg_privacy_gaussian_noise(pg_rng *rng, float *x, size_t n, double sigma, pg_error *err);
 
+/* Poisson subsampling with the secure generator: every one of m records is
+ * selected independently with probability q. Draws the gaps between selected
+ * records from Geometric(q) by inversion, floor(log U / log(1 - q)) with U
+ * uniform on (0, 1] at 53-bit resolution, so a step costs O(q m) draws instead
+ * of m; P(gap >= k) = (1 - q)^k holds up to the 2^-53 resolution of U, the
+ * same resolution a per-record comparison u < q has. Returns the number of
+ * selected records in *count; idx (cap entries) receives all of them in
+ * increasing order when *count <= cap, else a uniformly random subset of cap
+ * of them (reservoir sampling, also from the secure generator). */
+int pg_privacy_poisson_sample(pg_rng *rng, size_t m, double q, size_t *idx, size_t cap,
+                              size_t *count, pg_error *err);
+
 /* Laplace mechanism that is safe against floating-point attacks (Mironov 2012):
  * the input is rounded to a power-of-two grid gamma and the noise is an exact
  * discrete Laplace variable on that grid, sampled with integer arithmetic only

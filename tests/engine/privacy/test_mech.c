@@ -1,3 +1,4 @@
+#include <string.h>
 /* Mechanisms (clipping, secure noise) and Gaussian calibrations. */
 #include "engine/core/alloc.h"
 #include "engine/privacy/privacy.h"
@@ -106,6 +107,76 @@ START_TEST(test_noise_refuses_seeded_and_differs)
     ck_assert_int_eq(pg_privacy_gaussian_noise(&b, y2, 16, 1.0, NULL), PG_OK);
     ck_assert_int_ne(memcmp(y1, y2, sizeof y1), 0);
     ck_assert_int_eq(pg_privacy_gaussian_noise(&a, y1, 16, 0.0, &e), PG_EINVAL);
+}
+END_TEST
+
+/* Poisson subsampling by geometric gaps: the count is Binomial(m, q), every
+ * record is included with probability q, neighbours independently (an
+ * off-by-one in the gaps would make adjacent picks impossible or forced), and
+ * the reservoir keeps a uniform subset when the batch overflows. Bounds are
+ * 5 standard errors (the generator is unseeded by design). */
+START_TEST(test_poisson_sample)
+{
+    pg_rng r, seeded;
+    ck_assert_int_eq(pg_rng_secure(&r, NULL), PG_OK);
+    pg_rng_seeded(&seeded, 1, 0);
+    enum { M = 1000, T = 4000, CAP = 200 };
+    size_t idx[CAP], count;
+    ck_assert_int_eq(pg_privacy_poisson_sample(&seeded, M, 0.1, idx, CAP, &count, NULL),
+                     PG_EPRIVACY);
+    ck_assert_int_eq(pg_privacy_poisson_sample(&r, M, 1.5, idx, CAP, &count, NULL), PG_EINVAL);
+    ck_assert_int_eq(pg_privacy_poisson_sample(&r, M, NAN, idx, CAP, &count, NULL), PG_EINVAL);
+    ck_assert_int_eq(pg_privacy_poisson_sample(&r, M, 0.0, idx, CAP, &count, NULL), PG_OK);
+    ck_assert_uint_eq(count, 0);
+    ck_assert_int_eq(pg_privacy_poisson_sample(&r, 150, 1.0, idx, CAP, &count, NULL), PG_OK);
+    ck_assert_uint_eq(count, 150);
+    for (size_t i = 0; i < 150; i++) ck_assert_uint_eq(idx[i], i);
+
+    const double q = 0.03;
+    static unsigned hits[M], pairs;
+    memset(hits, 0, sizeof hits);
+    pairs = 0;
+    double sum = 0, sum2 = 0;
+    for (int t = 0; t < T; t++) {
+        ck_assert_int_eq(pg_privacy_poisson_sample(&r, M, q, idx, CAP, &count, NULL), PG_OK);
+        ck_assert_uint_le(count, CAP);
+        sum += (double)count, sum2 += (double)count * (double)count;
+        for (size_t k = 0; k < count; k++) {
+            ck_assert_uint_lt(idx[k], M);
+            if (k) ck_assert_uint_gt(idx[k], idx[k - 1]);
+            if (k && idx[k] == idx[k - 1] + 1) pairs++;
+            hits[idx[k]]++;
+        }
+    }
+    double mean = sum / T, var = sum2 / T - mean * mean;
+    double mu = M * q, v = M * q * (1 - q);
+    ck_assert_msg(fabs(mean - mu) < 5 * sqrt(v / T), "mean count %g, want %g", mean, mu);
+    /* Var of the sample variance of a near-normal count: 2 v^2 / T. */
+    ck_assert_msg(fabs(var - v) < 5 * sqrt(2 * v * v / T), "count variance %g, want %g", var, v);
+    double chi = 0, e = T * q;
+    for (int i = 0; i < M; i++) chi += (hits[i] - e) * (hits[i] - e) / (e * (1 - q));
+    ck_assert_msg(chi < M + 5 * sqrt(2.0 * M), "inclusion chi-square %g over %d records", chi, M);
+    double ep = (double)T * (M - 1) * q * q;
+    ck_assert_msg(fabs(pairs - ep) < 5 * sqrt(ep), "adjacent pairs %u, want %g", pairs, ep);
+
+    /* Overflow: m = 40, q = 0.5, cap 5: each record ends in the reservoir
+     * with probability E[min(1, 5 / N) | i in sample] * q, the same for all. */
+    enum { M2 = 40, C2 = 5, T2 = 20000 };
+    static unsigned kept[M2];
+    memset(kept, 0, sizeof kept);
+    for (int t = 0; t < T2; t++) {
+        ck_assert_int_eq(pg_privacy_poisson_sample(&r, M2, 0.5, idx, C2, &count, NULL), PG_OK);
+        size_t n = count < C2 ? count : C2;
+        for (size_t k = 0; k < n; k++) {
+            for (size_t j = 0; j < k; j++) ck_assert_uint_ne(idx[j], idx[k]);
+            kept[idx[k]]++;
+        }
+    }
+    double tot = 0;
+    for (int i = 0; i < M2; i++) tot += kept[i];
+    double chi2 = 0, e2 = tot / M2;
+    for (int i = 0; i < M2; i++) chi2 += (kept[i] - e2) * (kept[i] - e2) / e2;
+    ck_assert_msg(chi2 < M2 + 5 * sqrt(2.0 * M2), "reservoir chi-square %g", chi2);
 }
 END_TEST
 
@@ -251,6 +322,7 @@ static Suite *mech_suite(void)
     tcase_add_test(tc, test_laplace_outputs_on_grid);
     tcase_add_test(tc, test_discrete_laplace_exact_pmf);
     tcase_add_test(tc, test_noise_refuses_seeded_and_differs);
+    tcase_add_test(tc, test_poisson_sample);
     tcase_add_test(tc, test_clip_l2);
     tcase_add_test(tc, test_clip_l1_projection);
     tcase_add_test(tc, test_analytic_gaussian);
