@@ -28,34 +28,46 @@
  * on normalized codes [z ; alpha onehot(y)], samples decoded). A public split
  * of the same distribution is what the literature uses for such baselines.
  *
- * Measured 2026-11-22 (swd_flow_r, latent mlp 784-512-k, 2000 AE steps on
- * N = 10000 public rows, 50000 private, eps 10, delta 1e-5, batch 1000 rows
- * per release (WBK amplification), 10000 particles, init_std 0.3, 10000
- * synthetic images = 1000 per class, --threads 1 --skip-real; ~1-2 CPU-min
- * each, AE setup 40-60 s of it):
- *   k 16, 500 steps, per_step 26, init_std 1:  9.8 %   (sigma 0.72)
- *   k 8, 300 steps, per_step 18:              10.2 %   (sigma 0.67)
- *   k 8, alpha 2:                             11.1 %
- *   k 16, alpha 4:                            10.4 %
- *   k 8, alpha 4:                              9.9 %
- *   k 16, 300 steps, eps 1000 (sigma 0.31):   13.2 %
- *   k 16, sigma 0.05 (no meaningful privacy): 16.4 %; with alpha 4: 32.8 %
- *   swd_flow (one release, pool 52, 1000 steps, alpha 4, sigma 0.53): 8.4 %
- *     (149 s wall; label sampling replays the whole flow: several minutes)
- * The paper's DP-SWD generator (66 %) is not approached: the decoded samples
- * look like Fashion-MNIST garments (--png), but the class link is lost. Each
- * row's projection gets noise of std 2 R S while one direction carries about
- * R / sqrt(k + C) of signal, so at eps 10 the label-code coupling the labelled
- * flow must recover is buried (a larger alpha helps the label part only
- * when the noise is small: R grows with it); even nearly noise-free, label
- * coordinates that start at a uniform one-hot already match the label
- * marginals and 300 steps couple them to the codes only partly. Command:
+ * Measured 2026-11-22 with clamped label coordinates (each particle keeps
+ * a fixed class, balanced, its label part alpha onehot(c); labels.class_alpha
+ * = alpha, clip norm R = sqrt(1 + alpha^2) in latent mode). swd_flow_r, latent
+ * mlp 784-512-k, 2000 AE steps on N = 10000 public rows, 50000 private,
+ * delta 1e-5, batch 1000 rows per release (WBK amplification), 300 steps,
+ * 10000 particles, init_std 0.3, 10000 synthetic images = 1000 per class,
+ * --threads 1 --skip-real; 22-41 CPU-s each (AE setup 20-27 s of it):
+ *   eps 10, k 8, per_step 18:   alpha 1: 9.9 %  2: 9.7 %  4: 9.7 %  8: 9.4 %
+ *   eps 10, k 16, per_step 26:  alpha 1: 11.1 %  2: 11.5 %  4: 12.1 %  8: 11.6 %
+ *   eps 10, k 16, alpha 4: 100 steps (sigma 0.60) 10.7 %; 1000 steps (0.85)
+ *     10.0 %; per_step 52 (2 blocks) 11.7 %; batch 5000 (sigma 2.08) 11.5 %
+ *   k 16, alpha 4: eps 100 (sigma 0.41) 12.6 %; eps 1000 (sigma 0.31) 13.0 %
+ *   no meaningful privacy (--noise-multiplier), k 16: sigma 0.05: alpha 1
+ *     20.9 %, alpha 4 34.0 %; sigma 0.01: alpha 1 22.9 %, alpha 4 46.8 %,
+ *     alpha 8 47.1 % (best); sigma 0.01, alpha 4, flow.lambda 0.01: 14.8 %
+ *     (diffusion blurs the codes); k 8, alpha 4, sigma 0.05: 39.2 %, 2000
+ *     steps 39.3 %, alpha 8 (2000 steps) 34.8 %
+ *   60000 synthetic images (eps 10, k 16, alpha 4): with 60000 particles
+ *     12.6 %, 92 CPU-s in all; from 10000 particles, 50 replayed chunks
+ *     (each yields N / C = 1000 of a class) exceed 5 CPU-min (stopped at
+ *     302 CPU-s): give the flow as many particles as samples
+ *   pixel space (no public split, R 10, alpha 5, per_step 200 of 794, 128
+ *     levels, eps 10, sigma 0.64): 7.9 %, 161 CPU-s; samples are noise.
+ * The paper's DP-SWD generator (66 %) is not approached at any private
+ * epsilon. Clamping helps without privacy (the moving-label flow gave
+ * 16.4 % at sigma 0.05 and 32.8 % with alpha 4; clamped 20.9 % and 34.0 %,
+ * 47 % at sigma 0.01) and bounds label sampling, but at
+ * eps 10 the release noise (std 2 R S per projection, R >= sqrt(2)) buries
+ * the codes' spread along a direction (about 1 / sqrt(k) = 0.25): even
+ * eps 1000 (S 0.31, noise std 2.6 at alpha 4) stays near chance. The
+ * particle-side smoothing by the same std, which the paper prescribes, keeps
+ * the flow consistent but cannot recover what the noise hides. Command:
  *   privgen-bench repro fmnist --method swd_flow_r --public-split 10000
  *     --epsilon 10 --delta 1e-5 --steps 300 --batch 1000 --threads 1
  *     --skip-real --synthetic 10000 --set flow.particles=10000
- *     --set flow.init_std=0.3 --set latent.dim=8 --set projections.per_step=18
- * (label sampling replays the flow and filters by label: with fewer particles
- * than samples per class, 60000 synthetic images take tens of minutes). */
+ *     --set flow.init_std=0.3 --set latent.dim=16 --set projections.per_step=26
+ *     --class-alpha 4
+ * (no privacy: --noise-multiplier 0.01 instead of --epsilon; pixel space:
+ * drop --public-split and latent.dim, --clip-norm 10 --class-alpha 5
+ * --set projections.per_step=200 --set flow.quantile_levels=128). */
 #include <jansson.h>
 #include <png.h>
 #include <stdio.h>
