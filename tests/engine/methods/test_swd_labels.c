@@ -662,6 +662,18 @@ START_TEST(label_validation)
         r = resolve(m, "{\"privacy\": {\"epsilon\": 1, \"clip_norm\": 4}}", &desc, &e);
         ck_assert_msg(r != NULL, "%s: %s", e.items[0].field, e.items[0].message);
         ck_assert_double_eq(pg_spec_num(r, "labels.class_alpha", 0), 2.0);
+        if (i < 2) { /* flows: every class needs a particle */
+            pg_data_desc three = desc;
+            three.num_classes = 3;
+            json_t *bad = resolve(
+                m, "{\"privacy\": {\"epsilon\": 1}, \"flow\": {\"particles\": 2}}", &three, &e);
+            ck_assert_ptr_null(bad);
+            ck_assert(has_error(&e, "flow.particles"));
+            json_t *ok = resolve(m, "{\"privacy\": {\"epsilon\": 1}, \"flow\": {\"particles\": 3}}",
+                                 &three, &e);
+            ck_assert_ptr_nonnull(ok);
+            json_decref(ok);
+        }
         if (i == 2) { /* swd_gen: labels need the conditional generator */
             json_t *bad = resolve(m,
                                   "{\"privacy\": {\"epsilon\": 1}, \"model\": {\"conditional\":"
