@@ -6,20 +6,14 @@
  *
  * Generic over --method: common flags become the common spec paths (model.*,
  * train.*, privacy, seed) and method-specific ones arrive as --spec JSON
- * (deep-merged) or repeated --set path=JSON. The dp_sinkhorn flags below are
- * shorthands that apply only to methods whose catalogue has those paths.
+ * (deep-merged) or repeated --set path=JSON. The shorthands below apply only
+ * to methods whose catalogue has those paths.
  *
- * --time-budget stops training early; the reported epsilon is the
- * accountant's for the steps actually taken (sigma stays calibrated for the
- * planned steps, so stopping early spends less than the target).
- *
- * Measured 2026-11-22 (dp_sinkhorn, eps 10, delta 1e-5, mlp generator, 1
- * thread on the shared 2-core machine, ~2-4 min CPU each; real-data logreg
- * 84.4 %): batch 50 / 14k steps / lr 1e-4: 51.4 %; batch 25 / 24k / 1e-4:
- * 58.3 %; batch 25 / 40k / 1e-4: 59.3 %; batch 25 / 40k / 2e-4: 61.3 %;
- * batch 25 / 40k / 3e-4: 52.1 %; sqeuclidean cost, batch 25 / 40k / 2e-4:
- * 62.3 % (best); batch 10 / 50k / 1e-4: 52.6 %; m = 3 hurts (56.3 %). dcgan28 costs ~40x
- * the mlp per step. The paper's 75.1 % is not reached in this budget.
+ * --time-budget / --cpu-budget stop training early; the reported epsilon is
+ * the accountant's for the steps actually taken (sigma stays calibrated for
+ * the planned steps, so stopping early spends less than the target). CPU time
+ * is the budget to use on a shared machine: wall time there measures the
+ * neighbours.
  *
  * --public-split N: the first N training images become a public dataset
  * (unlabelled) and the remaining 60000 - N the private one; the JSON reports
@@ -28,62 +22,8 @@
  * on normalized codes [z ; alpha onehot(y)], samples decoded). A public split
  * of the same distribution is what the literature uses for such baselines.
  *
- * Measured 2026-11-22 (swd_flow_r, latent mlp 784-512-k, 2000 AE steps on
- * N = 10000 public rows, 50000 private, eps 10, delta 1e-5, batch 1000 rows
- * per release (WBK amplification), 10000 particles, init_std 0.3, 10000
- * synthetic images = 1000 per class, --threads 1 --skip-real; ~1-2 CPU-min
- * each, AE setup 40-60 s of it):
- *   k 16, 500 steps, per_step 26, init_std 1:  9.8 %   (sigma 0.72)
- *   k 8, 300 steps, per_step 18:              10.2 %   (sigma 0.67)
- *   k 8, alpha 2:                             11.1 %
- *   k 16, alpha 4:                            10.4 %
- *   k 8, alpha 4:                              9.9 %
- *   k 16, 300 steps, eps 1000 (sigma 0.31):   13.2 %
- *   k 16, sigma 0.05 (no meaningful privacy): 16.4 %; with alpha 4: 32.8 %
- *   swd_flow (one release, pool 52, 1000 steps, alpha 4, sigma 0.53): 8.4 %
- *     (149 s wall; label sampling replays the whole flow: several minutes)
- * The paper's DP-SWD generator (66 %) is not approached: the decoded samples
- * look like Fashion-MNIST garments (--png), but the class link is lost. Each
- * row's projection gets noise of std 2 R S while one direction carries about
- * R / sqrt(k + C) of signal, so at eps 10 the label-code coupling the labelled
- * flow must recover is buried (a larger alpha helps the label part only
- * when the noise is small: R grows with it); even nearly noise-free, label
- * coordinates that start at a uniform one-hot already match the label
- * marginals and 300 steps couple them to the codes only partly. Command:
- *   privgen-bench repro fmnist --method swd_flow_r --public-split 10000
- *     --epsilon 10 --delta 1e-5 --steps 300 --batch 1000 --threads 1
- *     --skip-real --synthetic 10000 --set flow.particles=10000
- *     --set flow.init_std=0.3 --set latent.dim=8 --set projections.per_step=18
- * (label sampling replays the flow and filters by label: with fewer particles
- * than samples per class, 60000 synthetic images take tens of minutes).
- *
- * Measured 2026-11-22 (swd_gen / swd_flow_r with labels.class_alpha, pixel
- * space 784 + 10 dims, eps 10, delta 1e-5, 1 thread, random directions with
- * the Chernoff bound: orthonormal blocks of 794 spend ~2 s CPU per step in
- * the QR; --synthetic 20000 for swd_gen). Common flags: --arch mlp --batch
- * 1000 --projections 1000 --threads 1 --skip-real --set
- * projections.kind="random".
- *   swd_gen, R 30, alpha 10, lr 1e-3, gen batch 256, 1500 steps (S 0.86,
- *     2.9 CPU-min): 14.4 %;
- *   + --set model.out_activation="tanh", R 42, alpha 30, 2000 steps (S 0.96,
- *     4.2 CPU-min): 17.6 %;  same, lr 1e-4, gen batch 512, 3000 steps (S 1.19,
- *     7.3 CPU-min): 9.9 %;  same as the 17.6 % run with gen batch 1024 and
- *     1500 steps (S 0.86, 5.2 CPU-min): 14.4 %. Best: 17.6 % (chance 10 %).
- *   Noiseless references (--noise-multiplier 0.001, 600 steps, 1.2 CPU-min):
- *     R 30, alpha 10: 30.4 %; R 42, alpha 30: 57.3 % (alpha must be comparable
- *     to the image norm, ~23, for the label coordinates to steer the
- *     projections).
- *   swd_flow_r (--projections 200 --particles 2000 --steps 300 --synthetic
- *     1000, R 42, alpha 30; the replay store caps steps x projections):
- *     eps 10 (S 0.64, init_std 0.3, 0.5 CPU-min): 9.0 %; noiseless: 40.8 %.
- * The paper's 66 % for DP-SWD is not reached, and cannot be at this noise: a
- * projection's sensitivity is 2R sqrt(w) while the data's spread along a
- * direction is ~R / sqrt(d), so the release noise is ~2 S sqrt(d) ~ 60 times
- * the signal in pixel space; both sides are smoothed by it, which keeps the
- * projected means (the global mean image) but shrinks the second-order
- * terms that carry the class structure ([x; alpha onehot(y)] couples x and y
- * only through cross moments) by ~(spread / sigma)^2. The generator learns a
- * blurred mean image. Low-dimensional (latent) flows are the way out. */
+ * Measured figures, the commands that produced them and what they mean:
+ * docs/benchmarks.md. */
 #include <jansson.h>
 #include <png.h>
 #include <stdio.h>

@@ -73,10 +73,15 @@ typedef struct pg_swd_flow_cfg {
     double h, lambda, smooth;
     uint64_t subset_seed; /* public: the pool subset of step s is stream s of it */
     /* Class conditioning: the last `classes` of the d coordinates are label
-     * coordinates (0: unlabelled). Particles start there at alpha onehot(c),
-     * c uniform; the flow moves them like any other coordinate, and a
-     * particle's label is the argmax of its label coordinates. Samples are
-     * the first d - classes coordinates. */
+     * coordinates (0: unlabelled). Each particle has a fixed class c, its
+     * label coordinates are alpha onehot(c) forever (drift and diffusion
+     * move the feature block only), and the classes are balanced: the
+     * data's class proportions are private, so the flow assumes uniform
+     * ones (on imbalanced data, particles of a frequent class are pulled
+     * partly toward other classes' features). The flow still matches the
+     * joint law through directions that mix both blocks, which pushes
+     * class-c particles toward class c's features. Samples are the first
+     * d - classes coordinates. */
     size_t classes;
     double alpha;
 } pg_swd_flow_cfg;
@@ -86,17 +91,22 @@ void pg_swd_augment(const float *x, const int32_t *labels, size_t n, size_t d, s
                     double alpha, float *out);
 
 /* Initial particles (n x cfg->d): N(0, init_std^2) on every coordinate,
- * then label coordinates set to alpha onehot(c), c uniform, all from rng. */
+ * then label coordinates set to alpha onehot(c_i), c_i = (off + i) mod C
+ * with off drawn from rng (balanced to within one particle). */
 void pg_swd_init_particles(const pg_swd_flow_cfg *cfg, pg_rng *rng, float *x, size_t n,
                            double init_std);
 
-/* Label of a particle (argmax of its label coordinates; -1 if unlabelled). */
+/* Class of a particle (its hot label coordinate; -1 if unlabelled). */
 int pg_swd_particle_label(const pg_swd_flow_cfg *cfg, const float *row);
 
+/* Are the label blocks of n particles exactly alpha onehot(c)? (Checks
+ * untrusted checkpoints; true when unlabelled.) */
+bool pg_swd_labels_valid(const pg_swd_flow_cfg *cfg, const float *x, size_t n);
+
 /* One Euler-Maruyama step of n <= ws->n particles against theta (d x k) and
- * tables q (k x levels). rng draws the smoothing and diffusion noise (seeded:
- * neither touches data). *loss (may be NULL) receives the mean squared
- * displacement (1/(k n)) sum (z - t)^2, the sliced W2^2 estimate. */
+ * tables q (k x levels); label coordinates stay as they are. rng draws the smoothing and diffusion
+ * noise (seeded: neither touches data). *loss (may be NULL) receives the mean squared displacement
+ * (1/(k n)) sum (z - t)^2, the sliced W2^2 estimate. */
 int pg_swd_flow_step(pg_swd_ws *ws, const pg_swd_flow_cfg *cfg, float *x, size_t n,
                      const float *theta, size_t k, const float *q, pg_rng *rng, double *loss,
                      pg_error *err);
@@ -127,9 +137,10 @@ int pg_swd_replay(pg_swd_ws *ws, const pg_swd_flow_cfg *cfg, const pg_swd_store 
  * Ownership of x (pg_alloc'ed, particles x d) moves in; the store is
  * retained. Samples: n <= particles rows of a seeded permutation of the
  * final particles; beyond that, all of them followed by replayed chunks.
- * With classes, rows are d - classes wide and label k keeps only particles
- * (final, then replayed) whose label is k; PG_EINVAL when replay keeps
- * finding too few of them (the flow gives class k almost no mass). */
+ * With classes, rows are d - classes wide and label k returns particles of
+ * class k: final ones first, then those of replayed chunks (each chunk has
+ * the training's balanced classes, so it yields about N / C of them;
+ * cfg->particles >= cfg->classes is required). */
 int pg_swd_snapshot_new(const pg_swd_flow_cfg *cfg, pg_swd_store *st, long steps, float *x,
                         double init_std, pg_snapshot **out, pg_error *err);
 

@@ -199,14 +199,18 @@ int pg_swd_flow_step(pg_swd_ws *ws, const pg_swd_flow_cfg *cfg, float *x, size_t
     pg_mat vm = pg_mat_view(ws->vel, n, d);
     rc = pg_gemm((float)(-cfg->h / (double)k), &dm, true, &tm, true, 0.0f, &vm, err);
     if (rc) return rc;
+    /* Label coordinates are clamped (swd.h): drift and diffusion move the
+     * feature block only, so a particle keeps alpha onehot(c) exactly. */
     float diff = (float)sqrt(2.0 * cfg->lambda * cfg->h);
+    size_t feat = d - cfg->classes;
     bool finite = true;
-    for (size_t i = 0; i < n * d; i++) {
-        float v = x[i] + ws->vel[i];
-        if (diff > 0.0f) v += diff * (float)pg_rng_normal(rng);
-        if (!isfinite(v)) finite = false;
-        x[i] = v;
-    }
+    for (size_t i = 0; i < n; i++)
+        for (size_t a = 0; a < feat; a++) {
+            float v = x[i * d + a] + ws->vel[i * d + a];
+            if (diff > 0.0f) v += diff * (float)pg_rng_normal(rng);
+            if (!isfinite(v)) finite = false;
+            x[i * d + a] = v;
+        }
     if (!finite) return pg_error_set(err, PG_ENUMERIC, "particles left the finite range");
     if (loss) *loss = acc / ((double)k * (double)n);
     return PG_OK;
@@ -232,10 +236,15 @@ void pg_swd_init_particles(const pg_swd_flow_cfg *cfg, pg_rng *rng, float *x, si
 {
     size_t D = cfg->d, C = cfg->classes;
     pg_rng_fill_normal(rng, x, n * D, 0.0f, (float)init_std);
-    for (size_t i = 0; i < n && C; i++) {
+    if (!C) return;
+    /* Classes (off + i) mod C: balanced to within one, the surplus classes
+     * drawn through off. The flow treats particles alike, so their order
+     * carries nothing and needs no shuffle. */
+    size_t off = (size_t)pg_rng_below(rng, C);
+    for (size_t i = 0; i < n; i++) {
         float *lab = x + i * D + (D - C);
         memset(lab, 0, C * sizeof(float));
-        lab[pg_rng_below(rng, C)] = (float)cfg->alpha;
+        lab[(off + i) % C] = (float)cfg->alpha;
     }
 }
 
@@ -244,10 +253,27 @@ int pg_swd_particle_label(const pg_swd_flow_cfg *cfg, const float *row)
     size_t C = cfg->classes;
     if (!C) return -1;
     const float *lab = row + (cfg->d - C);
-    size_t best = 0;
-    for (size_t c = 1; c < C; c++)
-        if (lab[c] > lab[best]) best = c;
-    return (int)best;
+    for (size_t c = 0; c < C; c++)
+        if (lab[c] != 0.0f) return (int)c;
+    return -1;
+}
+
+bool pg_swd_labels_valid(const pg_swd_flow_cfg *cfg, const float *x, size_t n)
+{
+    size_t C = cfg->classes, D = cfg->d;
+    float a = (float)cfg->alpha;
+    for (size_t i = 0; i < n && C; i++) {
+        const float *lab = x + i * D + (D - C);
+        size_t hot = 0;
+        for (size_t c = 0; c < C; c++) {
+            if (lab[c] == a)
+                hot++;
+            else if (lab[c] != 0.0f)
+                return false;
+        }
+        if (hot != 1) return false;
+    }
+    return true;
 }
 
 /* ---- store ------------------------------------------------------------- */
@@ -359,39 +385,44 @@ static void put_row(const pg_swd_flow_cfg *cfg, const float *x, size_t src, floa
     memcpy(out + dst * dout, x + src * cfg->d, dout * sizeof(float));
 }
 
+/* Does particle row (cfg->d wide) answer a request for `label` (-1: any)? */
+static bool wanted(const pg_swd_flow_cfg *cfg, const float *row, int label)
+{
+    return label < 0 || cfg->classes == 0 || pg_swd_particle_label(cfg, row) == label;
+}
+
 static int swd_snap_sample(const void *impl, size_t n, uint64_t seed, int label, float *out,
                            pg_error *err)
 {
     const swd_snap *s = impl;
     const pg_swd_flow_cfg *cfg = &s->cfg;
     size_t N = cfg->particles, d = cfg->d;
-    bool filter = label >= 0 && cfg->classes > 0;
     pg_rng rng;
     pg_rng_seeded(&rng, seed, PG_STREAM_LATENT);
     uint32_t *perm = pg_alloc(N * sizeof(uint32_t));
     if (!perm) return pg_error_set(err, PG_ENOMEM, "cannot allocate sampling scratch");
-    for (size_t i = 0; i < N; i++) perm[i] = (uint32_t)i;
-    /* A seeded partial shuffle of the final particles; with a label, only
-     * those of that label are kept. */
-    size_t done = 0;
-    for (size_t c = 0; c < N && done < n; c++) {
-        size_t j = c + (size_t)pg_rng_below(&rng, N - c);
+    /* A seeded partial shuffle of the final particles of the requested
+     * class (classes are clamped: a particle's class is its label). */
+    size_t cand = 0, done = 0;
+    for (size_t i = 0; i < N; i++)
+        if (wanted(cfg, s->x + i * d, label)) perm[cand++] = (uint32_t)i;
+    for (size_t c = 0; c < cand && done < n; c++) {
+        size_t j = c + (size_t)pg_rng_below(&rng, cand - c);
         uint32_t t = perm[c];
         perm[c] = perm[j];
         perm[j] = t;
-        if (filter && pg_swd_particle_label(cfg, s->x + (size_t)perm[c] * d) != label) continue;
         put_row(cfg, s->x, perm[c], out, done++);
     }
     pg_free(perm);
     if (done == n) return PG_OK;
     /* More than the trained particles: replay the flow from fresh particles
-     * in chunks of N (the particle count shapes the empirical CDFs, so
-     * chunks keep the training's, labels drawn uniformly as in training)
-     * against the stored releases. Filtering by label keeps the replayed
-     * flow exactly the trained one; the chunk budget bounds the work when
-     * the flow gives the label almost no mass. */
-    size_t need = n - done;
-    size_t max_chunks = filter ? 8 + 4 * ((need * cfg->classes + N - 1) / N) : SIZE_MAX;
+     * in chunks of N against the stored releases. A chunk needs the
+     * training's balanced class mix, not N particles of the requested class:
+     * the particles interact through the empirical CDFs, and a chunk of one
+     * class would be pulled toward every class's features by the joint
+     * quantiles. Each chunk holds at least floor(N / C) >= 1 particles of
+     * every class (validation keeps N >= C), so the chunk count is bounded
+     * by the request. */
     pg_swd_ws ws;
     int rc = pg_swd_ws_init(&ws, N, d, cfg->per_step, 0, cfg->levels, cfg->pool, err);
     if (rc) return rc;
@@ -400,21 +431,11 @@ static int swd_snap_sample(const void *impl, size_t n, uint64_t seed, int label,
         pg_swd_ws_free(&ws);
         return pg_error_set(err, PG_ENOMEM, "cannot allocate replay particles");
     }
-    for (size_t chunks = 0; done < n && rc == PG_OK; chunks++) {
-        if (chunks == max_chunks) {
-            /* An argument error (n too large for this label), so the API
-             * answers 400 like any other unservable sample request. */
-            rc = pg_error_set(err, PG_EINVAL,
-                              "label %d is too rare among the flow's particles to draw %zu "
-                              "samples of it: ask for fewer",
-                              label, n);
-            break;
-        }
+    while (done < n && rc == PG_OK) {
         pg_swd_init_particles(cfg, &rng, chunk, N, s->init_std);
         rc = pg_swd_replay(&ws, cfg, s->store, s->steps, chunk, N, &rng, err);
         for (size_t i = 0; rc == PG_OK && i < N && done < n; i++)
-            if (!filter || pg_swd_particle_label(cfg, chunk + i * d) == label)
-                put_row(cfg, chunk, i, out, done++);
+            if (wanted(cfg, chunk + i * d, label)) put_row(cfg, chunk, i, out, done++);
     }
     pg_free(chunk);
     pg_swd_ws_free(&ws);

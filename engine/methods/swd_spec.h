@@ -99,8 +99,9 @@ extern const char *const pg_swd_kinds[];
         "labels.class_alpha", PG_PARAM_NUM, NULL, 0, 1e9, NULL, 0, PG_PARAM_OPTIONAL,              \
             "Class augmentation weight alpha on labelled data: rows become [x; alpha onehot(y)] "  \
             "before clipping to privacy.clip_norm R, so R must cover the label part (alpha <= R; " \
-            "default R/2); samples of label k are those whose label coordinates peak at k. 0 "     \
-            "ignores the labels."                                                                  \
+            "default R/2). Flow particles get fixed classes, balanced (the data's proportions "    \
+            "are private), with label coordinates held at alpha onehot(class); a larger alpha "    \
+            "ties features to classes more strongly. 0 ignores the labels."                        \
     }
 
 /* Validation of labels.class_alpha: fills the default on labelled data and

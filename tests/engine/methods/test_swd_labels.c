@@ -1,13 +1,16 @@
 /* Class conditioning of the sliced-Wasserstein methods (labels.class_alpha):
- * on two labelled blobs, label-k samples land on blob k (brute-force count),
- * sample(label = k) returns only class k (also past the trained particles,
- * through replay), the privacy code uses the augmented dimension d + C (the
- * noise actually released and the Chernoff bound), checkpoints keep the
- * labels and refuse a mismatched conditioning, and validation names the
- * field. */
+ * flow particles have clamped label coordinates (balanced fixed classes, the
+ * flow moves only the feature block), sample(label = k) returns class-k
+ * particles (brute force against the checkpoint's particles), label-k
+ * samples land on blob k (also past the trained particles, through replay),
+ * the privacy code uses the augmented dimension d + C (the noise actually
+ * released and the Chernoff bound), checkpoints keep the classes and refuse
+ * a mismatched conditioning or broken label coordinates, and validation
+ * names the field. */
 #include <check.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +23,7 @@
 #include "engine/methods/swd.h"
 #include "engine/methods/swd_spec.h"
 #include "engine/methods/trainer.h"
+#include "engine/ot/sliced.h"
 #include "engine/privacy/privacy.h"
 #include "support/pg_test.h"
 
@@ -113,30 +117,116 @@ static double sample_side(const pg_snapshot *s, size_t n, uint64_t seed, int k, 
 }
 
 /* A fixed pool needs more directions than the 4-D joint has (a pool of 8
- * reused every step stalls far from the blobs); fresh directions do not. */
+ * reused every step stalls far from the blobs); fresh directions do not.
+ * Clamped labels couple to the features only through the label part of the
+ * directions, so alpha is large next to the blobs' spread (at the default
+ * R / 2 the classes sort out about three times slower). */
 static const char *const FLOW_SPECS[2] = {
-    "{\"privacy\": {\"noise_multiplier\": 0.01, \"clip_norm\": 3},"
-    " \"projections\": {\"per_step\": 16, \"pool\": 200}, \"flow\": {\"steps\": 150,"
-    " \"particles\": 400, \"quantile_levels\": 200}, \"seed\": 3}",
-    "{\"privacy\": {\"noise_multiplier\": 0.01, \"clip_norm\": 3},"
-    " \"projections\": {\"per_step\": 8}, \"flow\": {\"steps\": 60,"
+    "{\"privacy\": {\"noise_multiplier\": 0.01, \"clip_norm\": 3}, \"labels\":"
+    " {\"class_alpha\": 2.5}, \"projections\": {\"per_step\": 16, \"pool\": 200}, \"flow\":"
+    " {\"steps\": 250, \"particles\": 400, \"quantile_levels\": 200}, \"seed\": 3}",
+    "{\"privacy\": {\"noise_multiplier\": 0.01, \"clip_norm\": 3}, \"labels\":"
+    " {\"class_alpha\": 2.5}, \"projections\": {\"per_step\": 8}, \"flow\": {\"steps\": 100,"
     " \"particles\": 400, \"quantile_levels\": 200}, \"seed\": 3}",
 };
 
-/* Near-zero noise (the methods refuse sigma = 0): label-k samples sit on
- * blob k, from the trained particles and from replayed ones alike, and the
- * unlabelled mix follows the data's class proportions (2:1). */
+/* The clamp itself: 3 classes over 10 particles start balanced (4/3/3) at
+ * alpha onehot(c) exactly; 30 diffusing flow steps and a replay move every
+ * feature coordinate and leave every label coordinate bit for bit. */
+START_TEST(flow_clamps_label_coordinates)
+{
+    enum { N = 10, F = 2, C = 3, DD = F + C, K = 5, L = 20, M = 60 };
+    pg_swd_flow_cfg cfg = {.d = DD,
+                           .particles = N,
+                           .per_step = K,
+                           .levels = L,
+                           .h = 0.5,
+                           .lambda = 0.05,
+                           .classes = C,
+                           .alpha = 0.75};
+    pg_rng r;
+    pg_rng_seeded(&r, 5, 0);
+    float x[N * DD], x0[N * DD], y[M * DD], theta[DD * K], q[K * L];
+    pg_swd_init_particles(&cfg, &r, x, N, 1.0);
+    size_t count[C] = {0};
+    for (size_t i = 0; i < N; i++) {
+        int c = pg_swd_particle_label(&cfg, x + i * DD);
+        ck_assert(c >= 0 && c < C);
+        count[c]++;
+        for (size_t j = 0; j < C; j++) ck_assert(x[i * DD + F + j] == ((int)j == c ? 0.75f : 0.0f));
+    }
+    for (size_t c = 0; c < C; c++) ck_assert(count[c] == 3 || count[c] == 4);
+    ck_assert(pg_swd_labels_valid(&cfg, x, N));
+    memcpy(x0, x, sizeof x);
+    for (size_t i = 0; i < M; i++) { /* labelled rows around (3, 3) */
+        for (size_t a = 0; a < F; a++) y[i * DD + a] = 3.0f + (float)pg_rng_normal(&r);
+        for (size_t j = 0; j < C; j++) y[i * DD + F + j] = j == i % C ? 0.75f : 0.0f;
+    }
+    pg_swd_ws ws;
+    ck_assert_int_eq(pg_swd_ws_init(&ws, N, DD, K, M, L, 0, NULL), PG_OK);
+    pg_mat tm = pg_mat_view(theta, DD, K);
+    for (int step = 0; step < 30; step++) {
+        ck_assert_int_eq(pg_sw_directions(&r, true, &tm, NULL), PG_OK);
+        ck_assert_int_eq(pg_swd_release(&ws, NULL, y, M, theta, K, 0.0, q, L, NULL), PG_OK);
+        ck_assert_int_eq(pg_swd_flow_step(&ws, &cfg, x, N, theta, K, q, &r, NULL, NULL), PG_OK);
+    }
+    pg_swd_store *st;
+    ck_assert_int_eq(pg_swd_store_new(DD, K, L, 1, &st, NULL), PG_OK);
+    memcpy(st->theta, theta, sizeof theta);
+    memcpy(st->q, q, sizeof q);
+    ck_assert_int_eq(pg_swd_replay(&ws, &cfg, st, 1, x, N, &r, NULL), PG_OK);
+    for (size_t i = 0; i < N; i++) {
+        for (size_t a = 0; a < F; a++) ck_assert(x[i * DD + a] != x0[i * DD + a]);
+        ck_assert(memcmp(x + i * DD + F, x0 + i * DD + F, C * sizeof(float)) == 0);
+    }
+    /* The checkpoint check: a moved or doubled label coordinate is caught. */
+    x[3 * DD + F] += 0.25f;
+    ck_assert(!pg_swd_labels_valid(&cfg, x, N));
+    memcpy(x, x0, sizeof x);
+    x[3 * DD + F] = x[3 * DD + F + 1] = x[3 * DD + F + 2] = 0.75f;
+    ck_assert(!pg_swd_labels_valid(&cfg, x, N));
+    pg_swd_store_release(st);
+    pg_swd_ws_free(&ws);
+}
+END_TEST
+
+/* Is each of n 2-D rows exactly the feature part of a class-k particle of
+ * the checkpoint (particles x 4 tensor, label coordinates last)? */
+static bool rows_are_class_particles(const float *rows, size_t n, const unsigned char *bytes,
+                                     size_t len, int k)
+{
+    pg_ckpt ck;
+    ck_assert_int_eq(pg_ckpt_decode(bytes, len, &ck, NULL), PG_OK);
+    const pg_ckpt_tensor *tp = pg_ckpt_find(&ck, "particles");
+    ck_assert(tp && tp->ndim == 2 && tp->dims[1] == 4);
+    bool all = true;
+    for (size_t i = 0; i < n && all; i++) {
+        bool found = false;
+        for (size_t p = 0; p < tp->dims[0] && !found; p++) {
+            const float *row = tp->data + p * 4;
+            found = memcmp(row, rows + 2 * i, 2 * sizeof(float)) == 0 && row[2 + k] > 0.0f;
+        }
+        all = found;
+    }
+    pg_ckpt_free(&ck);
+    return all;
+}
+
+/* Near-zero noise (the methods refuse sigma = 0) on balanced blobs: label-k
+ * samples are trained class-k particles (brute force against the
+ * checkpoint) and sit on blob k, from the trained particles and from
+ * replayed ones alike; the unlabelled mix is balanced. */
 START_TEST(flow_labels_follow_classes)
 {
     pg_dataset ds;
     pg_data_desc desc;
-    make_blobs(1500, 2.0 / 3.0, &ds, &desc);
+    make_blobs(1500, 0.5, &ds, &desc);
     for (int resample = 0; resample < 2; resample++) {
         const pg_method *m = pg_method_find(resample ? "swd_flow_r" : "swd_flow");
         pg_spec_errors e;
         json_t *r = resolve(m, FLOW_SPECS[resample], &desc, &e);
         ck_assert_msg(r != NULL, "%s: %s", e.items[0].field, e.items[0].message);
-        ck_assert_double_eq(pg_spec_num(r, "labels.class_alpha", 0), 1.5); /* R / 2 */
+        ck_assert_double_eq(pg_spec_num(r, "labels.class_alpha", 0), 2.5);
         pg_step_report rep;
         pg_trainer *t = train(m, r, &desc, &ds, &rep);
         pg_snapshot *s;
@@ -144,13 +234,23 @@ START_TEST(flow_labels_follow_classes)
         ck_assert_uint_eq(pg_snapshot_dim(s), 2);
         ck_assert_int_eq(pg_snapshot_num_classes(s), 2);
         long rel = pg_swd_trainer_releases(t);
-        /* 400 of a label exceeds the class's trained particles: replay. */
+        unsigned char *bytes;
+        size_t len;
+        ck_assert_int_eq(m->save(t, &bytes, &len, NULL), PG_OK);
+        float keep[200 * 2];
         for (int k = 0; k < 2; k++) {
-            double f = sample_side(s, 400, 10 + (uint64_t)k, k, NULL);
-            ck_assert_msg(f > 0.95, "%s label %d: %.3f near its blob", m->name, k, f);
+            /* 200 = the class's trained particles: all of them, no replay. */
+            double f = sample_side(s, 200, 20 + (uint64_t)k, k, keep);
+            ck_assert_msg(f > 0.9, "%s label %d: %.3f near its blob", m->name, k, f);
+            ck_assert(rows_are_class_particles(keep, 200, bytes, len, k));
+            ck_assert(!rows_are_class_particles(keep, 200, bytes, len, 1 - k));
+            /* 400 exceeds them: the last 200 come from a replayed chunk. */
+            f = sample_side(s, 400, 10 + (uint64_t)k, k, NULL);
+            ck_assert_msg(f > 0.9, "%s label %d (replay): %.3f near its blob", m->name, k, f);
         }
+        free(bytes);
         double f0 = sample_side(s, 400, 5, -1, NULL);
-        ck_assert_msg(fabs(f0 - 2.0 / 3.0) < 0.08, "%s class-0 share %.3f", m->name, f0);
+        ck_assert_msg(fabs(f0 - 0.5) < 0.08, "%s class-0 share %.3f", m->name, f0);
         ck_assert_int_eq(pg_swd_trainer_releases(t), rel); /* sampling releases nothing */
         /* Labels outside [0, C) are refused. */
         float tmp[2];
@@ -309,6 +409,19 @@ START_TEST(flow_label_checkpoints)
         m->restore(r, &(pg_job_data){.desc = &desc, .rows = &ds}, 1, bad, lb, &t2, NULL),
         PG_EFORMAT);
     free(bad);
+    /* Particles whose label coordinates are not alpha onehot(class). */
+    at[10] = '2';
+    const pg_ckpt_tensor *tp = pg_ckpt_find(&ck, "particles");
+    ck_assert(tp && tp->dims[0] == 64 && tp->dims[1] == 4);
+    float *moved = (float *)(uintptr_t)tp->data; /* owned by ck, decoded copy */
+    moved[5 * 4 + 3] += 0.5f;
+    ck_assert_int_eq(pg_ckpt_encode(ck.header, ck.tensors, ck.n, &bad, &lb, NULL), PG_OK);
+    ck_assert_int_eq(m->load_snapshot(bad, lb, &s2, &err), PG_EFORMAT);
+    ck_assert_ptr_nonnull(strstr(err.msg, "label coordinates"));
+    ck_assert_int_eq(
+        m->restore(r, &(pg_job_data){.desc = &desc, .rows = &ds}, 1, bad, lb, &t2, NULL),
+        PG_EFORMAT);
+    free(bad);
     pg_ckpt_free(&ck);
     free(b1);
     m->destroy(t);
@@ -345,11 +458,11 @@ START_TEST(flow_label_checkpoints)
 }
 END_TEST
 
-/* A class with 0.5 % of the rows gets about that share of the particles:
- * asking for as many samples of it as there are particles hits the replay
- * budget and is refused (PG_EINVAL: the API's 400) instead of looping;
- * the common label is still served. */
-START_TEST(rare_label_is_refused)
+/* A class with 0.5 % of the rows still has half of the particles (the
+ * balanced-classes assumption): asking for as many of its samples as there
+ * are particles is served by a bounded replay (no refusal), and the common
+ * class still sits on its blob. */
+START_TEST(rare_label_is_served)
 {
     pg_dataset ds;
     pg_data_desc desc;
@@ -368,10 +481,10 @@ START_TEST(rare_label_is_refused)
     ck_assert_int_eq(m->snapshot(t, &s, NULL), PG_OK);
     float *x = pg_alloc_f32(200 * 2);
     pg_error err = {0};
-    ck_assert_int_eq(pg_snapshot_sample(s, 200, 1, 1, x, &err), PG_EINVAL);
-    ck_assert_ptr_nonnull(strstr(err.msg, "too rare"));
-    ck_assert_int_eq(pg_snapshot_sample(s, 200, 1, 0, x, NULL), PG_OK);
-    ck_assert(near_blob(x, 200, 0) > 0.95);
+    ck_assert_msg(pg_snapshot_sample(s, 200, 1, 1, x, &err) == PG_OK, "%s", err.msg);
+    for (size_t i = 0; i < 2 * 200; i++) ck_assert(isfinite(x[i]));
+    ck_assert_int_eq(pg_snapshot_sample(s, 100, 1, 0, x, NULL), PG_OK);
+    ck_assert(near_blob(x, 100, 0) > 0.95);
     pg_free(x);
     pg_snapshot_release(s);
     m->destroy(t);
@@ -549,6 +662,18 @@ START_TEST(label_validation)
         r = resolve(m, "{\"privacy\": {\"epsilon\": 1, \"clip_norm\": 4}}", &desc, &e);
         ck_assert_msg(r != NULL, "%s: %s", e.items[0].field, e.items[0].message);
         ck_assert_double_eq(pg_spec_num(r, "labels.class_alpha", 0), 2.0);
+        if (i < 2) { /* flows: every class needs a particle */
+            pg_data_desc three = desc;
+            three.num_classes = 3;
+            json_t *bad = resolve(
+                m, "{\"privacy\": {\"epsilon\": 1}, \"flow\": {\"particles\": 2}}", &three, &e);
+            ck_assert_ptr_null(bad);
+            ck_assert(has_error(&e, "flow.particles"));
+            json_t *ok = resolve(m, "{\"privacy\": {\"epsilon\": 1}, \"flow\": {\"particles\": 3}}",
+                                 &three, &e);
+            ck_assert_ptr_nonnull(ok);
+            json_decref(ok);
+        }
         if (i == 2) { /* swd_gen: labels need the conditional generator */
             json_t *bad = resolve(m,
                                   "{\"privacy\": {\"epsilon\": 1}, \"model\": {\"conditional\":"
@@ -574,10 +699,11 @@ static Suite *labels_suite(void)
     Suite *s = suite_create("methods/swd_labels");
     TCase *tc = tcase_create("swd_labels");
     tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, flow_clamps_label_coordinates);
     tcase_add_test(tc, flow_labels_follow_classes);
     tcase_add_test(tc, flow_release_uses_augmented_dimension);
     tcase_add_test(tc, flow_label_checkpoints);
-    tcase_add_test(tc, rare_label_is_refused);
+    tcase_add_test(tc, rare_label_is_served);
     tcase_add_test(tc, gen_labels_follow_classes);
     tcase_add_test(tc, gen_label_checkpoints);
     tcase_add_test(tc, label_validation);
