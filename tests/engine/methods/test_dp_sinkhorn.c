@@ -8,6 +8,7 @@
 #include "engine/methods/trainer.h"
 #include "engine/ot/sinkhorn.h"
 #include "engine/privacy/privacy.h"
+#include "support/pg_method_test.h"
 #include "support/pg_test.h"
 
 /* A labelled central toy set: two classes, blobs around (-2, 0) and (2, 2)
@@ -40,15 +41,7 @@ static void make_central(size_t n, float shift, pg_dataset *ds, pg_data_desc *de
 
 static json_t *resolve(const char *text, const pg_data_desc *desc, pg_spec_errors *e)
 {
-    const pg_method *m = pg_method_find("dp_sinkhorn");
-    ck_assert_ptr_nonnull(m);
-    json_t *spec = json_loads(text, 0, NULL);
-    ck_assert_msg(spec != NULL, "bad JSON in test: %s", text);
-    json_t *r = NULL;
-    memset(e, 0, sizeof *e);
-    m->validate(spec, &(pg_job_data){.desc = desc}, &r, e, NULL);
-    json_decref(spec);
-    return r;
+    return pg_test_resolve(pg_method_find("dp_sinkhorn"), text, &(pg_job_data){.desc = desc}, e);
 }
 
 static json_t *resolve_ok(const char *text, const pg_data_desc *desc)
@@ -349,13 +342,6 @@ START_TEST(target_epsilon_is_never_exceeded)
 }
 END_TEST
 
-static int has_error(const pg_spec_errors *e, const char *field)
-{
-    for (int i = 0; i < e->count; i++)
-        if (strcmp(e->items[i].field, field) == 0) return 1;
-    return 0;
-}
-
 START_TEST(validation_names_the_field)
 {
     pg_dataset ds;
@@ -364,62 +350,62 @@ START_TEST(validation_names_the_field)
     pg_spec_errors e;
     json_t *r;
     ck_assert_ptr_null(r = resolve("{}", &desc, &e));
-    ck_assert(has_error(&e, "privacy"));
+    ck_assert(pg_test_has_error(&e, "privacy"));
     ck_assert_ptr_null(r = resolve("{\"privacy\": {}}", &desc, &e));
-    ck_assert(has_error(&e, "privacy"));
+    ck_assert(pg_test_has_error(&e, "privacy"));
     ck_assert_ptr_null(r = resolve("{\"privacy\": {\"epsilon\": 1}}", &desc, &e));
-    ck_assert(has_error(&e, "privacy.delta"));
+    ck_assert(pg_test_has_error(&e, "privacy.delta"));
     ck_assert_ptr_null(r = resolve("{\"privacy\": {\"epsilon\": 0, \"delta\": 1e-6}}", &desc, &e));
-    ck_assert(has_error(&e, "privacy.epsilon"));
+    ck_assert(pg_test_has_error(&e, "privacy.epsilon"));
     ck_assert_ptr_null(r = resolve("{\"privacy\": {\"epsilon\": 1, \"delta\": 1e-3}}", &desc, &e));
-    ck_assert(has_error(&e, "privacy.delta")); /* above the cap delta */
+    ck_assert(pg_test_has_error(&e, "privacy.delta")); /* above the cap delta */
     ck_assert_ptr_null(
         r = resolve("{\"privacy\": {\"epsilon\": 1, \"delta\": 1e-6, \"noise_multiplier\": 0.3},"
                     " \"train\": {\"batch_size\": 10}}",
                     &desc, &e));
-    ck_assert(has_error(&e, "privacy.noise_multiplier"));
+    ck_assert(pg_test_has_error(&e, "privacy.noise_multiplier"));
     ck_assert_ptr_null(
         r = resolve("{\"privacy\": {\"noise_multiplier\": 1, \"sigma\": 2}}", &desc, &e));
-    ck_assert(has_error(&e, "privacy.sigma"));
+    ck_assert(pg_test_has_error(&e, "privacy.sigma"));
     ck_assert_ptr_null(r = resolve("{\"privacy\": {\"noise_multiplier\": 1},"
                                    " \"train\": {\"batch_size\": 101}}",
                                    &desc, &e));
-    ck_assert(has_error(&e, "train.batch_size"));
+    ck_assert(pg_test_has_error(&e, "train.batch_size"));
     ck_assert_ptr_null(
         r = resolve("{\"privacy\": {\"noise_multiplier\": 1}, \"dp\": {\"clip_norm\": 0}}", &desc,
                     &e));
-    ck_assert(has_error(&e, "dp.clip_norm"));
+    ck_assert(pg_test_has_error(&e, "dp.clip_norm"));
     ck_assert_ptr_null(
         r = resolve("{\"privacy\": {\"noise_multiplier\": 1}, \"ot\": {\"cost\": \"l1\"}}", &desc,
                     &e));
-    ck_assert(has_error(&e, "ot.cost"));
+    ck_assert(pg_test_has_error(&e, "ot.cost"));
     /* A job that alone exceeds the dataset's cap epsilon is refused. */
     pg_data_desc capped = desc;
     capped.cap_epsilon = 1.0;
     ck_assert_ptr_null(r = resolve("{\"privacy\": {\"noise_multiplier\": 0.5}}", &capped, &e));
-    ck_assert(has_error(&e, "privacy.noise_multiplier"));
+    ck_assert(pg_test_has_error(&e, "privacy.noise_multiplier"));
     ck_assert_ptr_null(
         r = resolve("{\"privacy\": {\"epsilon\": 3, \"delta\": 1e-6}}", &capped, &e));
-    ck_assert(has_error(&e, "privacy.epsilon"));
+    ck_assert(pg_test_has_error(&e, "privacy.epsilon"));
     /* Local (already privatized) data is entropic_gan's, not ours. */
     pg_data_desc local = desc;
     local.model = PG_PRIVACY_LOCAL;
     ck_assert_ptr_null(r = resolve("{\"privacy\": {\"noise_multiplier\": 1}}", &local, &e));
-    ck_assert(has_error(&e, "dataset_id"));
+    ck_assert(pg_test_has_error(&e, "dataset_id"));
     pg_data_desc pub = desc;
     pub.model = PG_PRIVACY_PUBLIC;
     ck_assert_ptr_null(r = resolve("{\"privacy\": {\"noise_multiplier\": 1}}", &pub, &e));
-    ck_assert(has_error(&e, "dataset_id"));
+    ck_assert(pg_test_has_error(&e, "dataset_id"));
     /* No delta anywhere: sigma alone needs the dataset's cap delta. */
     pg_data_desc nodelta = desc;
     nodelta.cap_delta = 0;
     ck_assert_ptr_null(r = resolve("{\"privacy\": {\"noise_multiplier\": 1}}", &nodelta, &e));
-    ck_assert(has_error(&e, "privacy"));
+    ck_assert(pg_test_has_error(&e, "privacy"));
     /* An image generator for 2-D rows. */
     ck_assert_ptr_null(r = resolve("{\"privacy\": {\"noise_multiplier\": 1},"
                                    " \"model\": {\"arch\": \"dcgan28\"}}",
                                    &desc, &e));
-    ck_assert(has_error(&e, "model.arch"));
+    ck_assert(pg_test_has_error(&e, "model.arch"));
     /* The resolved spec records the defaults actually run. */
     r = resolve_ok("{\"privacy\": {\"noise_multiplier\": 1}}", &desc);
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(r, "dp"), "clip")),

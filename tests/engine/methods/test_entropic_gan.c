@@ -6,6 +6,7 @@
 #include "engine/data/synth.h"
 #include "engine/eval/arc.h"
 #include "engine/methods/method.h"
+#include "support/pg_method_test.h"
 #include "support/pg_test.h"
 
 /* A Laplace-privatized half circle: epsilon = 5 with l1 sensitivity 2, as in
@@ -41,13 +42,7 @@ static void make_local(size_t n, pg_dataset *ds, pg_data_desc *desc, int gaussia
 static json_t *resolve(const pg_method *m, const char *text, const pg_data_desc *desc,
                        pg_spec_errors *e)
 {
-    json_t *spec = json_loads(text, 0, NULL);
-    ck_assert_ptr_nonnull(spec);
-    json_t *r = NULL;
-    memset(e, 0, sizeof *e);
-    m->validate(spec, &(pg_job_data){.desc = desc}, &r, e, NULL);
-    json_decref(spec);
-    return r;
+    return pg_test_resolve(m, text, &(pg_job_data){.desc = desc}, e);
 }
 
 static double train_and_score(const char *spec_text, const pg_dataset *ds, const pg_data_desc *desc)
@@ -166,13 +161,6 @@ START_TEST(resume_continues_exactly)
 }
 END_TEST
 
-static int has_error(const pg_spec_errors *e, const char *field)
-{
-    for (int i = 0; i < e->count; i++)
-        if (strcmp(e->items[i].field, field) == 0) return 1;
-    return 0;
-}
-
 START_TEST(validation_names_the_field)
 {
     pg_dataset ds;
@@ -182,23 +170,23 @@ START_TEST(validation_names_the_field)
     pg_spec_errors e;
     json_t *r;
     ck_assert_ptr_null(r = resolve(m, "{\"ot\": {\"p\": 1}}", &desc, &e));
-    ck_assert(has_error(&e, "ot.p"));
+    ck_assert(pg_test_has_error(&e, "ot.p"));
     ck_assert_ptr_null(r = resolve(m, "{\"ot\": {\"reg\": 0}}", &desc, &e));
-    ck_assert(has_error(&e, "ot.reg"));
+    ck_assert(pg_test_has_error(&e, "ot.reg"));
     ck_assert_ptr_null(r = resolve(m, "{\"ot\": {\"reg\": -1}}", &desc, &e));
-    ck_assert(has_error(&e, "ot.reg"));
+    ck_assert(pg_test_has_error(&e, "ot.reg"));
     ck_assert_ptr_null(r = resolve(m, "{\"train\": {\"batch_size\": 101}}", &desc, &e));
-    ck_assert(has_error(&e, "train.batch_size"));
+    ck_assert(pg_test_has_error(&e, "train.batch_size"));
     ck_assert_ptr_null(r = resolve(m, "{\"model\": {\"conditional\": true}}", &desc, &e));
-    ck_assert(has_error(&e, "model.conditional"));
+    ck_assert(pg_test_has_error(&e, "model.conditional"));
     ck_assert_ptr_null(r = resolve(m, "{\"privacy\": {\"epsilon\": 1}}", &desc, &e));
-    ck_assert(has_error(&e, "privacy"));
+    ck_assert(pg_test_has_error(&e, "privacy"));
     ck_assert_ptr_null(r = resolve(m, "{\"model\": {\"arch\": \"dcgan28\"}}", &desc, &e));
-    ck_assert(has_error(&e, "model.arch"));
+    ck_assert(pg_test_has_error(&e, "model.arch"));
     pg_data_desc central = desc;
     central.model = PG_PRIVACY_CENTRAL;
     ck_assert_ptr_null(r = resolve(m, "{}", &central, &e));
-    ck_assert(has_error(&e, "dataset_id"));
+    ck_assert(pg_test_has_error(&e, "dataset_id"));
     /* The resolved spec states what runs: p and reg derived from the data. */
     r = resolve(m, "{\"train\": {\"batch_size\": 50}}", &desc, &e);
     ck_assert_ptr_nonnull(r);

@@ -22,6 +22,7 @@
 #include "engine/methods/trainer.h"
 #include "engine/ot/sliced.h"
 #include "engine/privacy/privacy.h"
+#include "support/pg_method_test.h"
 #include "support/pg_test.h"
 
 #define SIDE 12
@@ -238,25 +239,6 @@ static double sw2_images(const float *x, size_t n, const float *y, size_t m)
     return sqrt(s2);
 }
 
-static json_t *resolve(const pg_method *m, const char *text, const pg_job_data *in,
-                       pg_spec_errors *e)
-{
-    json_t *spec = json_loads(text, 0, NULL);
-    ck_assert_ptr_nonnull(spec);
-    json_t *r = NULL;
-    memset(e, 0, sizeof *e);
-    m->validate(spec, in, &r, e, NULL);
-    json_decref(spec);
-    return r;
-}
-
-static bool has_error(const pg_spec_errors *e, const char *field)
-{
-    for (int i = 0; i < e->count; i++)
-        if (!strcmp(e->items[i].field, field)) return true;
-    return false;
-}
-
 #define LATENT_SPEC                                                                                \
     "\"latent\": {\"dim\": 8, \"hidden\": [64], \"steps\": 1500, \"batch\": 64, \"lr\": 0.003}, "  \
     "\"seed\": 11"
@@ -270,7 +252,7 @@ START_TEST(latent_flow_samples_beat_random_codes_and_epsilon_is_r1)
     const pg_method *m = pg_method_find("swd_flow_r");
     pg_job_data in = {.desc = &dd, .rows = &priv, .public_desc = &pd, .public_rows = &pub};
     pg_spec_errors e;
-    json_t *r = resolve(
+    json_t *r = pg_test_resolve(
         m,
         "{\"privacy\": {\"noise_multiplier\": 0.1, \"delta\": 1e-5}, "
         "\"projections\": {\"per_step\": 8}, \"flow\": {\"steps\": 200, \"init_std\": 0.35, "
@@ -401,7 +383,7 @@ START_TEST(labelled_latent_flow)
     const pg_method *m = pg_method_find("swd_flow_r");
     pg_job_data in = {.desc = &dd, .rows = &priv, .public_desc = &pd, .public_rows = &pub};
     pg_spec_errors e;
-    json_t *r = resolve(
+    json_t *r = pg_test_resolve(
         m,
         "{\"privacy\": {\"noise_multiplier\": 0.1, \"delta\": 1e-5}, "
         "\"projections\": {\"per_step\": 10}, \"flow\": {\"steps\": 200, "
@@ -447,12 +429,12 @@ START_TEST(labelled_latent_flow)
     ck_assert_int_eq(pg_snapshot_sample(s, n, 21, 1, x, NULL), PG_OK);
     ck_assert(memcmp(x, y, n * D * sizeof(float)) == 0);
     /* an explicit clip norm other than sqrt(1 + alpha^2) is refused */
-    json_t *bad = resolve(m,
-                          "{\"privacy\": {\"epsilon\": 5, \"clip_norm\": 1}, "
-                          "\"labels\": {\"class_alpha\": 2}}",
-                          &in, &e);
+    json_t *bad = pg_test_resolve(m,
+                                  "{\"privacy\": {\"epsilon\": 5, \"clip_norm\": 1}, "
+                                  "\"labels\": {\"class_alpha\": 2}}",
+                                  &in, &e);
     ck_assert_ptr_null(bad);
-    ck_assert(has_error(&e, "privacy.clip_norm"));
+    ck_assert(pg_test_has_error(&e, "privacy.clip_norm"));
     free(b);
     pg_free(x);
     pg_free(y);
@@ -485,17 +467,18 @@ START_TEST(latent_validation)
         const pg_method *m = pg_method_find(names[i]);
         pg_job_data none = {.desc = &dd}, with = {.desc = &dd, .public_desc = &pd};
         /* without public data: no latent block in the resolved spec */
-        ck_assert_ptr_nonnull(r = resolve(m, "{\"privacy\": {\"epsilon\": 1}}", &none, &e));
+        ck_assert_ptr_nonnull(r = pg_test_resolve(m, "{\"privacy\": {\"epsilon\": 1}}", &none, &e));
         ck_assert_ptr_null(pg_spec_get(r, "latent"));
         json_decref(r);
         ck_assert_ptr_null(
-            r = resolve(m, "{\"privacy\": {\"epsilon\": 1}, \"latent\": {\"dim\": 4}}", &none, &e));
-        ck_assert(has_error(&e, "latent"));
+            r = pg_test_resolve(m, "{\"privacy\": {\"epsilon\": 1}, \"latent\": {\"dim\": 4}}",
+                                &none, &e));
+        ck_assert(pg_test_has_error(&e, "latent"));
         /* with it: resolved, R forced to 1, re-validates to itself */
-        ck_assert_ptr_nonnull(r = resolve(m, "{\"privacy\": {\"epsilon\": 1}}", &with, &e));
+        ck_assert_ptr_nonnull(r = pg_test_resolve(m, "{\"privacy\": {\"epsilon\": 1}}", &with, &e));
         ck_assert_int_eq(pg_spec_int(r, "latent.dim", 0), 16);
         char *txt = json_dumps(r, JSON_COMPACT | JSON_SORT_KEYS);
-        json_t *r2 = resolve(m, txt, &with, &e);
+        json_t *r2 = pg_test_resolve(m, txt, &with, &e);
         ck_assert_ptr_nonnull(r2);
         char *txt2 = json_dumps(r2, JSON_COMPACT | JSON_SORT_KEYS);
         ck_assert_str_eq(txt, txt2);
@@ -504,28 +487,28 @@ START_TEST(latent_validation)
         json_decref(r2);
         json_decref(r);
         ck_assert_ptr_null(
-            r = resolve(m, "{\"privacy\": {\"epsilon\": 1, \"clip_norm\": 3}}", &with, &e));
-        ck_assert(has_error(&e, "privacy.clip_norm"));
+            r = pg_test_resolve(m, "{\"privacy\": {\"epsilon\": 1, \"clip_norm\": 3}}", &with, &e));
+        ck_assert(pg_test_has_error(&e, "privacy.clip_norm"));
         ck_assert_ptr_null(
-            r = resolve(m,
-                        "{\"privacy\": {\"epsilon\": 1}, \"latent\": {\"steps\": 200000, "
-                        "\"batch\": 4096, \"hidden\": [8192, 8192]}}",
-                        &with, &e));
-        ck_assert(has_error(&e, "latent.steps"));
+            r = pg_test_resolve(m,
+                                "{\"privacy\": {\"epsilon\": 1}, \"latent\": {\"steps\": 200000, "
+                                "\"batch\": 4096, \"hidden\": [8192, 8192]}}",
+                                &with, &e));
+        ck_assert(pg_test_has_error(&e, "latent.steps"));
         pg_data_desc wide = pd;
         wide.d = D + 1;
         pg_job_data bad = {.desc = &dd, .public_desc = &wide};
-        ck_assert_ptr_null(r = resolve(m, "{\"privacy\": {\"epsilon\": 1}}", &bad, &e));
-        ck_assert(has_error(&e, "public_dataset_id"));
+        ck_assert_ptr_null(r = pg_test_resolve(m, "{\"privacy\": {\"epsilon\": 1}}", &bad, &e));
+        ck_assert(pg_test_has_error(&e, "public_dataset_id"));
         pg_data_desc notpub = dd;
         bad.public_desc = &notpub;
-        ck_assert_ptr_null(r = resolve(m, "{\"privacy\": {\"epsilon\": 1}}", &bad, &e));
-        ck_assert(has_error(&e, "public_dataset_id"));
+        ck_assert_ptr_null(r = pg_test_resolve(m, "{\"privacy\": {\"epsilon\": 1}}", &bad, &e));
+        ck_assert(pg_test_has_error(&e, "public_dataset_id"));
         /* create without the public rows is refused, not silently raw */
         pg_dataset ds;
         pg_data_desc d2;
         make_ds(100, 3, true, &ds, &d2);
-        ck_assert_ptr_nonnull(r = resolve(m, "{\"privacy\": {\"epsilon\": 1}}", &with, &e));
+        ck_assert_ptr_nonnull(r = pg_test_resolve(m, "{\"privacy\": {\"epsilon\": 1}}", &with, &e));
         pg_trainer *t;
         ck_assert_int_eq(
             m->create(r, &(pg_job_data){.desc = &dd, .rows = &ds, .public_desc = &pd}, 1, &t, NULL),
@@ -537,9 +520,10 @@ START_TEST(latent_validation)
     const char *const others[] = {"swd_gen", "dp_sinkhorn"};
     for (int i = 0; i < 2; i++) {
         const pg_method *m = pg_method_find(others[i]);
-        ck_assert_ptr_null(r = resolve(m, "{\"privacy\": {\"epsilon\": 1}}",
-                                       &(pg_job_data){.desc = &dd, .public_desc = &pd}, &e));
-        ck_assert(has_error(&e, "public_dataset_id"));
+        ck_assert_ptr_null(r = pg_test_resolve(m, "{\"privacy\": {\"epsilon\": 1}}",
+                                               &(pg_job_data){.desc = &dd, .public_desc = &pd},
+                                               &e));
+        ck_assert(pg_test_has_error(&e, "public_dataset_id"));
     }
 }
 END_TEST

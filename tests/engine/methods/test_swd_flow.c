@@ -19,6 +19,7 @@
 #include "engine/methods/trainer.h"
 #include "engine/ot/sliced.h"
 #include "engine/privacy/privacy.h"
+#include "support/pg_method_test.h"
 #include "support/pg_test.h"
 
 static void mixture(size_t n, uint64_t seed, float *out)
@@ -85,20 +86,7 @@ static double sw2_to_mixture(const float *x, size_t n)
 static json_t *resolve(const pg_method *m, const char *text, const pg_data_desc *desc,
                        pg_spec_errors *e)
 {
-    json_t *spec = json_loads(text, 0, NULL);
-    ck_assert_ptr_nonnull(spec);
-    json_t *r = NULL;
-    memset(e, 0, sizeof *e);
-    m->validate(spec, &(pg_job_data){.desc = desc}, &r, e, NULL);
-    json_decref(spec);
-    return r;
-}
-
-static bool has_error(const pg_spec_errors *e, const char *field)
-{
-    for (int i = 0; i < e->count; i++)
-        if (strcmp(e->items[i].field, field) == 0) return true;
-    return false;
+    return pg_test_resolve(m, text, &(pg_job_data){.desc = desc}, e);
 }
 
 /* One step of the core against a brute-force drift: with sigma = 0, L = m = n
@@ -531,48 +519,48 @@ START_TEST(validation_names_the_field)
     pg_spec_errors e;
     json_t *r;
     ck_assert_ptr_null(r = resolve(f, "{}", &desc, &e));
-    ck_assert(has_error(&e, "privacy"));
+    ck_assert(pg_test_has_error(&e, "privacy"));
     ck_assert_ptr_null(r = resolve(fr, "{\"flow\": {\"steps\": 3}}", &desc, &e));
-    ck_assert(has_error(&e, "privacy"));
+    ck_assert(pg_test_has_error(&e, "privacy"));
     ck_assert_ptr_null(
         r = resolve(f,
                     "{\"privacy\": {\"epsilon\": 1}, \"projections\": {\"per_step\": 20,"
                     " \"pool\": 10}}",
                     &desc, &e));
-    ck_assert(has_error(&e, "projections.pool"));
+    ck_assert(pg_test_has_error(&e, "projections.pool"));
     ck_assert_ptr_null(
         r = resolve(fr, "{\"privacy\": {\"epsilon\": 1}, \"projections\": {\"pool\": 10}}", &desc,
                     &e));
-    ck_assert(has_error(&e, "projections.pool"));
+    ck_assert(pg_test_has_error(&e, "projections.pool"));
     ck_assert_ptr_null(
         r = resolve(fr, "{\"privacy\": {\"epsilon\": 1}, \"train\": {\"batch_size\": 101}}", &desc,
                     &e));
-    ck_assert(has_error(&e, "train.batch_size"));
+    ck_assert(pg_test_has_error(&e, "train.batch_size"));
     ck_assert_ptr_null(r = resolve(fr,
                                    "{\"privacy\": {\"epsilon\": 1, \"bound\": \"orthogonal\"},"
                                    " \"projections\": {\"kind\": \"random\"}}",
                                    &desc, &e));
-    ck_assert(has_error(&e, "privacy.bound"));
+    ck_assert(pg_test_has_error(&e, "privacy.bound"));
     ck_assert_ptr_null(
         r = resolve(fr, "{\"privacy\": {\"epsilon\": 1, \"bound\": \"clt\"}}", &desc, &e));
-    ck_assert(has_error(&e, "privacy.bound"));
+    ck_assert(pg_test_has_error(&e, "privacy.bound"));
     ck_assert_ptr_null(
         r = resolve(fr,
                     "{\"privacy\": {\"noise_multiplier\": 1, \"delta0\": 1e-6},"
                     " \"projections\": {\"kind\": \"random\"}, \"flow\": {\"steps\": 100}}",
                     &desc, &e));
-    ck_assert(has_error(&e, "privacy.delta0"));
+    ck_assert(pg_test_has_error(&e, "privacy.delta0"));
     ck_assert_ptr_null(r = resolve(f, "{\"privacy\": {\"noise_multiplier\": 0}}", &desc, &e));
-    ck_assert(has_error(&e, "privacy.noise_multiplier"));
+    ck_assert(pg_test_has_error(&e, "privacy.noise_multiplier"));
     ck_assert_ptr_null(r = resolve(fr,
                                    "{\"privacy\": {\"epsilon\": 1}, \"flow\": {\"steps\": 5000,"
                                    " \"quantile_levels\": 10000}}",
                                    &desc, &e));
-    ck_assert(has_error(&e, "flow.quantile_levels"));
+    ck_assert(pg_test_has_error(&e, "flow.quantile_levels"));
     pg_data_desc local = desc;
     local.model = PG_PRIVACY_LOCAL;
     ck_assert_ptr_null(r = resolve(f, "{\"privacy\": {\"epsilon\": 1}}", &local, &e));
-    ck_assert(has_error(&e, "dataset_id"));
+    ck_assert(pg_test_has_error(&e, "dataset_id"));
     /* Target epsilon: calibrated, recorded, and the resolved spec
      * re-validates to itself. The CLT bound is allowed but flagged. */
     r = resolve(fr,

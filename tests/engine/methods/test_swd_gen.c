@@ -15,6 +15,7 @@
 #include "engine/methods/trainer.h"
 #include "engine/ot/sliced.h"
 #include "engine/privacy/privacy.h"
+#include "support/pg_method_test.h"
 #include "support/pg_test.h"
 
 static void mixture(size_t n, uint64_t seed, float *out)
@@ -69,21 +70,7 @@ static double sw2_to_mixture(const float *x, size_t n)
 
 static json_t *resolve(const char *text, const pg_data_desc *desc, pg_spec_errors *e)
 {
-    const pg_method *m = pg_method_find("swd_gen");
-    json_t *spec = json_loads(text, 0, NULL);
-    ck_assert_ptr_nonnull(spec);
-    json_t *r = NULL;
-    memset(e, 0, sizeof *e);
-    m->validate(spec, &(pg_job_data){.desc = desc}, &r, e, NULL);
-    json_decref(spec);
-    return r;
-}
-
-static bool has_error(const pg_spec_errors *e, const char *field)
-{
-    for (int i = 0; i < e->count; i++)
-        if (strcmp(e->items[i].field, field) == 0) return true;
-    return false;
+    return pg_test_resolve(pg_method_find("swd_gen"), text, &(pg_job_data){.desc = desc}, e);
 }
 
 static double snapshot_sw2(const pg_method *m, pg_trainer *t)
@@ -204,23 +191,23 @@ START_TEST(validation_names_the_field)
     pg_spec_errors e;
     json_t *r;
     ck_assert_ptr_null(r = resolve("{}", &desc, &e));
-    ck_assert(has_error(&e, "privacy"));
+    ck_assert(pg_test_has_error(&e, "privacy"));
     ck_assert_ptr_null(r = resolve("{\"privacy\": {\"epsilon\": 1}, \"train\": {\"batch_size\":"
                                    " 500}}",
                                    &desc, &e));
-    ck_assert(has_error(&e, "train.batch_size"));
+    ck_assert(pg_test_has_error(&e, "train.batch_size"));
     ck_assert_ptr_null(
         r = resolve("{\"privacy\": {\"epsilon\": 1}, \"model\": {\"conditional\": true}}", &desc,
                     &e));
-    ck_assert(has_error(&e, "model.conditional"));
+    ck_assert(pg_test_has_error(&e, "model.conditional"));
     ck_assert_ptr_null(r = resolve("{\"privacy\": {\"epsilon\": 1}, \"projections\": {\"kind\":"
                                    " \"spiral\"}}",
                                    &desc, &e));
-    ck_assert(has_error(&e, "projections.kind"));
+    ck_assert(pg_test_has_error(&e, "projections.kind"));
     pg_data_desc local = desc;
     local.model = PG_PRIVACY_LOCAL;
     ck_assert_ptr_null(r = resolve("{\"privacy\": {\"epsilon\": 1}}", &local, &e));
-    ck_assert(has_error(&e, "dataset_id"));
+    ck_assert(pg_test_has_error(&e, "dataset_id"));
     r = resolve("{\"privacy\": {\"epsilon\": 1}}", &desc, &e);
     ck_assert_ptr_nonnull(r);
     char *text = json_dumps(r, 0);

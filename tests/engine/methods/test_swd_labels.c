@@ -25,6 +25,7 @@
 #include "engine/methods/trainer.h"
 #include "engine/ot/sliced.h"
 #include "engine/privacy/privacy.h"
+#include "support/pg_method_test.h"
 #include "support/pg_test.h"
 
 #define BLOB_X 2.0f
@@ -60,20 +61,7 @@ static void make_blobs(size_t n, double frac0, pg_dataset *ds, pg_data_desc *des
 static json_t *resolve(const pg_method *m, const char *text, const pg_data_desc *desc,
                        pg_spec_errors *e)
 {
-    json_t *spec = json_loads(text, 0, NULL);
-    ck_assert_ptr_nonnull(spec);
-    json_t *r = NULL;
-    memset(e, 0, sizeof *e);
-    m->validate(spec, &(pg_job_data){.desc = desc}, &r, e, NULL);
-    json_decref(spec);
-    return r;
-}
-
-static bool has_error(const pg_spec_errors *e, const char *field)
-{
-    for (int i = 0; i < e->count; i++)
-        if (strcmp(e->items[i].field, field) == 0) return true;
-    return false;
+    return pg_test_resolve(m, text, &(pg_job_data){.desc = desc}, e);
 }
 
 static pg_trainer *train(const pg_method *m, json_t *r, const pg_data_desc *desc,
@@ -372,29 +360,16 @@ START_TEST(flow_label_checkpoints)
     ck_assert_int_eq(m->create(r, &(pg_job_data){.desc = &desc, .rows = &ds}, 1, &t, NULL), PG_OK);
     pg_step_report rep;
     for (int i = 0; i < 5; i++) ck_assert_int_eq(m->step(t, &rep, NULL), PG_OK);
-    unsigned char *b1, *b2;
-    size_t l1, l2;
+    unsigned char *b1;
+    size_t l1;
     ck_assert_int_eq(m->save(t, &b1, &l1, NULL), PG_OK);
+    pg_test_checkpoint_round_trip(m, r, &(pg_job_data){.desc = &desc, .rows = &ds}, b1, l1, 100, 2,
+                                  1);
     pg_error err = {0};
-    ck_assert_msg(m->restore(r, &(pg_job_data){.desc = &desc, .rows = &ds}, 1, b1, l1, &t2, &err) ==
-                      PG_OK,
-                  "%s", err.msg);
-    ck_assert_int_eq(m->save(t2, &b2, &l2, NULL), PG_OK);
-    ck_assert_uint_eq(l1, l2);
-    ck_assert(memcmp(b1, b2, l1) == 0);
-    free(b2);
-    pg_snapshot *s1, *s2;
-    ck_assert_int_eq(m->snapshot(t2, &s1, NULL), PG_OK);
+    pg_snapshot *s2;
     ck_assert_int_eq(m->load_snapshot(b1, l1, &s2, NULL), PG_OK);
     ck_assert_int_eq(pg_snapshot_num_classes(s2), 2);
-    ck_assert_uint_eq(pg_snapshot_dim(s2), 2);
-    float a[100 * 2], b[100 * 2];
-    ck_assert_int_eq(pg_snapshot_sample(s1, 100, 4, 1, a, NULL), PG_OK);
-    ck_assert_int_eq(pg_snapshot_sample(s2, 100, 4, 1, b, NULL), PG_OK);
-    ck_assert(memcmp(a, b, sizeof a) == 0);
-    pg_snapshot_release(s1);
     pg_snapshot_release(s2);
-    m->destroy(t2);
     /* A header that claims more label coordinates than the rows have. */
     pg_ckpt ck;
     ck_assert_int_eq(pg_ckpt_decode(b1, l1, &ck, NULL), PG_OK);
@@ -585,29 +560,17 @@ START_TEST(gen_label_checkpoints)
         ck_assert_int_eq(m->step(tl, &rep, NULL), PG_OK);
         ck_assert_int_eq(m->step(t0, &rep, NULL), PG_OK);
     }
-    unsigned char *bl, *b0, *b2;
-    size_t ll, l0, l2;
+    unsigned char *bl, *b0;
+    size_t ll, l0;
     ck_assert_int_eq(m->save(tl, &bl, &ll, NULL), PG_OK);
     ck_assert_int_eq(m->save(t0, &b0, &l0, NULL), PG_OK);
+    pg_test_checkpoint_round_trip(m, rl, &(pg_job_data){.desc = &desc, .rows = &ds}, bl, ll, 50, 2,
+                                  1);
     pg_error err = {0};
-    ck_assert_msg(
-        m->restore(rl, &(pg_job_data){.desc = &desc, .rows = &ds}, 1, bl, ll, &t2, &err) == PG_OK,
-        "%s", err.msg);
-    ck_assert_int_eq(m->save(t2, &b2, &l2, NULL), PG_OK);
-    ck_assert_uint_eq(ll, l2);
-    ck_assert(memcmp(bl, b2, ll) == 0);
-    free(b2);
-    pg_snapshot *s1, *s2;
-    ck_assert_int_eq(m->snapshot(t2, &s1, NULL), PG_OK);
+    pg_snapshot *s2;
     ck_assert_int_eq(m->load_snapshot(bl, ll, &s2, NULL), PG_OK);
     ck_assert_int_eq(pg_snapshot_num_classes(s2), 2);
-    float a[50 * 2], b[50 * 2];
-    ck_assert_int_eq(pg_snapshot_sample(s1, 50, 3, 1, a, NULL), PG_OK);
-    ck_assert_int_eq(pg_snapshot_sample(s2, 50, 3, 1, b, NULL), PG_OK);
-    ck_assert(memcmp(a, b, sizeof a) == 0);
-    pg_snapshot_release(s1);
     pg_snapshot_release(s2);
-    m->destroy(t2);
     ck_assert_int_eq(
         m->restore(r0, &(pg_job_data){.desc = &desc, .rows = &ds}, 1, b0, l0, &t2, NULL), PG_OK);
     m->destroy(t2);
@@ -644,14 +607,14 @@ START_TEST(label_validation)
                                        "{\"privacy\": {\"epsilon\": 1, \"clip_norm\": 2},"
                                        " \"labels\": {\"class_alpha\": 2.5}}",
                                        &desc, &e));
-        ck_assert(has_error(&e, "labels.class_alpha"));
+        ck_assert(pg_test_has_error(&e, "labels.class_alpha"));
         /* Labels asked of an unlabelled dataset. */
         pg_data_desc plain = desc;
         plain.num_classes = 0;
         ck_assert_ptr_null(
             r = resolve(m, "{\"privacy\": {\"epsilon\": 1}, \"labels\": {\"class_alpha\": 0.5}}",
                         &plain, &e));
-        ck_assert(has_error(&e, "labels.class_alpha"));
+        ck_assert(pg_test_has_error(&e, "labels.class_alpha"));
         /* Unlabelled data resolves without the field; labelled data gets
          * alpha = R / 2 written, and the resolved spec re-validates to
          * itself. */
@@ -668,7 +631,7 @@ START_TEST(label_validation)
             json_t *bad = resolve(
                 m, "{\"privacy\": {\"epsilon\": 1}, \"flow\": {\"particles\": 2}}", &three, &e);
             ck_assert_ptr_null(bad);
-            ck_assert(has_error(&e, "flow.particles"));
+            ck_assert(pg_test_has_error(&e, "flow.particles"));
             json_t *ok = resolve(m, "{\"privacy\": {\"epsilon\": 1}, \"flow\": {\"particles\": 3}}",
                                  &three, &e);
             ck_assert_ptr_nonnull(ok);
@@ -680,7 +643,7 @@ START_TEST(label_validation)
                                   " false}}",
                                   &desc, &e);
             ck_assert_ptr_null(bad);
-            ck_assert(has_error(&e, "model.conditional"));
+            ck_assert(pg_test_has_error(&e, "model.conditional"));
         }
         char *text = json_dumps(r, 0);
         json_t *r2 = resolve(m, text, &desc, &e);

@@ -1,0 +1,70 @@
+/* tests/support/pg_method_test.h - fixtures shared by the method tests:
+ * validating a spec written as JSON text and looking for a field error.
+ * Check assertions fail the calling test on malformed test input.
+ */
+#ifndef PG_METHOD_TEST_H
+#define PG_METHOD_TEST_H
+
+#include <check.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/methods/method.h"
+
+/* Validates `text` for method m against `in`: the resolved spec (caller
+ * decrefs) or NULL with the field errors in *e. */
+static inline json_t *pg_test_resolve(const pg_method *m, const char *text, const pg_job_data *in,
+                                      pg_spec_errors *e)
+{
+    ck_assert_ptr_nonnull(m);
+    json_t *spec = json_loads(text, 0, NULL);
+    ck_assert_msg(spec != NULL, "bad JSON in test: %s", text);
+    json_t *r = NULL;
+    memset(e, 0, sizeof *e);
+    m->validate(spec, in, &r, e, NULL);
+    json_decref(spec);
+    return r;
+}
+
+static inline bool pg_test_has_error(const pg_spec_errors *e, const char *field)
+{
+    for (int i = 0; i < e->count; i++)
+        if (strcmp(e->items[i].field, field) == 0) return true;
+    return false;
+}
+
+/* The checkpoint round trip every trainer must pass: restoring `bytes` and
+ * saving again gives the same bytes, and the restored trainer's snapshot and
+ * the snapshot rebuilt from the bytes alone (no data) draw identical samples
+ * (n rows of d values, label k or -1). */
+static inline void pg_test_checkpoint_round_trip(const pg_method *m, const json_t *r,
+                                                 const pg_job_data *in, const unsigned char *bytes,
+                                                 size_t len, size_t n, size_t d, int label)
+{
+    pg_trainer *t = NULL;
+    pg_error err = {0};
+    ck_assert_msg(m->restore(r, in, 1, bytes, len, &t, &err) == PG_OK, "%s", err.msg);
+    unsigned char *again;
+    size_t len2;
+    ck_assert_int_eq(m->save(t, &again, &len2, NULL), PG_OK);
+    ck_assert_uint_eq(len, len2);
+    ck_assert(memcmp(bytes, again, len) == 0);
+    free(again);
+    pg_snapshot *s1, *s2;
+    ck_assert_int_eq(m->snapshot(t, &s1, NULL), PG_OK);
+    ck_assert_int_eq(m->load_snapshot(bytes, len, &s2, NULL), PG_OK);
+    ck_assert_uint_eq(pg_snapshot_dim(s2), d);
+    float *a = malloc(n * d * sizeof(float)), *b = malloc(n * d * sizeof(float));
+    ck_assert(a && b);
+    ck_assert_int_eq(pg_snapshot_sample(s1, n, 4, label, a, NULL), PG_OK);
+    ck_assert_int_eq(pg_snapshot_sample(s2, n, 4, label, b, NULL), PG_OK);
+    ck_assert(memcmp(a, b, n * d * sizeof(float)) == 0);
+    free(a), free(b);
+    pg_snapshot_release(s1);
+    pg_snapshot_release(s2);
+    m->destroy(t);
+}
+
+#endif
