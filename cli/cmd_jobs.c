@@ -70,7 +70,9 @@ static int build_spec(const pg_args *a, json_t **out)
     }
     int rc = PG_CLI_OK;
     const char *ds = pg_args_get(a, "dataset"), *m = pg_args_get(a, "method");
+    const char *pub = pg_args_get(a, "public-dataset");
     if (ds) json_object_set_new(spec, "dataset_id", json_string(ds));
+    if (pub) json_object_set_new(spec, "public_dataset_id", json_string(pub));
     if (m) json_object_set_new(spec, "method", json_string(m));
     if ((rc = int_flag(a, "steps", spec, "train.steps")) ||
         (rc = int_flag(a, "batch", spec, "train.batch_size")) ||
@@ -254,6 +256,7 @@ static const char HELP[] =
     "usage: privgen jobs SUBCOMMAND [options] [--json] [--url URL] [--token TOKEN]\n"
     "  create | dry-run  [--spec FILE] [--dataset ID] [--method NAME] [--steps N]\n"
     "                    [--batch N] [--seed S] [--checkpoint-every N]\n"
+    "                    [--public-dataset ID]   (public data for latent flows)\n"
     "                    [--set key.path=VALUE ...]   (VALUE is JSON when it parses)\n"
     "  list [--status S] [--dataset ID] [--limit N] [--cursor C]\n"
     "  show ID | cancel ID\n"
@@ -262,8 +265,8 @@ static const char HELP[] =
 int pg_cli_jobs(int argc, char **argv)
 {
     static const char *const valued[] = {
-        "spec",  "dataset", "method",           "steps", "batch", "seed", "set", "status",
-        "limit", "cursor",  "checkpoint-every", NULL};
+        "spec",  "dataset", "method",           "steps",          "batch", "seed", "set", "status",
+        "limit", "cursor",  "checkpoint-every", "public-dataset", NULL};
     static const char *const usage =
         "usage: privgen jobs create|dry-run|list|show|cancel|watch ... (see README)";
     pg_args a;

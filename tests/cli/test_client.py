@@ -184,6 +184,10 @@ def api_errors_exit_1_with_field_errors():
     assert "HTTP 422" in err and "privacy" in err, err
     err = code(1, "jobs", "create", "--dataset", LOCAL["id"], "--method", "nope")
     assert "method" in err, err
+    # --public-dataset reaches the server as public_dataset_id (its field error).
+    err = code(1, "jobs", "create", "--dataset", LOCAL["id"], "--method", "entropic_gan",
+               "--public-dataset", LOCAL["id"])
+    assert "public_dataset_id" in err, err
     assert code(1, "jobs", "show", "job_0000000000000000")
     code(1, "datasets", "list", e=env(PRIVGEN_URL=DEAD, PRIVGEN_TOKEN=TOKEN))
 
