@@ -331,8 +331,12 @@ int pg_api_server_start_jobs(const pg_svc_config *cfg, pg_store *store, pg_metri
 void pg_api_server_stop(pg_api_server *s, int grace_ms)
 {
     if (!s) return;
+    /* The listen socket is closed only after MHD_stop_daemon: quiescing is
+     * asynchronous in thread-pool mode (each worker drops the socket from its
+     * epoll set when it next wakes), and a socket closed before that makes
+     * the worker's epoll_ctl fail, which libmicrohttpd treats as fatal
+     * ("Failed to remove listen FD from epoll set", abort at shutdown). */
     MHD_socket fd = MHD_quiesce_daemon(s->daemon);
-    if (fd != MHD_INVALID_SOCKET) close(fd);
     for (int waited = 0; waited < grace_ms; waited += 20) {
         const union MHD_DaemonInfo *info =
             MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
@@ -341,5 +345,6 @@ void pg_api_server_stop(pg_api_server *s, int grace_ms)
         nanosleep(&ts, NULL);
     }
     MHD_stop_daemon(s->daemon);
+    if (fd != MHD_INVALID_SOCKET) close(fd);
     free(s);
 }
