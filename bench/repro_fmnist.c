@@ -49,7 +49,8 @@ static int usage(void)
         "[--skip-real] [--eval-every STEPS] [--public-split N] [--spec JSON] [--set path=JSON "
         "...]\n"
         "  dp_sinkhorn shorthands: --reg L --m M --clip C --clip-mode matrix|row --p P "
-        "--cost mixed|sqeuclidean --alpha A --sinkhorn-iters I --ema DECAY\n"
+        "--cost mixed|sqeuclidean --alpha A --sinkhorn-iters I --ema DECAY "
+        "--lr-decay none|cosine|linear --upsample F --gen-labels uniform|balanced\n"
         "  --eval-every S prints an interim {\"step\",\"logreg_accuracy\",...} line every S "
         "steps (evaluation time is not counted in seconds or the time budget)\n"
         "  swd_gen / swd_flow_r shorthands: --projections K --clip-norm R "
@@ -143,6 +144,9 @@ static json_t *build_spec(const pg_method *m, int argc, char **argv)
         {"--weight-decay", "train.weight_decay"},
         {"--latent-dim", "model.latent_dim"},
         {"--ema", "train.ema"},
+        {"--lr-decay", "train.lr_decay"},
+        {"--upsample", "model.upsample"},
+        {"--gen-labels", "train.generated_labels"},
         {"--projections", "projections.per_step"},
         {"--clip-norm", "privacy.clip_norm"},
         {"--class-alpha", "labels.class_alpha"},

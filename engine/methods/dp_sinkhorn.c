@@ -3,7 +3,8 @@
  *
  * One step: Poisson-sample the real batch Y (every record with probability
  * q = batch_size / M, secure generator); draw a FIXED number n + n' of
- * generated rows X (n = batch_size, n' = floor(p n)) with uniform labels;
+ * generated rows X (n = batch_size, n' = floor(p n)) with uniform labels
+ * (or balanced ones, train.generated_labels: data-free either way);
  *   G_cross  = 2 dOT_reg(X[0:n], Y)/dX[0:n]            (touches data)
  *   released = clip(G_cross, C) + N(0, (2 C sigma)^2)   per entry, n x d
  *   G_debias = -dOT_reg(X[0:n], X[n':n+n'])/dX         (no data, no noise)
@@ -65,6 +66,8 @@ static const char *const OPTIMIZERS[] = {"adam", "adamw", "rmsprop", "sgd", NULL
 static const char *const COSTS[] = {"mixed", "sqeuclidean", NULL};
 static const char *const CLIPS[] = {"matrix", "row", NULL};
 static const char *const DEBIAS_CLIPS[] = {"matched", "none", NULL};
+static const char *const LR_DECAYS[] = {"none", "cosine", "linear", NULL};
+static const char *const GEN_LABELS[] = {"uniform", "balanced", NULL};
 
 static const pg_param DPS_PARAMS[] = {
     PG_GENERATOR_PARAM_ROWS,
@@ -75,6 +78,16 @@ static const pg_param DPS_PARAMS[] = {
     {"train.optimizer", PG_PARAM_STR, "\"adam\"", 0, 0, OPTIMIZERS, 0, 0, "Optimizer."},
     {"train.lr", PG_PARAM_NUM, "0.0001", 0, 10, NULL, 0, PG_PARAM_EXCLUSIVE_MIN,
      "Learning rate (paper: 1e-4 MNIST, 1e-5 Fashion-MNIST)."},
+    {"train.lr_decay", PG_PARAM_STR, "\"none\"", 0, 0, LR_DECAYS, 0, 0,
+     "Learning-rate schedule over the planned steps: none (constant), cosine or linear decay "
+     "to 0 at train.steps. Decay lowers the noise floor the released gradients' DP noise "
+     "leaves in the final iterates."},
+    {"train.generated_labels", PG_PARAM_STR, "\"uniform\"", 0, 0, GEN_LABELS, 0, 0,
+     "Labels of the generated rows (conditional models): uniform draws (the paper), or balanced: "
+     "the n cross-term rows, and the n' extra rows, each cover the classes as evenly as their "
+     "count allows, from a random starting class. Balanced labels cut how often a generated "
+     "row finds no real row of its class in the batch and is transported to another class. "
+     "Data-free either way."},
     {"train.weight_decay", PG_PARAM_NUM, "0", 0, 1, NULL, 0, 0,
      "Weight decay (L2 for adam/rmsprop/sgd, decoupled for adamw)."},
     {"train.ema", PG_PARAM_NUM, "0.999", 0, 0.999999, NULL, 0, 0,
@@ -130,8 +143,9 @@ typedef struct dps {
     pg_ot_cost cost;
     pg_sinkhorn_opts sk;
     size_t n, np, rows, bmax, d, M;
-    double q, sigma, sigma_acc, clip, eps_target, delta;
-    bool row_clip, debias_clip;
+    double q, sigma, sigma_acc, clip, eps_target, delta, lr, last_lr;
+    bool row_clip, debias_clip, balanced_labels;
+    int lr_decay; /* index into LR_DECAYS */
     long step, steps;
     size_t last_real;
     /* One step's RDP curve: epsilon after k steps converts k times it, which
@@ -343,6 +357,12 @@ static int dps_common(const json_t *r, const pg_job_data *in, dps **out, pg_erro
     g->row_clip = strcmp(pg_spec_str(r, "dp.clip", "matrix"), "row") == 0;
     g->clip = pg_spec_num(r, "dp.clip_norm", 0.5);
     g->debias_clip = strcmp(pg_spec_str(r, "dp.debias_clip", "matched"), "matched") == 0;
+    g->lr = pg_spec_num(r, "train.lr", 1e-4);
+    g->balanced_labels =
+        strcmp(pg_spec_str(r, "train.generated_labels", "uniform"), "balanced") == 0;
+    const char *decay = pg_spec_str(r, "train.lr_decay", "none");
+    g->lr_decay = 0; /* the spec was validated against LR_DECAYS */
+    while (LR_DECAYS[g->lr_decay + 1] && strcmp(LR_DECAYS[g->lr_decay], decay)) g->lr_decay++;
     g->sigma = pg_spec_num(r, "privacy.noise_multiplier", 1.0);
     g->sigma_acc = accountant_sigma(g->sigma, g->row_clip, g->n);
     g->delta =
@@ -483,6 +503,34 @@ static int epsilon_after(dps *g, long steps, double *eps, pg_error *err)
     return pg_rdp_to_dp(g->orders, g->rdpk, g->norders, g->delta, CONVERSION, eps, NULL, err);
 }
 
+void pg_dp_sinkhorn_draw_labels(pg_rng *rng, bool balanced, size_t n, size_t np, int classes,
+                                int32_t *out)
+{
+    uint64_t C = classes > 0 ? (uint64_t)classes : 0;
+    if (!C) {
+        memset(out, 0, (n + np) * sizeof *out);
+        return;
+    }
+    if (!balanced) {
+        for (size_t i = 0; i < n + np; i++) out[i] = (int32_t)pg_rng_below(rng, C);
+        return;
+    }
+    uint64_t off = pg_rng_below(rng, C), off2 = pg_rng_below(rng, C);
+    for (size_t i = 0; i < n; i++) out[i] = (int32_t)((off + i) % C);
+    for (size_t i = 0; i < np; i++) out[n + i] = (int32_t)((off2 + i) % C);
+}
+
+double pg_dp_sinkhorn_lr(double lr, int decay, long step, long steps)
+{
+    /* The rate of step `step` (0-based) of `steps`: the last planned step
+     * still moves (factor > 0), and a step past the plan (never taken) gets
+     * 0 rather than a negative rate. */
+    if (decay == 0 || steps <= 0) return lr;
+    double t = (double)step / (double)steps;
+    if (t >= 1.0) return 0.0;
+    return decay == 1 ? lr * 0.5 * (1.0 + cos(M_PI * t)) : lr * (1.0 - t);
+}
+
 static int dps_step(pg_trainer *t, pg_step_report *rep, pg_error *err)
 {
     dps *g = (dps *)t;
@@ -501,9 +549,8 @@ static int dps_step(pg_trainer *t, pg_step_report *rep, pg_error *err)
     if ((rc = poisson_sample(g, &m, err))) return rc;
     g->last_real = m;
     pg_nn_latent_sample(&g->gen.latent, &g->latent_rng, g->z, rows * g->gen.latent_dim);
-    for (size_t i = 0; i < rows; i++)
-        g->labels[i] =
-            cond ? (int32_t)pg_rng_below(&g->latent_rng, (uint64_t)g->gen.num_classes) : 0;
+    pg_dp_sinkhorn_draw_labels(&g->latent_rng, g->balanced_labels, n, np,
+                               cond ? g->gen.num_classes : 0, g->labels);
     const float *out;
     rc = pg_nn_forward(g->net, g->z, cond ? g->labels : NULL, rows, &out, err);
     if (rc) return rc;
@@ -532,6 +579,8 @@ static int dps_step(pg_trainer *t, pg_step_report *rep, pg_error *err)
     pg_generator_grad_to_net(&g->gen, grad, rows * d);
     pg_nn_zero_grad(g->net);
     rc = pg_nn_backward(g->net, grad, NULL, err);
+    g->last_lr = pg_dp_sinkhorn_lr(g->lr, g->lr_decay, g->step, g->steps);
+    pg_nn_opt_set_lr(g->opt, (float)g->last_lr);
     if (rc == PG_OK) rc = pg_nn_opt_step_net(g->opt, g->net, err);
     if (rc) return rc;
     pg_generator_ema_update(&g->ema, g->net);
@@ -561,6 +610,7 @@ int pg_dp_sinkhorn_info_get(const pg_trainer *t, pg_dp_sinkhorn_info *info, pg_e
     info->noise_multiplier = g->sigma_acc;
     info->sampling_rate = g->q;
     info->steps_done = g->step;
+    info->lr = g->last_lr;
     return PG_OK;
 }
 

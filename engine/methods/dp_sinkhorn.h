@@ -37,7 +37,21 @@ typedef struct pg_dp_sinkhorn_info {
     double noise_multiplier; /* what the accountant uses */
     double sampling_rate;
     long steps_done;
+    double lr; /* learning rate of the last step taken (0 before the first) */
 } pg_dp_sinkhorn_info;
+
+/* The learning rate of 0-based step `step` of `steps` planned under the
+ * schedule train.lr_decay (0 none, 1 cosine, 2 linear): lr, lr (1 + cos(pi
+ * step / steps)) / 2, or lr (1 - step / steps); 0 from step >= steps on. */
+double pg_dp_sinkhorn_lr(double lr, int decay, long step, long steps);
+
+/* Labels of one step's n + np generated rows (train.generated_labels), from
+ * the seeded latent stream `rng`, never from data. Uniform: independent
+ * draws. Balanced: rows [0, n) take classes off, off + 1, ... mod classes and
+ * rows [n, n + np) the same from a second random offset, so within each block
+ * class counts differ by at most one. classes <= 0 gives all zeros. */
+void pg_dp_sinkhorn_draw_labels(pg_rng *rng, bool balanced, size_t n, size_t np, int classes,
+                                int32_t *out);
 
 /* t must be a dp_sinkhorn trainer (PG_EINVAL otherwise). */
 int pg_dp_sinkhorn_info_get(const pg_trainer *t, pg_dp_sinkhorn_info *info, pg_error *err);

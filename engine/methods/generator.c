@@ -69,6 +69,20 @@ int pg_generator_config(const json_t *r, const pg_data_desc *desc, pg_generator 
         json_object_set_new(o, "batchnorm",
                             json_boolean(pg_spec_bool(r, "model.batchnorm", false)));
         json_object_set_new(o, "classes", json_integer(g->num_classes));
+        long up = pg_spec_int(r, "model.upsample", 1);
+        if (up > 1) {
+            if (desc->ndim != 3 || desc->shape[1] % (size_t)up || desc->shape[2] % (size_t)up)
+                pg_spec_error_add(errors, "model.upsample",
+                                  "needs image rows (c, h, w) whose height and width are "
+                                  "multiples of %ld",
+                                  up);
+            else
+                json_object_set_new(o, "image",
+                                    json_pack("[I,I,I]", (json_int_t)desc->shape[0],
+                                              (json_int_t)desc->shape[1],
+                                              (json_int_t)desc->shape[2]));
+            json_object_set_new(o, "upsample", json_integer(up));
+        }
     } else if (strcmp(arch, "conv_small") == 0) {
         if (!latent) latent = 10;
         out_act = "sigmoid";
@@ -95,6 +109,8 @@ int pg_generator_config(const json_t *r, const pg_data_desc *desc, pg_generator 
             json_object_set_new(o, "channels", json_integer((json_int_t)desc->shape[0]));
         json_object_set_new(o, "classes", json_integer(g->num_classes));
     }
+    if (strcmp(arch, "mlp") != 0 && pg_spec_int(r, "model.upsample", 1) > 1)
+        pg_spec_error_add(errors, "model.upsample", "applies to the mlp generator only");
     json_object_set_new(o, "latent", json_integer(latent));
     g->latent_dim = (size_t)latent;
     set_affine(g, out_act, desc->lo, desc->hi);

@@ -77,6 +77,17 @@
          0,                                                                                         \
          0,                                                                                         \
          "Batch normalization after hidden layers (mlp)."},                                         \
+        {"model.upsample",                                                                          \
+         PG_PARAM_INT,                                                                              \
+         "1",                                                                                       \
+         1,                                                                                         \
+         16,                                                                                        \
+         NULL,                                                                                      \
+         0,                                                                                         \
+         0,                                                                                         \
+         "mlp on images: the last layer emits a 1/f-resolution image that a fixed bilinear "        \
+         "upsampling maps to full size (1: off). Fewer output values, so the DP noise on "          \
+         "image gradients reaches the generator through fewer directions."},                      \
     {                                                                                               \
         "model.conditional", PG_PARAM_BOOL, "false", 0, 0, NULL, 0, 0,                              \
             "Condition the generator on the dataset's labels (needs a labelled dataset)."           \

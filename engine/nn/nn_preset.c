@@ -5,7 +5,10 @@
  * Options (JSON object, all optional):
  *  mlp:        latent [32], hidden [[256, 256]], out [784], activation ["relu"|
  *              "leaky_relu"|"tanh"|"sigmoid"], out_activation ["none"|"tanh"|
- *              "sigmoid"], batchnorm [false], classes [0], embed [0 = one-hot]
+ *              "sigmoid"], batchnorm [false], classes [0], embed [0 = one-hot],
+ *              upsample [1], image [c, h, w]: with upsample f > 1 the last
+ *              linear layer emits a (c, h/f, w/f) image that a fixed bilinear
+ *              upsampling (align_corners false) maps to (c, h, w) = out values
  *  dcgan28:    latent [12], classes [10], embed [4], channels [1]
  *              DP-Sinkhorn generator (METHODS.md): [z, E(y)] -> convT k7 ->
  *              256x7x7 -> convT(4,2,1) 128x14x14 -> convT(4,2,1) 64x28x28 ->
@@ -90,7 +93,28 @@ static int build_mlp(json_t *o, json_t *arch, json_t *layers, pg_error *err)
         add(layers, a);
     }
     json_decref(def);
-    add(layers, json_pack("{s:s,s:I}", "type", "linear", "out", out));
+    /* Low-resolution output: the last linear layer emits (c, h/f, w/f) and a
+     * fixed bilinear x f upsampling (no parameters) maps it to (c, h, w). */
+    long long up = opt_int(o, "upsample", 1);
+    json_t *img = json_object_get(o, "image");
+    if (up > 1) {
+        long long c = json_integer_value(json_array_get(img, 0)),
+                  h = json_integer_value(json_array_get(img, 1)),
+                  w = json_integer_value(json_array_get(img, 2));
+        if (!json_is_array(img) || json_array_size(img) != 3 || c < 1 || h < 1 || w < 1 || h % up ||
+            w % up || c * h * w != out)
+            return pg_error_set(err, PG_EINVAL,
+                                "mlp \"upsample\" %lld needs \"image\" [c, h, w] with h and w "
+                                "multiples of it and c h w = out",
+                                up);
+        add(layers, json_pack("{s:s,s:I}", "type", "linear", "out", c * (h / up) * (w / up)));
+        add(layers, json_pack("{s:s,s:[I,I,I]}", "type", "reshape", "shape", c, h / up, w / up));
+        add(layers, json_pack("{s:s,s:I,s:s,s:b}", "type", "upsample", "factor", up, "mode",
+                              "bilinear", "align_corners", 0));
+        add(layers, json_pack("{s:s,s:[I]}", "type", "reshape", "shape", out));
+    } else {
+        add(layers, json_pack("{s:s,s:I}", "type", "linear", "out", out));
+    }
     if (strcmp(oact, "none")) add(layers, ly(oact));
     return PG_OK;
 }
