@@ -631,7 +631,8 @@ START_TEST(parameter_average_survives_checkpoints)
 END_TEST
 
 /* The method learns at small scale with a generous budget: a conditional
- * generator starting near the origin moves each class onto its blob. */
+ * generator starting near the origin moves each class onto its blob, with
+ * uniform (loop 0) and balanced (loop 1) generated labels. */
 START_TEST(learns_class_conditional_blobs)
 {
     pg_threads_set(1);
@@ -639,13 +640,15 @@ START_TEST(learns_class_conditional_blobs)
     pg_data_desc desc;
     make_central(2000, 2.0f, &ds, &desc); /* blobs at (0, 2) and (4, 4) */
     const pg_method *m = pg_method_find("dp_sinkhorn");
-    json_t *r = resolve_ok("{\"model\": {\"hidden\": [32, 32], \"latent_dim\": 2,"
-                           " \"conditional\": true},"
-                           " \"train\": {\"steps\": 400, \"batch_size\": 100, \"lr\": 0.01},"
-                           " \"ot\": {\"reg\": 0.1, \"class_alpha\": 5},"
-                           " \"dp\": {\"clip_norm\": 1},"
-                           " \"privacy\": {\"noise_multiplier\": 0.05}, \"seed\": 12}",
-                           &desc);
+    char text[600];
+    snprintf(text, sizeof text,
+             "{\"model\": {\"hidden\": [32, 32], \"latent_dim\": 2, \"conditional\": true},"
+             " \"train\": {\"steps\": 400, \"batch_size\": 100, \"lr\": 0.01,"
+             " \"generated_labels\": \"%s\"},"
+             " \"ot\": {\"reg\": 0.1, \"class_alpha\": 5}, \"dp\": {\"clip_norm\": 1},"
+             " \"privacy\": {\"noise_multiplier\": 0.05}, \"seed\": 12}",
+             _i ? "balanced" : "uniform");
+    json_t *r = resolve_ok(text, &desc);
     pg_trainer *t = make_trainer(r, &desc, &ds);
     pg_step_report rep = {0};
     pg_error err = {0};
@@ -686,7 +689,7 @@ static Suite *suite(void)
     suite_add_tcase(s, tc);
     TCase *learn = tcase_create("learn");
     tcase_set_timeout(learn, 60);
-    tcase_add_test(learn, learns_class_conditional_blobs);
+    tcase_add_loop_test(learn, learns_class_conditional_blobs, 0, 2);
     suite_add_tcase(s, learn);
     return s;
 }
