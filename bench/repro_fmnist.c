@@ -36,6 +36,7 @@
 #include "engine/core/alloc.h"
 #include "engine/core/mat.h"
 #include "engine/data/fmnist.h"
+#include "engine/data/npy.h"
 #include "engine/methods/method.h"
 #include "engine/methods/spec.h"
 
@@ -47,7 +48,8 @@ static int usage(void)
         "--batch B [--arch dcgan28|mlp|conv_small] [--threads 2] [--time-budget SEC] "
         "[--cpu-budget SEC] [--lr LR] [--seed K] [--png PATH] [--synthetic N] [--train-limit N] "
         "[--skip-real] [--eval-every STEPS] [--public-split N] [--spec JSON] [--set path=JSON "
-        "...]\n"
+        "...] [--save-synthetic PREFIX] [--logreg-l2 L] [--logreg-max-iter I]\n"
+        "  --save-synthetic writes PREFIX.x.npy and PREFIX.y.npy (the scored synthetic set)\n"
         "  dp_sinkhorn shorthands: --reg L --m M --clip C --clip-mode matrix|row --p P "
         "--cost mixed|sqeuclidean --alpha A --sinkhorn-iters I --ema DECAY "
         "--lr-decay none|cosine|linear --upsample F --gen-labels uniform|balanced\n"
@@ -253,11 +255,54 @@ static int split_public(pg_dataset *tr, size_t n, pg_dataset *pub, pg_error *err
     return PG_OK;
 }
 
+/* The downstream classifier's settings (0 = the library default). */
+typedef struct logreg_cfg {
+    double l2;
+    int max_iter;
+} logreg_cfg;
+
+/* Writes one float32 .npy file (what np.load reads). */
+static int save_npy(const char *path, const float *data, const size_t *shape, int ndim,
+                    pg_error *err)
+{
+    size_t len = pg_npy_size(shape, ndim);
+    void *buf = len ? malloc(len) : NULL;
+    if (!buf) return pg_error_set(err, PG_ENOMEM, "cannot serialize %s", path);
+    int rc = pg_npy_write(data, shape, ndim, buf, len, err);
+    FILE *f = rc == PG_OK ? fopen(path, "wb") : NULL;
+    if (rc == PG_OK && (!f || fwrite(buf, 1, len, f) != len))
+        rc = pg_error_set(err, PG_EIO, "cannot write %s", path);
+    if (f && fclose(f) != 0 && rc == PG_OK) rc = pg_error_set(err, PG_EIO, "cannot write %s", path);
+    free(buf);
+    return rc;
+}
+
+/* PREFIX.x.npy (n x 784 in [-1, 1]) and PREFIX.y.npy (n labels, as float32):
+ * the exact synthetic set the logistic regression saw, so an outside
+ * classifier (scikit-learn in bench/peers) can score the same images. */
+static int save_synthetic(const char *prefix, const float *x, const int32_t *y, size_t n, size_t d,
+                          pg_error *err)
+{
+    char path[4096];
+    size_t shape[2] = {n, d};
+    snprintf(path, sizeof path, "%s.x.npy", prefix);
+    int rc = save_npy(path, x, shape, 2, err);
+    float *yf = rc == PG_OK ? malloc(n * sizeof *yf) : NULL;
+    if (rc == PG_OK && !yf) rc = pg_error_set(err, PG_ENOMEM, "cannot allocate labels");
+    if (rc == PG_OK) {
+        for (size_t i = 0; i < n; i++) yf[i] = (float)y[i];
+        snprintf(path, sizeof path, "%s.y.npy", prefix);
+        rc = save_npy(path, yf, shape, 1, err);
+    }
+    free(yf);
+    return rc;
+}
+
 /* Samples nsyn labelled images (classes balanced) from the trainer's current
  * snapshot and scores the logistic regression trained on them. */
 static int score_snapshot(const pg_method *m, pg_trainer *t, size_t nsyn, size_t d,
-                          const pg_dataset *te, float *syn, int32_t *syn_lab, pg_snapshot **keep,
-                          double *acc, pg_error *err)
+                          const pg_dataset *te, const logreg_cfg *lr, float *syn, int32_t *syn_lab,
+                          pg_snapshot **keep, double *acc, pg_error *err)
 {
     pg_snapshot *snap = NULL;
     int rc = m->snapshot(t, &snap, err);
@@ -267,7 +312,8 @@ static int score_snapshot(const pg_method *m, pg_trainer *t, size_t nsyn, size_t
         rc = pg_snapshot_sample(snap, b - a, 1000 + (uint64_t)c, c, syn + a * d, err);
         for (size_t i = a; i < b; i++) syn_lab[i] = c;
     }
-    if (rc == PG_OK) rc = pg_bench_logreg_score(syn, syn_lab, nsyn, te, 0, 0, acc, err);
+    if (rc == PG_OK)
+        rc = pg_bench_logreg_score(syn, syn_lab, nsyn, te, lr->l2, lr->max_iter, acc, err);
     if (rc == PG_OK && keep)
         *keep = snap;
     else if (snap)
@@ -288,6 +334,10 @@ int pg_bench_repro_fmnist(int argc, char **argv)
     const char *dir = pg_bench_opt(argc, argv, "--dir", NULL);
     long npub = atol(pg_bench_opt(argc, argv, "--public-split", "0"));
     long eval_every = atol(pg_bench_opt(argc, argv, "--eval-every", "0"));
+    const char *save = pg_bench_opt(argc, argv, "--save-synthetic", NULL);
+    logreg_cfg lrc = {.l2 = atof(pg_bench_opt(argc, argv, "--logreg-l2", "0")),
+                      .max_iter = atoi(pg_bench_opt(argc, argv, "--logreg-max-iter", "0"))};
+    if (lrc.l2 < 0 || lrc.max_iter < 0) return usage();
     if (!m || threads < 1 || nsyn < 10 || eval_every < 0 || npub < 0) return usage();
     json_t *spec = build_spec(m, argc, argv);
     if (!spec) return usage();
@@ -304,7 +354,8 @@ int pg_bench_repro_fmnist(int argc, char **argv)
     if (rc) goto fail;
     double real_acc = -1;
     if (!pg_bench_has(argc, argv, "--skip-real")) {
-        rc = pg_bench_logreg_score(tr.x, tr.labels, tr.n, &te, 0, 0, &real_acc, &err);
+        rc = pg_bench_logreg_score(tr.x, tr.labels, tr.n, &te, lrc.l2, lrc.max_iter, &real_acc,
+                                   &err);
         if (rc) goto fail;
     }
     if (npub > 0 && (rc = split_public(&tr, (size_t)npub, &pub, &err))) goto fail;
@@ -380,7 +431,7 @@ int pg_bench_repro_fmnist(int argc, char **argv)
             double e0 = pg_bench_now_ms();
             clock_t ec = clock();
             double acc;
-            if ((rc = score_snapshot(m, t, nsyn, tr.d, &te, syn, syn_lab, NULL, &acc, &err)))
+            if ((rc = score_snapshot(m, t, nsyn, tr.d, &te, &lrc, syn, syn_lab, NULL, &acc, &err)))
                 goto fail;
             eval_ms += pg_bench_now_ms() - e0;
             eval_clock += clock() - ec;
@@ -397,8 +448,9 @@ int pg_bench_repro_fmnist(int argc, char **argv)
 
     /* 60k labelled synthetic images, classes balanced. */
     double syn_acc;
-    if ((rc = score_snapshot(m, t, nsyn, tr.d, &te, syn, syn_lab, &snap, &syn_acc, &err)))
+    if ((rc = score_snapshot(m, t, nsyn, tr.d, &te, &lrc, syn, syn_lab, &snap, &syn_acc, &err)))
         goto fail;
+    if (save && (rc = save_synthetic(save, syn, syn_lab, nsyn, tr.d, &err))) goto fail;
     float grid[100 * 784];
     for (int c = 0; c < PG_FMNIST_CLASSES; c++)
         if ((rc = pg_snapshot_sample(snap, 10, 77 + (uint64_t)c, c, grid + (size_t)c * 10 * 784,
