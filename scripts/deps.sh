@@ -17,7 +17,7 @@ build_pkgs=(
   dataset-fashion-mnist
   python3 python3-numpy python3-scipy
 )
-bench_pkgs=(python3 python3-numpy python3-pot python3-torch wrk)
+bench_pkgs=(python3 python3-numpy python3-pot python3-torch python3-sklearn wrk)
 browser_pkgs=(chromium)
 
 want=("${build_pkgs[@]}")

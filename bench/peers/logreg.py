@@ -21,8 +21,23 @@ import argparse
 import gzip
 import json
 import os
+import sys
+
+
+def _threads():
+    # The BLAS thread count is read when numpy loads, so --threads must be
+    # applied before the imports below (and privgen-bench inherits it).
+    for i, a in enumerate(sys.argv):
+        if a == "--threads" and i + 1 < len(sys.argv):
+            return sys.argv[i + 1]
+        if a.startswith("--threads="):
+            return a.split("=", 1)[1]
+    return "1"
+
 
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", _threads())
+os.environ.setdefault("OMP_NUM_THREADS", _threads())
 import subprocess
 import time
 import warnings
@@ -53,8 +68,6 @@ def main():
     ap.add_argument("--max-iter", type=int, default=1000)
     ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args()
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", str(a.threads))
-    os.environ.setdefault("OMP_NUM_THREADS", str(a.threads))
 
     out = subprocess.run([BENCH, "logreg", "--train", a.train, "--threads", str(a.threads)],
                          check=True, capture_output=True, text=True).stdout
