@@ -52,7 +52,8 @@ static int usage(void)
         "  --save-synthetic writes PREFIX.x.npy and PREFIX.y.npy (the scored synthetic set)\n"
         "  dp_sinkhorn shorthands: --reg L --m M --clip C --clip-mode matrix|row --p P "
         "--cost mixed|sqeuclidean --alpha A --sinkhorn-iters I --ema DECAY "
-        "--lr-decay none|cosine|linear --upsample F --gen-labels uniform|balanced\n"
+        "--lr-decay none|cosine|linear --upsample F --gen-labels uniform|balanced "
+        "--calibrate true|false --calib-noise S (class-mean calibration, its noise multiplier)\n"
         "  --eval-every S prints an interim {\"step\",\"logreg_accuracy\",...} line every S "
         "steps (evaluation time is not counted in seconds or the time budget)\n"
         "  swd_gen / swd_flow_r shorthands: --projections K --clip-norm R "
@@ -155,6 +156,8 @@ static json_t *build_spec(const pg_method *m, int argc, char **argv)
         {"--gen-batch", "train.gen_batch"},
         {"--particles", "flow.particles"},
         {"--levels", "flow.quantile_levels"},
+        {"--calibrate", "calibration.class_means"},
+        {"--calib-noise", "calibration.noise_multiplier"},
     };
     for (size_t i = 0; i < sizeof SHORT / sizeof SHORT[0]; i++)
         if (set_num(spec, m, argc, argv, SHORT[i][0], SHORT[i][1])) goto bad;
@@ -337,6 +340,7 @@ int pg_bench_repro_fmnist(int argc, char **argv)
     const char *save = pg_bench_opt(argc, argv, "--save-synthetic", NULL);
     logreg_cfg lrc = {.l2 = atof(pg_bench_opt(argc, argv, "--logreg-l2", "0")),
                       .max_iter = atoi(pg_bench_opt(argc, argv, "--logreg-max-iter", "0"))};
+    if (pg_bench_has(argc, argv, "--help") || pg_bench_has(argc, argv, "-h")) return usage();
     if (lrc.l2 < 0 || lrc.max_iter < 0) return usage();
     if (!m || threads < 1 || nsyn < 10 || eval_every < 0 || npub < 0) return usage();
     json_t *spec = build_spec(m, argc, argv);
@@ -457,7 +461,10 @@ int pg_bench_repro_fmnist(int argc, char **argv)
                                      &err)))
             goto fail;
     if ((rc = write_grid(png_path, grid, &err))) goto fail;
-    char real_txt[32];
+    char real_txt[32], calib_txt[32] = "null";
+    if (pg_spec_bool(r, "calibration.class_means", false))
+        snprintf(calib_txt, sizeof calib_txt, "%.6g",
+                 pg_spec_num(r, "calibration.noise_multiplier", 0));
     if (real_acc >= 0)
         snprintf(real_txt, sizeof real_txt, "%.4f", real_acc);
     else
@@ -466,11 +473,12 @@ int pg_bench_repro_fmnist(int argc, char **argv)
            "\"logreg_accuracy\":%.4f,\"real_logreg_accuracy\":%s,\"epsilon\":%.4f,"
            "\"delta\":%g,\"noise_multiplier\":%.6g,\"sampling_rate\":%.6g,\"steps\":%ld,"
            "\"planned_steps\":%ld,\"batch\":%ld,\"seconds\":%.1f,\"cpu_seconds\":%.1f,"
-           "\"public_rows\":%zu,\"private_rows\":%zu,\"setup_seconds\":%.1f,\"png\":\"%s\"}\n",
+           "\"public_rows\":%zu,\"private_rows\":%zu,\"setup_seconds\":%.1f,\"png\":\"%s\","
+           "\"calibration_noise_multiplier\":%s}\n",
            m->name, pg_spec_str(r, "model.arch", pg_spec_get(r, "latent") ? "latent_mlp" : "none"),
            syn_acc, real_txt, eps, plan.delta, plan.noise_multiplier, plan.sampling_rate, steps,
            plan.steps, pg_spec_int(r, "train.batch_size", 0), secs, cpu, pub.n, tr.n, setup,
-           png_path);
+           png_path, calib_txt);
     rc = PG_OK;
     goto done;
 fail:

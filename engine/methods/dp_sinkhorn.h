@@ -38,6 +38,7 @@ typedef struct pg_dp_sinkhorn_info {
     double sampling_rate;
     long steps_done;
     double lr; /* learning rate of the last step taken (0 before the first) */
+    double calibration_noise_multiplier; /* class-mean release (0: no calibration) */
 } pg_dp_sinkhorn_info;
 
 /* The learning rate of 0-based step `step` of `steps` planned under the

@@ -231,9 +231,27 @@ int pg_generator_load_snapshot(const unsigned char *bytes, size_t len, const cha
         else
             memcpy(pg_nn_params(net), avg->data, n * sizeof(float));
     }
-    if (rc == PG_OK)
-        rc = pg_generator_snapshot(
-            &gen, net, (long)json_integer_value(json_object_get(extra, "step")), out, err);
+    long step = (long)json_integer_value(json_object_get(extra, "step"));
+    const json_t *cal = json_object_get(extra, "calibration");
+    if (rc == PG_OK && json_is_object(cal)) {
+        /* A calibrated trainer served shifted samples: so does the reload. */
+        const pg_ckpt_tensor *m = pg_ckpt_find(&rest, PG_GENERATOR_CALIB_TENSOR);
+        json_int_t per = json_integer_value(json_object_get(cal, "per_class"));
+        double lo = json_number_value(json_object_get(cal, "lo"));
+        double hi = json_number_value(json_object_get(cal, "hi"));
+        size_t K = gen.num_classes > 0 ? (size_t)gen.num_classes : 1;
+        bool ok = m && m->ndim == 2 && m->dims[0] == K && m->dims[1] == gen.d && per > 0 &&
+                  per <= 1000000 && isfinite(lo) && isfinite(hi) && lo < hi;
+        for (size_t i = 0; ok && i < K * gen.d; i++) ok = isfinite(m->data[i]);
+        pg_nn_snapshot *nn = NULL;
+        if (!ok)
+            rc = pg_error_set(err, PG_EFORMAT, "the checkpoint's calibration is malformed");
+        else if ((rc = pg_nn_snapshot_take(net, &nn, err)) == PG_OK)
+            rc = pg_generator_snapshot_calibrated(&gen, nn, step, m->data, (size_t)per, (float)lo,
+                                                  (float)hi, out, err);
+    } else if (rc == PG_OK) {
+        rc = pg_generator_snapshot(&gen, net, step, out, err);
+    }
     json_decref(extra);
     pg_ckpt_free(&rest);
     pg_nn_free(net);
@@ -245,6 +263,10 @@ int pg_generator_load_snapshot(const unsigned char *bytes, size_t len, const cha
 typedef struct gen_snap {
     pg_nn_snapshot *nn;
     pg_generator g; /* options not kept: only the sampling fields */
+    /* Class-mean calibration (calib.h): max(num_classes, 1) x d shifts added
+     * to data-space samples, then clamped to [lo, hi]; NULL when off. */
+    float *offset;
+    float lo, hi;
 } gen_snap;
 
 enum { SAMPLE_CHUNK = 256 };
@@ -279,6 +301,14 @@ static int gen_sample(const void *impl, size_t n, uint64_t seed, int label, floa
         if (rc) goto out;
         memcpy(out + done * s->g.d, y, b * s->g.d * sizeof(float));
         pg_generator_to_data(&s->g, out + done * s->g.d, b * s->g.d);
+        for (size_t i = 0; i < b && s->offset; i++) {
+            const float *off = s->offset + (s->g.num_classes ? (size_t)labels[i] : 0) * s->g.d;
+            float *row = out + (done + i) * s->g.d;
+            for (size_t j = 0; j < s->g.d; j++) {
+                float v = row[j] + off[j];
+                row[j] = v < s->lo ? s->lo : v > s->hi ? s->hi : v;
+            }
+        }
         done += b;
     }
 out:
@@ -292,6 +322,7 @@ static void gen_destroy(void *impl)
 {
     gen_snap *s = impl;
     pg_nn_snapshot_free(s->nn);
+    free(s->offset);
     free(s);
 }
 
@@ -318,4 +349,66 @@ int pg_generator_snapshot(const pg_generator *g, const pg_nn *net, long step, pg
     int rc = pg_nn_snapshot_take(net, &nn, err);
     if (rc) return rc;
     return pg_generator_snapshot_wrap(g, nn, step, out, err);
+}
+
+/* Fixed seed of the draws that measure a snapshot's class means: the same
+ * network always gets the same shifts (a checkpoint reload reproduces them). */
+#define PG_CALIB_SEED 0x43414c49ull
+
+int pg_generator_snapshot_calibrated(const pg_generator *g, pg_nn_snapshot *nn, long step,
+                                     const float *means, size_t per_class, float lo, float hi,
+                                     pg_snapshot **out, pg_error *err)
+{
+    *out = NULL;
+    if (!(lo < hi) || per_class == 0 || !means) {
+        pg_nn_snapshot_free(nn);
+        return pg_error_set(err, PG_EINVAL, "calibration needs means, lo < hi and per_class >= 1");
+    }
+    gen_snap *s = calloc(1, sizeof *s);
+    size_t K = g->num_classes > 0 ? (size_t)g->num_classes : 1, d = g->d;
+    float *buf = pg_alloc_f32(per_class * d);
+    double *acc = calloc(d, sizeof *acc);
+    int rc = PG_OK;
+    if (!s || !buf || !acc) {
+        rc = pg_error_set(err, PG_ENOMEM, "cannot allocate a calibrated snapshot");
+        goto fail;
+    }
+    s->nn = nn;
+    nn = NULL;
+    s->g = *g;
+    s->g.options = NULL;
+    s->lo = lo;
+    s->hi = hi;
+    float *offset = malloc(K * d * sizeof *offset);
+    if (!offset) {
+        rc = pg_error_set(err, PG_ENOMEM, "cannot allocate calibration shifts");
+        goto fail;
+    }
+    /* Measure before publishing: s is private to this call until
+     * pg_snapshot_new, so the sampler still runs without shifts. */
+    for (size_t k = 0; k < K && rc == PG_OK; k++) {
+        rc = gen_sample(s, per_class, PG_CALIB_SEED + k, g->num_classes ? (int)k : -1, buf, err);
+        memset(acc, 0, d * sizeof *acc);
+        for (size_t i = 0; i < per_class && rc == PG_OK; i++)
+            for (size_t j = 0; j < d; j++) acc[j] += buf[i * d + j];
+        for (size_t j = 0; j < d && rc == PG_OK; j++)
+            offset[k * d + j] = (float)((double)means[k * d + j] - acc[j] / (double)per_class);
+    }
+    if (rc) {
+        free(offset);
+        goto fail;
+    }
+    s->offset = offset;
+    pg_free(buf);
+    free(acc);
+    return pg_snapshot_new(&GEN_SNAPSHOT_OPS, s, step, g->d, g->num_classes, out, err);
+fail:
+    if (s) {
+        pg_nn_snapshot_free(s->nn);
+        free(s);
+    }
+    pg_nn_snapshot_free(nn);
+    pg_free(buf);
+    free(acc);
+    return rc;
 }

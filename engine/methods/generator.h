@@ -87,7 +87,7 @@
          0,                                                                                         \
          "mlp on images: the last layer emits a 1/f-resolution image that a fixed bilinear "        \
          "upsampling maps to full size (1: off). Fewer output values, so the DP noise on "          \
-         "image gradients reaches the generator through fewer directions."},                      \
+         "image gradients reaches the generator through fewer directions."},                        \
     {                                                                                               \
         "model.conditional", PG_PARAM_BOOL, "false", 0, 0, NULL, 0, 0,                              \
             "Condition the generator on the dataset's labels (needs a labelled dataset)."           \
@@ -146,6 +146,16 @@ int pg_generator_snapshot(const pg_generator *g, const pg_nn *net, long step, pg
 int pg_generator_snapshot_wrap(const pg_generator *g, pg_nn_snapshot *nn, long step,
                                pg_snapshot **out, pg_error *err);
 
+/* Snapshot whose samples are shifted per class so that their mean is
+ * `means` (max(num_classes, 1) x d, data space; see calib.h): the shifts are
+ * measured once here on per_class rows per class drawn with a fixed seed, and
+ * every sample is clamped to [lo, hi] after the shift. Ownership of nn moves
+ * in, even on failure. */
+#define PG_GENERATOR_CALIB_TENSOR "calibration.means"
+int pg_generator_snapshot_calibrated(const pg_generator *g, pg_nn_snapshot *nn, long step,
+                                     const float *means, size_t per_class, float lo, float hi,
+                                     pg_snapshot **out, pg_error *err);
+
 /* ---- parameter averaging ------------------------------------------------
  * An exponential moving average of the generator's parameters, updated after
  * every optimizer step; snapshots serve the average instead of the last
@@ -170,6 +180,8 @@ void pg_generator_ema_update(pg_generator_ema *e, pg_nn *net);
  * the plain snapshot when averaging is off. */
 int pg_generator_ema_snapshot(pg_generator_ema *e, const pg_generator *g, pg_nn *net, long step,
                               pg_snapshot **out, pg_error *err);
+/* The network snapshot under those snapshots (averaged parameters when on). */
+int pg_generator_ema_take(pg_generator_ema *e, pg_nn *net, pg_nn_snapshot **nn, pg_error *err);
 /* Checkpoint tensor "ema.params" (n_out = 0 when averaging is off), and the
  * way back: the average and its update count from a decoded checkpoint.
  * A checkpoint without the tensor restarts the average at net's parameters;

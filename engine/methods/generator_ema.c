@@ -35,18 +35,26 @@ void pg_generator_ema_update(pg_generator_ema *e, pg_nn *net)
     for (size_t i = 0; i < e->n; i++) avg[i] = b * avg[i] + a * p[i];
 }
 
-int pg_generator_ema_snapshot(pg_generator_ema *e, const pg_generator *g, pg_nn *net, long step,
-                              pg_snapshot **out, pg_error *err)
+int pg_generator_ema_take(pg_generator_ema *e, pg_nn *net, pg_nn_snapshot **nn, pg_error *err)
 {
-    if (e->decay == 0.0) return pg_generator_snapshot(g, net, step, out, err);
+    if (e->decay == 0.0) return pg_nn_snapshot_take(net, nn, err);
     /* The snapshot deep-copies the network, so swapping the average in for
      * the duration of the copy is enough. */
     float *p = pg_nn_params(net);
     memcpy(e->scratch, p, e->n * sizeof(float));
     memcpy(p, e->avg, e->n * sizeof(float));
-    int rc = pg_generator_snapshot(g, net, step, out, err);
+    int rc = pg_nn_snapshot_take(net, nn, err);
     memcpy(p, e->scratch, e->n * sizeof(float));
     return rc;
+}
+
+int pg_generator_ema_snapshot(pg_generator_ema *e, const pg_generator *g, pg_nn *net, long step,
+                              pg_snapshot **out, pg_error *err)
+{
+    pg_nn_snapshot *nn = NULL;
+    int rc = pg_generator_ema_take(e, net, &nn, err);
+    if (rc) return rc;
+    return pg_generator_snapshot_wrap(g, nn, step, out, err);
 }
 
 void pg_generator_ema_tensor(const pg_generator_ema *e, pg_ckpt_tensor *t, size_t *n_out)

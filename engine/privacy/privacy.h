@@ -158,6 +158,11 @@ int pg_rdp_epsilon(double q, double sigma, uint64_t steps, double delta, int con
  * sigma = 1e4 is not enough. */
 int pg_rdp_calibrate_sigma(double epsilon, double delta, double q, uint64_t steps, int conversion,
                            double *sigma, pg_error *err);
+/* The same when the job also makes other releases whose RDP curve `extra`
+ * (on the default grid, PG_RDP_DEFAULT_ORDERS values; NULL for none) composes
+ * with the steps. PG_ERANGE also when the extra curve alone exceeds epsilon. */
+int pg_rdp_calibrate_sigma_plus(double epsilon, double delta, double q, uint64_t steps,
+                                const double *extra, int conversion, double *sigma, pg_error *err);
 /* Largest number of steps whose epsilon stays <= the target (0 if none). */
 int pg_rdp_max_steps(double sigma, double q, double epsilon, double delta, int conversion,
                      uint64_t *steps, pg_error *err);

@@ -1193,6 +1193,57 @@ static long first_hist(json_t *job)
         json_object_get(json_array_get(json_object_get(job, "history"), 0), "step"));
 }
 
+/* Class-mean calibration through the service: the ledger entry is the steps'
+ * curve plus the release's alpha / (2 s^2) (composed here by hand), and the
+ * served samples have the data's mean (release noise ~0.01 per value). */
+START_TEST(calibrated_dp_sinkhorn_charges_its_release)
+{
+    pg_srv s;
+    memset(&s, 0, sizeof s);
+    ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
+    char ds[64], job[64], body[768];
+    make_central(&s, 50.0, 400, ds);
+    snprintf(body, sizeof body,
+             "{\"dataset_id\":\"%s\",\"method\":\"dp_sinkhorn\",\"model\":{\"hidden\":[16]},"
+             "\"train\":{\"steps\":200,\"batch_size\":20},\"ot\":{\"max_iter\":20},"
+             "\"privacy\":{\"noise_multiplier\":1.0},\"calibration\":{\"class_means\":true,"
+             "\"noise_multiplier\":2},\"checkpoint_every\":100,\"seed\":3}",
+             ds);
+    submit(&s, body, job);
+    json_decref(poll_job(&s, job, "succeeded", 0));
+    double orders[PG_RDP_DEFAULT_ORDERS], rdp[PG_RDP_DEFAULT_ORDERS], want, plain;
+    size_t no = pg_rdp_default_orders(orders, PG_RDP_DEFAULT_ORDERS);
+    ck_assert_int_eq(pg_rdp_compute(0.05, 1.0, 200, orders, no, rdp, NULL), PG_OK);
+    ck_assert_int_eq(
+        pg_rdp_to_dp(orders, rdp, no, CDELTA, PG_RDP_CONV_IMPROVED, &plain, NULL, NULL), PG_OK);
+    for (size_t i = 0; i < no; i++) rdp[i] += orders[i] / 8.0;
+    ck_assert_int_eq(pg_rdp_to_dp(orders, rdp, no, CDELTA, PG_RDP_CONV_IMPROVED, &want, NULL, NULL),
+                     PG_OK);
+    json_t *bj = budget(&s, ds);
+    double got = num_of(entry_of(bj, job), "epsilon");
+    ck_assert_msg(pg_test_reldiff(got, want) < 1e-9, "ledger %g, composed by hand %g", got, want);
+    ck_assert_double_gt(got, plain * 1.01);
+    json_decref(bj);
+    char path[128];
+    snprintf(path, sizeof path, "/v1/jobs/%s/samples?n=4000&seed=5", job);
+    pg_resp r;
+    req(&s, "GET", path, NULL, &r);
+    ck_assert_int_eq(r.status, 200);
+    json_t *rows = json_object_get(r.json, "samples");
+    ck_assert_int_eq((int)json_array_size(rows), 4000);
+    double m[2] = {0, 0}, d[2] = {0, 0};
+    for (size_t i = 0; i < 4000; i++)
+        for (int k = 0; k < 2; k++)
+            m[k] += json_number_value(json_array_get(json_array_get(rows, i), (size_t)k)) / 4000.0;
+    for (int i = 0; i < 400; i++)
+        d[0] += 0.8 * cos(0.05 * i) / 400.0, d[1] += 0.8 * sin(0.05 * i) / 400.0;
+    ck_assert_msg(hypot(m[0] - d[0], m[1] - d[1]) < 0.06,
+                  "sample mean (%.3f, %.3f), data (%.3f, %.3f)", m[0], m[1], d[0], d[1]);
+    pg_resp_free(&r);
+    ck_assert_int_eq(pg_srv_stop(&s), 0);
+}
+END_TEST
+
 START_TEST(central_kill9_resumes_with_one_charge)
 {
     pg_srv s;
@@ -1255,6 +1306,7 @@ static Suite *suite(void)
     tcase_add_test(tc, cancel_queued_and_running_and_queue_limit);
     tcase_add_test(tc, kill9_resumes_from_the_checkpoint);
     tcase_add_test(tc, central_ledger_through_dp_sinkhorn);
+    tcase_add_test(tc, calibrated_dp_sinkhorn_charges_its_release);
     tcase_add_test(tc, central_kill9_resumes_with_one_charge);
     tcase_add_test(tc, public_dataset_for_latent_flows);
     suite_add_tcase(s, tc);

@@ -4,6 +4,7 @@
 #include "support/pg_test.h"
 
 #include <float.h>
+#include <string.h>
 
 /* Independent reference: A_alpha = int N(x; 0, s^2) ((1-q) + q e^{(2x-1)/(2s^2)})^alpha dx
  * by the trapezoid rule in log space over [-40s, alpha + 40s] (the integrand
@@ -191,6 +192,47 @@ START_TEST(test_conversions)
 }
 END_TEST
 
+/* With an extra curve (a one-off plain Gaussian release next to the steps)
+ * the calibrated sigma meets the target for the composed curve, tightly,
+ * and is larger than without; NULL is the plain calibration. */
+START_TEST(test_calibration_with_extra_curve)
+{
+    double orders[PG_RDP_DEFAULT_ORDERS], extra[PG_RDP_DEFAULT_ORDERS];
+    double rdp[PG_RDP_DEFAULT_ORDERS];
+    size_t n = pg_rdp_default_orders(orders, PG_RDP_DEFAULT_ORDERS);
+    for (size_t i = 0; i < n; i++) extra[i] = orders[i] / (2.0 * 5.0 * 5.0);
+    double s0, s1, s2, e_hi, e_lo;
+    ck_assert_int_eq(pg_rdp_calibrate_sigma(4.0, 1e-5, 0.01, 3000, PG_RDP_CONV_IMPROVED, &s0, NULL),
+                     PG_OK);
+    ck_assert_int_eq(
+        pg_rdp_calibrate_sigma_plus(4.0, 1e-5, 0.01, 3000, NULL, PG_RDP_CONV_IMPROVED, &s1, NULL),
+        PG_OK);
+    ck_assert_double_eq(s0, s1);
+    ck_assert_int_eq(
+        pg_rdp_calibrate_sigma_plus(4.0, 1e-5, 0.01, 3000, extra, PG_RDP_CONV_IMPROVED, &s2, NULL),
+        PG_OK);
+    ck_assert_double_gt(s2, s1);
+    /* Brute force: compose by hand at s2 and just below it. */
+    const double at[2] = {s2, s2 * (1 - 1e-5)};
+    double *out[2] = {&e_hi, &e_lo};
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(pg_rdp_compute(0.01, at[k], 3000, orders, n, rdp, NULL), PG_OK);
+        for (size_t i = 0; i < n; i++) rdp[i] += extra[i];
+        ck_assert_int_eq(
+            pg_rdp_to_dp(orders, rdp, n, 1e-5, PG_RDP_CONV_IMPROVED, out[k], NULL, NULL), PG_OK);
+    }
+    ck_assert_double_le(e_hi, 4.0);
+    ck_assert_double_gt(e_lo, 4.0);
+    /* An extra release that alone exceeds the target cannot be calibrated. */
+    for (size_t i = 0; i < n; i++) extra[i] = orders[i] / (2.0 * 0.1 * 0.1);
+    pg_error e = {0};
+    ck_assert_int_eq(
+        pg_rdp_calibrate_sigma_plus(4.0, 1e-5, 0.01, 3000, extra, PG_RDP_CONV_IMPROVED, &s2, &e),
+        PG_ERANGE);
+    ck_assert_ptr_nonnull(strstr(e.msg, "other releases"));
+}
+END_TEST
+
 START_TEST(test_calibration_round_trip)
 {
     double sigma, e1, e2;
@@ -267,6 +309,7 @@ static Suite *rdp_suite(void)
     tcase_add_test(tc, test_plain_gaussian_and_monotone);
     tcase_add_test(tc, test_conversions);
     tcase_add_test(tc, test_calibration_round_trip);
+    tcase_add_test(tc, test_calibration_with_extra_curve);
     tcase_add_test(tc, test_domain_refused);
     suite_add_tcase(s, tc);
     return s;
