@@ -10,6 +10,7 @@
 #include "engine/methods/dp_sinkhorn.h"
 #include "engine/methods/spec.h"
 #include "engine/privacy/privacy.h"
+#include "support/pg_dps_test.h"
 #include "support/pg_method_test.h"
 #include "support/pg_test.h"
 
@@ -105,54 +106,6 @@ END_TEST
 
 /* ---- dp_sinkhorn with calibration ---------------------------------------- */
 
-/* Two classes, blobs around (-2, 0) and (2, 2) in [-10, 10]^2. */
-static void make_central(size_t n, pg_dataset *ds, pg_data_desc *desc)
-{
-    pg_rng r;
-    pg_rng_seeded(&r, 17, 0);
-    float *x = pg_alloc_f32(n * 2);
-    int32_t *lab = pg_calloc(n, sizeof(int32_t));
-    for (size_t i = 0; i < n; i++) {
-        lab[i] = (int32_t)(i % 2);
-        x[2 * i] = (lab[i] ? 2.0f : -2.0f) + 0.3f * (float)pg_rng_normal(&r);
-        x[2 * i + 1] = (lab[i] ? 2.0f : 0.0f) + 0.3f * (float)pg_rng_normal(&r);
-    }
-    size_t shape[1] = {2};
-    ck_assert_int_eq(pg_dataset_adopt(ds, x, lab, n, shape, 1, 2, -10.0f, 10.0f, NULL), PG_OK);
-    pg_data_desc d = {.n = n,
-                      .d = 2,
-                      .ndim = 1,
-                      .shape = {2},
-                      .lo = -10.0f,
-                      .hi = 10.0f,
-                      .num_classes = 2,
-                      .model = PG_PRIVACY_CENTRAL,
-                      .cap_epsilon = 1e7,
-                      .cap_delta = 1e-5};
-    *desc = d;
-}
-
-static json_t *resolve_ok(const char *text, const pg_data_desc *desc)
-{
-    pg_spec_errors e;
-    json_t *r =
-        pg_test_resolve(pg_method_find("dp_sinkhorn"), text, &(pg_job_data){.desc = desc}, &e);
-    ck_assert_msg(r != NULL, "%s: %s", e.count ? e.items[0].field : "?",
-                  e.count ? e.items[0].message : "?");
-    return r;
-}
-
-static pg_trainer *make_trainer(const json_t *r, const pg_data_desc *desc, const pg_dataset *ds)
-{
-    pg_trainer *t = NULL;
-    pg_error err = {0};
-    ck_assert_msg(pg_method_find("dp_sinkhorn")
-                          ->create(r, &(pg_job_data){.desc = desc, .rows = ds}, 1, &t, &err) ==
-                      PG_OK,
-                  "%s", err.msg);
-    return t;
-}
-
 #define MODEL    "\"model\": {\"hidden\": [16], \"latent_dim\": 2, \"conditional\": true}"
 #define CALIB(s) "\"calibration\": {\"class_means\": true, \"noise_multiplier\": " s "}"
 
@@ -173,7 +126,7 @@ START_TEST(calibrated_samples_have_the_class_means)
     pg_threads_set(1);
     pg_dataset ds;
     pg_data_desc desc;
-    make_central(600, &ds, &desc);
+    make_central(600, 0, &ds, &desc);
     const pg_method *m = pg_method_find("dp_sinkhorn");
     const char *fmt = "{" MODEL ", \"train\": {\"steps\": 5, \"batch_size\": 10},"
                       " \"privacy\": {\"noise_multiplier\": 1.0}, \"seed\": 3%s}";
@@ -211,7 +164,7 @@ START_TEST(calibration_is_charged)
     pg_threads_set(1);
     pg_dataset ds;
     pg_data_desc desc;
-    make_central(200, &ds, &desc);
+    make_central(200, 0, &ds, &desc);
     const pg_method *m = pg_method_find("dp_sinkhorn");
     json_t *r = resolve_ok("{" MODEL ", \"train\": {\"steps\": 6, \"batch_size\": 10},"
                            " \"privacy\": {\"noise_multiplier\": 1.3}, " CALIB("4") "}",
@@ -285,7 +238,7 @@ START_TEST(calibration_survives_checkpoints)
     pg_threads_set(1);
     pg_dataset ds;
     pg_data_desc desc;
-    make_central(200, &ds, &desc);
+    make_central(200, 0, &ds, &desc);
     const pg_method *m = pg_method_find("dp_sinkhorn");
     const char *fmt = "{" MODEL ", \"train\": {\"steps\": 20, \"batch_size\": 10},"
                       " \"privacy\": {\"noise_multiplier\": 1.2}, \"seed\": 8%s}";
