@@ -8,12 +8,6 @@
 #include "engine/core/alloc.h"
 #include "engine/privacy/privacy.h"
 
-void pg_calib_rdp(double noise_multiplier, const double *orders, size_t n, double *rdp)
-{
-    double s2 = noise_multiplier * noise_multiplier;
-    for (size_t i = 0; i < n; i++) rdp[i] = orders[i] / (2.0 * s2);
-}
-
 int pg_calib_release_means(pg_rng *secure, const pg_dataset *data, int classes, float lo, float hi,
                            double noise_multiplier, float *means, pg_error *err)
 {

@@ -14,7 +14,7 @@
  * and per-class counts moves by at most sqrt(2) in l2 when one record is
  * added or removed (one S_k by at most R, one n_k by 1), so adding
  * N(0, 2 s^2) to every coordinate is the Gaussian mechanism with noise
- * multiplier s: RDP alpha / (2 s^2) at every order (pg_calib_rdp). The noise
+ * multiplier s: RDP alpha / (2 s^2) at every order (pg_rdp_gaussian). The noise
  * comes from the secure generator only. Released means are
  * m + R S_k / max(n_k, 1), clamped to [lo, hi] (post-processing).
  * An unlabelled dataset, or classes = 0, is one class.
@@ -35,8 +35,5 @@
 /* means: max(classes, 1) x data->d floats. */
 int pg_calib_release_means(pg_rng *secure, const pg_dataset *data, int classes, float lo, float hi,
                            double noise_multiplier, float *means, pg_error *err);
-
-/* rdp[i] = orders[i] / (2 s^2): the release's RDP curve. */
-void pg_calib_rdp(double noise_multiplier, const double *orders, size_t n, double *rdp);
 
 #endif

@@ -217,20 +217,10 @@ static bool extra_curve(const json_t *r, double *extra)
     if (!pg_spec_bool(r, "calibration.class_means", false)) return false;
     double orders[PG_RDP_DEFAULT_ORDERS];
     size_t n = pg_rdp_default_orders(orders, PG_RDP_DEFAULT_ORDERS);
-    pg_calib_rdp(pg_spec_num(r, "calibration.noise_multiplier", 5), orders, n, extra);
+    double s = pg_spec_num(r, "calibration.noise_multiplier", 5);
+    /* The spec table keeps s > 0, so the library cannot refuse it. */
+    for (size_t i = 0; i < n; i++) pg_rdp_gaussian(s, orders[i], &extra[i], NULL);
     return true;
-}
-
-/* The whole job's epsilon after `steps` steps (plus the one-off release). */
-static int job_epsilon(double q, double sigma_acc, uint64_t steps, const double *extra,
-                       double delta, double *eps, pg_error *err)
-{
-    double orders[PG_RDP_DEFAULT_ORDERS], rdp[PG_RDP_DEFAULT_ORDERS];
-    size_t n = pg_rdp_default_orders(orders, PG_RDP_DEFAULT_ORDERS);
-    int rc = pg_rdp_compute(q, sigma_acc, steps, orders, n, rdp, err);
-    if (rc == PG_OK && extra) rc = pg_rdp_compose(rdp, extra, n, err);
-    if (rc == PG_OK) rc = pg_rdp_to_dp(orders, rdp, n, delta, CONVERSION, eps, NULL, err);
-    return rc;
 }
 
 static int dps_validate(const json_t *spec, const pg_job_data *in, json_t **resolved,
@@ -301,8 +291,8 @@ static int dps_validate(const json_t *spec, const pg_job_data *in, json_t **reso
         if (errors->count == before && desc->cap_epsilon > 0) {
             double sigma = pg_spec_num(r, "privacy.noise_multiplier", 1);
             double eps;
-            if (job_epsilon(q, accountant_sigma(sigma, row_clip, n), (uint64_t)steps, extra, delta,
-                            &eps, NULL) == PG_OK &&
+            if (pg_rdp_epsilon_plus(q, accountant_sigma(sigma, row_clip, n), (uint64_t)steps, extra,
+                                    delta, CONVERSION, &eps, NULL, NULL) == PG_OK &&
                 eps > desc->cap_epsilon)
                 pg_spec_error_add(errors, has_eps ? "privacy.epsilon" : "privacy.noise_multiplier",
                                   "this job alone would spend epsilon %.4g, above the dataset's "

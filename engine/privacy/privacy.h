@@ -158,6 +158,10 @@ int pg_rdp_epsilon(double q, double sigma, uint64_t steps, double delta, int con
  * sigma = 1e4 is not enough. */
 int pg_rdp_calibrate_sigma(double epsilon, double delta, double q, uint64_t steps, int conversion,
                            double *sigma, pg_error *err);
+/* epsilon of `steps` steps composed with a job's other releases, whose RDP
+ * curve `extra` is on the default grid (NULL: none, i.e. pg_rdp_epsilon). */
+int pg_rdp_epsilon_plus(double q, double sigma, uint64_t steps, const double *extra, double delta,
+                        int conversion, double *epsilon, double *order, pg_error *err);
 /* The same when the job also makes other releases whose RDP curve `extra`
  * (on the default grid, PG_RDP_DEFAULT_ORDERS values; NULL for none) composes
  * with the steps. PG_ERANGE also when the extra curve alone exceeds epsilon. */

@@ -196,27 +196,18 @@ int pg_rdp_to_dp(const double *orders, const double *rdp, size_t n, double delta
 int pg_rdp_epsilon(double q, double sigma, uint64_t steps, double delta, int conversion,
                    double *epsilon, double *order, pg_error *err)
 {
-    double orders[PG_RDP_DEFAULT_ORDERS], rdp[PG_RDP_DEFAULT_ORDERS];
-    size_t n = pg_rdp_default_orders(orders, PG_RDP_DEFAULT_ORDERS);
-    int rc = pg_rdp_compute(q, sigma, steps, orders, n, rdp, err);
-    if (rc) return rc;
-    return pg_rdp_to_dp(orders, rdp, n, delta, conversion, epsilon, order, err);
+    return pg_rdp_epsilon_plus(q, sigma, steps, NULL, delta, conversion, epsilon, order, err);
 }
 
-/* epsilon of `steps` steps at (q, sigma) composed with a fixed extra curve
- * on the default grid (NULL: none). */
-static int epsilon_plus(double q, double sigma, uint64_t steps, const double *extra, double delta,
-                        int conversion, double *epsilon, pg_error *err)
+int pg_rdp_epsilon_plus(double q, double sigma, uint64_t steps, const double *extra, double delta,
+                        int conversion, double *epsilon, double *order, pg_error *err)
 {
     double orders[PG_RDP_DEFAULT_ORDERS], rdp[PG_RDP_DEFAULT_ORDERS];
     size_t n = pg_rdp_default_orders(orders, PG_RDP_DEFAULT_ORDERS);
     int rc = pg_rdp_compute(q, sigma, steps, orders, n, rdp, err);
+    if (rc == PG_OK && extra) rc = pg_rdp_compose(rdp, extra, n, err);
     if (rc) return rc;
-    if (extra) {
-        rc = pg_rdp_compose(rdp, extra, n, err);
-        if (rc) return rc;
-    }
-    return pg_rdp_to_dp(orders, rdp, n, delta, conversion, epsilon, NULL, err);
+    return pg_rdp_to_dp(orders, rdp, n, delta, conversion, epsilon, order, err);
 }
 
 int pg_rdp_calibrate_sigma(double epsilon, double delta, double q, uint64_t steps, int conversion,
@@ -231,13 +222,13 @@ int pg_rdp_calibrate_sigma_plus(double epsilon, double delta, double q, uint64_t
     if (!(epsilon > 0.0) || !isfinite(epsilon))
         return pg_error_set(err, PG_EINVAL, "epsilon must be finite and > 0, got %g", epsilon);
     double e, lo = 1e-2, hi = 1e4;
-    int rc = epsilon_plus(q, hi, steps, extra, delta, conversion, &e, err);
+    int rc = pg_rdp_epsilon_plus(q, hi, steps, extra, delta, conversion, &e, NULL, err);
     if (rc) return rc;
     if (e > epsilon)
         return pg_error_set(
             err, PG_ERANGE, "no noise multiplier up to %g reaches epsilon %g in %llu steps%s", hi,
             epsilon, (unsigned long long)steps, extra ? " next to the job's other releases" : "");
-    rc = epsilon_plus(q, lo, steps, extra, delta, conversion, &e, err);
+    rc = pg_rdp_epsilon_plus(q, lo, steps, extra, delta, conversion, &e, NULL, err);
     if (rc) return rc;
     if (e <= epsilon) {
         *sigma = lo;
@@ -246,7 +237,7 @@ int pg_rdp_calibrate_sigma_plus(double epsilon, double delta, double q, uint64_t
     /* epsilon(sigma) is decreasing: bisect in log(sigma), keep the feasible end. */
     while (hi / lo - 1.0 > 1e-7) {
         double mid = sqrt(lo * hi);
-        rc = epsilon_plus(q, mid, steps, extra, delta, conversion, &e, err);
+        rc = pg_rdp_epsilon_plus(q, mid, steps, extra, delta, conversion, &e, NULL, err);
         if (rc) return rc;
         if (e <= epsilon)
             hi = mid;
