@@ -1,4 +1,4 @@
-/* api/font.h - a built-in 5x7 bitmap font for text on PNG plots.
+/* api/font.h - a built-in 5x8 bitmap font (5x7 cells, one row for descenders) for text on PNG plots.
  *
  * Covers printable ASCII and the Greek ε and δ (UTF-8); any other character
  * is drawn as '?'. Glyphs advance PG_FONT_ADV pixels (times scale). Drawing
@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define PG_FONT_W   5
-#define PG_FONT_H   7
+#define PG_FONT_H   8
 #define PG_FONT_ADV 6
 
 /* 1 when pixel (x, y) of code point cp's glyph is ink (0 outside it). */
