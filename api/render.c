@@ -273,8 +273,10 @@ static int scatter(const float *x, size_t n, float lo, float hi, const pg_render
     frame_box(&c);
     char line[256];
     title(opt, n, line, sizeof line);
-    int scale = pg_font_width(line, 2) <= PG_PLOT_W - 20 ? 2 : 1;
-    text(&c, PG_PLOT_LEFT, 10, line, scale, INK);
+    int scale = pg_font_width(line, 2) <= PG_PLOT_W - 20 ? 2 : 1, tw = pg_font_width(line, scale);
+    /* left-aligned with the box when it fits there, else centred on the image */
+    text(&c, tw <= PG_PLOT_W - PG_PLOT_LEFT - 10 ? PG_PLOT_LEFT : (PG_PLOT_W - tw) / 2, 10, line,
+         scale, INK);
     snprintf(line, sizeof line, "declared range [%g, %g] (dashed)", (double)lo, (double)hi);
     text(&c, PG_PLOT_LEFT, 34, line, 1, RANGE);
     int nx = PG_PLOT_LEFT + pg_font_width(line, 1) + 12;
