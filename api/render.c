@@ -80,7 +80,8 @@ static void png_flush_noop(png_structp png)
     (void)png;
 }
 
-/* Encodes a w x h RGB8 image at zlib level `level`. */
+/* Encodes a w x h RGB8 image at zlib level `level`; as 8-bit gray when every
+ * pixel is gray (grids of 1-channel images), a third of the data to deflate. */
 static int encode_rgb(const uint8_t *rgb, size_t w, size_t h, int level, char **out, size_t *len,
                       pg_error *err)
 {
@@ -88,26 +89,35 @@ static int encode_rgb(const uint8_t *rgb, size_t w, size_t h, int level, char **
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
     png_infop info = png ? png_create_info_struct(png) : NULL;
     png_bytep *rows = malloc(h * sizeof *rows);
-    if (!png || !info || !rows) {
+    int gray = 1;
+    for (size_t i = 0; gray && i < w * h; i++)
+        gray = rgb[3 * i] == rgb[3 * i + 1] && rgb[3 * i] == rgb[3 * i + 2];
+    uint8_t *g = gray ? malloc(w * h) : NULL;
+    if (!png || !info || !rows || (gray && !g)) {
         png_destroy_write_struct(&png, &info);
         free(rows);
+        free(g);
         return pg_error_set(err, PG_ENOMEM, "out of memory rendering PNG");
     }
+    for (size_t i = 0; g && i < w * h; i++) g[i] = rgb[3 * i];
     if (setjmp(png_jmpbuf(png))) {
         png_destroy_write_struct(&png, &info);
         free(rows);
+        free(g);
         free(m.p);
         return pg_error_set(err, PG_ENOMEM, "PNG encoding failed");
     }
     png_set_write_fn(png, &m, png_put, png_flush_noop);
     png_set_compression_level(png, level);
-    png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8, PNG_COLOR_TYPE_RGB,
-                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-    for (size_t y = 0; y < h; y++) rows[y] = (png_bytep)(rgb + y * w * 3);
+    png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8,
+                 gray ? PNG_COLOR_TYPE_GRAY : PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
+                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    for (size_t y = 0; y < h; y++) rows[y] = gray ? g + y * w : (png_bytep)(rgb + y * w * 3);
     png_set_rows(png, info, rows);
     png_write_png(png, info, PNG_TRANSFORM_IDENTITY, NULL);
     png_destroy_write_struct(&png, &info);
     free(rows);
+    free(g);
     if (m.oom) {
         free(m.p);
         return pg_error_set(err, PG_ENOMEM, "out of memory rendering PNG");

@@ -20,7 +20,7 @@ int pg_render_csv(const float *x, size_t n, size_t d, char **out, size_t *len, p
 int pg_render_npy(const float *x, size_t n, const size_t *shape, int ndim, char **out, size_t *len,
                   pg_error *err);
 /* zlib level for served PNGs: see docs/benchmarks.md "PNG compression". */
-#define PG_RENDER_PNG_LEVEL 6
+#define PG_RENDER_PNG_LEVEL 4
 
 /* What a plot says about itself. Fields left at their defaults
  * (pg_render_plot_defaults) are omitted from the title. */
