@@ -223,7 +223,9 @@ int pg_cli_privacy(int argc, char **argv)
                 {"shuffle", cmd_shuffle, HELP_SHUFFLE},
                 {"swd-sensitivity", cmd_swd, HELP_SWD}};
     enum { NSUB = sizeof subs / sizeof subs[0] };
-    if (argc >= 1 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) {
+    int known = 0;
+    for (size_t i = 0; argc >= 1 && i < NSUB; i++) known |= !strcmp(argv[0], subs[i].name);
+    if (!known && pg_cli_help(argc, argv, "")) {
         printf("usage: privgen privacy SUBCOMMAND [options]\n"
                "  Offline privacy accounting; every subcommand prints one JSON line.\n");
         for (size_t i = 0; i < NSUB; i++) fputs(subs[i].help, stdout);
