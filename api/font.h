@@ -1,4 +1,5 @@
-/* api/font.h - a built-in 5x8 bitmap font (5x7 cells, one row for descenders) for text on PNG plots.
+/* api/font.h - a built-in bitmap font for text on PNG plots: 5x7 cells plus
+ * one row for descenders (5x8).
  *
  * Covers printable ASCII and the Greek ε and δ (UTF-8); any other character
  * is drawn as '?'. Glyphs advance PG_FONT_ADV pixels (times scale). Drawing
