@@ -8,6 +8,7 @@
 #include <sys/random.h>
 
 #include "api/internal.h"
+#include "api/plot_request.h"
 #include "api/render.h"
 #include "engine/core/alloc.h"
 #include "service/jobs.h"
@@ -67,6 +68,8 @@ void pg_h_jobs_samples(pg_req *r)
         pg_api_problem(r, 400, "n must be at least 1", "n", "must be at least 1");
         return;
     }
+    pg_api_plot plot; /* PNG only: ?frame= and the title */
+    if (!strcmp(fmt, "png") && pg_api_plot_request(r, r->params[0], &plot)) return;
     if (!has_seed && getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed) {
         pg_api_problem(r, 503, "cannot draw a sampling seed", NULL, NULL);
         return;
@@ -144,7 +147,9 @@ void pg_h_jobs_samples(pg_req *r)
                            &err);
         type = "application/x-npy";
     } else if (!rc) {
-        rc = pg_render_png(x, (size_t)n, d, geo.ndim, geo.shape, geo.lo, geo.hi, &body, &len, &err);
+        plot.opt.step = step;
+        rc = pg_render_png_plot(x, (size_t)n, d, geo.ndim, geo.shape, geo.lo, geo.hi, &plot.opt,
+                                &body, &len, &err);
         type = "image/png";
     }
     pg_free(x);
