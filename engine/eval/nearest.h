@@ -14,11 +14,10 @@
  * Quantiles use numpy.quantile's default (linear, "type 7"): the value at
  * position p (n - 1) of the ascending array, interpolated between neighbours.
  *
- * Cancellation: `progress` (may be NULL) is called after every block with the
- * fraction of queries done; a nonzero return stops the kernel with
- * PG_ECANCELLED. Errors: PG_EINVAL (shapes, empty sets, non-finite values),
- * PG_ENOMEM; outputs are untouched on failure except after a cancellation,
- * when `dist` holds the finished blocks.
+ * Cancellation (progress.h): `progress` (may be NULL) is called after every
+ * block with stage "nearest" and the fraction of queries done. Errors: PG_EINVAL (shapes, empty
+ * sets, non-finite values), PG_ENOMEM; outputs are untouched on failure except after a
+ * cancellation, when `dist` holds the finished blocks.
  */
 #ifndef PG_EVAL_NEAREST_H
 #define PG_EVAL_NEAREST_H
@@ -28,13 +27,9 @@
 
 #include "engine/core/error.h"
 #include "engine/core/mat.h"
+#include "engine/eval/progress.h"
 
 #define PG_EVAL_NN_BLOCK 256
-
-/* Progress hook shared by the eval module: the stage running ("nearest" here,
- * the report's stage names in report.h) and the fraction done in [0, 1];
- * return nonzero to cancel. */
-typedef int (*pg_eval_progress_fn)(void *ctx, const char *stage, double fraction);
 
 /* dist[i] = min_j |q_i - r_j|; idx (optional) the argmin j. Threads: OpenBLAS
  * for the GEMM, OpenMP over the block's rows for the scan. */

@@ -10,6 +10,7 @@
 #include "engine/core/rng.h"
 #include "engine/eval/assoc.h"
 #include "engine/eval/marginal.h"
+#include "engine/eval/nearest.h"
 #include "engine/ot/divergence.h"
 #include "engine/ot/sliced.h"
 
@@ -393,13 +394,32 @@ static int run_distribution(const pg_eval_input *in, const pg_eval_opts *o, cons
 }
 
 static int fit_score(const pg_eval_input *in, const pg_eval_opts *o, const float *x,
-                     const int32_t *y, size_t n, const split *sp, size_t h, double *acc,
-                     pg_logreg_report *rep, pg_error *err)
+                     const int32_t *y, size_t n, const split *sp, size_t h, progress *pr,
+                     double *acc, pg_logreg_report *rep, pg_error *err)
 {
     pg_logreg model = {0};
-    int rc = pg_logreg_fit(&model, x, y, n, in->d, in->num_classes, &o->logreg, rep, err);
+    pg_logreg_opts lo = o->logreg;
+    lo.progress = kernel_tick;
+    lo.progress_ctx = pr;
+    int rc = pg_logreg_fit(&model, x, y, n, in->d, in->num_classes, &lo, rep, err);
     if (rc == PG_OK) rc = pg_logreg_accuracy(&model, sp->b, sp->lb, h, acc, err);
     pg_logreg_free(&model);
+    return rc;
+}
+
+static int run_utility(const pg_eval_input *in, const pg_eval_opts *o, const split *sp,
+                       pg_eval_report *r, progress *pr, pg_error *err)
+{
+    double base = pr->base, span = pr->span;
+    pr->span = span / 2;
+    r->num_classes = in->num_classes;
+    int rc = fit_score(in, o, sp->s, sp->ls, r->m, sp, r->h, pr, &r->acc_syn, &r->fit_syn, err);
+    pr->base = base + span / 2;
+    if (rc == PG_OK)
+        rc = fit_score(in, o, sp->a, sp->la, r->m, sp, r->h, pr, &r->acc_real, &r->fit_real, err);
+    pr->base = base;
+    pr->span = span;
+    if (rc == PG_ECANCELLED) rc = cancelled(err, pr->stage);
     return rc;
 }
 
@@ -500,12 +520,7 @@ int pg_eval_report_run(const pg_eval_input *in, const pg_eval_opts *opts, pg_eva
             r->has_distribution = rc == PG_OK;
             break;
         case 3:
-            r->num_classes = in->num_classes;
-            rc = fit_score(in, opts, sp.s, sp.ls, r->m, &sp, r->h, &r->acc_syn, &r->fit_syn, err);
-            if (rc == PG_OK && tick(&pr, 0.5)) rc = cancelled(err, names[s]);
-            if (rc == PG_OK)
-                rc = fit_score(in, opts, sp.a, sp.la, r->m, &sp, r->h, &r->acc_real, &r->fit_real,
-                               err);
+            rc = run_utility(in, opts, &sp, r, &pr, err);
             r->has_utility = rc == PG_OK;
             break;
         case 4:

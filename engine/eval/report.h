@@ -47,9 +47,13 @@
  *     rows are. Copies of training rows are only visible when B holds
  *     training rows (a public holdout cannot show them).
  *
- * Progress/cancellation: opts.progress (may be NULL) receives the overall
- * fraction done; a nonzero return stops the run with PG_ECANCELLED (checked
- * between columns, between stages and inside the nearest-neighbour scan).
+ * Progress/cancellation (progress.h): opts.progress (may be NULL) receives
+ * the stage ("marginals", "pairwise", "distribution", "utility",
+ * "memorisation", then "done") and the overall fraction done; a nonzero
+ * return stops the run with PG_ECANCELLED. It is checked between columns and
+ * stages, after every L-BFGS iteration and every nearest-neighbour block; the
+ * longest step it cannot interrupt is one Sinkhorn problem of
+ * opts.sinkhorn_rows rows.
  * Ownership: the report owns its arrays; release with pg_eval_report_free.
  * Errors: PG_EINVAL (shapes, non-finite values, bad codes or labels),
  * PG_ENOMEM, PG_ENUMERIC (a Sinkhorn or logistic-regression failure),
@@ -65,7 +69,7 @@
 
 #include "engine/core/error.h"
 #include "engine/eval/logreg.h"
-#include "engine/eval/nearest.h"
+#include "engine/eval/progress.h"
 
 typedef enum pg_eval_kind { PG_EVAL_NUMERIC = 0, PG_EVAL_CATEGORICAL = 1 } pg_eval_kind;
 
