@@ -150,7 +150,8 @@ int pg_eval_report_run(const pg_eval_input *in, const pg_eval_opts *opts, pg_eva
 void pg_eval_report_free(pg_eval_report *r);
 
 /* JSON of the report: every figure above (NaN as null), with the matrices
- * only when d <= matrix_max_d (else "omitted"). columns as given to run
+ * (real, synthetic, difference = synthetic - real) only when d <=
+ * matrix_max_d (else "matrices": "omitted"). columns as given to run
  * (names), may be NULL. *out is a new reference. */
 int pg_eval_report_json(const pg_eval_report *r, const pg_eval_column *columns, size_t matrix_max_d,
                         json_t **out, pg_error *err);

@@ -22,6 +22,19 @@ static json_t *matrix(const double *v, size_t d)
     return a;
 }
 
+/* synthetic - real, null where either is undefined (NaN propagates). */
+static json_t *difference(const double *s, const double *r, size_t d)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < d; i++) {
+        json_t *row = json_array();
+        for (size_t j = 0; row && j < d; j++)
+            json_array_append_new(row, num(s[i * d + j] - r[i * d + j]));
+        json_array_append_new(a, row);
+    }
+    return a;
+}
+
 static json_t *quantiles(const double *q)
 {
     json_t *o = json_object();
@@ -104,6 +117,7 @@ int pg_eval_report_json(const pg_eval_report *r, const pg_eval_column *cols, siz
         if (r->d <= matrix_max_d) {
             json_object_set_new(p, "real", matrix(r->assoc_real, r->d));
             json_object_set_new(p, "synthetic", matrix(r->assoc_syn, r->d));
+            json_object_set_new(p, "difference", difference(r->assoc_syn, r->assoc_real, r->d));
         } else {
             json_object_set_new(p, "matrices", json_string("omitted"));
         }

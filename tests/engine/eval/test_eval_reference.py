@@ -104,6 +104,12 @@ def check_report(tmp, rng):
                     close(v, want, 1e-10, f"Pearson {name} ({i},{j})")
         for i in range(6):
             check(c_mat[i][6] is None and c_mat[7][i] is None, f"mixed pair {name} {i} not null")
+    for i in range(8):
+        for j in range(8):
+            a, b, dv = pw["real"][i][j], pw["synthetic"][i][j], pw["difference"][i][j]
+            check((dv is None) == (a is None or b is None), f"difference ({i},{j}) null-ness")
+            if dv is not None:
+                close(dv, b - a, 1e-15, f"difference ({i},{j})")
     iu = [(i, j) for i in range(6) for j in range(i + 1, 6) if not (np.isnan(cr[i, j]) or np.isnan(cs[i, j]))]
     close(pw["pearson_mean_abs_diff"], np.mean([abs(cs[i, j] - cr[i, j]) for i, j in iu]), 1e-10,
           "Pearson mean abs difference")
