@@ -177,6 +177,20 @@ static int check_input(const pg_eval_input *in, pg_error *err)
     return PG_OK;
 }
 
+static int check_opts(const pg_eval_opts *o, pg_error *err)
+{
+    if (o->distribution && (o->sw_directions < 1 || o->sw_directions > PG_EVAL_MAX_DIRECTIONS))
+        return pg_error_set(err, PG_EINVAL, "sliced W2 needs 1..%d directions",
+                            PG_EVAL_MAX_DIRECTIONS);
+    if (o->distribution && o->sinkhorn_rows > 0 &&
+        (o->sinkhorn_rows > PG_EVAL_MAX_SINKHORN_ROWS || !(o->sinkhorn_reg_rel > 0) ||
+         !isfinite(o->sinkhorn_reg_rel) || o->sinkhorn_max_iter < 1))
+        return pg_error_set(err, PG_EINVAL,
+                            "Sinkhorn needs at most %d rows, reg_rel > 0 and max_iter >= 1",
+                            PG_EVAL_MAX_SINKHORN_ROWS);
+    return PG_OK;
+}
+
 static bool is_cat(const pg_eval_input *in, size_t j)
 {
     return in->columns && in->columns[j].kind == PG_EVAL_CATEGORICAL;
@@ -326,7 +340,6 @@ static int run_distribution(const pg_eval_input *in, const pg_eval_opts *o, cons
                             pg_eval_report *r, progress *pr, pg_error *err)
 {
     size_t d = in->d, h = r->h, m = r->m, k = o->sw_directions;
-    if (k == 0) return pg_error_set(err, PG_EINVAL, "sliced W2 needs at least one direction");
     float *theta = pg_alloc_f32(d * k);
     pg_sw_ws sw;
     int rc = theta ? pg_sw_ws_init(&sw, m, h, k, d, err)
@@ -353,8 +366,6 @@ static int run_distribution(const pg_eval_input *in, const pg_eval_opts *o, cons
     r->has_sinkhorn = false;
     r->sinkhorn_syn = r->sinkhorn_floor = r->sinkhorn_reg = NAN;
     if (o->sinkhorn_rows == 0) return PG_OK;
-    if (!(o->sinkhorn_reg_rel > 0) || o->sinkhorn_max_iter < 1)
-        return pg_error_set(err, PG_EINVAL, "Sinkhorn needs reg_rel > 0 and max_iter >= 1");
     double tv = 0;
     for (size_t j = 0; j < d; j++) {
         double sd;
@@ -473,6 +484,7 @@ int pg_eval_report_run(const pg_eval_input *in, const pg_eval_opts *opts, pg_eva
     if (!out || !opts) return pg_error_set(err, PG_EINVAL, "report output or options missing");
     memset(out, 0, sizeof *out);
     int rc = check_input(in, err);
+    if (rc == PG_OK) rc = check_opts(opts, err);
     if (rc) return rc;
     pg_eval_report *r = out;
     r->n_syn = in->n_syn;

@@ -259,6 +259,17 @@ START_TEST(hostile_inputs)
     ck_assert_ptr_null(r.columns);
     cols[2].categories = 0;
     ck_assert_int_eq(pg_eval_report_run(&in, &o, &r, NULL), PG_EINVAL);
+    cols[2].categories = 2;
+    in.columns = NULL;
+    o.sw_directions = 0;
+    ck_assert_int_eq(pg_eval_report_run(&in, &o, &r, NULL), PG_EINVAL);
+    o = quick();
+    o.sinkhorn_rows = PG_EVAL_MAX_SINKHORN_ROWS + 1;
+    ck_assert_int_eq(pg_eval_report_run(&in, &o, &r, NULL), PG_EINVAL);
+    o.sinkhorn_rows = 100;
+    o.sinkhorn_reg_rel = NAN;
+    ck_assert_int_eq(pg_eval_report_run(&in, &o, &r, NULL), PG_EINVAL);
+    o = quick();
     /* One synthetic row still reports (m = 1). */
     in = input(&t, NULL);
     in.n_syn = 1;
