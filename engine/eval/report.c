@@ -373,9 +373,8 @@ static int run_distribution(const pg_eval_input *in, const pg_eval_opts *o, cons
         tv += sd * sd;
     }
     double reg = o->sinkhorn_reg_rel * 2.0 * tv;
-    if (!(reg > 0) || !isfinite(reg) || reg > 3e38)
-        return pg_error_set(err, PG_EINVAL,
-                            "the Sinkhorn divergence needs a reference set that is not constant");
+    /* A constant reference has no scale to set reg from: no Sinkhorn figure. */
+    if (!(reg > 0) || !(reg < 3e38)) return PG_OK;
     size_t rx = m < o->sinkhorn_rows ? m : o->sinkhorn_rows;
     size_t rb = h < o->sinkhorn_rows ? h : o->sinkhorn_rows;
     size_t mx = rx > rb ? rx : rb;

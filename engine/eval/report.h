@@ -35,7 +35,8 @@
  *     min(m, opts.sinkhorn_rows) rows of S or A against the first
  *     min(h, opts.sinkhorn_rows) of B (rows are already shuffled), with
  *     reg = opts.sinkhorn_reg_rel * 2 * sum_j var_j(reference), i.e. that
- *     fraction of the mean squared distance between two reference rows;
+ *     fraction of the mean squared distance between two reference rows
+ *     (a constant reference gets no Sinkhorn figure: has_sinkhorn false);
  *     eps-scaling 0.8, marginal tolerance 1e-4, opts.sinkhorn_max_iter
  *     (divergence.h reports no convergence flag; at Fashion-MNIST scale,
  *     reg_rel 0.05, the cross term converges in about 150 iterations).

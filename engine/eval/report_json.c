@@ -127,7 +127,9 @@ int pg_eval_report_json(const pg_eval_report *r, const pg_eval_column *cols, siz
         json_t *p = json_pack("{s:I,s:o,s:o}", "directions", (json_int_t)r->sw_directions,
                               "synthetic", num(r->sw2_syn), "noise_floor", num(r->sw2_floor));
         json_t *dist = json_pack("{s:o}", "sliced_w2", p);
-        if (r->has_sinkhorn)
+        if (!r->has_sinkhorn)
+            json_object_set_new(dist, "sinkhorn_divergence", json_null());
+        else
             json_object_set_new(dist, "sinkhorn_divergence",
                                 json_pack("{s:o,s:I,s:I,s:o,s:o}", "reg", num(r->sinkhorn_reg),
                                           "rows", (json_int_t)r->sinkhorn_rows_x, "reference_rows",

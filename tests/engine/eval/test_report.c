@@ -270,6 +270,18 @@ START_TEST(hostile_inputs)
     o.sinkhorn_reg_rel = NAN;
     ck_assert_int_eq(pg_eval_report_run(&in, &o, &r, NULL), PG_EINVAL);
     o = quick();
+    /* A constant reference: every figure but the Sinkhorn divergence. */
+    float *keep = pg_alloc_f32(50 * 3);
+    memcpy(keep, t.ref, 50 * 3 * sizeof(float));
+    for (size_t i = 0; i < 50 * 3; i++) t.ref[i] = 0.5f;
+    in = input(&t, NULL);
+    ck_assert_int_eq(pg_eval_report_run(&in, &o, &r, NULL), PG_OK);
+    ck_assert(r.has_distribution && !r.has_sinkhorn && r.sw2_floor == 0.0);
+    ck_assert(isnan(r.pearson_mad) && r.pearson_pairs == 0);
+    ck_assert_double_eq(r.dcr_real_q[4], 0.0);
+    pg_eval_report_free(&r);
+    memcpy(t.ref, keep, 50 * 3 * sizeof(float));
+    pg_free(keep);
     /* One synthetic row still reports (m = 1). */
     in = input(&t, NULL);
     in.n_syn = 1;
