@@ -107,8 +107,10 @@ START_TEST(fresh_draws_sit_at_the_noise_floor_and_shifts_do_not)
     ck_assert(fabs(a.sinkhorn_syn) < 3 * fabs(a.sinkhorn_floor) + 1e-3);
     ck_assert(b.columns[2].ks > 0.25 && a.columns[2].ks < 0.1);
     ck_assert_double_eq_tol(b.columns[2].mean_syn - b.columns[2].mean_real, 1.0, 0.15);
-    /* The same seed draws the same split: the floors agree exactly. */
-    ck_assert_double_eq(a.sw2_floor, b.sw2_floor);
+    /* The same seed draws the same split and directions: the floors agree (up
+     * to the order in which the sliced kernel's threads add directions up). */
+    ck_assert_double_eq_tol(a.sw2_floor, b.sw2_floor, 1e-12 * a.sw2_floor);
+    ck_assert_double_eq_tol(a.sinkhorn_floor, b.sinkhorn_floor, 1e-4 * fabs(a.sinkhorn_floor));
     ck_assert_double_eq(a.dcr_real_q[2], b.dcr_real_q[2]);
     /* Memorisation: fresh draws are not closer to B than real rows. */
     ck_assert(a.dcr_share_below < 0.12);
