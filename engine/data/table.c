@@ -90,10 +90,10 @@ static int parse_categories(const json_t *arr, pg_table_col *c, pg_error *err)
                                 c->name, i + 1);
         const char *txt = json_string_value(s);
         size_t n = json_string_length(s);
-        if (memchr(txt, '\0', n) || n > PG_TABLE_NAME_MAX || name_problem(txt, n ? n : 1))
+        /* Any text (even empty or multi-line: CSV quotes it) but NUL. */
+        if (memchr(txt, '\0', n) || n > PG_TABLE_NAME_MAX)
             return pg_error_set(err, PG_EINVAL,
-                                "column '%s': category %zu must be at most %d bytes without "
-                                "control characters",
+                                "column '%s': category %zu must be at most %d bytes, without NUL",
                                 c->name, i + 1, PG_TABLE_NAME_MAX);
         for (size_t j = 0; j < c->ncat; j++)
             if (strcmp(c->cats[j], txt) == 0)

@@ -15,8 +15,9 @@
  * parser accepts that form too and refuses it when width or blocks disagree
  * with the layout the columns imply (a corrupt or foreign map). Unknown
  * keys are refused. Limits: PG_TABLE_MAX_COLS columns, names of 1 ..
- * PG_TABLE_NAME_MAX bytes without control characters, unique per schema
- * (category names unique per column), PG_TABLE_MAX_CATS categories (>= 2),
+ * PG_TABLE_NAME_MAX bytes without control characters, unique per schema;
+ * 2 .. PG_TABLE_MAX_CATS categories per column, unique, of 0 ..
+ * PG_TABLE_NAME_MAX bytes (any text but NUL),
  * finite min < max, integer bounds integral with max - min <= 2^22 (so every
  * integer survives float32 encoding exactly), range lo <= 0 and hi >= 1.
  * Every error names the column ("column 'age': ...").
