@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/cmd_table.h"
 #include "cli/http.h"
 
 typedef struct pg_cli_command {
@@ -23,6 +24,7 @@ static const pg_cli_command commands[] = {
     {"jobs", pg_cli_jobs, "create|dry-run|list|show|cancel|watch", 0},
     {"samples", pg_cli_samples, "download synthetic samples (json, csv, npy, png)", 0},
     {"checkpoints", pg_cli_checkpoints, "list or download a job's checkpoints", 0},
+    {"schema", pg_cli_schema, "propose|check: typed table schemas (columns, types, bounds)", 1},
 };
 
 static int usage(FILE *f)

@@ -29,19 +29,21 @@ void pg_ldp_plan_free(pg_ldp_plan *plan)
     memset(plan, 0, sizeof *plan);
 }
 
-/* Noise of a numeric column for its epsilon (and delta). */
+/* Noise of a numeric column's value unit for its epsilon (minus the
+ * indicator's share when nullable) and delta. */
 static int numeric_scale(const pg_table *t, size_t c, int mech, pg_ldp_column *pc, pg_error *err)
 {
-    double l1, l2;
-    pg_table_col_diameter(t, c, &l1, &l2);
-    pc->units = t->cols[c].width;
-    pc->sensitivity = mech == PG_LDP_LAPLACE ? l1 : l2;
+    pc->units = 1;
+    pc->sensitivity = t->hi - t->lo;
+    double eps = pc->epsilon - pc->missing_epsilon;
     pg_error e = {0};
-    int rc = mech == PG_LDP_LAPLACE
-                 ? pg_privacy_laplace_scale(pc->sensitivity, pc->epsilon, pc->units,
-                                            &pc->noise_scale, NULL, &e)
-                 : pg_privacy_gaussian_analytic(pc->epsilon, pc->delta, pc->sensitivity,
-                                                &pc->noise_scale, &e);
+    int rc =
+        !(eps > 0.0) ? pg_error_set(&e, PG_EINVAL, "no epsilon left for the value")
+        : mech == PG_LDP_LAPLACE
+            ? pg_privacy_laplace_scale(pc->sensitivity, eps, 1, &pc->noise_scale, NULL, &e)
+            : pg_privacy_gaussian_analytic(eps, pc->delta, pc->sensitivity, &pc->noise_scale, &e);
+    if (!rc && t->cols[c].nullable)
+        rc = pg_rr_keep_probability(2, pc->missing_epsilon, &pc->missing_keep, &e);
     if (rc) return pg_error_set(err, rc, "column '%s': %s", t->cols[c].name, e.msg);
     return PG_OK;
 }
@@ -86,6 +88,7 @@ int pg_ldp_plan_make(const pg_table *t, int numeric, double epsilon_total, doubl
         if (c != t->label && is_numeric(col)) {
             pc->mechanism = numeric;
             if (numeric == PG_LDP_GAUSSIAN) pc->delta = delta_total / (double)nnum;
+            if (col->nullable) pc->missing_epsilon = pc->epsilon / 2.0;
             rc = numeric_scale(t, c, numeric, pc, err);
         } else {
             pc->mechanism = PG_LDP_RR;
@@ -159,9 +162,8 @@ int pg_ldp_apply(pg_rng *rng, const pg_table *t, const pg_ldp_plan *plan, float 
     if (n == 0) return PG_OK;
     int rc = check_rows(t, x, labels, n, err);
     if (rc) return rc;
-    size_t maxw = 2;
     size_t *vals = malloc(n * sizeof *vals);
-    float *blk = malloc(n * maxw * sizeof *blk);
+    float *blk = malloc(n * sizeof *blk);
     if (!vals || !blk) {
         free(vals);
         free(blk);
@@ -192,16 +194,20 @@ int pg_ldp_apply(pg_rng *rng, const pg_table *t, const pg_ldp_plan *plan, float 
             }
             continue;
         }
-        size_t w = col->width;
-        for (size_t i = 0; i < n; i++)
-            memcpy(blk + i * w, x + i * t->width + col->offset, w * sizeof *blk);
+        float *unit0 = x + col->offset;
+        if (col->nullable) {
+            for (size_t i = 0; i < n; i++) vals[i] = unit0[i * t->width + 1] == 1.0f;
+            rc = pg_rr_randomize(rng, 2, pc->missing_epsilon, vals, vals, n, err);
+            for (size_t i = 0; i < n && !rc; i++) unit0[i * t->width + 1] = (float)vals[i];
+        }
+        for (size_t i = 0; i < n; i++) blk[i] = unit0[i * t->width];
         double scale;
-        rc =
-            pc->mechanism == PG_LDP_LAPLACE
-                ? pg_privacy_laplace_mech(rng, blk, n, w, pc->sensitivity, pc->epsilon, &scale, err)
-                : pg_privacy_gaussian_noise(rng, blk, n * w, pc->noise_scale, err);
-        for (size_t i = 0; i < n && !rc; i++)
-            memcpy(x + i * t->width + col->offset, blk + i * w, w * sizeof *blk);
+        if (!rc)
+            rc = pc->mechanism == PG_LDP_LAPLACE
+                     ? pg_privacy_laplace_mech(rng, blk, n, 1, pc->sensitivity,
+                                               pc->epsilon - pc->missing_epsilon, &scale, err)
+                     : pg_privacy_gaussian_noise(rng, blk, n, pc->noise_scale, err);
+        for (size_t i = 0; i < n && !rc; i++) unit0[i * t->width] = blk[i];
     }
     free(vals);
     free(blk);
@@ -245,6 +251,13 @@ json_t *pg_ldp_declaration(const pg_table *t, const pg_ldp_plan *plan, uint64_t 
         bad |= jset(j, "noise_scale", json_real(pc->noise_scale));
         bad |= jset(j, "calibration",
                     json_string(lap ? "discrete_laplace_grid" : "analytic_gaussian"));
+        if (!t->cols[c].nullable) continue;
+        json_t *m = json_object();
+        bad |= jset(j, "missing", m);
+        bad |= jset(m, "mechanism", json_string("randomized_response"));
+        bad |= jset(m, "epsilon", json_real(pc->missing_epsilon));
+        bad |= jset(m, "k", json_integer(2));
+        bad |= jset(m, "keep_probability", json_real(pc->missing_keep));
     }
     bad |= jset(d, "columns", cols);
     if (bad) {
@@ -356,6 +369,30 @@ int pg_ldp_check_declaration(const pg_table *t, const json_t *decl, double *epsi
             return pg_error_set(err, PG_EINVAL, "column '%s': delta in (0, 1) needed", col->name);
         }
         delta_sum += pc.delta;
+        if (col->nullable) {
+            const json_t *mj = json_object_get(j, "missing");
+            const char *mm = json_string_value(json_object_get(mj, "mechanism"));
+            const json_t *kj = json_object_get(mj, "k");
+            double keep, pmax;
+            if (!mm || strcmp(mm, "randomized_response") || !json_is_integer(kj) ||
+                json_integer_value(kj) != 2 || !num(mj, "epsilon", &pc.missing_epsilon) ||
+                !(pc.missing_epsilon > 0.0 && pc.missing_epsilon < pc.epsilon) ||
+                !num(mj, "keep_probability", &keep)) {
+                bad_field(field, "privacy.columns", c, "missing");
+                return pg_error_set(err, PG_EINVAL,
+                                    "column '%s': 'missing' must declare randomized_response, "
+                                    "k = 2, an epsilon below the column's and keep_probability",
+                                    col->name);
+            }
+            pg_rr_keep_probability(2, pc.missing_epsilon, &pmax, NULL);
+            if (!(keep >= 0.5) || keep > pmax) {
+                bad_field(field, "privacy.columns", c, "missing");
+                return pg_error_set(err, PG_EPRIVACY,
+                                    "column '%s': missing keep probability %.17g is not in "
+                                    "[1/2, %.17g]",
+                                    col->name, keep, pmax);
+            }
+        }
         double declared, sens;
         if (!num(j, "noise_scale", &declared) || !num(j, "sensitivity", &sens)) {
             bad_field(field, "privacy.columns", c, "noise_scale");
@@ -370,8 +407,8 @@ int pg_ldp_check_declaration(const pg_table *t, const json_t *decl, double *epsi
         if (sens < pc.sensitivity) {
             bad_field(field, "privacy.columns", c, "sensitivity");
             return pg_error_set(err, PG_EPRIVACY,
-                                "column '%s': sensitivity %g is below the block's diameter %g",
-                                col->name, sens, pc.sensitivity);
+                                "column '%s': sensitivity %g is below hi - lo = %g", col->name,
+                                sens, pc.sensitivity);
         }
         if (declared < pc.noise_scale) {
             bad_field(field, "privacy.columns", c, "noise_scale");

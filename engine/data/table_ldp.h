@@ -11,13 +11,18 @@
  *                                 eps_j-LDP (privacy.h, pg_rr_*).
  *   continuous, integer           Laplace (grid-exact discrete Laplace,
  *                                 privacy.h) or Gaussian (analytic
- *                                 calibration) on the block's units: the value
- *                                 unit and, when nullable, the missing
- *                                 indicator. Sensitivity = the block's
- *                                 diameter (table.h: l1 for Laplace, l2 for
- *                                 Gaussian), which holds because every input
- *                                 row is first checked to be a valid encoding
- *                                 inside [lo, hi].
+ *                                 calibration) on the value unit, sensitivity
+ *                                 hi - lo (in either norm), which holds because
+ *                                 every input row is first checked to be a
+ *                                 valid encoding inside [lo, hi].
+ *   nullable numeric              half the column's epsilon goes to binary
+ *                                 randomized response on the missing
+ *                                 indicator, half to the noise on the value
+ *                                 unit (which holds 0, inside [lo, hi], for
+ *                                 a missing value: the same sensitivity).
+ *                                 Noising the indicator instead would leave
+ *                                 a threshold decode with no unbiased
+ *                                 estimator of the missing rate.
  * Budget split (pg_ldp_plan_make): a total epsilon split evenly over every
  * column including the label, or the per-column "epsilon" of the schema
  * (then every column must have one). Gaussian deltas: a total split evenly
@@ -45,11 +50,12 @@ enum pg_ldp_mech { PG_LDP_RR = 1, PG_LDP_LAPLACE = 2, PG_LDP_GAUSSIAN = 3 };
 typedef struct pg_ldp_column {
     int mechanism; /* enum pg_ldp_mech */
     double epsilon, delta;
-    size_t k;           /* RR: values (categories or 2, + 1 when nullable) */
-    double keep;        /* RR: keep probability */
-    size_t units;       /* numeric: units noised (1, or 2 when nullable) */
-    double sensitivity; /* numeric: block diameter in the mechanism's norm */
-    double noise_scale; /* Laplace b (grid-inflated) or Gaussian sigma */
+    size_t k;                             /* RR: values (categories or 2, + 1 when nullable) */
+    double keep;                          /* RR: keep probability */
+    size_t units;                         /* numeric: units noised (1) */
+    double sensitivity;                   /* numeric: hi - lo */
+    double noise_scale;                   /* Laplace b (grid-inflated) or Gaussian sigma */
+    double missing_epsilon, missing_keep; /* nullable numeric: indicator RR (k = 2) */
 } pg_ldp_column;
 
 typedef struct pg_ldp_plan {

@@ -34,12 +34,19 @@ START_TEST(plan_split_and_errors)
     ck_assert_double_le(fabs(plan.epsilon - 5.0), 1e-12);
     ck_assert(plan.delta == 0.0);
     for (size_t c = 0; c < 5; c++) ck_assert_double_eq(plan.cols[c].epsilon, 1.0);
-    /* age: value + indicator, l1 diameter max(hi - lo, M + 1) = 2 on [-1, 1]. */
+    /* age (nullable): half its epsilon to RR on the indicator, half to
+     * Laplace on the value unit, sensitivity hi - lo = 2: b = 2 / 0.5. */
     ck_assert_int_eq(plan.cols[0].mechanism, PG_LDP_LAPLACE);
-    ck_assert_uint_eq(plan.cols[0].units, 2);
+    ck_assert_uint_eq(plan.cols[0].units, 1);
     ck_assert_double_eq(plan.cols[0].sensitivity, 2.0);
-    ck_assert_double_ge(plan.cols[0].noise_scale, 2.0);
-    ck_assert_double_le(plan.cols[0].noise_scale, 2.0 * (1 + 1e-6));
+    ck_assert_double_eq(plan.cols[0].missing_epsilon, 0.5);
+    ck_assert_double_le(fabs(plan.cols[0].missing_keep - exp(0.5) / (exp(0.5) + 1)), 1e-15);
+    ck_assert_double_ge(plan.cols[0].noise_scale, 4.0);
+    ck_assert_double_le(plan.cols[0].noise_scale, 4.0 * (1 + 1e-6));
+    /* x (not nullable): all of its epsilon on the value. */
+    ck_assert_double_eq(plan.cols[3].missing_epsilon, 0.0);
+    ck_assert_double_ge(plan.cols[3].noise_scale, 2.0);
+    ck_assert_double_le(plan.cols[3].noise_scale, 2.0 * (1 + 1e-6));
     ck_assert_int_eq(plan.cols[1].mechanism, PG_LDP_RR);
     ck_assert_uint_eq(plan.cols[1].k, 4); /* 3 categories + missing */
     ck_assert_uint_eq(plan.cols[2].k, 2);
@@ -49,7 +56,7 @@ START_TEST(plan_split_and_errors)
 
     ck_assert_int_eq(pg_ldp_plan_make(t, PG_LDP_GAUSSIAN, 5.0, 1e-5, &plan, &err), PG_OK);
     ck_assert_double_eq(plan.cols[0].delta, 5e-6);
-    ck_assert_double_eq(plan.cols[0].sensitivity, sqrt(4.0)); /* max(2^2, 1 + 1) */
+    ck_assert_double_eq(plan.cols[0].sensitivity, 2.0);
     ck_assert_double_eq(plan.cols[3].sensitivity, 2.0);
     ck_assert_double_le(fabs(plan.delta - 1e-5), 1e-18);
     pg_ldp_plan_free(&plan);
@@ -157,11 +164,21 @@ START_TEST(apply_statistics)
         double sd = sqrt(fj * (1 - fj) / (double)n) / (p - q);
         ck_assert_msg(fabs(est[j] - truth[j]) < 5 * sd, "job %d: %g vs %g", j, est[j], truth[j]);
     }
-    /* Numeric: noise = output - input on both units of age, and on x. */
-    const size_t units[3] = {0, 1, 7};
-    const double b[3] = {plan.cols[0].noise_scale, plan.cols[0].noise_scale,
-                         plan.cols[3].noise_scale};
-    for (int u = 0; u < 3; u++) {
+    /* age's missing indicator: binary RR, true missing rate 0.1 (i % 10 == 0). */
+    double fm[2] = {0}, em[2];
+    for (size_t i = 0; i < n; i++) {
+        float ind = x[i * t->width + 1];
+        ck_assert(ind == 0.0f || ind == 1.0f);
+        fm[ind == 1.0f] += 1.0 / (double)n;
+    }
+    ck_assert_int_eq(pg_rr_estimate(2, plan.cols[0].missing_epsilon, fm, em, NULL), PG_OK);
+    double pm = plan.cols[0].missing_keep, qm = 1 - pm, fm1 = qm + (pm - qm) * 0.1;
+    ck_assert_msg(fabs(em[1] - 0.1) < 5 * sqrt(fm1 * (1 - fm1) / (double)n) / (pm - qm),
+                  "missing rate %g", em[1]);
+    /* Numeric: noise = output - input on age's value unit and on x. */
+    const size_t units[2] = {0, 7};
+    const double b[2] = {plan.cols[0].noise_scale, plan.cols[3].noise_scale};
+    for (int u = 0; u < 2; u++) {
         double s = 0, s2 = 0;
         for (size_t i = 0; i < n; i++) {
             double d = (double)x[i * t->width + units[u]] - (double)clean[i * t->width + units[u]];
@@ -210,6 +227,7 @@ START_TEST(declaration_checked_per_column)
             {3, "sensitivity", 0.5, PG_EPRIVACY, "privacy.columns[3].sensitivity"},
             {1, "keep_probability", 1.001, PG_EPRIVACY, "privacy.columns[1].keep_probability"},
             {1, "k", 0, PG_EINVAL, "privacy.columns[1].k"},
+            {0, "missing", 1.01, PG_EPRIVACY, "privacy.columns[0].missing"},
             {4, "epsilon", 0.5, PG_OK, NULL}, /* a smaller claim is refused below */
         };
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -217,7 +235,13 @@ START_TEST(declaration_checked_per_column)
             json_t *col = json_array_get(json_object_get(c, "columns"), cases[i].col);
             if (!strcmp(cases[i].key, "k"))
                 json_object_set_new(col, "k", json_integer(3));
-            else
+            else if (!strcmp(cases[i].key, "missing")) {
+                json_t *m = json_object_get(col, "missing");
+                json_object_set_new(
+                    m, "keep_probability",
+                    json_real(json_number_value(json_object_get(m, "keep_probability")) *
+                              cases[i].factor));
+            } else
                 json_object_set_new(
                     col, cases[i].key,
                     json_real(json_number_value(json_object_get(col, cases[i].key)) *
