@@ -451,7 +451,7 @@ void pg_table_decode_value(const pg_table *t, size_t col, const float *row, int 
         if (!isfinite(x)) x = e > 0 ? c->max : c->min;
         if (clamp) x = x < c->min ? c->min : x > c->max ? c->max : x;
         if (c->type == PG_COL_INTEGER) x = nearbyint(x);
-        v->num = x;
+        v->num = x == 0.0 ? 0.0 : x; /* never -0 (it would print as "-0") */
         break;
     }
     case PG_COL_CATEGORICAL: {

@@ -279,6 +279,18 @@ START_TEST(decode_rules)
     ck_assert_double_eq(v.num, 99);
     pg_table_decode_value(t, 0, row, 0, &v);
     ck_assert_double_eq(v.num, 18 + 2 * 81); /* unclamped: (3 + 1) / 2 * 81 above 18 */
+    /* Noise just below the lower end of an integer column decodes to 18, and
+     * a value at 0 never to -0. */
+    row[0] = -1.0f - 1e-6f, row[1] = 0.0f;
+    pg_table_decode_value(t, 0, row, 0, &v);
+    ck_assert_double_eq(v.num, 18);
+    pg_table *z = load("{\"columns\": [{\"name\": \"z\", \"type\": \"integer\", \"min\": 0, "
+                       "\"max\": 9}]}",
+                       &err);
+    float zr[1] = {-1.0f - 1e-6f};
+    pg_table_decode_value(z, 0, zr, 0, &v);
+    ck_assert(v.num == 0 && !signbit(v.num));
+    pg_table_free(z);
     row[2] = -7.0f;
     pg_table_decode_value(t, 1, row, 1, &v);
     ck_assert_double_eq(v.num, -50.5);
