@@ -18,13 +18,13 @@ static const pg_cli_command commands[] = {
     {"privacy", pg_cli_privacy,
      "epsilon|sigma|calibrate|shuffle|swd-sensitivity: privacy accounting", 1},
     {"privatize", pg_cli_privatize, "clip and noise rows locally before upload", 1},
+    {"schema", pg_cli_schema, "propose|check: typed table schemas (columns, types, bounds)", 1},
     {"toy", pg_cli_toy, "halfcircle|rectangle|ellipse|gmm_circle: write public toy data", 0},
     {"login", pg_cli_login, "remember the server URL and token", 0},
     {"datasets", pg_cli_datasets, "create|append|list|show|delete|budget", 0},
     {"jobs", pg_cli_jobs, "create|dry-run|list|show|cancel|watch", 0},
     {"samples", pg_cli_samples, "download synthetic samples (json, csv, npy, png)", 0},
     {"checkpoints", pg_cli_checkpoints, "list or download a job's checkpoints", 0},
-    {"schema", pg_cli_schema, "propose|check: typed table schemas (columns, types, bounds)", 1},
 };
 
 static int usage(FILE *f)

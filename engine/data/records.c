@@ -11,6 +11,48 @@
 
 enum cell_kind { K_TEXT, K_QTEXT, K_STRING, K_NUMBER, K_TRUE, K_FALSE, K_NULL };
 
+typedef struct name_ref {
+    const char *s;
+    size_t n, idx;
+} name_ref;
+
+static int cmp_bytes(const char *a, size_t an, const char *b, size_t bn)
+{
+    int c = memcmp(a, b, an < bn ? an : bn);
+    return c ? c : (an > bn) - (an < bn);
+}
+
+static int cmp_ref(const void *a, const void *b)
+{
+    const name_ref *x = a, *y = b;
+    return cmp_bytes(x->s, x->n, y->s, y->n);
+}
+
+static name_ref *make_index(char *const *names, size_t n)
+{
+    name_ref *r = malloc((n ? n : 1) * sizeof *r);
+    if (!r) return NULL;
+    for (size_t i = 0; i < n; i++) r[i] = (name_ref){names[i], strlen(names[i]), i};
+    qsort(r, n, sizeof *r, cmp_ref);
+    return r;
+}
+
+/* Index of the name, or PG_TABLE_NONE. */
+static size_t lookup(const name_ref *r, size_t n, const char *s, size_t len)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = cmp_bytes(r[mid].s, r[mid].n, s, len);
+        if (c == 0) return r[mid].idx;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return PG_TABLE_NONE;
+}
+
 /* JSON states. */
 enum {
     J_TOP,       /* before '[' (JSON) or between objects (NDJSON) */
@@ -50,6 +92,10 @@ struct pg_records_parser {
     size_t len, cap;
     unsigned hex, hexn, high;
     size_t key_col;
+    /* Sorted lookups: column names, and the categories of every column
+     * (wide tables and long category lists stay O(log n) per cell). */
+    name_ref *col_index;
+    name_ref **cat_index;
 };
 
 int pg_records_format_from_name(const char *name, int *format, pg_error *err)
@@ -221,9 +267,8 @@ static int cell(pg_records_parser *p, size_t col, int kind, const char *s, size_
                      kind_name(kind));
             return fail_value(p, col, PG_EINVAL, msg, err);
         }
-        size_t k = 0;
-        while (k < c->ncat && !(strlen(c->cats[k]) == n && !memcmp(c->cats[k], s, n))) k++;
-        if (k == c->ncat) {
+        size_t k = lookup(p->cat_index[col], c->ncat, s, n);
+        if (k == PG_TABLE_NONE) {
             describe(s, n, d, sizeof d);
             snprintf(msg, sizeof msg, "unknown category '%s'", d);
             return fail_value(p, col, PG_EINVAL, msg, err);
@@ -264,7 +309,7 @@ static int end_row(pg_records_parser *p, pg_error *err)
 static int csv_header_field(pg_records_parser *p, const char *s, size_t n, int eor, pg_error *err)
 {
     char d[48];
-    size_t col = pg_table_find(p->t, s, n);
+    size_t col = lookup(p->col_index, p->t->ncols, s, n);
     if (col == PG_TABLE_NONE) {
         describe(s, n, d, sizeof d);
         return pg_error_set(err, PG_EFORMAT, "CSV header: unknown column '%s' (not in the schema)",
@@ -398,7 +443,7 @@ static int put_utf8(pg_records_parser *p, unsigned cp, pg_error *err)
 static int jtoken(pg_records_parser *p, int kind, pg_error *err)
 {
     if (p->js == J_COLON) { /* a key just ended */
-        size_t col = pg_table_find(p->t, p->buf ? p->buf : "", p->len);
+        size_t col = lookup(p->col_index, p->t->ncols, p->buf ? p->buf : "", p->len);
         if (col == PG_TABLE_NONE) {
             char d[48], msg[96];
             describe(p->buf ? p->buf : "", p->len, d, sizeof d);
@@ -608,7 +653,18 @@ int pg_records_new(const pg_table *t, const pg_records_opts *o, pg_records_sink 
     p->row = calloc(t->width, sizeof *p->row);
     p->seen = calloc(t->ncols, 1);
     p->hdr = calloc(t->ncols, sizeof *p->hdr);
-    int rc = !p->row || !p->seen || !p->hdr ? pg_error_set(err, PG_ENOMEM, "out of memory") : 0;
+    p->cat_index = calloc(t->ncols, sizeof *p->cat_index);
+    char **names = malloc(t->ncols * sizeof *names);
+    int bad = !p->row || !p->seen || !p->hdr || !p->cat_index || !names;
+    if (!bad) {
+        for (size_t c = 0; c < t->ncols; c++) names[c] = t->cols[c].name;
+        bad = !(p->col_index = make_index(names, t->ncols));
+        for (size_t c = 0; c < t->ncols && !bad; c++)
+            if (t->cols[c].type == PG_COL_CATEGORICAL)
+                bad = !(p->cat_index[c] = make_index(t->cols[c].cats, t->cols[c].ncat));
+    }
+    free(names);
+    int rc = bad ? pg_error_set(err, PG_ENOMEM, "out of memory") : 0;
     if (!rc && o->format == PG_RECORDS_CSV)
         rc = pg_csv_tok_new(o->max_field, csv_field, p, &p->tok, err);
     if (rc) {
@@ -627,6 +683,9 @@ void pg_records_free(pg_records_parser *p)
     free(p->seen);
     free(p->hdr);
     free(p->buf);
+    for (size_t c = 0; p->cat_index && c < p->t->ncols; c++) free(p->cat_index[c]);
+    free(p->cat_index);
+    free(p->col_index);
     free(p);
 }
 

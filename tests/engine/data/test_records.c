@@ -30,17 +30,25 @@ static pg_table *load(const char *txt)
 
 typedef struct buf {
     char *s;
-    size_t n;
+    size_t n, cap;
 } buf;
 
 static int to_buf(void *ctx, const void *p, size_t n)
 {
     buf *b = ctx;
-    b->s = realloc(b->s, b->n + n + 1);
+    if (b->n + n + 1 > b->cap) {
+        b->cap = 2 * (b->n + n + 1);
+        b->s = realloc(b->s, b->cap);
+    }
     memcpy(b->s + b->n, p, n);
     b->n += n;
     b->s[b->n] = '\0';
     return 0;
+}
+
+static void to_str(buf *b, const char *s)
+{
+    to_buf(b, s, strlen(s));
 }
 
 static int parse(const pg_table *t, int format, int bounds, const char *s, size_t len, float **x,
@@ -470,6 +478,63 @@ START_TEST(every_chunk_boundary_same_result)
 }
 END_TEST
 
+/* Wide tables and long category lists (looked up through sorted indices):
+ * 300 columns whose names sort differently from their order, one with 1200
+ * categories. */
+START_TEST(wide_table_and_many_categories)
+{
+    buf sch = {0}, csv = {0};
+    to_str(&sch, "{\"columns\": [");
+    char tmp[64];
+    for (int c = 0; c < 300; c++) {
+        int len = snprintf(tmp, sizeof tmp, "%s{\"name\": \"c%d\", \"type\": \"boolean\"}",
+                           c ? "," : "", 299 - c);
+        to_buf(&sch, tmp, (size_t)len);
+    }
+    to_str(&sch, ", {\"name\": \"zip\", \"type\": \"categorical\", \"categories\": [");
+    for (int k = 0; k < 1200; k++) {
+        int len = snprintf(tmp, sizeof tmp, "%s\"z%d\"", k ? "," : "", (k * 7919) % 1200);
+        to_buf(&sch, tmp, (size_t)len);
+    }
+    to_str(&sch, "]}]}");
+    pg_table *t = load(sch.s);
+    /* Header in reverse column order; 1200 rows, one per category. */
+    to_buf(&csv, "zip", 3);
+    for (int c = 299; c >= 0; c--) {
+        int len = snprintf(tmp, sizeof tmp, ",c%d", 299 - c);
+        to_buf(&csv, tmp, (size_t)len);
+    }
+    to_buf(&csv, "\n", 1);
+    for (int i = 0; i < 1200; i++) {
+        int len = snprintf(tmp, sizeof tmp, "z%d", (i * 7919) % 1200);
+        to_buf(&csv, tmp, (size_t)len);
+        for (int c = 299; c >= 0; c--) to_buf(&csv, (c + i) % 3 ? ",1" : ",0", 2);
+        to_buf(&csv, "\n", 1);
+    }
+    float *x;
+    int64_t *l;
+    size_t n;
+    pg_error err = {0};
+    ck_assert_msg(parse(t, PG_RECORDS_CSV, 1, csv.s, csv.n, &x, &l, &n, &err) == PG_OK, "%s",
+                  err.msg);
+    ck_assert_uint_eq(n, 1200);
+    for (size_t i = 0; i < n; i++) {
+        pg_table_value v;
+        pg_table_decode_value(t, 300, x + i * t->width, 1, &v);
+        ck_assert_uint_eq(v.cat, i); /* row i holds category index i */
+        for (size_t c = 0; c < 300; c++) {
+            pg_table_decode_value(t, c, x + i * t->width, 1, &v);
+            ck_assert_uint_eq(v.cat, (c + i) % 3 ? 1 : 0);
+        }
+    }
+    free(x);
+    free(l);
+    free(sch.s);
+    free(csv.s);
+    pg_table_free(t);
+}
+END_TEST
+
 static Suite *records_suite(void)
 {
     Suite *s = suite_create("data/records");
@@ -481,6 +546,7 @@ static Suite *records_suite(void)
     tcase_add_test(tc, hostile_inputs_name_row_and_column);
     tcase_add_test(tc, limits);
     tcase_add_test(tc, every_chunk_boundary_same_result);
+    tcase_add_test(tc, wide_table_and_many_categories);
     suite_add_tcase(s, tc);
     return s;
 }
