@@ -231,6 +231,13 @@ int pg_rr_randomize(pg_rng *rng, size_t k, double epsilon, const size_t *in, siz
  * inverse channel): est_i = (f_i - q) / (p - q) for frequencies f summing to
  * 1; estimates may fall outside [0, 1]. */
 int pg_rr_estimate(size_t k, double epsilon, const double *freq, double *est, pg_error *err);
+/* The forward channel on n rows of k probabilities (e.g. a generator's
+ * softmax over a categorical block): out = P^T probs = q + (p - q) probs per
+ * row, the distribution of the reported value. Its derivative is the constant
+ * (p - q), so a loss against randomized data can be backpropagated through
+ * it. out may alias probs. */
+int pg_rr_channel_apply(size_t k, double epsilon, const float *probs, float *out, size_t n,
+                        pg_error *err);
 
 /* ---- report -------------------------------------------------------------- */
 

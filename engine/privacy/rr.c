@@ -95,3 +95,16 @@ int pg_rr_estimate(size_t k, double epsilon, const double *freq, double *est, pg
     for (size_t i = 0; i < k; i++) est[i] = (freq[i] - q) / (p - q);
     return PG_OK;
 }
+
+int pg_rr_channel_apply(size_t k, double epsilon, const float *probs, float *out, size_t n,
+                        pg_error *err)
+{
+    int rc = check(k, epsilon, err);
+    if (rc) return rc;
+    size_t count;
+    if (pg_size_mul(k, n, &count)) return pg_error_set(err, PG_EINVAL, "size overflows");
+    double p, q;
+    keep_other(k, epsilon, &p, &q);
+    for (size_t i = 0; i < count; i++) out[i] = (float)(q + (p - q) * (double)probs[i]);
+    return PG_OK;
+}

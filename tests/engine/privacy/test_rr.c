@@ -140,6 +140,31 @@ START_TEST(estimator_is_unbiased)
 }
 END_TEST
 
+/* The forward channel on soft probabilities is the matrix product P^T pi. */
+START_TEST(channel_apply_is_the_matrix_product)
+{
+    const size_t k = 4;
+    const double eps = 1.3;
+    double P[16];
+    pg_rr_channel(k, eps, P, NULL);
+    float probs[2 * 4] = {0.1f, 0.2f, 0.3f, 0.4f, 1.0f, 0.0f, 0.0f, 0.0f}, out[8];
+    ck_assert_int_eq(pg_rr_channel_apply(k, eps, probs, out, 2, NULL), PG_OK);
+    for (size_t row = 0; row < 2; row++) {
+        double sum = 0;
+        for (size_t r = 0; r < k; r++) {
+            double want = 0;
+            for (size_t t = 0; t < k; t++) want += P[t * k + r] * (double)probs[row * k + t];
+            ck_assert_double_le(fabs((double)out[row * k + r] - want), 1e-7);
+            sum += out[row * k + r];
+        }
+        ck_assert_double_le(fabs(sum - 1.0), 1e-6);
+    }
+    ck_assert_int_eq(pg_rr_channel_apply(k, eps, probs, probs, 2, NULL), PG_OK);
+    ck_assert_int_eq(memcmp(probs, out, sizeof out), 0);
+    ck_assert_int_eq(pg_rr_channel_apply(1, eps, probs, out, 2, NULL), PG_EINVAL);
+}
+END_TEST
+
 static Suite *rr_suite(void)
 {
     Suite *s = suite_create("privacy/rr");
@@ -149,6 +174,7 @@ static Suite *rr_suite(void)
     tcase_add_test(tc, refuses_bad_arguments);
     tcase_add_test(tc, empirical_channel_matches_matrix);
     tcase_add_test(tc, estimator_is_unbiased);
+    tcase_add_test(tc, channel_apply_is_the_matrix_product);
     suite_add_tcase(s, tc);
     return s;
 }
