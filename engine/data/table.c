@@ -160,6 +160,9 @@ static int parse_column(const json_t *col, size_t idx, pg_table_col *c, pg_error
             return rc;
         if (!(c->min < c->max))
             return pg_error_set(err, PG_EINVAL, "column '%s': 'min' must be below 'max'", c->name);
+        if (!isfinite(c->max - c->min))
+            return pg_error_set(err, PG_EINVAL, "column '%s': 'max' - 'min' overflows a double",
+                                c->name);
         if (c->type == PG_COL_INTEGER) {
             if (c->min != floor(c->min) || c->max != floor(c->max))
                 return pg_error_set(err, PG_EINVAL,

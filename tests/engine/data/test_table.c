@@ -96,6 +96,9 @@ START_TEST(bad_schemas_name_the_column)
          "column 'a': 'max' is required"},
         {"{\"columns\": [{\"name\": \"a\", \"type\": \"continuous\", \"min\": 1, \"max\": 1}]}",
          "column 'a': 'min' must be below"},
+        {"{\"columns\": [{\"name\": \"a\", \"type\": \"continuous\", \"min\": -1e308, \"max\": "
+         "1e308}]}",
+         "column 'a': 'max' - 'min' overflows"},
         {"{\"columns\": [{\"name\": \"a\", \"type\": \"integer\", \"min\": 0.5, \"max\": 3}]}",
          "column 'a': integer bounds"},
         {"{\"columns\": [{\"name\": \"a\", \"type\": \"integer\", \"min\": 0, \"max\": 5e6}]}",
