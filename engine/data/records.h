@@ -89,7 +89,8 @@ typedef int (*pg_records_write_fn)(void *ctx, const void *buf, size_t len);
  * in `format`. labels: n classes, required when the table has a label column
  * (ignored otherwise). Numbers: integers exactly; continuous as the shortest
  * decimal that encodes back to the same float32 unit (so written records
- * read back to identical rows); missing is an empty CSV field or JSON null. A class
+ * read back to identical rows); missing is an empty CSV field (NA in a
+ * one-column table, where an empty line would be blank) or JSON null. A class
  * outside the label's range is PG_EINVAL; a failing write is PG_EIO. */
 int pg_records_write(const pg_table *t, int format, const float *x, const int64_t *labels, size_t n,
                      int clamp, pg_records_write_fn w, void *ctx, pg_error *err);

@@ -110,7 +110,12 @@ static void value(out *o, const pg_table *t, size_t col, const pg_table_value *v
     const pg_table_col *c = &t->cols[col];
     char num[40];
     if (v->missing) {
-        if (json) puts_(o, "null");
+        /* Empty in CSV, except in a one-column table, where an empty line
+         * would read as a blank line: NA (unquoted, so missing) there. */
+        if (json)
+            puts_(o, "null");
+        else if (t->ncols == 1)
+            puts_(o, "NA");
         return;
     }
     switch (c->type) {

@@ -1,14 +1,19 @@
-/* Typed records (CSV, JSON, NDJSON through a fixed mixed schema): never
+/* Typed records (CSV, JSON, NDJSON through a mixed schema, or a one-column
+ * nullable one whose categories look like missing values): never
  * crashes; the result does not depend on where the input is split into
  * chunks; accepted rows written back in the same format read back as the
- * very same encoded rows and labels. The first byte picks the format and the
- * split point; the rest is the input. */
+ * very same encoded rows and labels. The first byte picks the format, the
+ * schema and the split point; the rest is the input. */
 #include <stdlib.h>
 
 #include "engine/data/records.h"
 #include "tests/fuzz/fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static const char SCHEMA1[] =
+    "{\"columns\": [{\"name\": \"v\", \"type\": \"categorical\", \"categories\": [\"\", \"NA\","
+    " \"x\"], \"nullable\": true}]}";
 
 static const char SCHEMA[] =
     "{\"columns\": ["
@@ -68,16 +73,22 @@ static int parse(const pg_table *t, int format, const uint8_t *s, size_t n, size
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static pg_table *t;
-    if (!t) {
-        json_t *j = json_loads(SCHEMA, 0, NULL);
-        FUZZ_CHECK(j && pg_table_from_json(j, &t, NULL) == PG_OK);
-        json_decref(j);
+    static pg_table *tables[2];
+    if (!tables[0]) {
+        const char *txt[2] = {SCHEMA, SCHEMA1};
+        for (int i = 0; i < 2; i++) {
+            json_t *j = json_loads(txt[i], 0, NULL);
+            FUZZ_CHECK(j && pg_table_from_json(j, &tables[i], NULL) == PG_OK);
+            json_decref(j);
+        }
     }
     if (size == 0) return 0;
+    /* First byte: format (mod 3), schema (the one-column one for 1 in 8),
+     * split point. */
     int format = PG_RECORDS_CSV + data[0] % 3;
+    const pg_table *t = tables[(data[0] / 3) % 8 == 7];
     const uint8_t *s = data + 1;
-    size_t n = size - 1, cut = n ? (size_t)(data[0] / 3) % (n + 1) : 0;
+    size_t n = size - 1, cut = n ? (size_t)(data[0] / 24) % (n + 1) : 0;
     got whole, split;
     pg_error e1 = {0}, e2 = {0};
     int rc = parse(t, format, s, n, 0, &whole, &e1);
