@@ -535,6 +535,30 @@ START_TEST(wide_table_and_many_categories)
 }
 END_TEST
 
+/* A one-column nullable table: a missing value must not become a blank line. */
+START_TEST(one_column_missing_round_trip)
+{
+    pg_table *t = load("{\"columns\": [{\"name\": \"n\", \"type\": \"integer\", \"min\": 0, "
+                       "\"max\": 9, \"nullable\": true}]}");
+    float x[3 * 2];
+    pg_table_value v[3] = {{.num = 4}, {.missing = 1}, {.num = 0}};
+    for (int i = 0; i < 3; i++) pg_table_encode_value(t, 0, &v[i], 1, x + 2 * i, NULL);
+    buf b = {0};
+    pg_error err = {0};
+    ck_assert_int_eq(pg_records_write(t, PG_RECORDS_CSV, x, NULL, 3, 1, to_buf, &b, &err), 0);
+    ck_assert_str_eq(b.s, "n\n4\nNA\n0\n");
+    float *y;
+    int64_t *l;
+    size_t n;
+    ck_assert_int_eq(parse(t, PG_RECORDS_CSV, 1, b.s, b.n, &y, &l, &n, &err), PG_OK);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_int_eq(memcmp(x, y, sizeof x), 0);
+    free(y);
+    free(b.s);
+    pg_table_free(t);
+}
+END_TEST
+
 static Suite *records_suite(void)
 {
     Suite *s = suite_create("data/records");
@@ -547,6 +571,7 @@ static Suite *records_suite(void)
     tcase_add_test(tc, limits);
     tcase_add_test(tc, every_chunk_boundary_same_result);
     tcase_add_test(tc, wide_table_and_many_categories);
+    tcase_add_test(tc, one_column_missing_round_trip);
     suite_add_tcase(s, tc);
     return s;
 }
