@@ -18,7 +18,7 @@
  * PG_TABLE_NAME_MAX bytes without control characters, unique per schema;
  * 2 .. PG_TABLE_MAX_CATS categories per column, unique, of 0 ..
  * PG_TABLE_NAME_MAX bytes (any text but NUL),
- * finite min < max, integer bounds integral with max - min <= 2^22 (so every
+ * finite min < max with a finite span, integer bounds integral with max - min <= 2^22 (so every
  * integer survives float32 encoding exactly), range lo <= 0 and hi >= 1.
  * Every error names the column ("column 'age': ...").
  *
@@ -44,10 +44,13 @@
  *   boolean nullable     1          1             2              2
  *   categorical (any)    1          1             2              2
  * The row bounds are the sums over columns (l1) or the square roots of the
- * sums of squares (l2): pg_table_norm_bound (one row, add/remove-one
- * adjacency after clipping at that radius is a no-op) and pg_table_diameter
- * (two rows, replace-one adjacency and local DP). For the default range
- * [-1, 1] the l2 norm bound is sqrt(number of encoded columns).
+ * sums of squares (l2): pg_table_norm_bound (the norm of one row: the
+ * add/remove-one sensitivity of a sum of rows, so clipping at this radius
+ * never changes a valid row) and pg_table_diameter (the distance between two
+ * rows: replace-one adjacency and local DP). For the default range [-1, 1]
+ * the l2 norm bound is sqrt(number of encoded columns). They hold for rows
+ * encoded under PG_TABLE_BOUNDS_REFUSE or _CLAMP; _ALLOW (noisy local data)
+ * can exceed them, which is why central data must be encoded with REFUSE.
  *
  * Ownership: pg_table_from_json allocates the table; pg_table_free releases it
  * (NULL is fine). Functions never keep pointers to their arguments.
