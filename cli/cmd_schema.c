@@ -100,9 +100,8 @@ static int ci_eq(const char *s, size_t n, const char *lower)
     return 1;
 }
 
-/* The records parser's number grammar, checked by parsing a one-column
- * table would be heavier; strtod plus a character check is enough for a
- * guess (the schema is validated on use anyway). */
+/* A guess only (the schema is validated when used): strtod after a
+ * character check, so hex, nan and inf never count as numbers. */
 static int as_number(const char *s, size_t n, double *v)
 {
     char txt[128];
@@ -211,7 +210,7 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /* The schema entry for one column, or NULL (with *why) when left out. */
-static json_t *guess(colstat *c, size_t cap, const char **why)
+static json_t *guess(colstat *c, const char **why)
 {
     json_t *j = json_object();
     json_object_set_new(j, "name", json_string(c->name));
@@ -233,7 +232,6 @@ static json_t *guess(colstat *c, size_t cap, const char **why)
         *why = c->overflow ? "has more distinct values than --max-categories (free text or an "
                              "identifier?)"
                            : "has a single value";
-        (void)cap;
         json_decref(j);
         return NULL;
     } else {
@@ -287,7 +285,7 @@ static int cmd_propose(int argc, char **argv)
     json_t *schema = json_object(), *cols = json_array(), *skipped = json_array();
     for (size_t i = 0; i < p.ncols; i++) {
         const char *why = NULL;
-        json_t *j = guess(&p.cols[i], (size_t)cap, &why);
+        json_t *j = guess(&p.cols[i], &why);
         if (j) {
             json_array_append_new(cols, j);
         } else {
