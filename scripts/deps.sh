@@ -5,7 +5,8 @@
 # not already root. Everything comes from Debian's own archive.
 #
 #   scripts/deps.sh            build + test dependencies
-#   scripts/deps.sh --bench    also the Python peers used by `make bench`
+#   scripts/deps.sh --bench    also the Python peers used by `make bench` and R
+#                              modeldata (credit_data for bench/credit_data.sh)
 #   scripts/deps.sh --browser  also Chromium + Node for the dashboard test
 set -euo pipefail
 
@@ -17,7 +18,7 @@ build_pkgs=(
   dataset-fashion-mnist
   python3 python3-numpy python3-scipy python3-sklearn
 )
-bench_pkgs=(python3 python3-numpy python3-pot python3-torch python3-sklearn wrk)
+bench_pkgs=(python3 python3-numpy python3-pot python3-torch python3-sklearn wrk r-cran-modeldata)
 browser_pkgs=(chromium)
 
 want=("${build_pkgs[@]}")
