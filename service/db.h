@@ -144,7 +144,8 @@ typedef struct pg_db_dataset {
 
 /* Inserts d with n = blocks = bytes = 0; d->seq and d->created_at are
  * assigned and written back. Ids are [a-z0-9_]+, shorter than PG_ID_MAX
- * (PG_EINVAL otherwise); other calls treat a malformed id as not found. */
+ * (PG_EINVAL otherwise); lookups and deletes treat a malformed id as not
+ * found, appends and block reads refuse it (PG_EINVAL). */
 int pg_db_dataset_insert(pg_db *db, pg_db_dataset *d, pg_error *err);
 int pg_db_dataset_get(pg_db *db, const char *tenant, const char *id, pg_db_dataset *out, int *found,
                       pg_error *err);
