@@ -62,6 +62,7 @@
 #include "engine/core/alloc.h"
 #include "engine/data/dataset.h"
 #include "engine/methods/calib.h"
+#include "engine/methods/defaults.h"
 #include "engine/methods/generator.h"
 #include "engine/methods/trainer.h"
 #include "engine/ot/divergence.h"
@@ -235,7 +236,10 @@ static int dps_validate(const json_t *spec, const pg_job_data *in, json_t **reso
                           "dp_sinkhorn trains on central (raw, private) datasets only; use "
                           "entropic_gan for locally privatized data");
     json_t *r = NULL;
-    pg_spec_resolve(DPS_PARAMS, spec, IGNORED, &r, errors);
+    json_t *filled = pg_defaults_fill("dp_sinkhorn", spec, desc);
+    if (!filled) return pg_error_set(err, PG_ENOMEM, "cannot copy the job spec");
+    pg_spec_resolve(DPS_PARAMS, filled, IGNORED, &r, errors);
+    json_decref(filled);
     if (!r || errors->count != before) {
         json_decref(r);
         return PG_EINVAL;

@@ -21,6 +21,7 @@
 
 #include "engine/core/alloc.h"
 #include "engine/data/dataset.h"
+#include "engine/methods/defaults.h"
 #include "engine/methods/generator.h"
 #include "engine/methods/trainer.h"
 #include "engine/ot/sinkhorn.h"
@@ -97,8 +98,23 @@ static double auto_reg(const pg_data_desc *d)
                                             : 2.0 * d->noise_scale * d->noise_scale;
 }
 
+static int egan_validate_filled(const json_t *spec, const pg_job_data *in, json_t **resolved,
+                                pg_spec_errors *errors, pg_error *err);
+
+/* Fills the data-derived defaults (defaults.h) into absent fields first. */
 static int egan_validate(const json_t *spec, const pg_job_data *in, json_t **resolved,
                          pg_spec_errors *errors, pg_error *err)
+{
+    *resolved = NULL;
+    json_t *filled = pg_defaults_fill("entropic_gan", spec, in->desc);
+    if (!filled) return pg_error_set(err, PG_ENOMEM, "cannot copy the job spec");
+    int rc = egan_validate_filled(filled, in, resolved, errors, err);
+    json_decref(filled);
+    return rc;
+}
+
+static int egan_validate_filled(const json_t *spec, const pg_job_data *in, json_t **resolved,
+                                pg_spec_errors *errors, pg_error *err)
 {
     const pg_data_desc *desc = in->desc;
     *resolved = NULL;

@@ -66,6 +66,7 @@
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/core/alloc.h"
 #include "engine/data/dataset.h"
+#include "engine/methods/defaults.h"
 #include "engine/methods/latent.h"
 #include "engine/methods/swd.h"
 #include "engine/methods/swd_spec.h"
@@ -201,7 +202,14 @@ static int flow_validate_any(bool resample, const json_t *spec, const pg_job_dat
     *resolved = NULL;
     int before = errors->count;
     json_t *r = NULL;
-    pg_spec_resolve(resample ? FLOW_R_PARAMS : FLOW_PARAMS, spec, IGNORED, &r, errors);
+    /* Data-derived defaults (defaults.h) on raw rows only: in latent mode the
+     * flow runs on codes whose width the public autoencoder fixes. */
+    json_t *filled = in->public_desc
+                         ? json_incref((json_t *)spec)
+                         : pg_defaults_fill(resample ? "swd_flow_r" : "swd_flow", spec, in->desc);
+    if (!filled) return pg_error_set(err, PG_ENOMEM, "cannot copy the job spec");
+    pg_spec_resolve(resample ? FLOW_R_PARAMS : FLOW_PARAMS, filled, IGNORED, &r, errors);
+    json_decref(filled);
     if (!r || errors->count != before) {
         json_decref(r);
         return PG_EINVAL;

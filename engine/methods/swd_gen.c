@@ -37,6 +37,7 @@
 #include "engine/methods/swd.h"
 #include "engine/methods/swd_spec.h"
 #include "engine/methods/trainer.h"
+#include "engine/methods/defaults.h"
 #include "engine/ot/sliced.h"
 #include "engine/privacy/privacy.h"
 
@@ -110,7 +111,10 @@ static int gen_validate(const json_t *spec, const pg_job_data *in, json_t **reso
     int before = errors->count;
     pg_job_data_no_public(in, "swd_gen", errors);
     json_t *r = NULL;
-    pg_spec_resolve(GEN_PARAMS, spec, IGNORED, &r, errors);
+    json_t *filled = pg_defaults_fill("swd_gen", spec, desc);
+    if (!filled) return pg_error_set(err, PG_ENOMEM, "cannot copy the job spec");
+    pg_spec_resolve(GEN_PARAMS, filled, IGNORED, &r, errors);
+    json_decref(filled);
     if (!r || errors->count != before) {
         json_decref(r);
         return PG_EINVAL;
