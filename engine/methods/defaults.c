@@ -70,14 +70,14 @@ json_t *pg_defaults_fill(const char *method, const json_t *spec, const pg_data_d
             fill(s, "train.steps", json_integer(200));
         }
     } else if (strcmp(method, "swd_flow") == 0 || strcmp(method, "swd_flow_r") == 0) {
-        bool resample = strcmp(method, "swd_flow_r") == 0;
-        if (small && n >= 2) {
-            fill(s, "projections.per_step", json_integer((json_int_t)desc->d));
-            if (resample) {
-                size_t m = n / 20 < 2 ? 2 : n / 20;
-                fill(s, "train.batch_size", json_integer((json_int_t)m));
-            } else {
-                fill(s, "projections.pool", json_integer((json_int_t)(2 * desc->d)));
+        if (small && n >= 2 && desc->num_classes <= 0) {
+            size_t d = desc->d;
+            long per = pg_spec_int(s, "projections.per_step", (long)d);
+            fill(s, "projections.per_step", json_integer((json_int_t)d));
+            if (strcmp(method, "swd_flow") == 0) {
+                /* two blocks, and never fewer than the directions used per step */
+                long pool = per > (long)(2 * d) ? per : (long)(2 * d);
+                fill(s, "projections.pool", json_integer(pool));
             }
             fill(s, "flow.steps", json_integer(100));
         }

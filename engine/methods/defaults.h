@@ -24,10 +24,11 @@
  *   block, sensitivity 2R), train.batch_size min(n, 500) (subsampled without
  *   replacement, amplified), train.steps 200: every step is a release, and
  *   on 2-D data fewer, less noisy releases beat many noisier ones.
- *   swd_flow on small vector data: projections.per_step d, projections.pool
- *   2d (two orthonormal blocks released once), flow.steps 100.
- *   swd_flow_r on small vector data: projections.per_step d,
- *   train.batch_size max(2, n / 20), flow.steps 100.
+ *   swd_flow, swd_flow_r on small unlabelled vector data (label coordinates
+ *   change the released dimension, so labelled data keeps the table's
+ *   defaults): projections.per_step d (one orthonormal block, sensitivity 2R,
+ *   the least noise a release can have), flow.steps 100; swd_flow also
+ *   projections.pool max(2d, per_step) (two blocks released once).
  *   Measured quality of these rules: docs/benchmarks.md, "Defaults".
  *
  * Ownership: returns a new reference; the caller's spec is never modified.
