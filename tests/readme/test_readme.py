@@ -23,6 +23,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import json
+import urllib.request
 
 readme, build = sys.argv[1], os.path.abspath(sys.argv[2])
 blocks = re.findall(r"^```sh tutorial\n(.*?)^```", open(readme).read(), re.S | re.M)
@@ -65,6 +67,15 @@ try:
     # README: "typically about 40 %, at least a quarter on any run", "about 0.95".
     assert near2 >= 0.25 and 0.8 <= rad2 <= 1.1, \
         f"tutorial 2's samples are not a half circle: {near2:.2f} within 0.1, radius {rad2:.2f}"
+    # Both tutorial jobs learned: their views carry an empty warnings list.
+    token = open(os.path.join(tmp, "var", "admin.token")).read().strip()
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/jobs?limit=100",
+                                 headers={"Authorization": f"Bearer {token}"})
+    jobs = json.load(urllib.request.urlopen(req, timeout=10))["items"]
+    done = [j for j in jobs if j["status"] == "succeeded"]
+    assert len(done) == 2, f"expected the two tutorial jobs to succeed, got {[j['status'] for j in jobs]}"
+    for j in done:
+        assert j["warnings"] == [], f"{j['method']} job warned: {j['warnings']}"
     for png in ("halfcircle.png", "central.png"):
         with open(os.path.join(tmp, "tutorial", png), "rb") as f:
             head = f.read(8)
