@@ -68,6 +68,7 @@
 #include "engine/data/dataset.h"
 #include "engine/methods/defaults.h"
 #include "engine/methods/latent.h"
+#include "engine/methods/snapshot.h"
 #include "engine/methods/swd.h"
 #include "engine/methods/swd_spec.h"
 #include "engine/methods/trainer.h"
@@ -166,6 +167,10 @@ typedef struct swdf {
     float *x; /* particles x d */
     pg_swd_store *store;
     pg_latent *ae; /* latent mode: the public autoencoder; NULL otherwise */
+    /* Samples are clamped to the declared range [lo, hi] (central data with
+     * a finite range; post-processing). Kept in checkpoints as "clamp". */
+    bool clamp;
+    float lo, hi;
     pg_swd_ws ws;
     long step, steps;
     pg_rng prng, secure;
@@ -352,6 +357,11 @@ static int flow_common(bool resample, const json_t *r, const pg_job_data *in, pg
     if (!f) return pg_error_set(err, PG_ENOMEM, "cannot allocate the trainer");
     pg_latent_retain(ae);
     f->ae = ae;
+    const pg_data_desc *raw = in->desc;
+    f->clamp = raw->model == PG_PRIVACY_CENTRAL && raw->lo < raw->hi && fabsf(raw->lo) < 1e29f &&
+               fabsf(raw->hi) < 1e29f;
+    f->lo = raw->lo;
+    f->hi = raw->hi;
     f->base.method = resample ? &pg_method_swd_flow_r : &pg_method_swd_flow;
     f->resample = resample;
     double alpha;
@@ -536,8 +546,9 @@ static int flow_snapshot(pg_trainer *t, pg_snapshot **out, pg_error *err)
     if (!x) return pg_error_set(err, PG_ENOMEM, "cannot allocate a snapshot");
     memcpy(x, f->x, nd * sizeof(float));
     int rc = pg_swd_snapshot_new(&f->cfg, f->store, f->step, x, f->init_std, out, err);
-    if (rc || !f->ae) return rc;
-    return pg_latent_snapshot_wrap(f->ae, *out, out, err);
+    if (rc == PG_OK && f->ae) rc = pg_latent_snapshot_wrap(f->ae, *out, out, err);
+    if (rc == PG_OK && f->clamp) rc = pg_snapshot_clamp_wrap(*out, f->lo, f->hi, out, err);
+    return rc;
 }
 
 /* ---- checkpoints --------------------------------------------------------- */
@@ -609,6 +620,8 @@ static int flow_save(pg_trainer *t, unsigned char **bytes, size_t *len, pg_error
                           (json_int_t)f->step, "releases", (json_int_t)f->releases, "flow",
                           cfg_json(f), "rng", pg_rng_state_to_json(&f->prng));
     if (h && f->ae) json_object_set_new(h, "latent", pg_latent_to_json(f->ae));
+    if (h && f->clamp)
+        json_object_set_new(h, "clamp", json_pack("[f,f]", (double)f->lo, (double)f->hi));
     char *text = h ? json_dumps(h, JSON_COMPACT) : NULL;
     json_decref(h);
     if (!text) return pg_error_set(err, PG_ENOMEM, "cannot encode the trainer state");
@@ -794,6 +807,20 @@ static int flow_load_snapshot(const unsigned char *bytes, size_t len, pg_snapsho
             *out = NULL;
         }
         pg_latent_release(ae);
+    }
+    /* Absent in checkpoints of unbounded data and of flows written before
+     * clamping existed: those samples stay as they were. */
+    const json_t *cj = json_object_get(h, "clamp");
+    if (rc == PG_OK && cj) {
+        double lo = json_number_value(json_array_get(cj, 0)),
+               hi = json_number_value(json_array_get(cj, 1));
+        if (json_array_size(cj) != 2 || !isfinite(lo) || !isfinite(hi) || !(lo < hi)) {
+            pg_snapshot_release(*out);
+            *out = NULL;
+            rc = pg_error_set(err, PG_EFORMAT, "checkpoint clamp range is malformed");
+        } else {
+            rc = pg_snapshot_clamp_wrap(*out, (float)lo, (float)hi, out, err);
+        }
     }
     pg_free(x);
     pg_swd_store_release(st);

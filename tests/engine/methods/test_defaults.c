@@ -1,6 +1,10 @@
 #include <jansson.h>
 #include <math.h>
 
+#include "engine/core/alloc.h"
+#include "engine/core/mat.h"
+#include "engine/data/dataset.h"
+#include "engine/data/synth.h"
 #include "engine/methods/defaults.h"
 #include "engine/methods/method.h"
 #include "engine/methods/spec.h"
@@ -154,6 +158,67 @@ START_TEST(swd_rules)
 }
 END_TEST
 
+/* Trains `method` with its defaults on a central half circle declared on
+ * [-1.5, 1.5] at epsilon 1 and checks that a draw stays in the range, from the
+ * trainer's snapshot and from one rebuilt from the checkpoint alike. */
+static void samples_in_range(const char *method, const char *extra)
+{
+    size_t n = 1000;
+    pg_synth_params sp;
+    pg_synth_defaults(PG_SYNTH_HALFCIRCLE, &sp, NULL);
+    pg_rng rng;
+    pg_rng_seeded(&rng, 5, 0);
+    float *x = pg_alloc_f32(n * 2);
+    pg_synth_sample(&sp, &rng, n, x, NULL, NULL);
+    pg_dataset ds;
+    size_t shape[1] = {2};
+    ck_assert_int_eq(pg_dataset_adopt(&ds, x, NULL, n, shape, 1, 0, -1.5f, 1.5f, NULL), PG_OK);
+    pg_data_desc desc = central(n, 2);
+    char text[256];
+    snprintf(text, sizeof text, TARGET "%s}", extra);
+    json_t *r = ok(method, text, &desc);
+    const pg_method *m = pg_method_find(method);
+    pg_trainer *t;
+    pg_error err = {0};
+    ck_assert_msg(m->create(r, &(pg_job_data){.desc = &desc, .rows = &ds}, 1, &t, &err) == PG_OK,
+                  "%s", err.msg);
+    pg_step_report rep = {0};
+    while (!rep.done) ck_assert_msg(m->step(t, &rep, &err) == PG_OK, "%s", err.msg);
+    pg_snapshot *s, *s2;
+    unsigned char *bytes;
+    size_t len;
+    ck_assert_int_eq(m->snapshot(t, &s, NULL), PG_OK);
+    ck_assert_int_eq(m->save(t, &bytes, &len, NULL), PG_OK);
+    ck_assert_int_eq(m->load_snapshot(bytes, len, &s2, &err), PG_OK);
+    size_t k = 3000; /* more than swd_flow's 1000 particles: replayed ones too */
+    float *a = pg_alloc_f32(k * 2), *b = pg_alloc_f32(k * 2);
+    ck_assert_int_eq(pg_snapshot_sample(s, k, 9, -1, a, NULL), PG_OK);
+    ck_assert_int_eq(pg_snapshot_sample(s2, k, 9, -1, b, NULL), PG_OK);
+    for (size_t i = 0; i < k * 2; i++) {
+        ck_assert_msg(a[i] >= -1.5f && a[i] <= 1.5f, "%s sample %g outside the range", method,
+                      (double)a[i]);
+        ck_assert(a[i] == b[i]);
+    }
+    pg_free(a);
+    pg_free(b);
+    free(bytes);
+    pg_snapshot_release(s);
+    pg_snapshot_release(s2);
+    m->destroy(t);
+    json_decref(r);
+    pg_dataset_free(&ds);
+}
+
+START_TEST(central_samples_stay_in_range)
+{
+    pg_threads_set(1);
+    samples_in_range("swd_flow", "");
+    samples_in_range("swd_flow_r", "");
+    samples_in_range("dp_sinkhorn", ", \"train\": {\"steps\": 100}");
+    samples_in_range("swd_gen", ", \"train\": {\"steps\": 50}");
+}
+END_TEST
+
 static Suite *defaults_suite(void)
 {
     Suite *s = suite_create("methods/defaults");
@@ -162,6 +227,8 @@ static Suite *defaults_suite(void)
     tcase_add_test(tc, given_fields_and_big_data_untouched);
     tcase_add_test(tc, entropic_gan_rule);
     tcase_add_test(tc, swd_rules);
+    tcase_add_test(tc, central_samples_stay_in_range);
+    tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     return s;
 }
