@@ -11,6 +11,9 @@
  * which learns the noisy law) and variant = "noisy_w1" (paper eq. (15): fresh
  * mechanism noise added to the generated samples, then nearly plain OT).
  *
+ * Defaults: on small vector data (engine/methods/defaults.h) a [64, 64]
+ * generator with a d-dimensional latent, and batches of min(256, n) rows.
+ *
  * Privacy: the rows were privatized on the clients, so training is
  * post-processing and charges nothing. Batch selection therefore uses the
  * job's seeded generator, which makes a resumed job continue exactly.
@@ -39,7 +42,7 @@ static const pg_param EGAN_PARAMS[] = {
     PG_GENERATOR_PARAM_ROWS,
     {"train.steps", PG_PARAM_INT, "2000", 1, 1e7, NULL, 0, 0, "Training steps."},
     {"train.batch_size", PG_PARAM_INT, "256", 2, 4096, NULL, 0, 0,
-     "Generated and data samples per step (at most the dataset's rows)."},
+     "Generated and data samples per step (default: min(256, rows))."},
     {"train.optimizer", PG_PARAM_STR, "\"adam\"", 0, 0, OPTIMIZERS, 0, 0, "Optimizer."},
     {"train.lr", PG_PARAM_NUM, "0.001", 0, 10, NULL, 0, PG_PARAM_EXCLUSIVE_MIN, "Learning rate."},
     {"train.weight_decay", PG_PARAM_NUM, "0", 0, 1, NULL, 0, 0,

@@ -54,6 +54,12 @@
  * (An earlier version let label coordinates move and read labels off their
  * argmax: on Fashion-MNIST latents that left the class link at chance.)
  *
+ * Defaults on small unlabelled vector data (engine/methods/defaults.h): d
+ * directions per step (one orthonormal block), swd_flow's pool 2d, 100 flow
+ * steps. On central data with a finite declared range every sample is
+ * clamped to it (pg_snapshot_clamp_wrap: post-processing of the particles,
+ * no privacy cost); the range travels in the checkpoint as "clamp".
+ *
  * Particle-side smoothing (N(0, sigma^2) with sigma the release's noise std,
  * as the paper smooths both measures alike) and the diffusion noise use the
  * job seed: they touch no data.
@@ -84,7 +90,15 @@
 
 #define FLOW_COMMON_ROWS                                                                           \
     PG_SWD_PRIVACY_ROWS, PG_SWD_PROJECTION_ROWS, PG_SWD_LABEL_ROWS,                                \
-        {"flow.steps", PG_PARAM_INT, "500", 1, 1e7, NULL, 0, 0, "Flow steps."},                    \
+        {"flow.steps",                                                                             \
+         PG_PARAM_INT,                                                                             \
+         "500",                                                                                    \
+         1,                                                                                        \
+         1e7,                                                                                      \
+         NULL,                                                                                     \
+         0,                                                                                        \
+         0,                                                                                        \
+         "Flow steps (small unlabelled vector data: 100)."},                                       \
         {"flow.particles", PG_PARAM_INT, "1000", 2, 1e6, NULL, 0, 0, "Particles (N)."},            \
         {"flow.h",                                                                                 \
          PG_PARAM_NUM,                                                                             \
