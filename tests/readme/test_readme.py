@@ -11,7 +11,7 @@ The tutorials print their own quality figures (arc_score: the share of 2000
 samples within 0.1 of the half circle and their mean radius); this test holds
 them to what the README promises, with margins that a working model clears on
 any run and a broken one does not (a blob at the origin, or the arc squashed
-onto the l1 diamond by a too-small clip, scores under 0.25 within 0.1 with a
+onto the l1 diamond by a too-small clip, scores under 0.2 within 0.1 with a
 mean radius near 0.1 or 0.8).
 
 Usage: test_readme.py README.md BUILD_DIR"""
@@ -61,11 +61,11 @@ try:
     (near1, rad1), (near2, rad2) = scores
     print(f"tutorial 1 (entropic_gan, local eps 5): {near1:.2f} within 0.1, mean radius {rad1:.2f}")
     print(f"tutorial 2 (dp_sinkhorn, central eps 1): {near2:.2f} within 0.1, mean radius {rad2:.2f}")
-    # README: "typically about 75 %, at least half on any run", "mean radius about 0.97".
+    # README: "typically 65 to 80 %, at least half on any run", "mean radius of about 1".
     assert near1 >= 0.5 and 0.9 <= rad1 <= 1.1, \
         f"tutorial 1's samples are not on the arc: {near1:.2f} within 0.1, radius {rad1:.2f}"
-    # README: "typically about 40 %, at least a quarter on any run", "about 0.95".
-    assert near2 >= 0.25 and 0.8 <= rad2 <= 1.1, \
+    # README: "typically 40 to 70 %, at least a fifth on any run", "about 0.95".
+    assert near2 >= 0.2 and 0.8 <= rad2 <= 1.1, \
         f"tutorial 2's samples are not a half circle: {near2:.2f} within 0.1, radius {rad2:.2f}"
     # Both tutorial jobs learned: their views carry an empty warnings list.
     token = open(os.path.join(tmp, "var", "admin.token")).read().strip()
