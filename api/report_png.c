@@ -715,7 +715,10 @@ int pg_report_png_grid(const pg_report_png_in *in, char **out, size_t *len, pg_e
         size_t n = in->n_syn < PG_REPORT_GRID_MAX ? in->n_syn : PG_REPORT_GRID_MAX;
         for (size_t i = 0; i < n * in->d; i++)
             if (isfinite(in->syn[i])) a = fmin(a, in->syn[i]), b = fmax(b, in->syn[i]);
-        if (!(a < b)) a = 0.0, b = a == b && isfinite(a) ? a + 1.0 : 1.0;
+        if (!(a <= b)) /* no finite value */
+            a = 0.0, b = 1.0;
+        else if (a == b)
+            b = a + 1.0;
         lo = (float)a, hi = (float)b;
     }
     uint8_t *g[2] = {NULL, NULL};

@@ -15,7 +15,8 @@
  *   Bin k is [lo + k w, lo + (k + 1) w), w = (hi - lo) / B, the last bin
  *   closed; values outside [lo, hi] and non-finite values are counted in a
  *   note, not binned. B = in->bins, or when 0 the rounded square root of the
- *   larger row count clamped to [5, panel plot width / 8]. Categorical
+ *   larger row count but at least 5; either way at most the panel's plot
+ *   width / 8 (73 for pg_report_png_hist, 30 on a page). Categorical
  *   columns get one bin per code (codes that are not integers in [0, k) are
  *   counted as outside); when k exceeds that width cap only the codes with
  *   the largest real+synthetic frequency are drawn, in code order, and the

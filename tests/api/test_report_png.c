@@ -598,6 +598,20 @@ START_TEST(hostile_inputs)
     ck_assert_int_eq(pg_report_png_hist(&in, 0, &png, &len, &err), PG_OK);
     free(png);
 
+    /* a grid without a declared range: constant images, and NaN pixels */
+    float flat[3 * 4];
+    for (int i = 0; i < 12; i++) flat[i] = i == 5 ? NAN : 0.25f;
+    pg_report_png_defaults(&in);
+    in.syn = flat, in.n_syn = 3, in.d = 4, in.ndim = 3;
+    in.shape[0] = 1, in.shape[1] = 2, in.shape[2] = 2;
+    ck_assert_int_eq(pg_report_png_grid(&in, &png, &len, &err), PG_OK);
+    free(png);
+    in.n_syn = 0; /* nothing to show: a header saying so */
+    ck_assert_int_eq(pg_report_png_grid(&in, &png, &len, &err), PG_OK);
+    m = decode(png, len);
+    ck_assert(has_text(&m, "no rows", 1, (const uint8_t[3]){90, 90, 90}));
+    free(m.px);
+
     /* a huge column count: a page of 12 of 100000 columns, long names */
     size_t d = 100000;
     float *wide = calloc(2 * d, sizeof *wide);
