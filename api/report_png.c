@@ -740,7 +740,7 @@ int pg_report_png_grid(const pg_report_png_in *in, char **out, size_t *len, pg_e
         free(g[0]), free(g[1]);
         return rc;
     }
-    header(&c, in, "samples", 0);
+    header(&c, in, g[0] ? "samples: real vs synthetic" : "synthetic samples", 0);
     int x = HDR_X;
     for (int s = 0; s < 2; s++) {
         if (!g[s]) continue;
