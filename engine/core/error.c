@@ -50,6 +50,7 @@ const char *pg_status_str(int code)
     case PG_ESTATE: return "invalid state";
     case PG_EPRIVACY: return "privacy budget";
     case PG_ECANCELLED: return "cancelled";
+    case PG_EUNAVAIL: return "backend unavailable";
     default: return "unknown error";
     }
 }
