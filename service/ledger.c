@@ -76,7 +76,7 @@ static json_t *num_or_null(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
-static char *plan_text(const pg_privacy_plan *p)
+char *pg_ledger_plan_encode(const pg_privacy_plan *p)
 {
     json_t *orders = json_array(), *rdp = json_array();
     for (int i = 0; i < p->norders; i++) {
@@ -92,8 +92,7 @@ static char *plan_text(const pg_privacy_plan *p)
     return txt;
 }
 
-/* Parses a stored row's curve; a corrupt row counts as infinite spend. */
-static void add_row(pg_ledger_curve *c, const char *txt)
+void pg_ledger_curve_add_encoded(pg_ledger_curve *c, const char *txt)
 {
     json_t *o = txt ? json_loads(txt, 0, NULL) : NULL;
     json_t *orders = json_object_get(o, "orders"), *rdp = json_object_get(o, "rdp");
@@ -125,7 +124,7 @@ static int curve_db(sqlite3 *db, const char *dataset_id, pg_ledger_curve *c, pg_
     sqlite3_bind_text(st, 1, dataset_id, -1, SQLITE_STATIC);
     int s;
     while ((s = sqlite3_step(st)) == SQLITE_ROW)
-        add_row(c, (const char *)sqlite3_column_text(st, 0));
+        pg_ledger_curve_add_encoded(c, (const char *)sqlite3_column_text(st, 0));
     sqlite3_finalize(st);
     if (s != SQLITE_DONE)
         return pg_error_set(err, PG_EIO, "database error reading the ledger: %s",
@@ -136,7 +135,7 @@ static int curve_db(sqlite3 *db, const char *dataset_id, pg_ledger_curve *c, pg_
 static int insert_db(sqlite3 *db, const char *dataset_id, const char *job_id,
                      const pg_privacy_plan *p, pg_error *err)
 {
-    char *txt = plan_text(p);
+    char *txt = pg_ledger_plan_encode(p);
     if (!txt) return pg_error_set(err, PG_ENOMEM, "out of memory encoding a ledger entry");
     sqlite3_stmt *st;
     int rc = PG_OK;

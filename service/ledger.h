@@ -71,6 +71,14 @@ int pg_ledger_admit(pg_store *s, const char *dataset_id, double cap_epsilon, dou
                     int (*also)(struct sqlite3 *db, void *ctx, pg_error *err), void *also_ctx,
                     pg_ledger_quote *q, pg_error *err);
 
+/* The stored text of a ledger row's curve (JSON: orders, rdp, delta_extra
+ * and the plan's parameters); malloc'ed, NULL when out of memory. Shared by
+ * every storage backend so a row means the same everywhere. */
+char *pg_ledger_plan_encode(const pg_privacy_plan *p);
+/* Adds a stored row's curve to c; a missing or corrupt text counts as an
+ * infinite spend (never as nothing). */
+void pg_ledger_curve_add_encoded(pg_ledger_curve *c, const char *text);
+
 /* Inside a caller's transaction: marks job_id's row refunded. */
 int pg_ledger_refund_db(struct sqlite3 *db, const char *job_id, pg_error *err);
 

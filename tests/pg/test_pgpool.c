@@ -72,7 +72,7 @@ START_TEST(classify_sqlstates)
     ck_assert_int_eq(pg_pgpool_classify("23505"), PG_EIO);
     ck_assert_int_eq(pg_pgpool_classify("42P01"), PG_EIO);
     ck_assert_int_eq(pg_pgpool_classify(NULL), PG_EIO);
-    ck_assert_str_eq(pg_status_str(PG_EUNAVAIL), "backend unavailable");
+    ck_assert_ptr_nonnull(strstr(pg_status_str(PG_EUNAVAIL), "unavailable"));
 }
 END_TEST
 
