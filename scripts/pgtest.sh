@@ -8,10 +8,17 @@
 #   scripts/pgtest.sh halt DIR           stop the server but keep DIR (pair with `resume`)
 #   scripts/pgtest.sh resume DIR         start a halted server again
 #   scripts/pgtest.sh exec DIR NAME CMD...
-#                                        (re)create database NAME, run CMD with
-#                                        PRIVGEN_TEST_DB / PRIVGEN_TEST_PG_ADMIN set to
-#                                        its URIs, drop NAME afterwards; exit code is CMD's
+#                                        (re)create database NAME, run CMD with its URIs
+#                                        in the environment (below), drop NAME afterwards;
+#                                        the exit code is CMD's
+#   scripts/pgtest.sh createdb DIR NAME  (re)create database NAME, owned by `privgen`
 #   scripts/pgtest.sh uri DIR [NAME]     print the app URI (of database NAME)
+#
+# `exec` sets PRIVGEN_TEST_DB (app URI of NAME), PRIVGEN_TEST_PG_ADMIN (the
+# superuser's URI of NAME), PRIVGEN_TEST_PG_DIR (DIR), and for the
+# integration suites (tests/integration/itest.h) PRIVGEN_TEST_DB_URL (the
+# app URI with database "%s") and PRIVGEN_TEST_DB_CREATE (this script's
+# `createdb DIR`), so each privgend a test starts gets a database of its own.
 #
 # After `start`, DIR/uri holds the libpq URI of database `privgen` for role
 # `privgen` (password auth, the password is in the URI), and DIR/admin_uri the
@@ -185,21 +192,29 @@ valid_name() {
   [[ $1 =~ ^[a-z_][a-z0-9_]{0,62}$ ]] || die "bad database name: $1"
 }
 
-cmd_exec() {
+cmd_createdb() {
   local dir=$1 name=$2
-  shift 2
   valid_name "$name"
   [ -f "$dir/uri" ] || die "no cluster in $dir (run: pgtest.sh start $dir)"
   psql_admin "$dir" -c "DROP DATABASE IF EXISTS $name WITH (FORCE)" \
     -c "CREATE DATABASE $name OWNER privgen" >/dev/null
+}
+
+cmd_exec() {
+  local dir=$1 name=$2 self
+  shift 2
+  cmd_createdb "$dir" "$name"
+  dir=$(cd "$dir" && pwd)
+  self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
   local rc=0
   PRIVGEN_TEST_DB=$(db_uri "$dir" "$name") PRIVGEN_TEST_PG_ADMIN=$(sed -E "s#/[^/]*\$#/$name#" "$dir/admin_uri") \
-    PRIVGEN_TEST_PG_DIR=$dir "$@" || rc=$?
+    PRIVGEN_TEST_PG_DIR=$dir PRIVGEN_TEST_DB_URL=$(db_uri "$dir" '%s') \
+    PRIVGEN_TEST_DB_CREATE="$self createdb $dir" "$@" || rc=$?
   psql_admin "$dir" -c "DROP DATABASE IF EXISTS $name WITH (FORCE)" >/dev/null 2>&1 || true
   return $rc
 }
 
-[ $# -ge 2 ] || { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 action=$1
 dir=$2
 shift 2
@@ -217,8 +232,12 @@ case "$action" in
     [ $# -ge 2 ] || die "usage: pgtest.sh exec DIR NAME CMD..."
     cmd_exec "$dir" "$@"
     ;;
+  createdb)
+    [ $# -ge 1 ] || die "usage: pgtest.sh createdb DIR NAME"
+    cmd_createdb "$dir" "$1"
+    ;;
   uri)
     if [ $# -ge 1 ]; then valid_name "$1"; db_uri "$dir" "$1"; else cat "$dir/uri"; fi
     ;;
-  *) die "unknown action $action (start, stop, restart, halt, resume, exec, uri)" ;;
+  *) die "unknown action $action (start, stop, restart, halt, resume, exec, createdb, uri)" ;;
 esac

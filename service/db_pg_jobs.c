@@ -48,25 +48,29 @@ static int admit_fn(PGconn *c, void *ctx, pg_error *err)
 {
     admit_ctx *x = ctx;
     int rc;
-    if (!x->plan->charges) {
-        memset(x->q, 0, sizeof *x->q);
-        x->q->admit = 1;
-        return insert_job(c, x->job, err);
-    }
     pgb_args a = {0};
     pgb_text(&a, x->job->dataset_id);
     PGresult *r;
     /* The budget row lock: a second admission on this dataset waits here
      * until we commit or roll back, then reads the ledger with our row in
-     * it (READ COMMITTED takes a fresh snapshot per statement). */
-    if ((rc = pgb_q(c, "SELECT 1 FROM datasets WHERE id = $1 FOR UPDATE", &a,
-                    "locking the dataset's budget", &r, err)))
+     * it (READ COMMITTED takes a fresh snapshot per statement). A plan that
+     * does not charge only needs the dataset to stay (FOR SHARE blocks a
+     * delete, not other admissions). */
+    if ((rc = pgb_q(c,
+                    x->plan->charges ? "SELECT 1 FROM datasets WHERE id = $1 FOR UPDATE"
+                                     : "SELECT 1 FROM datasets WHERE id = $1 FOR SHARE",
+                    &a, "locking the dataset's budget", &r, err)))
         return rc;
     int exists = PQntuples(r) == 1;
     PQclear(r);
     if (!exists)
-        return pg_error_set(err, PG_EIO, "dataset %s vanished during admission",
+        return pg_error_set(err, PG_ESTATE, "dataset %s does not exist (deleted meanwhile?)",
                             x->job->dataset_id);
+    if (!x->plan->charges) {
+        memset(x->q, 0, sizeof *x->q);
+        x->q->admit = 1;
+        return insert_job(c, x->job, err);
+    }
     if ((rc = pgb_q(c, "SELECT rdp FROM ledger WHERE dataset_id = $1 AND state = 'reserved'", &a,
                     "reading the ledger", &r, err)))
         return rc;
@@ -353,12 +357,8 @@ static int put_fn(PGconn *c, void *ctx, pg_error *err)
 int pgb_ckpt_put(pg_db *db, const char *job, int64_t step, const unsigned char *bytes, size_t len,
                  uint32_t crc, pg_error *err)
 {
-    /* A wrong CRC from the caller would make the checkpoint unreadable
-     * later; refuse it now, while the bytes are still in memory. */
-    if (pgb_crc32(pgb_crc32(0, NULL, 0), bytes, len) != crc)
-        return pg_error_set(err, PG_EINVAL,
-                            "checkpoint %lld of %s: CRC-32 does not match its bytes",
-                            (long long)step, job);
+    /* The caller's CRC is stored as given (the contract): a wrong one makes
+     * the checkpoint fail its check at get, like a corrupt file would. */
     ckpt_ctx x = {.job = job, .step = step, .bytes = bytes, .len = len, .crc = crc};
     return pgb_tx(PGB(db), put_fn, &x, err);
 }

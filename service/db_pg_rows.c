@@ -357,6 +357,11 @@ static int commit_tx(pgb_append *a, const int32_t *labels, int64_t max_rows, com
     int64_t cur = pgb_i64_at(r, 0, 0), k = pgb_i64_at(r, 0, 1), dd = pgb_i64_at(r, 0, 2);
     PQclear(r);
     res->found = 1;
+    if (n == 0) {
+        /* Zero rows store nothing (no empty block): report the count. */
+        res->new_n = cur;
+        return PG_OK;
+    }
     if (dd != (int64_t)a->d)
         return pg_error_set(err, PG_EINVAL, "rows of width %zu do not fit dataset %s of width %lld",
                             a->d, a->id, (long long)dd);

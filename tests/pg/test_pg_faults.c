@@ -1,0 +1,213 @@
+/* A live privgend on PostgreSQL while the server goes away: requests made
+ * while it is down get 503 with Retry-After (never a crash or a hang), and
+ * once it is back everything works again with every charge counted exactly
+ * once (none lost, none doubled, retried keys replayed). */
+#include <check.h>
+#include <math.h>
+#include <strings.h>
+
+#include "integration/itest.h"
+#include "pg/pgtest_env.h"
+
+#define CAP    3.0
+#define CDELTA 1e-5
+
+static void req(const pg_srv *s, const char *method, const char *path, const char *body,
+                const char *const *headers, pg_resp *r)
+{
+    pg_http(s, method, path, s->admin, body ? "application/json" : NULL, body,
+            body ? strlen(body) : 0, headers, r);
+}
+
+static void make_central(const pg_srv *s, int n, char id[64])
+{
+    char body[256];
+    snprintf(body, sizeof body,
+             "{\"name\":\"c\",\"shape\":[2],\"range\":[-1,1],\"privacy\":{\"model\":"
+             "\"central\",\"budget\":{\"epsilon\":%.17g,\"delta\":%g}}}",
+             CAP, CDELTA);
+    pg_resp r;
+    req(s, "POST", "/v1/datasets", body, NULL, &r);
+    ck_assert_msg(r.status == 201, "%s", r.body);
+    snprintf(id, 64, "%s", json_string_value(json_object_get(r.json, "id")));
+    pg_resp_free(&r);
+    size_t bc = (size_t)n * 40 + 64, k = 0;
+    char *b = malloc(bc);
+    k += (size_t)snprintf(b + k, bc - k, "{\"rows\":[");
+    for (int i = 0; i < n; i++)
+        k += (size_t)snprintf(b + k, bc - k, "%s[%.4f,%.4f]", i ? "," : "", 0.8 * cos(0.05 * i),
+                              0.8 * sin(0.05 * i));
+    snprintf(b + k, bc - k, "]}");
+    char path[128];
+    snprintf(path, sizeof path, "/v1/datasets/%s/rows", id);
+    req(s, "POST", path, b, NULL, &r);
+    free(b);
+    ck_assert_msg(r.status == 200, "%s", r.body);
+    pg_resp_free(&r);
+}
+
+static void job_body(char *buf, size_t cap, const char *ds, double sigma)
+{
+    snprintf(buf, cap,
+             "{\"dataset_id\":\"%s\",\"method\":\"dp_sinkhorn\",\"model\":{\"hidden\":[8]},"
+             "\"train\":{\"steps\":10,\"batch_size\":20},\"ot\":{\"max_iter\":10},"
+             "\"privacy\":{\"noise_multiplier\":%.17g},\"checkpoint_every\":5,\"seed\":3}",
+             ds, sigma);
+}
+
+static void wait_status(const pg_srv *s, const char *id, const char *status)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/v1/jobs/%s", id);
+    for (int i = 0; i < 3000; i++) {
+        pg_resp r;
+        req(s, "GET", path, NULL, NULL, &r);
+        const char *st =
+            r.status == 200 ? json_string_value(json_object_get(r.json, "status")) : "";
+        int hit = st && !strcmp(st, status);
+        int bad = st && (!strcmp(st, "failed") || !strcmp(st, "cancelled"));
+        pg_resp_free(&r);
+        if (hit) return;
+        ck_assert_msg(!bad, "job %s ended %s, waiting for %s", id, st, status);
+        pg_sleep_ms(20);
+    }
+    ck_abort_msg("job %s never reached %s", id, status);
+}
+
+/* Spent epsilon and entry count of the dataset's budget. */
+static void budget(const pg_srv *s, const char *ds, double *spent, int *entries)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/v1/datasets/%s/budget", ds);
+    pg_resp r;
+    req(s, "GET", path, NULL, NULL, &r);
+    ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
+    *spent = json_number_value(json_object_get(r.json, "spent_epsilon"));
+    *entries = (int)json_array_size(json_object_get(r.json, "entries"));
+    pg_resp_free(&r);
+}
+
+/* Status and Retry-After of one request (curl by hand: pg_http drops
+ * response headers other than Location and Content-Type). */
+static size_t grab_retry(char *p, size_t sz, size_t n, void *ctx)
+{
+    if (n * sz > 12 && !strncasecmp(p, "Retry-After:", 12)) *(long *)ctx = strtol(p + 12, NULL, 10);
+    return sz * n;
+}
+
+static size_t discard(char *p, size_t sz, size_t n, void *ctx)
+{
+    (void)p;
+    (void)ctx;
+    return sz * n;
+}
+
+static long status_retry(const pg_srv *s, const char *method, const char *path, const char *body,
+                         long *retry)
+{
+    char url[256], auth[160];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", s->port, path);
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", s->admin);
+    struct curl_slist *hl = curl_slist_append(NULL, auth);
+    hl = curl_slist_append(hl, "Content-Type: application/json");
+    *retry = 0;
+    CURL *c = curl_easy_init();
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    if (body) curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, grab_retry);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, retry);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+    long status = 0;
+    if (curl_easy_perform(c) == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(hl);
+    return status;
+}
+
+START_TEST(server_down_then_back)
+{
+    pg_srv s;
+    memset(&s, 0, sizeof s);
+    static const char *const extra[] = {"--workers", "1", NULL};
+    ck_assert_int_eq(pg_srv_start(&s, extra), 0);
+    char ds[64], a[64], body[768], path[128];
+    make_central(&s, 200, ds);
+
+    pg_resp r;
+    job_body(body, sizeof body, ds, 40.0);
+    req(&s, "POST", "/v1/jobs", body, NULL, &r);
+    ck_assert_msg(r.status == 202, "%ld %s", r.status, r.body);
+    snprintf(a, sizeof a, "%s", json_string_value(json_object_get(r.json, "id")));
+    pg_resp_free(&r);
+    wait_status(&s, a, "succeeded");
+    double one;
+    int n;
+    budget(&s, ds, &one, &n);
+    ck_assert_int_eq(n, 1);
+    ck_assert(one > 0 && one < CAP / 4);
+
+    ck_assert_int_eq(pgt_cluster("halt"), 0);
+    long retry;
+    snprintf(path, sizeof path, "/v1/datasets/%s/budget", ds);
+    ck_assert_int_eq(status_retry(&s, "GET", path, NULL, &retry), 503);
+    ck_assert_int_gt(retry, 0);
+    ck_assert_int_eq(status_retry(&s, "POST", "/v1/jobs", body, &retry), 503);
+    ck_assert_int_gt(retry, 0);
+    ck_assert_int_eq(status_retry(&s, "GET", "/readyz", NULL, &retry), 503);
+    const char *const key2[] = {"Idempotency-Key: during-outage", NULL};
+    pg_http(&s, "POST", "/v1/jobs", s.admin, "application/json", body, strlen(body), key2, &r);
+    ck_assert_int_eq(r.status, 503);
+    pg_resp_free(&r);
+    ck_assert_int_eq(kill(s.pid, 0), 0); /* still serving */
+
+    ck_assert_int_eq(pgt_cluster("resume"), 0);
+    ck_assert_int_eq(status_retry(&s, "GET", "/readyz", NULL, &retry), 200);
+    double spent;
+    budget(&s, ds, &spent, &n);
+    ck_assert_int_eq(n, 1);
+    ck_assert_double_eq(spent, one);
+
+    /* The key tried during the outage reserved nothing: it runs now, once. */
+    pg_resp r1, r2;
+    pg_http(&s, "POST", "/v1/jobs", s.admin, "application/json", body, strlen(body), key2, &r1);
+    ck_assert_msg(r1.status == 202, "%ld %s", r1.status, r1.body);
+    pg_http(&s, "POST", "/v1/jobs", s.admin, "application/json", body, strlen(body), key2, &r2);
+    ck_assert_int_eq(r2.status, 202);
+    const char *b = json_string_value(json_object_get(r1.json, "id"));
+    ck_assert_str_eq(b, json_string_value(json_object_get(r2.json, "id")));
+    wait_status(&s, b, "succeeded");
+    pg_resp_free(&r1);
+    pg_resp_free(&r2);
+    budget(&s, ds, &spent, &n);
+    ck_assert_int_eq(n, 2);
+    ck_assert(spent > one);
+
+    /* A restart of the server under a live privgend: the same. */
+    ck_assert_int_eq(pgt_cluster("restart"), 0);
+    double again;
+    budget(&s, ds, &again, &n);
+    ck_assert_int_eq(n, 2);
+    ck_assert_double_eq(again, spent);
+    ck_assert_int_eq(pg_srv_stop(&s), 0);
+    pg_srv_cleanup(&s);
+}
+END_TEST
+
+int main(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    Suite *su = suite_create("pg_faults");
+    TCase *tc = tcase_create("faults");
+    tcase_set_timeout(tc, 240);
+    tcase_add_test(tc, server_down_then_back);
+    suite_add_tcase(su, tc);
+    SRunner *sr = srunner_create(su);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    curl_global_cleanup();
+    return failed ? 1 : 0;
+}
