@@ -198,8 +198,8 @@ static int bench_store(int argc, char **argv)
 {
     size_t rows = strtoull(pg_bench_opt(argc, argv, "--rows", "60000"), NULL, 10);
     size_t d = strtoull(pg_bench_opt(argc, argv, "--d", "784"), NULL, 10);
-    int nadmit = atoi(pg_bench_opt(argc, argv, "--admissions", "400"));
-    int threads = atoi(pg_bench_opt(argc, argv, "--threads", "8"));
+    int nadmit = atoi(pg_bench_opt(argc, argv, "--admissions", "200"));
+    int threads = atoi(pg_bench_opt(argc, argv, "--threads", "4"));
     const char *pg = pg_bench_opt(argc, argv, "--pg", getenv("PRIVGEN_TEST_DB"));
     const char *src = pg_bench_opt(argc, argv, "--source", getenv("PRIVGEN_SOURCE_DIR"));
     if (!rows || !d || nadmit < 1 || threads < 1) {

@@ -1,9 +1,14 @@
 /* A live privgend on PostgreSQL while the server goes away: requests made
  * while it is down get 503 with Retry-After (never a crash or a hang), and
  * once it is back everything works again with every charge counted exactly
- * once (none lost, none doubled, retried keys replayed). */
+ * once (none lost, none doubled, retried keys replayed). And a streamed
+ * upload whose database connection is killed half-way answers 503 and
+ * leaves the dataset's row count unchanged. */
 #include <check.h>
+#include <libpq-fe.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <strings.h>
 
 #include "integration/itest.h"
@@ -196,6 +201,132 @@ START_TEST(server_down_then_back)
 }
 END_TEST
 
+/* ---- a connection killed in the middle of a streamed upload ---------- */
+
+enum { UP_ROWS = 200000, UP_D = 2 };
+#define UP_BYTES ((size_t)UP_ROWS * UP_D * 4)
+#define UP_PAUSE ((size_t)1300000) /* past the first 1 MiB chunk */
+
+typedef struct upload {
+    const pg_srv *s;
+    const char *ds;
+    const float *x;
+    size_t sent;
+    atomic_int paused, go_on;
+    long status;
+} upload;
+
+static size_t up_read(char *buf, size_t sz, size_t nitems, void *ctx)
+{
+    upload *u = ctx;
+    if (u->sent >= UP_PAUSE && !atomic_load(&u->go_on)) {
+        atomic_store(&u->paused, 1);
+        while (!atomic_load(&u->go_on)) pg_sleep_ms(5);
+    }
+    size_t left = UP_BYTES - u->sent, k = sz * nitems;
+    if (u->sent < UP_PAUSE && k > UP_PAUSE - u->sent) k = UP_PAUSE - u->sent;
+    if (k > left) k = left;
+    memcpy(buf, (const char *)u->x + u->sent, k);
+    u->sent += k;
+    return k;
+}
+
+static void *up_thread(void *arg)
+{
+    upload *u = arg;
+    char url[256], auth[160], rows[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/v1/datasets/%s/rows", u->s->port, u->ds);
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", u->s->admin);
+    snprintf(rows, sizeof rows, "X-Rows: %d", UP_ROWS);
+    struct curl_slist *hl = curl_slist_append(NULL, auth);
+    hl = curl_slist_append(hl, "Content-Type: application/octet-stream");
+    hl = curl_slist_append(hl, rows);
+    CURL *c = curl_easy_init();
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+    curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "POST");
+    curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)UP_BYTES);
+    curl_easy_setopt(c, CURLOPT_READFUNCTION, up_read);
+    curl_easy_setopt(c, CURLOPT_READDATA, u);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
+    if (curl_easy_perform(c) == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &u->status);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(hl);
+    return NULL;
+}
+
+static long long rows_of(const pg_srv *s, const char *ds)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/v1/datasets/%s", ds);
+    pg_resp r;
+    req(s, "GET", path, NULL, NULL, &r);
+    ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
+    long long n = (long long)json_integer_value(json_object_get(r.json, "n"));
+    pg_resp_free(&r);
+    return n;
+}
+
+/* The privgend backend of database `db` that sits inside a transaction:
+ * the upload's appender. 0 when there is none (yet). */
+static int appender_pid(PGconn *c, const char *db)
+{
+    const char *v[1] = {db};
+    PGresult *r = PQexecParams(c,
+                               "SELECT coalesce(max(pid), 0) FROM pg_stat_activity WHERE "
+                               "datname = $1 AND application_name = 'privgend' AND "
+                               "state LIKE 'idle in transaction%'",
+                               1, NULL, v, NULL, NULL, 0);
+    int pid = PQresultStatus(r) == PGRES_TUPLES_OK ? atoi(PQgetvalue(r, 0, 0)) : 0;
+    PQclear(r);
+    return pid;
+}
+
+START_TEST(killed_connection_mid_upload)
+{
+    pg_srv s;
+    memset(&s, 0, sizeof s);
+    ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
+    char ds[64], db[64];
+    make_central(&s, 10, ds);
+    pg_srv_db_name(&s, db, sizeof db);
+    float *x = malloc(UP_BYTES);
+    for (size_t i = 0; i < (size_t)UP_ROWS * UP_D; i++) x[i] = (float)(i % 1000) / 1000.0f - 0.5f;
+    PGconn *c = PQconnectdb(pgt_uri());
+    ck_assert_int_eq(PQstatus(c), CONNECTION_OK);
+
+    upload u = {.s = &s, .ds = ds, .x = x};
+    pthread_t t;
+    pthread_create(&t, NULL, up_thread, &u);
+    int pid = 0;
+    for (int i = 0; i < 2000 && !(atomic_load(&u.paused) && (pid = appender_pid(c, db))); i++)
+        pg_sleep_ms(10);
+    ck_assert_msg(pid > 0, "no appender transaction seen");
+    char sql[96];
+    snprintf(sql, sizeof sql, "SELECT pg_terminate_backend(%d, 5000)", pid);
+    PGresult *r = PQexec(c, sql);
+    ck_assert_str_eq(PQgetvalue(r, 0, 0), "t");
+    PQclear(r);
+    atomic_store(&u.go_on, 1);
+    pthread_join(t, NULL);
+    ck_assert_int_eq(u.status, 503);
+    ck_assert_int_eq(rows_of(&s, ds), 10);
+
+    /* The same upload again goes through on a fresh connection. */
+    upload v = {.s = &s, .ds = ds, .x = x};
+    atomic_store(&v.go_on, 1);
+    up_thread(&v);
+    ck_assert_int_eq(v.status, 200);
+    ck_assert_int_eq(rows_of(&s, ds), 10 + UP_ROWS);
+    PQfinish(c);
+    free(x);
+    ck_assert_int_eq(pg_srv_stop(&s), 0);
+    pg_srv_cleanup(&s);
+}
+END_TEST
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -203,6 +334,7 @@ int main(void)
     TCase *tc = tcase_create("faults");
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, server_down_then_back);
+    tcase_add_test(tc, killed_connection_mid_upload);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);
