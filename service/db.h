@@ -51,10 +51,11 @@
  * all writers serialize, which is what one embedded file allows anyway.
  * PostgreSQL locks the dataset's budget row (its datasets row, SELECT ... FOR
  * UPDATE) before reading the reserved ledger rows: admissions on one dataset
- * queue behind that lock and each sees every charge committed before it, with
- * no serialization failures to retry (SERIALIZABLE would abort and re-run
- * whole admissions under contention); admissions on other datasets proceed
- * in parallel. Every other write is one short transaction on its own rows.
+ * queue behind that lock (pg_db_dataset_delete takes it too) and each sees
+ * every charge committed before it, with no serialization failures to retry
+ * (SERIALIZABLE would abort and re-run whole admissions under contention);
+ * admissions on other datasets proceed in parallel. Every other write is
+ * one short transaction on its own rows.
  *
  * Durability: a call that returns PG_OK has committed (SQLite fsyncs the WAL
  * and every block/checkpoint file and directory before the row refers to it;
@@ -69,17 +70,17 @@
 #include "engine/core/error.h"
 #include "engine/methods/method.h"
 #include "service/block.h"
+#include "service/ledger.h"
 
 #define PG_ID_MAX 40
 
 typedef struct pg_db pg_db;
-struct pg_ledger_quote; /* service/ledger.h */
 
 /* ---- lifecycle -------------------------------------------------------- */
 
 typedef struct pg_db_options {
     int pool_size;            /* PostgreSQL connections; <= 0: 8. SQLite: ignored */
-    int statement_timeout_ms; /* per statement; <= 0: 30000. SQLite: busy timeout */
+    int statement_timeout_ms; /* per statement; <= 0: 30000. SQLite: ignored (5 s lock wait) */
     int connect_timeout_s;    /* PostgreSQL connect; <= 0: 5. SQLite: ignored */
 } pg_db_options;
 
@@ -164,7 +165,10 @@ int pg_db_dataset_delete(pg_db *db, const char *tenant, const char *id, int *fou
  * size (values go to the backend as they arrive). Nothing is visible to any
  * reader until commit returns PG_OK; commit and abort always end the
  * appender (it is freed, also on failure), and a failed commit or an abort
- * leaves the dataset exactly as before (no rows, n unchanged, no files). */
+ * leaves the dataset exactly as before (no rows, n unchanged, no files).
+ * An open appender holds no lock on the dataset (uploads may be slow: it
+ * must not hold up admissions or deletes); the dataset's existence, tenant
+ * and max_rows are checked, and n updated, inside commit's transaction. */
 typedef struct pg_db_append pg_db_append;
 
 /* Starts an append of rows of width d (> 0) to dataset id of tenant. */
@@ -177,7 +181,8 @@ int pg_db_append_write(pg_db_append *a, const float *x, size_t count, pg_error *
  * transaction, records the block and adds its rows to the dataset's n.
  * PG_ERANGE when n would exceed max_rows; *found = 0 (PG_OK, nothing
  * stored) when the dataset vanished meanwhile. On success *rows is the
- * rows appended and *new_n the dataset's count after them. */
+ * rows appended and *new_n the dataset's count after them; zero rows store
+ * nothing (no empty block) and report the current count. */
 int pg_db_append_commit(pg_db_append *a, const int32_t *labels, int64_t max_rows, int *found,
                         int64_t *rows, int64_t *new_n, pg_error *err);
 void pg_db_append_abort(pg_db_append *a);
@@ -255,7 +260,9 @@ typedef struct pg_job_row {
  * row (status queued; job->seq, ->created_at and ->status written back).
  * A plan that does not charge skips the ledger: q->admit = 1 and only the
  * job row is inserted. A refusal (q->admit = 0) is PG_OK and writes
- * nothing; any error writes nothing either. */
+ * nothing; any error writes nothing either. job->dataset_id must name an
+ * existing dataset (the row PostgreSQL locks): PG_ESTATE otherwise, e.g.
+ * when it was deleted since the caller looked it up. */
 int pg_db_job_admit(pg_db *db, pg_job_row *job, const pg_privacy_plan *plan, double cap_epsilon,
                     double cap_delta, struct pg_ledger_quote *q, pg_error *err);
 

@@ -164,7 +164,7 @@ char *pg_jobs_metrics(pg_jobs *m)
     for (size_t k = 0; k < nds; k++) {
         pg_ledger_curve c;
         double eps;
-        if (!pg_ledger_spent(m->store, ds[k].id, &c, NULL) &&
+        if (!pg_ledger_spent(m->db, ds[k].id, &c, NULL) &&
             !pg_ledger_curve_epsilon(&c, ds[k].cap_delta, &eps, NULL))
             sb_printf(&b, "privgen_dataset_epsilon_spent{dataset=\"%s\"} %.9g\n", ds[k].id, eps);
     }
