@@ -469,6 +469,7 @@ int pg_db_postgres_open(const char *url, const pg_db_options *opt, pg_db **out, 
             opt && opt->statement_timeout_ms > 0 ? opt->statement_timeout_ms : 30000,
         .acquire_timeout_ms =
             1000 * (opt && opt->connect_timeout_s > 0 ? opt->connect_timeout_s : 5),
+        .connect_timeout_s = opt && opt->connect_timeout_s > 0 ? opt->connect_timeout_s : 5,
     };
     if (po.size > PG_PGPOOL_MAX) po.size = PG_PGPOOL_MAX;
     int rc = pg_pgpool_open(url, &po, &b->pool, err);

@@ -110,8 +110,11 @@ static PGconn *connect_new(pg_pgpool *p, pg_error *err)
 {
     /* Defaults first, then the user's string: expand_dbname lets any of its
      * settings override ours. */
+    char timeout[16];
+    snprintf(timeout, sizeof timeout, "%d",
+             p->o.connect_timeout_s > 0 ? p->o.connect_timeout_s : 5);
     const char *const keys[] = {"application_name", "connect_timeout", "dbname", NULL};
-    const char *const vals[] = {"privgend", "5", p->conninfo, NULL};
+    const char *const vals[] = {"privgend", timeout, p->conninfo, NULL};
     PGconn *c = PQconnectdbParams(keys, vals, 1);
     if (!c || PQstatus(c) != CONNECTION_OK) {
         conn_fail(c, "connecting", err);

@@ -37,7 +37,7 @@
  * range of enum pg_status on purpose. */
 #define PG_PGPOOL_RETRY 1000
 
-#define PG_PGPOOL_MAX 256
+#define PG_PGPOOL_MAX 1024
 
 typedef struct pg_pgpool pg_pgpool;
 
@@ -45,6 +45,7 @@ typedef struct pg_pgpool_opts {
     int size;                 /* connections, 1..PG_PGPOOL_MAX */
     int statement_timeout_ms; /* 0: no timeout */
     int acquire_timeout_ms;   /* wait for a free or reconnected connection */
+    int connect_timeout_s;    /* one connection attempt; <= 0: 5 (the URI may override) */
 } pg_pgpool_opts;
 
 /* Opens the pool and one connection (so a wrong URI or password fails here,
