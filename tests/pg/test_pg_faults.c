@@ -132,6 +132,27 @@ static long status_retry(const pg_srv *s, const char *method, const char *path, 
     return status;
 }
 
+/* The database password (in the URI privgend was given) appears nowhere in
+ * its log, outage messages included. */
+static void no_password_in_log(const pg_srv *s)
+{
+    const char *uri = pgt_uri();
+    const char *colon = strchr(uri + strlen("postgresql://"), ':'), *at = strchr(uri, '@');
+    ck_assert(colon && at && at > colon + 4);
+    char pw[128];
+    snprintf(pw, sizeof pw, "%.*s", (int)(at - colon - 1), colon + 1);
+    char path[128];
+    snprintf(path, sizeof path, "%s/privgend.log", s->dir);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char *log = calloc(1, 1 << 22);
+    size_t n = fread(log, 1, (1 << 22) - 1, f);
+    fclose(f);
+    ck_assert_uint_gt(n, 0);
+    ck_assert_msg(!strstr(log, pw), "the database password is in privgend.log");
+    free(log);
+}
+
 START_TEST(server_down_then_back)
 {
     pg_srv s;
@@ -197,6 +218,7 @@ START_TEST(server_down_then_back)
     ck_assert_int_eq(n, 2);
     ck_assert_double_eq(again, spent);
     ck_assert_int_eq(pg_srv_stop(&s), 0);
+    no_password_in_log(&s);
     pg_srv_cleanup(&s);
 }
 END_TEST
