@@ -95,8 +95,15 @@ int pgb_schema_version(PGconn *c, int *version, pg_error *err)
 
 static int migrate_locked(PGconn *c, pg_error *err)
 {
-    int rc = pgb_q(c, "SELECT pg_advisory_xact_lock(" SCHEMA_LOCK ")", NULL,
-                   "taking the schema lock", NULL, err);
+    /* A migration may rewrite big tables, and a replica starting meanwhile
+     * waits for it on the lock: neither is a runaway statement, so the
+     * pool's statement timeout does not apply; a lock held for more than
+     * ten minutes means something is stuck, and start-up fails instead. */
+    int rc = pgb_q(c, "SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = '10min'", NULL,
+                   "preparing the migration", NULL, err);
+    if (rc) return rc;
+    rc = pgb_q(c, "SELECT pg_advisory_xact_lock(" SCHEMA_LOCK ")", NULL, "taking the schema lock",
+               NULL, err);
     if (rc) return rc;
     int v;
     if ((rc = pgb_schema_version(c, &v, err))) return rc;
