@@ -32,12 +32,11 @@ int pg_db_open(const char *url, const pg_db_options *opt, pg_db **out, pg_error 
     for (size_t i = 0; i < sizeof BACKENDS / sizeof BACKENDS[0]; i++)
         if (!strncmp(url, BACKENDS[i].prefix, strlen(BACKENDS[i].prefix)))
             return BACKENDS[i].open(url, &o, out, err);
-    char safe[128];
-    pg_db_url_redact(url, safe, sizeof safe);
+    size_t scheme = strcspn(url, ":");
     return pg_error_set(err, PG_EINVAL,
-                        "unsupported database URL '%s' (expected sqlite:PATH or "
+                        "unsupported database URL scheme '%.*s' (expected sqlite:PATH or "
                         "postgresql://...)",
-                        safe);
+                        (int)(scheme < 32 ? scheme : 32), url);
 }
 
 void pg_db_close(pg_db *db)

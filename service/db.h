@@ -143,7 +143,9 @@ typedef struct pg_db_dataset {
 } pg_db_dataset;
 
 /* Inserts d with n = blocks = bytes = 0; d->seq and d->created_at are
- * assigned and written back. Ids are [a-z0-9_]+ (PG_EINVAL otherwise). */
+ * assigned and written back. Ids are [a-z0-9_]+, shorter than PG_ID_MAX
+ * (PG_EINVAL otherwise); lookups and deletes treat a malformed id as not
+ * found, appends and block reads refuse it (PG_EINVAL). */
 int pg_db_dataset_insert(pg_db *db, pg_db_dataset *d, pg_error *err);
 int pg_db_dataset_get(pg_db *db, const char *tenant, const char *id, pg_db_dataset *out, int *found,
                       pg_error *err);
@@ -153,9 +155,10 @@ int pg_db_dataset_list(pg_db *db, const char *tenant, int64_t after, size_t limi
                        pg_db_dataset **out, size_t *count, pg_error *err);
 void pg_db_dataset_free(pg_db_dataset *d);
 void pg_db_dataset_list_free(pg_db_dataset *list, size_t count);
-/* One transaction: deletes the dataset with its rows and ledger-free
- * metadata. *conflict = 1 (nothing deleted) when a queued or running job
- * reads it (as its dataset or its public dataset). */
+/* One transaction: deletes the dataset and its rows (blocks). Its ledger
+ * rows and its jobs stay: they are the history of what was spent and run.
+ * *conflict = 1 (nothing deleted) when a queued or running job reads it (as
+ * its dataset or its public dataset). */
 int pg_db_dataset_delete(pg_db *db, const char *tenant, const char *id, int *found, int *conflict,
                          pg_error *err);
 

@@ -47,11 +47,33 @@ static long ckpt_every(const json_t *spec)
     return c > 0 ? c : DEFAULT_CKPT;
 }
 
+/* Seconds a worker waits out a lost database (PG_EUNAVAIL) before it fails
+ * the job. Every storage call retried this way is idempotent (absolute
+ * values, replace-by-key writes, reads), so a retry after an outage whose
+ * first attempt did commit changes nothing. */
+#define DB_RETRY_S 60
+
+/* 1 when `rc` says the database is unreachable and the worker should try
+ * again (after a second); 0 to go on with rc. */
+static int db_retry(pg_jobs *m, int rc, int *tries)
+{
+    if (rc != PG_EUNAVAIL || *tries >= DB_RETRY_S) return 0;
+    (*tries)++;
+    struct timespec ts = {1, 0};
+    nanosleep(&ts, NULL);
+    pthread_mutex_lock(&m->mu);
+    int stop = m->stopping;
+    pthread_mutex_unlock(&m->mu);
+    return !stop;
+}
+
 static void finish(pg_jobs *m, job *j, int st, const char *error)
 {
     pg_error e = {0};
-    if (pg_db_job_set_status(m->db, j->id, pg_jobs_status[st], 0, 1, error, &e))
-        fprintf(stderr, "privgend: cannot record the end of %s: %s\n", j->id, e.msg);
+    int rc, tries = 0;
+    do rc = pg_db_job_set_status(m->db, j->id, pg_jobs_status[st], 0, 1, error, &e);
+    while (db_retry(m, rc, &tries));
+    if (rc) fprintf(stderr, "privgend: cannot record the end of %s: %s\n", j->id, e.msg);
     pthread_mutex_lock(&m->mu);
     j->status = st;
     j->finished_at = pg_jobs_now();
@@ -83,9 +105,13 @@ static int checkpoint(pg_jobs *m, job *j, pg_trainer *t, long step, pg_error *er
     int rc = j->method->save(t, &bytes, &len, err);
     if (rc) return rc;
     uint32_t crc = (uint32_t)crc32(0L, bytes, (uInt)len);
-    rc = pg_db_ckpt_put(m->db, j->id, step, bytes, len, crc, err);
+    int tries = 0;
+    do rc = pg_db_ckpt_put(m->db, j->id, step, bytes, len, crc, err);
+    while (db_retry(m, rc, &tries));
     free(bytes);
-    if (!rc) rc = pg_db_job_set_step(m->db, j->id, step, err);
+    if (!rc) do
+            rc = pg_db_job_set_step(m->db, j->id, step, err);
+        while (db_retry(m, rc, &tries));
     if (rc) return rc;
     pthread_mutex_lock(&m->mu);
     size_t k = j->nckpts;
@@ -114,7 +140,9 @@ static int load_data(pg_jobs *m, const char *dataset_id, const pg_data_desc *d, 
 {
     pg_block b;
     int labeled;
-    int rc = pg_db_rows_load(m->db, dataset_id, d->d, m->cfg->max_job_memory, &b, &labeled, err);
+    int rc, tries = 0;
+    do rc = pg_db_rows_load(m->db, dataset_id, d->d, m->cfg->max_job_memory, &b, &labeled, err);
+    while (db_retry(m, rc, &tries));
     if (rc) return rc;
     if (b.n < d->n) {
         pg_block_free(&b);
@@ -169,7 +197,11 @@ static void run(pg_jobs *m, job *j)
         finish(m, j, ST_CANCELLED, NULL);
         return;
     }
-    if (!j->resume && pg_db_job_set_status(m->db, j->id, "running", 1, 0, NULL, &err)) {
+    int tries = 0, src = PG_OK;
+    if (!j->resume) do
+            src = pg_db_job_set_status(m->db, j->id, "running", 1, 0, NULL, &err);
+        while (db_retry(m, src, &tries));
+    if (src) {
         finish(m, j, ST_FAILED, err.msg);
         return;
     }
@@ -188,7 +220,9 @@ static void run(pg_jobs *m, job *j)
     if (j->resume && last_ck >= 0) {
         unsigned char *bytes;
         size_t len;
-        rc = pg_jobs_read_ckpt(m, j->id, last_ck, &bytes, &len, &err);
+        tries = 0;
+        do rc = pg_jobs_read_ckpt(m, j->id, last_ck, &bytes, &len, &err);
+        while (db_retry(m, rc, &tries));
         if (!rc) {
             /* The checkpoint carries what was learned from public rows. */
             pg_job_data in = pg_jobs_data(j, &ds, NULL);
@@ -241,7 +275,9 @@ static void run(pg_jobs *m, job *j)
         }
         if (charges && base + ran >= reserved) {
             int64_t chunk = every < left - ran ? every : left - ran;
-            rc = pg_db_job_reserve_steps(m->db, j->id, base + ran + chunk, &err);
+            tries = 0;
+            do rc = pg_db_job_reserve_steps(m->db, j->id, base + ran + chunk, &err);
+            while (db_retry(m, rc, &tries));
             if (rc) break;
             reserved = base + ran + chunk;
         }

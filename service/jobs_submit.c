@@ -205,21 +205,29 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
     row.spec = rc ? NULL : json_dumps(resolved, JSON_COMPACT | JSON_REAL_PRECISION(17));
     if (!rc && !row.spec) rc = pg_error_set(err, PG_ENOMEM, "out of memory");
     job *j = NULL;
+    int gone = 0;
     if (!rc) {
         int central = desc.model == PG_PRIVACY_CENTRAL;
         pg_privacy_plan none = plan;
         none.charges = false;
         rc = pg_db_job_admit(m->db, &row, central ? &plan : &none, desc.cap_epsilon, desc.cap_delta,
                              &res->quote, err);
+        if (rc == PG_ESTATE) { /* deleted since it was looked up: nothing written */
+            gone = 1;
+            rc = PG_OK;
+            pg_spec_error_add(fe, "dataset_id", "no such dataset");
+        }
     }
-    if (!rc && res->quote.admit) {
+    if (!rc && !gone && res->quote.admit) {
         j = calloc(1, sizeof *j);
         if (!j) rc = pg_error_set(err, PG_ENOMEM, "out of memory");
     }
     json_t *priv = j ? pg_jobs_plan_json(&plan, &desc) : NULL;
     pthread_mutex_lock(&m->mu);
     m->pending--;
-    if (!rc && !res->quote.admit) {
+    if (gone) {
+        res->outcome = PG_SUBMIT_INVALID;
+    } else if (!rc && !res->quote.admit) {
         res->outcome = PG_SUBMIT_OVER_BUDGET;
     } else if (!rc) {
         j->seq = row.seq;
