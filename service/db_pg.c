@@ -79,13 +79,15 @@ int pgb_q(PGconn *c, const char *sql, const pgb_args *a, const char *what, PGres
     else
         r = PQexecParams(c, sql, a ? a->n : 0, NULL, a ? a->v : NULL, a ? a->len : NULL,
                          a ? a->fmt : NULL, 1);
-    int rc = pg_pgpool_check(c, r, out ? PGRES_TUPLES_OK : PGRES_COMMAND_OK, what, err);
+    /* A command that returns rows (SELECT pg_advisory_xact_lock) is a
+     * command too. */
+    ExecStatusType want = out ? PGRES_TUPLES_OK : PGRES_COMMAND_OK;
+    if (!out && r && PQresultStatus(r) == PGRES_TUPLES_OK) want = PGRES_TUPLES_OK;
+    int rc = pg_pgpool_check(c, r, want, what, err);
     if (rc == PG_OK && out) {
         *out = r;
         return PG_OK;
     }
-    /* A command that returns rows (SELECT pg_advisory_xact_lock) is fine too. */
-    if (rc && !out && r && PQresultStatus(r) == PGRES_TUPLES_OK) rc = PG_OK;
     PQclear(r);
     return rc;
 }
