@@ -51,7 +51,8 @@ static inline float op_a(const gemm_args *g, size_t i, size_t p)
  * laid out depth-major (MR floats per step), zero past row mc. Both layouts
  * read memory along its rows: striding down a column of a matrix whose rows
  * are a multiple of 4 KiB apart would thrash the cache. */
-static void pack_a(const gemm_args *g, size_t i0, size_t mc, size_t p0, size_t kc, float *dst)
+__attribute__((noinline)) static void pack_a(const gemm_args *g, size_t i0, size_t mc, size_t p0,
+                                             size_t kc, float *dst)
 {
     if (!g->ta) {
         /* One sliver at a time: MR row streams read in parallel, and the
@@ -60,13 +61,29 @@ static void pack_a(const gemm_args *g, size_t i0, size_t mc, size_t p0, size_t k
         size_t i = 0;
         for (; i + MR <= mc; i += MR, dst += MR * kc) {
             const float *src = g->a + (i0 + i) * g->lda + p0;
-            size_t ld = g->lda;
+            size_t ld = g->lda, p = 0;
             bool ahead = i + 2 * MR <= mc;
-            for (size_t p = 0; p < kc; p++) {
+            for (; p + 4 <= kc; p += 4) {
                 if (ahead && p % 16 == 0)
                     for (size_t r = 0; r < MR; r++) __builtin_prefetch(src + (MR + r) * ld + p);
-                for (size_t r = 0; r < MR; r++) dst[p * MR + r] = src[r * ld + p];
+                /* Rows 0-3: a 4 x 4 transpose; rows 4-5: interleaved pairs. */
+                __m128 r0 = _mm_loadu_ps(src + p), r1 = _mm_loadu_ps(src + ld + p);
+                __m128 r2 = _mm_loadu_ps(src + 2 * ld + p), r3 = _mm_loadu_ps(src + 3 * ld + p);
+                _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+                float *d = dst + p * MR;
+                _mm_storeu_ps(d, r0);
+                _mm_storeu_ps(d + MR, r1);
+                _mm_storeu_ps(d + 2 * MR, r2);
+                _mm_storeu_ps(d + 3 * MR, r3);
+                __m128 r4 = _mm_loadu_ps(src + 4 * ld + p), r5 = _mm_loadu_ps(src + 5 * ld + p);
+                __m128 lo = _mm_unpacklo_ps(r4, r5), hi = _mm_unpackhi_ps(r4, r5);
+                _mm_storel_pi((__m64 *)(d + 4), lo);
+                _mm_storeh_pi((__m64 *)(d + MR + 4), lo);
+                _mm_storel_pi((__m64 *)(d + 2 * MR + 4), hi);
+                _mm_storeh_pi((__m64 *)(d + 3 * MR + 4), hi);
             }
+            for (; p < kc; p++)
+                for (size_t r = 0; r < MR; r++) dst[p * MR + r] = src[r * ld + p];
         }
         if (i < mc)
             for (size_t p = 0; p < kc; p++)
@@ -80,8 +97,11 @@ static void pack_a(const gemm_args *g, size_t i0, size_t mc, size_t p0, size_t k
         if (p + 4 < kc)
             for (size_t i = 0; i < mc; i += 16) __builtin_prefetch(src + 4 * g->lda + i);
         size_t i = 0;
-        for (; i + MR <= mc; i += MR)
-            for (size_t r = 0; r < MR; r++) d[i * kc + r] = src[i + r];
+        for (; i + MR <= mc; i += MR) {
+            _mm_storeu_ps(d + i * kc, _mm_loadu_ps(src + i));
+            _mm_storel_pi((__m64 *)(d + i * kc + 4),
+                          _mm_castpd_ps(_mm_load_sd((const double *)(src + i + 4))));
+        }
         if (i < mc)
             for (size_t r = 0; r < MR; r++) d[i * kc + r] = i + r < mc ? src[i + r] : 0.0f;
     }
@@ -89,9 +109,9 @@ static void pack_a(const gemm_args *g, size_t i0, size_t mc, size_t p0, size_t k
 
 /* Depth [p0, p0 + kc) x columns [j0, j0 + nc) of op(B) as NR-column slivers,
  * each depth-major (NR floats per step), zero past column nc. */
-static void pack_b(const gemm_args *g, size_t p0, size_t kc, size_t j0, size_t nc, float *dst)
+__attribute__((noinline)) static void pack_b(const gemm_args *g, size_t p0, size_t kc, size_t j0,
+                                             size_t nc, float *dst)
 {
-    size_t ncp = (nc + NR - 1) / NR * NR;
     if (!g->tb) {
         for (size_t p = 0; p < kc; p++) {
             const float *src = g->b + (p0 + p) * g->ldb + j0;
@@ -107,26 +127,52 @@ static void pack_b(const gemm_args *g, size_t p0, size_t kc, size_t j0, size_t n
         }
         return;
     }
-    for (size_t j = 0; j < ncp; j++) {
-        float *d = dst + (j / NR) * NR * kc + j % NR;
-        if (j >= nc) {
-            for (size_t p = 0; p < kc; p++) d[p * NR] = 0.0f;
-            continue;
-        }
+    size_t j = 0;
+    for (; j + NR <= nc; j += NR, dst += NR * kc) {
         const float *src = g->b + (j0 + j) * g->ldb + p0;
-        for (size_t p = 0; p < kc; p++) {
-            if (p % 16 == 0 && j + 4 < nc) __builtin_prefetch(src + 4 * g->ldb + p);
-            d[p * NR] = src[p];
+        size_t ld = g->ldb, p = 0;
+        for (; p + 4 <= kc; p += 4) {
+            if (p % 16 == 0 && j + 2 * NR <= nc)
+                for (size_t c = 0; c < NR; c++) __builtin_prefetch(src + (NR + c) * ld + p);
+            /* Four 4 x 4 transposes: columns c..c+3 at depths p..p+3. */
+            for (size_t c = 0; c < NR; c += 4) {
+                const float *s0 = src + c * ld + p;
+                __m128 r0 = _mm_loadu_ps(s0), r1 = _mm_loadu_ps(s0 + ld);
+                __m128 r2 = _mm_loadu_ps(s0 + 2 * ld), r3 = _mm_loadu_ps(s0 + 3 * ld);
+                _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+                float *d = dst + p * NR + c;
+                _mm_store_ps(d, r0);
+                _mm_store_ps(d + NR, r1);
+                _mm_store_ps(d + 2 * NR, r2);
+                _mm_store_ps(d + 3 * NR, r3);
+            }
         }
+        for (; p < kc; p++)
+            for (size_t c = 0; c < NR; c++) dst[p * NR + c] = src[c * ld + p];
     }
+    if (j < nc)
+        for (size_t p = 0; p < kc; p++)
+            for (size_t c = 0; c < NR; c++)
+                dst[p * NR + c] = j + c < nc ? g->b[(j0 + j + c) * g->ldb + p0 + p] : 0.0f;
 }
 
-/* acc (MR x NR, row stride ld) continues its chains over kc steps of the
- * packed slivers a and b; first starts them at zero. Twelve named
- * accumulators: as an array, GCC keeps them in memory. */
+/* Where a register tile goes after a k block: back to the accumulator buffer
+ * (final = false), or, after the last block, to C as alpha * acc (+ beta * C),
+ * each product rounded on its own as in the scalar contract. */
+typedef struct kout {
+    float *p;
+    size_t ld;
+    bool final;
+    float alpha, beta;
+} kout;
+
+/* One MR x NR register tile: chains resumed from in (row stride ld_in; NULL:
+ * start at zero), continued over kc steps of the packed slivers a and b, and
+ * stored per o. Twelve named accumulators: as an array, GCC keeps them in
+ * memory. */
 #define ROW_LOAD(r)                                                                                \
-    __m256 c##r##0 = first ? _mm256_setzero_ps() : _mm256_loadu_ps(acc + (r)*ld);                  \
-    __m256 c##r##1 = first ? _mm256_setzero_ps() : _mm256_loadu_ps(acc + (r)*ld + 8)
+    __m256 c##r##0 = in ? _mm256_loadu_ps(in + (r)*ld_in) : _mm256_setzero_ps();                   \
+    __m256 c##r##1 = in ? _mm256_loadu_ps(in + (r)*ld_in + 8) : _mm256_setzero_ps()
 #define ROW_FMA(r)                                                                                 \
     do {                                                                                           \
         __m256 ar = _mm256_broadcast_ss(a + (r));                                                  \
@@ -135,12 +181,23 @@ static void pack_b(const gemm_args *g, size_t p0, size_t kc, size_t j0, size_t n
     } while (0)
 #define ROW_STORE(r)                                                                               \
     do {                                                                                           \
-        _mm256_storeu_ps(acc + (r)*ld, c##r##0);                                                   \
-        _mm256_storeu_ps(acc + (r)*ld + 8, c##r##1);                                               \
+        float *d = o->p + (r)*o->ld;                                                               \
+        __m256 x0 = c##r##0, x1 = c##r##1;                                                         \
+        if (scale) {                                                                               \
+            x0 = _mm256_mul_ps(al, x0);                                                            \
+            x1 = _mm256_mul_ps(al, x1);                                                            \
+        }                                                                                          \
+        if (add) {                                                                                 \
+            x0 = _mm256_add_ps(x0, _mm256_mul_ps(be, _mm256_loadu_ps(d)));                         \
+            x1 = _mm256_add_ps(x1, _mm256_mul_ps(be, _mm256_loadu_ps(d + 8)));                     \
+        }                                                                                          \
+        _mm256_storeu_ps(d, x0);                                                                   \
+        _mm256_storeu_ps(d + 8, x1);                                                               \
     } while (0)
 
 __attribute__((target("avx2,fma"))) static void kern_fma(size_t kc, const float *a, const float *b,
-                                                         float *acc, size_t ld, bool first)
+                                                         size_t ldb, const float *in, size_t ld_in,
+                                                         const kout *o)
 {
     ROW_LOAD(0);
     ROW_LOAD(1);
@@ -148,8 +205,9 @@ __attribute__((target("avx2,fma"))) static void kern_fma(size_t kc, const float 
     ROW_LOAD(3);
     ROW_LOAD(4);
     ROW_LOAD(5);
+#pragma GCC unroll 4
     for (size_t p = 0; p < kc; p++) {
-        __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
+        __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
         ROW_FMA(0);
         ROW_FMA(1);
         ROW_FMA(2);
@@ -157,8 +215,10 @@ __attribute__((target("avx2,fma"))) static void kern_fma(size_t kc, const float 
         ROW_FMA(4);
         ROW_FMA(5);
         a += MR;
-        b += NR;
+        b += ldb;
     }
+    bool scale = o->final && o->alpha != 1.0f, add = o->final && o->beta != 0.0f;
+    __m256 al = _mm256_set1_ps(o->alpha), be = _mm256_set1_ps(o->beta);
     ROW_STORE(0);
     ROW_STORE(1);
     ROW_STORE(2);
@@ -169,11 +229,12 @@ __attribute__((target("avx2,fma"))) static void kern_fma(size_t kc, const float 
 
 /* The same chains with a separate multiply and add, for CPUs without FMA
  * (x86-64-v2): different bits from the FMA path, but fixed order all the same. */
-static void kern_plain(size_t kc, const float *a, const float *b, float *acc, size_t ld, bool first)
+static void kern_plain(size_t kc, const float *a, const float *b, size_t ldb, const float *in,
+                       size_t ld_in, const kout *o)
 {
     float c[MR][NR];
     for (int r = 0; r < MR; r++)
-        for (int j = 0; j < NR; j++) c[r][j] = first ? 0.0f : acc[r * ld + j];
+        for (int j = 0; j < NR; j++) c[r][j] = in ? in[r * ld_in + j] : 0.0f;
     for (size_t p = 0; p < kc; p++) {
         for (int r = 0; r < MR; r++)
             for (int j = 0; j < NR; j++) {
@@ -181,13 +242,22 @@ static void kern_plain(size_t kc, const float *a, const float *b, float *acc, si
                 c[r][j] = c[r][j] + t;
             }
         a += MR;
-        b += NR;
+        b += ldb;
     }
     for (int r = 0; r < MR; r++)
-        for (int j = 0; j < NR; j++) acc[r * ld + j] = c[r][j];
+        for (int j = 0; j < NR; j++) {
+            float *d = o->p + r * o->ld + j, x = c[r][j];
+            if (o->final && o->alpha != 1.0f) x = o->alpha * x;
+            if (o->final && o->beta != 0.0f) {
+                float y = o->beta * *d;
+                x = x + y;
+            }
+            *d = x;
+        }
 }
 
-typedef void (*kern_fn)(size_t, const float *, const float *, float *, size_t, bool);
+typedef void (*kern_fn)(size_t, const float *, const float *, size_t, const float *, size_t,
+                        const kout *);
 
 static kern_fn pick_kernel(void)
 {
@@ -196,41 +266,60 @@ static kern_fn pick_kernel(void)
 }
 
 typedef struct tile_buf {
-    float *a, *b, *acc;
+    float *a, *b, *acc; /* acc: only when k spans several blocks */
 } tile_buf;
 
 /* C rows [i0, i0 + mt) x columns [j0, j0 + nt), over the whole depth. Per k
  * block, the B panel is packed once and reused by every A block of the tile;
- * a B sliver (kc x NR) stays in L1 while the A slivers stream from L2. */
-static void gemm_tile(const gemm_args *g, kern_fn kern, size_t i0, size_t mt, size_t j0, size_t nt,
-                      const tile_buf *t)
+ * a B sliver (kc x NR) stays in L1 while the A slivers stream from L2. Chains
+ * that continue past a block wait in acc; after the last block, full register
+ * tiles go straight to C and edge tiles through a small buffer. */
+__attribute__((noinline)) static void gemm_tile(const gemm_args *g, kern_fn kern, size_t i0,
+                                                size_t mt, size_t j0, size_t nt, const tile_buf *t)
 {
     size_t ntp = (nt + NR - 1) / NR * NR;
+    float edge[MR * NR] __attribute__((aligned(64)));
+    bool direct = !g->tb && mt <= 4 * MR;
     for (size_t p0 = 0; p0 < g->k; p0 += KC) {
         size_t kc = g->k - p0 < KC ? g->k - p0 : KC;
-        pack_b(g, p0, kc, j0, nt, t->b);
+        bool first = p0 == 0, last = p0 + kc == g->k;
+        /* A tile of a few rows reads B (k x n, rows contiguous) in place:
+         * packing it would cost more than the few slivers that use it. */
+        size_t full = direct ? nt / NR * NR : 0;
+        if (full < nt) pack_b(g, p0, kc, j0 + full, nt - full, t->b);
         for (size_t ib = 0; ib < mt; ib += MC) {
-            size_t mc = mt - ib < MC ? mt - ib : MC, mcp = (mc + MR - 1) / MR * MR;
+            size_t mc = mt - ib < MC ? mt - ib : MC;
             pack_a(g, i0 + ib, mc, p0, kc, t->a);
-            for (size_t js = 0; js < ntp; js += NR)
-                for (size_t is = 0; is < mcp; is += MR)
-                    kern(kc, t->a + is * kc, t->b + js * kc, t->acc + (ib + is) * ntp + js, ntp,
-                         p0 == 0);
-        }
-    }
-    for (size_t i = 0; i < mt; i++) {
-        const float *s = t->acc + i * ntp;
-        float *d = g->c + (i0 + i) * g->ldc + j0;
-        if (g->beta == 0.0f) {
-            if (g->alpha == 1.0f)
-                memcpy(d, s, nt * sizeof *d);
-            else
-                for (size_t j = 0; j < nt; j++) d[j] = g->alpha * s[j];
-        } else {
-            for (size_t j = 0; j < nt; j++) {
-                float x = g->alpha * s[j], y = g->beta * d[j];
-                d[j] = x + y;
-            }
+            for (size_t js = 0; js < nt; js += NR)
+                for (size_t is = 0; is < mc; is += MR) {
+                    size_t rows = mc - is < MR ? mc - is : MR, cols = nt - js < NR ? nt - js : NR;
+                    float *acc = last && first ? NULL : t->acc + (ib + is) * ntp + js;
+                    const float *in = first ? NULL : acc;
+                    float *c = g->c + (i0 + ib + is) * g->ldc + j0 + js;
+                    kout o = {acc, ntp, false, 1.0f, 0.0f};
+                    if (last && rows == MR && cols == NR)
+                        o = (kout){c, g->ldc, true, g->alpha, g->beta};
+                    else if (last)
+                        o = (kout){edge, NR, false, 1.0f, 0.0f};
+                    const float *b = t->b + (js - full) * kc;
+                    size_t ldb = NR;
+                    if (js < full) {
+                        b = g->b + p0 * g->ldb + j0 + js;
+                        ldb = g->ldb;
+                    }
+                    kern(kc, t->a + is * kc, b, ldb, in, ntp, &o);
+                    if (!last || (rows == MR && cols == NR)) continue;
+                    for (size_t r = 0; r < rows; r++)
+                        for (size_t j = 0; j < cols; j++) {
+                            float x = edge[r * NR + j], *d = c + r * g->ldc + j;
+                            if (g->alpha != 1.0f) x = g->alpha * x;
+                            if (g->beta != 0.0f) {
+                                float y = g->beta * *d;
+                                x = x + y;
+                            }
+                            *d = x;
+                        }
+                }
         }
     }
 }
@@ -316,18 +405,20 @@ void pg_sgemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, float al
     if ((size_t)threads > tiles) threads = (int)tiles;
     size_t mcp = (mc < MC ? mc : MC) + MR, ncp = (nc + NR - 1) / NR * NR, kc = k < KC ? k : KC;
     /* Each part starts 64-byte aligned (the kernel's aligned B loads). */
-    size_t na = (mcp * kc + 15) / 16 * 16, nb = kc * ncp, nacc = (mc + MR) * ncp;
+    size_t na = (mcp * kc + 15) / 16 * 16, nb = kc * ncp, nacc = k > KC ? (mc + MR) * ncp : 0;
 #pragma omp parallel num_threads(threads) if (threads > 1)
     {
         /* Small products (most calls of a small network) pack on the stack:
          * a heap block of this size per call would cost more than the GEMM. */
         float stack[STACK_FLOATS] __attribute__((aligned(64)));
         bool small = na + nb + nacc <= STACK_FLOATS;
-        float *heap = small ? NULL : pg_alloc_f32(na + nb + nacc);
+        /* Not zeroed (pg_alloc, not pg_alloc_f32): packing writes every
+         * float it reads. The sum cannot overflow: each part is a few tiles. */
+        float *heap = small ? NULL : pg_alloc((na + nb + nacc) * sizeof(float));
         float *base = small ? stack : heap;
         tile_buf t = {base, base ? base + na : NULL, base ? base + na + nb : NULL};
         /* Out of memory for the packing buffers: the same chains unblocked. */
-        bool ok = t.a && t.b && t.acc;
+        bool ok = base != NULL;
 #pragma omp for schedule(dynamic)
         for (size_t q = 0; q < tiles; q++) {
             size_t i0 = (q / tn) * mc, j0 = (q % tn) * nc;
