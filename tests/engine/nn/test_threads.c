@@ -111,6 +111,40 @@ static void same_bits(const char *arch, size_t in_size, size_t out_size)
     pg_threads_set(1);
 }
 
+/* Eval mode: a sample's output must not depend on its neighbours in the
+ * batch, so samples 1..BATCH-1 run as a batch of their own (on 2 threads)
+ * reproduce the full batch's rows. */
+static void batch_free_of_neighbours(const char *arch, size_t in_size, size_t out_size)
+{
+    float *x = pg_alloc_f32(in_size * BATCH), *full = pg_alloc_f32(out_size * BATCH);
+    ck_assert(x && full);
+    pg_rng r;
+    pg_rng_seeded(&r, 5, 0);
+    pg_rng_fill_normal(&r, x, in_size * BATCH, 0.5f, 2.0f);
+    pg_error err = {0};
+    pg_nn *net;
+    const float *y;
+    pg_threads_set(2);
+    ck_assert_int_eq(pg_nn_create(arch, BATCH, 7, &net, &err), PG_OK);
+    pg_nn_set_train(net, false);
+    ck_assert_int_eq(pg_nn_forward(net, x, NULL, BATCH, &y, &err), PG_OK);
+    memcpy(full, y, out_size * BATCH * sizeof *y);
+    ck_assert_int_eq(pg_nn_forward(net, x + in_size, NULL, BATCH - 1, &y, &err), PG_OK);
+    ck_assert(memcmp(y, full + out_size, out_size * (BATCH - 1) * sizeof *y) == 0);
+    pg_nn_free(net);
+    pg_free(x);
+    pg_free(full);
+    pg_threads_set(1);
+}
+
+START_TEST(eval_rows_ignore_their_batch)
+{
+    batch_free_of_neighbours(ARCH, 4 * 14 * 14, 53 * 53);
+    batch_free_of_neighbours(ARCH_IMPLICIT, 4 * 14 * 14, 25 * 25);
+    batch_free_of_neighbours(ARCH_GEMM, 16, 6 * 7 * 7);
+}
+END_TEST
+
 START_TEST(same_bits_any_thread_count)
 {
     same_bits(ARCH, 4 * 14 * 14, 53 * 53);
@@ -125,6 +159,7 @@ static Suite *threads_suite(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, same_bits_any_thread_count);
+    tcase_add_test(tc, eval_rows_ignore_their_batch);
     suite_add_tcase(s, tc);
     return s;
 }
