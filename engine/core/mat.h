@@ -4,7 +4,9 @@
  * data[i * stride + j]. Views never own memory; pg_mat_alloc/pg_mat_free are
  * the only functions that allocate or release a matrix's buffer. Functions
  * check shapes and return PG_EINVAL (with a message) on a mismatch; they never
- * allocate unless their name says so.
+ * allocate unless their name says so, except pg_gemm / pg_sgemm's packing
+ * scratch (freed before they return; without it they take an unblocked path
+ * with the same results, so they never fail for lack of memory).
  *
  * Determinism: pg_gemm / pg_sgemm compute every element of C as one fixed
  * chain, acc = fma(op(A)[i][p], op(B)[p][j], acc) for p = 0 .. k-1 from
@@ -19,7 +21,8 @@
  * independent outputs, never split a sum at a point chosen by thread count.
  *
  * Threads: pg_threads_set sets the OpenMP count, used by pg_sgemm and the
- * engine's loops, and keeps OpenBLAS (not called for SGEMM) single-threaded.
+ * engine's loops, and keeps OpenBLAS (no longer called for any product)
+ * single-threaded.
  */
 #ifndef PG_CORE_MAT_H
 #define PG_CORE_MAT_H
