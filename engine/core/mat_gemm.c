@@ -100,7 +100,7 @@ __attribute__((noinline)) static void pack_a(const gemm_args *g, size_t i0, size
         for (; i + MR <= mc; i += MR) {
             _mm_storeu_ps(d + i * kc, _mm_loadu_ps(src + i));
             _mm_storel_pi((__m64 *)(d + i * kc + 4),
-                          _mm_castpd_ps(_mm_load_sd((const double *)(src + i + 4))));
+                          _mm_loadl_pi(_mm_setzero_ps(), (const __m64 *)(src + i + 4)));
         }
         if (i < mc)
             for (size_t r = 0; r < MR; r++) d[i * kc + r] = i + r < mc ? src[i + r] : 0.0f;
