@@ -548,6 +548,8 @@ def uploads_tied_to_their_declaration():
            "local", "--declaration", base_npy + ".decl.json")
     ds = d["id"]
     assert d["privacy"]["cols"] == 2 and d["privacy"]["clip"] == {"norm": "l1", "radius": 1}, d
+    rc, out, _ = run("datasets", "show", ds)
+    assert rc == 0 and "rows clipped to l1 radius 1;" in out.decode(), out
     a = ok("datasets", "append", ds, base_npy)  # the sidecar goes along by itself
     assert a["rows_added"] == 500 and a["declaration"] == "matched", a
 
