@@ -207,7 +207,7 @@ async function renderDatasets() {
                   td('Name', open, el('br'), el('code', { class: 'id', text: d.id })),
                   td('Privacy', privacyText(d)), td('Rows', (d.n ?? 0).toLocaleString('en')),
                   td('Budget', budgetCell(d)));
-    tr.addEventListener('click', (ev) => { if (ev.target === tr || ev.target.tagName === 'TD') openDataset(d.id); });
+    tr.addEventListener('click', (ev) => { if (!ev.target.closest('button')) openDataset(d.id); });
     tbody.append(tr);
   }
   fillDatasetSelect();
