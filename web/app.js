@@ -467,7 +467,7 @@ function schedulePoll() {
   clearTimeout(state.pollTimer);
   const busy = state.jobs.some((j) => j.status === 'queued' || j.status === 'running');
   state.pollTimer = setTimeout(async () => {
-    if (state.token && !$('app').hidden) await renderJobs().catch(() => {});
+    if (state.token && !$('app').hidden && !document.hidden) await renderJobs().catch(() => {});
     schedulePoll();
   }, busy ? POLL_BUSY_MS : POLL_IDLE_MS);
 }
@@ -534,6 +534,9 @@ function showJob(j) {
   if (Array.isArray(j.history)) state.history = j.history.slice();
   else if (p.step !== undefined && !state.history.some((h) => h.step === p.step))
     state.history.push({ step: p.step, loss: p.loss, epsilon_spent: p.epsilon_spent ?? 0 });
+  // Local data spends nothing: an ε curve would be a flat zero.
+  const charges = pr.charges !== false;
+  $('jd-eps').hidden = !charges; $('jd-eps-title').hidden = !charges;
   drawCharts();
 }
 
@@ -595,6 +598,8 @@ async function selectJob(id) {
   state.history = [];
   $('job-detail').hidden = false;
   clearErrors($('dl-form')); $('dl-result').textContent = '';
+  $('jd-samples').hidden = true; $('jd-samples-note').textContent = 'loading samples…';
+  $('jd-warnings').hidden = true; $('jd-error').textContent = '';
   document.querySelectorAll('#jobs tbody tr').forEach((tr) => tr.classList.toggle('selected', tr.dataset.id === id));
   let j;
   try { j = await apiJSON(`/v1/jobs/${id}`); } catch (e) { $('jd-error').textContent = e.message; return; }
