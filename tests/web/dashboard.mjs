@@ -2,11 +2,12 @@
 // dir), driven by playwright-core on Debian Chromium (no browser download).
 // Everything a user does goes through the page: sign in; create a local
 // dataset from a `privgen privatize` declaration (a too-small noise scale is
-// refused next to its field) and upload its rows as CSV (a bad file is
-// refused next to the file input); create a central dataset with a budget;
+// refused next to its field) and upload its rows as CSV and NPY (a bad file
+// is refused next to the file input); create a central dataset with a budget;
 // the job form offers only the methods of the dataset's privacy model; a
 // dry run shows a summary that matches the API's plan; a small dp_sinkhorn
-// job runs to success; CSV and PNG samples download (status, type, PNG
+// job runs to success (a job view with `warnings`, stubbed, shows them); CSV
+// and PNG samples download (status, type, PNG
 // signature); the ledger lists the job with the API's epsilon; deleting a
 // dataset with a running job is refused with the server's reason, then
 // succeeds once the job is cancelled; the page fits a 390 px phone screen.
@@ -138,6 +139,11 @@ try {
     return tr && tr.querySelector('td[data-label=Rows]').textContent.trim() === '300';
   }, local.id);
 
+  await page.setInputFiles('#up-file', path.join(tmp, 'priv.npy')); // NPY goes up as application/x-npy
+  await page.click('#up-submit');
+  await page.waitForFunction(() => /Added 1,000 rows from priv.npy; the dataset now has 1,300/.test(document.getElementById('up-result').textContent));
+  if ((await apiGet(`/v1/datasets/${local.id}`)).n !== 1300) fail('the NPY upload did not add 1000 rows');
+
   step('create a central dataset with a budget and upload its rows');
   await page.click('#ds-new-toggle');
   await page.fill('#df-name', 'halfcircle-central');
@@ -210,6 +216,20 @@ try {
   const warnings = (await apiGet(`/v1/jobs/${job.id}`)).warnings || [];
   const shownWarnings = await page.$$eval('#jd-warnings li', (li) => li.length);
   if (shownWarnings !== warnings.length) fail(`${warnings.length} warnings in the job, ${shownWarnings} shown`);
+  // A job view that carries warnings (stubbed here: whether this tiny job has any is not the point).
+  const warned = (u) => u.pathname === `/v1/jobs/${job.id}`;
+  await page.route(warned, async (route) => {
+    const res = await route.fetch();
+    const body = await res.json();
+    body.warnings = ['the loss rose over the last quarter of training', 'most samples fall outside the declared range'];
+    await route.fulfill({ response: res, json: body });
+  });
+  await page.click(`#jobs tr[data-id="${job.id}"]`);
+  await page.waitForFunction(() => document.querySelectorAll('#jd-warnings:not([hidden]) li').length === 2);
+  if (!(await page.textContent('#jd-warnings')).includes('loss rose')) fail('warnings not shown');
+  await page.unroute(warned);
+  await page.click(`#jobs tr[data-id="${job.id}"]`);
+  await page.waitForFunction((n) => document.querySelectorAll('#jd-warnings li').length === n, warnings.length);
 
   step('downloads: CSV and PNG with n, seed and frame');
   await page.fill('#dl-n', '50');
