@@ -92,9 +92,12 @@ static void begin(pg_req *r, const char *url)
     if (r->route->auth != PG_AUTH_NONE) {
         int ok;
         pg_error err = {0};
-        if (pg_auth_verify(r->app->store, pg_api_header(r, MHD_HTTP_HEADER_AUTHORIZATION), &r->tok,
+        if (pg_auth_verify(r->app->db, pg_api_header(r, MHD_HTTP_HEADER_AUTHORIZATION), &r->tok,
                            &ok, &err)) {
-            pg_api_problem(r, 503, err.msg, NULL, NULL);
+            if (err.code == PG_EUNAVAIL)
+                pg_api_fail(r, &err);
+            else
+                pg_api_problem(r, 503, err.msg, NULL, NULL);
             return;
         }
         if (!ok) {
@@ -181,8 +184,8 @@ static void replay_or_handle(pg_req *r)
     int state;
     pg_idem_response prev;
     pg_error err = {0};
-    if (pg_store_idem_begin(r->app->store, r->tok.tenant, r->idem_key, fp, &state, &prev, &err)) {
-        pg_api_problem(r, 500, err.msg, NULL, NULL);
+    if (pg_db_idem_begin(r->app->db, r->tok.tenant, r->idem_key, fp, &state, &prev, &err)) {
+        pg_api_fail(r, &err);
         return;
     }
     switch (state) {
@@ -207,7 +210,7 @@ static void replay_or_handle(pg_req *r)
      * its retry must be evaluated afresh. */
     pg_idem_response save = {r->status, r->location[0] ? r->location : NULL, r->resp, r->resp_len};
     int ok = r->status >= 200 && r->status < 300;
-    if (pg_store_idem_finish(r->app->store, r->tok.tenant, r->idem_key, ok ? &save : NULL, &err))
+    if (pg_db_idem_finish(r->app->db, r->tok.tenant, r->idem_key, ok ? &save : NULL, &err))
         pg_log_event("error", "cannot record an idempotent response", NULL);
 }
 
@@ -297,13 +300,13 @@ static int parse_listen(const char *s, struct sockaddr_in *sa, pg_error *err)
     return PG_OK;
 }
 
-int pg_api_server_start(const pg_svc_config *cfg, pg_store *store, pg_metrics *metrics,
+int pg_api_server_start(const pg_svc_config *cfg, pg_db *db, pg_metrics *metrics,
                         pg_api_server **out, unsigned *port, pg_error *err)
 {
-    return pg_api_server_start_jobs(cfg, store, metrics, NULL, out, port, err);
+    return pg_api_server_start_jobs(cfg, db, metrics, NULL, out, port, err);
 }
 
-int pg_api_server_start_jobs(const pg_svc_config *cfg, pg_store *store, pg_metrics *metrics,
+int pg_api_server_start_jobs(const pg_svc_config *cfg, pg_db *db, pg_metrics *metrics,
                              struct pg_jobs *jobs, pg_api_server **out, unsigned *port,
                              pg_error *err)
 {
@@ -311,7 +314,7 @@ int pg_api_server_start_jobs(const pg_svc_config *cfg, pg_store *store, pg_metri
     if (parse_listen(cfg->listen, &sa, err)) return PG_EINVAL;
     pg_api_server *s = calloc(1, sizeof *s);
     if (!s) return pg_error_set(err, PG_ENOMEM, "out of memory starting the server");
-    s->app = (pg_api_app){cfg, store, metrics, jobs};
+    s->app = (pg_api_app){cfg, db, metrics, jobs};
     s->daemon = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0, NULL,
         NULL, on_request, &s->app, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR,

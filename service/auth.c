@@ -54,23 +54,24 @@ static int make_token(int scope, const char *tenant, char token_out[PG_TOKEN_MAX
     return PG_OK;
 }
 
-int pg_auth_mint(pg_store *s, int scope, const char *tenant, char token_out[PG_TOKEN_MAX],
+int pg_auth_mint(pg_db *db, int scope, const char *tenant, char token_out[PG_TOKEN_MAX],
                  pg_token *rec, pg_error *err)
 {
     if (make_token(scope, tenant, token_out, rec, err)) return PG_EIO;
-    int rc = pg_store_token_insert(s, rec, tenant == NULL, err);
+    int rc = pg_db_token_insert(db, rec, tenant == NULL, err);
     if (rc) memset(token_out, 0, PG_TOKEN_MAX);
     return rc;
 }
 
-int pg_auth_bootstrap(pg_store *s, int *created, pg_error *err)
+int pg_auth_bootstrap(pg_db *db, const char *data_dir, int *created, pg_error *err)
 {
     *created = 0;
     int64_t n;
-    if (pg_store_token_count(s, &n, err)) return PG_EIO;
+    int rc = pg_db_token_count(db, &n, err);
+    if (rc) return rc;
     if (n > 0) return PG_OK;
     char path[PATH_MAX], tmp[PATH_MAX + 8];
-    snprintf(path, sizeof path, "%s/admin.token", pg_store_data_dir(s));
+    snprintf(path, sizeof path, "%s/admin.token", data_dir);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     char token[PG_TOKEN_MAX + 1];
     pg_token rec;
@@ -88,9 +89,9 @@ int pg_auth_bootstrap(pg_store *s, int *created, pg_error *err)
         unlink(tmp);
         return pg_error_set(err, PG_EIO, "cannot write %s: %s", tmp, strerror(errno));
     }
-    if (pg_store_token_insert(s, &rec, 1, err)) {
+    if ((rc = pg_db_token_insert(db, &rec, 1, err))) {
         unlink(tmp);
-        return PG_EIO;
+        return rc;
     }
     if (rename(tmp, path))
         return pg_error_set(err, PG_EIO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
@@ -105,7 +106,7 @@ static int is_hex(const char *p, size_t n)
     return 1;
 }
 
-int pg_auth_verify(pg_store *s, const char *authorization, pg_token *out, int *ok, pg_error *err)
+int pg_auth_verify(pg_db *db, const char *authorization, pg_token *out, int *ok, pg_error *err)
 {
     *ok = 0;
     if (!authorization || strncmp(authorization, "Bearer ", 7) != 0) return PG_OK;
@@ -121,7 +122,8 @@ int pg_auth_verify(pg_store *s, const char *authorization, pg_token *out, int *o
     snprintf(id, sizeof id, "tok_%.16s", t + 4);
     pg_token rec;
     int found;
-    if (pg_store_token_get(s, id, &rec, &found, err)) return PG_EIO;
+    int rc = pg_db_token_get(db, id, &rec, &found, err);
+    if (rc) return rc;
     unsigned char h[32];
     pg_sha256_digest(t, len, h);
     if (found && pg_ct_equal(h, rec.hash, 32)) {

@@ -11,22 +11,22 @@
 #ifndef PG_SVC_AUTH_H
 #define PG_SVC_AUTH_H
 
-#include "service/store.h"
+#include "service/db.h"
 
 #define PG_TOKEN_MAX 64
 
 /* Mints a token of `scope` in `tenant` (NULL: a fresh tenant) and stores its
  * hash. The plaintext goes to token_out (PG_TOKEN_MAX bytes), the record to rec. */
-int pg_auth_mint(pg_store *s, int scope, const char *tenant, char token_out[PG_TOKEN_MAX],
+int pg_auth_mint(pg_db *db, int scope, const char *tenant, char token_out[PG_TOKEN_MAX],
                  pg_token *rec, pg_error *err);
 
 /* On the first start (no tokens at all) mints an admin token in a new tenant
  * and writes it to DATA_DIR/admin.token with mode 0600. *created says so. */
-int pg_auth_bootstrap(pg_store *s, int *created, pg_error *err);
+int pg_auth_bootstrap(pg_db *db, const char *data_dir, int *created, pg_error *err);
 
 /* Verifies an Authorization header value. *ok = 0 for a missing, malformed,
  * unknown or wrong token; errors are storage failures only. */
-int pg_auth_verify(pg_store *s, const char *authorization, pg_token *out, int *ok, pg_error *err);
+int pg_auth_verify(pg_db *db, const char *authorization, pg_token *out, int *ok, pg_error *err);
 
 /* Random id "<prefix><16 hex>" into out (PG_ID_MAX). */
 int pg_auth_random_id(const char *prefix, char out[PG_ID_MAX], pg_error *err);

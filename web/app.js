@@ -528,6 +528,7 @@ function showJob(j) {
   $('jd-bar').style.width = p.total_steps ? `${(100 * (p.step || 0)) / p.total_steps}%` : '0';
   $('jd-error').textContent = j.error || '';
   $('jd-cancel').hidden = !(j.status === 'queued' || j.status === 'running');
+  // The server's warnings (loss rising at the end, samples outside the range).
   const warns = j.warnings || [];
   $('jd-warnings').hidden = warns.length === 0;
   $('jd-warnings').replaceChildren(...warns.map((w) => el('li', { text: typeof w === 'string' ? w : (w.message || JSON.stringify(w)) })));
