@@ -17,7 +17,7 @@
 
 #include <stddef.h>
 
-/* Longest output plus the terminating NUL ("-1.1754942e-38" is 14 chars). */
+/* Room for the longest output (16 chars, "-0.000012345678") and its NUL. */
 #define PG_FMT_F32_MAX 24
 
 /* Writes the text and a NUL into out (PG_FMT_F32_MAX bytes); returns its
