@@ -3,7 +3,10 @@
 with a fresh data dir, trains a finished dp_sinkhorn MLP [256, 256] job on a
 2-D and on a 784-D ([1, 28, 28]) dataset, then measures with wrk
 (-t2 -c32 -d5s) /healthz and samples?n=64 as JSON and NPY on both, and the
-throughput of one large NPY response (n = 10000 x 784). Prints one JSON line.
+throughput of one large NPY response (n = 10000 x 784) next to the forward
+pass alone on the same checkpoint (privgen-bench sample, one thread), whose
+ratio is the share of the request spent generating. Also prints the float
+printer's speed (privgen-bench fmt). Prints JSON lines.
 
 Environment: PRIVGEN_BENCH (path of privgen-bench; privgend is its sibling),
 PRIVGEN_SERVE_SECONDS (wrk duration, default 5)."""
@@ -122,7 +125,16 @@ def main():
             best = dt if best is None or dt < best else best
         res["784d_n10000_npy"] = {"bytes": len(body), "seconds": round(best, 4),
                                   "gb_per_second": round(len(body) / best / 1e9, 3)}
+        ck_dir = os.path.join(tmp, "data", "checkpoints", job784)
+        ck = os.path.join(ck_dir, sorted(os.listdir(ck_dir), key=lambda f: int(f.split(".")[0]))[-1])
+        fwd = json.loads(subprocess.run(
+            [BENCH, "sample", "--checkpoint", ck, "--n", str(LARGE_N), "--reps", "3"],
+            env=env, capture_output=True, text=True, check=True).stdout)
+        res["784d_n10000_npy"]["forward_seconds"] = round(fwd["us_per_call"] / 1e6, 4)
+        res["784d_n10000_npy"]["forward_share"] = round(fwd["us_per_call"] / 1e6 / best, 3)
         print(json.dumps(res))
+        print(subprocess.run([BENCH, "fmt"], env=env, capture_output=True, text=True,
+                             check=True).stdout.strip())
     finally:
         srv.terminate()
         srv.wait(timeout=30)
