@@ -210,8 +210,10 @@ int pg_fmt_f32_decimal(float f, unsigned *digits, int *exp10)
             double d;
         } p2 = {(uint64_t)(1023 + q - 2) << 52};
         double sc = p2.d * TEN_NEG[k + 45];
-        double dl = (double)xl * sc, dv = (double)xv * sc, dr = (double)xr * sc;
-        uint64_t il = (uint64_t)dl, iv = (uint64_t)dv, ir = (uint64_t)dr;
+        double dl = (double)(int64_t)xl * sc, dv = (double)(int64_t)xv * sc,
+               dr = (double)(int64_t)xr * sc;
+        /* scaled values are below 2^31: the signed conversion is one instruction */
+        uint64_t il = (uint64_t)(int64_t)dl, iv = (uint64_t)(int64_t)dv, ir = (uint64_t)(int64_t)dr;
         double fl = dl - (double)il, fv = dv - (double)iv, fr = dr - (double)ir;
         const double eps = 1.0 / (1 << 20);
         if (fl > eps && fl < 1 - eps && fr > eps && fr < 1 - eps && fabs(fv - 0.5) > eps) {
