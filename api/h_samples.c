@@ -3,13 +3,14 @@
  *
  * Hot path (see docs/benchmarks.md "Serving speed"): the token check and the
  * job's snapshot come from memory (service/auth.h cache, service/jobs.h), the
- * forward pass runs on this HTTP thread alone (one GEMM per layer per block
- * of rows), floats are printed by engine/core/fmt.h into one buffer. Bodies
+ * forward pass is one GEMM per layer per block of rows, floats are printed by
+ * engine/core/fmt.h into one buffer. (Forcing one OpenMP thread per request
+ * was measured and lost: the activations of wide outputs gain from the
+ * team; docs/benchmarks.md.) Bodies
  * of more than STREAM_VALUES values are streamed block by block
  * (api/samples_stream.h) so memory stays flat whatever n is; PNGs with an
  * explicit seed are kept in api/png_cache.h. */
 #include <errno.h>
-#include <omp.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -174,10 +175,6 @@ static void send_stream(pg_req *r, const pg_samples_spec *sp, pg_snapshot *snap,
 void pg_h_jobs_samples(pg_req *r)
 {
     if (!pg_api_jobs_ready(r)) return;
-    /* The forward pass of one request runs on its HTTP thread: the thread
-     * pool is the parallelism, and an OpenMP team per request thread would
-     * only oversubscribe the cores. */
-    omp_set_num_threads(1);
     const char *fmt = pg_api_query(r, "format");
     if (!fmt) fmt = "json";
     int format = !strcmp(fmt, "json")  ? PG_SAMPLES_JSON
