@@ -78,7 +78,8 @@ static size_t head_max(const pg_samples_spec *sp)
 static size_t row_max(const pg_samples_spec *sp)
 {
     /* A value is at most 16 chars ("-0.000012345678") plus a separator;
-     * a row adds ",[", "]" or "\n", and pg_fmt_f32's NUL needs one byte. */
+     * a row adds ",[", "]" or "\n" (the printer's scratch past the last
+     * value is the buffers' PG_FMT_F32_MAX extra bytes). */
     return sp->format == PG_SAMPLES_NPY ? 4 * sp->d : sp->d * 17 + 8;
 }
 
@@ -166,7 +167,7 @@ int pg_samples_encode(const pg_samples_spec *sp, const float *x, char **out, siz
     *len = 0;
     int rc = check_spec(sp, err);
     if (rc) return rc;
-    size_t cap = head_max(sp) + sp->n * row_max(sp) + 64;
+    size_t cap = head_max(sp) + sp->n * row_max(sp) + 64 + PG_FMT_F32_MAX;
     char *b = malloc(cap);
     if (!b) return pg_error_set(err, PG_ENOMEM, "out of memory encoding samples");
     size_t k = put_head(sp, b);
@@ -211,7 +212,8 @@ int pg_samples_stream_open(const pg_samples_spec *sp, pg_snapshot *snap, pg_samp
     st->block = pg_alloc_f32(rows * sp->d);
     size_t need = head_max(sp) > row_max(sp) ? head_max(sp) : row_max(sp);
     st->text_cap = need > TEXT_CAP ? need : TEXT_CAP;
-    st->text = malloc(st->text_cap);
+    /* + PG_FMT_F32_MAX: the printer's scratch past the last value */
+    st->text = malloc(st->text_cap + PG_FMT_F32_MAX);
     if (!st->block || !st->text) {
         pg_samples_stream_free(st);
         return pg_error_set(err, PG_ENOMEM, "out of memory opening a samples stream");
@@ -298,7 +300,7 @@ ssize_t pg_samples_stream_read(pg_samples_stream *st, char *buf, size_t cap, pg_
 size_t pg_samples_stream_footprint(const pg_samples_stream *st)
 {
     size_t rows = st->sp.n < st->block_rows ? st->sp.n : st->block_rows;
-    return sizeof *st + rows * st->sp.d * sizeof(float) + st->text_cap;
+    return sizeof *st + rows * st->sp.d * sizeof(float) + st->text_cap + PG_FMT_F32_MAX;
 }
 
 void pg_samples_stream_free(pg_samples_stream *st)

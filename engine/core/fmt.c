@@ -232,20 +232,21 @@ int pg_fmt_f32_decimal(float f, unsigned *digits, int *exp10)
             up = twice > den || (twice == den && (V.i & 1));
         }
     }
-    /* Integers inside the interval: [lo, hi]. */
+    /* Integers inside the interval: [lo, hi]. A multiple of ten inside is
+     * the only candidate with fewer digits; otherwise the integer nearest
+     * the value (it is no multiple of ten, so it has no zeros to drop).
+     * Both are computed and one selected: the choice is data-dependent and
+     * would mispredict as a branch. */
     uint64_t m10 = (lo + 9) / 10 * 10;
-    uint64_t d;
-    if (m10 <= hi) { /* the only candidate with fewer digits; drop its zeros */
-        d = m10 / 10;
+    int has10 = m10 <= hi;
+    uint64_t near = vi + (uint64_t)up;
+    near = near < lo ? lo : near;
+    near = near > hi ? hi : near;
+    uint64_t d = has10 ? m10 / 10 : near;
+    k += has10;
+    while (d % 10 == 0) { /* only after a multiple of ten */
+        d /= 10;
         k++;
-        while (d % 10 == 0) {
-            d /= 10;
-            k++;
-        }
-    } else { /* d is not a multiple of ten: no zeros to drop */
-        d = vi + (uint64_t)up;
-        if (d < lo) d = lo;
-        if (d > hi) d = hi;
     }
     *digits = (unsigned)d;
     *exp10 = k;
@@ -259,29 +260,30 @@ static int count_digits(unsigned v)
     return t + (v >= POW10[t]);
 }
 
-/* Writes the n decimal digits of v (n = count_digits(v)), two at a time. */
+static const char PAIRS[] = "00010203040506070809101112131415161718192021222324252627282930313233"
+                            "34353637383940414243444546474849505152535455565758596061626364656667"
+                            "6869707172737475767778798081828384858687888990919293949596979899";
+
+/* Writes the n digits of v (v < 10^9, n = count_digits(v)) at out, and up
+ * to 16 bytes in all: the nine digits are produced at fixed positions and
+ * the last n copied as one 16-byte block, so no branch depends on n. */
 static void put_digits(char *out, unsigned v, int n)
 {
-    static const char PAIRS[] =
-        "00010203040506070809101112131415161718192021222324252627282930313233"
-        "34353637383940414243444546474849505152535455565758596061626364656667"
-        "6869707172737475767778798081828384858687888990919293949596979899";
-    char *o = out + n;
-    while (v >= 10) {
-        unsigned r = v % 100;
-        v /= 100;
-        o -= 2;
-        o[0] = PAIRS[2 * r];
-        o[1] = PAIRS[2 * r + 1];
-    }
-    if (o > out) *--o = (char)('0' + v);
+    char b[32];
+    unsigned hi = v / 100000, lo = v % 100000; /* 4 + 5 digits */
+    memcpy(b + 7, PAIRS + 2 * (hi / 100), 2);
+    memcpy(b + 9, PAIRS + 2 * (hi % 100), 2);
+    b[11] = (char)('0' + lo / 10000);
+    lo %= 10000;
+    memcpy(b + 12, PAIRS + 2 * (lo / 100), 2);
+    memcpy(b + 14, PAIRS + 2 * (lo % 100), 2);
+    memcpy(out, b + 16 - n, 16);
 }
 
 size_t pg_fmt_f32(float v, char *out)
 {
     uint32_t bits;
     memcpy(&bits, &v, sizeof bits);
-    char *o = out;
     unsigned d;
     int k;
     if (pg_fmt_f32_decimal(v, &d, &k)) {
@@ -290,15 +292,22 @@ size_t pg_fmt_f32(float v, char *out)
         memcpy(out, s, n + 1);
         return n;
     }
-    if (bits >> 31) *o++ = '-';
+    char *o = out;
+    *o = '-';
+    o += bits >> 31;
     if (d == 0) {
         *o++ = '0';
         *o = '\0';
         return (size_t)(o - out);
     }
     int n = count_digits(d);
-    int E = k + n - 1; /* v = d[0].d[1..] x 10^E */
-    if (E >= 0 && E <= 8) {
+    int E = k + n - 1;      /* v = d[0].d[1..] x 10^E */
+    if (E < 0 && E >= -5) { /* "0.000ddd": the common case of values below one */
+        memcpy(o, "0.000000", 8);
+        o += 1 - E;
+        put_digits(o, d, n);
+        o += n;
+    } else if (E >= 0 && E <= 8) {
         if (E >= n - 1) { /* an integer: digits, then zeros */
             put_digits(o, d, n);
             o += n;
@@ -309,29 +318,18 @@ size_t pg_fmt_f32(float v, char *out)
             o[E + 1] = '.';
             o += n + 1;
         }
-    } else if (E < 0 && E >= -5) {
-        *o++ = '0';
-        *o++ = '.';
-        for (int i = 0; i < -E - 1; i++) *o++ = '0';
-        put_digits(o, d, n);
-        o += n;
     } else {
         put_digits(o + 1, d, n);
         o[0] = o[1];
-        if (n > 1) {
-            o[1] = '.';
-            o += n + 1;
-        } else {
-            o += 1;
-        }
+        o[1] = '.';
+        o += n > 1 ? n + 1 : 1;
         *o++ = 'e';
-        if (E < 0) {
-            *o++ = '-';
-            E = -E;
-        }
-        int ne = count_digits((unsigned)E);
-        put_digits(o, (unsigned)E, ne);
-        o += ne;
+        *o = '-';
+        o += E < 0;
+        unsigned ae = (unsigned)(E < 0 ? -E : E);
+        memcpy(o, PAIRS + 2 * ae, 2); /* ae <= 45 */
+        o += 1 + (ae >= 10);
+        if (ae < 10) o[-1] = (char)('0' + ae);
     }
     *o = '\0';
     return (size_t)(o - out);

@@ -17,11 +17,13 @@
 
 #include <stddef.h>
 
-/* Room for the longest output (16 chars, "-0.000012345678") and its NUL. */
-#define PG_FMT_F32_MAX 24
+/* The longest output is 16 chars ("-0.000012345678"); pg_fmt_f32 may use
+ * bytes past the NUL as scratch, up to PG_FMT_F32_MAX from out. */
+#define PG_FMT_F32_MAX 32
 
-/* Writes the text and a NUL into out (PG_FMT_F32_MAX bytes); returns its
- * length without the NUL. */
+/* Writes the text and a NUL into out, which must have PG_FMT_F32_MAX bytes
+ * (a writer appending values to a buffer needs that much room at the
+ * position of each value); returns the length without the NUL. */
 size_t pg_fmt_f32(float v, char *out);
 
 /* The shortest digits alone: *digits (no trailing zeros, 0 for a zero) and
