@@ -264,20 +264,28 @@ static const char PAIRS[] = "000102030405060708091011121314151617181920212223242
                             "34353637383940414243444546474849505152535455565758596061626364656667"
                             "6869707172737475767778798081828384858687888990919293949596979899";
 
-/* Writes the n digits of v (v < 10^9, n = count_digits(v)) at out, and up
- * to 16 bytes in all: the nine digits are produced at fixed positions and
- * the last n copied as one 16-byte block, so no branch depends on n. */
+/* Writes the n digits of v (v < 10^9, n = count_digits(v)) at out, using
+ * up to 9 bytes. The low eight digits are made in one 64-bit register (two
+ * four-digit halves, split into pairs, then into digits, lane-parallel with
+ * multiply-shift divisions exact in these ranges), so there is neither a
+ * loop nor a store the following load has to wait for. Little-endian byte
+ * order puts the most significant digit first in memory. */
 static void put_digits(char *out, unsigned v, int n)
 {
-    char b[32];
-    unsigned hi = v / 100000, lo = v % 100000; /* 4 + 5 digits */
-    memcpy(b + 7, PAIRS + 2 * (hi / 100), 2);
-    memcpy(b + 9, PAIRS + 2 * (hi % 100), 2);
-    b[11] = (char)('0' + lo / 10000);
-    lo %= 10000;
-    memcpy(b + 12, PAIRS + 2 * (lo / 100), 2);
-    memcpy(b + 14, PAIRS + 2 * (lo % 100), 2);
-    memcpy(out, b + 16 - n, 16);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    unsigned top = v / 100000000, low = v % 100000000;
+    uint64_t x = (uint64_t)(low / 10000) | (uint64_t)(low % 10000) << 32;
+    uint64_t hundreds = ((x * 5243) >> 19) & UINT64_C(0x0000007F0000007F); /* x / 100 */
+    uint64_t y = hundreds | (x - hundreds * 100) << 16;
+    uint64_t tens = ((y * 103) >> 10) & UINT64_C(0x000F000F000F000F); /* y / 10 */
+    uint64_t z = (tens | (y - tens * 10) << 8) + UINT64_C(0x3030303030303030);
+    int nine = n == 9;
+    out[0] = (char)('0' + top);
+    z >>= 8 * (8 - n + nine);
+    memcpy(out + nine, &z, 8);
+#else
+    for (int i = n - 1; i >= 0; i--, v /= 10) out[i] = (char)('0' + v % 10);
+#endif
 }
 
 size_t pg_fmt_f32(float v, char *out)
