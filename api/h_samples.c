@@ -19,6 +19,7 @@
 #include <sys/random.h>
 
 #include "api/internal.h"
+#include "api/plot_request.h"
 #include "api/png_cache.h"
 #include "api/render.h"
 #include "api/samples_stream.h"
@@ -198,6 +199,8 @@ void pg_h_jobs_samples(pg_req *r)
         pg_api_problem(r, 400, "n must be at least 1", "n", "must be at least 1");
         return;
     }
+    pg_api_plot plot; /* PNG only: ?frame= and the title */
+    if (format == 3 && pg_api_plot_request(r, r->params[0], &plot)) return;
     if (!has_seed && getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed) {
         pg_api_problem(r, 503, "cannot draw a sampling seed", NULL, NULL);
         return;
@@ -265,9 +268,11 @@ void pg_h_jobs_samples(pg_req *r)
         rc = x ? pg_samples_draw(snap, &sp, x, &err)
                : pg_error_set(&err, PG_ENOMEM, "out of memory drawing samples");
         pg_snapshot_release(snap);
-        if (!rc)
-            rc = pg_render_png(x, (size_t)n, d, geo.ndim, geo.shape, geo.lo, geo.hi, &body, &len,
-                               &err);
+        if (!rc) {
+            plot.opt.step = step;
+            rc = pg_render_png_plot(x, (size_t)n, d, geo.ndim, geo.shape, geo.lo, geo.hi, &plot.opt,
+                                    &body, &len, &err);
+        }
         pg_free(x);
         if (rc) {
             pg_api_problem(r,

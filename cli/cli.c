@@ -19,6 +19,16 @@ int pg_cli_error(int code, const char *fmt, ...)
     return code;
 }
 
+int pg_cli_help(int argc, char **argv, const char *help)
+{
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(help, stdout);
+            return 1;
+        }
+    return 0;
+}
+
 int pg_cli_parse(int argc, char **argv, const char *const *allowed, pg_cli_opts *out)
 {
     pg_cli_opts o = {0};

@@ -39,6 +39,10 @@ int pg_cli_u64(const pg_cli_opts *o, const char *name, int required, uint64_t *o
 int pg_cli_choice(const pg_cli_opts *o, const char *name, const char *const *choices,
                   const char *dflt, const char **out);
 
+/* 1 (after printing `help` on stdout) when argv holds --help or -h: the
+ * command then exits PG_CLI_OK without doing anything else. */
+int pg_cli_help(int argc, char **argv, const char *help);
+
 /* Prints "privgen: <message>" on stderr and returns `code`. */
 int pg_cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prints the object as one line of JSON, releases it, returns PG_CLI_OK
@@ -47,5 +51,6 @@ int pg_cli_emit(json_t *obj);
 
 int pg_cli_privacy(int argc, char **argv);
 int pg_cli_privatize(int argc, char **argv);
+int pg_cli_methods(int argc, char **argv);
 
 #endif

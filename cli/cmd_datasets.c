@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "cli/http.h"
+#include "cli/human.h"
 
 static int ends_with(const char *s, const char *suf)
 {
@@ -233,7 +234,11 @@ static const char HELP[] =
     "         or: --spec FILE (the JSON body of POST /v1/datasets)\n"
     "  append ID FILE|- [--format csv|npy|json|idx|raw] [--rows N (raw from a pipe)]\n"
     "  list [--limit N] [--cursor C]\n"
-    "  show ID | delete ID | budget ID\n";
+    "  show ID           shape, rows, privacy model, storage\n"
+    "  budget ID         a central dataset's cap, spend and ledger entries\n"
+    "  delete ID\n"
+    "Without --json, create prints the id and show, budget and list readable lines;\n"
+    "--json prints the server's JSON response instead.\n";
 
 int pg_cli_datasets(int argc, char **argv)
 {
@@ -300,6 +305,14 @@ int pg_cli_datasets(int argc, char **argv)
         snprintf(path, sizeof path, "/v1/datasets/%s%s", a.pos[1],
                  !strcmp(sub, "budget") ? "/budget" : "");
         rc = pg_http_json(&h, "GET", path, NULL, &out);
+        if (!rc && !h.json) {
+            if (!strcmp(sub, "budget"))
+                pg_human_budget(a.pos[1], out);
+            else
+                pg_human_dataset(out);
+            json_decref(out);
+            out = NULL;
+        }
     }
     if (!rc && out) rc = pg_http_print(&h, out);
     json_decref(body);

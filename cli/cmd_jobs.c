@@ -12,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "cli/http.h"
+#include "cli/human.h"
 
 /* Sets obj.a.b.c = v, creating the intermediate objects. Steals v. */
 static int set_path(json_t *obj, const char *key, json_t *v)
@@ -221,10 +222,12 @@ static int do_watch(pg_http *h, const char *id)
         if (!ok)
             pg_cli_error(PG_CLI_FAIL, "job %s %s%s%s", id, st ? st : "ended", err ? ": " : "",
                          err ? err : "");
-        if (h->json)
+        if (h->json) {
             pg_http_print(h, json_incref(w->last));
-        else if (ok)
-            printf("job %s succeeded\n", id);
+        } else {
+            pg_human_warnings(stderr, "privgen: ", w->last);
+            if (ok) printf("job %s succeeded\n", id);
+        }
         rc = ok ? PG_CLI_OK : PG_CLI_FAIL;
     } else if (!rc) {
         rc = pg_cli_error(PG_CLI_FAIL, "the event stream ended without a job update");
@@ -259,8 +262,12 @@ static const char HELP[] =
     "                    [--public-dataset ID]   (public data for latent flows)\n"
     "                    [--set key.path=VALUE ...]   (VALUE is JSON when it parses)\n"
     "  list [--status S] [--dataset ID] [--limit N] [--cursor C]\n"
-    "  show ID | cancel ID\n"
-    "  watch ID          follow progress until the job ends (exit 1 unless it succeeded)\n";
+    "  show ID           status, progress, privacy, checkpoints, warnings\n"
+    "  cancel ID         request cancellation; prints the job's new state\n"
+    "  watch ID          follow progress until the job ends (exit 1 unless it succeeded)\n"
+    "Without --json, create prints the job id, and show, dry-run, cancel and list a\n"
+    "few readable lines; --json prints the server's JSON response instead.\n"
+    "The parameters --set accepts, with their defaults: privgen methods METHOD.\n";
 
 int pg_cli_jobs(int argc, char **argv)
 {
@@ -294,8 +301,11 @@ int pg_cli_jobs(int argc, char **argv)
     if (creating) {
         rc = pg_http_json(&h, "POST", !strcmp(sub, "create") ? "/v1/jobs" : "/v1/jobs?dry_run=true",
                           spec, &out);
-        if (!rc && !h.json && !strcmp(sub, "create")) {
-            printf("%s\n", json_string_value(json_object_get(out, "id")));
+        if (!rc && !h.json) {
+            if (!strcmp(sub, "create"))
+                printf("%s\n", json_string_value(json_object_get(out, "id")));
+            else
+                pg_human_dry_run(out);
             json_decref(out);
             out = NULL;
         }
@@ -322,6 +332,14 @@ int pg_cli_jobs(int argc, char **argv)
         snprintf(path, sizeof path, "/v1/jobs/%s%s", a.pos[1],
                  !strcmp(sub, "cancel") ? "/cancel" : "");
         rc = pg_http_json(&h, !strcmp(sub, "cancel") ? "POST" : "GET", path, NULL, &out);
+        if (!rc && !h.json) {
+            if (!strcmp(sub, "cancel"))
+                pg_human_cancel(a.pos[1], out);
+            else
+                pg_human_job(out);
+            json_decref(out);
+            out = NULL;
+        }
     }
     if (!rc && out) rc = pg_http_print(&h, out);
     json_decref(spec);

@@ -186,20 +186,61 @@ static int cmd_swd(int argc, char **argv)
     return pg_cli_emit(j);
 }
 
+static const char HELP_EPSILON[] =
+    "  epsilon --noise-multiplier SIGMA --sampling-rate Q --steps T --delta D\n"
+    "          [--conversion improved|classic]\n"
+    "      epsilon of T steps of the Poisson-subsampled Gaussian (RDP accountant)\n";
+static const char HELP_SIGMA[] = "  sigma --epsilon E --sampling-rate Q --steps T --delta D\n"
+                                 "        [--conversion improved|classic]\n"
+                                 "      the smallest noise multiplier whose epsilon is at most E\n";
+static const char HELP_CALIBRATE[] =
+    "  calibrate --mechanism laplace|gaussian --epsilon E --sensitivity S\n"
+    "            [--delta D --method analytic|paper|classic]   (gaussian)\n"
+    "      the noise scale of one release\n";
+static const char HELP_SHUFFLE[] =
+    "  shuffle --epsilon0 E0 --n N --delta D [--bound numerical|closed]\n"
+    "      central epsilon of N shuffled E0-local reports (Feldman, McMillan, Talwar)\n";
+static const char HELP_SWD[] =
+    "  swd-sensitivity --dim D --projections K [--delta P]\n"
+    "                  [--bound chernoff|bernstein|clt|orthogonal]\n"
+    "      sensitivity of K random projections of one row (sliced Wasserstein)\n";
+
+static int help_of(const char *sub, const char *text)
+{
+    printf("usage: privgen privacy %s [options]   (prints one JSON line)\n%s", sub, text);
+    return PG_CLI_OK;
+}
+
 int pg_cli_privacy(int argc, char **argv)
 {
     static const struct {
         const char *name;
         int (*run)(int, char **);
-    } subs[] = {{"epsilon", cmd_epsilon},
-                {"sigma", cmd_sigma},
-                {"calibrate", cmd_calibrate},
-                {"shuffle", cmd_shuffle},
-                {"swd-sensitivity", cmd_swd}};
+        const char *help;
+    } subs[] = {{"epsilon", cmd_epsilon, HELP_EPSILON},
+                {"sigma", cmd_sigma, HELP_SIGMA},
+                {"calibrate", cmd_calibrate, HELP_CALIBRATE},
+                {"shuffle", cmd_shuffle, HELP_SHUFFLE},
+                {"swd-sensitivity", cmd_swd, HELP_SWD}};
+    enum { NSUB = sizeof subs / sizeof subs[0] };
+    int known = 0;
+    for (size_t i = 0; argc >= 1 && i < NSUB; i++) known |= !strcmp(argv[0], subs[i].name);
+    if (!known && pg_cli_help(argc, argv, "")) {
+        printf("usage: privgen privacy SUBCOMMAND [options]\n"
+               "  Offline privacy accounting; every subcommand prints one JSON line.\n");
+        for (size_t i = 0; i < NSUB; i++) fputs(subs[i].help, stdout);
+        return PG_CLI_OK;
+    }
     if (argc < 1)
         return pg_cli_error(PG_CLI_USAGE, "usage: privgen privacy epsilon|sigma|calibrate|shuffle|"
-                                          "swd-sensitivity [options]");
-    for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
-        if (strcmp(argv[0], subs[i].name) == 0) return subs[i].run(argc - 1, argv + 1);
-    return pg_cli_error(PG_CLI_USAGE, "unknown privacy command '%s'", argv[0]);
+                                          "swd-sensitivity [options] (see --help)");
+    for (size_t i = 0; i < NSUB; i++) {
+        if (strcmp(argv[0], subs[i].name)) continue;
+        for (int k = 1; k < argc; k++)
+            if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h"))
+                return help_of(subs[i].name, subs[i].help);
+        return subs[i].run(argc - 1, argv + 1);
+    }
+    return pg_cli_error(PG_CLI_USAGE, "unknown privacy command '%s' (see privgen privacy --help)",
+                        argv[0]);
 }

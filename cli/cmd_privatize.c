@@ -85,8 +85,26 @@ static int load_rows(const char *path, float **data, size_t *rows, size_t *cols)
     return PG_CLI_OK;
 }
 
+static const char PRIVATIZE_HELP[] =
+    "usage: privgen privatize --mechanism laplace|gaussian --epsilon E [--delta D]\n"
+    "                         (--clip l1:R|l2:R and/or --sensitivity S)\n"
+    "                         --in ROWS.npy|ROWS.csv --out OUT.npy|- [--cols N]\n"
+    "  Clips every row into the mechanism's norm ball (l1 for laplace, l2 for\n"
+    "  gaussian) and adds noise from the secure generator: local differential\n"
+    "  privacy on the data owner's side. Prints the declaration (one JSON line)\n"
+    "  that `privgen datasets create --declaration FILE` sends to the server.\n"
+    "  --epsilon E       per-row epsilon (> 0)\n"
+    "  --delta D         gaussian only, in (0, 1)\n"
+    "  --clip N:R        clip radius R in norm N; the sensitivity is then 2R\n"
+    "  --sensitivity S   declared sensitivity (>= 2R; alone, rows are clipped to S/2)\n"
+    "  --in FILE         a 2-D .npy or a .csv (header optional, no label column)\n"
+    "  --out FILE        the noisy rows as .npy; - streams NPY to stdout (the\n"
+    "                    declaration then goes to stderr)\n"
+    "  --cols N          refuse input that does not have N columns\n";
+
 int pg_cli_privatize(int argc, char **argv)
 {
+    if (pg_cli_help(argc, argv, PRIVATIZE_HELP)) return PG_CLI_OK;
     static const char *const allowed[] = {"mechanism", "epsilon", "delta", "sensitivity", "clip",
                                           "in",        "out",     "cols",  NULL};
     static const char *const mechs[] = {"laplace", "gaussian", NULL};

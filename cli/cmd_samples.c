@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "cli/http.h"
+#include "cli/human.h"
 #include "engine/data/file.h"
 
 /* Writes a successful body to -o or stdout; with --json reports where. */
@@ -47,9 +48,14 @@ int pg_cli_samples(int argc, char **argv)
 {
     static const char help[] =
         "usage: privgen samples JOB_ID [-n N] [--format json|csv|npy|png] [--seed S]\n"
-        "                       [--label K] [--checkpoint STEP] [-o FILE] [--json]\n"
-        "  json and csv go to stdout unless -o; png and npy need -o FILE or a pipe.\n";
-    static const char *const valued[] = {"n", "format", "seed", "label", "checkpoint", "out", NULL};
+        "                       [--label K] [--checkpoint STEP] [--frame data|range]\n"
+        "                       [-o FILE] [--json]\n"
+        "  json and csv go to stdout unless -o; png and npy need -o FILE or a pipe.\n"
+        "  png: an image grid, or for 2-D rows a scatter plot framed on the samples\n"
+        "  (--frame data, the default) or on the dataset's declared range (--frame\n"
+        "  range); the range is drawn and the samples outside it are counted.\n";
+    static const char *const valued[] = {"n",          "format", "seed",  "label",
+                                         "checkpoint", "out",    "frame", NULL};
     pg_args a;
     int prc = pg_args_parse(argc, argv, valued, NULL, help, &a);
     if (prc) return prc == PG_ARGS_HELP ? PG_CLI_OK : prc;
@@ -62,8 +68,14 @@ int pg_cli_samples(int argc, char **argv)
     if (!fmt) fmt = "json";
     if (strcmp(fmt, "json") && strcmp(fmt, "csv") && strcmp(fmt, "npy") && strcmp(fmt, "png"))
         return pg_cli_error(PG_CLI_USAGE, "--format must be json, csv, npy or png, got '%s'", fmt);
+    const char *frame = pg_args_get(&a, "frame");
+    if (frame && strcmp(frame, "data") && strcmp(frame, "range"))
+        return pg_cli_error(PG_CLI_USAGE, "--frame must be data or range, got '%s'", frame);
+    if (frame && strcmp(fmt, "png"))
+        return pg_cli_error(PG_CLI_USAGE, "--frame applies to --format png only");
     char path[1024];
-    size_t k = (size_t)snprintf(path, sizeof path, "/v1/jobs/%s/samples?format=%s", a.pos[0], fmt);
+    size_t k = (size_t)snprintf(path, sizeof path, "/v1/jobs/%s/samples?format=%s%s%s", a.pos[0],
+                                fmt, frame ? "&frame=" : "", frame ? frame : "");
     static const char *const q[] = {"n", "seed", "label", "checkpoint"};
     for (int i = 0; i < 4; i++) {
         const char *v = pg_args_get(&a, q[i]);
@@ -84,7 +96,9 @@ int pg_cli_samples(int argc, char **argv)
 int pg_cli_checkpoints(int argc, char **argv)
 {
     static const char help[] =
-        "usage: privgen checkpoints JOB_ID [--download STEP -o FILE] [--json]\n";
+        "usage: privgen checkpoints JOB_ID [--download STEP -o FILE] [--json]\n"
+        "  Lists the job's checkpoints (step, size, time), or with --download STEP\n"
+        "  writes that checkpoint's file to -o FILE.\n";
     static const char *const valued[] = {"download", "out", NULL};
     pg_args a;
     int prc = pg_args_parse(argc, argv, valued, NULL, help, &a);
@@ -107,7 +121,12 @@ int pg_cli_checkpoints(int argc, char **argv)
         json_t *out;
         snprintf(path, sizeof path, "/v1/jobs/%s/checkpoints", a.pos[0]);
         rc = pg_http_json(&h, "GET", path, NULL, &out);
-        if (!rc) rc = pg_http_print(&h, out);
+        if (!rc && !h.json) {
+            pg_human_checkpoints(a.pos[0], out);
+            json_decref(out);
+        } else if (!rc) {
+            rc = pg_http_print(&h, out);
+        }
     }
     pg_http_close(&h);
     return rc;

@@ -7,6 +7,7 @@
 #include <curl/curl.h>
 
 #include "cli/cli.h"
+#include "cli/human.h"
 
 #define MAX_SLURP ((size_t)1 << 32)
 
@@ -280,16 +281,22 @@ int pg_http_fail(const pg_http_resp *r)
     json_t *p = json_loadb(r->body, r->len, 0, NULL);
     const char *detail = json_string_value(json_object_get(p, "detail"));
     if (!detail) detail = json_string_value(json_object_get(p, "title"));
-    if (detail)
-        pg_cli_error(PG_CLI_FAIL, "%s (HTTP %ld)", detail, r->status);
-    else
+    /* Servers may print doubles with 17 digits; people read 0.3, not
+     * 0.29999999999999999 (the same double). */
+    char clean[2048];
+    if (detail) {
+        pg_num_denoise(detail, clean, sizeof clean);
+        pg_cli_error(PG_CLI_FAIL, "%s (HTTP %ld)", clean, r->status);
+    } else {
         pg_cli_error(PG_CLI_FAIL, "the server answered HTTP %ld", r->status);
+    }
     size_t i;
     json_t *e;
     json_array_foreach(json_object_get(p, "errors"), i, e)
     {
-        fprintf(stderr, "  %s: %s\n", json_string_value(json_object_get(e, "field")),
-                json_string_value(json_object_get(e, "message")));
+        const char *msg = json_string_value(json_object_get(e, "message"));
+        pg_num_denoise(msg ? msg : "", clean, sizeof clean);
+        fprintf(stderr, "  %s: %s\n", json_string_value(json_object_get(e, "field")), clean);
     }
     json_decref(p);
     return PG_CLI_FAIL;

@@ -23,6 +23,7 @@ static const pg_cli_command commands[] = {
     {"jobs", pg_cli_jobs, "create|dry-run|list|show|cancel|watch", 0},
     {"samples", pg_cli_samples, "download synthetic samples (json, csv, npy, png)", 0},
     {"checkpoints", pg_cli_checkpoints, "list or download a job's checkpoints", 0},
+    {"methods", pg_cli_methods, "the training methods, their parameters and defaults", 0},
 };
 
 static int usage(FILE *f)
@@ -30,7 +31,10 @@ static int usage(FILE *f)
     fputs("usage: privgen <command> [options]\n", f);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
-    fputs("Client commands take --help, --json, --url URL and --token TOKEN (see README.md).\n", f);
+    fputs("Every command takes --help. Client commands take --json (the server's JSON\n"
+          "response instead of readable lines), --url URL and --token TOKEN (see README.md).\n"
+          "privgen --version prints the version.\n",
+          f);
     return PG_CLI_USAGE;
 }
 
@@ -40,8 +44,13 @@ int main(int argc, char **argv)
         pg_cli_error(PG_CLI_USAGE, "missing command");
         return usage(stderr);
     }
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
         usage(stdout);
+        return PG_CLI_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+        printf("privgen %s\n", PG_VERSION);
         return PG_CLI_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {

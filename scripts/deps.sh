@@ -15,7 +15,7 @@ build_pkgs=(
   libcurl4-openssl-dev zlib1g-dev check
   clang libclang-rt-14-dev
   dataset-fashion-mnist
-  python3 python3-numpy python3-scipy
+  python3 python3-numpy python3-scipy python3-sklearn
 )
 bench_pkgs=(python3 python3-numpy python3-pot python3-torch python3-sklearn wrk)
 browser_pkgs=(chromium)

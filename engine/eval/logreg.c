@@ -94,6 +94,8 @@ void pg_logreg_defaults(pg_logreg_opts *o)
     o->max_iter = 300;
     o->tol = 1e-4;
     o->memory = 10;
+    o->progress = NULL;
+    o->progress_ctx = NULL;
 }
 
 int pg_logreg_objective(const float *x, const int32_t *y, size_t n, size_t d, int k, double l2,
@@ -216,6 +218,11 @@ int pg_logreg_fit(pg_logreg *m, const float *x, const int32_t *y, size_t n, size
             it++;
             stop = "stalled";
             break;
+        }
+        if (o.progress && o.progress(o.progress_ctx, "logreg", (double)(it + 1) / o.max_iter)) {
+            lr_work_free(&w);
+            pg_free(buf);
+            return pg_error_set(err, PG_ECANCELLED, "logistic regression cancelled");
         }
     }
     if (strcmp(stop, "max_iter") == 0 && supnorm(g, p) <= o.tol) stop = "gradient";

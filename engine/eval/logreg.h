@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "engine/core/error.h"
+#include "engine/eval/progress.h"
 
 typedef struct pg_logreg {
     size_t d;
@@ -29,6 +30,11 @@ typedef struct pg_logreg_opts {
     int max_iter; /* default 300 */
     double tol;   /* gradient sup-norm; default 1e-4 (float32 logits limit it) */
     int memory;   /* L-BFGS pairs; default 10 */
+    /* Optional (progress.h): called after every iteration with stage "logreg"
+     * and iterations / max_iter; nonzero stops the fit with PG_ECANCELLED.
+     * Default NULL. */
+    pg_eval_progress_fn progress;
+    void *progress_ctx;
 } pg_logreg_opts;
 
 typedef struct pg_logreg_report {

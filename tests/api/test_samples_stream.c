@@ -138,7 +138,7 @@ START_TEST(stream_equals_whole_body)
     pg_snapshot *s = fake_snapshot(d);
     for (size_t in = 0; in < sizeof ns / sizeof ns[0]; in++) {
         size_t n = ns[in];
-        if (d == 784 && n > 1000) continue;
+        if (d == 784 && n > 400) continue; /* wide rows: one block and its edges */
         for (int format = PG_SAMPLES_JSON; format <= PG_SAMPLES_NPY; format++) {
             pg_samples_spec sp = spec(format, n, d);
             float *x = pg_alloc_f32(n * d);
@@ -269,7 +269,7 @@ static Suite *samples_suite(void)
 {
     Suite *s = suite_create("api/samples_stream");
     TCase *tc = tcase_create("stream");
-    tcase_set_timeout(tc, 120);
+    tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, stream_equals_whole_body, 0, 3);
     tcase_add_test(tc, block_rule);
     tcase_add_test(tc, memory_is_flat);

@@ -317,6 +317,69 @@ def privatize_csv():
                 "--clip", "l2:1", "--in", bad, "--out", never, "--cols", 2, out_path=never)
 
 
+# Every command and subcommand explains itself: --help exits 0, prints on
+# stdout (nothing on stderr) a usage line naming the command and every option
+# it takes. No server is needed: --help never connects.
+HELP = {
+    ("privacy",): ["epsilon", "sigma", "calibrate", "shuffle", "swd-sensitivity"],
+    ("privacy", "epsilon"): ["--noise-multiplier", "--sampling-rate", "--steps", "--delta",
+                             "--conversion"],
+    ("privacy", "sigma"): ["--epsilon", "--sampling-rate", "--steps", "--delta", "--conversion"],
+    ("privacy", "calibrate"): ["--mechanism", "--epsilon", "--sensitivity", "--delta", "--method"],
+    ("privacy", "shuffle"): ["--epsilon0", "--n", "--delta", "--bound"],
+    ("privacy", "swd-sensitivity"): ["--dim", "--projections", "--delta", "--bound"],
+    ("privatize",): ["--mechanism", "--epsilon", "--delta", "--clip", "--sensitivity", "--in",
+                     "--out", "--cols"],
+    ("toy",): ["halfcircle", "--n", "--seed", "-o"],
+    ("login",): ["--url", "--token", "--token-file"],
+    ("datasets",): ["create", "append", "list", "show", "delete", "budget", "--name", "--shape",
+                    "--range", "--model", "--num-classes", "--declaration", "--mechanism",
+                    "--epsilon", "--delta", "--sensitivity", "--noise-scale", "--budget-epsilon",
+                    "--budget-delta", "--spec", "--format", "--rows", "--limit", "--cursor",
+                    "--json", "--url", "--token"],
+    ("jobs",): ["create", "dry-run", "list", "show", "cancel", "watch", "--spec", "--dataset",
+                "--method", "--steps", "--batch", "--seed", "--checkpoint-every",
+                "--public-dataset", "--set", "--status", "--limit", "--cursor", "--json"],
+    ("samples",): ["-n", "--format", "--seed", "--label", "--checkpoint", "--frame", "-o",
+                   "--json"],
+    ("checkpoints",): ["--download", "-o", "--json"],
+    ("methods",): ["NAME", "--json", "--url", "--token"],
+}
+# subcommands of client groups print their group's help
+for grp in ("datasets", "jobs"):
+    for sub in [w for w in HELP[(grp,)] if not w.startswith("-")]:
+        HELP[(grp, sub)] = HELP[(grp,)]
+
+
+@case
+def help_on_every_command():
+    for cmd, words in HELP.items():
+        for flag in ("--help", "-h"):
+            rc, out, err = run(*cmd, flag)
+            assert rc == 0 and err == "", (cmd, flag, rc, err)
+            assert out.startswith("usage: privgen " + " ".join(cmd[:1])), (cmd, out[:80])
+            missing = [w for w in words if w not in out]
+            assert not missing, (cmd, missing)
+        # --help wins over anything else on the line, and writes nothing
+        rc, out, err = run(*cmd, "--bogus", "1", "--help")
+        assert rc == 0 and out.startswith("usage: privgen"), (cmd, rc, err)
+    rc, out, err = run("--help")
+    assert rc == 0 and err == "" and all(c[0] in out for c in HELP), out
+    assert "--version" in out
+
+
+@case
+def version():
+    cmake = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "CMakeLists.txt")
+    want = None
+    for line in open(cmake):
+        if line.startswith("project(privgen VERSION "):
+            want = line.split()[2]
+    assert want, "no project version in CMakeLists.txt"
+    rc, out, err = run("--version")
+    assert rc == 0 and out == f"privgen {want}\n" and err == "", (rc, out, err)
+
+
 shutil.rmtree(TMP, ignore_errors=True)
 if FAILS:
     print(f"{len(FAILS)} failed: {FAILS}")

@@ -275,6 +275,215 @@ def jobs_samples_checkpoints():
     assert rc == 1 and f"privgen: job {long['id']} cancelled" in err and out == b"", (rc, err)
 
 
+def api(method, path, body=None):
+    """The raw API response, for comparison with the CLI's --json."""
+    import urllib.request
+    req = urllib.request.Request(URL + path, method=method,
+                                 data=json.dumps(body).encode() if body is not None else None,
+                                 headers={"Authorization": f"Bearer {TOKEN}",
+                                          "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, json.loads(r.read() or b"{}")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"{}")
+
+
+def r4(v):
+    """A figure as the human output shows it: 4 significant digits, shortest form."""
+    x = float("%.4g" % v)
+    return str(int(x)) if x == int(x) else repr(x)
+
+
+def human(*args, **kw):
+    rc, out, err = run(*args, **kw)
+    assert rc == 0, f"{args}: exit {rc}, stderr {err!r}"
+    out = out.decode()
+    assert not out.lstrip().startswith(("{", "[")), f"{args}: JSON without --json: {out[:80]!r}"
+    return out
+
+
+@case
+def human_output_and_json():
+    # a central dataset, a dry run, a DP job: each view readable, and --json the API's response
+    cds = ok("datasets", "create", "--name", "central", "--shape", 2, "--range", "-1.5:1.5",
+             "--model", "central", "--budget-epsilon", 3, "--budget-delta", 1e-5)["id"]
+    ok("datasets", "append", cds, p("clean.csv"))
+    out = human("datasets", "show", cds)
+    assert out.startswith(f"{cds}  central\n"), out
+    assert "500 of shape [2], range [-1.5, 1.5]" in out and "epsilon 3, delta 1e-05" in out, out
+    assert ok("datasets", "show", cds) == api("GET", f"/v1/datasets/{cds}")[1]
+    out = human("datasets", "show", LOCAL["id"])
+    ds = api("GET", f"/v1/datasets/{LOCAL['id']}")[1]
+    assert f"epsilon {r4(ds['privacy']['epsilon'])} per row" in out, out
+    assert f"noise scale {r4(ds['privacy']['noise_scale'])}" in out, out
+    flags = ("--dataset", cds, "--method", "dp_sinkhorn", "--steps", 20, "--batch", 50, "--seed", 9,
+             "--set", "privacy.epsilon=1", "--set", "privacy.delta=1e-5", "--set", "model.hidden=[16]")
+    out = human("jobs", "dry-run", *flags)
+    dry = ok("jobs", "dry-run", *flags)
+    st, direct = api("POST", "/v1/jobs?dry_run=true",
+                     {"dataset_id": cds, "method": "dp_sinkhorn", "seed": 9,
+                      "train": {"steps": 20, "batch_size": 50},
+                      "privacy": {"epsilon": 1, "delta": 1e-5}, "model": {"hidden": [16]}})
+    assert st == 200 and dry == direct, (dry, direct)
+    plan = dry["plan"]
+    assert out.startswith(f"dry run: dp_sinkhorn on {cds} (nothing was charged)\n"), out
+    assert "20 steps, batch 50" in out and "seed         9" in out, out
+    assert f"epsilon {r4(plan['epsilon'])}, delta 1e-05" in out, out
+    assert f"noise multiplier {r4(plan['noise_multiplier'])}" in out, out
+    assert f"sampling rate {r4(plan['sampling_rate'])}" in out and ": fits" in out, out
+    assert "0.1000000" not in out and "e-05" in out
+    job = ok("jobs", "create", *flags)["id"]
+    assert run("jobs", "watch", job)[0] == 0
+    out = human("jobs", "show", job)
+    view = ok("jobs", "show", job)
+    assert view == api("GET", f"/v1/jobs/{job}")[1]
+    pv = view["privacy"]
+    lines = out.splitlines()
+    assert lines[0] == f"{job}  dp_sinkhorn  succeeded", lines
+    assert f"step 20/20, loss {r4(view['progress']['loss'])}" in out, out
+    assert f"epsilon {r4(pv['epsilon'])}, delta 1e-05 (poisson_subsampled_gaussian: noise " \
+           f"multiplier {r4(pv['noise_multiplier'])}, sampling rate {r4(pv['sampling_rate'])}, " \
+           f"20 steps)" in out, out
+    assert f"checkpoints  {len(view['checkpoints'])}, latest at step 20" in out, out
+    assert "warning" not in out  # the view has none
+    out = human("datasets", "budget", cds)
+    b = ok("datasets", "budget", cds)
+    assert b == api("GET", f"/v1/datasets/{cds}/budget")[1]
+    assert out.startswith(f"privacy budget of {cds}"), out
+    assert "cap          epsilon 3, delta 1e-05" in out, out
+    assert f"spent        epsilon {r4(b['spent_epsilon'])}\n" in out, out
+    assert f"remaining    epsilon {r4(b['remaining_epsilon'])}\n" in out, out
+    row = [l.split() for l in out.splitlines() if l.strip().startswith(job)]
+    assert row and row[0][1:] == [r4(b["entries"][0]["epsilon"]), "1e-05",
+                                  r4(b["entries"][0]["noise_multiplier"]),
+                                  r4(b["entries"][0]["sampling_rate"]), "20", "no"], row
+    # checkpoints: a table, and the API's JSON
+    ck = ok("checkpoints", job)
+    assert ck == api("GET", f"/v1/jobs/{job}/checkpoints")[1]
+    out = human("checkpoints", job)
+    steps = [int(l.split()[0]) for l in out.splitlines()[1:]]
+    assert out.splitlines()[0].split() == ["STEP", "SIZE", "CREATED"]
+    assert steps == [c["step"] for c in ck["items"]], (out, ck)
+    # cancel prints the new state; the view then says cancelled
+    long = ok("jobs", "create", "--dataset", LOCAL["id"], "--method", "entropic_gan",
+              "--steps", 200000, "--set", "model.hidden=[16]")["id"]
+    out = human("jobs", "cancel", long)
+    assert out.split()[0] == long and out.split()[1] in ("cancelled", "running", "queued"), out
+    run("jobs", "watch", long)
+    out = human("jobs", "show", long)
+    assert out.splitlines()[0] == f"{long}  entropic_gan  cancelled", out
+    err = code(1, "jobs", "cancel", long)
+    assert "409" in err, err
+
+
+@case
+def methods_from_the_server():
+    cat = api("GET", "/v1/algorithms")[1]
+    assert ok("methods") == cat
+    out = human("methods")
+    for m in cat["items"]:
+        row = [l for l in out.splitlines() if l.split()[:1] == [m["name"]]]
+        assert row and row[0].split()[1] == ",".join(m["accepts"]), (m["name"], row)
+    for m in cat["items"]:
+        assert ok("methods", m["name"]) == m
+        out = human("methods", m["name"])
+        assert out.startswith(f"{m['name']}  (accepts {', '.join(m['accepts'])} data)"), out
+        for prm in m["parameters"]:
+            line = [l for l in out.splitlines() if l.split()[:1] == [prm["name"]]]
+            assert line and line[0].split()[1] == prm["type"], (m["name"], prm["name"], line)
+            if "default" in prm:
+                want = json.dumps(prm["default"], separators=(",", ":"))
+                assert f"default {want}" in line[0], (prm, line[0])
+            if "enum" in prm:
+                assert "one of " + "|".join(prm["enum"]) in line[0], (prm, line[0])
+    err = code(2, "methods", "no_such_method")
+    assert all(m["name"] in err for m in cat["items"]), err
+
+
+@case
+def errors_without_float_noise():
+    # the server's message carries %.17g; the CLI prints the same double, shortest
+    err = code(1, "datasets", "create", "--name", "bad", "--shape", 2, "--range", "-1:1",
+               "--model", "local", "--mechanism", "laplace", "--epsilon", 0.1, "--sensitivity", 2,
+               "--noise-scale", 0.3)
+    assert "noise_scale 0.3 is below" in err and "0.2999" not in err, err
+
+
+@case
+def samples_frame():
+    jobs = api("GET", f"/v1/jobs?dataset_id={LOCAL['id']}&status=succeeded")[1]["items"]
+    job = jobs[0]["id"]
+    for frame in ("data", "range"):
+        ok("samples", job, "-n", 200, "--seed", 4, "--format", "png", "--frame", frame,
+           "-o", p(f"{frame}.png"))
+    a, b = open(p("data.png"), "rb").read(), open(p("range.png"), "rb").read()
+    assert a[:8] == b"\x89PNG\r\n\x1a\n" and b[:8] == a[:8] and a != b
+    assert int.from_bytes(a[16:20], "big") == 540 and int.from_bytes(a[20:24], "big") == 540
+    code(2, "samples", job, "--format", "png", "--frame", "middle", "-o", p("x.png"))
+    code(2, "samples", job, "--format", "csv", "--frame", "range")
+    st, prob = api("GET", f"/v1/jobs/{job}/samples?format=png&frame=middle")
+    assert st == 400 and prob["errors"][0]["field"] == "frame", prob
+
+
+@case
+def warnings_are_shown():
+    # a stand-in server whose job view carries `warnings` (and a noisy number)
+    import http.server
+    import threading
+    view = {"id": "job_w", "status": "succeeded", "method": "dp_sinkhorn", "dataset_id": "ds_w",
+            "public_dataset_id": None,
+            "progress": {"step": 10, "total_steps": 10, "loss": 0.5, "epsilon_spent": 1.0},
+            "privacy": {"charges": True, "epsilon": 1.0, "delta": 1e-5, "noise_multiplier": 2.0,
+                        "sampling_rate": 0.1, "steps": 10,
+                        "mechanism": "poisson_subsampled_gaussian"},
+            "checkpoints": [], "created_at": "2026-01-01T00:00:00Z", "error": None,
+            "warnings": ["the loss rose over the last quarter of training (0.10000000000000001 "
+                         "to 0.5)",
+                         {"code": "outside_range", "message": "81 % of samples fall outside the "
+                                                              "declared range"}]}
+
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            if self.path.endswith("/events"):
+                body = f"event: done\ndata: {json.dumps(view)}\n\n".encode()
+                ctype = "text/event-stream"
+            elif self.path == "/v1/jobs/job_w":
+                body, ctype = json.dumps(view).encode(), "application/json"
+            else:
+                body = json.dumps({"status": 422, "detail": "seed 18446744073709551615 and "
+                                   "job_123456789012345678 kept, 2.5000000000000001e-05 cleaned"}).encode()
+                self.send_response(422)
+                self.send_header("Content-Type", "application/problem+json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    srv2 = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+    threading.Thread(target=srv2.serve_forever, daemon=True).start()
+    try:
+        e = env(PRIVGEN_URL=f"http://127.0.0.1:{srv2.server_address[1]}", PRIVGEN_TOKEN="t")
+        out = human("jobs", "show", "job_w", e=e)
+        assert "  warning: the loss rose over the last quarter of training (0.1 to 0.5)\n" in out, out
+        assert "  warning: 81 % of samples fall outside the declared range\n" in out, out
+        rc, out, err = run("jobs", "watch", "job_w", e=e)
+        assert rc == 0 and "privgen: warning: 81 % of samples fall outside" in err, (rc, err)
+        assert out.decode() == "job job_w succeeded\n"
+        err = code(1, "datasets", "show", "ds_x", e=e)
+        assert "seed 18446744073709551615 and job_123456789012345678 kept, 2.5e-05 cleaned" in err, err
+    finally:
+        srv2.shutdown()
+
+
 @case
 def login_and_precedence():
     cfg = os.path.join(TMP, "cfg")

@@ -82,6 +82,51 @@ START_TEST(fit_reaches_bayes_accuracy)
 }
 END_TEST
 
+typedef struct seen {
+    int calls, stop_at;
+    double last;
+} seen;
+
+static int count_iters(void *ctx, const char *stage, double frac)
+{
+    seen *s = ctx;
+    ck_assert_str_eq(stage, "logreg");
+    ck_assert(frac > s->last && frac <= 1.0);
+    s->last = frac;
+    return ++s->calls == s->stop_at;
+}
+
+START_TEST(progress_and_cancellation)
+{
+    size_t n = 500, d = 6;
+    int k = 3;
+    float *x = pg_alloc_f32(n * d);
+    int32_t *y = pg_calloc(n, 4);
+    pg_rng r;
+    pg_rng_seeded(&r, 4, 0);
+    blobs(&r, x, y, n, d, k);
+    pg_logreg m;
+    pg_logreg_opts o;
+    pg_logreg_defaults(&o);
+    ck_assert_ptr_null(o.progress);
+    seen s = {0, -1, 0.0};
+    o.progress = count_iters;
+    o.progress_ctx = &s;
+    pg_logreg_report rep;
+    ck_assert_int_eq(pg_logreg_fit(&m, x, y, n, d, k, &o, &rep, NULL), PG_OK);
+    /* One call per completed iteration that did not end the fit. */
+    ck_assert_int_ge(s.calls, rep.iters - 1);
+    ck_assert_int_le(s.calls, rep.iters);
+    pg_logreg_free(&m);
+    s = (seen){0, 3, 0.0};
+    pg_error e = {0};
+    ck_assert_int_eq(pg_logreg_fit(&m, x, y, n, d, k, &o, &rep, &e), PG_ECANCELLED);
+    ck_assert_int_eq(s.calls, 3);
+    ck_assert_ptr_null(m.w);
+    pg_free(x), pg_free(y);
+}
+END_TEST
+
 START_TEST(rejects_bad_input)
 {
     float x[4] = {0, 1, NAN, 2};
@@ -105,6 +150,7 @@ static Suite *logreg_suite(void)
     tcase_add_test(tc, gradient_matches_finite_differences);
     tcase_add_test(tc, fit_reaches_bayes_accuracy);
     tcase_add_test(tc, rejects_bad_input);
+    tcase_add_test(tc, progress_and_cancellation);
     suite_add_tcase(s, tc);
     return s;
 }
