@@ -178,7 +178,7 @@ static json_t *privacy_report(const pg_ds_spec *s, int64_t n)
 }
 
 /* The public view of a dataset: metadata and counts, never rows. */
-static json_t *dataset_json(const pg_store_dataset *d, pg_req *r)
+static json_t *dataset_json(const pg_db_dataset *d, pg_req *r)
 {
     pg_ds_spec s;
     pg_error err = {0};
@@ -227,7 +227,7 @@ void pg_h_datasets_create(pg_req *r)
         pg_api_problem(r, 422, err.msg, field, err.msg);
         return;
     }
-    pg_store_dataset d = {0};
+    pg_db_dataset d = {0};
     if (pg_auth_random_id("ds_", d.id, &err) || pg_ds_spec_to_json(&s, &d.meta, &err)) {
         pg_api_problem(r, 500, err.msg, NULL, NULL);
         return;
@@ -235,9 +235,9 @@ void pg_h_datasets_create(pg_req *r)
     snprintf(d.tenant, sizeof d.tenant, "%s", r->tok.tenant);
     d.name = s.name;
     d.d = (int64_t)s.d;
-    if (pg_store_dataset_insert(r->app->store, &d, &err)) {
+    if (pg_db_dataset_insert(r->app->db, &d, &err)) {
         free(d.meta);
-        pg_api_problem(r, 500, err.msg, NULL, NULL);
+        pg_api_fail(r, &err);
         return;
     }
     json_t *o = dataset_json(&d, r);
@@ -249,11 +249,11 @@ void pg_h_datasets_create(pg_req *r)
 
 void pg_h_datasets_get(pg_req *r)
 {
-    pg_store_dataset d;
+    pg_db_dataset d;
     int found;
     pg_error err = {0};
-    if (pg_store_dataset_get(r->app->store, r->tok.tenant, r->params[0], &d, &found, &err)) {
-        pg_api_problem(r, 500, err.msg, NULL, NULL);
+    if (pg_db_dataset_get(r->app->db, r->tok.tenant, r->params[0], &d, &found, &err)) {
+        pg_api_fail(r, &err);
         return;
     }
     if (!found) {
@@ -261,7 +261,7 @@ void pg_h_datasets_get(pg_req *r)
         return;
     }
     json_t *o = dataset_json(&d, r);
-    pg_store_dataset_free(&d);
+    pg_db_dataset_free(&d);
     if (o) pg_api_send_json(r, 200, o);
 }
 
@@ -270,13 +270,12 @@ void pg_h_datasets_list(pg_req *r)
     long limit;
     long long after;
     if (pg_api_page_params(r, &limit, &after)) return;
-    pg_store_dataset *list;
+    pg_db_dataset *list;
     size_t n;
     pg_error err = {0};
     /* One extra row tells whether another page exists. */
-    if (pg_store_dataset_list(r->app->store, r->tok.tenant, after, (size_t)limit + 1, &list, &n,
-                              &err)) {
-        pg_api_problem(r, 500, err.msg, NULL, NULL);
+    if (pg_db_dataset_list(r->app->db, r->tok.tenant, after, (size_t)limit + 1, &list, &n, &err)) {
+        pg_api_fail(r, &err);
         return;
     }
     json_t *items = json_array();
@@ -285,7 +284,7 @@ void pg_h_datasets_list(pg_req *r)
         json_t *o = dataset_json(&list[i], r);
         if (!o) {
             json_decref(items);
-            pg_store_dataset_list_free(list, n);
+            pg_db_dataset_list_free(list, n);
             return;
         }
         json_array_append_new(items, o);
@@ -296,7 +295,7 @@ void pg_h_datasets_list(pg_req *r)
         snprintf(c, sizeof c, "%lld", (long long)list[shown - 1].seq);
         next = json_string(c);
     }
-    pg_store_dataset_list_free(list, n);
+    pg_db_dataset_list_free(list, n);
     pg_api_send_json(r, 200, json_pack("{s:o,s:o}", "items", items, "next_cursor", next));
 }
 
@@ -304,9 +303,8 @@ void pg_h_datasets_delete(pg_req *r)
 {
     int found, conflict;
     pg_error err = {0};
-    if (pg_store_dataset_delete(r->app->store, r->tok.tenant, r->params[0], &found, &conflict,
-                                &err)) {
-        pg_api_problem(r, 500, err.msg, NULL, NULL);
+    if (pg_db_dataset_delete(r->app->db, r->tok.tenant, r->params[0], &found, &conflict, &err)) {
+        pg_api_fail(r, &err);
         return;
     }
     if (!found) {

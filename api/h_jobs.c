@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "api/internal.h"
-#include "engine/data/file.h"
 #include "service/jobs.h"
 
 int pg_api_jobs_ready(pg_req *r);
@@ -35,7 +34,7 @@ static void problem_with(pg_req *r, int status, const char *detail, json_t *extr
 
 static void fail_err(pg_req *r, const pg_error *err)
 {
-    pg_api_problem(r, err->code == PG_ENOMEM ? 503 : 500, err->msg, NULL, NULL);
+    pg_api_fail(r, err);
 }
 
 void pg_h_algorithms(pg_req *r)
@@ -204,26 +203,21 @@ void pg_h_jobs_checkpoint_get(pg_req *r)
     if (!pg_api_jobs_ready(r)) return;
     char *end;
     long step = strtol(r->params[1], &end, 10);
-    char path[4096];
     int found = 0;
     pg_error err = {0};
     if (*end || step < 0) {
         pg_api_problem(r, 404, "no such checkpoint", NULL, NULL);
         return;
     }
-    if (pg_jobs_checkpoint_path(r->app->jobs, r->tok.tenant, r->params[0], step, path, sizeof path,
-                                &found, &err)) {
+    unsigned char *buf;
+    size_t len;
+    if (pg_jobs_checkpoint_read(r->app->jobs, r->tok.tenant, r->params[0], step, &buf, &len, &found,
+                                &err)) {
         fail_err(r, &err);
         return;
     }
     if (!found) {
         pg_api_problem(r, 404, "no such job or checkpoint", NULL, NULL);
-        return;
-    }
-    unsigned char *buf;
-    size_t len;
-    if (pg_file_read(path, (size_t)1 << 34, &buf, &len, &err)) {
-        fail_err(r, &err);
         return;
     }
     pg_api_send_text(r, 200, "application/octet-stream", (char *)buf, len);

@@ -1,11 +1,11 @@
 /* POST /v1/datasets/{id}/rows: append rows, all or nothing.
  *
  * NPY and raw float32 bodies are streamed: values are converted, validated
- * and written to a temporary block file as they arrive, so memory stays
- * constant whatever the upload size (bounded by --max-rows, not --max-body).
- * JSON (and CSV/IDX) bodies are buffered up to --max-body and parsed whole.
- * Either way nothing becomes visible until the block is fsynced and the store
- * renames and records it in one step; any error removes the temporary file.
+ * and handed to a storage appender (service/db.h) as they arrive, so memory
+ * stays constant whatever the upload size (bounded by --max-rows, not
+ * --max-body). JSON (and CSV/IDX) bodies are buffered up to --max-body and
+ * parsed whole. Either way nothing becomes visible until the appender
+ * commits; any error aborts it and leaves the dataset unchanged.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +15,6 @@
 #include "engine/core/alloc.h"
 #include "api/npy_stream.h"
 #include "engine/data/npy.h"
-#include "service/block.h"
 #include "service/dataset.h"
 
 #include "engine/data/rows.h"
@@ -26,9 +25,7 @@ typedef struct rows_state {
     int format;
     pg_ds_spec spec;
     int64_t n_before;
-    char dir[4096];
-    pg_block_writer w;
-    int writer_open;
+    pg_db_append *app; /* open appender, NULL when none */
     pg_req *req;
     pg_npy_stream ns; /* streamed formats */
 } rows_state;
@@ -37,7 +34,7 @@ static void rows_free(pg_req *r)
 {
     rows_state *st = r->stream;
     if (!st) return;
-    if (st->writer_open) pg_block_abort(&st->w);
+    pg_db_append_abort(st->app);
     free(st);
     r->stream = NULL;
 }
@@ -97,9 +94,10 @@ static int on_values(void *ctx, const float *x, size_t count, uint64_t first, pg
         fail_row(st->req, bad, err->msg);
         return PG_EINVAL;
     }
-    if (pg_block_write(&st->w, x, count, err)) {
-        pg_api_problem(st->req, 500, err->msg, NULL, NULL);
-        return PG_EIO;
+    int rc = pg_db_append_write(st->app, x, count, err);
+    if (rc) {
+        pg_api_fail(st->req, err);
+        return rc;
     }
     return PG_OK;
 }
@@ -112,9 +110,9 @@ static int feed_stream(pg_req *r, const char *data, size_t len)
     if (!pg_npy_stream_feed(&st->ns, data, len, &cb, st, &err)) return 0;
     /* Callbacks set their own response; decoder errors are malformed bodies. */
     if (!r->status) pg_api_problem(r, 400, err.msg, NULL, NULL);
-    /* Free the disk space now rather than after the rest of the body. */
-    pg_block_abort(&st->w);
-    st->writer_open = 0;
+    /* Free the storage now rather than after the rest of the body. */
+    pg_db_append_abort(st->app);
+    st->app = NULL;
     return -1;
 }
 
@@ -132,11 +130,11 @@ static const char *media_type(pg_req *r, char *buf, size_t cap)
 
 void pg_h_rows_begin(pg_req *r)
 {
-    pg_store_dataset d;
+    pg_db_dataset d;
     int found;
     pg_error err = {0};
-    if (pg_store_dataset_get(r->app->store, r->tok.tenant, r->params[0], &d, &found, &err)) {
-        pg_api_problem(r, 500, err.msg, NULL, NULL);
+    if (pg_db_dataset_get(r->app->db, r->tok.tenant, r->params[0], &d, &found, &err)) {
+        pg_api_fail(r, &err);
         return;
     }
     if (!found) {
@@ -145,7 +143,7 @@ void pg_h_rows_begin(pg_req *r)
     }
     rows_state *st = calloc(1, sizeof *st);
     if (!st) {
-        pg_store_dataset_free(&d);
+        pg_db_dataset_free(&d);
         pg_api_problem(r, 503, "out of memory", NULL, NULL);
         return;
     }
@@ -154,9 +152,8 @@ void pg_h_rows_begin(pg_req *r)
     st->req = r;
     pg_npy_stream_init(&st->ns);
     st->n_before = d.n;
-    int bad = pg_ds_spec_from_json(d.meta, &st->spec, &err) ||
-              pg_store_dataset_dir(r->app->store, d.id, st->dir, sizeof st->dir, &err);
-    pg_store_dataset_free(&d);
+    int bad = pg_ds_spec_from_json(d.meta, &st->spec, &err);
+    pg_db_dataset_free(&d);
     if (bad) {
         pg_api_problem(r, 500, err.msg, NULL, NULL);
         return;
@@ -199,33 +196,26 @@ void pg_h_rows_begin(pg_req *r)
         if (too_many(r, st, n)) return;
         pg_npy_stream_init_raw(&st->ns, (size_t)n * st->spec.d);
     }
-    if (pg_block_open(&st->w, st->dir, st->spec.d, &err)) {
-        pg_api_problem(r, 500, err.msg, NULL, NULL);
+    if (pg_db_append_begin(r->app->db, r->tok.tenant, r->params[0], st->spec.d, &st->app, &err)) {
+        pg_api_fail(r, &err);
         return;
     }
-    st->writer_open = 1;
     r->feed = feed_stream;
 }
 
-/* Fsyncs the block and makes it visible. */
+/* Makes the appended rows visible (durably), or nothing. */
 static void commit(pg_req *r, rows_state *st, const int32_t *labels)
 {
-    uint64_t rows, bytes;
     pg_error err = {0};
-    if (pg_block_finish(&st->w, labels, &rows, &bytes, &err)) {
-        pg_api_problem(r, 500, err.msg, NULL, NULL);
-        return;
-    }
     int found;
-    int64_t n_after = 0;
-    int rc = pg_store_dataset_append(r->app->store, r->tok.tenant, r->params[0], st->w.path,
-                                     (int64_t)rows, (int64_t)bytes, labels != NULL,
-                                     (int64_t)r->app->cfg->max_rows, &found, &n_after, &err);
-    st->writer_open = 0; /* the store consumed or removed the file */
+    int64_t rows = 0, n_after = 0;
+    int rc = pg_db_append_commit(st->app, labels, (int64_t)r->app->cfg->max_rows, &found, &rows,
+                                 &n_after, &err);
+    st->app = NULL; /* commit always ends the appender */
     if (rc == PG_ERANGE)
         pg_api_problem(r, 413, err.msg, NULL, NULL);
     else if (rc)
-        pg_api_problem(r, 500, err.msg, NULL, NULL);
+        pg_api_fail(r, &err);
     else if (!found)
         pg_api_problem(r, 404, "no such dataset", NULL, NULL);
     else
@@ -328,15 +318,11 @@ static void store_rows(pg_req *r, rows_state *st, const float *x, const int64_t 
         return;
     }
     for (size_t i = 0; lab && i < n; i++) lab32[i] = (int32_t)lab[i];
-    if (pg_block_open(&st->w, st->dir, st->spec.d, &err)) {
-        pg_api_problem(r, 500, err.msg, NULL, NULL);
-    } else {
-        st->writer_open = 1;
-        if (pg_block_write(&st->w, x, n * st->spec.d, &err))
-            pg_api_problem(r, 500, err.msg, NULL, NULL);
-        else
-            commit(r, st, lab32);
-    }
+    if (pg_db_append_begin(r->app->db, r->tok.tenant, r->params[0], st->spec.d, &st->app, &err) ||
+        pg_db_append_write(st->app, x, n * st->spec.d, &err))
+        pg_api_fail(r, &err); /* rows_free aborts an open appender */
+    else
+        commit(r, st, lab32);
     pg_free(lab32);
 }
 

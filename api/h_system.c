@@ -1,4 +1,5 @@
 /* Unauthenticated operational routes: liveness, readiness, metrics, spec. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,21 +13,30 @@ void pg_h_healthz(pg_req *r)
 void pg_h_readyz(pg_req *r)
 {
     pg_error err = {0};
-    if (pg_store_probe(r->app->store, &err)) {
-        pg_api_problem(r, 503, err.msg, NULL, NULL);
+    /* Names the backend, never its URL (which may carry a password). */
+    const char *backend = pg_db_backend(r->app->db);
+    if (pg_db_probe(r->app->db, &err)) {
+        char detail[PG_ERROR_MSG_MAX + 32];
+        snprintf(detail, sizeof detail, "%s backend not ready: %s", backend, err.msg);
+        if (err.code == PG_EUNAVAIL) snprintf(r->retry_after, sizeof r->retry_after, "2");
+        pg_api_problem(r, 503, detail, NULL, NULL);
         return;
     }
-    pg_api_send_json(r, 200, json_pack("{s:s}", "status", "ready"));
+    pg_api_send_json(r, 200, json_pack("{s:s,s:s}", "status", "ready", "backend", backend));
 }
 
 void pg_h_metrics(pg_req *r)
 {
     pg_metrics_gauges g = {0};
     pg_error err = {0};
-    if (pg_store_gauges(r->app->store, &g.datasets, &g.rows, &g.bytes, &err)) {
+    pg_db_gauges dg;
+    if (pg_db_gauges_get(r->app->db, &dg, &err)) {
         pg_api_problem(r, 503, err.msg, NULL, NULL);
         return;
     }
+    g.datasets = dg.datasets;
+    g.rows = dg.rows;
+    g.bytes = dg.bytes;
     char *txt;
     size_t len;
     if (pg_metrics_render(r->app->metrics, &g, &txt, &len, &err)) {

@@ -25,9 +25,9 @@ void pg_h_tokens_create(pg_req *r)
     char token[PG_TOKEN_MAX];
     pg_token rec;
     pg_error err = {0};
-    if (pg_auth_mint(r->app->store, !strcmp(scope, "admin") ? PG_SCOPE_ADMIN : PG_SCOPE_READ,
+    if (pg_auth_mint(r->app->db, !strcmp(scope, "admin") ? PG_SCOPE_ADMIN : PG_SCOPE_READ,
                      fresh ? NULL : r->tok.tenant, token, &rec, &err)) {
-        pg_api_problem(r, 500, err.msg, NULL, NULL);
+        pg_api_fail(r, &err);
         goto out;
     }
     pg_api_send_json(r, 201,

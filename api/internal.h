@@ -17,13 +17,13 @@
 #include "service/config.h"
 #include "service/metrics.h"
 #include "service/sha256.h"
-#include "service/store.h"
+#include "service/db.h"
 
 struct pg_jobs;
 
 typedef struct pg_api_app {
     const pg_svc_config *cfg;
-    pg_store *store;
+    pg_db *db;
     pg_metrics *metrics;
     struct pg_jobs *jobs; /* NULL: the job routes answer 503 */
     /* Optional caches (NULL: none), owned by the server: token checks
@@ -96,6 +96,11 @@ void pg_api_problem(pg_req *r, int status, const char *detail, const char *field
                     const char *message);
 /* problem+json for a status code from pg_error (EIO -> 500, ...). */
 void pg_api_problem_err(pg_req *r, int status, const char *field, const char *detail);
+
+/* problem+json for a failed storage or service call, by err->code:
+ * PG_EUNAVAIL -> 503 with Retry-After (the database is unreachable),
+ * PG_ENOMEM -> 503, anything else -> 500. */
+void pg_api_fail(pg_req *r, const pg_error *err);
 
 const char *pg_api_header(pg_req *r, const char *name);
 const char *pg_api_query(pg_req *r, const char *name);

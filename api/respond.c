@@ -99,6 +99,14 @@ void pg_api_problem(pg_req *r, int status, const char *detail, const char *field
     set_body(r, status, "application/problem+json", txt, strlen(txt));
 }
 
+void pg_api_fail(pg_req *r, const pg_error *err)
+{
+    /* A lost database is transient: tell clients when to come back. */
+    if (err->code == PG_EUNAVAIL) snprintf(r->retry_after, sizeof r->retry_after, "2");
+    int status = err->code == PG_EUNAVAIL || err->code == PG_ENOMEM ? 503 : 500;
+    pg_api_problem(r, status, err->msg[0] ? err->msg : pg_status_str(err->code), NULL, NULL);
+}
+
 void pg_api_problem_err(pg_req *r, int status, const char *field, const char *detail)
 {
     pg_api_problem(r, status, detail, field, field ? detail : NULL);

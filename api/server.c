@@ -93,10 +93,13 @@ static void begin(pg_req *r, const char *url)
     if (r->route->auth != PG_AUTH_NONE) {
         int ok;
         pg_error err = {0};
-        if (pg_auth_verify_cached(r->app->auth_cache, r->app->store,
+        if (pg_auth_verify_cached(r->app->auth_cache, r->app->db,
                                   pg_api_header(r, MHD_HTTP_HEADER_AUTHORIZATION), &r->tok, &ok,
                                   &err)) {
-            pg_api_problem(r, 503, err.msg, NULL, NULL);
+            if (err.code == PG_EUNAVAIL)
+                pg_api_fail(r, &err);
+            else
+                pg_api_problem(r, 503, err.msg, NULL, NULL);
             return;
         }
         if (!ok) {
@@ -183,8 +186,8 @@ static void replay_or_handle(pg_req *r)
     int state;
     pg_idem_response prev;
     pg_error err = {0};
-    if (pg_store_idem_begin(r->app->store, r->tok.tenant, r->idem_key, fp, &state, &prev, &err)) {
-        pg_api_problem(r, 500, err.msg, NULL, NULL);
+    if (pg_db_idem_begin(r->app->db, r->tok.tenant, r->idem_key, fp, &state, &prev, &err)) {
+        pg_api_fail(r, &err);
         return;
     }
     switch (state) {
@@ -209,7 +212,7 @@ static void replay_or_handle(pg_req *r)
      * its retry must be evaluated afresh. */
     pg_idem_response save = {r->status, r->location[0] ? r->location : NULL, r->resp, r->resp_len};
     int ok = r->status >= 200 && r->status < 300;
-    if (pg_store_idem_finish(r->app->store, r->tok.tenant, r->idem_key, ok ? &save : NULL, &err))
+    if (pg_db_idem_finish(r->app->db, r->tok.tenant, r->idem_key, ok ? &save : NULL, &err))
         pg_log_event("error", "cannot record an idempotent response", NULL);
 }
 
@@ -299,13 +302,13 @@ static int parse_listen(const char *s, struct sockaddr_in *sa, pg_error *err)
     return PG_OK;
 }
 
-int pg_api_server_start(const pg_svc_config *cfg, pg_store *store, pg_metrics *metrics,
+int pg_api_server_start(const pg_svc_config *cfg, pg_db *db, pg_metrics *metrics,
                         pg_api_server **out, unsigned *port, pg_error *err)
 {
-    return pg_api_server_start_jobs(cfg, store, metrics, NULL, out, port, err);
+    return pg_api_server_start_jobs(cfg, db, metrics, NULL, out, port, err);
 }
 
-int pg_api_server_start_jobs(const pg_svc_config *cfg, pg_store *store, pg_metrics *metrics,
+int pg_api_server_start_jobs(const pg_svc_config *cfg, pg_db *db, pg_metrics *metrics,
                              struct pg_jobs *jobs, pg_api_server **out, unsigned *port,
                              pg_error *err)
 {
@@ -316,7 +319,7 @@ int pg_api_server_start_jobs(const pg_svc_config *cfg, pg_store *store, pg_metri
     /* Caches: 1024 token slots kept 10 s at most (see service/auth.h for the
      * invalidation contract); 32 MiB / 256 sample plots. */
     s->app = (pg_api_app){cfg,
-                          store,
+                          db,
                           metrics,
                           jobs,
                           pg_auth_cache_create(1024, 10.0),

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/cmd_table.h"
 #include "engine/core/alloc.h"
 #include "engine/data/file.h"
 #include "engine/data/npy.h"
@@ -112,6 +113,9 @@ int pg_cli_privatize(int argc, char **argv)
     const char *mech;
     double eps, delta = NAN, sens = NAN, R = NAN;
     uint64_t want_cols = 0;
+    /* Typed tables: column by column, in cli/cmd_privatize_table.c. */
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--schema")) return pg_cli_privatize_table(argc, argv);
     int rc = pg_cli_parse(argc, argv, allowed, &o);
     if (!rc) rc = pg_cli_choice(&o, "mechanism", mechs, NULL, &mech);
     if (!rc) rc = pg_cli_double(&o, "epsilon", 1, &eps);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/cmd_table.h"
 #include "cli/http.h"
 
 typedef struct pg_cli_command {
@@ -17,6 +18,7 @@ static const pg_cli_command commands[] = {
     {"privacy", pg_cli_privacy,
      "epsilon|sigma|calibrate|shuffle|swd-sensitivity: privacy accounting", 1},
     {"privatize", pg_cli_privatize, "clip and noise rows locally before upload", 1},
+    {"schema", pg_cli_schema, "propose|check: typed table schemas (columns, types, bounds)", 1},
     {"toy", pg_cli_toy, "halfcircle|rectangle|ellipse|gmm_circle: write public toy data", 0},
     {"login", pg_cli_login, "remember the server URL and token", 0},
     {"datasets", pg_cli_datasets, "create|append|list|show|delete|budget", 0},

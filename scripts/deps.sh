@@ -5,7 +5,8 @@
 # not already root. Everything comes from Debian's own archive.
 #
 #   scripts/deps.sh            build + test dependencies
-#   scripts/deps.sh --bench    also the Python peers used by `make bench`
+#   scripts/deps.sh --bench    also the Python peers used by `make bench` and R
+#                              modeldata (credit_data for bench/credit_data.sh)
 #   scripts/deps.sh --browser  also Chromium + Node for the dashboard test
 set -euo pipefail
 
@@ -13,11 +14,12 @@ build_pkgs=(
   build-essential cmake pkg-config git
   libopenblas-dev libmicrohttpd-dev libjansson-dev libpng-dev libsqlite3-dev
   libcurl4-openssl-dev zlib1g-dev check
+  postgresql libpq-dev
   clang libclang-rt-14-dev
   dataset-fashion-mnist
   python3 python3-numpy python3-scipy python3-sklearn
 )
-bench_pkgs=(python3 python3-numpy python3-pot python3-torch python3-sklearn wrk)
+bench_pkgs=(python3 python3-numpy python3-pot python3-torch python3-sklearn wrk r-cran-modeldata)
 browser_pkgs=(chromium)
 
 want=("${build_pkgs[@]}")

@@ -56,23 +56,24 @@ static int make_token(int scope, const char *tenant, char token_out[PG_TOKEN_MAX
     return PG_OK;
 }
 
-int pg_auth_mint(pg_store *s, int scope, const char *tenant, char token_out[PG_TOKEN_MAX],
+int pg_auth_mint(pg_db *db, int scope, const char *tenant, char token_out[PG_TOKEN_MAX],
                  pg_token *rec, pg_error *err)
 {
     if (make_token(scope, tenant, token_out, rec, err)) return PG_EIO;
-    int rc = pg_store_token_insert(s, rec, tenant == NULL, err);
+    int rc = pg_db_token_insert(db, rec, tenant == NULL, err);
     if (rc) memset(token_out, 0, PG_TOKEN_MAX);
     return rc;
 }
 
-int pg_auth_bootstrap(pg_store *s, int *created, pg_error *err)
+int pg_auth_bootstrap(pg_db *db, const char *data_dir, int *created, pg_error *err)
 {
     *created = 0;
     int64_t n;
-    if (pg_store_token_count(s, &n, err)) return PG_EIO;
+    int rc = pg_db_token_count(db, &n, err);
+    if (rc) return rc;
     if (n > 0) return PG_OK;
     char path[PATH_MAX], tmp[PATH_MAX + 8];
-    snprintf(path, sizeof path, "%s/admin.token", pg_store_data_dir(s));
+    snprintf(path, sizeof path, "%s/admin.token", data_dir);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     char token[PG_TOKEN_MAX + 1];
     pg_token rec;
@@ -90,9 +91,9 @@ int pg_auth_bootstrap(pg_store *s, int *created, pg_error *err)
         unlink(tmp);
         return pg_error_set(err, PG_EIO, "cannot write %s: %s", tmp, strerror(errno));
     }
-    if (pg_store_token_insert(s, &rec, 1, err)) {
+    if ((rc = pg_db_token_insert(db, &rec, 1, err))) {
         unlink(tmp);
-        return PG_EIO;
+        return rc;
     }
     if (rename(tmp, path))
         return pg_error_set(err, PG_EIO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
@@ -124,7 +125,7 @@ static const char *bearer_token(const char *authorization, size_t *len)
 }
 
 /* Store lookup by the token's id, then a constant-time hash comparison. */
-static int verify_store(pg_store *s, const char *t, size_t len, const unsigned char h[32],
+static int verify_store(pg_db *db, const char *t, size_t len, const unsigned char h[32],
                         pg_token *out, int *ok, pg_error *err)
 {
     char id[PG_ID_MAX];
@@ -132,7 +133,8 @@ static int verify_store(pg_store *s, const char *t, size_t len, const unsigned c
     pg_token rec;
     int found;
     (void)len;
-    if (pg_store_token_get(s, id, &rec, &found, err)) return PG_EIO;
+    int rc = pg_db_token_get(db, id, &rec, &found, err);
+    if (rc) return rc;
     if (found && pg_ct_equal(h, rec.hash, 32)) {
         *out = rec;
         *ok = 1;
@@ -140,7 +142,7 @@ static int verify_store(pg_store *s, const char *t, size_t len, const unsigned c
     return PG_OK;
 }
 
-int pg_auth_verify(pg_store *s, const char *authorization, pg_token *out, int *ok, pg_error *err)
+int pg_auth_verify(pg_db *db, const char *authorization, pg_token *out, int *ok, pg_error *err)
 {
     *ok = 0;
     size_t len;
@@ -148,7 +150,7 @@ int pg_auth_verify(pg_store *s, const char *authorization, pg_token *out, int *o
     if (!t) return PG_OK;
     unsigned char h[32];
     pg_sha256_digest(t, len, h);
-    return verify_store(s, t, len, h, out, ok, err);
+    return verify_store(db, t, len, h, out, ok, err);
 }
 
 /* ---- verification cache ---------------------------------------------------- */
@@ -226,7 +228,7 @@ void pg_auth_cache_stats(pg_auth_cache *c, unsigned long long *hits, unsigned lo
     pthread_mutex_unlock(&c->mu);
 }
 
-int pg_auth_verify_cached(pg_auth_cache *c, pg_store *s, const char *authorization, pg_token *out,
+int pg_auth_verify_cached(pg_auth_cache *c, pg_db *db, const char *authorization, pg_token *out,
                           int *ok, pg_error *err)
 {
     *ok = 0;
@@ -251,7 +253,7 @@ int pg_auth_verify_cached(pg_auth_cache *c, pg_store *s, const char *authorizati
             return PG_OK;
         }
     }
-    int rc = verify_store(s, t, len, h, out, ok, err);
+    int rc = verify_store(db, t, len, h, out, ok, err);
     if (rc || !*ok || !c) return rc;
     size_t i = ((size_t)h[0] | (size_t)h[1] << 8 | (size_t)h[2] << 16) % c->n;
     pthread_mutex_lock(&c->mu);

@@ -1,6 +1,7 @@
 #include "service/config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,9 @@ void pg_svc_config_defaults(pg_svc_config *c)
     c->listen = "127.0.0.1:8080";
     c->data_dir = "./var";
     c->port_file = NULL;
+    c->db_url = NULL;
+    c->db_pool = 0;
+    c->db_timeout_ms = 30000;
     c->workers = 1;
     c->threads_per_job = 1;
     c->http_threads = 4;
@@ -29,7 +33,14 @@ const char *pg_svc_config_usage(void)
     return "usage: privgend [options]\n"
            "  --listen HOST:PORT      address to serve on (PRIVGEN_LISTEN, default "
            "127.0.0.1:8080; port 0 = any free port)\n"
-           "  --data-dir DIR          database and row blocks (PRIVGEN_DATA_DIR, default ./var)\n"
+           "  --data-dir DIR          admin token and, by default, the database (PRIVGEN_DATA_DIR, "
+           "default ./var)\n"
+           "  --db URL                storage: sqlite:PATH or postgresql://... (PRIVGEN_DB, "
+           "default sqlite:DATA_DIR/privgen.db)\n"
+           "  --db-pool N             database connections (PRIVGEN_DB_POOL, default HTTP + "
+           "worker threads + 2)\n"
+           "  --db-timeout-ms N       statement timeout, PostgreSQL (PRIVGEN_DB_TIMEOUT_MS, "
+           "default 30000)\n"
            "  --workers N             job worker threads (PRIVGEN_WORKERS, default 1)\n"
            "  --threads-per-job N     cores per job (PRIVGEN_THREADS_PER_JOB, default 1)\n"
            "  --http-threads N        HTTP thread pool size (PRIVGEN_HTTP_THREADS, default 4)\n"
@@ -90,6 +101,9 @@ static const opt OPTS[] = {
     {"--listen", "PRIVGEN_LISTEN", OPT_STR, OFF(listen), 0, 0},
     {"--data-dir", "PRIVGEN_DATA_DIR", OPT_STR, OFF(data_dir), 0, 0},
     {"--port-file", "PRIVGEN_PORT_FILE", OPT_STR, OFF(port_file), 0, 0},
+    {"--db", "PRIVGEN_DB", OPT_STR, OFF(db_url), 0, 0},
+    {"--db-pool", "PRIVGEN_DB_POOL", OPT_INT, OFF(db_pool), 1, 1024},
+    {"--db-timeout-ms", "PRIVGEN_DB_TIMEOUT_MS", OPT_INT, OFF(db_timeout_ms), 1, 3600000},
     {"--workers", "PRIVGEN_WORKERS", OPT_INT, OFF(workers), 1, 256},
     {"--threads-per-job", "PRIVGEN_THREADS_PER_JOB", OPT_INT, OFF(threads_per_job), 1, 1024},
     {"--http-threads", "PRIVGEN_HTTP_THREADS", OPT_INT, OFF(http_threads), 1, 256},
@@ -152,4 +166,17 @@ int pg_svc_config_parse(pg_svc_config *c, int argc, char **argv, int *help, pg_e
         if (apply(c, o, val, o->flag, err)) return PG_EINVAL;
     }
     return PG_OK;
+}
+
+int pg_svc_config_db_url(const pg_svc_config *c, char *buf, size_t cap, pg_error *err)
+{
+    int n = c->db_url ? snprintf(buf, cap, "%s", c->db_url)
+                      : snprintf(buf, cap, "sqlite:%s/privgen.db", c->data_dir);
+    if (n < 0 || (size_t)n >= cap) return pg_error_set(err, PG_EINVAL, "database URL too long");
+    return PG_OK;
+}
+
+int pg_svc_config_db_pool(const pg_svc_config *c)
+{
+    return c->db_pool > 0 ? c->db_pool : c->http_threads + c->workers + 2;
 }

@@ -13,7 +13,12 @@
 
 typedef struct pg_svc_config {
     const char *listen;    /* "host:port"; port 0 picks a free port */
-    const char *data_dir;  /* created if missing */
+    const char *data_dir;  /* created if missing; holds admin.token (and, by
+                            * default, the SQLite database) */
+    const char *db_url;    /* storage URL (service/db.h); NULL: the default,
+                            * sqlite:DATA_DIR/privgen.db */
+    int db_pool;           /* database connections; 0: http_threads + workers + 2 */
+    int db_timeout_ms;     /* per-statement timeout (PostgreSQL) */
     const char *port_file; /* when set, the bound port is written here (tests) */
     int workers;           /* job worker threads */
     int threads_per_job;   /* cores per job (OpenMP + BLAS) */
@@ -31,6 +36,12 @@ void pg_svc_config_defaults(pg_svc_config *c);
 /* Applies PRIVGEN_* environment variables, then argv flags. Returns PG_EINVAL
  * with a message on an unknown flag or bad value; sets *help when --help. */
 int pg_svc_config_parse(pg_svc_config *c, int argc, char **argv, int *help, pg_error *err);
+
+/* The storage URL in effect (cfg->db_url or the SQLite default) into buf;
+ * PG_EINVAL when it does not fit. */
+int pg_svc_config_db_url(const pg_svc_config *c, char *buf, size_t cap, pg_error *err);
+/* Database pool size in effect (cfg->db_pool or the default above). */
+int pg_svc_config_db_pool(const pg_svc_config *c);
 
 /* Usage text for --help. */
 const char *pg_svc_config_usage(void);

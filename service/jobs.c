@@ -162,32 +162,31 @@ static job *job_from_row(pg_jobs *m, const pg_job_row *r)
     pg_data_desc stored;
     int has_geometry = geometry_from_spec(j->spec, &stored);
     j->method = pg_method_find(r->method);
-    pg_store_dataset ds;
+    pg_db_dataset ds;
     int found = 0;
     pg_error err = {0};
     const char *why = NULL;
     if (!j->method)
         why = "the job's method is not part of this build";
-    else if (pg_store_dataset_get(m->store, r->tenant, r->dataset_id, &ds, &found, &err) ||
-             !found) {
+    else if (pg_db_dataset_get(m->db, r->tenant, r->dataset_id, &ds, &found, &err) || !found) {
         why = "the job's dataset is gone";
         if (has_geometry) j->desc = stored; /* what sampling needs: shape, range, classes */
     } else {
         if (pg_jobdesc_from_meta(ds.meta, r->data_n, &j->desc, &err))
             why = "the job's dataset metadata cannot be rebuilt";
-        pg_store_dataset_free(&ds);
+        pg_db_dataset_free(&ds);
     }
     if (!why && r->public_dataset_id[0]) {
         /* A finished job may outlive its public dataset (deletion is refused
          * only while a job is queued or running); plan() does not need it. */
         snprintf(j->public_dataset_id, sizeof j->public_dataset_id, "%s", r->public_dataset_id);
-        if (pg_store_dataset_get(m->store, r->tenant, r->public_dataset_id, &ds, &found, &err) ||
+        if (pg_db_dataset_get(m->db, r->tenant, r->public_dataset_id, &ds, &found, &err) ||
             !found) {
             if (!pg_jobs_finished(j->status)) why = "the job's public dataset is gone";
         } else {
             if (pg_jobdesc_from_meta(ds.meta, r->public_n, &j->public_desc, &err))
                 why = "the job's public dataset metadata cannot be rebuilt";
-            pg_store_dataset_free(&ds);
+            pg_db_dataset_free(&ds);
         }
     }
     if (!why) {
@@ -199,7 +198,7 @@ static job *job_from_row(pg_jobs *m, const pg_job_row *r)
     if (!j->privacy) j->privacy = json_object();
     pg_ckpt_row *ck;
     size_t nck;
-    if (!pg_jobstore_checkpoints(m->store, j->id, &ck, &nck, &err)) {
+    if (!pg_db_ckpt_list(m->db, j->id, &ck, &nck, &err)) {
         j->ckpts = ck;
         j->nckpts = j->ckcap = nck;
     }
@@ -207,23 +206,23 @@ static job *job_from_row(pg_jobs *m, const pg_job_row *r)
         j->status = ST_FAILED;
         free(j->error);
         j->error = strdup(why);
-        pg_jobstore_set_status(m->store, j->id, "failed", 0, 1, why, NULL);
+        pg_db_job_set_status(m->db, j->id, "failed", 0, 1, why, NULL);
     }
     return j;
 }
 
-int pg_jobs_create(const pg_svc_config *cfg, pg_store *store, pg_jobs **out, pg_error *err)
+int pg_jobs_create(const pg_svc_config *cfg, pg_db *db, pg_jobs **out, pg_error *err)
 {
     pg_jobs *m = calloc(1, sizeof *m);
     if (!m) return pg_error_set(err, PG_ENOMEM, "out of memory");
     m->cfg = cfg;
-    m->store = store;
+    m->db = db;
     pthread_mutex_init(&m->mu, NULL);
     pthread_cond_init(&m->work, NULL);
     pthread_cond_init(&m->update, NULL);
     pg_job_row *rows;
     size_t n;
-    int rc = pg_jobstore_load_all(store, &rows, &n, err);
+    int rc = pg_db_job_load_all(db, &rows, &n, err);
     if (rc) {
         pg_jobs_destroy(m);
         return rc;
@@ -235,7 +234,7 @@ int pg_jobs_create(const pg_svc_config *cfg, pg_store *store, pg_jobs **out, pg_
             rc = pg_error_set(err, PG_ENOMEM, "out of memory loading jobs");
         }
     }
-    pg_jobstore_rows_free(rows, n);
+    pg_job_rows_free(rows, n);
     /* Interrupted jobs go first, then the queued ones, each in their order. */
     for (size_t i = 0; i < m->n; i++)
         if (m->all[i]->status == ST_RUNNING) {
@@ -363,7 +362,7 @@ int pg_jobs_cancel(pg_jobs *m, const char *tenant, const char *id, json_t **out,
         *conflict = 1;
     } else if (j && j->status == ST_QUEUED) {
         int done;
-        rc = pg_jobstore_cancel_queued(m->store, j->id, &done, err);
+        rc = pg_db_job_cancel_queued(m->db, j->id, &done, err);
         if (!rc && done) {
             pg_jobs_unqueue(m, j);
             j->status = ST_CANCELLED;
@@ -413,7 +412,7 @@ int pg_jobs_snapshot(pg_jobs *m, const char *tenant, const char *id, long checkp
     if (want < 0 || !mt) return pg_error_set(err, PG_ESTATE, "the job has no model to sample yet");
     unsigned char *bytes;
     size_t len;
-    int rc = pg_jobs_read_ckpt(m, j, want, &bytes, &len, err);
+    int rc = pg_jobs_read_ckpt(m, j->id, want, &bytes, &len, err);
     if (rc) return rc;
     rc = mt->load_snapshot(bytes, len, snap, err);
     free(bytes);
@@ -446,36 +445,37 @@ int pg_jobs_checkpoints(pg_jobs *m, const char *tenant, const char *id, json_t *
     return PG_OK;
 }
 
-int pg_jobs_checkpoint_path(pg_jobs *m, const char *tenant, const char *id, long step, char *path,
-                            size_t cap, int *found, pg_error *err)
+int pg_jobs_checkpoint_read(pg_jobs *m, const char *tenant, const char *id, long step,
+                            unsigned char **bytes, size_t *len, int *found, pg_error *err)
 {
+    *bytes = NULL;
+    *len = 0;
     pthread_mutex_lock(&m->mu);
     job *j = find(m, tenant, id);
     *found = 0;
     for (size_t i = 0; j && i < j->nckpts; i++) *found |= j->ckpts[i].step == step;
     pthread_mutex_unlock(&m->mu);
-    if (*found && pg_jobs_ckpt_path(m, id, step, path, cap))
-        return pg_error_set(err, PG_EINVAL, "checkpoint path too long");
-    return PG_OK;
+    if (!*found) return PG_OK;
+    return pg_db_ckpt_get(m->db, id, step, CKPT_MAX_BYTES, bytes, len, found, err);
 }
 
 int pg_jobs_budget(pg_jobs *m, const char *tenant, const char *dataset_id, json_t **out, int *found,
                    pg_error *err)
 {
-    pg_store_dataset ds;
+    pg_db_dataset ds;
     *out = NULL;
-    int rc = pg_store_dataset_get(m->store, tenant, dataset_id, &ds, found, err);
+    int rc = pg_db_dataset_get(m->db, tenant, dataset_id, &ds, found, err);
     if (rc || !*found) return rc;
     pg_data_desc desc;
     rc = pg_jobdesc_from_meta(ds.meta, ds.n, &desc, err);
-    pg_store_dataset_free(&ds);
+    pg_db_dataset_free(&ds);
     if (rc) return rc;
     if (desc.model != PG_PRIVACY_CENTRAL)
         return pg_error_set(err, PG_ESTATE,
                             "only central datasets have a budget; training on %s data spends "
                             "nothing",
                             pg_jobs_model_name(desc.model));
-    return pg_ledger_budget_json(m->store, dataset_id, desc.cap_epsilon, desc.cap_delta, out, err);
+    return pg_ledger_budget_json(m->db, dataset_id, desc.cap_epsilon, desc.cap_delta, out, err);
 }
 
 json_t *pg_jobs_algorithms(void)

@@ -38,14 +38,14 @@
 #include "engine/methods/method.h"
 #include "service/config.h"
 #include "service/ledger.h"
-#include "service/store.h"
+#include "service/db.h"
 
 typedef struct pg_jobs pg_jobs;
 
 /* Loads every job from the store: queued ones are queued again (in order),
  * running ones are queued first for resumption. Workers start with
  * pg_jobs_start. */
-int pg_jobs_create(const pg_svc_config *cfg, pg_store *store, pg_jobs **out, pg_error *err);
+int pg_jobs_create(const pg_svc_config *cfg, pg_db *db, pg_jobs **out, pg_error *err);
 int pg_jobs_start(pg_jobs *m, pg_error *err);
 /* Ends every event stream (pg_jobs_wait returns final) so the HTTP server
  * can drain before shutdown; workers keep running until destroy. */
@@ -106,11 +106,12 @@ int pg_jobs_snapshot(pg_jobs *m, const char *tenant, const char *id, long checkp
                      pg_snapshot **snap, pg_job_geometry *geo, int *found, pg_error *err);
 void pg_jobs_count_samples(pg_jobs *m, size_t n);
 
-/* Checkpoint list and file path. */
+/* Checkpoint list, and one checkpoint's bytes (malloc'ed; *found = 0 for
+ * an unknown job or step). */
 int pg_jobs_checkpoints(pg_jobs *m, const char *tenant, const char *id, json_t **out, int *found,
                         pg_error *err);
-int pg_jobs_checkpoint_path(pg_jobs *m, const char *tenant, const char *id, long step, char *path,
-                            size_t cap, int *found, pg_error *err);
+int pg_jobs_checkpoint_read(pg_jobs *m, const char *tenant, const char *id, long step,
+                            unsigned char **bytes, size_t *len, int *found, pg_error *err);
 
 /* GET /v1/datasets/{id}/budget (central datasets; PG_ESTATE otherwise). */
 int pg_jobs_budget(pg_jobs *m, const char *tenant, const char *dataset_id, json_t **out, int *found,

@@ -15,9 +15,8 @@
 
 #include "engine/methods/method.h"
 #include "service/config.h"
-#include "service/jobstore.h"
+#include "service/db.h"
 #include "service/ledger.h"
-#include "service/store.h"
 
 enum { ST_QUEUED = 0, ST_RUNNING, ST_SUCCEEDED, ST_FAILED, ST_CANCELLED, ST_COUNT };
 extern const char *const pg_jobs_status[ST_COUNT];
@@ -73,7 +72,7 @@ typedef struct job {
 
 struct pg_jobs {
     const pg_svc_config *cfg;
-    pg_store *store;
+    pg_db *db;
     pthread_mutex_t mu;
     pthread_cond_t work, update;
     job **all;
@@ -104,9 +103,11 @@ json_t *pg_jobs_job_json(const job *j);
 json_t *pg_jobs_quote_json(const pg_ledger_quote *q);
 const char *pg_jobs_model_name(int model);
 
-/* Checkpoint files: DATA_DIR/checkpoints/<job>/<step>.pgc. */
-int pg_jobs_ckpt_path(pg_jobs *m, const char *id, long step, char *path, size_t cap);
-int pg_jobs_read_ckpt(pg_jobs *m, const job *j, long step, unsigned char **bytes, size_t *len,
+/* The largest checkpoint read back (a trainer's state). */
+#define CKPT_MAX_BYTES ((size_t)1 << 34)
+/* A stored checkpoint's bytes (malloc'ed); a listed step that storage no
+ * longer has is an error. */
+int pg_jobs_read_ckpt(pg_jobs *m, const char *id, long step, unsigned char **bytes, size_t *len,
                       pg_error *err);
 
 #endif

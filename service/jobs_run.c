@@ -4,7 +4,6 @@
 #include "engine/methods/method.h"
 #include "service/jobs.h"
 #include "service/jobs_internal.h"
-#include "service/rows.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -19,7 +18,6 @@
 
 #include "engine/core/alloc.h"
 #include "engine/core/mat.h"
-#include "engine/data/file.h"
 
 static double mono(void)
 {
@@ -49,11 +47,33 @@ static long ckpt_every(const json_t *spec)
     return c > 0 ? c : DEFAULT_CKPT;
 }
 
+/* Seconds a worker waits out a lost database (PG_EUNAVAIL) before it fails
+ * the job. Every storage call retried this way is idempotent (absolute
+ * values, replace-by-key writes, reads), so a retry after an outage whose
+ * first attempt did commit changes nothing. */
+#define DB_RETRY_S 60
+
+/* 1 when `rc` says the database is unreachable and the worker should try
+ * again (after a second); 0 to go on with rc. */
+static int db_retry(pg_jobs *m, int rc, int *tries)
+{
+    if (rc != PG_EUNAVAIL || *tries >= DB_RETRY_S) return 0;
+    (*tries)++;
+    struct timespec ts = {1, 0};
+    nanosleep(&ts, NULL);
+    pthread_mutex_lock(&m->mu);
+    int stop = m->stopping;
+    pthread_mutex_unlock(&m->mu);
+    return !stop;
+}
+
 static void finish(pg_jobs *m, job *j, int st, const char *error)
 {
     pg_error e = {0};
-    if (pg_jobstore_set_status(m->store, j->id, pg_jobs_status[st], 0, 1, error, &e))
-        fprintf(stderr, "privgend: cannot record the end of %s: %s\n", j->id, e.msg);
+    int rc, tries = 0;
+    do rc = pg_db_job_set_status(m->db, j->id, pg_jobs_status[st], 0, 1, error, &e);
+    while (db_retry(m, rc, &tries));
+    if (rc) fprintf(stderr, "privgend: cannot record the end of %s: %s\n", j->id, e.msg);
     pthread_mutex_lock(&m->mu);
     j->status = st;
     j->finished_at = pg_jobs_now();
@@ -62,21 +82,6 @@ static void finish(pg_jobs *m, job *j, int st, const char *error)
     j->error = error ? strdup(error) : NULL;
     pg_jobs_bump(m, j);
     pthread_mutex_unlock(&m->mu);
-}
-
-static int mkdir_one(const char *p, pg_error *err)
-{
-    if (mkdir(p, 0700) && errno != EEXIST)
-        return pg_error_set(err, PG_EIO, "cannot create %s: %s", p, strerror(errno));
-    return PG_OK;
-}
-
-int pg_jobs_ckpt_path(pg_jobs *m, const char *id, long step, char *path, size_t cap)
-{
-    return snprintf(path, cap, "%s/checkpoints/%s/%ld.pgc", pg_store_data_dir(m->store), id, step) <
-                   (int)cap
-               ? 0
-               : -1;
 }
 
 static int publish(pg_jobs *m, job *j, pg_trainer *t, pg_error *err)
@@ -95,22 +100,18 @@ static int publish(pg_jobs *m, job *j, pg_trainer *t, pg_error *err)
 
 static int checkpoint(pg_jobs *m, job *j, pg_trainer *t, long step, pg_error *err)
 {
-    char dir[PATH_MAX], path[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s/checkpoints", pg_store_data_dir(m->store));
-    if (mkdir_one(dir, err)) return PG_EIO;
-    snprintf(dir, sizeof dir, "%s/checkpoints/%s", pg_store_data_dir(m->store), j->id);
-    if (mkdir_one(dir, err)) return PG_EIO;
-    if (pg_jobs_ckpt_path(m, j->id, step, path, sizeof path))
-        return pg_error_set(err, PG_EINVAL, "checkpoint path too long");
     unsigned char *bytes;
     size_t len;
     int rc = j->method->save(t, &bytes, &len, err);
     if (rc) return rc;
     uint32_t crc = (uint32_t)crc32(0L, bytes, (uInt)len);
-    rc = pg_file_write_atomic(path, bytes, len, err);
+    int tries = 0;
+    do rc = pg_db_ckpt_put(m->db, j->id, step, bytes, len, crc, err);
+    while (db_retry(m, rc, &tries));
     free(bytes);
-    if (!rc) rc = pg_jobstore_checkpoint_add(m->store, j->id, step, path, (int64_t)len, crc, err);
-    if (!rc) rc = pg_jobstore_set_step(m->store, j->id, step, err);
+    if (!rc) do
+            rc = pg_db_job_set_step(m->db, j->id, step, err);
+        while (db_retry(m, rc, &tries));
     if (rc) return rc;
     pthread_mutex_lock(&m->mu);
     size_t k = j->nckpts;
@@ -139,8 +140,9 @@ static int load_data(pg_jobs *m, const char *dataset_id, const pg_data_desc *d, 
 {
     pg_block b;
     int labeled;
-    int rc =
-        pg_svc_rows_load(m->store, dataset_id, d->d, m->cfg->max_job_memory, &b, &labeled, err);
+    int rc, tries = 0;
+    do rc = pg_db_rows_load(m->db, dataset_id, d->d, m->cfg->max_job_memory, &b, &labeled, err);
+    while (db_retry(m, rc, &tries));
     if (rc) return rc;
     if (b.n < d->n) {
         pg_block_free(&b);
@@ -165,13 +167,14 @@ static int load_data(pg_jobs *m, const char *dataset_id, const pg_data_desc *d, 
     return rc;
 }
 
-int pg_jobs_read_ckpt(pg_jobs *m, const job *j, long step, unsigned char **bytes, size_t *len,
+int pg_jobs_read_ckpt(pg_jobs *m, const char *id, long step, unsigned char **bytes, size_t *len,
                       pg_error *err)
 {
-    char path[PATH_MAX];
-    if (pg_jobs_ckpt_path(m, j->id, step, path, sizeof path))
-        return pg_error_set(err, PG_EINVAL, "checkpoint path too long");
-    return pg_file_read(path, (size_t)1 << 34, bytes, len, err);
+    int found;
+    int rc = pg_db_ckpt_get(m->db, id, step, CKPT_MAX_BYTES, bytes, len, &found, err);
+    if (!rc && !found)
+        rc = pg_error_set(err, PG_EIO, "checkpoint %ld of %s is missing from storage", step, id);
+    return rc;
 }
 
 static int should_stop(pg_jobs *m, job *j, int *cancel)
@@ -194,7 +197,11 @@ static void run(pg_jobs *m, job *j)
         finish(m, j, ST_CANCELLED, NULL);
         return;
     }
-    if (!j->resume && pg_jobstore_set_status(m->store, j->id, "running", 1, 0, NULL, &err)) {
+    int tries = 0, src = PG_OK;
+    if (!j->resume) do
+            src = pg_db_job_set_status(m->db, j->id, "running", 1, 0, NULL, &err);
+        while (db_retry(m, src, &tries));
+    if (src) {
         finish(m, j, ST_FAILED, err.msg);
         return;
     }
@@ -213,7 +220,9 @@ static void run(pg_jobs *m, job *j)
     if (j->resume && last_ck >= 0) {
         unsigned char *bytes;
         size_t len;
-        rc = pg_jobs_read_ckpt(m, j, last_ck, &bytes, &len, &err);
+        tries = 0;
+        do rc = pg_jobs_read_ckpt(m, j->id, last_ck, &bytes, &len, &err);
+        while (db_retry(m, rc, &tries));
         if (!rc) {
             /* The checkpoint carries what was learned from public rows. */
             pg_job_data in = pg_jobs_data(j, &ds, NULL);
@@ -266,7 +275,9 @@ static void run(pg_jobs *m, job *j)
         }
         if (charges && base + ran >= reserved) {
             int64_t chunk = every < left - ran ? every : left - ran;
-            rc = pg_jobstore_reserve_steps(m->store, j->id, base + ran + chunk, &err);
+            tries = 0;
+            do rc = pg_db_job_reserve_steps(m->db, j->id, base + ran + chunk, &err);
+            while (db_retry(m, rc, &tries));
             if (rc) break;
             reserved = base + ran + chunk;
         }
@@ -301,7 +312,7 @@ static void run(pg_jobs *m, job *j)
     /* A clean shutdown knows exactly how many steps ran: give back the
      * unused part of the reserved chunk so the resumed run loses nothing. */
     if (!rc && outcome < 0 && charges && base + ran < reserved &&
-        pg_jobstore_reserve_steps(m->store, j->id, base + ran, &err) == PG_OK) {
+        pg_db_job_reserve_steps(m->db, j->id, base + ran, &err) == PG_OK) {
         pthread_mutex_lock(&m->mu);
         j->steps_reserved = base + ran;
         pthread_mutex_unlock(&m->mu);

@@ -23,15 +23,6 @@ static int draw_seed(uint64_t *seed, pg_error *err)
     return PG_OK;
 }
 
-typedef struct insert_ctx {
-    pg_job_row *row;
-} insert_ctx;
-
-static int insert_also(struct sqlite3 *db, void *ctx, pg_error *err)
-{
-    return pg_jobstore_insert_db(db, ((insert_ctx *)ctx)->row, err);
-}
-
 /* The job's public dataset: same tenant, declared public, same row shape as
  * the private one, not empty. Problems become field errors. */
 static int public_desc(pg_jobs *m, const char *tenant, const char *ds_id, const char *pub_id,
@@ -43,16 +34,16 @@ static int public_desc(pg_jobs *m, const char *tenant, const char *ds_id, const 
         pg_spec_error_add(fe, F, "must name a dataset other than dataset_id");
         return PG_OK;
     }
-    pg_store_dataset ds;
+    pg_db_dataset ds;
     int found;
-    int rc = pg_store_dataset_get(m->store, tenant, pub_id, &ds, &found, err);
+    int rc = pg_db_dataset_get(m->db, tenant, pub_id, &ds, &found, err);
     if (rc) return rc;
     if (!found) {
         pg_spec_error_add(fe, F, "no such dataset");
         return PG_OK;
     }
     rc = pg_jobdesc_from_meta(ds.meta, ds.n, out, err);
-    pg_store_dataset_free(&ds);
+    pg_db_dataset_free(&ds);
     if (rc) return rc;
     if (out->model != PG_PRIVACY_PUBLIC) {
         pg_spec_error_add(fe, F,
@@ -108,9 +99,9 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
     if (!ds_id) pg_spec_error_add(fe, "dataset_id", "is required (a string)");
     if (!mname) pg_spec_error_add(fe, "method", "is required (see GET /v1/algorithms)");
     if (fe->count) return PG_OK;
-    pg_store_dataset ds;
+    pg_db_dataset ds;
     int found;
-    int rc = pg_store_dataset_get(m->store, tenant, ds_id, &ds, &found, err);
+    int rc = pg_db_dataset_get(m->db, tenant, ds_id, &ds, &found, err);
     if (rc) return rc;
     if (!found) {
         pg_spec_error_add(fe, "dataset_id", "no such dataset");
@@ -118,7 +109,7 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
     }
     pg_data_desc desc;
     rc = pg_jobdesc_from_meta(ds.meta, ds.n, &desc, err);
-    pg_store_dataset_free(&ds);
+    pg_db_dataset_free(&ds);
     if (rc) return rc;
     const pg_method *mt = pg_method_find(mname);
     if (!mt) {
@@ -199,7 +190,7 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
                                  pg_jobs_plan_json(&plan, &desc), "memory_bytes", (json_int_t)mem);
         if (plan.charges && desc.model == PG_PRIVACY_CENTRAL) {
             pg_ledger_curve spent;
-            rc = pg_ledger_spent(m->store, ds_id, &spent, err);
+            rc = pg_ledger_spent(m->db, ds_id, &spent, err);
             if (!rc)
                 rc = pg_ledger_quote_plan(&spent, &plan, desc.cap_epsilon, desc.cap_delta,
                                           &res->quote, err);
@@ -234,23 +225,30 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
     }
     row.spec = rc ? NULL : stored_spec(resolved, &desc);
     if (!rc && !row.spec) rc = pg_error_set(err, PG_ENOMEM, "out of memory");
-    insert_ctx ic = {&row};
     job *j = NULL;
+    int gone = 0;
     if (!rc) {
         int central = desc.model == PG_PRIVACY_CENTRAL;
         pg_privacy_plan none = plan;
         none.charges = false;
-        rc = pg_ledger_admit(m->store, ds_id, desc.cap_epsilon, desc.cap_delta,
-                             central ? &plan : &none, row.id, insert_also, &ic, &res->quote, err);
+        rc = pg_db_job_admit(m->db, &row, central ? &plan : &none, desc.cap_epsilon, desc.cap_delta,
+                             &res->quote, err);
+        if (rc == PG_ESTATE) { /* deleted since it was looked up: nothing written */
+            gone = 1;
+            rc = PG_OK;
+            pg_spec_error_add(fe, "dataset_id", "no such dataset");
+        }
     }
-    if (!rc && res->quote.admit) {
+    if (!rc && !gone && res->quote.admit) {
         j = calloc(1, sizeof *j);
         if (!j) rc = pg_error_set(err, PG_ENOMEM, "out of memory");
     }
     json_t *priv = j ? pg_jobs_plan_json(&plan, &desc) : NULL;
     pthread_mutex_lock(&m->mu);
     m->pending--;
-    if (!rc && !res->quote.admit) {
+    if (gone) {
+        res->outcome = PG_SUBMIT_INVALID;
+    } else if (!rc && !res->quote.admit) {
         res->outcome = PG_SUBMIT_OVER_BUDGET;
     } else if (!rc) {
         j->seq = row.seq;

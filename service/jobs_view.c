@@ -3,6 +3,8 @@
 #include "service/jobs.h"
 #include "service/jobs_internal.h"
 
+#include "engine/methods/warnings.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -63,6 +65,20 @@ json_t *pg_jobs_ckpts_json(const job *j)
     return a;
 }
 
+/* engine/methods/warnings.h's rules: the loss trend over the history so far,
+ * and, once a job has succeeded, the range of a fixed-seed draw of its final
+ * model (a few hundred rows of at most 64 values: cheap enough per view). */
+static json_t *warnings_json(const job *j)
+{
+    json_t *w = json_array();
+    long steps[HIST_CAP];
+    double loss[HIST_CAP];
+    for (size_t i = 0; i < j->nhist; i++) steps[i] = j->hist[i].step, loss[i] = j->hist[i].loss;
+    const pg_snapshot *snap = j->status == ST_SUCCEEDED ? j->snap : NULL;
+    pg_warnings_append(steps, loss, j->nhist, snap, &j->desc, w, NULL);
+    return w;
+}
+
 json_t *pg_jobs_job_json(const job *j)
 {
     json_t *hist = json_array();
@@ -74,14 +90,14 @@ json_t *pg_jobs_job_json(const job *j)
                              "total_steps", (json_int_t)j->total, "loss", num(j->loss),
                              "epsilon_spent", num(j->eps_spent), "steps_per_second", num(j->sps),
                              "eta_seconds", j->status == ST_RUNNING ? num(j->eta) : json_null());
-    return json_pack("{s:s,s:s,s:s,s:s,s:o,s:O,s:o,s:O,s:o,s:o,s:o,s:o,s:o,s:o}", "id", j->id,
+    return json_pack("{s:s,s:s,s:s,s:s,s:o,s:O,s:o,s:O,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "id", j->id,
                      "status", pg_jobs_status[j->status], "method", j->method_name, "dataset_id",
                      j->dataset_id, "public_dataset_id",
                      j->public_dataset_id[0] ? json_string(j->public_dataset_id) : json_null(),
                      "spec", j->spec, "progress", prog, "privacy", j->privacy, "checkpoints",
                      pg_jobs_ckpts_json(j), "history", hist, "created_at", iso(j->created_at),
                      "started_at", iso(j->started_at), "finished_at", iso(j->finished_at), "error",
-                     j->error ? json_string(j->error) : json_null());
+                     j->error ? json_string(j->error) : json_null(), "warnings", warnings_json(j));
 }
 
 json_t *pg_jobs_quote_json(const pg_ledger_quote *q)
@@ -164,7 +180,7 @@ char *pg_jobs_metrics(pg_jobs *m)
     for (size_t k = 0; k < nds; k++) {
         pg_ledger_curve c;
         double eps;
-        if (!pg_ledger_spent(m->store, ds[k].id, &c, NULL) &&
+        if (!pg_ledger_spent(m->db, ds[k].id, &c, NULL) &&
             !pg_ledger_curve_epsilon(&c, ds[k].cap_delta, &eps, NULL))
             sb_printf(&b, "privgen_dataset_epsilon_spent{dataset=\"%s\"} %.9g\n", ds[k].id, eps);
     }

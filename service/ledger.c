@@ -1,13 +1,13 @@
 #include "service/ledger.h"
 
 #include <math.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "engine/privacy/privacy.h"
+#include "service/db.h"
 
 void pg_ledger_curve_init(pg_ledger_curve *c)
 {
@@ -76,7 +76,7 @@ static json_t *num_or_null(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
-static char *plan_text(const pg_privacy_plan *p)
+char *pg_ledger_plan_encode(const pg_privacy_plan *p)
 {
     json_t *orders = json_array(), *rdp = json_array();
     for (int i = 0; i < p->norders; i++) {
@@ -92,8 +92,7 @@ static char *plan_text(const pg_privacy_plan *p)
     return txt;
 }
 
-/* Parses a stored row's curve; a corrupt row counts as infinite spend. */
-static void add_row(pg_ledger_curve *c, const char *txt)
+void pg_ledger_curve_add_encoded(pg_ledger_curve *c, const char *txt)
 {
     json_t *o = txt ? json_loads(txt, 0, NULL) : NULL;
     json_t *orders = json_object_get(o, "orders"), *rdp = json_object_get(o, "rdp");
@@ -114,183 +113,45 @@ static void add_row(pg_ledger_curve *c, const char *txt)
     json_decref(o);
 }
 
-static int curve_db(sqlite3 *db, const char *dataset_id, pg_ledger_curve *c, pg_error *err)
+int pg_ledger_spent(struct pg_db *db, const char *dataset_id, pg_ledger_curve *c, pg_error *err)
 {
+    pg_ledger_entry *e;
+    size_t n;
+    int rc = pg_db_ledger_entries(db, dataset_id, &e, &n, err);
+    if (rc) return rc;
     pg_ledger_curve_init(c);
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, "SELECT rdp FROM ledger WHERE dataset_id=? AND state='reserved'", -1,
-                           &st, NULL) != SQLITE_OK)
-        return pg_error_set(err, PG_EIO, "database error reading the ledger: %s",
-                            sqlite3_errmsg(db));
-    sqlite3_bind_text(st, 1, dataset_id, -1, SQLITE_STATIC);
-    int s;
-    while ((s = sqlite3_step(st)) == SQLITE_ROW)
-        add_row(c, (const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-    if (s != SQLITE_DONE)
-        return pg_error_set(err, PG_EIO, "database error reading the ledger: %s",
-                            sqlite3_errmsg(db));
+    for (size_t i = 0; i < n; i++)
+        if (!e[i].refunded) pg_ledger_curve_add_encoded(c, e[i].plan);
+    pg_ledger_entries_free(e, n);
     return PG_OK;
 }
 
-static int insert_db(sqlite3 *db, const char *dataset_id, const char *job_id,
-                     const pg_privacy_plan *p, pg_error *err)
+int pg_ledger_budget_json(struct pg_db *db, const char *dataset_id, double cap_epsilon,
+                          double cap_delta, json_t **out, pg_error *err)
 {
-    char *txt = plan_text(p);
-    if (!txt) return pg_error_set(err, PG_ENOMEM, "out of memory encoding a ledger entry");
-    sqlite3_stmt *st;
-    int rc = PG_OK;
-    if (sqlite3_prepare_v2(db,
-                           "INSERT INTO ledger(dataset_id, job_id, state, rdp, epsilon, delta, "
-                           "created_at) VALUES(?,?,'reserved',?,?,?,?)",
-                           -1, &st, NULL) != SQLITE_OK) {
-        free(txt);
-        return pg_error_set(err, PG_EIO, "database error: %s", sqlite3_errmsg(db));
-    }
-    sqlite3_bind_text(st, 1, dataset_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, job_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, txt, -1, SQLITE_STATIC);
-    sqlite3_bind_double(st, 4, p->epsilon);
-    sqlite3_bind_double(st, 5, p->delta);
-    sqlite3_bind_int64(st, 6, (sqlite3_int64)time(NULL));
-    if (sqlite3_step(st) != SQLITE_DONE)
-        rc = pg_error_set(err, PG_EIO, "database error writing the ledger: %s", sqlite3_errmsg(db));
-    sqlite3_finalize(st);
-    free(txt);
-    return rc;
-}
-
-int pg_ledger_refund_db(sqlite3 *db, const char *job_id, pg_error *err)
-{
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, "UPDATE ledger SET state='refunded' WHERE job_id=?", -1, &st,
-                           NULL) != SQLITE_OK)
-        return pg_error_set(err, PG_EIO, "database error: %s", sqlite3_errmsg(db));
-    sqlite3_bind_text(st, 1, job_id, -1, SQLITE_STATIC);
-    int ok = sqlite3_step(st) == SQLITE_DONE;
-    sqlite3_finalize(st);
-    return ok ? PG_OK
-              : pg_error_set(err, PG_EIO, "database error refunding: %s", sqlite3_errmsg(db));
-}
-
-/* ---- admission -------------------------------------------------------- */
-
-typedef struct admit_ctx {
-    const char *dataset_id, *job_id;
-    double cap_epsilon, cap_delta;
-    const pg_privacy_plan *plan;
-    int (*also)(sqlite3 *, void *, pg_error *);
-    void *also_ctx;
-    pg_ledger_quote *q;
-} admit_ctx;
-
-static int exec_sql(sqlite3 *db, const char *sql, pg_error *err)
-{
-    if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
-        return pg_error_set(err, PG_EIO, "database error: %s", sqlite3_errmsg(db));
-    return PG_OK;
-}
-
-static int admit_tx(sqlite3 *db, void *vctx, pg_error *err)
-{
-    admit_ctx *a = vctx;
-    /* IMMEDIATE takes the write lock before reading the ledger: no other
-     * connection can reserve between our read and our insert. */
-    if (exec_sql(db, "BEGIN IMMEDIATE", err)) return PG_EIO;
-    int rc = PG_OK;
-    if (a->plan->charges) {
-        pg_ledger_curve spent;
-        rc = curve_db(db, a->dataset_id, &spent, err);
-        if (!rc)
-            rc = pg_ledger_quote_plan(&spent, a->plan, a->cap_epsilon, a->cap_delta, a->q, err);
-        if (!rc && a->q->admit) rc = insert_db(db, a->dataset_id, a->job_id, a->plan, err);
-    } else {
-        memset(a->q, 0, sizeof *a->q);
-        a->q->admit = 1;
-    }
-    if (!rc && a->q->admit && a->also) rc = a->also(db, a->also_ctx, err);
-    if (rc || !a->q->admit) {
-        exec_sql(db, "ROLLBACK", NULL);
-        return rc;
-    }
-    if (exec_sql(db, "COMMIT", err)) {
-        exec_sql(db, "ROLLBACK", NULL);
-        return PG_EIO;
-    }
-    return PG_OK;
-}
-
-int pg_ledger_admit(pg_store *s, const char *dataset_id, double cap_epsilon, double cap_delta,
-                    const pg_privacy_plan *plan, const char *job_id,
-                    int (*also)(sqlite3 *db, void *ctx, pg_error *err), void *also_ctx,
-                    pg_ledger_quote *q, pg_error *err)
-{
-    admit_ctx a = {dataset_id, job_id, cap_epsilon, cap_delta, plan, also, also_ctx, q};
-    return pg_store_with_db(s, admit_tx, &a, err);
-}
-
-typedef struct spent_ctx {
-    const char *dataset_id;
-    pg_ledger_curve *c;
-} spent_ctx;
-
-static int spent_tx(sqlite3 *db, void *vctx, pg_error *err)
-{
-    spent_ctx *c = vctx;
-    return curve_db(db, c->dataset_id, c->c, err);
-}
-
-int pg_ledger_spent(pg_store *s, const char *dataset_id, pg_ledger_curve *c, pg_error *err)
-{
-    spent_ctx ctx = {dataset_id, c};
-    return pg_store_with_db(s, spent_tx, &ctx, err);
-}
-
-typedef struct budget_ctx {
-    const char *dataset_id;
-    json_t *entries;
-} budget_ctx;
-
-static int budget_tx(sqlite3 *db, void *vctx, pg_error *err)
-{
-    budget_ctx *b = vctx;
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT job_id, state, rdp, epsilon, delta FROM ledger WHERE "
-                           "dataset_id=? ORDER BY seq",
-                           -1, &st, NULL) != SQLITE_OK)
-        return pg_error_set(err, PG_EIO, "database error: %s", sqlite3_errmsg(db));
-    sqlite3_bind_text(st, 1, b->dataset_id, -1, SQLITE_STATIC);
-    int s;
-    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *job = (const char *)sqlite3_column_text(st, 0);
-        const char *state = (const char *)sqlite3_column_text(st, 1);
-        json_t *p = json_loads((const char *)sqlite3_column_text(st, 2), 0, NULL);
-        json_t *e = json_pack("{s:s?,s:O?,s:O?,s:O?,s:f,s:f,s:b}", "job_id", job,
-                              "noise_multiplier", json_object_get(p, "noise_multiplier"),
-                              "sampling_rate", json_object_get(p, "sampling_rate"), "steps",
-                              json_object_get(p, "steps"), "epsilon", sqlite3_column_double(st, 3),
-                              "delta", sqlite3_column_double(st, 4), "refunded",
-                              state && !strcmp(state, "refunded"));
-        json_decref(p);
-        if (e) json_array_append_new(b->entries, e);
-    }
-    sqlite3_finalize(st);
-    return s == SQLITE_DONE ? PG_OK
-                            : pg_error_set(err, PG_EIO, "database error: %s", sqlite3_errmsg(db));
-}
-
-int pg_ledger_budget_json(pg_store *s, const char *dataset_id, double cap_epsilon, double cap_delta,
-                          json_t **out, pg_error *err)
-{
+    pg_ledger_entry *e;
+    size_t n;
+    int rc = pg_db_ledger_entries(db, dataset_id, &e, &n, err);
+    if (rc) return rc;
     pg_ledger_curve c;
-    budget_ctx b = {dataset_id, json_array()};
-    int rc = pg_ledger_spent(s, dataset_id, &c, err);
-    if (!rc) rc = pg_store_with_db(s, budget_tx, &b, err);
+    pg_ledger_curve_init(&c);
+    json_t *entries = json_array();
+    for (size_t i = 0; i < n; i++) {
+        if (!e[i].refunded) pg_ledger_curve_add_encoded(&c, e[i].plan);
+        json_t *p = e[i].plan ? json_loads(e[i].plan, 0, NULL) : NULL;
+        json_t *o = json_pack(
+            "{s:s?,s:O?,s:O?,s:O?,s:f,s:f,s:b}", "job_id", e[i].job_id[0] ? e[i].job_id : NULL,
+            "noise_multiplier", json_object_get(p, "noise_multiplier"), "sampling_rate",
+            json_object_get(p, "sampling_rate"), "steps", json_object_get(p, "steps"), "epsilon",
+            e[i].epsilon, "delta", e[i].delta, "refunded", e[i].refunded);
+        json_decref(p);
+        if (o) json_array_append_new(entries, o);
+    }
+    pg_ledger_entries_free(e, n);
     double spent = 0.0;
-    if (!rc) rc = pg_ledger_curve_epsilon(&c, cap_delta, &spent, err);
+    rc = pg_ledger_curve_epsilon(&c, cap_delta, &spent, err);
     if (rc) {
-        json_decref(b.entries);
+        json_decref(entries);
         return rc;
     }
     double remaining = cap_epsilon - spent;
@@ -298,6 +159,6 @@ int pg_ledger_budget_json(pg_store *s, const char *dataset_id, double cap_epsilo
                      cap_delta, "spent_epsilon", num_or_null(spent), "remaining_epsilon",
                      json_real(remaining > 0.0 ? remaining : 0.0), "accountant",
                      "rdp_improved (per-order RDP sum, delta_rdp = cap delta - sum delta0)",
-                     "delta_extra", c.delta_extra, "entries", b.entries);
+                     "delta_extra", c.delta_extra, "entries", entries);
     return *out ? PG_OK : pg_error_set(err, PG_ENOMEM, "out of memory");
 }

@@ -15,10 +15,10 @@
  * An order an entry does not report counts as +∞ for the sum (skipped by the
  * conversion), so differing grids can only make ε larger, never smaller.
  *
- * Admission (pg_ledger_admit) reads the reserved rows, decides and inserts
- * the new row inside one BEGIN IMMEDIATE transaction, so two concurrent
- * admissions serialize and can never overspend together; the store runs with
- * synchronous=FULL, so COMMIT returning means the reservation is on disk.
+ * Admission itself is one storage operation (pg_db_job_admit in
+ * service/db.h: this quote, the ledger row and the job row in one
+ * transaction). This module is the backend-free part: curve arithmetic, the
+ * quote, the stored form of a row's curve, and read-only views over pg_db.
  * Errors are I/O only (a refused admission is PG_OK with q->admit = 0).
  */
 #ifndef PG_SVC_LEDGER_H
@@ -29,9 +29,7 @@
 
 #include "engine/core/error.h"
 #include "engine/methods/method.h"
-#include "service/store.h"
-
-struct sqlite3;
+struct pg_db;
 
 typedef struct pg_ledger_curve {
     size_t norders;
@@ -62,24 +60,20 @@ typedef struct pg_ledger_quote {
 int pg_ledger_quote_plan(const pg_ledger_curve *spent, const pg_privacy_plan *plan,
                          double cap_epsilon, double cap_delta, pg_ledger_quote *q, pg_error *err);
 
-/* One transaction: quote against the dataset's reserved rows, and when it
- * fits insert the ledger row for job_id and run `also` (e.g. insert the job
- * row) before COMMIT. A plan that does not charge skips the ledger and only
- * runs `also` (q->admit = 1). If `also` fails everything rolls back. */
-int pg_ledger_admit(pg_store *s, const char *dataset_id, double cap_epsilon, double cap_delta,
-                    const pg_privacy_plan *plan, const char *job_id,
-                    int (*also)(struct sqlite3 *db, void *ctx, pg_error *err), void *also_ctx,
-                    pg_ledger_quote *q, pg_error *err);
+/* The stored text of a ledger row's curve (JSON: orders, rdp, delta_extra
+ * and the plan's parameters); malloc'ed, NULL when out of memory. Shared by
+ * every storage backend so a row means the same everywhere. */
+char *pg_ledger_plan_encode(const pg_privacy_plan *p);
+/* Adds a stored row's curve to c; a missing or corrupt text counts as an
+ * infinite spend (never as nothing). */
+void pg_ledger_curve_add_encoded(pg_ledger_curve *c, const char *text);
 
-/* Inside a caller's transaction: marks job_id's row refunded. */
-int pg_ledger_refund_db(struct sqlite3 *db, const char *job_id, pg_error *err);
-
-/* Composed curve of a dataset's reserved rows (takes the store's mutex). */
-int pg_ledger_spent(pg_store *s, const char *dataset_id, pg_ledger_curve *c, pg_error *err);
+/* Composed curve of a dataset's reserved rows (pg_db_ledger_entries). */
+int pg_ledger_spent(struct pg_db *db, const char *dataset_id, pg_ledger_curve *c, pg_error *err);
 
 /* GET /v1/datasets/{id}/budget body: {cap, spent_epsilon, remaining_epsilon,
  * accountant, entries[]}. *out is a new object. */
-int pg_ledger_budget_json(pg_store *s, const char *dataset_id, double cap_epsilon, double cap_delta,
-                          json_t **out, pg_error *err);
+int pg_ledger_budget_json(struct pg_db *db, const char *dataset_id, double cap_epsilon,
+                          double cap_delta, json_t **out, pg_error *err);
 
 #endif

@@ -171,6 +171,10 @@ function showJob(j) {
   $('jd-facts').replaceChildren(...facts.flatMap(([k, v]) => [el('dt', { text: k }), el('dd', { text: v ?? '–' })]));
   $('jd-bar').style.width = p.total_steps ? `${(100 * (p.step || 0)) / p.total_steps}%` : '0';
   $('jd-error').textContent = j.error || '';
+  // The server's warnings (loss rising at the end, samples outside the range).
+  const warns = j.warnings || [];
+  $('jd-warnings').hidden = warns.length === 0;
+  $('jd-warnings').replaceChildren(...warns.map((w) => el('li', { text: w })));
   $('jd-cancel').hidden = !(j.status === 'queued' || j.status === 'running');
   if (p.step !== undefined && !state.history.some((h) => h.step === p.step))
     state.history.push({ step: p.step, loss: p.loss, epsilon_spent: p.epsilon_spent ?? 0 });

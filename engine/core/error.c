@@ -39,17 +39,31 @@ void pg_error_wrap(pg_error *err, const char *fmt, ...)
 const char *pg_status_str(int code)
 {
     switch (code) {
-    case PG_OK: return "ok";
-    case PG_EINVAL: return "invalid argument";
-    case PG_ENOMEM: return "out of memory";
-    case PG_EIO: return "i/o error";
-    case PG_EFORMAT: return "malformed input";
-    case PG_ERANGE: return "out of range";
-    case PG_ENUMERIC: return "numerical failure";
-    case PG_ENOTSUP: return "not supported";
-    case PG_ESTATE: return "invalid state";
-    case PG_EPRIVACY: return "privacy budget";
-    case PG_ECANCELLED: return "cancelled";
-    default: return "unknown error";
+    case PG_OK:
+        return "ok";
+    case PG_EINVAL:
+        return "invalid argument";
+    case PG_ENOMEM:
+        return "out of memory";
+    case PG_EIO:
+        return "i/o error";
+    case PG_EFORMAT:
+        return "malformed input";
+    case PG_ERANGE:
+        return "out of range";
+    case PG_ENUMERIC:
+        return "numerical failure";
+    case PG_ENOTSUP:
+        return "not supported";
+    case PG_ESTATE:
+        return "invalid state";
+    case PG_EPRIVACY:
+        return "privacy budget";
+    case PG_ECANCELLED:
+        return "cancelled";
+    case PG_EUNAVAIL:
+        return "backend unavailable, retry";
+    default:
+        return "unknown error";
     }
 }

@@ -22,6 +22,7 @@ enum pg_status {
     PG_ESTATE,     /* operation not allowed in the current state */
     PG_EPRIVACY,   /* would exceed a privacy budget or violate a DP requirement */
     PG_ECANCELLED, /* stopped on request */
+    PG_EUNAVAIL,   /* a backend (database server) is unreachable: retry later */
 };
 
 #define PG_ERROR_MSG_MAX 256

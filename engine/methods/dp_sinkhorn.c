@@ -40,6 +40,12 @@
  * which the 2C argument above still covers. Training stops BEFORE a step
  * whose epsilon would exceed the target (the released code stopped after).
  *
+ * Defaults: the table's are the paper's (images). On small vector data
+ * (engine/methods/defaults.h) absent fields follow the data: Poisson batch
+ * clamp(round(n / 300), 8, 64), 2000 steps, lr 1e-3, a [64, 64] generator
+ * with a d-dimensional latent and a tanh output scaled to the declared range.
+ * The plan is computed from the resolved values, as for any spec.
+ *
  * Class-mean calibration (calibration.class_means, calib.h): one Gaussian
  * release of per-class sums and counts in create(), whose RDP curve is added
  * to the plan and to every reported epsilon from step 0 on, so a target
@@ -62,6 +68,7 @@
 #include "engine/core/alloc.h"
 #include "engine/data/dataset.h"
 #include "engine/methods/calib.h"
+#include "engine/methods/defaults.h"
 #include "engine/methods/generator.h"
 #include "engine/methods/trainer.h"
 #include "engine/ot/divergence.h"
@@ -81,13 +88,14 @@ static const char *const GEN_LABELS[] = {"uniform", "balanced", NULL};
 
 static const pg_param DPS_PARAMS[] = {
     PG_GENERATOR_PARAM_ROWS,
-    {"train.steps", PG_PARAM_INT, "1000", 1, 1e8, NULL, 0, 0, "Planned training steps."},
+    {"train.steps", PG_PARAM_INT, "1000", 1, 1e8, NULL, 0, 0,
+     "Planned training steps (small vector data: 2000, engine/methods/defaults.h)."},
     {"train.batch_size", PG_PARAM_INT, "50", 1, 4096, NULL, 0, 0,
      "Expected Poisson batch size n: sampling rate q = n / rows; also the number of "
-     "generated rows in the cross term."},
+     "generated rows in the cross term. Small vector data: clamp(round(rows / 300), 8, 64)."},
     {"train.optimizer", PG_PARAM_STR, "\"adam\"", 0, 0, OPTIMIZERS, 0, 0, "Optimizer."},
     {"train.lr", PG_PARAM_NUM, "0.0001", 0, 10, NULL, 0, PG_PARAM_EXCLUSIVE_MIN,
-     "Learning rate (paper: 1e-4 MNIST, 1e-5 Fashion-MNIST)."},
+     "Learning rate (paper: 1e-4 MNIST, 1e-5 Fashion-MNIST; small vector data: 1e-3)."},
     {"train.lr_decay", PG_PARAM_STR, "\"none\"", 0, 0, LR_DECAYS, 0, 0,
      "Learning-rate schedule over the planned steps: none (constant), cosine or linear decay "
      "to 0 at train.steps. Decay lowers the noise floor the released gradients' DP noise "
@@ -235,7 +243,10 @@ static int dps_validate(const json_t *spec, const pg_job_data *in, json_t **reso
                           "dp_sinkhorn trains on central (raw, private) datasets only; use "
                           "entropic_gan for locally privatized data");
     json_t *r = NULL;
-    pg_spec_resolve(DPS_PARAMS, spec, IGNORED, &r, errors);
+    json_t *filled = pg_defaults_fill("dp_sinkhorn", spec, desc);
+    if (!filled) return pg_error_set(err, PG_ENOMEM, "cannot copy the job spec");
+    pg_spec_resolve(DPS_PARAMS, filled, IGNORED, &r, errors);
+    json_decref(filled);
     if (!r || errors->count != before) {
         json_decref(r);
         return PG_EINVAL;

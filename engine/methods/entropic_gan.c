@@ -11,6 +11,9 @@
  * which learns the noisy law) and variant = "noisy_w1" (paper eq. (15): fresh
  * mechanism noise added to the generated samples, then nearly plain OT).
  *
+ * Defaults: on small vector data (engine/methods/defaults.h) a [64, 64]
+ * generator with a d-dimensional latent, and batches of min(256, n) rows.
+ *
  * Privacy: the rows were privatized on the clients, so training is
  * post-processing and charges nothing. Batch selection therefore uses the
  * job's seeded generator, which makes a resumed job continue exactly.
@@ -21,6 +24,7 @@
 
 #include "engine/core/alloc.h"
 #include "engine/data/dataset.h"
+#include "engine/methods/defaults.h"
 #include "engine/methods/generator.h"
 #include "engine/methods/trainer.h"
 #include "engine/ot/sinkhorn.h"
@@ -38,7 +42,7 @@ static const pg_param EGAN_PARAMS[] = {
     PG_GENERATOR_PARAM_ROWS,
     {"train.steps", PG_PARAM_INT, "2000", 1, 1e7, NULL, 0, 0, "Training steps."},
     {"train.batch_size", PG_PARAM_INT, "256", 2, 4096, NULL, 0, 0,
-     "Generated and data samples per step (at most the dataset's rows)."},
+     "Generated and data samples per step (default: min(256, rows))."},
     {"train.optimizer", PG_PARAM_STR, "\"adam\"", 0, 0, OPTIMIZERS, 0, 0, "Optimizer."},
     {"train.lr", PG_PARAM_NUM, "0.001", 0, 10, NULL, 0, PG_PARAM_EXCLUSIVE_MIN, "Learning rate."},
     {"train.weight_decay", PG_PARAM_NUM, "0", 0, 1, NULL, 0, 0,
@@ -97,8 +101,23 @@ static double auto_reg(const pg_data_desc *d)
                                             : 2.0 * d->noise_scale * d->noise_scale;
 }
 
+static int egan_validate_filled(const json_t *spec, const pg_job_data *in, json_t **resolved,
+                                pg_spec_errors *errors, pg_error *err);
+
+/* Fills the data-derived defaults (defaults.h) into absent fields first. */
 static int egan_validate(const json_t *spec, const pg_job_data *in, json_t **resolved,
                          pg_spec_errors *errors, pg_error *err)
+{
+    *resolved = NULL;
+    json_t *filled = pg_defaults_fill("entropic_gan", spec, in->desc);
+    if (!filled) return pg_error_set(err, PG_ENOMEM, "cannot copy the job spec");
+    int rc = egan_validate_filled(filled, in, resolved, errors, err);
+    json_decref(filled);
+    return rc;
+}
+
+static int egan_validate_filled(const json_t *spec, const pg_job_data *in, json_t **resolved,
+                                pg_spec_errors *errors, pg_error *err)
 {
     const pg_data_desc *desc = in->desc;
     *resolved = NULL;

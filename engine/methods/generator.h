@@ -38,7 +38,8 @@
          NULL,                                                                                      \
          0,                                                                                         \
          PG_PARAM_OPTIONAL,                                                                         \
-         "Latent dimension (default: 32 for mlp, the preset's own otherwise)."},                    \
+         "Latent dimension (default: d for mlp on rows of at most 16 values, else 32; the "         \
+         "preset's own for other archs)."},                                                         \
         {"model.latent",                                                                            \
          PG_PARAM_STR,                                                                              \
          "\"uniform\"",                                                                             \
@@ -56,7 +57,7 @@
          NULL,                                                                                      \
          16,                                                                                        \
          0,                                                                                         \
-         "Hidden layer widths (mlp)."},                                                             \
+         "Hidden layer widths (mlp; [64, 64] on rows of at most 16 values)."},                      \
         {"model.activation",        PG_PARAM_STR, "\"relu\"", 0, 0, pg_generator_activations, 0, 0, \
          "Hidden activation (mlp)."},                                                               \
         {"model.out_activation",                                                                    \
@@ -67,7 +68,8 @@
          pg_generator_out_activations,                                                              \
          0,                                                                                         \
          0,                                                                                         \
-         "Output activation (mlp); auto picks none for unbounded data."},                           \
+         "Output activation (mlp), scaled onto the declared range; auto means none. Left out, "     \
+         "it is tanh on central rows of at most 16 values with a finite range, else auto."},        \
         {"model.batchnorm",                                                                         \
          PG_PARAM_BOOL,                                                                             \
          "false",                                                                                   \

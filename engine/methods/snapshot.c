@@ -75,3 +75,48 @@ int pg_snapshot_sample(const pg_snapshot *s, size_t n, uint64_t seed, int label,
     if (label < -1) return pg_error_set(err, PG_EINVAL, "label %d is invalid", label);
     return s->ops->sample(s->impl, n, seed, label, out, err);
 }
+
+typedef struct clamp_snap {
+    pg_snapshot *inner;
+    float lo, hi;
+} clamp_snap;
+
+static int clamp_sample(const void *impl, size_t n, uint64_t seed, int label, float *out,
+                        pg_error *err)
+{
+    const clamp_snap *c = impl;
+    int rc = pg_snapshot_sample(c->inner, n, seed, label, out, err);
+    if (rc) return rc;
+    size_t m = n * pg_snapshot_dim(c->inner);
+    for (size_t i = 0; i < m; i++) /* NaN stays NaN: nothing to clamp it to */
+        out[i] = out[i] < c->lo ? c->lo : out[i] > c->hi ? c->hi : out[i];
+    return PG_OK;
+}
+
+static void clamp_destroy(void *impl)
+{
+    clamp_snap *c = impl;
+    pg_snapshot_release(c->inner);
+    free(c);
+}
+
+static const pg_snapshot_ops CLAMP_SNAP = {clamp_sample, clamp_destroy};
+
+int pg_snapshot_clamp_wrap(pg_snapshot *inner, float lo, float hi, pg_snapshot **out, pg_error *err)
+{
+    *out = NULL;
+    if (!(lo < hi)) {
+        pg_snapshot_release(inner);
+        return pg_error_set(err, PG_EINVAL, "a clamp needs lo < hi");
+    }
+    clamp_snap *c = calloc(1, sizeof *c);
+    if (!c) {
+        pg_snapshot_release(inner);
+        return pg_error_set(err, PG_ENOMEM, "cannot allocate a snapshot");
+    }
+    c->inner = inner;
+    c->lo = lo;
+    c->hi = hi;
+    return pg_snapshot_new(&CLAMP_SNAP, c, pg_snapshot_step(inner), pg_snapshot_dim(inner),
+                           pg_snapshot_num_classes(inner), out, err);
+}

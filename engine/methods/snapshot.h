@@ -21,6 +21,12 @@ typedef struct pg_snapshot_ops {
 int pg_snapshot_new(const pg_snapshot_ops *ops, void *impl, long step, size_t d, int num_classes,
                     pg_snapshot **out, pg_error *err);
 
+/* A snapshot that draws from `inner` (reference moves in, even on failure)
+ * and clamps every value to [lo, hi]: how a method keeps central samples in
+ * the dataset's declared range. Clamping is post-processing: no privacy cost. */
+int pg_snapshot_clamp_wrap(pg_snapshot *inner, float lo, float hi, pg_snapshot **out,
+                           pg_error *err);
+
 const void *pg_snapshot_impl(const pg_snapshot *s);
 int pg_snapshot_num_classes(const pg_snapshot *s);
 

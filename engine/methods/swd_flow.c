@@ -54,6 +54,12 @@
  * (An earlier version let label coordinates move and read labels off their
  * argmax: on Fashion-MNIST latents that left the class link at chance.)
  *
+ * Defaults on small unlabelled vector data (engine/methods/defaults.h): d
+ * directions per step (one orthonormal block), swd_flow's pool 2d, 100 flow
+ * steps. On central data with a finite declared range every sample is
+ * clamped to it (pg_snapshot_clamp_wrap: post-processing of the particles,
+ * no privacy cost); the range travels in the checkpoint as "clamp".
+ *
  * Particle-side smoothing (N(0, sigma^2) with sigma the release's noise std,
  * as the paper smooths both measures alike) and the diffusion noise use the
  * job seed: they touch no data.
@@ -66,7 +72,9 @@
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/core/alloc.h"
 #include "engine/data/dataset.h"
+#include "engine/methods/defaults.h"
 #include "engine/methods/latent.h"
+#include "engine/methods/snapshot.h"
 #include "engine/methods/swd.h"
 #include "engine/methods/swd_spec.h"
 #include "engine/methods/trainer.h"
@@ -82,7 +90,15 @@
 
 #define FLOW_COMMON_ROWS                                                                           \
     PG_SWD_PRIVACY_ROWS, PG_SWD_PROJECTION_ROWS, PG_SWD_LABEL_ROWS,                                \
-        {"flow.steps", PG_PARAM_INT, "500", 1, 1e7, NULL, 0, 0, "Flow steps."},                    \
+        {"flow.steps",                                                                             \
+         PG_PARAM_INT,                                                                             \
+         "500",                                                                                    \
+         1,                                                                                        \
+         1e7,                                                                                      \
+         NULL,                                                                                     \
+         0,                                                                                        \
+         0,                                                                                        \
+         "Flow steps (small unlabelled vector data: 100)."},                                       \
         {"flow.particles", PG_PARAM_INT, "1000", 2, 1e6, NULL, 0, 0, "Particles (N)."},            \
         {"flow.h",                                                                                 \
          PG_PARAM_NUM,                                                                             \
@@ -165,6 +181,10 @@ typedef struct swdf {
     float *x; /* particles x d */
     pg_swd_store *store;
     pg_latent *ae; /* latent mode: the public autoencoder; NULL otherwise */
+    /* Samples are clamped to the declared range [lo, hi] (central data with
+     * a finite range; post-processing). Kept in checkpoints as "clamp". */
+    bool clamp;
+    float lo, hi;
     pg_swd_ws ws;
     long step, steps;
     pg_rng prng, secure;
@@ -201,7 +221,14 @@ static int flow_validate_any(bool resample, const json_t *spec, const pg_job_dat
     *resolved = NULL;
     int before = errors->count;
     json_t *r = NULL;
-    pg_spec_resolve(resample ? FLOW_R_PARAMS : FLOW_PARAMS, spec, IGNORED, &r, errors);
+    /* Data-derived defaults (defaults.h) on raw rows only: in latent mode the
+     * flow runs on codes whose width the public autoencoder fixes. */
+    json_t *filled = in->public_desc
+                         ? json_incref((json_t *)spec)
+                         : pg_defaults_fill(resample ? "swd_flow_r" : "swd_flow", spec, in->desc);
+    if (!filled) return pg_error_set(err, PG_ENOMEM, "cannot copy the job spec");
+    pg_spec_resolve(resample ? FLOW_R_PARAMS : FLOW_PARAMS, filled, IGNORED, &r, errors);
+    json_decref(filled);
     if (!r || errors->count != before) {
         json_decref(r);
         return PG_EINVAL;
@@ -344,6 +371,11 @@ static int flow_common(bool resample, const json_t *r, const pg_job_data *in, pg
     if (!f) return pg_error_set(err, PG_ENOMEM, "cannot allocate the trainer");
     pg_latent_retain(ae);
     f->ae = ae;
+    const pg_data_desc *raw = in->desc;
+    f->clamp = raw->model == PG_PRIVACY_CENTRAL && raw->lo < raw->hi && fabsf(raw->lo) < 1e29f &&
+               fabsf(raw->hi) < 1e29f;
+    f->lo = raw->lo;
+    f->hi = raw->hi;
     f->base.method = resample ? &pg_method_swd_flow_r : &pg_method_swd_flow;
     f->resample = resample;
     double alpha;
@@ -528,8 +560,9 @@ static int flow_snapshot(pg_trainer *t, pg_snapshot **out, pg_error *err)
     if (!x) return pg_error_set(err, PG_ENOMEM, "cannot allocate a snapshot");
     memcpy(x, f->x, nd * sizeof(float));
     int rc = pg_swd_snapshot_new(&f->cfg, f->store, f->step, x, f->init_std, out, err);
-    if (rc || !f->ae) return rc;
-    return pg_latent_snapshot_wrap(f->ae, *out, out, err);
+    if (rc == PG_OK && f->ae) rc = pg_latent_snapshot_wrap(f->ae, *out, out, err);
+    if (rc == PG_OK && f->clamp) rc = pg_snapshot_clamp_wrap(*out, f->lo, f->hi, out, err);
+    return rc;
 }
 
 /* ---- checkpoints --------------------------------------------------------- */
@@ -601,6 +634,8 @@ static int flow_save(pg_trainer *t, unsigned char **bytes, size_t *len, pg_error
                           (json_int_t)f->step, "releases", (json_int_t)f->releases, "flow",
                           cfg_json(f), "rng", pg_rng_state_to_json(&f->prng));
     if (h && f->ae) json_object_set_new(h, "latent", pg_latent_to_json(f->ae));
+    if (h && f->clamp)
+        json_object_set_new(h, "clamp", json_pack("[f,f]", (double)f->lo, (double)f->hi));
     char *text = h ? json_dumps(h, JSON_COMPACT) : NULL;
     json_decref(h);
     if (!text) return pg_error_set(err, PG_ENOMEM, "cannot encode the trainer state");
@@ -786,6 +821,20 @@ static int flow_load_snapshot(const unsigned char *bytes, size_t len, pg_snapsho
             *out = NULL;
         }
         pg_latent_release(ae);
+    }
+    /* Absent in checkpoints of unbounded data and of flows written before
+     * clamping existed: those samples stay as they were. */
+    const json_t *cj = json_object_get(h, "clamp");
+    if (rc == PG_OK && cj) {
+        double lo = json_number_value(json_array_get(cj, 0)),
+               hi = json_number_value(json_array_get(cj, 1));
+        if (json_array_size(cj) != 2 || !isfinite(lo) || !isfinite(hi) || !(lo < hi)) {
+            pg_snapshot_release(*out);
+            *out = NULL;
+            rc = pg_error_set(err, PG_EFORMAT, "checkpoint clamp range is malformed");
+        } else {
+            rc = pg_snapshot_clamp_wrap(*out, (float)lo, (float)hi, out, err);
+        }
     }
     pg_free(x);
     pg_swd_store_release(st);

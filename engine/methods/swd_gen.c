@@ -7,6 +7,11 @@
  * SW2^2(G(z) Theta + Z_X, Y Theta + Z_Y) with the gradient through the sorted
  * matching (engine/ot/sliced.h): dL/dX = G Theta^T, G = dL/d(projections).
  *
+ * Defaults on small vector data (engine/methods/defaults.h): d directions
+ * per release (one orthonormal block), min(n, 500) rows per release, 200
+ * steps, a [64, 64] generator with a d-dimensional latent and a tanh output
+ * scaled to the declared range.
+ *
  * Privacy: identical to swd_flow_r (derivation at the top of swd_flow.c):
  * sensitivity 2R sqrt(w) per release under replace-one adjacency, RDP
  * composed over steps, delta0 of a probabilistic bound charged per release.
@@ -37,6 +42,7 @@
 #include "engine/methods/swd.h"
 #include "engine/methods/swd_spec.h"
 #include "engine/methods/trainer.h"
+#include "engine/methods/defaults.h"
 #include "engine/ot/sliced.h"
 #include "engine/privacy/privacy.h"
 
@@ -49,9 +55,11 @@ static const pg_param GEN_PARAMS[] = {
     PG_SWD_PRIVACY_ROWS,
     PG_SWD_PROJECTION_ROWS,
     PG_SWD_LABEL_ROWS,
-    {"train.steps", PG_PARAM_INT, "2000", 1, 1e7, NULL, 0, 0, "Training steps (one release each)."},
+    {"train.steps", PG_PARAM_INT, "2000", 1, 1e7, NULL, 0, 0,
+     "Training steps (one release each; small vector data: 200)."},
     {"train.batch_size", PG_PARAM_INT, NULL, 2, 1e8, NULL, 0, PG_PARAM_OPTIONAL,
-     "Rows per release, drawn without replacement (default: every row each step)."},
+     "Rows per release, drawn without replacement (default: every row each step; small vector "
+     "data: min(rows, 500))."},
     {"train.gen_batch", PG_PARAM_INT, "256", 2, 65536, NULL, 0, 0, "Generated samples per step."},
     {"train.optimizer", PG_PARAM_STR, "\"adam\"", 0, 0, OPTIMIZERS, 0, 0, "Optimizer."},
     {"train.lr", PG_PARAM_NUM, "0.001", 0, 10, NULL, 0, PG_PARAM_EXCLUSIVE_MIN, "Learning rate."},
@@ -110,7 +118,10 @@ static int gen_validate(const json_t *spec, const pg_job_data *in, json_t **reso
     int before = errors->count;
     pg_job_data_no_public(in, "swd_gen", errors);
     json_t *r = NULL;
-    pg_spec_resolve(GEN_PARAMS, spec, IGNORED, &r, errors);
+    json_t *filled = pg_defaults_fill("swd_gen", spec, desc);
+    if (!filled) return pg_error_set(err, PG_ENOMEM, "cannot copy the job spec");
+    pg_spec_resolve(GEN_PARAMS, filled, IGNORED, &r, errors);
+    json_decref(filled);
     if (!r || errors->count != before) {
         json_decref(r);
         return PG_EINVAL;

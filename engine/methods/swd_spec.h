@@ -84,7 +84,7 @@ extern const char *const pg_swd_kinds[];
      "Directions: orthonormal blocks (exact sensitivity) or i.i.d. random unit vectors."},         \
     {                                                                                              \
         "projections.per_step", PG_PARAM_INT, "200", 1, 100000, NULL, 0, 0,                        \
-            "Directions used per step (M_theta)."                                                  \
+            "Directions used per step (M_theta; small vector data: d, one orthonormal block)."     \
     }
 
 /* Class conditioning (labelled datasets): each private row becomes

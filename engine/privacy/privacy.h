@@ -209,6 +209,36 @@ int pg_shuffle_numerical(double eps0, uint64_t n, double delta, double *epsilon,
 /* The delta of the numerical analysis at a given central epsilon (for tests). */
 int pg_shuffle_delta(double eps0, uint64_t n, double epsilon, double *delta, pg_error *err);
 
+/* ---- k-ary randomized response (local DP for a categorical value) ------- */
+
+/* The channel on k >= 2 values: report the true value with probability
+ * p = e^eps / (e^eps + k - 1), else one of the other k - 1 uniformly. Every
+ * entry of a column of the channel matrix is p or q = (1 - p) / (k - 1), so
+ * the mechanism is exactly eps-LDP (p / q = e^eps). A boolean is k = 2; a
+ * nullable column adds "missing" as one more value. */
+int pg_rr_keep_probability(size_t k, double epsilon, double *p, pg_error *err);
+/* The k x k channel, row-major: P[t * k + r] = P(report r | true t). */
+int pg_rr_channel(size_t k, double epsilon, double *P, pg_error *err);
+/* Exact epsilon of the channel with keep probability p in [1/k, 1): the
+ * largest log ratio of two entries of one column, log(p (k - 1) / (1 - p)). */
+int pg_rr_epsilon(size_t k, double p, double *epsilon, pg_error *err);
+/* Randomizes n values in [0, k) (out may alias in); PG_EPRIVACY unless rng is
+ * the secure generator, PG_EINVAL for a value outside [0, k). The keep draw
+ * is a 53-bit uniform against p, so the realized p is within 2^-53 of it. */
+int pg_rr_randomize(pg_rng *rng, size_t k, double epsilon, const size_t *in, size_t *out, size_t n,
+                    pg_error *err);
+/* Unbiased estimate of the true frequencies from the reported ones (the
+ * inverse channel): est_i = (f_i - q) / (p - q) for frequencies f summing to
+ * 1; estimates may fall outside [0, 1]. */
+int pg_rr_estimate(size_t k, double epsilon, const double *freq, double *est, pg_error *err);
+/* The forward channel on n rows of k probabilities (e.g. a generator's
+ * softmax over a categorical block): out = P^T probs = q + (p - q) probs per
+ * row, the distribution of the reported value. Its derivative is the constant
+ * (p - q), so a loss against randomized data can be backpropagated through
+ * it. out may alias probs. */
+int pg_rr_channel_apply(size_t k, double epsilon, const float *probs, float *out, size_t n,
+                        pg_error *err);
+
 /* ---- report -------------------------------------------------------------- */
 
 #define PG_PRIVACY_NAME_MAX 48

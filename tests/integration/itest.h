@@ -4,6 +4,15 @@
  * in its data dir, and waits for the port; stderr goes to <dir>/privgend.log.
  * pg_http sends one request on a fresh connection and returns status, body
  * (parsed as JSON when it is JSON), Location and Content-Type.
+ *
+ * Storage backend: by default privgend keeps its SQLite database in the data
+ * dir. When PRIVGEN_TEST_DB_URL is set, every server gets `--db URL` with
+ * each "%s" in it replaced by a database name unique to the server's scratch
+ * dir (the same across restarts of that server), and, when
+ * PRIVGEN_TEST_DB_CREATE is set, the command `$PRIVGEN_TEST_DB_CREATE <name>`
+ * runs once before the first start (e.g. createdb on a throwaway cluster).
+ * Tests reach the same storage through pg_srv_db (service/db.h), never
+ * through files, except where pg_itest_sqlite() says the files exist.
  */
 #ifndef PG_ITEST_H
 #define PG_ITEST_H
@@ -19,6 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "service/db.h"
+
 typedef struct pg_srv {
     pid_t pid;
     char dir[64];  /* scratch dir: data/ and the log live here */
@@ -26,6 +37,61 @@ typedef struct pg_srv {
     unsigned port;
     char admin[96]; /* the admin token */
 } pg_srv;
+
+/* 1 when the servers use the default SQLite storage in their data dir. */
+static inline int pg_itest_sqlite(void)
+{
+    const char *u = getenv("PRIVGEN_TEST_DB_URL");
+    return !u || !*u;
+}
+
+/* The name "%s" stands for in PRIVGEN_TEST_DB_URL: pgitest-XXXXXX becomes
+ * privgen_pgitest_xxxxxx (a valid lower-case database name). */
+static inline void pg_srv_db_name(const pg_srv *s, char *buf, size_t cap)
+{
+    const char *base = strrchr(s->dir, '/');
+    size_t k = (size_t)snprintf(buf, cap, "privgen_");
+    for (const char *p = base ? base + 1 : s->dir; *p && k + 1 < cap; p++)
+        buf[k++] = (*p >= 'A' && *p <= 'Z') ? (char)(*p + 32) : (*p == '-' ? '_' : *p);
+    buf[k < cap ? k : cap - 1] = '\0';
+}
+
+/* The storage URL of s (after its scratch dir exists). */
+static inline void pg_srv_db_url(const pg_srv *s, char *buf, size_t cap)
+{
+    const char *u = getenv("PRIVGEN_TEST_DB_URL");
+    if (!u || !*u) {
+        snprintf(buf, cap, "sqlite:%s/privgen.db", s->data);
+        return;
+    }
+    char name[64];
+    pg_srv_db_name(s, name, sizeof name);
+    size_t at = 0;
+    for (const char *p = u; *p && at + 1 < cap; p++) {
+        if (p[0] == '%' && p[1] == 's') {
+            int w = snprintf(buf + at, cap - at, "%s", name);
+            at = at + (size_t)w < cap ? at + (size_t)w : cap - 1;
+            p++;
+        } else {
+            buf[at++] = *p;
+        }
+    }
+    buf[at] = '\0';
+}
+
+/* Opens s's storage from the test process (close with pg_db_close). */
+static inline pg_db *pg_srv_db(const pg_srv *s)
+{
+    char url[512];
+    pg_srv_db_url(s, url, sizeof url);
+    pg_db *db = NULL;
+    pg_error err = {0};
+    if (pg_db_open(url, NULL, &db, &err)) {
+        fprintf(stderr, "cannot open %s: %s\n", url, err.msg);
+        return NULL;
+    }
+    return db;
+}
 
 static inline void pg_sleep_ms(long ms)
 {
@@ -40,7 +106,16 @@ static inline int pg_srv_start(pg_srv *s, const char *const *extra)
         snprintf(s->dir, sizeof s->dir, "/tmp/pgitest-XXXXXX");
         if (!mkdtemp(s->dir)) return -1;
         snprintf(s->data, sizeof s->data, "%s/data", s->dir);
+        const char *create = getenv("PRIVGEN_TEST_DB_CREATE");
+        if (!pg_itest_sqlite() && create && *create) {
+            char name[64], cmd[512];
+            pg_srv_db_name(s, name, sizeof name);
+            snprintf(cmd, sizeof cmd, "%s %s", create, name);
+            if (system(cmd) != 0) return -1;
+        }
     }
+    char db_url[512];
+    pg_srv_db_url(s, db_url, sizeof db_url);
     char port_file[128], log[128];
     snprintf(port_file, sizeof port_file, "%s/port", s->dir);
     snprintf(log, sizeof log, "%s/privgend.log", s->dir);
@@ -48,6 +123,10 @@ static inline int pg_srv_start(pg_srv *s, const char *const *extra)
     const char *argv[32] = {PRIVGEND_PATH, "--listen",    "127.0.0.1:0", "--data-dir",
                             s->data,       "--port-file", port_file};
     int argc = 7;
+    if (!pg_itest_sqlite()) {
+        argv[argc++] = "--db";
+        argv[argc++] = db_url;
+    }
     for (int i = 0; extra && extra[i] && argc < 31; i++) argv[argc++] = extra[i];
     argv[argc] = NULL;
     pid_t pid = fork();

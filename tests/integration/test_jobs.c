@@ -21,7 +21,6 @@
 #include <math.h>
 #include <png.h>
 #include <pthread.h>
-#include <sqlite3.h>
 
 #include "api/openapi_lite.h"
 #include "engine/core/alloc.h"
@@ -1166,22 +1165,17 @@ START_TEST(public_dataset_for_latent_flows)
     ck_assert_int_eq(pg_srv_stop(&s), 0);
 
     /* nothing in the ledger ever named the public dataset */
-    char db[1200], sql[256];
-    snprintf(db, sizeof db, "%s/privgen.db", s.data);
-    sqlite3 *h;
-    ck_assert_int_eq(sqlite3_open(db, &h), SQLITE_OK);
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM ledger WHERE dataset_id='%s'", pub);
-    sqlite3_stmt *st;
-    ck_assert_int_eq(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK);
-    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
-    ck_assert_int_eq(sqlite3_column_int(st, 0), 0);
-    sqlite3_finalize(st);
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM ledger WHERE dataset_id='%s'", ds);
-    ck_assert_int_eq(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK);
-    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
-    ck_assert_int_ge(sqlite3_column_int(st, 0), 2);
-    sqlite3_finalize(st);
-    sqlite3_close(h);
+    pg_db *db = pg_srv_db(&s);
+    ck_assert_ptr_nonnull(db);
+    pg_ledger_entry *e;
+    size_t ne;
+    ck_assert_int_eq(pg_db_ledger_entries(db, pub, &e, &ne, NULL), PG_OK);
+    ck_assert_uint_eq(ne, 0);
+    pg_ledger_entries_free(e, ne);
+    ck_assert_int_eq(pg_db_ledger_entries(db, ds, &e, &ne, NULL), PG_OK);
+    ck_assert_uint_ge(ne, 2);
+    pg_ledger_entries_free(e, ne);
+    pg_db_close(db);
     pg_srv_cleanup(&s);
 }
 END_TEST

@@ -7,6 +7,13 @@ links to the real build tree. PRIVGEN_URL points at the server (it listens on
 a free port, not 8080); HOME and XDG_CONFIG_HOME are temporary so `privgen
 login` does not touch the user's config.
 
+The tutorials print their own quality figures (arc_score: the share of 2000
+samples within 0.1 of the half circle and their mean radius); this test holds
+them to what the README promises, with margins that a working model clears on
+any run and a broken one does not (a blob at the origin, or the arc squashed
+onto the l1 diamond by a too-small clip, scores under 0.2 within 0.1 with a
+mean radius near 0.1 or 0.8).
+
 Usage: test_readme.py README.md BUILD_DIR"""
 import os
 import re
@@ -16,6 +23,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import json
+import urllib.request
 
 readme, build = sys.argv[1], os.path.abspath(sys.argv[2])
 blocks = re.findall(r"^```sh tutorial\n(.*?)^```", open(readme).read(), re.S | re.M)
@@ -37,13 +46,36 @@ try:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRIVGEN_")}
     env.update(PRIVGEN_URL=f"http://127.0.0.1:{port}", HOME=tmp, XDG_CONFIG_HOME=os.path.join(tmp, "cfg"))
     t0 = time.monotonic()
-    p = subprocess.run(["bash", "-c", script], cwd=tmp, env=env, capture_output=True, text=True, timeout=110)
+    p = subprocess.run(["bash", "-c", script], cwd=tmp, env=env, capture_output=True, text=True, timeout=240)
     wall = time.monotonic() - t0
-    sys.stdout.write(p.stdout[-3000:])
+    # Progress lines of `jobs watch` would crowd out everything else.
+    shown = "".join(l for l in p.stdout.splitlines(True) if not l.startswith("running "))
+    sys.stdout.write(shown[-6000:])
     sys.stderr.write(p.stderr[-3000:])
     assert p.returncode == 0, f"the tutorial failed with exit {p.returncode}"
     assert "refused, as expected" in p.stdout and "(HTTP 409)" in p.stderr, \
         "the over-budget job of tutorial 2 was not refused"
+    scores = [(float(a), float(b)) for a, b in re.findall(
+        r"^within 0\.1 of the arc: ([0-9.]+), mean radius: ([0-9.]+)$", p.stdout, re.M)]
+    assert len(scores) == 2, f"expected two arc scores in the output, found {scores}"
+    (near1, rad1), (near2, rad2) = scores
+    print(f"tutorial 1 (entropic_gan, local eps 5): {near1:.2f} within 0.1, mean radius {rad1:.2f}")
+    print(f"tutorial 2 (dp_sinkhorn, central eps 1): {near2:.2f} within 0.1, mean radius {rad2:.2f}")
+    # README: "typically 65 to 80 %, at least half on any run", "mean radius of about 1".
+    assert near1 >= 0.5 and 0.9 <= rad1 <= 1.1, \
+        f"tutorial 1's samples are not on the arc: {near1:.2f} within 0.1, radius {rad1:.2f}"
+    # README: "typically 40 to 70 %, at least a fifth on any run", "about 0.95".
+    assert near2 >= 0.2 and 0.8 <= rad2 <= 1.1, \
+        f"tutorial 2's samples are not a half circle: {near2:.2f} within 0.1, radius {rad2:.2f}"
+    # Both tutorial jobs learned: their views carry an empty warnings list.
+    token = open(os.path.join(tmp, "var", "admin.token")).read().strip()
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/jobs?limit=100",
+                                 headers={"Authorization": f"Bearer {token}"})
+    jobs = json.load(urllib.request.urlopen(req, timeout=10))["items"]
+    done = [j for j in jobs if j["status"] == "succeeded"]
+    assert len(done) == 2, f"expected the two tutorial jobs to succeed, got {[j['status'] for j in jobs]}"
+    for j in done:
+        assert j["warnings"] == [], f"{j['method']} job warned: {j['warnings']}"
     for png in ("halfcircle.png", "central.png"):
         with open(os.path.join(tmp, "tutorial", png), "rb") as f:
             head = f.read(8)

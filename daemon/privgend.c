@@ -1,0 +1,179 @@
+/* privgend: the service process. main() is the composition root: it wires
+ * config, storage (service/db.h), auth bootstrap, metrics, the job workers
+ * and the HTTP server, then waits for SIGINT/SIGTERM and shuts down cleanly
+ * (in-flight requests finish, the database is closed last). It sits above
+ * both api/ and service/, which is why it lives in daemon/ and not in
+ * either layer. */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "api/server.h"
+#include "service/auth.h"
+#include "service/config.h"
+#include "service/jobs.h"
+#include "service/log.h"
+#include "service/metrics.h"
+#include "service/db.h"
+
+#define SHUTDOWN_GRACE_MS 5000
+
+static int fail(const char *what, const pg_error *err)
+{
+    char extra[400];
+    snprintf(extra, sizeof extra, "\"error\":\"%s\"", err->msg);
+    for (char *p = extra + 9; *p && p[1]; p++)
+        if (*p == '"' || *p == '\\') *p = '\'';
+    pg_log_event("error", what, extra);
+    return EXIT_FAILURE;
+}
+
+static int mkdir_p(const char *path, pg_error *err)
+{
+    char tmp[PATH_MAX];
+    if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp)
+        return pg_error_set(err, PG_EINVAL, "path too long: %s", path);
+    for (char *p = tmp + 1;; p++) {
+        if (*p && *p != '/') continue;
+        char c = *p;
+        *p = '\0';
+        if (mkdir(tmp, 0700) && errno != EEXIST)
+            return pg_error_set(err, PG_EIO, "cannot create %s: %s", tmp, strerror(errno));
+        if (!c) break;
+        *p = c;
+    }
+    return PG_OK;
+}
+
+/* JSON-safe copy for log fields (quotes and backslashes become '). */
+static void log_safe(char *s)
+{
+    for (; *s; s++)
+        if (*s == '"' || *s == '\\' || (unsigned char)*s < 0x20) *s = '\'';
+}
+
+static int write_port_file(const char *path, unsigned port, pg_error *err)
+{
+    char tmp[PATH_MAX];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
+        return pg_error_set(err, PG_EINVAL, "port file path too long");
+    FILE *f = fopen(tmp, "w");
+    if (!f) return pg_error_set(err, PG_EIO, "cannot write %s: %s", tmp, strerror(errno));
+    int bad = fprintf(f, "%u\n", port) < 0;
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, path))
+        return pg_error_set(err, PG_EIO, "cannot write %s: %s", path, strerror(errno));
+    return PG_OK;
+}
+
+/* OpenMP's default active waiting spins at every barrier; with jobs, HTTP
+ * threads and other processes sharing cores that collapses throughput. The
+ * policy is read once when libgomp initializes (before main), so when it is
+ * not set privgend sets it and re-executes itself once. */
+static void ensure_passive_omp(char **argv)
+{
+    if (getenv("OMP_WAIT_POLICY")) return;
+    if (setenv("OMP_WAIT_POLICY", "passive", 1)) return;
+    execv("/proc/self/exe", argv);
+    /* exec failed (no /proc): keep going with the default policy. */
+}
+
+int main(int argc, char **argv)
+{
+    ensure_passive_omp(argv);
+    pg_svc_config cfg;
+    pg_svc_config_defaults(&cfg);
+    pg_error err = {0};
+    int help;
+    if (pg_svc_config_parse(&cfg, argc, argv, &help, &err)) {
+        fprintf(stderr, "privgend: %s\n%s", err.msg, pg_svc_config_usage());
+        return 2;
+    }
+    if (help) {
+        fputs(pg_svc_config_usage(), stdout);
+        return 0;
+    }
+    /* Block the signals before any thread starts so every thread inherits
+     * the mask and only sigwait below receives them. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    pg_db *db = NULL;
+    pg_metrics *metrics = NULL;
+    pg_api_server *server = NULL;
+    pg_jobs *jobs = NULL;
+    char url[PATH_MAX + 64], shown[256];
+    if (mkdir_p(cfg.data_dir, &err) || pg_svc_config_db_url(&cfg, url, sizeof url, &err))
+        return fail("cannot prepare the data dir", &err);
+    pg_db_url_redact(url, shown, sizeof shown);
+    log_safe(shown);
+    pg_db_options dbo = {.pool_size = pg_svc_config_db_pool(&cfg),
+                         .statement_timeout_ms = cfg.db_timeout_ms};
+    if (pg_db_open(url, &dbo, &db, &err)) {
+        pg_error_wrap(&err, "%s", shown);
+        return fail("cannot open the database", &err);
+    }
+    int created;
+    if (pg_auth_bootstrap(db, cfg.data_dir, &created, &err)) {
+        pg_db_close(db);
+        return fail("cannot create the admin token", &err);
+    }
+    char extra[PATH_MAX + 64];
+    if (created) {
+        snprintf(extra, sizeof extra, "\"path\":\"%s/admin.token\"", cfg.data_dir);
+        pg_log_event("info", "created the admin token", extra);
+    }
+    if (pg_metrics_create(&metrics, &err)) {
+        pg_db_close(db);
+        return fail("cannot start", &err);
+    }
+    if (pg_jobs_create(&cfg, db, &jobs, &err) || pg_jobs_start(jobs, &err)) {
+        pg_jobs_destroy(jobs);
+        pg_metrics_destroy(metrics);
+        pg_db_close(db);
+        return fail("cannot start the job workers", &err);
+    }
+    unsigned port;
+    if (pg_api_server_start_jobs(&cfg, db, metrics, jobs, &server, &port, &err)) {
+        pg_jobs_destroy(jobs);
+        pg_metrics_destroy(metrics);
+        pg_db_close(db);
+        return fail("cannot start the HTTP server", &err);
+    }
+    snprintf(extra, sizeof extra,
+             "\"listen\":\"%s\",\"port\":%u,\"data_dir\":\"%s\",\"db\":\"%s\",\"backend\":\"%s\"",
+             cfg.listen, port, cfg.data_dir, shown, pg_db_backend(db));
+    pg_log_event("info", "privgend ready", extra);
+    if (cfg.port_file && write_port_file(cfg.port_file, port, &err)) {
+        pg_api_server_stop(server, 0);
+        pg_jobs_destroy(jobs);
+        pg_metrics_destroy(metrics);
+        pg_db_close(db);
+        return fail("cannot write the port file", &err);
+    }
+    int sig = 0;
+    while (sigwait(&sigs, &sig) != 0) {
+    }
+    /* Shutdown is bounded by SHUTDOWN_GRACE_MS; further signals during it are
+     * discarded rather than left pending for some late-created thread. */
+    signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
+    snprintf(extra, sizeof extra, "\"signal\":%d", sig);
+    pg_log_event("info", "shutting down", extra);
+    pg_jobs_quiesce(jobs); /* event streams end; other requests finish */
+    pg_api_server_stop(server, SHUTDOWN_GRACE_MS);
+    pg_jobs_destroy(jobs); /* running jobs checkpoint and resume next start */
+    pg_metrics_destroy(metrics);
+    pg_db_close(db);
+    pg_log_event("info", "stopped", NULL);
+    return 0;
+}

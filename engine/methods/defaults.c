@@ -1,0 +1,86 @@
+/* defaults - data-derived defaults of every method (rules in defaults.h). */
+#include "engine/methods/defaults.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "engine/methods/spec.h"
+
+bool pg_defaults_small(const pg_data_desc *desc)
+{
+    return desc->ndim == 1 && desc->d >= 1 && desc->d <= PG_DEFAULTS_SMALL_D;
+}
+
+static bool finite_range(const pg_data_desc *desc)
+{
+    return isfinite(desc->lo) && isfinite(desc->hi) && desc->lo < desc->hi &&
+           (double)desc->hi - (double)desc->lo <= 1e6;
+}
+
+/* Sets `path` to `v` (stolen) unless the spec gives it (null counts as absent,
+ * as in the resolver). */
+static void fill(json_t *s, const char *path, json_t *v)
+{
+    const json_t *cur = pg_spec_get(s, path);
+    if (cur && !json_is_null(cur)) {
+        json_decref(v);
+        return;
+    }
+    pg_spec_set(s, path, v); /* a non-object parent is the resolver's to report */
+}
+
+static size_t clampz(size_t v, size_t lo, size_t hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+static void generator_rules(json_t *s, const pg_data_desc *desc)
+{
+    const char *arch = pg_spec_str(s, "model.arch", "mlp");
+    if (strcmp(arch, "mlp") != 0 || !pg_defaults_small(desc)) return;
+    fill(s, "model.hidden", json_pack("[i,i]", 64, 64));
+    fill(s, "model.latent_dim", json_integer((json_int_t)desc->d));
+    if (desc->model == PG_PRIVACY_CENTRAL && finite_range(desc))
+        fill(s, "model.out_activation", json_string("tanh"));
+}
+
+json_t *pg_defaults_fill(const char *method, const json_t *spec, const pg_data_desc *desc)
+{
+    if (!json_is_object(spec)) return json_incref((json_t *)spec);
+    json_t *s = json_deep_copy(spec);
+    if (!s) return NULL;
+    bool small = pg_defaults_small(desc);
+    size_t n = desc->n;
+    if (strcmp(method, "entropic_gan") == 0) {
+        generator_rules(s, desc);
+        if (n >= 2) fill(s, "train.batch_size", json_integer((json_int_t)(n < 256 ? n : 256)));
+    } else if (strcmp(method, "dp_sinkhorn") == 0) {
+        generator_rules(s, desc);
+        if (small && n >= 1) {
+            size_t b = clampz((size_t)llround((double)n / 300.0), 8, 64);
+            fill(s, "train.batch_size", json_integer((json_int_t)(b < n ? b : n)));
+            fill(s, "train.steps", json_integer(2000));
+            fill(s, "train.lr", json_real(0.001));
+        }
+    } else if (strcmp(method, "swd_gen") == 0) {
+        generator_rules(s, desc);
+        if (small && n >= 2) {
+            fill(s, "projections.per_step", json_integer((json_int_t)desc->d));
+            fill(s, "train.batch_size", json_integer((json_int_t)(n < 500 ? n : 500)));
+            fill(s, "train.steps", json_integer(200));
+        }
+    } else if (strcmp(method, "swd_flow") == 0 || strcmp(method, "swd_flow_r") == 0) {
+        if (small && n >= 2 && desc->num_classes <= 0) {
+            size_t d = desc->d;
+            long per = pg_spec_int(s, "projections.per_step", (long)d);
+            fill(s, "projections.per_step", json_integer((json_int_t)d));
+            if (strcmp(method, "swd_flow") == 0) {
+                /* two blocks, and never fewer than the directions used per step */
+                long pool = per > (long)(2 * d) ? per : (long)(2 * d);
+                fill(s, "projections.pool", json_integer(pool));
+            }
+            fill(s, "flow.steps", json_integer(100));
+        }
+    }
+    return s;
+}

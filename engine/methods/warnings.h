@@ -1,0 +1,63 @@
+/* engine/methods/warnings.h - plain-sentence warnings about a training run
+ * that went wrong, for the job view: the loss rising over the last quarter of
+ * its history, or a model whose samples mostly fall outside the dataset's
+ * declared range.
+ *
+ * Trend rule: fit loss = a + b step by least squares over the history points
+ * in the last quarter of the steps run so far (at least PG_TREND_MIN_POINTS
+ * points). The trend rises when b is significantly positive (t = b / se(b) >
+ * PG_TREND_T, so the noise of a DP loss does not trip it) and the fitted rise
+ * over that span exceeds PG_TREND_REL of the mean |loss| there.
+ *
+ * Range rule: a fixed-seed draw of PG_RANGE_DRAW samples; the model warns
+ * when more than half of the rows have a value outside [lo, hi]. Skipped for
+ * rows wider than PG_RANGE_MAX_D (images: cost) and for unbounded ranges.
+ *
+ * Pure functions of their arguments; nothing kept. Errors: PG_EINVAL with a
+ * sentence for bad arguments; a snapshot that fails to sample is an error.
+ */
+#ifndef PG_METHODS_WARNINGS_H
+#define PG_METHODS_WARNINGS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "engine/methods/method.h"
+
+#define PG_TREND_MIN_POINTS 8
+#define PG_TREND_T          3.0
+#define PG_TREND_REL        0.05
+#define PG_RANGE_DRAW       256
+#define PG_RANGE_MAX_D      64
+#define PG_RANGE_SEED       0x5eed0fa11ull
+
+typedef struct pg_trend {
+    size_t n;        /* points fitted */
+    double slope;    /* per step */
+    double t;        /* slope / its standard error (inf for a noiseless rise) */
+    double rise;     /* fitted change over the fitted span */
+    double mean_abs; /* mean |loss| over the span */
+} pg_trend;
+
+/* Fits the trend over the points whose step lies in the last quarter of
+ * [steps[0], steps[n-1]]. Non-finite losses are skipped. PG_EINVAL when fewer
+ * than PG_TREND_MIN_POINTS points remain or the steps do not increase. */
+int pg_trend_last_quarter(const long *steps, const double *loss, size_t n, pg_trend *out,
+                          pg_error *err);
+
+/* The rule above on a fitted trend. */
+bool pg_trend_rising(const pg_trend *t);
+
+/* Fraction of rows of a fixed-seed draw with a value outside [lo, hi];
+ * *skipped is set (and *frac 0) when the rule does not apply. */
+int pg_range_outside(const pg_snapshot *snap, const pg_data_desc *desc, double *frac, bool *skipped,
+                     pg_error *err);
+
+/* Appends the warnings (JSON strings) that apply to `out`: the trend over
+ * the history (steps, loss: n points, may be 0) and, when snap is not NULL,
+ * the range draw. Returns the number appended, or a negative pg_status. */
+int pg_warnings_append(const long *steps, const double *loss, size_t n, const pg_snapshot *snap,
+                       const pg_data_desc *desc, json_t *out, pg_error *err);
+
+#endif

@@ -1,0 +1,321 @@
+/* service/db.h - the storage contract: all durable state of privgend.
+ *
+ * One pg_db per process, opened from a URL whose scheme picks the backend:
+ *   sqlite:PATH                    embedded SQLite (WAL, synchronous=FULL) at
+ *                                  PATH; row blocks and checkpoints are files
+ *                                  next to it (dirname(PATH)/datasets/<id>/,
+ *                                  dirname(PATH)/checkpoints/<job>/). The
+ *                                  default is sqlite:DATA_DIR/privgen.db.
+ *   postgresql://... postgres://   a PostgreSQL server (libpq connection URI;
+ *                                  password from the URI or PGPASSFILE). Rows
+ *                                  and checkpoints are chunked bytea rows.
+ * Nothing above this header knows which one runs: no caller sees a path, a
+ * file, a connection or SQL. Every operation below is one call; the atomic
+ * ones are single operations (never sequences a caller strings together).
+ *
+ * Threads: a pg_db is shared by every HTTP and worker thread; every function
+ * may be called from any thread at any time (SQLite serializes on one
+ * connection, PostgreSQL draws from a pool). An open appender or block
+ * iterator may keep one backend connection until it ends; its thread may
+ * make other pg_db calls meanwhile (pools are sized for that).
+ *
+ * Errors (every int-returning function; err may be NULL):
+ *   PG_OK        done. Lookups that find nothing return PG_OK, *found = 0.
+ *   PG_EUNAVAIL  the backend is unreachable or the connection was lost; try
+ *                again later (the API answers 503 with Retry-After). A write
+ *                reported so either took full effect or none: transactions
+ *                never leave half a state. When the loss hits COMMIT itself
+ *                the caller cannot tell which; every such write is keyed (job
+ *                id, idempotency key, dataset id), so state read afterwards
+ *                is the truth.
+ *   PG_EIO       any other backend failure (constraint, disk, corruption).
+ *   PG_ENOMEM    allocation failed, or a read would exceed its byte cap.
+ *   PG_EFORMAT   stored bytes fail their checks (CRC, length, width).
+ *   PG_ERANGE    an append would exceed max_rows (nothing changed).
+ *   PG_EINVAL    a malformed URL or id; PG_ENOTSUP at open: the schema is
+ *                newer than this binary (refused, nothing touched).
+ * Failed calls leave outputs untouched or freed: no cleanup after failure.
+ *
+ * Memory: strings in returned structs and arrays are malloc'ed and released
+ * by the matching *_free; byte buffers are malloc'ed (free()); row payloads
+ * (pg_block.x, .labels) are pg_alloc'ed (pg_block_free).
+ *
+ * Tenancy: every token, dataset and job carries a tenant id; dataset calls
+ * that take a tenant treat a foreign id exactly like a missing one. Calls
+ * made by the job layer after admission (jobs, ledger, checkpoints, rows)
+ * take bare ids: the job row already fixed the tenant.
+ *
+ * Admission concurrency (pg_db_job_admit): the budget check and the charge
+ * are one transaction that cannot interleave with another admission on the
+ * same dataset. SQLite takes the database write lock first (BEGIN IMMEDIATE):
+ * all writers serialize, which is what one embedded file allows anyway.
+ * PostgreSQL locks the dataset's budget row (its datasets row, SELECT ... FOR
+ * UPDATE) before reading the reserved ledger rows: admissions on one dataset
+ * queue behind that lock (pg_db_dataset_delete takes it too) and each sees
+ * every charge committed before it, with no serialization failures to retry
+ * (SERIALIZABLE would abort and re-run whole admissions under contention);
+ * admissions on other datasets proceed in parallel. Every other write is
+ * one short transaction on its own rows.
+ *
+ * Durability: a call that returns PG_OK has committed (SQLite fsyncs the WAL
+ * and every block/checkpoint file and directory before the row refers to it;
+ * PostgreSQL commits with synchronous_commit on).
+ */
+#ifndef PG_SVC_DB_H
+#define PG_SVC_DB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/core/error.h"
+#include "engine/methods/method.h"
+#include "service/block.h"
+#include "service/ledger.h"
+
+#define PG_ID_MAX 40
+
+typedef struct pg_db pg_db;
+
+/* ---- lifecycle -------------------------------------------------------- */
+
+typedef struct pg_db_options {
+    int pool_size;            /* PostgreSQL connections; <= 0: 8. SQLite: ignored */
+    int statement_timeout_ms; /* per statement; <= 0: 30000. SQLite: ignored (5 s lock wait) */
+    int connect_timeout_s;    /* PostgreSQL connect; <= 0: 5. SQLite: ignored */
+} pg_db_options;
+
+/* Opens the backend named by url (opt may be NULL for defaults), creating
+ * and migrating its schema forward (PostgreSQL: under an advisory lock, so
+ * replicas starting together do not race). A schema newer than this binary
+ * is PG_ENOTSUP. SQLite drops idempotency reservations left by a crash. */
+int pg_db_open(const char *url, const pg_db_options *opt, pg_db **out, pg_error *err);
+void pg_db_close(pg_db *db);
+
+/* "sqlite" or "postgres" (static string). */
+const char *pg_db_backend(const pg_db *db);
+
+/* Copy of url safe to log or show: a password (user:PASSWORD@ in the
+ * authority, password=... in the query) becomes "***". Always
+ * NUL-terminates (truncating); returns 0, or -1 when truncated. */
+int pg_db_url_redact(const char *url, char *out, size_t cap);
+
+/* Migrations applied (the schema version this backend's data is at). */
+int pg_db_schema_version(pg_db *db, int *version, pg_error *err);
+
+/* Readiness: the backend answers a write transaction (SQLite: and its data
+ * directory accepts a created, fsynced and removed file). PG_EUNAVAIL when
+ * the server cannot be reached. */
+int pg_db_probe(pg_db *db, pg_error *err);
+
+typedef struct pg_db_gauges {
+    int64_t datasets, rows, bytes;
+} pg_db_gauges;
+/* Storage gauges for /metrics (all datasets of all tenants). */
+int pg_db_gauges_get(pg_db *db, pg_db_gauges *g, pg_error *err);
+
+/* ---- tokens ----------------------------------------------------------- */
+
+enum pg_scope { PG_SCOPE_READ = 1, PG_SCOPE_ADMIN = 2 };
+
+typedef struct pg_token {
+    char id[PG_ID_MAX];
+    char tenant[PG_ID_MAX];
+    int scope; /* enum pg_scope */
+    unsigned char hash[32];
+    int64_t created_at;
+} pg_token;
+
+int pg_db_token_count(pg_db *db, int64_t *n, pg_error *err);
+/* One transaction: creates tenant t->tenant when new_tenant, then the token. */
+int pg_db_token_insert(pg_db *db, const pg_token *t, int new_tenant, pg_error *err);
+/* Unrevoked token by id. */
+int pg_db_token_get(pg_db *db, const char *id, pg_token *out, int *found, pg_error *err);
+
+/* ---- datasets --------------------------------------------------------- */
+
+typedef struct pg_db_dataset {
+    int64_t seq; /* creation order, the pagination key */
+    char id[PG_ID_MAX];
+    char tenant[PG_ID_MAX];
+    char *name;
+    char *meta; /* normalized JSON: shape, range, num_classes, privacy */
+    int64_t d, n, blocks, bytes, created_at;
+} pg_db_dataset;
+
+/* Inserts d with n = blocks = bytes = 0; d->seq and d->created_at are
+ * assigned and written back. Ids are [a-z0-9_]+, shorter than PG_ID_MAX
+ * (PG_EINVAL otherwise); lookups and deletes treat a malformed id as not
+ * found, appends and block reads refuse it (PG_EINVAL). */
+int pg_db_dataset_insert(pg_db *db, pg_db_dataset *d, pg_error *err);
+int pg_db_dataset_get(pg_db *db, const char *tenant, const char *id, pg_db_dataset *out, int *found,
+                      pg_error *err);
+/* Up to `limit` datasets of tenant with seq > after, oldest first; *out is a
+ * malloc'ed array (pg_db_dataset_list_free), NULL when count is 0. */
+int pg_db_dataset_list(pg_db *db, const char *tenant, int64_t after, size_t limit,
+                       pg_db_dataset **out, size_t *count, pg_error *err);
+void pg_db_dataset_free(pg_db_dataset *d);
+void pg_db_dataset_list_free(pg_db_dataset *list, size_t count);
+/* One transaction: deletes the dataset and its rows (blocks). Its ledger
+ * rows and its jobs stay: they are the history of what was spent and run.
+ * *conflict = 1 (nothing deleted) when a queued or running job reads it (as
+ * its dataset or its public dataset). */
+int pg_db_dataset_delete(pg_db *db, const char *tenant, const char *id, int *found, int *conflict,
+                         pg_error *err);
+
+/* ---- appending rows: a streaming, all-or-nothing append --------------- */
+
+/* begin -> write ... -> commit | abort. Memory stays constant whatever the
+ * size (values go to the backend as they arrive). Nothing is visible to any
+ * reader until commit returns PG_OK; commit and abort always end the
+ * appender (it is freed, also on failure), and a failed commit or an abort
+ * leaves the dataset exactly as before (no rows, n unchanged, no files).
+ * An open appender holds no lock on the dataset (uploads may be slow: it
+ * must not hold up admissions or deletes); the dataset's existence, tenant
+ * and max_rows are checked, and n updated, inside commit's transaction. */
+typedef struct pg_db_append pg_db_append;
+
+/* Starts an append of rows of width d (> 0) to dataset id of tenant. */
+int pg_db_append_begin(pg_db *db, const char *tenant, const char *id, size_t d, pg_db_append **out,
+                       pg_error *err);
+/* Appends `count` float32 values, split across calls in any way. */
+int pg_db_append_write(pg_db_append *a, const float *x, size_t count, pg_error *err);
+/* Ends the values (their count must be a whole number of rows, else
+ * PG_EINVAL), stores labels (one per row, or NULL for none) and, in one
+ * transaction, records the block and adds its rows to the dataset's n.
+ * PG_ERANGE when n would exceed max_rows; *found = 0 (PG_OK, nothing
+ * stored) when the dataset vanished meanwhile. On success *rows is the
+ * rows appended and *new_n the dataset's count after them; zero rows store
+ * nothing (no empty block) and report the current count. */
+int pg_db_append_commit(pg_db_append *a, const int32_t *labels, int64_t max_rows, int *found,
+                        int64_t *rows, int64_t *new_n, pg_error *err);
+void pg_db_append_abort(pg_db_append *a);
+
+/* ---- reading rows ----------------------------------------------------- */
+
+/* A snapshot of a dataset's committed blocks in append order: the block
+ * list is fixed at open (blocks appended later are not seen). Each block is
+ * verified (CRC, length, width) as it is read. */
+typedef struct pg_db_blocks pg_db_blocks;
+
+/* *count: blocks in the snapshot (0 for an unknown or empty dataset). */
+int pg_db_blocks_open(pg_db *db, const char *dataset_id, pg_db_blocks **it, size_t *count,
+                      pg_error *err);
+/* The next block into *out (pg_block_free), or *end = 1 after the last.
+ * PG_ENOMEM when the block's payload exceeds max_bytes. */
+int pg_db_blocks_next(pg_db_blocks *it, size_t max_bytes, pg_block *out, int *end, pg_error *err);
+void pg_db_blocks_close(pg_db_blocks *it);
+
+/* Every committed row of a dataset in one contiguous pg_block (for the
+ * trainers), each block checked to have width d. max_bytes caps the float
+ * plus label payload loaded (PG_ENOMEM beyond). Labels are returned only
+ * when every block carries them (else out->labels is NULL and
+ * *all_labeled = 0). Backend-neutral: built on the block iterator. */
+int pg_db_rows_load(pg_db *db, const char *dataset_id, size_t d, size_t max_bytes, pg_block *out,
+                    int *all_labeled, pg_error *err);
+
+/* ---- idempotency keys ------------------------------------------------- */
+
+typedef struct pg_idem_response {
+    int status;
+    char *location; /* may be NULL */
+    char *body;     /* NUL-terminated after body_len bytes */
+    size_t body_len;
+} pg_idem_response;
+
+/* One transaction classifies (tenant, key) and reserves it when new:
+ * PG_IDEM_NEW (a placeholder is now reserved: call finish), PG_IDEM_REPLAY
+ * (same fingerprint, *prev holds the stored response: pg_idem_free),
+ * PG_IDEM_BUSY (same fingerprint, the first request is still running),
+ * PG_IDEM_MISMATCH (the key was used with a different request). Two
+ * concurrent begins on one key: exactly one sees PG_IDEM_NEW. */
+enum pg_idem_state { PG_IDEM_NEW = 1, PG_IDEM_REPLAY, PG_IDEM_BUSY, PG_IDEM_MISMATCH };
+int pg_db_idem_begin(pg_db *db, const char *tenant, const char *key, const unsigned char fp[32],
+                     int *state, pg_idem_response *prev, pg_error *err);
+/* Stores the response of a reserved key (only a reservation is ever
+ * overwritten), or releases the reservation when r is NULL. */
+int pg_db_idem_finish(pg_db *db, const char *tenant, const char *key, const pg_idem_response *r,
+                      pg_error *err);
+void pg_idem_free(pg_idem_response *r);
+
+/* ---- jobs and the ledger ---------------------------------------------- */
+
+/* The jobs rows are the durable truth of a job's state (service/jobs.c
+ * mirrors them in memory). Every change that matters for privacy (queued ->
+ * running: the data is about to be read; steps_reserved: the mechanism is
+ * about to run that many times) is committed before the action it guards. */
+typedef struct pg_job_row {
+    int64_t seq;
+    char id[PG_ID_MAX], tenant[PG_ID_MAX], dataset_id[PG_ID_MAX];
+    char method[64];
+    char status[16];                             /* queued running succeeded failed cancelled */
+    char *spec;                                  /* resolved spec JSON */
+    char *error;                                 /* NULL when none */
+    int64_t created_at, started_at, finished_at; /* 0 when unset */
+    int64_t step, steps_reserved, data_n;
+    char public_dataset_id[PG_ID_MAX]; /* "" when the job reads no public data */
+    int64_t public_n;                  /* its rows at submission */
+} pg_job_row;
+
+/* Admission, one transaction (see "Admission concurrency" above): when
+ * plan->charges, quotes plan against the reserved ledger rows of
+ * job->dataset_id (pg_ledger_quote_plan, at cap_epsilon / cap_delta) and,
+ * when it fits, inserts the job's ledger row (state reserved) and the job
+ * row (status queued; job->seq, ->created_at and ->status written back).
+ * A plan that does not charge skips the ledger: q->admit = 1 and only the
+ * job row is inserted. A refusal (q->admit = 0) is PG_OK and writes
+ * nothing; any error writes nothing either. job->dataset_id must name an
+ * existing dataset (the row PostgreSQL locks): PG_ESTATE otherwise, e.g.
+ * when it was deleted since the caller looked it up. */
+int pg_db_job_admit(pg_db *db, pg_job_row *job, const pg_privacy_plan *plan, double cap_epsilon,
+                    double cap_delta, struct pg_ledger_quote *q, pg_error *err);
+
+/* One transaction: queued -> cancelled (finished now) and the job's ledger
+ * row -> refunded (a job that never left the queue never read the data).
+ * *done = 0 (nothing changed) when the job was not queued any more. */
+int pg_db_job_cancel_queued(pg_db *db, const char *id, int *done, pg_error *err);
+
+/* Every job of every tenant, oldest first (pg_job_rows_free). */
+int pg_db_job_load_all(pg_db *db, pg_job_row **rows, size_t *count, pg_error *err);
+void pg_job_rows_free(pg_job_row *rows, size_t count);
+/* Status change; started/finished 1 stamps now; error may be NULL (clears). */
+int pg_db_job_set_status(pg_db *db, const char *id, const char *status, int started, int finished,
+                         const char *error, pg_error *err);
+/* The step of the job's latest checkpoint. */
+int pg_db_job_set_step(pg_db *db, const char *id, int64_t step, pg_error *err);
+/* The write-ahead bound on mechanism invocations (service/jobs.h). */
+int pg_db_job_reserve_steps(pg_db *db, const char *id, int64_t steps, pg_error *err);
+
+/* One ledger row (all states), in admission order. plan is the stored
+ * curve text of pg_ledger_plan_encode (decoded by pg_ledger_curve_add_encoded
+ * and pg_ledger_budget_json). */
+typedef struct pg_ledger_entry {
+    char job_id[PG_ID_MAX];
+    int refunded; /* 0: reserved (counts towards the spend) */
+    char *plan;
+    double epsilon, delta; /* the job alone, at the cap's delta */
+} pg_ledger_entry;
+
+/* Every ledger row of a dataset, oldest first (pg_ledger_entries_free). */
+int pg_db_ledger_entries(pg_db *db, const char *dataset_id, pg_ledger_entry **out, size_t *count,
+                         pg_error *err);
+void pg_ledger_entries_free(pg_ledger_entry *e, size_t count);
+
+/* ---- checkpoints ------------------------------------------------------ */
+
+typedef struct pg_ckpt_row {
+    int64_t step, bytes, created_at;
+} pg_ckpt_row;
+
+/* Stores a job's checkpoint at step (replacing one at the same step), with
+ * crc = CRC-32 (zlib) of the bytes; durable when it returns. */
+int pg_db_ckpt_put(pg_db *db, const char *job, int64_t step, const unsigned char *bytes, size_t len,
+                   uint32_t crc, pg_error *err);
+/* A job's checkpoints in step order; *rows malloc'ed (free()). */
+int pg_db_ckpt_list(pg_db *db, const char *job, pg_ckpt_row **rows, size_t *count, pg_error *err);
+/* One checkpoint's bytes (malloc'ed), verified against the stored length and
+ * CRC (PG_EFORMAT on a mismatch). *found = 0 when there is none; PG_ENOMEM
+ * when it is larger than max_bytes. */
+int pg_db_ckpt_get(pg_db *db, const char *job, int64_t step, size_t max_bytes,
+                   unsigned char **bytes, size_t *len, int *found, pg_error *err);
+
+#endif

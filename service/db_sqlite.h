@@ -1,0 +1,80 @@
+/* service/db_sqlite.h - internals shared by the SQLite backend's files
+ * (db_sqlite.c: open, schema, tokens, idempotency; db_sqlite_rows.c:
+ * datasets, appends, blocks; db_sqlite_jobs.c: jobs, ledger, checkpoints).
+ *
+ * One connection guarded by one mutex: every op locks, runs its statements
+ * (multi-statement writes inside BEGIN IMMEDIATE ... COMMIT) and unlocks, so
+ * an op never sees another's half-done transaction. Row blocks and
+ * checkpoints are files under the database's directory; a file is always
+ * complete and fsynced before a committed row refers to it, and removed when
+ * its transaction does not commit.
+ */
+#ifndef PG_SVC_DB_SQLITE_H
+#define PG_SVC_DB_SQLITE_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <sqlite3.h>
+
+#include "service/db_backend.h"
+
+typedef struct sq_db {
+    pg_db base;
+    pthread_mutex_t mu;
+    sqlite3 *db;
+    char dir[PATH_MAX / 2]; /* directory holding the database file */
+} sq_db;
+
+#define SQ(p) ((sq_db *)(void *)(p))
+
+int64_t sq_now(void);
+/* PG_EIO with "database error <what>: <sqlite message>". */
+int sq_fail(sq_db *s, pg_error *err, const char *what);
+int sq_exec(sq_db *s, const char *sql, pg_error *err);
+int sq_prep(sq_db *s, const char *sql, sqlite3_stmt **st, pg_error *err);
+/* Rolls back after a failed step (error already reported). */
+void sq_rollback(sq_db *s);
+
+/* DIR/datasets/<id> and DIR/checkpoints/<job>/<step>.pgc. */
+int sq_dataset_dir(const sq_db *s, const char *id, char *buf, size_t cap, pg_error *err);
+int sq_ckpt_path(const sq_db *s, const char *job, int64_t step, char *buf, size_t cap,
+                 pg_error *err);
+int sq_fsync_dir(const char *dir);
+
+/* Ops of the other files. */
+int sq_dataset_insert(pg_db *db, pg_db_dataset *d, pg_error *err);
+int sq_dataset_get(pg_db *db, const char *tenant, const char *id, pg_db_dataset *out, int *found,
+                   pg_error *err);
+int sq_dataset_list(pg_db *db, const char *tenant, int64_t after, size_t limit, pg_db_dataset **out,
+                    size_t *count, pg_error *err);
+int sq_dataset_delete(pg_db *db, const char *tenant, const char *id, int *found, int *conflict,
+                      pg_error *err);
+int sq_append_begin(pg_db *db, const char *tenant, const char *id, size_t d, pg_db_append **out,
+                    pg_error *err);
+int sq_append_write(pg_db_append *a, const float *x, size_t count, pg_error *err);
+int sq_append_commit(pg_db_append *a, const int32_t *labels, int64_t max_rows, int *found,
+                     int64_t *rows, int64_t *new_n, pg_error *err);
+void sq_append_abort(pg_db_append *a);
+int sq_blocks_open(pg_db *db, const char *dataset_id, pg_db_blocks **it, size_t *count,
+                   pg_error *err);
+int sq_blocks_next(pg_db_blocks *it, size_t max_bytes, pg_block *out, int *end, pg_error *err);
+void sq_blocks_close(pg_db_blocks *it);
+int sq_gauges(pg_db *db, pg_db_gauges *g, pg_error *err);
+
+int sq_job_admit(pg_db *db, pg_job_row *job, const pg_privacy_plan *plan, double cap_epsilon,
+                 double cap_delta, struct pg_ledger_quote *q, pg_error *err);
+int sq_job_cancel_queued(pg_db *db, const char *id, int *done, pg_error *err);
+int sq_job_load_all(pg_db *db, pg_job_row **rows, size_t *count, pg_error *err);
+int sq_job_set_status(pg_db *db, const char *id, const char *status, int started, int finished,
+                      const char *error, pg_error *err);
+int sq_job_set_step(pg_db *db, const char *id, int64_t step, pg_error *err);
+int sq_job_reserve_steps(pg_db *db, const char *id, int64_t steps, pg_error *err);
+int sq_ledger_entries(pg_db *db, const char *dataset_id, pg_ledger_entry **out, size_t *count,
+                      pg_error *err);
+int sq_ckpt_put(pg_db *db, const char *job, int64_t step, const unsigned char *bytes, size_t len,
+                uint32_t crc, pg_error *err);
+int sq_ckpt_list(pg_db *db, const char *job, pg_ckpt_row **rows, size_t *count, pg_error *err);
+int sq_ckpt_get(pg_db *db, const char *job, int64_t step, size_t max_bytes, unsigned char **bytes,
+                size_t *len, int *found, pg_error *err);
+
+#endif

@@ -1,0 +1,193 @@
+#include <jansson.h>
+#include <math.h>
+
+#include "engine/core/alloc.h"
+#include "engine/core/mat.h"
+#include "engine/data/dataset.h"
+#include "engine/data/synth.h"
+#include "engine/methods/method.h"
+#include "engine/methods/warnings.h"
+#include "support/pg_method_test.h"
+#include "support/pg_test.h"
+
+#define N 101
+
+/* Deterministic "noise": a fixed zig-zag of amplitude a. */
+static double wiggle(int i, double a)
+{
+    static const double z[7] = {0.9, -0.4, 0.1, -1.0, 0.6, -0.2, 0.0};
+    return a * z[i % 7];
+}
+
+static void series(long *steps, double *loss, double (*f)(double step), double noise)
+{
+    for (int i = 0; i < N; i++) {
+        steps[i] = 10L * i;
+        loss[i] = f((double)steps[i]) + wiggle(i, noise);
+    }
+}
+
+static double rising(double s)
+{
+    return 1.0 + 0.001 * s;
+}
+static double falling(double s)
+{
+    return 2.0 * exp(-s / 300.0) + 0.5;
+}
+static double flat(double s)
+{
+    (void)s;
+    return 0.4;
+}
+/* Rises for three quarters, then flat: the rule looks at the last quarter. */
+static double rise_then_flat(double s)
+{
+    return s < 750 ? 0.4 + 0.001 * s : 1.15;
+}
+
+START_TEST(trend_fit_matches_closed_form)
+{
+    long st[N];
+    double l[N];
+    series(st, l, rising, 0.0);
+    pg_trend t;
+    ck_assert_int_eq(pg_trend_last_quarter(st, l, N, &t, NULL), PG_OK);
+    /* Last quarter of [0, 1000]: steps 750..1000, 26 points on the exact line. */
+    ck_assert_int_eq((int)t.n, 26);
+    ck_assert_double_eq_tol(t.slope, 0.001, 1e-12);
+    ck_assert_double_eq_tol(t.rise, 0.25, 1e-9);
+    ck_assert_double_eq_tol(t.mean_abs, 1.0 + 0.001 * 875, 1e-9);
+    ck_assert(isinf(t.t) || t.t > 1e6);
+    ck_assert(pg_trend_rising(&t));
+}
+END_TEST
+
+START_TEST(trend_rule_on_series)
+{
+    long st[N];
+    double l[N];
+    pg_trend t;
+    series(st, l, rising, 0.02);
+    ck_assert_int_eq(pg_trend_last_quarter(st, l, N, &t, NULL), PG_OK);
+    ck_assert_msg(pg_trend_rising(&t), "a rising series: t %g rise %g", t.t, t.rise);
+    series(st, l, falling, 0.02);
+    ck_assert_int_eq(pg_trend_last_quarter(st, l, N, &t, NULL), PG_OK);
+    ck_assert(!pg_trend_rising(&t));
+    ck_assert(t.slope < 0);
+    /* Noise much larger than any trend (a DP loss) is not a rise. */
+    series(st, l, flat, 0.3);
+    ck_assert_int_eq(pg_trend_last_quarter(st, l, N, &t, NULL), PG_OK);
+    ck_assert(!pg_trend_rising(&t));
+    series(st, l, rise_then_flat, 0.0);
+    ck_assert_int_eq(pg_trend_last_quarter(st, l, N, &t, NULL), PG_OK);
+    ck_assert(!pg_trend_rising(&t));
+    /* A significant but tiny rise (under 5 % of the loss) is not flagged. */
+    for (int i = 0; i < N; i++) l[i] = 100.0 + 1e-5 * (double)st[i];
+    ck_assert_int_eq(pg_trend_last_quarter(st, l, N, &t, NULL), PG_OK);
+    ck_assert(!pg_trend_rising(&t));
+    /* Too short a history: no trend, and no warning from the appender. */
+    ck_assert_int_eq(pg_trend_last_quarter(st, l, 5, &t, NULL), PG_EINVAL);
+    json_t *w = json_array();
+    series(st, l, rising, 0.0);
+    ck_assert_int_eq(pg_warnings_append(st, l, 5, NULL, &(pg_data_desc){0}, w, NULL), 0);
+    ck_assert_int_eq(pg_warnings_append(st, l, N, NULL, &(pg_data_desc){0}, w, NULL), 1);
+    ck_assert_ptr_nonnull(strstr(json_string_value(json_array_get(w, 0)), "loss rose"));
+    json_decref(w);
+}
+END_TEST
+
+/* A Laplace-privatized half circle declared on [-4, 4], as in tutorial 1. */
+static void make_local(size_t n, pg_dataset *ds, pg_data_desc *desc)
+{
+    pg_synth_params sp;
+    pg_synth_defaults(PG_SYNTH_HALFCIRCLE, &sp, NULL);
+    pg_rng r;
+    pg_rng_seeded(&r, 78, 0);
+    float *x = pg_alloc_f32(n * 2);
+    pg_synth_sample(&sp, &r, n, x, NULL, NULL);
+    for (size_t i = 0; i < n * 2; i++) x[i] += (float)pg_rng_laplace(&r, 0.4);
+    size_t shape[1] = {2};
+    ck_assert_int_eq(pg_dataset_adopt(ds, x, NULL, n, shape, 1, 0, -4.0f, 4.0f, NULL), PG_OK);
+    *desc = (pg_data_desc){.n = n,
+                           .d = 2,
+                           .ndim = 1,
+                           .shape = {2},
+                           .lo = -4.0f,
+                           .hi = 4.0f,
+                           .model = PG_PRIVACY_LOCAL,
+                           .mechanism = PG_LOCAL_LAPLACE,
+                           .epsilon = 5,
+                           .sensitivity = 2.0,
+                           .noise_scale = 0.4};
+}
+
+/* Trains to the end, records every step's loss, and returns the warnings. */
+static json_t *train_warnings(const char *spec_text, const pg_dataset *ds, const pg_data_desc *desc)
+{
+    const pg_method *m = pg_method_find("entropic_gan");
+    pg_spec_errors e;
+    json_t *r = pg_test_resolve(m, spec_text, &(pg_job_data){.desc = desc}, &e);
+    ck_assert_msg(r != NULL, "%s: %s", e.items[0].field, e.items[0].message);
+    pg_trainer *t;
+    pg_error err = {0};
+    ck_assert_msg(m->create(r, &(pg_job_data){.desc = desc, .rows = ds}, 1, &t, &err) == PG_OK,
+                  "%s", err.msg);
+    long steps[400];
+    double loss[400];
+    size_t n = 0;
+    pg_step_report rep = {0};
+    while (!rep.done) {
+        ck_assert_msg(m->step(t, &rep, &err) == PG_OK, "%s", err.msg);
+        ck_assert(n < 400);
+        steps[n] = rep.step, loss[n++] = rep.loss;
+    }
+    pg_snapshot *snap;
+    ck_assert_int_eq(m->snapshot(t, &snap, NULL), PG_OK);
+    json_t *w = json_array();
+    ck_assert_int_ge(pg_warnings_append(steps, loss, n, snap, desc, w, &err), 0);
+    pg_snapshot_release(snap);
+    m->destroy(t);
+    json_decref(r);
+    return w;
+}
+
+START_TEST(bad_job_warns_good_job_does_not)
+{
+    pg_threads_set(1);
+    pg_dataset ds;
+    pg_data_desc desc;
+    make_local(2000, &ds, &desc);
+    json_t *good = train_warnings("{\"train\": {\"steps\": 300, \"batch_size\": 128}, \"seed\": 3}",
+                                  &ds, &desc);
+    ck_assert_msg(json_array_size(good) == 0, "a good job warned: %s",
+                  json_string_value(json_array_get(good, 0)));
+    /* Plain SGD at the largest learning rate the spec allows (10 000 times
+     * the default) throws the generator's outputs outside the declared range. */
+    json_t *bad = train_warnings("{\"train\": {\"steps\": 300, \"batch_size\": 128, \"lr\": 10, "
+                                 "\"optimizer\": \"sgd\"}, \"seed\": 3}",
+                                 &ds, &desc);
+    ck_assert_msg(json_array_size(bad) >= 1, "a job with sgd at lr 10 did not warn");
+    int range = 0;
+    for (size_t i = 0; i < json_array_size(bad); i++)
+        range += strstr(json_string_value(json_array_get(bad, i)), "outside the dataset") != NULL;
+    ck_assert_int_eq(range, 1);
+    json_decref(good);
+    json_decref(bad);
+    pg_dataset_free(&ds);
+}
+END_TEST
+
+static Suite *warnings_suite(void)
+{
+    Suite *s = suite_create("methods/warnings");
+    TCase *tc = tcase_create("warnings");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, trend_fit_matches_closed_form);
+    tcase_add_test(tc, trend_rule_on_series);
+    tcase_add_test(tc, bad_job_warns_good_job_does_not);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+PG_TEST_MAIN(warnings_suite)

@@ -1,0 +1,657 @@
+/* The storage contract (service/db.h) against whichever backend
+ * PRIVGEN_TEST_DB names (default: a fresh SQLite file): tokens, tenancy,
+ * pagination, appends (all or nothing), reading rows, idempotency keys,
+ * jobs, checkpoints and gauges. Backend-specific behaviour (files, schema
+ * migrations of old data dirs) is in test_db_sqlite.c. */
+#include <pthread.h>
+#include <zlib.h>
+
+#include "db_support.h"
+#include "service/auth.h"
+
+static void setup(void)
+{
+    pg_test_db_setup();
+}
+
+static void teardown(void)
+{
+    pg_test_db_teardown();
+}
+
+START_TEST(open_probe_version_and_bad_urls)
+{
+    pg_db *db = pg_test_db_open();
+    int v = 0;
+    ck_assert_int_eq(pg_db_schema_version(db, &v, NULL), PG_OK);
+    ck_assert_int_ge(v, 1);
+    ck_assert_int_eq(pg_db_probe(db, NULL), PG_OK);
+    const char *name = pg_db_backend(db);
+    ck_assert(!strcmp(name, "sqlite") || !strcmp(name, "postgres"));
+    pg_db_close(db);
+    /* Opening twice migrates nothing more. */
+    db = pg_test_db_open();
+    int v2 = 0;
+    ck_assert_int_eq(pg_db_schema_version(db, &v2, NULL), PG_OK);
+    ck_assert_int_eq(v2, v);
+    pg_db_close(db);
+    pg_error err = {0};
+    ck_assert_int_eq(pg_db_open("mysql://x", NULL, &db, &err), PG_EINVAL);
+    ck_assert_ptr_null(db);
+    ck_assert_int_eq(pg_db_open("", NULL, &db, &err), PG_EINVAL);
+    ck_assert_int_eq(pg_db_open("sqlite:", NULL, &db, &err), PG_EINVAL);
+    /* The message of a refused URL never shows its password. */
+    ck_assert_int_eq(pg_db_open("bogus://u:hunter2@h/db", NULL, &db, &err), PG_EINVAL);
+    ck_assert_ptr_null(strstr(err.msg, "hunter2"));
+}
+END_TEST
+
+START_TEST(url_redaction)
+{
+    static const char *const cases[][2] = {
+        {"sqlite:/var/privgen.db", "sqlite:/var/privgen.db"},
+        {"postgresql://u:secret@db.example:5432/privgen",
+         "postgresql://u:***@db.example:5432/privgen"},
+        {"postgres://u@host/db", "postgres://u@host/db"},
+        {"postgresql://host/db?user=u&password=secret&sslmode=require",
+         "postgresql://host/db?user=u&password=***&sslmode=require"},
+        {"postgresql://u:p@ss@host/db?password=x", "postgresql://u:***@host/db?password=***"},
+        {"postgresql:///db?host=/tmp/sock", "postgresql:///db?host=/tmp/sock"},
+        {"postgresql://u:pw@/db?host=/run/pg", "postgresql://u:***@/db?host=/run/pg"},
+        {"postgresql://h/db?xpassword=keep", "postgresql://h/db?xpassword=keep"},
+    };
+    char out[256];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ck_assert_int_eq(pg_db_url_redact(cases[i][0], out, sizeof out), 0);
+        ck_assert_str_eq(out, cases[i][1]);
+    }
+    /* Truncation still terminates and is reported; a tiny buffer never
+     * leaks the start of a password. */
+    char small[24];
+    ck_assert_int_eq(pg_db_url_redact("postgresql://user:secretsecret@h/db", small, sizeof small),
+                     -1);
+    ck_assert_uint_eq(strlen(small), sizeof small - 1);
+    ck_assert_ptr_null(strstr(small, "sec"));
+    ck_assert_int_eq(pg_db_url_redact(NULL, out, sizeof out), 0);
+    ck_assert_str_eq(out, "");
+}
+END_TEST
+
+START_TEST(tokens_round_trip_and_tenant_atomicity)
+{
+    pg_db *db = pg_test_db_open();
+    int64_t before, after;
+    ck_assert_int_eq(pg_db_token_count(db, &before, NULL), PG_OK);
+    char tenant[PG_ID_MAX];
+    pg_test_uid(tenant, sizeof tenant, "ten_");
+    pg_token t = {0}, got;
+    pg_test_uid(t.id, sizeof t.id, "tok_");
+    snprintf(t.tenant, sizeof t.tenant, "%s", tenant);
+    t.scope = PG_SCOPE_ADMIN;
+    for (int i = 0; i < 32; i++) t.hash[i] = (unsigned char)(i * 7 + 1);
+    t.created_at = 1234567;
+    ck_assert_int_eq(pg_db_token_insert(db, &t, 1, NULL), PG_OK);
+    int found;
+    ck_assert_int_eq(pg_db_token_get(db, t.id, &got, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 1);
+    ck_assert_str_eq(got.tenant, tenant);
+    ck_assert_int_eq(got.scope, PG_SCOPE_ADMIN);
+    ck_assert_mem_eq(got.hash, t.hash, 32);
+    ck_assert_int_eq(got.created_at, 1234567);
+    /* A second token of the same tenant (read scope). */
+    pg_token r = t;
+    pg_test_uid(r.id, sizeof r.id, "tok_");
+    r.scope = PG_SCOPE_READ;
+    ck_assert_int_eq(pg_db_token_insert(db, &r, 0, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_token_get(db, r.id, &got, &found, NULL), PG_OK);
+    ck_assert_int_eq(got.scope, PG_SCOPE_READ);
+    /* Creating an existing tenant fails and stores no token either. */
+    pg_token dup = t;
+    pg_test_uid(dup.id, sizeof dup.id, "tok_");
+    pg_error err = {0};
+    ck_assert_int_ne(pg_db_token_insert(db, &dup, 1, &err), PG_OK);
+    ck_assert_int_eq(pg_db_token_get(db, dup.id, &got, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 0);
+    /* The same id twice is refused. */
+    ck_assert_int_ne(pg_db_token_insert(db, &r, 0, &err), PG_OK);
+    ck_assert_int_eq(pg_db_token_get(db, "tok_nope", &got, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 0);
+    ck_assert_int_eq(pg_db_token_count(db, &after, NULL), PG_OK);
+    ck_assert_int_eq(after - before, 2);
+    /* Minting through auth verifies against the stored hash only. */
+    char tok[PG_TOKEN_MAX], hdr[96];
+    pg_token rec, seen;
+    int ok;
+    ck_assert_int_eq(pg_auth_mint(db, PG_SCOPE_READ, tenant, tok, &rec, NULL), PG_OK);
+    snprintf(hdr, sizeof hdr, "Bearer %s", tok);
+    ck_assert_int_eq(pg_auth_verify(db, hdr, &seen, &ok, NULL), PG_OK);
+    ck_assert_int_eq(ok, 1);
+    ck_assert_str_eq(seen.tenant, tenant);
+    hdr[strlen(hdr) - 1] = hdr[strlen(hdr) - 1] == 'a' ? 'b' : 'a';
+    ck_assert_int_eq(pg_auth_verify(db, hdr, &seen, &ok, NULL), PG_OK);
+    ck_assert_int_eq(ok, 0);
+    pg_db_close(db);
+}
+END_TEST
+
+/* Appends rows (values v0, v0+1, ...) of width 2, committing. */
+static int64_t append_rows(pg_db *db, const char *tenant, const char *id, size_t rows, float v0,
+                           int labeled, int64_t max_rows, int *rc_out)
+{
+    pg_db_append *a;
+    ck_assert_int_eq(pg_db_append_begin(db, tenant, id, 2, &a, NULL), PG_OK);
+    float x[400];
+    int32_t lab[200];
+    ck_assert_uint_le(rows, 200);
+    for (size_t i = 0; i < rows * 2; i++) x[i] = v0 + (float)i;
+    for (size_t i = 0; i < rows; i++) lab[i] = (int32_t)i;
+    /* Split across calls at odd places: the appender takes any split. */
+    size_t cut = rows * 2 > 3 ? 3 : rows * 2;
+    ck_assert_int_eq(pg_db_append_write(a, x, cut, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_append_write(a, x + cut, rows * 2 - cut, NULL), PG_OK);
+    int found;
+    int64_t added = -1, n = -1;
+    pg_error err = {0};
+    int rc = pg_db_append_commit(a, labeled ? lab : NULL, max_rows, &found, &added, &n, &err);
+    if (rc_out)
+        *rc_out = rc ? rc : found ? PG_OK : -1;
+    else
+        ck_assert_msg(rc == PG_OK && found, "append: %d %s", rc, err.msg);
+    if (!rc && found) ck_assert_int_eq(added, (int64_t)rows);
+    return n;
+}
+
+static int64_t rows_of(pg_db *db, const char *tenant, const char *id)
+{
+    pg_db_dataset d;
+    int found;
+    ck_assert_int_eq(pg_db_dataset_get(db, tenant, id, &d, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 1);
+    int64_t n = d.n;
+    pg_db_dataset_free(&d);
+    return n;
+}
+
+static void admit_free_job(pg_db *db, const char *tenant, const char *ds, char *job_id)
+{
+    pg_job_row row;
+    memset(&row, 0, sizeof row);
+    pg_test_uid(row.id, sizeof row.id, "job_");
+    snprintf(row.tenant, sizeof row.tenant, "%s", tenant);
+    snprintf(row.dataset_id, sizeof row.dataset_id, "%s", ds);
+    snprintf(row.method, sizeof row.method, "m");
+    row.spec = "{\"k\":1}";
+    pg_privacy_plan none;
+    memset(&none, 0, sizeof none);
+    pg_ledger_quote q;
+    ck_assert_int_eq(pg_db_job_admit(db, &row, &none, 1.0, 1e-5, &q, NULL), PG_OK);
+    ck_assert_int_eq(q.admit, 1);
+    strcpy(job_id, row.id);
+}
+
+START_TEST(datasets_tenancy_pagination_append_delete)
+{
+    pg_db *db = pg_test_db_open();
+    char ta[PG_ID_MAX], tb[PG_ID_MAX], ids[5][PG_ID_MAX], idb[PG_ID_MAX];
+    pg_test_uid(ta, sizeof ta, "ten_");
+    pg_test_uid(tb, sizeof tb, "ten_");
+    pg_db_gauges g0, g1;
+    ck_assert_int_eq(pg_db_gauges_get(db, &g0, NULL), PG_OK);
+    for (int i = 0; i < 5; i++) {
+        pg_test_uid(ids[i], sizeof ids[i], "ds_");
+        pg_test_dataset(db, ta, ids[i], 2);
+    }
+    pg_test_uid(idb, sizeof idb, "ds_");
+    pg_test_dataset(db, tb, idb, 2);
+    pg_db_dataset d, *list;
+    size_t n;
+    int found, conflict;
+    ck_assert_int_eq(pg_db_dataset_get(db, tb, ids[0], &d, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 0);
+    ck_assert_int_eq(pg_db_dataset_get(db, ta, ids[0], &d, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 1);
+    ck_assert_str_eq(d.name, "n");
+    ck_assert_str_eq(d.meta, "{}");
+    ck_assert_int_eq(d.d, 2);
+    ck_assert_int_eq(d.n, 0);
+    pg_db_dataset_free(&d);
+    /* Hostile ids are simply not found. */
+    ck_assert_int_eq(pg_db_dataset_get(db, ta, "../etc", &d, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 0);
+    /* pages of 2 over tenant a: 2 + 2 + 1, in creation order */
+    int64_t after = 0;
+    int seen = 0;
+    for (int page = 0; page < 3; page++) {
+        ck_assert_int_eq(pg_db_dataset_list(db, ta, after, 2, &list, &n, NULL), PG_OK);
+        ck_assert_uint_eq(n, page < 2 ? 2 : 1);
+        for (size_t i = 0; i < n; i++) ck_assert_str_eq(list[i].id, ids[seen++]);
+        after = list[n - 1].seq;
+        pg_db_dataset_list_free(list, n);
+    }
+    ck_assert_int_eq(pg_db_dataset_list(db, ta, after, 2, &list, &n, NULL), PG_OK);
+    ck_assert_uint_eq(n, 0);
+    /* append: two blocks, then one that would exceed max_rows */
+    ck_assert_int_eq(append_rows(db, ta, ids[1], 10, 0.0f, 0, 25, NULL), 10);
+    ck_assert_int_eq(append_rows(db, ta, ids[1], 10, 0.0f, 0, 25, NULL), 20);
+    int rc;
+    append_rows(db, ta, ids[1], 10, 0.0f, 0, 25, &rc);
+    ck_assert_int_eq(rc, PG_ERANGE);
+    ck_assert_int_eq(rows_of(db, ta, ids[1]), 20);
+    /* another tenant cannot append */
+    append_rows(db, tb, ids[1], 1, 0.0f, 0, 25, &rc);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_int_eq(rows_of(db, ta, ids[1]), 20);
+    ck_assert_int_eq(pg_db_dataset_get(db, ta, ids[1], &d, &found, NULL), PG_OK);
+    ck_assert_int_eq(d.blocks, 2);
+    ck_assert_int_eq(d.bytes, 2 * (32 + 10 * 2 * 4));
+    pg_db_dataset_free(&d);
+    ck_assert_int_eq(pg_db_gauges_get(db, &g1, NULL), PG_OK);
+    ck_assert_int_eq(g1.datasets - g0.datasets, 6);
+    ck_assert_int_eq(g1.rows - g0.rows, 20);
+    ck_assert_int_eq(g1.bytes - g0.bytes, 2 * (32 + 80));
+    /* delete: blocked by a running job, allowed once it is done */
+    char job[PG_ID_MAX];
+    admit_free_job(db, ta, ids[1], job);
+    ck_assert_int_eq(pg_db_job_set_status(db, job, "running", 1, 0, NULL, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_dataset_delete(db, tb, ids[1], &found, &conflict, NULL), PG_OK);
+    ck_assert_int_eq(found, 0);
+    ck_assert_int_eq(pg_db_dataset_delete(db, ta, ids[1], &found, &conflict, NULL), PG_OK);
+    ck_assert_int_eq(found, 1);
+    ck_assert_int_eq(conflict, 1);
+    ck_assert_int_eq(rows_of(db, ta, ids[1]), 20);
+    ck_assert_int_eq(pg_db_job_set_status(db, job, "succeeded", 0, 1, NULL, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_dataset_delete(db, ta, ids[1], &found, &conflict, NULL), PG_OK);
+    ck_assert_int_eq(found && !conflict, 1);
+    ck_assert_int_eq(pg_db_dataset_get(db, ta, ids[1], &d, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 0);
+    /* its rows are gone with it */
+    pg_block all;
+    int labeled;
+    ck_assert_int_eq(pg_db_rows_load(db, ids[1], 2, 1 << 20, &all, &labeled, NULL), PG_OK);
+    ck_assert_uint_eq(all.n, 0);
+    pg_block_free(&all);
+    ck_assert_int_eq(pg_db_gauges_get(db, &g1, NULL), PG_OK);
+    ck_assert_int_eq(g1.rows - g0.rows, 0);
+    pg_db_close(db);
+}
+END_TEST
+
+START_TEST(append_is_all_or_nothing)
+{
+    pg_db *db = pg_test_db_open();
+    char t[PG_ID_MAX], id[PG_ID_MAX];
+    pg_test_uid(t, sizeof t, "ten_");
+    pg_test_uid(id, sizeof id, "ds_");
+    pg_test_dataset(db, t, id, 2);
+    ck_assert_int_eq(append_rows(db, t, id, 3, 0.0f, 1, 100, NULL), 3);
+    /* abort after writing: nothing visible, n unchanged */
+    pg_db_append *a;
+    float x[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    ck_assert_int_eq(pg_db_append_begin(db, t, id, 2, &a, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_append_write(a, x, 8, NULL), PG_OK);
+    pg_db_append_abort(a);
+    ck_assert_int_eq(rows_of(db, t, id), 3);
+    /* values that are not whole rows fail the commit and change nothing */
+    ck_assert_int_eq(pg_db_append_begin(db, t, id, 2, &a, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_append_write(a, x, 3, NULL), PG_OK);
+    int found;
+    int64_t added, n;
+    ck_assert_int_eq(pg_db_append_commit(a, NULL, 100, &found, &added, &n, NULL), PG_EINVAL);
+    ck_assert_int_eq(rows_of(db, t, id), 3);
+    /* a dataset deleted while the upload streamed: not found, nothing kept */
+    char gone[PG_ID_MAX];
+    pg_test_uid(gone, sizeof gone, "ds_");
+    pg_test_dataset(db, t, gone, 2);
+    ck_assert_int_eq(pg_db_append_begin(db, t, gone, 2, &a, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_append_write(a, x, 4, NULL), PG_OK);
+    int conflict;
+    ck_assert_int_eq(pg_db_dataset_delete(db, t, gone, &found, &conflict, NULL), PG_OK);
+    ck_assert_int_eq(found, 1);
+    int rc = pg_db_append_commit(a, NULL, 100, &found, &added, &n, NULL);
+    ck_assert(rc != PG_OK || found == 0);
+    ck_assert_int_eq(pg_db_dataset_get(db, t, gone, &(pg_db_dataset){0}, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 0);
+    /* an empty append commits zero rows */
+    ck_assert_int_eq(pg_db_append_begin(db, t, id, 2, &a, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_append_commit(a, NULL, 100, &found, &added, &n, NULL), PG_OK);
+    ck_assert_int_eq(found, 1);
+    ck_assert_int_eq(added, 0);
+    ck_assert_int_eq(n, 3);
+    /* the committed rows read back exactly, labels included */
+    pg_block all;
+    int labeled;
+    ck_assert_int_eq(pg_db_rows_load(db, id, 2, 1 << 20, &all, &labeled, NULL), PG_OK);
+    ck_assert_uint_eq(all.n, 3);
+    ck_assert_int_eq(labeled, 1);
+    const float want[6] = {0, 1, 2, 3, 4, 5};
+    ck_assert_mem_eq(all.x, want, sizeof want);
+    ck_assert(all.labels[0] == 0 && all.labels[1] == 1 && all.labels[2] == 2);
+    pg_block_free(&all);
+    /* invalid arguments are refused before anything starts */
+    ck_assert_int_eq(pg_db_append_begin(db, t, id, 0, &a, NULL), PG_EINVAL);
+    ck_assert_int_eq(pg_db_append_begin(db, t, "../x", 2, &a, NULL), PG_EINVAL);
+    pg_db_close(db);
+}
+END_TEST
+
+START_TEST(rows_snapshot_concatenates_blocks)
+{
+    pg_db *db = pg_test_db_open();
+    char t[PG_ID_MAX], id[PG_ID_MAX];
+    pg_test_uid(t, sizeof t, "ten_");
+    pg_test_uid(id, sizeof id, "ds_");
+    pg_test_dataset(db, t, id, 2);
+    int labeled;
+    pg_block all;
+    ck_assert_int_eq(pg_db_rows_load(db, id, 2, 1 << 20, &all, &labeled, NULL), PG_OK);
+    ck_assert_uint_eq(all.n, 0);
+    pg_block_free(&all);
+    append_rows(db, t, id, 3, 0.0f, 1, 100, NULL);
+    append_rows(db, t, id, 2, 100.0f, 1, 100, NULL);
+    ck_assert_int_eq(pg_db_rows_load(db, id, 2, 1 << 20, &all, &labeled, NULL), PG_OK);
+    ck_assert_uint_eq(all.n, 5);
+    ck_assert_int_eq(labeled, 1);
+    const float want[10] = {0, 1, 2, 3, 4, 5, 100, 101, 102, 103};
+    ck_assert_mem_eq(all.x, want, sizeof want);
+    ck_assert(all.labels[0] == 0 && all.labels[2] == 2 && all.labels[3] == 0 && all.labels[4] == 1);
+    pg_block_free(&all);
+    /* the block iterator is a snapshot: a block appended meanwhile is unseen */
+    pg_db_blocks *it;
+    size_t nb;
+    ck_assert_int_eq(pg_db_blocks_open(db, id, &it, &nb, NULL), PG_OK);
+    ck_assert_uint_eq(nb, 2);
+    append_rows(db, t, id, 1, 7.0f, 0, 100, NULL);
+    pg_block b;
+    int end;
+    size_t got = 0;
+    for (;;) {
+        ck_assert_int_eq(pg_db_blocks_next(it, 1 << 20, &b, &end, NULL), PG_OK);
+        if (end) break;
+        ck_assert_uint_eq(b.d, 2);
+        ck_assert_uint_eq(b.n, got == 0 ? 3 : 2);
+        ck_assert(b.labels != NULL);
+        got++;
+        pg_block_free(&b);
+    }
+    ck_assert_uint_eq(got, 2);
+    pg_db_blocks_close(it);
+    /* an unlabeled block drops labels from the snapshot */
+    ck_assert_int_eq(pg_db_rows_load(db, id, 2, 1 << 20, &all, &labeled, NULL), PG_OK);
+    ck_assert_uint_eq(all.n, 6);
+    ck_assert_int_eq(labeled, 0);
+    ck_assert_ptr_null(all.labels);
+    ck_assert(all.x[10] == 7.0f && all.x[11] == 8.0f);
+    pg_block_free(&all);
+    /* byte budget and a wrong width are errors, leaving no output */
+    ck_assert_int_eq(pg_db_rows_load(db, id, 2, 40, &all, &labeled, NULL), PG_ENOMEM);
+    ck_assert_ptr_null(all.x);
+    ck_assert_int_eq(pg_db_rows_load(db, id, 3, 1 << 20, &all, &labeled, NULL), PG_EFORMAT);
+    ck_assert_ptr_null(all.x);
+    pg_db_close(db);
+}
+END_TEST
+
+START_TEST(idempotency_records)
+{
+    pg_db *db = pg_test_db_open();
+    char t[PG_ID_MAX], other[PG_ID_MAX];
+    pg_test_uid(t, sizeof t, "ten_");
+    pg_test_uid(other, sizeof other, "ten_");
+    unsigned char fp1[32] = {1}, fp2[32] = {2};
+    pg_idem_response r = {201, "/v1/datasets/x", "{\"a\":1}", 7}, got;
+    int state;
+    ck_assert_int_eq(pg_db_idem_begin(db, t, "k", fp1, &state, &got, NULL), PG_OK);
+    ck_assert_int_eq(state, PG_IDEM_NEW);
+    /* while the first runs, a retry is told so; a different body is refused */
+    pg_db_idem_begin(db, t, "k", fp1, &state, &got, NULL);
+    ck_assert_int_eq(state, PG_IDEM_BUSY);
+    pg_db_idem_begin(db, t, "k", fp2, &state, &got, NULL);
+    ck_assert_int_eq(state, PG_IDEM_MISMATCH);
+    ck_assert_int_eq(pg_db_idem_finish(db, t, "k", &r, NULL), PG_OK);
+    /* the replay returns the first response, byte for byte */
+    ck_assert_int_eq(pg_db_idem_begin(db, t, "k", fp1, &state, &got, NULL), PG_OK);
+    ck_assert_int_eq(state, PG_IDEM_REPLAY);
+    ck_assert_int_eq(got.status, 201);
+    ck_assert_str_eq(got.location, "/v1/datasets/x");
+    ck_assert_uint_eq(got.body_len, 7);
+    ck_assert_str_eq(got.body, "{\"a\":1}");
+    pg_idem_free(&got);
+    /* a stored response is never overwritten */
+    pg_idem_response r2 = {200, NULL, "{}", 2};
+    ck_assert_int_eq(pg_db_idem_finish(db, t, "k", &r2, NULL), PG_OK);
+    pg_db_idem_begin(db, t, "k", fp1, &state, &got, NULL);
+    ck_assert_int_eq(got.status, 201);
+    pg_idem_free(&got);
+    pg_db_idem_begin(db, t, "k", fp2, &state, &got, NULL);
+    ck_assert_int_eq(state, PG_IDEM_MISMATCH);
+    /* keys are per tenant; a released reservation is free again */
+    pg_db_idem_begin(db, other, "k", fp2, &state, &got, NULL);
+    ck_assert_int_eq(state, PG_IDEM_NEW);
+    ck_assert_int_eq(pg_db_idem_finish(db, other, "k", NULL, NULL), PG_OK);
+    pg_db_idem_begin(db, other, "k", fp1, &state, &got, NULL);
+    ck_assert_int_eq(state, PG_IDEM_NEW);
+    /* binary bodies with NUL bytes and no location survive */
+    pg_idem_response bin = {202, NULL, "a\0b", 3};
+    ck_assert_int_eq(pg_db_idem_finish(db, other, "k", &bin, NULL), PG_OK);
+    pg_db_idem_begin(db, other, "k", fp1, &state, &got, NULL);
+    ck_assert_int_eq(state, PG_IDEM_REPLAY);
+    ck_assert_ptr_null(got.location);
+    ck_assert_uint_eq(got.body_len, 3);
+    ck_assert_mem_eq(got.body, "a\0b", 3);
+    pg_idem_free(&got);
+    pg_db_close(db);
+}
+END_TEST
+
+typedef struct idem_racer {
+    pg_db *db;
+    const char *tenant;
+    int state, rc;
+    pthread_barrier_t *bar;
+} idem_racer;
+
+static void *idem_race(void *arg)
+{
+    idem_racer *r = arg;
+    unsigned char fp[32] = {9};
+    pg_idem_response prev;
+    pthread_barrier_wait(r->bar);
+    r->rc = pg_db_idem_begin(r->db, r->tenant, "race", fp, &r->state, &prev, NULL);
+    if (!r->rc) pg_idem_free(&prev);
+    return NULL;
+}
+
+START_TEST(concurrent_idempotency_begins_reserve_once)
+{
+    enum { N = 8 };
+    pg_db *dbs[N];
+    char t[PG_ID_MAX];
+    pg_test_uid(t, sizeof t, "ten_");
+    for (int i = 0; i < N; i++) dbs[i] = pg_test_db_open();
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, N);
+    idem_racer rs[N];
+    pthread_t th[N];
+    for (int i = 0; i < N; i++) {
+        rs[i] = (idem_racer){dbs[i], t, 0, 0, &bar};
+        pthread_create(&th[i], NULL, idem_race, &rs[i]);
+    }
+    int fresh = 0, busy = 0;
+    for (int i = 0; i < N; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_int_eq(rs[i].rc, PG_OK);
+        fresh += rs[i].state == PG_IDEM_NEW;
+        busy += rs[i].state == PG_IDEM_BUSY;
+    }
+    pthread_barrier_destroy(&bar);
+    ck_assert_int_eq(fresh, 1);
+    ck_assert_int_eq(busy, N - 1);
+    for (int i = 0; i < N; i++) pg_db_close(dbs[i]);
+}
+END_TEST
+
+START_TEST(jobs_round_trip)
+{
+    pg_db *db = pg_test_db_open();
+    char t[PG_ID_MAX], ds[PG_ID_MAX], pub[PG_ID_MAX];
+    pg_test_uid(t, sizeof t, "ten_");
+    pg_test_uid(ds, sizeof ds, "ds_");
+    pg_test_uid(pub, sizeof pub, "ds_");
+    pg_test_dataset(db, t, ds, 2);
+    pg_test_dataset(db, t, pub, 2);
+    pg_job_row row;
+    memset(&row, 0, sizeof row);
+    pg_test_uid(row.id, sizeof row.id, "job_");
+    snprintf(row.tenant, sizeof row.tenant, "%s", t);
+    snprintf(row.dataset_id, sizeof row.dataset_id, "%s", ds);
+    snprintf(row.method, sizeof row.method, "swd_flow");
+    snprintf(row.public_dataset_id, sizeof row.public_dataset_id, "%s", pub);
+    row.public_n = 17;
+    row.data_n = 42;
+    row.spec = "{\"method\":\"swd_flow\"}";
+    pg_privacy_plan none;
+    memset(&none, 0, sizeof none);
+    pg_ledger_quote q;
+    ck_assert_int_eq(pg_db_job_admit(db, &row, &none, 1.0, 1e-5, &q, NULL), PG_OK);
+    ck_assert_int_eq(q.admit, 1);
+    ck_assert(row.seq > 0);
+    ck_assert(row.created_at > 0);
+    ck_assert_str_eq(row.status, "queued");
+    /* a second job without public data */
+    pg_job_row row2 = row;
+    pg_test_uid(row2.id, sizeof row2.id, "job_");
+    row2.public_dataset_id[0] = '\0';
+    row2.public_n = 0;
+    ck_assert_int_eq(pg_db_job_admit(db, &row2, &none, 1.0, 1e-5, &q, NULL), PG_OK);
+    ck_assert(row2.seq > row.seq);
+    ck_assert_int_eq(pg_db_job_set_status(db, row.id, "running", 1, 0, NULL, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_job_reserve_steps(db, row.id, 50, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_job_set_step(db, row.id, 40, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_job_set_status(db, row2.id, "failed", 0, 1, "boom \"quoted\"", NULL),
+                     PG_OK);
+    pg_job_row *rows;
+    size_t n;
+    ck_assert_int_eq(pg_db_job_load_all(db, &rows, &n, NULL), PG_OK);
+    const pg_job_row *a = NULL, *b = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(rows[i].id, row.id)) a = &rows[i];
+        if (!strcmp(rows[i].id, row2.id)) b = &rows[i];
+        if (i) ck_assert(rows[i].seq > rows[i - 1].seq); /* oldest first */
+    }
+    ck_assert(a && b);
+    ck_assert_str_eq(a->tenant, t);
+    ck_assert_str_eq(a->dataset_id, ds);
+    ck_assert_str_eq(a->method, "swd_flow");
+    ck_assert_str_eq(a->status, "running");
+    ck_assert_str_eq(a->spec, "{\"method\":\"swd_flow\"}");
+    ck_assert_ptr_null(a->error);
+    ck_assert(a->started_at > 0 && a->finished_at == 0);
+    ck_assert_int_eq(a->step, 40);
+    ck_assert_int_eq(a->steps_reserved, 50);
+    ck_assert_int_eq(a->data_n, 42);
+    ck_assert_str_eq(a->public_dataset_id, pub);
+    ck_assert_int_eq(a->public_n, 17);
+    ck_assert_str_eq(b->status, "failed");
+    ck_assert_str_eq(b->error, "boom \"quoted\"");
+    ck_assert(b->finished_at > 0);
+    ck_assert_str_eq(b->public_dataset_id, "");
+    pg_job_rows_free(rows, n);
+    /* the public dataset is in use while the job runs */
+    int found, conflict;
+    ck_assert_int_eq(pg_db_dataset_delete(db, t, pub, &found, &conflict, NULL), PG_OK);
+    ck_assert_int_eq(conflict, 1);
+    /* admission against a missing dataset writes nothing */
+    pg_job_row orphan = row2;
+    pg_test_uid(orphan.id, sizeof orphan.id, "job_");
+    pg_test_uid(orphan.dataset_id, sizeof orphan.dataset_id, "ds_");
+    pg_error err = {0};
+    ck_assert_int_eq(pg_db_job_admit(db, &orphan, &none, 1.0, 1e-5, &q, &err), PG_ESTATE);
+    ck_assert_int_eq(pg_db_job_load_all(db, &rows, &n, NULL), PG_OK);
+    for (size_t i = 0; i < n; i++) ck_assert_str_ne(rows[i].id, orphan.id);
+    pg_job_rows_free(rows, n);
+    pg_db_close(db);
+}
+END_TEST
+
+START_TEST(checkpoints_round_trip)
+{
+    pg_db *db = pg_test_db_open();
+    char job[PG_ID_MAX];
+    pg_test_uid(job, sizeof job, "job_");
+    pg_ckpt_row *rows;
+    size_t n;
+    ck_assert_int_eq(pg_db_ckpt_list(db, job, &rows, &n, NULL), PG_OK);
+    ck_assert_uint_eq(n, 0);
+    free(rows);
+    /* a checkpoint larger than one storage chunk, and a small one */
+    size_t big = (3u << 20) + 12345;
+    unsigned char *blob = malloc(big);
+    for (size_t i = 0; i < big; i++) blob[i] = (unsigned char)(i * 2654435761u >> 13);
+    uint32_t crc = (uint32_t)crc32(0L, blob, (uInt)big);
+    ck_assert_int_eq(pg_db_ckpt_put(db, job, 20, blob, big, crc, NULL), PG_OK);
+    const unsigned char small[5] = {1, 2, 3, 0, 5};
+    ck_assert_int_eq(pg_db_ckpt_put(db, job, 10, small, 5, (uint32_t)crc32(0L, small, 5), NULL),
+                     PG_OK);
+    ck_assert_int_eq(pg_db_ckpt_list(db, job, &rows, &n, NULL), PG_OK);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_int_eq(rows[0].step, 10);
+    ck_assert_int_eq(rows[0].bytes, 5);
+    ck_assert_int_eq(rows[1].step, 20);
+    ck_assert_int_eq(rows[1].bytes, (int64_t)big);
+    ck_assert(rows[1].created_at > 0);
+    free(rows);
+    unsigned char *got;
+    size_t len;
+    int found;
+    ck_assert_int_eq(pg_db_ckpt_get(db, job, 20, (size_t)1 << 30, &got, &len, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 1);
+    ck_assert_uint_eq(len, big);
+    ck_assert(memcmp(got, blob, big) == 0);
+    free(got);
+    /* rewriting a step replaces it */
+    ck_assert_int_eq(pg_db_ckpt_put(db, job, 20, small, 5, (uint32_t)crc32(0L, small, 5), NULL),
+                     PG_OK);
+    ck_assert_int_eq(pg_db_ckpt_get(db, job, 20, 1 << 20, &got, &len, &found, NULL), PG_OK);
+    ck_assert_uint_eq(len, 5);
+    ck_assert_mem_eq(got, small, 5);
+    free(got);
+    ck_assert_int_eq(pg_db_ckpt_list(db, job, &rows, &n, NULL), PG_OK);
+    ck_assert_uint_eq(n, 2);
+    free(rows);
+    /* missing step, unknown job, over the byte cap */
+    ck_assert_int_eq(pg_db_ckpt_get(db, job, 30, 1 << 20, &got, &len, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 0);
+    ck_assert_int_eq(pg_db_ckpt_get(db, "job_none", 10, 1 << 20, &got, &len, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 0);
+    ck_assert_int_eq(pg_db_ckpt_get(db, job, 10, 4, &got, &len, &found, NULL), PG_ENOMEM);
+    ck_assert_ptr_null(got);
+    /* a wrong CRC at put time is caught at get time */
+    ck_assert_int_eq(pg_db_ckpt_put(db, job, 40, small, 5, 12345u, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_ckpt_get(db, job, 40, 1 << 20, &got, &len, &found, NULL), PG_EFORMAT);
+    ck_assert_ptr_null(got);
+    free(blob);
+    pg_db_close(db);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("db");
+    TCase *t = tcase_create("contract");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 60);
+    tcase_add_test(t, open_probe_version_and_bad_urls);
+    tcase_add_test(t, url_redaction);
+    tcase_add_test(t, tokens_round_trip_and_tenant_atomicity);
+    tcase_add_test(t, datasets_tenancy_pagination_append_delete);
+    tcase_add_test(t, append_is_all_or_nothing);
+    tcase_add_test(t, rows_snapshot_concatenates_blocks);
+    tcase_add_test(t, idempotency_records);
+    tcase_add_test(t, concurrent_idempotency_begins_reserve_once);
+    tcase_add_test(t, jobs_round_trip);
+    tcase_add_test(t, checkpoints_round_trip);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+PG_TEST_MAIN(suite)
