@@ -1,6 +1,17 @@
 /* GET /v1/jobs/{id}/samples: draws from the latest published snapshot (or a
- * named checkpoint). Sampling is post-processing of the model: no budget. */
+ * named checkpoint). Sampling is post-processing of the model: no budget.
+ *
+ * Hot path (see docs/benchmarks.md "Serving speed"): the token check and the
+ * job's snapshot come from memory (service/auth.h cache, service/jobs.h), the
+ * forward pass is one GEMM per layer per block of rows, floats are printed by
+ * engine/core/fmt.h into one buffer. (Forcing one OpenMP thread per request
+ * was measured and lost: the activations of wide outputs gain from the
+ * team; docs/benchmarks.md.) Bodies
+ * of more than STREAM_VALUES values are streamed block by block
+ * (api/samples_stream.h) so memory stays flat whatever n is; PNGs with an
+ * explicit seed are kept in api/png_cache.h. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,11 +20,49 @@
 
 #include "api/internal.h"
 #include "api/plot_request.h"
+#include "api/png_cache.h"
 #include "api/render.h"
+#include "api/samples_stream.h"
 #include "engine/core/alloc.h"
 #include "service/jobs.h"
 
 int pg_api_jobs_ready(pg_req *r);
+
+/* Above this many values a body is streamed (about 256 KiB of floats). */
+#define STREAM_VALUES ((size_t)1 << 16)
+/* Bytes MHD asks the stream for at a time. */
+#define STREAM_BLOCK ((size_t)64 << 10)
+
+/* Per-thread sample buffer for unstreamed bodies: HTTP threads live as long
+ * as the daemon, so each keeps one buffer of up to STREAM_VALUES floats
+ * instead of an allocation per request; freed when the thread exits. */
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void scratch_free(void *p)
+{
+    pg_free(p);
+}
+
+static void scratch_init(void)
+{
+    if (pthread_key_create(&scratch_key, scratch_free)) scratch_key = (pthread_key_t)-1;
+}
+
+static float *scratch(void)
+{
+    pthread_once(&scratch_once, scratch_init);
+    if (scratch_key == (pthread_key_t)-1) return NULL;
+    float *x = pthread_getspecific(scratch_key);
+    if (!x) {
+        x = pg_alloc_f32(STREAM_VALUES);
+        if (x && pthread_setspecific(scratch_key, x)) {
+            pg_free(x);
+            x = NULL;
+        }
+    }
+    return x;
+}
 
 /* Parses an optional unsigned integer query parameter; -1 on a bad value
  * (400 already set). */
@@ -36,15 +85,92 @@ static int query_u64(pg_req *r, const char *name, uint64_t max, int *present, ui
     return 0;
 }
 
-static json_t *rows_json(const float *x, size_t n, size_t d)
+/* ---- the PNG cache key: every query argument, sorted ---------------------- */
+
+typedef struct args {
+    char *kv[16];
+    size_t n;
+    int overflow;
+} args;
+
+static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                               const char *value)
 {
-    json_t *a = json_array();
-    for (size_t i = 0; a && i < n; i++) {
-        json_t *row = json_array();
-        for (size_t j = 0; j < d; j++) json_array_append_new(row, json_real((double)x[i * d + j]));
-        json_array_append_new(a, row);
+    args *a = cls;
+    (void)kind;
+    if (a->n == sizeof a->kv / sizeof a->kv[0]) {
+        a->overflow = 1;
+        return MHD_NO;
     }
-    return a;
+    size_t len = strlen(key) + (value ? strlen(value) : 0) + 2;
+    char *s = malloc(len);
+    if (!s) {
+        a->overflow = 1;
+        return MHD_NO;
+    }
+    snprintf(s, len, "%s=%s", key, value ? value : "");
+    a->kv[a->n++] = s;
+    return MHD_YES;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* "k=v&k=v" of the sorted query; 0 when it cannot serve as a key. */
+static int png_variant(pg_req *r, char *out, size_t cap)
+{
+    args a = {.n = 0};
+    MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, add_arg, &a);
+    qsort(a.kv, a.n, sizeof a.kv[0], cmp_str);
+    size_t k = 0;
+    int ok = !a.overflow;
+    for (size_t i = 0; i < a.n; i++) {
+        int w = snprintf(out + k, cap - k, "%s%s", i ? "&" : "", a.kv[i]);
+        if (w < 0 || (size_t)w >= cap - k)
+            ok = 0;
+        else
+            k += (size_t)w;
+        free(a.kv[i]);
+    }
+    return ok;
+}
+
+/* ---- streamed bodies -------------------------------------------------- */
+
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    pg_error err = {0};
+    ssize_t k = pg_samples_stream_read(cls, buf, max, &err);
+    if (k < 0) return MHD_CONTENT_READER_END_WITH_ERROR; /* the client sees a cut body */
+    return k ? k : MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+static void stream_free(void *cls)
+{
+    pg_samples_stream_free(cls);
+}
+
+static void send_stream(pg_req *r, const pg_samples_spec *sp, pg_snapshot *snap, const char *type)
+{
+    pg_samples_stream *st;
+    pg_error err = {0};
+    if (pg_samples_stream_open(sp, snap, &st, &err)) {
+        pg_api_problem(r, err.code == PG_ENOMEM ? 503 : 500, err.msg, NULL, NULL);
+        return;
+    }
+    size_t size = pg_samples_body_size(sp);
+    struct MHD_Response *resp = MHD_create_response_from_callback(
+        size ? size : MHD_SIZE_UNKNOWN, STREAM_BLOCK, stream_reader, st, stream_free);
+    if (!resp) {
+        pg_samples_stream_free(st);
+        pg_api_problem(r, 503, "out of memory", NULL, NULL);
+        return;
+    }
+    pg_api_send_text(r, 200, type, NULL, 0);
+    r->custom = resp;
 }
 
 void pg_h_jobs_samples(pg_req *r)
@@ -52,7 +178,12 @@ void pg_h_jobs_samples(pg_req *r)
     if (!pg_api_jobs_ready(r)) return;
     const char *fmt = pg_api_query(r, "format");
     if (!fmt) fmt = "json";
-    if (strcmp(fmt, "json") && strcmp(fmt, "csv") && strcmp(fmt, "npy") && strcmp(fmt, "png")) {
+    int format = !strcmp(fmt, "json")  ? PG_SAMPLES_JSON
+                 : !strcmp(fmt, "csv") ? PG_SAMPLES_CSV
+                 : !strcmp(fmt, "npy") ? PG_SAMPLES_NPY
+                 : !strcmp(fmt, "png") ? 3
+                                       : -1;
+    if (format < 0) {
         pg_api_problem(r, 400, "format must be json, csv, npy or png", "format",
                        "must be json, csv, npy or png");
         return;
@@ -69,7 +200,7 @@ void pg_h_jobs_samples(pg_req *r)
         return;
     }
     pg_api_plot plot; /* PNG only: ?frame= and the title */
-    if (!strcmp(fmt, "png") && pg_api_plot_request(r, r->params[0], &plot)) return;
+    if (format == 3 && pg_api_plot_request(r, r->params[0], &plot)) return;
     if (!has_seed && getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed) {
         pg_api_problem(r, 503, "cannot draw a sampling seed", NULL, NULL);
         return;
@@ -100,63 +231,80 @@ void pg_h_jobs_samples(pg_req *r)
         pg_api_problem(r, 400, msg, "label", msg);
         return;
     }
-    if (!strcmp(fmt, "png") &&
-        !(geo.d == 2 || (geo.ndim == 3 && (geo.shape[0] == 1 || geo.shape[0] == 3)))) {
-        pg_snapshot_release(snap);
-        pg_api_problem(r, 400, "PNG needs image-shaped rows ([1,h,w] or [3,h,w]) or 2-D points",
-                       "format", "png is not available for this shape");
-        return;
-    }
     size_t d = pg_snapshot_dim(snap);
-    float *x = pg_alloc_f32((size_t)n * d);
-    if (!x) {
-        pg_snapshot_release(snap);
-        pg_api_problem(r, 503, "out of memory", NULL, NULL);
-        return;
-    }
-    rc = pg_snapshot_sample(snap, (size_t)n, seed, has_label ? (int)label : -1, x, &err);
     long step = pg_snapshot_step(snap);
-    pg_snapshot_release(snap);
-    char *body = NULL;
-    size_t len = 0;
-    const char *type = NULL;
-    if (!rc && !strcmp(fmt, "json")) {
-        json_t *o = json_pack("{s:I,s:I,s:I,s:o}", "n", (json_int_t)n, "d", (json_int_t)d, "step",
-                              (json_int_t)step, "samples", rows_json(x, (size_t)n, d));
-        /* The seed is echoed only when it fits a JSON number exactly. */
-        if (o)
-            json_object_set_new(o, "seed",
-                                seed < (UINT64_C(1) << 53) ? json_integer((json_int_t)seed)
-                                                           : json_null());
-        pg_free(x);
-        if (!o) {
-            pg_api_problem(r, 503, "out of memory", NULL, NULL);
+    int same = geo.d == d && geo.ndim >= 1 && geo.ndim <= 3;
+    pg_samples_spec sp = {
+        .format = format == 3 ? PG_SAMPLES_NPY : format,
+        .n = (size_t)n,
+        .d = d,
+        .ndim = same ? geo.ndim : 1,
+        .shape = {same ? geo.shape[0] : d, same ? geo.shape[1] : 0, same ? geo.shape[2] : 0},
+        .step = step,
+        .seed = seed,
+        .label = has_label ? (int)label : -1};
+    if (format == 3) {
+        if (!same || !(d == 2 || (geo.ndim == 3 && (geo.shape[0] == 1 || geo.shape[0] == 3)))) {
+            pg_snapshot_release(snap);
+            pg_api_problem(r, 400,
+                           same ? "PNG needs image-shaped rows ([1,h,w] or [3,h,w]) or 2-D points"
+                                : "PNG needs the job's data shape, which this job does not record "
+                                  "(its dataset was deleted before the job stored it)",
+                           "format", "png is not available for this job");
             return;
         }
+        char variant[1024];
+        int cacheable = has_seed && png_variant(r, variant, sizeof variant);
+        char *body = NULL;
+        size_t len = 0;
+        if (cacheable &&
+            pg_png_cache_get(r->app->png_cache, r->params[0], step, variant, &body, &len)) {
+            pg_snapshot_release(snap);
+            pg_jobs_count_samples(r->app->jobs, (size_t)n);
+            pg_api_send_text(r, 200, "image/png", body, len);
+            return;
+        }
+        float *x = pg_alloc_f32((size_t)n * d);
+        rc = x ? pg_samples_draw(snap, &sp, x, &err)
+               : pg_error_set(&err, PG_ENOMEM, "out of memory drawing samples");
+        pg_snapshot_release(snap);
+        if (!rc) {
+            plot.opt.step = step;
+            rc = pg_render_png_plot(x, (size_t)n, d, geo.ndim, geo.shape, geo.lo, geo.hi, &plot.opt,
+                                    &body, &len, &err);
+        }
+        pg_free(x);
+        if (rc) {
+            pg_api_problem(r,
+                           rc == PG_EINVAL || rc == PG_ENOTSUP ? 400
+                           : rc == PG_ENOMEM                   ? 503
+                                                               : 500,
+                           err.msg, NULL, NULL);
+            return;
+        }
+        if (cacheable)
+            pg_png_cache_put(r->app->png_cache, r->params[0], step, !has_ck, variant, body, len);
         pg_jobs_count_samples(r->app->jobs, (size_t)n);
-        pg_api_send_json(r, 200, o);
+        pg_api_send_text(r, 200, "image/png", body, len);
         return;
     }
-    if (!rc && !strcmp(fmt, "csv")) {
-        rc = pg_render_csv(x, (size_t)n, d, &body, &len, &err);
-        type = "text/csv";
-    } else if (!rc && !strcmp(fmt, "npy")) {
-        size_t flat[1] = {d};
-        int same = geo.d == d;
-        rc = pg_render_npy(x, (size_t)n, same ? geo.shape : flat, same ? geo.ndim : 1, &body, &len,
-                           &err);
-        type = "application/x-npy";
-    } else if (!rc) {
-        plot.opt.step = step;
-        rc = pg_render_png_plot(x, (size_t)n, d, geo.ndim, geo.shape, geo.lo, geo.hi, &plot.opt,
-                                &body, &len, &err);
-        type = "image/png";
-    }
-    pg_free(x);
-    if (rc) {
-        pg_api_problem(r, rc == PG_EINVAL || rc == PG_ENOTSUP ? 400 : 500, err.msg, NULL, NULL);
-        return;
-    }
+    static const char *const TYPES[] = {"application/json", "text/csv", "application/x-npy"};
     pg_jobs_count_samples(r->app->jobs, (size_t)n);
-    pg_api_send_text(r, 200, type, body, len);
+    if ((size_t)n * d > STREAM_VALUES) {
+        send_stream(r, &sp, snap, TYPES[format]);
+        pg_snapshot_release(snap);
+        return;
+    }
+    float *x = scratch();
+    char *body = NULL;
+    size_t len = 0;
+    rc = x ? pg_samples_draw(snap, &sp, x, &err)
+           : pg_error_set(&err, PG_ENOMEM, "out of memory drawing samples");
+    pg_snapshot_release(snap);
+    if (!rc) rc = pg_samples_encode(&sp, x, &body, &len, &err);
+    if (rc) {
+        pg_api_problem(r, rc == PG_ENOMEM ? 503 : 500, err.msg, NULL, NULL);
+        return;
+    }
+    pg_api_send_text(r, 200, TYPES[format], body, len);
 }

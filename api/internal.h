@@ -26,6 +26,10 @@ typedef struct pg_api_app {
     pg_db *db;
     pg_metrics *metrics;
     struct pg_jobs *jobs; /* NULL: the job routes answer 503 */
+    /* Optional caches (NULL: none), owned by the server: token checks
+     * (service/auth.h) and sample plots (api/png_cache.h). */
+    struct pg_auth_cache *auth_cache;
+    struct pg_png_cache *png_cache;
 } pg_api_app;
 
 typedef struct pg_req pg_req;

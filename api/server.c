@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "api/internal.h"
+#include "api/png_cache.h"
 #include "api/router.h"
 #include "service/auth.h"
 #include "service/log.h"
@@ -92,8 +93,9 @@ static void begin(pg_req *r, const char *url)
     if (r->route->auth != PG_AUTH_NONE) {
         int ok;
         pg_error err = {0};
-        if (pg_auth_verify(r->app->db, pg_api_header(r, MHD_HTTP_HEADER_AUTHORIZATION), &r->tok,
-                           &ok, &err)) {
+        if (pg_auth_verify_cached(r->app->auth_cache, r->app->db,
+                                  pg_api_header(r, MHD_HTTP_HEADER_AUTHORIZATION), &r->tok, &ok,
+                                  &err)) {
             if (err.code == PG_EUNAVAIL)
                 pg_api_fail(r, &err);
             else
@@ -314,7 +316,14 @@ int pg_api_server_start_jobs(const pg_svc_config *cfg, pg_db *db, pg_metrics *me
     if (parse_listen(cfg->listen, &sa, err)) return PG_EINVAL;
     pg_api_server *s = calloc(1, sizeof *s);
     if (!s) return pg_error_set(err, PG_ENOMEM, "out of memory starting the server");
-    s->app = (pg_api_app){cfg, db, metrics, jobs};
+    /* Caches: 1024 token slots kept 10 s at most (see service/auth.h for the
+     * invalidation contract); 32 MiB / 256 sample plots. */
+    s->app = (pg_api_app){cfg,
+                          db,
+                          metrics,
+                          jobs,
+                          pg_auth_cache_create(1024, 10.0),
+                          pg_png_cache_create((size_t)32 << 20, 256)};
     s->daemon = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0, NULL,
         NULL, on_request, &s->app, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR,
@@ -322,6 +331,8 @@ int pg_api_server_start_jobs(const pg_svc_config *cfg, pg_db *db, pg_metrics *me
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s->app, MHD_OPTION_CONNECTION_TIMEOUT, 120u,
         MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
     if (!s->daemon) {
+        pg_auth_cache_free(s->app.auth_cache);
+        pg_png_cache_free(s->app.png_cache);
         free(s);
         return pg_error_set(err, PG_EIO, "cannot listen on %s (address in use?)", cfg->listen);
     }
@@ -349,5 +360,7 @@ void pg_api_server_stop(pg_api_server *s, int grace_ms)
     }
     MHD_stop_daemon(s->daemon);
     if (fd != MHD_INVALID_SOCKET) close(fd);
+    pg_auth_cache_free(s->app.auth_cache);
+    pg_png_cache_free(s->app.png_cache);
     free(s);
 }

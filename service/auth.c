@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -106,29 +108,157 @@ static int is_hex(const char *p, size_t n)
     return 1;
 }
 
-int pg_auth_verify(pg_db *db, const char *authorization, pg_token *out, int *ok, pg_error *err)
+/* The token text of an Authorization value: NULL unless it is well formed
+ * (pgt_ + 16 hex + _ + 32 hex). */
+static const char *bearer_token(const char *authorization, size_t *len)
 {
-    *ok = 0;
-    if (!authorization || strncmp(authorization, "Bearer ", 7) != 0) return PG_OK;
+    if (!authorization || strncmp(authorization, "Bearer ", 7) != 0) return NULL;
     const char *t = authorization + 7;
     while (*t == ' ') t++;
-    size_t len = strlen(t);
-    while (len && (t[len - 1] == ' ' || t[len - 1] == '\t')) len--;
-    /* pgt_ + 16 hex + _ + 32 hex */
-    if (len != 53 || strncmp(t, "pgt_", 4) || t[20] != '_' || !is_hex(t + 4, 16) ||
+    size_t n = strlen(t);
+    while (n && (t[n - 1] == ' ' || t[n - 1] == '\t')) n--;
+    if (n != 53 || strncmp(t, "pgt_", 4) || t[20] != '_' || !is_hex(t + 4, 16) ||
         !is_hex(t + 21, 32))
-        return PG_OK;
+        return NULL;
+    *len = n;
+    return t;
+}
+
+/* Store lookup by the token's id, then a constant-time hash comparison. */
+static int verify_store(pg_db *db, const char *t, size_t len, const unsigned char h[32],
+                        pg_token *out, int *ok, pg_error *err)
+{
     char id[PG_ID_MAX];
     snprintf(id, sizeof id, "tok_%.16s", t + 4);
     pg_token rec;
     int found;
+    (void)len;
     int rc = pg_db_token_get(db, id, &rec, &found, err);
     if (rc) return rc;
-    unsigned char h[32];
-    pg_sha256_digest(t, len, h);
     if (found && pg_ct_equal(h, rec.hash, 32)) {
         *out = rec;
         *ok = 1;
     }
+    return PG_OK;
+}
+
+int pg_auth_verify(pg_db *db, const char *authorization, pg_token *out, int *ok, pg_error *err)
+{
+    *ok = 0;
+    size_t len;
+    const char *t = bearer_token(authorization, &len);
+    if (!t) return PG_OK;
+    unsigned char h[32];
+    pg_sha256_digest(t, len, h);
+    return verify_store(db, t, len, h, out, ok, err);
+}
+
+/* ---- verification cache ---------------------------------------------------- */
+
+typedef struct slot {
+    int used;
+    unsigned char hash[32];
+    pg_token rec;
+    double at; /* monotonic seconds when stored */
+} slot;
+
+struct pg_auth_cache {
+    pthread_mutex_t mu;
+    slot *slots;
+    size_t n;
+    double ttl;
+    unsigned long long hits, misses;
+};
+
+static double mono_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+pg_auth_cache *pg_auth_cache_create(int slots, double ttl_seconds)
+{
+    if (slots < 1) slots = 1;
+    pg_auth_cache *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->slots = calloc((size_t)slots, sizeof *c->slots);
+    if (!c->slots) {
+        free(c);
+        return NULL;
+    }
+    c->n = (size_t)slots;
+    c->ttl = ttl_seconds;
+    pthread_mutex_init(&c->mu, NULL);
+    return c;
+}
+
+void pg_auth_cache_free(pg_auth_cache *c)
+{
+    if (!c) return;
+    pthread_mutex_destroy(&c->mu);
+    free(c->slots);
+    free(c);
+}
+
+void pg_auth_cache_invalidate(pg_auth_cache *c, const char *token_id)
+{
+    if (!c) return;
+    pthread_mutex_lock(&c->mu);
+    for (size_t i = 0; i < c->n; i++)
+        if (c->slots[i].used && !strcmp(c->slots[i].rec.id, token_id)) c->slots[i].used = 0;
+    pthread_mutex_unlock(&c->mu);
+}
+
+void pg_auth_cache_clear(pg_auth_cache *c)
+{
+    if (!c) return;
+    pthread_mutex_lock(&c->mu);
+    for (size_t i = 0; i < c->n; i++) c->slots[i].used = 0;
+    pthread_mutex_unlock(&c->mu);
+}
+
+void pg_auth_cache_stats(pg_auth_cache *c, unsigned long long *hits, unsigned long long *misses)
+{
+    *hits = *misses = 0;
+    if (!c) return;
+    pthread_mutex_lock(&c->mu);
+    *hits = c->hits;
+    *misses = c->misses;
+    pthread_mutex_unlock(&c->mu);
+}
+
+int pg_auth_verify_cached(pg_auth_cache *c, pg_db *db, const char *authorization, pg_token *out,
+                          int *ok, pg_error *err)
+{
+    *ok = 0;
+    size_t len;
+    const char *t = bearer_token(authorization, &len);
+    if (!t) return PG_OK;
+    unsigned char h[32];
+    pg_sha256_digest(t, len, h);
+    if (c) {
+        /* SHA-256 output is uniform: its first bytes index the table. */
+        size_t i = ((size_t)h[0] | (size_t)h[1] << 8 | (size_t)h[2] << 16) % c->n;
+        double now = mono_seconds();
+        pthread_mutex_lock(&c->mu);
+        slot *sl = &c->slots[i];
+        int hit = sl->used && now - sl->at < c->ttl && pg_ct_equal(h, sl->hash, 32);
+        if (hit) *out = sl->rec;
+        c->hits += (unsigned long long)hit;
+        c->misses += (unsigned long long)!hit;
+        pthread_mutex_unlock(&c->mu);
+        if (hit) {
+            *ok = 1;
+            return PG_OK;
+        }
+    }
+    int rc = verify_store(db, t, len, h, out, ok, err);
+    if (rc || !*ok || !c) return rc;
+    size_t i = ((size_t)h[0] | (size_t)h[1] << 8 | (size_t)h[2] << 16) % c->n;
+    pthread_mutex_lock(&c->mu);
+    c->slots[i] = (slot){1, {0}, *out, mono_seconds()};
+    memcpy(c->slots[i].hash, h, 32);
+    pthread_mutex_unlock(&c->mu);
     return PG_OK;
 }

@@ -110,6 +110,34 @@ pg_job_data pg_jobs_data(const job *j, const struct pg_dataset *rows,
     return in;
 }
 
+/* Reads and removes the sample geometry stored with the spec at submission
+ * (jobs_submit.c); 0 when absent or malformed (jobs stored before it). */
+static int geometry_from_spec(json_t *spec, pg_data_desc *out)
+{
+    json_t *g = json_object_get(spec, PG_JOBS_GEOMETRY_KEY);
+    memset(out, 0, sizeof *out);
+    json_t *shape = json_object_get(g, "shape"), *range = json_object_get(g, "range");
+    size_t ndim = json_array_size(shape), d = 1;
+    int ok = g && ndim >= 1 && ndim <= 3 && json_array_size(range) == 2 &&
+             json_is_number(json_array_get(range, 0)) && json_is_number(json_array_get(range, 1)) &&
+             json_is_integer(json_object_get(g, "num_classes"));
+    for (size_t i = 0; ok && i < ndim; i++) {
+        json_int_t v = json_integer_value(json_array_get(shape, i));
+        ok = v >= 1 && v <= (1 << 24);
+        out->shape[i] = (size_t)v;
+        d *= (size_t)v;
+    }
+    if (ok) {
+        out->ndim = (int)ndim;
+        out->d = d;
+        out->lo = (float)json_number_value(json_array_get(range, 0));
+        out->hi = (float)json_number_value(json_array_get(range, 1));
+        out->num_classes = (int)json_integer_value(json_object_get(g, "num_classes"));
+    }
+    json_object_del(spec, PG_JOBS_GEOMETRY_KEY);
+    return ok;
+}
+
 /* Rebuilds a stored job: desc from the dataset as it was (data_n rows) and
  * the plan (plan() is pure, so it is the one charged at submission). */
 static job *job_from_row(pg_jobs *m, const pg_job_row *r)
@@ -131,6 +159,8 @@ static job *job_from_row(pg_jobs *m, const pg_job_row *r)
     j->error = r->error ? strdup(r->error) : NULL;
     j->spec = r->spec ? json_loads(r->spec, 0, NULL) : NULL;
     if (!j->spec) j->spec = json_object();
+    pg_data_desc stored;
+    int has_geometry = geometry_from_spec(j->spec, &stored);
     j->method = pg_method_find(r->method);
     pg_db_dataset ds;
     int found = 0;
@@ -138,9 +168,10 @@ static job *job_from_row(pg_jobs *m, const pg_job_row *r)
     const char *why = NULL;
     if (!j->method)
         why = "the job's method is not part of this build";
-    else if (pg_db_dataset_get(m->db, r->tenant, r->dataset_id, &ds, &found, &err) || !found)
+    else if (pg_db_dataset_get(m->db, r->tenant, r->dataset_id, &ds, &found, &err) || !found) {
         why = "the job's dataset is gone";
-    else {
+        if (has_geometry) j->desc = stored; /* what sampling needs: shape, range, classes */
+    } else {
         if (pg_jobdesc_from_meta(ds.meta, r->data_n, &j->desc, &err))
             why = "the job's dataset metadata cannot be rebuilt";
         pg_db_dataset_free(&ds);

@@ -33,6 +33,9 @@ pg_job_data pg_jobs_data(const struct job *j, const struct pg_dataset *rows,
 #define HIST_CAP       500
 #define DEFAULT_CKPT   100
 
+/* Key of the sample geometry in a stored spec (see jobs_submit.c). */
+#define PG_JOBS_GEOMETRY_KEY "_serving_geometry"
+
 typedef struct hist_pt {
     long step;
     double loss, eps;

@@ -64,6 +64,27 @@ static int public_desc(pg_jobs *m, const char *tenant, const char *ds_id, const 
     return PG_OK;
 }
 
+/* The row's spec: the resolved spec plus the shape, range and classes the
+ * job's samples have (PG_JOBS_GEOMETRY_KEY), so a finished job still serves
+ * them, PNG included, after its dataset is deleted (job_from_row reads and
+ * removes the key: the job view shows the resolved spec only). */
+static char *stored_spec(const json_t *resolved, const pg_data_desc *desc)
+{
+    json_t *copy = json_copy((json_t *)resolved);
+    json_t *shape = json_array();
+    for (int i = 0; shape && i < desc->ndim && i < 3; i++)
+        json_array_append_new(shape, json_integer((json_int_t)desc->shape[i]));
+    json_t *g = json_pack("{s:o,s:[f,f],s:i}", "shape", shape, "range", (double)desc->lo,
+                          (double)desc->hi, "num_classes", desc->num_classes);
+    char *txt = NULL;
+    if (copy && g && !json_object_set_new(copy, PG_JOBS_GEOMETRY_KEY, g))
+        txt = json_dumps(copy, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    else
+        json_decref(g);
+    json_decref(copy);
+    return txt;
+}
+
 int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_run,
                    pg_submit_result *res, pg_error *err)
 {
@@ -202,7 +223,7 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
         snprintf(row.public_dataset_id, sizeof row.public_dataset_id, "%s", pub_id);
         row.public_n = (int64_t)pdesc.n;
     }
-    row.spec = rc ? NULL : json_dumps(resolved, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    row.spec = rc ? NULL : stored_spec(resolved, &desc);
     if (!rc && !row.spec) rc = pg_error_set(err, PG_ENOMEM, "out of memory");
     job *j = NULL;
     int gone = 0;

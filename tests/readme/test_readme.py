@@ -9,10 +9,18 @@ login` does not touch the user's config.
 
 The tutorials print their own quality figures (arc_score: the share of 2000
 samples within 0.1 of the half circle and their mean radius); this test holds
-them to what the README promises, with margins that a working model clears on
-any run and a broken one does not (a blob at the origin, or the arc squashed
-onto the l1 diamond by a too-small clip, scores under 0.2 within 0.1 with a
-mean radius near 0.1 or 0.8).
+them to what the README promises. The DP noise comes from the secure
+generator, so every run differs; the floors sit well below the worst run
+observed and well above a broken model:
+  tutorial 1 (entropic_gan, 20 000 rows, local eps 5): 0.53 to 0.82 within
+    0.1 over 23 runs (median 0.75), mean radius 0.95 to 1.03; held to >= 0.40
+    and a radius in [0.88, 1.12].
+  tutorial 2 (dp_sinkhorn, central eps 1, batch 17, 4000 steps): 0.40 to 0.80
+    over 19 runs (median 0.61), mean radius 0.92 to 1.05; held to >= 0.25 and
+    a radius in [0.85, 1.15].
+A broken model fails: with tutorial 1's clip at l1:1 the arc is squashed onto
+the l1 diamond (measured 0.21 within 0.1, mean radius 0.80), and tutorial 2
+stopped after 20 steps is a blob at the origin (0.00, radius 0.12).
 
 Usage: test_readme.py README.md BUILD_DIR"""
 import os
@@ -59,13 +67,13 @@ try:
         r"^within 0\.1 of the arc: ([0-9.]+), mean radius: ([0-9.]+)$", p.stdout, re.M)]
     assert len(scores) == 2, f"expected two arc scores in the output, found {scores}"
     (near1, rad1), (near2, rad2) = scores
-    print(f"tutorial 1 (entropic_gan, local eps 5): {near1:.2f} within 0.1, mean radius {rad1:.2f}")
-    print(f"tutorial 2 (dp_sinkhorn, central eps 1): {near2:.2f} within 0.1, mean radius {rad2:.2f}")
-    # README: "typically 65 to 80 %, at least half on any run", "mean radius of about 1".
-    assert near1 >= 0.5 and 0.9 <= rad1 <= 1.1, \
+    print(f"tutorial 1 (entropic_gan, 20 000 rows, local eps 5): {near1:.2f} within 0.1, mean radius {rad1:.2f}")
+    print(f"tutorial 2 (dp_sinkhorn, central eps 1, batch 17, 4000 steps): {near2:.2f} within 0.1, mean radius {rad2:.2f}")
+    # README: "about 75 % (53 to 82 % over 23 runs) ... at least 40 %", "radius about 1".
+    assert near1 >= 0.4 and 0.88 <= rad1 <= 1.12, \
         f"tutorial 1's samples are not on the arc: {near1:.2f} within 0.1, radius {rad1:.2f}"
-    # README: "typically 40 to 70 %, at least a fifth on any run", "about 0.95".
-    assert near2 >= 0.2 and 0.8 <= rad2 <= 1.1, \
+    # README: "about 60 % (40 to 80 % over 19 runs) ... at least 25 %", "about 0.97".
+    assert near2 >= 0.25 and 0.85 <= rad2 <= 1.15, \
         f"tutorial 2's samples are not a half circle: {near2:.2f} within 0.1, radius {rad2:.2f}"
     # Both tutorial jobs learned: their views carry an empty warnings list.
     token = open(os.path.join(tmp, "var", "admin.token")).read().strip()

@@ -1,0 +1,34 @@
+/* engine/core/fmt.h - shortest round-trip decimal text of float32 values.
+ *
+ * pg_fmt_f32 writes the decimal with the fewest significant digits that reads
+ * back (strtof, round-half-even) to exactly the same float; among candidates
+ * of that length it picks the one nearest the float's exact value (ties to
+ * an even last digit). Plain notation for decimal exponents -5..8
+ * ("0.00012", "123456.8", "100000000"), otherwise scientific ("1e-7",
+ * "3.4028235e38"). Zero prints "0" or "-0"; non-finite values print "NaN",
+ * "Infinity" or "-Infinity" (JSON writers map them to null themselves).
+ *
+ * Pure: no I/O, no locale, no allocation, no global state. Integer-exact
+ * (see fmt.c): correct for every one of the 2^32 bit patterns, which
+ * `privgen-bench fmt --exhaustive` checks.
+ */
+#ifndef PG_CORE_FMT_H
+#define PG_CORE_FMT_H
+
+#include <stddef.h>
+
+/* The longest output is 16 chars ("-0.000012345678"); pg_fmt_f32 may use
+ * bytes past the NUL as scratch, up to PG_FMT_F32_MAX from out. */
+#define PG_FMT_F32_MAX 32
+
+/* Writes the text and a NUL into out, which must have PG_FMT_F32_MAX bytes
+ * (a writer appending values to a buffer needs that much room at the
+ * position of each value); returns the length without the NUL. */
+size_t pg_fmt_f32(float v, char *out);
+
+/* The shortest digits alone: *digits (no trailing zeros, 0 for a zero) and
+ * the decimal exponent so that |v| reads back from digits * 10^exp10.
+ * Returns 0, or -1 for a non-finite v. */
+int pg_fmt_f32_decimal(float v, unsigned *digits, int *exp10);
+
+#endif

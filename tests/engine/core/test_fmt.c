@@ -1,0 +1,196 @@
+#include <float.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "engine/core/fmt.h"
+#include "engine/core/rng.h"
+#include "support/pg_test.h"
+
+static float from_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static int same_bits(float a, float b)
+{
+    return memcmp(&a, &b, sizeof a) == 0;
+}
+
+/* Significant digits of a decimal text: mantissa digits without leading or
+ * trailing zeros. */
+static int sig_digits(const char *s)
+{
+    char d[64];
+    int n = 0;
+    for (const char *p = s; *p && *p != 'e' && n < 63; p++)
+        if (*p >= '0' && *p <= '9') d[n++] = *p;
+    int a = 0, b = n;
+    while (a < b && d[a] == '0') a++;
+    while (b > a && d[b - 1] == '0') b--;
+    return b - a;
+}
+
+/* Brute force, independent of fmt.c: does a decimal with n - 1 significant
+ * digits read back to f? The only candidates that can are the two multiples
+ * of 10^(e - n + 2) around |f| (e = decimal exponent of |f|), read here from
+ * glibc's 60-digit expansion: if any shorter decimal lies in f's rounding
+ * interval, one of those two lies between it and f, hence inside too. */
+static int shorter_exists(float f, int n)
+{
+    if (n < 2) return 0;
+    char buf[128];
+    snprintf(buf, sizeof buf, "%.60e", fabs((double)f));
+    int ex = atoi(strchr(buf, 'e') + 1);
+    unsigned long long t = (unsigned long long)(buf[0] - '0');
+    for (int i = 0; i < n - 2; i++) t = t * 10 + (unsigned long long)(buf[2 + i] - '0');
+    for (unsigned long long c = t; c <= t + 1; c++) {
+        char s[64];
+        snprintf(s, sizeof s, "%llue%d", c, ex - (n - 2));
+        if (same_bits(strtof(s, NULL), fabsf(f))) return 1;
+    }
+    return 0;
+}
+
+/* Round trip always; shortness when `shortest`. */
+static void check(float f, int shortest)
+{
+    char s[PG_FMT_F32_MAX];
+    size_t len = pg_fmt_f32(f, s);
+    ck_assert_uint_eq(len, strlen(s));
+    ck_assert_uint_lt(len, PG_FMT_F32_MAX);
+    float back = strtof(s, NULL);
+    if (!same_bits(back, f)) ck_abort_msg("%.9g printed as '%s' reads back as %.9g", f, s, back);
+    if (shortest && f != 0 && shorter_exists(f, sig_digits(s)))
+        ck_abort_msg("'%s' (%.9g) is not the shortest round-trip text", s, f);
+}
+
+START_TEST(known_texts)
+{
+    struct {
+        float f;
+        const char *s;
+    } cases[] = {
+        {0.0f, "0"},
+        {-0.0f, "-0"},
+        {1.0f, "1"},
+        {-2.5f, "-2.5"},
+        {0.1f, "0.1"},
+        {0.3f, "0.3"},
+        {1.0f / 3.0f, "0.33333334"},
+        {123456.789f, "123456.79"},
+        {16777216.0f, "16777216"},
+        {100000000.0f, "100000000"},
+        {1e9f, "1e9"},
+        {1e10f, "1e10"},
+        {0.00012f, "0.00012"},
+        {1e-5f, "0.00001"},
+        {1.5e-6f, "1.5e-6"},
+        {1e-7f, "1e-7"},
+        {FLT_MAX, "3.4028235e38"},
+        {-FLT_MAX, "-3.4028235e38"},
+        {FLT_MIN, "1.1754944e-38"},
+        {FLT_TRUE_MIN, "1e-45"},
+        {2 * FLT_TRUE_MIN, "3e-45"},
+        {from_bits(0x007fffff), "1.1754942e-38"}, /* largest subnormal */
+        {33554436.0f, "33554436"},
+        {1e38f, "1e38"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char s[PG_FMT_F32_MAX];
+        pg_fmt_f32(cases[i].f, s);
+        ck_assert_str_eq(s, cases[i].s);
+        check(cases[i].f, 1);
+    }
+    char s[PG_FMT_F32_MAX];
+    pg_fmt_f32(from_bits(0x7f800000), s);
+    ck_assert_str_eq(s, "Infinity");
+    pg_fmt_f32(from_bits(0xff800000), s);
+    ck_assert_str_eq(s, "-Infinity");
+    pg_fmt_f32(from_bits(0x7fc00000), s);
+    ck_assert_str_eq(s, "NaN");
+    unsigned d;
+    int e;
+    ck_assert_int_eq(pg_fmt_f32_decimal(from_bits(0x7fc00000), &d, &e), -1);
+    ck_assert_int_eq(pg_fmt_f32_decimal(1.25e-3f, &d, &e), 0);
+    ck_assert_uint_eq(d, 125);
+    ck_assert_int_eq(e, -5);
+}
+END_TEST
+
+/* Every exponent's boundary (powers of two, where the lower neighbour is
+ * closer), its neighbours, the subnormal range's ends and both signs. */
+START_TEST(powers_of_two_and_neighbours)
+{
+    for (uint32_t e = 0; e < 255; e++)
+        for (int sign = 0; sign < 2; sign++) {
+            uint32_t b = (uint32_t)sign << 31 | e << 23;
+            check(from_bits(b), 1);
+            check(from_bits(b + 1), 1);
+            check(from_bits(b | 0x7fffff), 1);
+            if (e) check(from_bits(b - 1), 1);
+        }
+}
+END_TEST
+
+/* Powers of ten and decimals with few digits, as strtof reads them (the
+ * cases where a shorter text than the float's neighbours' must be found),
+ * and exact halves (ties between two candidates). */
+START_TEST(decimal_inputs)
+{
+    char s[64];
+    for (int ex = -45; ex <= 38; ex++)
+        for (int m = 1; m <= 99; m += (m < 10 ? 1 : 7)) {
+            snprintf(s, sizeof s, "%de%d", m, ex);
+            float f = strtof(s, NULL);
+            check(f, 1);
+            check(-f, 1);
+            if (f != 0 && isfinite(f) && fabsf(f) >= FLT_MIN) {
+                /* A short decimal reads back as itself (its float's shortest
+                 * text is at most as long). */
+                char o[PG_FMT_F32_MAX];
+                pg_fmt_f32(f, o);
+                ck_assert_int_le(sig_digits(o), m < 10 ? 1 : 2);
+            }
+        }
+    for (int i = 1; i < 4096; i += 2) check((float)i / 2.0f, 1);
+    for (int i = 1; i < 4096; i += 2) check(16777216.0f + 2.0f * (float)i, 1);
+}
+END_TEST
+
+/* A million random bit patterns (every finite one counts): round trip for
+ * all, brute-force shortness on one in 50. */
+START_TEST(random_million)
+{
+    pg_rng r;
+    pg_rng_seeded(&r, 21, 0);
+    size_t tested = 0;
+    while (tested < 1000000) {
+        uint32_t b = pg_rng_u32(&r);
+        if ((b >> 23 & 0xff) == 0xff) continue;
+        check(from_bits(b), tested % 50 == 0);
+        tested++;
+    }
+    /* Values as a model serves them: uniform in [-4, 4] and normal. */
+    for (int i = 0; i < 200000; i++) {
+        check((float)(pg_rng_uniform(&r) * 8 - 4), i % 20 == 0);
+        check((float)pg_rng_normal(&r), i % 20 == 0);
+    }
+}
+END_TEST
+
+static Suite *fmt_suite(void)
+{
+    Suite *s = suite_create("core/fmt");
+    TCase *tc = tcase_create("fmt");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, known_texts);
+    tcase_add_test(tc, powers_of_two_and_neighbours);
+    tcase_add_test(tc, decimal_inputs);
+    tcase_add_test(tc, random_million);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+PG_TEST_MAIN(fmt_suite)
