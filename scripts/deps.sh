@@ -14,6 +14,7 @@ build_pkgs=(
   build-essential cmake pkg-config git
   libopenblas-dev libmicrohttpd-dev libjansson-dev libpng-dev libsqlite3-dev
   libcurl4-openssl-dev zlib1g-dev check
+  postgresql libpq-dev
   clang libclang-rt-14-dev
   dataset-fashion-mnist
   python3 python3-numpy python3-scipy python3-sklearn

@@ -8,6 +8,7 @@
 
 #include "engine/core/alloc.h"
 #include "service/db_backend.h"
+#include "service/db_pg.h"
 
 /* URL scheme -> backend. Adding a backend is one line here. */
 static const struct {
@@ -15,6 +16,8 @@ static const struct {
     pg_db_open_fn open;
 } BACKENDS[] = {
     {"sqlite:", pg_db_sqlite_open},
+    {"postgresql://", pg_db_postgres_open},
+    {"postgres://", pg_db_postgres_open},
 };
 
 int pg_db_open(const char *url, const pg_db_options *opt, pg_db **out, pg_error *err)

@@ -1,0 +1,124 @@
+/* service/db_pg.h - the PostgreSQL backend of the storage contract.
+ *
+ * The public side is pg_db_postgres_open (registered for postgresql:// and
+ * postgres:// in service/db.c); every operation then has exactly the
+ * contract of its namesake in service/db.h. The rest of this header is
+ * shared by the backend's files only (db_pg*.c).
+ *
+ * Layout: all state lives in the database, so any replica can serve any
+ * request (issue 18). Row blocks and checkpoints are chunked bytea rows of
+ * at most PGB_CHUNK bytes, each block and checkpoint carrying the length,
+ * CRC-32 and SHA-256 of its whole payload, which every read verifies.
+ *
+ * Transactions: every operation is one transaction on one pooled
+ * connection, rerun from the start on a serialization failure or deadlock
+ * (PG_PGPOOL_RETRY; the statements are written so none is expected). An
+ * append holds its connection and its transaction from begin to commit, so
+ * a lost connection or an abort leaves nothing; its chunks are staged under
+ * a fresh block id and the block gets its place (k) in the dataset only at
+ * commit, under the dataset's row lock, so blocks are ordered by commit.
+ * Admission locks the dataset's row (SELECT ... FOR UPDATE) before reading
+ * the ledger: see "Admission concurrency" in service/db.h.
+ *
+ * Idempotency reservations: a reservation (status 0) older than
+ * PGB_IDEM_STALE_S belongs to a request that died with its replica; the next
+ * begin on that key takes it over. Reservations are never swept at open, as
+ * other replicas may be serving theirs.
+ */
+#ifndef PG_SVC_DB_PG_H
+#define PG_SVC_DB_PG_H
+
+#include <libpq-fe.h>
+#include <stdint.h>
+
+#include "service/db_backend.h"
+#include "service/pgpool.h"
+
+int pg_db_postgres_open(const char *url, const pg_db_options *opt, pg_db **out, pg_error *err);
+
+/* ---- backend internals ------------------------------------------------ */
+
+#define PGB_CHUNK        (1u << 20)
+#define PGB_IDEM_STALE_S 900
+
+typedef struct pgb {
+    pg_db base;
+    pg_pgpool *pool;
+} pgb;
+#define PGB(db) ((pgb *)(db))
+
+/* Schema (db_pg_schema.c): migrates forward under an advisory lock. */
+int pgb_migrate(PGconn *c, pg_error *err);
+int pgb_schema_version(PGconn *c, int *version, pg_error *err);
+extern const int PGB_SCHEMA_LATEST;
+
+/* Statement parameters, passed in text format except bytea (binary). */
+#define PGB_MAXARGS 16
+typedef struct pgb_args {
+    int n;
+    const char *v[PGB_MAXARGS];
+    int len[PGB_MAXARGS], fmt[PGB_MAXARGS];
+    char num[PGB_MAXARGS][32];
+} pgb_args;
+void pgb_text(pgb_args *a, const char *s); /* NULL: SQL NULL */
+void pgb_i64(pgb_args *a, int64_t x);
+void pgb_f64(pgb_args *a, double x);
+void pgb_bin(pgb_args *a, const void *p, size_t n);
+
+/* Runs sql; results are binary (read them with the pgb_*_at helpers).
+ * *out (tuples) is the caller's to PQclear; with out NULL the result is
+ * checked as a command and cleared. */
+int pgb_q(PGconn *c, const char *sql, const pgb_args *a, const char *what, PGresult **out,
+          pg_error *err);
+int64_t pgb_i64_at(const PGresult *r, int row, int col); /* int2/4/8, bool; NULL: 0 */
+double pgb_f64_at(const PGresult *r, int row, int col);  /* float8 */
+void pgb_str_at(const PGresult *r, int row, int col, char *dst, size_t cap);
+char *pgb_dup_at(const PGresult *r, int row, int col); /* NULL for SQL NULL */
+
+/* fn inside BEGIN ... COMMIT on a pooled connection, rerun on
+ * PG_PGPOOL_RETRY. fn returning PGB_ROLLBACK rolls back and yields PG_OK
+ * (a decision that writes nothing, e.g. a refused admission). */
+#define PGB_ROLLBACK 1001
+typedef int (*pgb_fn)(PGconn *c, void *ctx, pg_error *err);
+int pgb_tx(pgb *b, pgb_fn fn, void *ctx, pg_error *err);
+
+int64_t pgb_now(void);
+uint32_t pgb_crc32(uint32_t crc, const void *p, size_t n);
+
+/* Areas (db_pg_rows.c, db_pg_jobs.c): ops table entries. */
+int pgb_dataset_insert(pg_db *db, pg_db_dataset *d, pg_error *err);
+int pgb_dataset_get(pg_db *db, const char *tenant, const char *id, pg_db_dataset *out, int *found,
+                    pg_error *err);
+int pgb_dataset_list(pg_db *db, const char *tenant, int64_t after, size_t limit,
+                     pg_db_dataset **out, size_t *count, pg_error *err);
+int pgb_dataset_delete(pg_db *db, const char *tenant, const char *id, int *found, int *conflict,
+                       pg_error *err);
+int pgb_gauges(pg_db *db, pg_db_gauges *g, pg_error *err);
+int pgb_append_begin(pg_db *db, const char *tenant, const char *id, size_t d, pg_db_append **out,
+                     pg_error *err);
+int pgb_append_write(pg_db_append *a, const float *x, size_t count, pg_error *err);
+int pgb_append_commit(pg_db_append *a, const int32_t *labels, int64_t max_rows, int *found,
+                      int64_t *rows, int64_t *new_n, pg_error *err);
+void pgb_append_abort(pg_db_append *a);
+int pgb_blocks_open(pg_db *db, const char *dataset_id, pg_db_blocks **it, size_t *count,
+                    pg_error *err);
+int pgb_blocks_next(pg_db_blocks *it, size_t max_bytes, pg_block *out, int *end, pg_error *err);
+void pgb_blocks_close(pg_db_blocks *it);
+
+int pgb_job_admit(pg_db *db, pg_job_row *job, const pg_privacy_plan *plan, double cap_epsilon,
+                  double cap_delta, struct pg_ledger_quote *q, pg_error *err);
+int pgb_job_cancel_queued(pg_db *db, const char *id, int *done, pg_error *err);
+int pgb_job_load_all(pg_db *db, pg_job_row **rows, size_t *count, pg_error *err);
+int pgb_job_set_status(pg_db *db, const char *id, const char *status, int started, int finished,
+                       const char *error, pg_error *err);
+int pgb_job_set_step(pg_db *db, const char *id, int64_t step, pg_error *err);
+int pgb_job_reserve_steps(pg_db *db, const char *id, int64_t steps, pg_error *err);
+int pgb_ledger_entries(pg_db *db, const char *dataset_id, pg_ledger_entry **out, size_t *count,
+                       pg_error *err);
+int pgb_ckpt_put(pg_db *db, const char *job, int64_t step, const unsigned char *bytes, size_t len,
+                 uint32_t crc, pg_error *err);
+int pgb_ckpt_list(pg_db *db, const char *job, pg_ckpt_row **rows, size_t *count, pg_error *err);
+int pgb_ckpt_get(pg_db *db, const char *job, int64_t step, size_t max_bytes, unsigned char **bytes,
+                 size_t *len, int *found, pg_error *err);
+
+#endif
