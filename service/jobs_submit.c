@@ -110,6 +110,25 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
     pg_job_data in = {.desc = &desc, .public_desc = pub_id ? &pdesc : NULL};
     json_t *copy = json_deep_copy(spec);
     if (!copy) return pg_error_set(err, PG_ENOMEM, "out of memory");
+    /* keep_checkpoints is the service's (retention, jobs_run.c), not the
+     * method's: taken out before the method validates the rest. */
+    json_int_t keep = DEFAULT_KEEP_CKPT;
+    json_t *keep_j = json_object_get(copy, "keep_checkpoints");
+    if (keep_j) {
+        if (!json_is_integer(keep_j) || json_integer_value(keep_j) < 0 ||
+            json_integer_value(keep_j) > MAX_KEEP_CKPT)
+            pg_spec_error_add(fe, "keep_checkpoints",
+                              "must be an integer in [0, %d]: the checkpoints kept besides the "
+                              "newest",
+                              MAX_KEEP_CKPT);
+        else
+            keep = json_integer_value(keep_j);
+        json_object_del(copy, "keep_checkpoints");
+        if (fe->count) {
+            json_decref(copy);
+            return PG_OK;
+        }
+    }
     if (!json_object_get(copy, "seed")) {
         uint64_t seed = 0;
         if ((rc = draw_seed(&seed, err))) {
@@ -130,6 +149,7 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
     json_object_set_new(resolved, "dataset_id", json_string(ds_id));
     json_object_set_new(resolved, "method", json_string(mt->name));
     if (pub_id) json_object_set_new(resolved, "public_dataset_id", json_string(pub_id));
+    json_object_set_new(resolved, "keep_checkpoints", json_integer(keep));
     pg_privacy_plan plan;
     rc = mt->plan(resolved, &in, &plan, err);
     if (rc == PG_EINVAL || rc == PG_ERANGE) {
