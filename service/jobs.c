@@ -456,8 +456,16 @@ int pg_jobs_snapshot(pg_jobs *m, const char *tenant, const char *id, long checkp
     if (want < 0 || !mt) return pg_error_set(err, PG_ESTATE, "the job has no model to sample yet");
     unsigned char *bytes;
     size_t len;
-    int rc = pg_jobs_read_ckpt(m, j->id, want, &bytes, &len, err);
+    int there = 0;
+    int rc = pg_db_ckpt_get(m->db, j->id, want, CKPT_MAX_BYTES, &bytes, &len, &there, err);
     if (rc) return rc;
+    if (!there && checkpoint >= 0) { /* retention deleted it since it was listed */
+        *found = 0;
+        return PG_OK;
+    }
+    if (!there)
+        return pg_error_set(err, PG_EIO, "checkpoint %ld of %s is missing from storage", want,
+                            j->id);
     rc = mt->load_snapshot(bytes, len, snap, err);
     free(bytes);
     if (rc || checkpoint >= 0) return rc;
