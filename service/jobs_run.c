@@ -148,25 +148,34 @@ static int checkpoint(pg_jobs *m, job *j, pg_trainer *t, long step, pg_error *er
     if (rc) return rc;
     long keep = keep_ckpts(j->spec) + 1;
     size_t drop = n > (size_t)keep ? n - (size_t)keep : 0;
+    pg_ckpt_row *kept = malloc((n - drop ? n - drop : 1) * sizeof *kept);
+    if (!kept) {
+        free(rows);
+        return pg_error_set(err, PG_ENOMEM, "out of memory listing checkpoints");
+    }
+    memcpy(kept, rows + drop, (n - drop) * sizeof *rows);
     pthread_mutex_lock(&m->mu);
     free(j->ckpts);
-    j->ckpts = malloc((n - drop ? n - drop : 1) * sizeof *j->ckpts);
-    j->nckpts = j->ckcap = 0;
-    if (j->ckpts) {
-        memcpy(j->ckpts, rows + drop, (n - drop) * sizeof *rows);
-        j->nckpts = j->ckcap = n - drop;
-    }
+    j->ckpts = kept;
+    j->nckpts = j->ckcap = n - drop;
     pg_jobs_bump(m, j);
     pthread_mutex_unlock(&m->mu);
-    for (size_t i = 0; i < drop && !rc; i++) {
+    /* A failed deletion does not fail the job: the checkpoint stays stored
+     * (listed again after a restart) and the next write retries the rule. */
+    for (size_t i = 0; i < drop; i++) {
+        pg_error e = {0};
+        int drc;
         tries = 0;
-        do rc = pg_db_ckpt_delete(m->db, j->id, rows[i].step, err);
-        while (db_retry(m, rc, &tries));
+        do drc = pg_db_ckpt_delete(m->db, j->id, rows[i].step, &e);
+        while (db_retry(m, drc, &tries));
+        if (drc)
+            fprintf(stderr, "privgend: cannot delete checkpoint %lld of %s: %s\n",
+                    (long long)rows[i].step, j->id, e.msg);
     }
     free(rows);
-    if (!rc) do
-            rc = pg_jobs_hist_save(m, j, err);
-        while (db_retry(m, rc, &tries));
+    tries = 0;
+    do rc = pg_jobs_hist_save(m, j, err);
+    while (db_retry(m, rc, &tries));
     return rc;
 }
 
