@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "api/internal.h"
+#include "api/png_cache.h"
 #include "service/jobs.h"
 
 int pg_api_jobs_ready(pg_req *r);
@@ -192,6 +193,32 @@ void pg_h_jobs_cancel(pg_req *r)
         return;
     }
     pg_api_send_json(r, 202, o);
+}
+
+void pg_h_jobs_delete(pg_req *r)
+{
+    if (!pg_api_jobs_ready(r)) return;
+    int found, conflict;
+    pg_error err = {0};
+    if (pg_jobs_delete(r->app->jobs, r->tok.tenant, r->params[0], &found, &conflict, &err)) {
+        fail_err(r, &err);
+        return;
+    }
+    if (!found) {
+        pg_api_problem(r, 404, "no such job", NULL, NULL);
+        return;
+    }
+    if (conflict) {
+        pg_api_problem(r, 409,
+                       "the job is running: cancel it (POST /v1/jobs/{id}/cancel) and delete it "
+                       "once it has stopped",
+                       NULL, NULL);
+        return;
+    }
+    /* Its plots could not be served any more (the job lookup comes first);
+     * dropping them returns their memory now rather than at eviction. */
+    if (r->app->png_cache) pg_png_cache_forget_job(r->app->png_cache, r->params[0]);
+    pg_api_send_text(r, 204, NULL, NULL, 0);
 }
 
 void pg_h_jobs_checkpoints(pg_req *r)

@@ -149,6 +149,7 @@ void pg_h_jobs_create(pg_req *r);
 void pg_h_jobs_list(pg_req *r);
 void pg_h_jobs_get(pg_req *r);
 void pg_h_jobs_cancel(pg_req *r);
+void pg_h_jobs_delete(pg_req *r);
 void pg_h_jobs_events(pg_req *r);
 void pg_h_jobs_samples(pg_req *r);
 void pg_h_jobs_checkpoints(pg_req *r);

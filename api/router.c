@@ -25,6 +25,7 @@ static const pg_route ROUTES[] = {
     {"POST", "/v1/jobs", PG_AUTH_ADMIN, 0, NULL, pg_h_jobs_create},
     {"GET", "/v1/jobs", PG_AUTH_READ, 0, NULL, pg_h_jobs_list},
     {"GET", "/v1/jobs/{id}", PG_AUTH_READ, 0, NULL, pg_h_jobs_get},
+    {"DELETE", "/v1/jobs/{id}", PG_AUTH_ADMIN, 0, NULL, pg_h_jobs_delete},
     {"POST", "/v1/jobs/{id}/cancel", PG_AUTH_ADMIN, 0, NULL, pg_h_jobs_cancel},
     {"GET", "/v1/jobs/{id}/events", PG_AUTH_READ, 0, NULL, pg_h_jobs_events},
     {"GET", "/v1/jobs/{id}/samples", PG_AUTH_READ, 0, NULL, pg_h_jobs_samples},

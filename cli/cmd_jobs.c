@@ -1,4 +1,4 @@
-/* cli/cmd_jobs.c - `privgen jobs create|dry-run|list|show|cancel|watch`.
+/* cli/cmd_jobs.c - `privgen jobs create|dry-run|list|show|cancel|delete|watch`.
  *
  * A spec comes from --spec FILE (JSON, "-" = stdin) and/or flags; flags are
  * applied on top of the file: --dataset, --method, --steps (train.steps),
@@ -264,6 +264,10 @@ static const char HELP[] =
     "  list [--status S] [--dataset ID] [--limit N] [--cursor C]\n"
     "  show ID           status, progress, privacy, checkpoints, warnings\n"
     "  cancel ID         request cancellation; prints the job's new state\n"
+    "  delete ID         delete a finished job, its checkpoints and history (a queued\n"
+    "                    one is cancelled and refunded first; a running one is\n"
+    "                    refused: cancel it first). Its ledger entry stays: the\n"
+    "                    dataset's budget is unchanged\n"
     "  watch ID          follow progress until the job ends (exit 1 unless it succeeded)\n"
     "Without --json, create prints the job id, and show, dry-run, cancel and list a\n"
     "few readable lines; --json prints the server's JSON response instead.\n"
@@ -275,13 +279,14 @@ int pg_cli_jobs(int argc, char **argv)
         "spec",  "dataset", "method",           "steps",          "batch", "seed", "set", "status",
         "limit", "cursor",  "checkpoint-every", "public-dataset", NULL};
     static const char *const usage =
-        "usage: privgen jobs create|dry-run|list|show|cancel|watch ... (see README)";
+        "usage: privgen jobs create|dry-run|list|show|cancel|delete|watch ... (see README)";
     pg_args a;
     int prc = pg_args_parse(argc, argv, valued, NULL, HELP, &a);
     if (prc) return prc == PG_ARGS_HELP ? PG_CLI_OK : prc;
     if (a.npos < 1) return pg_cli_error(PG_CLI_USAGE, "%s", usage);
     const char *sub = a.pos[0];
-    int with_id = !strcmp(sub, "show") || !strcmp(sub, "cancel") || !strcmp(sub, "watch");
+    int with_id = !strcmp(sub, "show") || !strcmp(sub, "cancel") || !strcmp(sub, "watch") ||
+                  !strcmp(sub, "delete");
     int creating = !strcmp(sub, "create") || !strcmp(sub, "dry-run");
     if (!with_id && !creating && strcmp(sub, "list"))
         return pg_cli_error(PG_CLI_USAGE, "unknown subcommand '%s'; %s", sub, usage);
@@ -328,6 +333,15 @@ int pg_cli_jobs(int argc, char **argv)
         }
     } else if (!strcmp(sub, "watch")) {
         rc = do_watch(&h, a.pos[1]);
+    } else if (!strcmp(sub, "delete")) {
+        snprintf(path, sizeof path, "/v1/jobs/%s", a.pos[1]);
+        rc = pg_http_json(&h, "DELETE", path, NULL, &out);
+        json_decref(out);
+        out = NULL;
+        if (!rc && !h.json)
+            printf("%s deleted\n", a.pos[1]);
+        else if (!rc)
+            out = json_pack("{s:s,s:b}", "id", a.pos[1], "deleted", 1);
     } else {
         snprintf(path, sizeof path, "/v1/jobs/%s%s", a.pos[1],
                  !strcmp(sub, "cancel") ? "/cancel" : "");

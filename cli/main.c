@@ -22,7 +22,7 @@ static const pg_cli_command commands[] = {
     {"toy", pg_cli_toy, "halfcircle|rectangle|ellipse|gmm_circle: write public toy data", 0},
     {"login", pg_cli_login, "remember the server URL and token", 0},
     {"datasets", pg_cli_datasets, "create|append|list|show|delete|budget", 0},
-    {"jobs", pg_cli_jobs, "create|dry-run|list|show|cancel|watch", 0},
+    {"jobs", pg_cli_jobs, "create|dry-run|list|show|cancel|delete|watch", 0},
     {"samples", pg_cli_samples, "download synthetic samples (json, csv, npy, png)", 0},
     {"checkpoints", pg_cli_checkpoints, "list or download a job's checkpoints", 0},
     {"methods", pg_cli_methods, "the training methods, their parameters and defaults", 0},

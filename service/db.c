@@ -416,3 +416,31 @@ int pg_db_ckpt_get(pg_db *db, const char *job, int64_t step, size_t max_bytes,
     if (!job_id_ok(job) || step < 0) return PG_OK;
     return db->ops->ckpt_get(db, job, step, max_bytes, bytes, len, found, err);
 }
+
+int pg_db_job_history_put(pg_db *db, const char *id, const char *doc, pg_error *err)
+{
+    if (!job_id_ok(id) || !doc) return pg_error_set(err, PG_EINVAL, "invalid job id or history");
+    return db->ops->job_history_put(db, id, doc, err);
+}
+
+int pg_db_job_history_get(pg_db *db, const char *id, char **doc, int *found, pg_error *err)
+{
+    *doc = NULL;
+    *found = 0;
+    if (!job_id_ok(id)) return PG_OK;
+    return db->ops->job_history_get(db, id, doc, found, err);
+}
+
+int pg_db_job_delete(pg_db *db, const char *id, int *found, int *conflict, pg_error *err)
+{
+    *found = 0;
+    *conflict = 0;
+    if (!job_id_ok(id)) return PG_OK;
+    return db->ops->job_delete(db, id, found, conflict, err);
+}
+
+int pg_db_ckpt_delete(pg_db *db, const char *job, int64_t step, pg_error *err)
+{
+    if (!job_id_ok(job) || step < 0) return PG_OK;
+    return db->ops->ckpt_delete(db, job, step, err);
+}

@@ -318,4 +318,23 @@ int pg_db_ckpt_list(pg_db *db, const char *job, pg_ckpt_row **rows, size_t *coun
 int pg_db_ckpt_get(pg_db *db, const char *job, int64_t step, size_t max_bytes,
                    unsigned char **bytes, size_t *len, int *found, pg_error *err);
 
+/* ---- job history and lifecycle ---------------------------------------- */
+
+/* A job's durable view (progress, downsampled loss history, warnings,
+ * privacy report, data geometry): one JSON document owned by the job layer
+ * (service/jobs_hist.c), opaque to storage, replacing the previous one. The
+ * job layer writes it at each checkpoint and at the end, never per step. */
+int pg_db_job_history_put(pg_db *db, const char *id, const char *doc, pg_error *err);
+/* *doc malloc'ed (free()); *found = 0 when none was ever written. */
+int pg_db_job_history_get(pg_db *db, const char *id, char **doc, int *found, pg_error *err);
+/* One transaction: deletes a finished job's row, history and checkpoints.
+ * Its ledger row stays (privacy spent is never given back once the data was
+ * read). *found = 0 for an unknown job; *conflict = 1 (nothing deleted)
+ * while it is queued or running. SQLite removes the checkpoint files after
+ * the commit (a crash in between leaves unreferenced files, never a row
+ * without its file). */
+int pg_db_job_delete(pg_db *db, const char *id, int *found, int *conflict, pg_error *err);
+/* Deletes one checkpoint of a job (PG_OK when there is none at step). */
+int pg_db_ckpt_delete(pg_db *db, const char *job, int64_t step, pg_error *err);
+
 #endif

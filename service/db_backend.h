@@ -66,6 +66,11 @@ typedef struct pg_db_ops {
     int (*ckpt_list)(pg_db *db, const char *job, pg_ckpt_row **rows, size_t *count, pg_error *err);
     int (*ckpt_get)(pg_db *db, const char *job, int64_t step, size_t max_bytes,
                     unsigned char **bytes, size_t *len, int *found, pg_error *err);
+
+    int (*job_history_put)(pg_db *db, const char *id, const char *doc, pg_error *err);
+    int (*job_history_get)(pg_db *db, const char *id, char **doc, int *found, pg_error *err);
+    int (*job_delete)(pg_db *db, const char *id, int *found, int *conflict, pg_error *err);
+    int (*ckpt_delete)(pg_db *db, const char *job, int64_t step, pg_error *err);
 } pg_db_ops;
 
 struct pg_db {

@@ -452,6 +452,10 @@ static const pg_db_ops PGB_OPS = {
     .ckpt_put = pgb_ckpt_put,
     .ckpt_list = pgb_ckpt_list,
     .ckpt_get = pgb_ckpt_get,
+    .job_history_put = pgb_job_history_put,
+    .job_history_get = pgb_job_history_get,
+    .job_delete = pgb_job_delete,
+    .ckpt_delete = pgb_ckpt_delete,
 };
 
 static int migrate_fn(PGconn *c, void *ctx, pg_error *err)

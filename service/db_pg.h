@@ -120,5 +120,9 @@ int pgb_ckpt_put(pg_db *db, const char *job, int64_t step, const unsigned char *
 int pgb_ckpt_list(pg_db *db, const char *job, pg_ckpt_row **rows, size_t *count, pg_error *err);
 int pgb_ckpt_get(pg_db *db, const char *job, int64_t step, size_t max_bytes, unsigned char **bytes,
                  size_t *len, int *found, pg_error *err);
+int pgb_job_history_put(pg_db *db, const char *id, const char *doc, pg_error *err);
+int pgb_job_history_get(pg_db *db, const char *id, char **doc, int *found, pg_error *err);
+int pgb_job_delete(pg_db *db, const char *id, int *found, int *conflict, pg_error *err);
+int pgb_ckpt_delete(pg_db *db, const char *job, int64_t step, pg_error *err);
 
 #endif

@@ -56,6 +56,9 @@ static const char *const MIGRATIONS[] = {
     "ALTER TABLE jobs ADD COLUMN public_dataset_id TEXT;"
     "ALTER TABLE jobs ADD COLUMN public_n INTEGER NOT NULL DEFAULT 0;"
     "CREATE INDEX jobs_public ON jobs(public_dataset_id, status);",
+    /* 4: a job's durable view (service/jobs_hist.c), one JSON document. */
+    "CREATE TABLE job_history(job_id TEXT PRIMARY KEY, doc TEXT NOT NULL,"
+    " updated_at INTEGER NOT NULL);",
 };
 #define NMIGRATIONS ((int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]))
 
@@ -433,6 +436,10 @@ static const pg_db_ops SQ_OPS = {
     .ckpt_put = sq_ckpt_put,
     .ckpt_list = sq_ckpt_list,
     .ckpt_get = sq_ckpt_get,
+    .job_history_put = sq_job_history_put,
+    .job_history_get = sq_job_history_get,
+    .job_delete = sq_job_delete,
+    .ckpt_delete = sq_ckpt_delete,
 };
 
 int pg_db_sqlite_open(const char *url, const pg_db_options *opt, pg_db **out, pg_error *err)

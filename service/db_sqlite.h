@@ -1,6 +1,7 @@
 /* service/db_sqlite.h - internals shared by the SQLite backend's files
  * (db_sqlite.c: open, schema, tokens, idempotency; db_sqlite_rows.c:
- * datasets, appends, blocks; db_sqlite_jobs.c: jobs, ledger, checkpoints).
+ * datasets, appends, blocks; db_sqlite_jobs.c: jobs, ledger, checkpoints;
+ * db_sqlite_hist.c: job history documents, job and checkpoint deletion).
  *
  * One connection guarded by one mutex: every op locks, runs its statements
  * (multi-statement writes inside BEGIN IMMEDIATE ... COMMIT) and unlocks, so
@@ -76,5 +77,9 @@ int sq_ckpt_put(pg_db *db, const char *job, int64_t step, const unsigned char *b
 int sq_ckpt_list(pg_db *db, const char *job, pg_ckpt_row **rows, size_t *count, pg_error *err);
 int sq_ckpt_get(pg_db *db, const char *job, int64_t step, size_t max_bytes, unsigned char **bytes,
                 size_t *len, int *found, pg_error *err);
+int sq_job_history_put(pg_db *db, const char *id, const char *doc, pg_error *err);
+int sq_job_history_get(pg_db *db, const char *id, char **doc, int *found, pg_error *err);
+int sq_job_delete(pg_db *db, const char *id, int *found, int *conflict, pg_error *err);
+int sq_ckpt_delete(pg_db *db, const char *job, int64_t step, pg_error *err);
 
 #endif

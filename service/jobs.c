@@ -34,6 +34,7 @@ void pg_jobs_job_free(job *j)
     if (!j) return;
     json_decref(j->spec);
     json_decref(j->privacy);
+    json_decref(j->warnings);
     free(j->error);
     free(j->ckpts);
     if (j->snap) pg_snapshot_release(j->snap);
@@ -133,6 +134,7 @@ static int geometry_from_spec(json_t *spec, pg_data_desc *out)
         out->lo = (float)json_number_value(json_array_get(range, 0));
         out->hi = (float)json_number_value(json_array_get(range, 1));
         out->num_classes = (int)json_integer_value(json_object_get(g, "num_classes"));
+        out->model = (int)json_integer_value(json_object_get(g, "model")); /* 0 if absent */
     }
     json_object_del(spec, PG_JOBS_GEOMETRY_KEY);
     return ok;
@@ -155,7 +157,7 @@ static job *job_from_row(pg_jobs *m, const pg_job_row *r)
     j->finished_at = r->finished_at;
     j->steps_reserved = r->steps_reserved;
     j->step = (long)r->step;
-    j->loss = NAN;
+    j->loss = j->sps = j->eta = NAN;
     j->error = r->error ? strdup(r->error) : NULL;
     j->spec = r->spec ? json_loads(r->spec, 0, NULL) : NULL;
     if (!j->spec) j->spec = json_object();
@@ -196,6 +198,14 @@ static job *job_from_row(pg_jobs *m, const pg_job_row *r)
     j->total = j->plan.steps;
     j->privacy = pg_jobs_plan_json(&j->plan, &j->desc);
     if (!j->privacy) j->privacy = json_object();
+    char *doc;
+    if (!pg_db_job_history_get(m->db, j->id, &doc, &found, &err) && found) {
+        if (pg_jobs_hist_apply(j, doc))
+            fprintf(stderr, "privgend: the stored history of %s is unreadable\n", j->id);
+        free(doc);
+    }
+    if (pg_jobs_finished(j->status) && !j->warnings) /* stored before history was */
+        j->warnings = pg_jobs_warnings_json(j, 0);
     pg_ckpt_row *ck;
     size_t nck;
     if (!pg_db_ckpt_list(m->db, j->id, &ck, &nck, &err)) {
@@ -272,6 +282,8 @@ void pg_jobs_destroy(pg_jobs *m)
     free(m->threads);
     for (size_t i = 0; i < m->n; i++) pg_jobs_job_free(m->all[i]);
     free(m->all);
+    for (size_t i = 0; i < m->ngone; i++) pg_jobs_job_free(m->gone[i]);
+    free(m->gone);
     pthread_cond_destroy(&m->work);
     pthread_cond_destroy(&m->update);
     pthread_mutex_destroy(&m->mu);
@@ -311,7 +323,7 @@ int pg_jobs_wait(pg_jobs *m, const char *tenant, const char *id, uint64_t *versi
            pthread_cond_timedwait(&m->update, &m->mu, &dl) == 0) {
     }
     if (j) {
-        *final = pg_jobs_finished(j->status) || m->stopping || m->closing;
+        *final = pg_jobs_finished(j->status) || j->deleted || m->stopping || m->closing;
         if (j->version != *version) {
             *version = j->version;
             *out = pg_jobs_job_json(j);
@@ -378,6 +390,64 @@ int pg_jobs_cancel(pg_jobs *m, const char *tenant, const char *id, json_t **out,
     return rc;
 }
 
+/* Moves j from the table to the graveyard (mu held); -1 when out of memory
+ * (j stays listed). Its snapshot is released now (readers hold their own
+ * reference); the struct lives on until destroy for threads holding it. */
+static int bury(pg_jobs *m, job *j)
+{
+    if (m->ngone == m->gonecap) {
+        size_t cap = m->gonecap ? 2 * m->gonecap : 16;
+        job **a = realloc(m->gone, cap * sizeof *a);
+        if (!a) return -1;
+        m->gone = a;
+        m->gonecap = cap;
+    }
+    size_t i = 0;
+    while (i < m->n && m->all[i] != j) i++;
+    if (i == m->n) return 0;
+    memmove(m->all + i, m->all + i + 1, (m->n - i - 1) * sizeof *m->all);
+    m->n--;
+    m->gone[m->ngone++] = j;
+    j->deleted = 1;
+    if (j->snap) pg_snapshot_release(j->snap);
+    j->snap = NULL;
+    free(j->ckpts);
+    j->ckpts = NULL;
+    j->nckpts = j->ckcap = 0;
+    pg_jobs_bump(m, j);
+    return 0;
+}
+
+int pg_jobs_delete(pg_jobs *m, const char *tenant, const char *id, int *found, int *conflict,
+                   pg_error *err)
+{
+    *conflict = 0;
+    int rc = PG_OK;
+    pthread_mutex_lock(&m->mu);
+    job *j = find(m, tenant, id);
+    *found = j != NULL;
+    if (j && j->status == ST_QUEUED) { /* never read the data: refunded, as by cancel */
+        int done;
+        rc = pg_db_job_cancel_queued(m->db, j->id, &done, err);
+        if (!rc && done) {
+            pg_jobs_unqueue(m, j);
+            j->status = ST_CANCELLED;
+            j->finished_at = pg_jobs_now();
+            pg_jobs_bump(m, j);
+        }
+    }
+    if (j && !rc && !pg_jobs_finished(j->status)) *conflict = 1;
+    if (j && !rc && !*conflict) {
+        int there, busy;
+        rc = pg_db_job_delete(m->db, j->id, &there, &busy, err);
+        if (!rc && busy) *conflict = 1;
+        if (!rc && !busy && bury(m, j))
+            rc = pg_error_set(err, PG_ENOMEM, "out of memory deleting a job");
+    }
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
 int pg_jobs_snapshot(pg_jobs *m, const char *tenant, const char *id, long checkpoint,
                      pg_snapshot **snap, pg_job_geometry *geo, int *found, pg_error *err)
 {
@@ -397,6 +467,12 @@ int pg_jobs_snapshot(pg_jobs *m, const char *tenant, const char *id, long checkp
     geo->num_classes = j->desc.num_classes;
     const pg_method *mt = j->method;
     long want = checkpoint;
+    if (!geo->d) { /* finished before history kept its geometry, and its dataset is gone */
+        pthread_mutex_unlock(&m->mu);
+        return pg_error_set(err, PG_ESTATE,
+                            "the job's dataset was deleted and this job finished before privgend "
+                            "stored job geometry: its samples cannot be shaped any more");
+    }
     if (checkpoint >= 0) {
         int have = 0;
         for (size_t i = 0; i < j->nckpts; i++) have |= j->ckpts[i].step == checkpoint;
@@ -412,8 +488,16 @@ int pg_jobs_snapshot(pg_jobs *m, const char *tenant, const char *id, long checkp
     if (want < 0 || !mt) return pg_error_set(err, PG_ESTATE, "the job has no model to sample yet");
     unsigned char *bytes;
     size_t len;
-    int rc = pg_jobs_read_ckpt(m, j->id, want, &bytes, &len, err);
+    int there = 0;
+    int rc = pg_db_ckpt_get(m->db, j->id, want, CKPT_MAX_BYTES, &bytes, &len, &there, err);
     if (rc) return rc;
+    if (!there && checkpoint >= 0) { /* retention deleted it since it was listed */
+        *found = 0;
+        return PG_OK;
+    }
+    if (!there)
+        return pg_error_set(err, PG_EIO, "checkpoint %ld of %s is missing from storage", want,
+                            j->id);
     rc = mt->load_snapshot(bytes, len, snap, err);
     free(bytes);
     if (rc || checkpoint >= 0) return rc;

@@ -91,6 +91,13 @@ int pg_jobs_list(pg_jobs *m, const char *tenant, const char *status, const char 
 int pg_jobs_cancel(pg_jobs *m, const char *tenant, const char *id, json_t **out, int *found,
                    int *conflict, pg_error *err);
 
+/* DELETE /v1/jobs/{id}: the job, its checkpoints and history go; its ledger
+ * row stays (what was spent stays spent). A queued job is first cancelled
+ * and refunded exactly as by pg_jobs_cancel; a running one is refused
+ * (*conflict = 1, nothing changed: cancel it and delete it once it ended). */
+int pg_jobs_delete(pg_jobs *m, const char *tenant, const char *id, int *found, int *conflict,
+                   pg_error *err);
+
 typedef struct pg_job_geometry {
     size_t d;
     int ndim;

@@ -29,9 +29,11 @@ pg_job_data pg_jobs_data(const struct job *j, const struct pg_dataset *rows,
 /* Method-agnostic fallback when a method gives no memory estimate: generous
  * enough for the small MLP generators, small enough to keep a 4 GiB default
  * limit meaningful. */
-#define GENERIC_MEMORY ((size_t)256 << 20)
-#define HIST_CAP       500
-#define DEFAULT_CKPT   100
+#define GENERIC_MEMORY    ((size_t)256 << 20)
+#define HIST_CAP          500
+#define DEFAULT_CKPT      100
+#define DEFAULT_KEEP_CKPT 3 /* keep_checkpoints: older ones kept besides the newest */
+#define MAX_KEEP_CKPT     100000
 
 /* Key of the sample geometry in a stored spec (see jobs_submit.c). */
 #define PG_JOBS_GEOMETRY_KEY "_serving_geometry"
@@ -54,9 +56,10 @@ typedef struct job {
     pg_privacy_plan plan;
     json_t *privacy; /* the plan's report, rendered once (the shuffle bound is costly) */
     int status;
-    int queued; /* in the FIFO */
-    int resume; /* was running when the process started */
-    int cancel; /* stop at the next step boundary */
+    int queued;  /* in the FIFO */
+    int resume;  /* was running when the process started */
+    int cancel;  /* stop at the next step boundary */
+    int deleted; /* DELETE /v1/jobs/{id}: out of the table, in pg_jobs.gone */
     int64_t created_at, started_at, finished_at, steps_reserved;
     char *error;
     long step, total;
@@ -67,6 +70,7 @@ typedef struct job {
     pg_ckpt_row *ckpts;
     size_t nckpts, ckcap;
     pg_snapshot *snap;
+    json_t *warnings; /* set once the job finished (stored); NULL: computed per view */
     uint64_t version;
 } job;
 
@@ -77,6 +81,8 @@ struct pg_jobs {
     pthread_cond_t work, update;
     job **all;
     size_t n, cap;
+    job **gone; /* deleted jobs: pointers held elsewhere stay valid until destroy */
+    size_t ngone, gonecap;
     job *qhead, *qtail;
     size_t nqueued, pending;
     pthread_t *threads;
@@ -109,5 +115,14 @@ const char *pg_jobs_model_name(int model);
  * longer has is an error. */
 int pg_jobs_read_ckpt(pg_jobs *m, const char *id, long step, unsigned char **bytes, size_t *len,
                       pg_error *err);
+
+/* The durable view (jobs_hist.c). save encodes under mu (not held by the
+ * caller) and stores; apply fills a job being rebuilt from its stored
+ * document (-1: unreadable, nothing applied). warnings_json: the warnings
+ * of the history so far, plus the range draw of the latest snapshot when
+ * succeeded (the job ended well: its final model is judged; mu held). */
+int pg_jobs_hist_save(pg_jobs *m, job *j, pg_error *err);
+int pg_jobs_hist_apply(job *j, const char *doc);
+json_t *pg_jobs_warnings_json(const job *j, int succeeded);
 
 #endif

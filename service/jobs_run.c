@@ -26,15 +26,20 @@ static double mono(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* The loss history keeps the steps that are multiples of hist_stride; when
+ * HIST_CAP points are held the stride doubles and the points off it go, so
+ * the history covers the whole run at an even resolution, halved each time
+ * it fills (at most HIST_CAP points, at least HIST_CAP / 2 once it filled). */
 static void hist_add(job *j, long step, double loss, double eps)
 {
     if (j->hist_stride < 1) j->hist_stride = 1;
     if (step % j->hist_stride) return;
-    if (j->nhist == HIST_CAP) { /* keep every other point, halve the rate */
-        size_t k = 0;
-        for (size_t i = 0; i < j->nhist; i += 2) j->hist[k++] = j->hist[i];
-        j->nhist = k;
+    while (j->nhist == HIST_CAP) {
         j->hist_stride *= 2;
+        size_t k = 0;
+        for (size_t i = 0; i < j->nhist; i++)
+            if (j->hist[i].step % j->hist_stride == 0) j->hist[k++] = j->hist[i];
+        j->nhist = k;
         if (step % j->hist_stride) return;
     }
     j->hist[j->nhist++] = (hist_pt){step, loss, eps};
@@ -71,6 +76,17 @@ static void finish(pg_jobs *m, job *j, int st, const char *error)
 {
     pg_error e = {0};
     int rc, tries = 0;
+    /* The warnings are judged once, on the final model, and stored with
+     * the view before the status says the job ended. */
+    pthread_mutex_lock(&m->mu);
+    json_t *w = pg_jobs_warnings_json(j, st == ST_SUCCEEDED);
+    json_decref(j->warnings);
+    j->warnings = w;
+    pthread_mutex_unlock(&m->mu);
+    do rc = pg_jobs_hist_save(m, j, &e);
+    while (db_retry(m, rc, &tries));
+    if (rc) fprintf(stderr, "privgend: cannot store the history of %s: %s\n", j->id, e.msg);
+    tries = 0;
     do rc = pg_db_job_set_status(m->db, j->id, pg_jobs_status[st], 0, 1, error, &e);
     while (db_retry(m, rc, &tries));
     if (rc) fprintf(stderr, "privgend: cannot record the end of %s: %s\n", j->id, e.msg);
@@ -98,6 +114,18 @@ static int publish(pg_jobs *m, job *j, pg_trainer *t, pg_error *err)
     return PG_OK;
 }
 
+static long keep_ckpts(const json_t *spec)
+{
+    json_t *v = json_object_get(spec, "keep_checkpoints");
+    return json_is_integer(v) && json_integer_value(v) >= 0 ? (long)json_integer_value(v)
+                                                            : DEFAULT_KEEP_CKPT;
+}
+
+/* Stores a checkpoint, then applies the retention rule (keep_checkpoints K:
+ * the newest checkpoint, which a resume and the serving snapshot read, plus
+ * the K before it; older ones are unlisted first, then deleted) and saves
+ * the job's durable view. The list is re-read from storage so the view
+ * shows the stored created_at, exactly what a restart will show. */
 static int checkpoint(pg_jobs *m, job *j, pg_trainer *t, long step, pg_error *err)
 {
     unsigned char *bytes;
@@ -112,25 +140,43 @@ static int checkpoint(pg_jobs *m, job *j, pg_trainer *t, long step, pg_error *er
     if (!rc) do
             rc = pg_db_job_set_step(m->db, j->id, step, err);
         while (db_retry(m, rc, &tries));
+    pg_ckpt_row *rows = NULL;
+    size_t n = 0;
+    if (!rc) do
+            rc = pg_db_ckpt_list(m->db, j->id, &rows, &n, err);
+        while (db_retry(m, rc, &tries));
     if (rc) return rc;
+    long keep = keep_ckpts(j->spec) + 1;
+    size_t drop = n > (size_t)keep ? n - (size_t)keep : 0;
+    pg_ckpt_row *kept = malloc((n - drop ? n - drop : 1) * sizeof *kept);
+    if (!kept) {
+        free(rows);
+        return pg_error_set(err, PG_ENOMEM, "out of memory listing checkpoints");
+    }
+    memcpy(kept, rows + drop, (n - drop) * sizeof *rows);
     pthread_mutex_lock(&m->mu);
-    size_t k = j->nckpts;
-    if (k && j->ckpts[k - 1].step == step) k--; /* rewritten */
-    if (k == j->ckcap) {
-        size_t cap = j->ckcap ? 2 * j->ckcap : 8;
-        pg_ckpt_row *a = realloc(j->ckpts, cap * sizeof *a);
-        if (a) {
-            j->ckpts = a;
-            j->ckcap = cap;
-        }
-    }
-    if (k < j->ckcap) {
-        j->ckpts[k] = (pg_ckpt_row){step, (int64_t)len, pg_jobs_now()};
-        j->nckpts = k + 1;
-    }
+    free(j->ckpts);
+    j->ckpts = kept;
+    j->nckpts = j->ckcap = n - drop;
     pg_jobs_bump(m, j);
     pthread_mutex_unlock(&m->mu);
-    return PG_OK;
+    /* A failed deletion does not fail the job: the checkpoint stays stored
+     * (listed again after a restart) and the next write retries the rule. */
+    for (size_t i = 0; i < drop; i++) {
+        pg_error e = {0};
+        int drc;
+        tries = 0;
+        do drc = pg_db_ckpt_delete(m->db, j->id, rows[i].step, &e);
+        while (db_retry(m, drc, &tries));
+        if (drc)
+            fprintf(stderr, "privgend: cannot delete checkpoint %lld of %s: %s\n",
+                    (long long)rows[i].step, j->id, e.msg);
+    }
+    free(rows);
+    tries = 0;
+    do rc = pg_jobs_hist_save(m, j, err);
+    while (db_retry(m, rc, &tries));
+    return rc;
 }
 
 /* Loads exactly the rows the plan was made for (of the job's dataset, or of

@@ -65,17 +65,17 @@ static int public_desc(pg_jobs *m, const char *tenant, const char *ds_id, const 
 }
 
 /* The row's spec: the resolved spec plus the shape, range and classes the
- * job's samples have (PG_JOBS_GEOMETRY_KEY), so a finished job still serves
- * them, PNG included, after its dataset is deleted (job_from_row reads and
- * removes the key: the job view shows the resolved spec only). */
+ * job's samples have and its data's privacy model (PG_JOBS_GEOMETRY_KEY), so a finished job still
+ * serves them, PNG included, after its dataset is deleted (job_from_row reads and removes the key:
+ * the job view shows the resolved spec only). */
 static char *stored_spec(const json_t *resolved, const pg_data_desc *desc)
 {
     json_t *copy = json_copy((json_t *)resolved);
     json_t *shape = json_array();
     for (int i = 0; shape && i < desc->ndim && i < 3; i++)
         json_array_append_new(shape, json_integer((json_int_t)desc->shape[i]));
-    json_t *g = json_pack("{s:o,s:[f,f],s:i}", "shape", shape, "range", (double)desc->lo,
-                          (double)desc->hi, "num_classes", desc->num_classes);
+    json_t *g = json_pack("{s:o,s:[f,f],s:i,s:i}", "shape", shape, "range", (double)desc->lo,
+                          (double)desc->hi, "num_classes", desc->num_classes, "model", desc->model);
     char *txt = NULL;
     if (copy && g && !json_object_set_new(copy, PG_JOBS_GEOMETRY_KEY, g))
         txt = json_dumps(copy, JSON_COMPACT | JSON_REAL_PRECISION(17));
@@ -131,6 +131,25 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
     pg_job_data in = {.desc = &desc, .public_desc = pub_id ? &pdesc : NULL};
     json_t *copy = json_deep_copy(spec);
     if (!copy) return pg_error_set(err, PG_ENOMEM, "out of memory");
+    /* keep_checkpoints is the service's (retention, jobs_run.c), not the
+     * method's: taken out before the method validates the rest. */
+    json_int_t keep = DEFAULT_KEEP_CKPT;
+    json_t *keep_j = json_object_get(copy, "keep_checkpoints");
+    if (keep_j) {
+        if (!json_is_integer(keep_j) || json_integer_value(keep_j) < 0 ||
+            json_integer_value(keep_j) > MAX_KEEP_CKPT)
+            pg_spec_error_add(fe, "keep_checkpoints",
+                              "must be an integer in [0, %d]: the checkpoints kept besides the "
+                              "newest",
+                              MAX_KEEP_CKPT);
+        else
+            keep = json_integer_value(keep_j);
+        json_object_del(copy, "keep_checkpoints");
+        if (fe->count) {
+            json_decref(copy);
+            return PG_OK;
+        }
+    }
     if (!json_object_get(copy, "seed")) {
         uint64_t seed = 0;
         if ((rc = draw_seed(&seed, err))) {
@@ -151,6 +170,7 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
     json_object_set_new(resolved, "dataset_id", json_string(ds_id));
     json_object_set_new(resolved, "method", json_string(mt->name));
     if (pub_id) json_object_set_new(resolved, "public_dataset_id", json_string(pub_id));
+    json_object_set_new(resolved, "keep_checkpoints", json_integer(keep));
     pg_privacy_plan plan;
     rc = mt->plan(resolved, &in, &plan, err);
     if (rc == PG_EINVAL || rc == PG_ERANGE) {

@@ -3,8 +3,6 @@
 #include "service/jobs.h"
 #include "service/jobs_internal.h"
 
-#include "engine/methods/warnings.h"
-
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -65,20 +63,6 @@ json_t *pg_jobs_ckpts_json(const job *j)
     return a;
 }
 
-/* engine/methods/warnings.h's rules: the loss trend over the history so far,
- * and, once a job has succeeded, the range of a fixed-seed draw of its final
- * model (a few hundred rows of at most 64 values: cheap enough per view). */
-static json_t *warnings_json(const job *j)
-{
-    json_t *w = json_array();
-    long steps[HIST_CAP];
-    double loss[HIST_CAP];
-    for (size_t i = 0; i < j->nhist; i++) steps[i] = j->hist[i].step, loss[i] = j->hist[i].loss;
-    const pg_snapshot *snap = j->status == ST_SUCCEEDED ? j->snap : NULL;
-    pg_warnings_append(steps, loss, j->nhist, snap, &j->desc, w, NULL);
-    return w;
-}
-
 json_t *pg_jobs_job_json(const job *j)
 {
     json_t *hist = json_array();
@@ -97,7 +81,8 @@ json_t *pg_jobs_job_json(const job *j)
                      "spec", j->spec, "progress", prog, "privacy", j->privacy, "checkpoints",
                      pg_jobs_ckpts_json(j), "history", hist, "created_at", iso(j->created_at),
                      "started_at", iso(j->started_at), "finished_at", iso(j->finished_at), "error",
-                     j->error ? json_string(j->error) : json_null(), "warnings", warnings_json(j));
+                     j->error ? json_string(j->error) : json_null(), "warnings",
+                     j->warnings ? json_incref(j->warnings) : pg_jobs_warnings_json(j, 0));
 }
 
 json_t *pg_jobs_quote_json(const pg_ledger_quote *q)

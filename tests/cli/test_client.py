@@ -375,6 +375,14 @@ def human_output_and_json():
     assert out.splitlines()[0] == f"{long}  entropic_gan  cancelled", out
     err = code(1, "jobs", "cancel", long)
     assert "409" in err, err
+    # delete: gone from the API, a second delete is a 404; --json says so
+    out = human("jobs", "delete", long)
+    assert out.strip() == f"{long} deleted", out
+    assert api("GET", f"/v1/jobs/{long}")[0] == 404
+    err = code(1, "jobs", "delete", long)
+    assert "404" in err, err
+    rc, out, err = run("jobs", "delete", "--help")
+    assert rc == 0 and "delete ID" in out.decode() and "ledger" in out.decode(), (rc, out, err)
 
 
 @case

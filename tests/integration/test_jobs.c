@@ -771,11 +771,21 @@ START_TEST(kill9_resumes_from_the_checkpoint)
     ck_assert_int_eq(
         (int)json_integer_value(json_object_get(json_object_get(j, "progress"), "step")), 6000);
     json_t *cks = json_object_get(j, "checkpoints");
-    ck_assert_int_eq((int)json_array_size(cks), 12); /* 500..6000, none lost or doubled */
-    /* resumed, not restarted: this process saw no step before the checkpoint */
-    long first = (long)json_integer_value(
-        json_object_get(json_array_get(json_object_get(j, "history"), 0), "step"));
-    ck_assert_msg(first > 1000, "history starts at step %ld", first);
+    /* 500..6000 written, none lost or doubled; keep_checkpoints 3 leaves the
+     * newest and the 3 before it */
+    ck_assert_int_eq((int)json_array_size(cks), 4);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(
+            (int)json_integer_value(json_object_get(json_array_get(cks, (size_t)i), "step")),
+            4500 + 500 * i);
+    /* resumed, not restarted: the stored history goes on without repeating
+     * a step, and what was recorded before the crash is still there */
+    json_t *h = json_object_get(j, "history");
+    for (size_t i = 1; i < json_array_size(h); i++)
+        ck_assert_int_lt(json_integer_value(json_object_get(json_array_get(h, i - 1), "step")),
+                         json_integer_value(json_object_get(json_array_get(h, i), "step")));
+    long first = (long)json_integer_value(json_object_get(json_array_get(h, 0), "step"));
+    ck_assert_msg(first < 1000, "history starts at step %ld", first);
     size_t nh = json_array_size(json_object_get(j, "history")); /* downsampled */
     ck_assert_msg(nh <= 500 && nh >= 250, "%zu history points", nh);
     json_decref(j);
@@ -1192,7 +1202,20 @@ START_TEST(public_dataset_for_latent_flows)
 }
 END_TEST
 
-/* First step this process saw (0 when it ran none: the job finished before). */
+/* The history survives restarts (it is stored at each checkpoint), so a run
+ * resumed from its checkpoint continues it: strictly increasing steps, and
+ * points from before the crash. A run restarted from its initialization
+ * would repeat steps. Returns the first offending index, or -1. */
+static long hist_break(json_t *job)
+{
+    json_t *h = json_object_get(job, "history");
+    for (size_t i = 1; i < json_array_size(h); i++)
+        if (json_integer_value(json_object_get(json_array_get(h, i), "step")) <=
+            json_integer_value(json_object_get(json_array_get(h, i - 1), "step")))
+            return (long)i;
+    return -1;
+}
+
 static long first_hist(json_t *job)
 {
     return (long)json_integer_value(
@@ -1272,7 +1295,9 @@ START_TEST(central_kill9_resumes_with_one_charge)
      * is left of the plan, so it ends one checkpoint interval short unless
      * the crash fell exactly on a checkpoint. */
     ck_assert_msg(step == 2500 || step == 3000, "final step %ld", step);
-    ck_assert_msg(first_hist(j) > 1000, "not resumed mid-run: history starts at %ld",
+    ck_assert_msg(hist_break(j) < 0, "not resumed mid-run: history steps repeat at %ld",
+                  hist_break(j));
+    ck_assert_msg(first_hist(j) < 1000, "the history before the restart is lost: starts at %ld",
                   first_hist(j));
     json_decref(j);
     json_t *bj = budget(&s, ds);
@@ -1288,7 +1313,9 @@ START_TEST(central_kill9_resumes_with_one_charge)
     j = poll_job(&s, second, "succeeded", 0);
     ck_assert_int_eq(
         (int)json_integer_value(json_object_get(json_object_get(j, "progress"), "step")), 3000);
-    ck_assert_msg(first_hist(j) > 1000, "not resumed mid-run: history starts at %ld",
+    ck_assert_msg(hist_break(j) < 0, "not resumed mid-run: history steps repeat at %ld",
+                  hist_break(j));
+    ck_assert_msg(first_hist(j) < 1000, "the history before the restart is lost: starts at %ld",
                   first_hist(j));
     json_decref(j);
     bj = budget(&s, ds);

@@ -146,6 +146,44 @@ START_TEST(concurrent_opens_migrate_once)
 }
 END_TEST
 
+/* A database left at version 1 (before job histories) by an older privgend
+ * migrates forward at open, keeping its jobs, and gains the history table. */
+START_TEST(version_1_database_migrates_forward)
+{
+    char uri[512];
+    fresh_db("pgt_v1", uri, sizeof uri);
+    pg_db *db = open_db(uri);
+    int latest = 0;
+    ck_assert_int_eq(pg_db_schema_version(db, &latest, NULL), PG_OK);
+    ck_assert_int_ge(latest, 2);
+    pg_db_close(db);
+    PGconn *c = PQconnectdb(uri);
+    ck_assert_msg(PQstatus(c) == CONNECTION_OK, "%s", PQerrorMessage(c));
+    exec_ok(c, "DROP TABLE job_history; UPDATE schema_version SET version = 1");
+    exec_ok(c, "INSERT INTO jobs(id, tenant_id, dataset_id, status, spec, created_at, updated_at)"
+               " VALUES ('job_v1', 't1', 'ds_v1', 'succeeded', '{}', 1, 2)");
+    db = open_db(uri);
+    int v = 0;
+    ck_assert_int_eq(pg_db_schema_version(db, &v, NULL), PG_OK);
+    ck_assert_int_eq(v, latest);
+    ck_assert_int_eq(scalar(c, "SELECT count(*) FROM jobs WHERE id = 'job_v1'"), 1);
+    char *doc;
+    int found, conflict;
+    ck_assert_int_eq(pg_db_job_history_get(db, "job_v1", &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 0);
+    ck_assert_int_eq(pg_db_job_history_put(db, "job_v1", "{\"v\":1}", NULL), PG_OK);
+    ck_assert_int_eq(pg_db_job_history_get(db, "job_v1", &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 1);
+    ck_assert_str_eq(doc, "{\"v\":1}");
+    free(doc);
+    ck_assert_int_eq(pg_db_job_delete(db, "job_v1", &found, &conflict, NULL), PG_OK);
+    ck_assert_int_eq(found, 1);
+    ck_assert_int_eq(scalar(c, "SELECT count(*) FROM job_history"), 0);
+    pg_db_close(db);
+    PQfinish(c);
+}
+END_TEST
+
 START_TEST(open_errors_hide_the_password)
 {
     const char *good = pgt_uri();
@@ -628,6 +666,7 @@ int main(void)
     TCase *tc = tcase_create("postgres");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, concurrent_opens_migrate_once);
+    tcase_add_test(tc, version_1_database_migrates_forward);
     tcase_add_test(tc, open_errors_hide_the_password);
     tcase_add_test(tc, append_and_read_back_chunked_blocks);
     tcase_add_test(tc, failed_appends_leave_nothing);

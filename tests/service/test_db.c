@@ -1,7 +1,8 @@
 /* The storage contract (service/db.h) against whichever backend
  * PRIVGEN_TEST_DB names (default: a fresh SQLite file): tokens, tenancy,
  * pagination, appends (all or nothing), reading rows, idempotency keys,
- * jobs, checkpoints and gauges. Backend-specific behaviour (files, schema
+ * jobs, checkpoints, job history documents, job and checkpoint deletion,
+ * and gauges. Backend-specific behaviour (files, schema
  * migrations of old data dirs) is in test_db_sqlite.c. */
 #include <pthread.h>
 #include <zlib.h>
@@ -634,6 +635,129 @@ START_TEST(checkpoints_round_trip)
 }
 END_TEST
 
+START_TEST(job_history_and_deletion)
+{
+    pg_db *db = pg_test_db_open();
+    char t[PG_ID_MAX], ds[PG_ID_MAX];
+    pg_test_uid(t, sizeof t, "ten_");
+    pg_test_uid(ds, sizeof ds, "ds_");
+    pg_test_dataset(db, t, ds, 2);
+    pg_job_row row;
+    memset(&row, 0, sizeof row);
+    pg_test_uid(row.id, sizeof row.id, "job_");
+    snprintf(row.tenant, sizeof row.tenant, "%s", t);
+    snprintf(row.dataset_id, sizeof row.dataset_id, "%s", ds);
+    snprintf(row.method, sizeof row.method, "dp_sinkhorn");
+    row.data_n = 10;
+    row.spec = "{}";
+    /* a charging plan, so the job has a ledger row that must outlive it */
+    pg_privacy_plan plan;
+    memset(&plan, 0, sizeof plan);
+    plan.charges = 1;
+    plan.noise_multiplier = 2;
+    plan.sampling_rate = 0.1;
+    plan.steps = 10;
+    plan.epsilon = 0.5;
+    plan.delta = 1e-6;
+    plan.norders = 2;
+    plan.orders[0] = 2;
+    plan.orders[1] = 8;
+    plan.rdp[0] = 0.05;
+    plan.rdp[1] = 0.2;
+    snprintf(plan.mechanism, sizeof plan.mechanism, "poisson_subsampled_gaussian");
+    pg_ledger_quote q;
+    ck_assert_int_eq(pg_db_job_admit(db, &row, &plan, 100.0, 1e-5, &q, NULL), PG_OK);
+    ck_assert_int_eq(q.admit, 1);
+
+    /* history: none, then written, then replaced (text kept byte for byte) */
+    char *doc;
+    int found, conflict;
+    ck_assert_int_eq(pg_db_job_history_get(db, row.id, &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 0);
+    ck_assert_ptr_null(doc);
+    const char *d1 = "{\"v\":1,\"loss\":0.10000000000000001,\"s\":\"\\u00e9 '\\\"\"}";
+    ck_assert_int_eq(pg_db_job_history_put(db, row.id, d1, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_job_history_get(db, row.id, &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 1);
+    ck_assert_str_eq(doc, d1);
+    free(doc);
+    ck_assert_int_eq(pg_db_job_history_put(db, row.id, "{\"v\":2}", NULL), PG_OK);
+    ck_assert_int_eq(pg_db_job_history_get(db, row.id, &doc, &found, NULL), PG_OK);
+    ck_assert_str_eq(doc, "{\"v\":2}");
+    free(doc);
+    ck_assert_int_eq(pg_db_job_history_put(db, "bad id!", "{}", NULL), PG_EINVAL);
+
+    /* checkpoints: one deleted, the others kept; deleting a missing one is fine */
+    const unsigned char b[3] = {1, 2, 3};
+    uint32_t crc = (uint32_t)crc32(0L, b, 3);
+    for (int64_t s = 10; s <= 30; s += 10)
+        ck_assert_int_eq(pg_db_ckpt_put(db, row.id, s, b, 3, crc, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_ckpt_delete(db, row.id, 20, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_ckpt_delete(db, row.id, 20, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_ckpt_delete(db, row.id, 99, NULL), PG_OK);
+    pg_ckpt_row *ck;
+    size_t n;
+    ck_assert_int_eq(pg_db_ckpt_list(db, row.id, &ck, &n, NULL), PG_OK);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_int_eq(ck[0].step, 10);
+    ck_assert_int_eq(ck[1].step, 30);
+    free(ck);
+    unsigned char *got;
+    size_t len;
+    ck_assert_int_eq(pg_db_ckpt_get(db, row.id, 20, 1 << 20, &got, &len, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 0);
+    ck_assert_int_eq(pg_db_ckpt_get(db, row.id, 30, 1 << 20, &got, &len, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 1);
+    free(got);
+
+    /* queued and running jobs are not deleted */
+    ck_assert_int_eq(pg_db_job_delete(db, row.id, &found, &conflict, NULL), PG_OK);
+    ck_assert_int_eq(found, 1);
+    ck_assert_int_eq(conflict, 1);
+    ck_assert_int_eq(pg_db_job_set_status(db, row.id, "running", 1, 0, NULL, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_job_delete(db, row.id, &found, &conflict, NULL), PG_OK);
+    ck_assert_int_eq(conflict, 1);
+    ck_assert_int_eq(pg_db_job_history_get(db, row.id, &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 1);
+    free(doc);
+    pg_ledger_entry *le;
+    size_t nle;
+    ck_assert_int_eq(pg_db_ledger_entries(db, ds, &le, &nle, NULL), PG_OK);
+    ck_assert_uint_eq(nle, 1);
+    pg_ledger_entries_free(le, nle);
+
+    /* a finished one goes with its checkpoints and history; its ledger row stays */
+    ck_assert_int_eq(pg_db_job_set_status(db, row.id, "succeeded", 0, 1, NULL, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_job_delete(db, row.id, &found, &conflict, NULL), PG_OK);
+    ck_assert_int_eq(found, 1);
+    ck_assert_int_eq(conflict, 0);
+    pg_job_row *rows;
+    ck_assert_int_eq(pg_db_job_load_all(db, &rows, &n, NULL), PG_OK);
+    for (size_t i = 0; i < n; i++) ck_assert_str_ne(rows[i].id, row.id);
+    pg_job_rows_free(rows, n);
+    ck_assert_int_eq(pg_db_ckpt_list(db, row.id, &ck, &n, NULL), PG_OK);
+    ck_assert_uint_eq(n, 0);
+    free(ck);
+    ck_assert_int_eq(pg_db_job_history_get(db, row.id, &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 0);
+    ck_assert_int_eq(pg_db_ledger_entries(db, ds, &le, &nle, NULL), PG_OK);
+    ck_assert_uint_eq(nle, 1);
+    ck_assert_str_eq(le[0].job_id, row.id);
+    ck_assert_int_eq(le[0].refunded, 0);
+    ck_assert_double_eq(le[0].epsilon, 0.5);
+    pg_ledger_entries_free(le, nle);
+    pg_ledger_curve c;
+    ck_assert_int_eq(pg_ledger_spent(db, ds, &c, NULL), PG_OK);
+    ck_assert_int_eq(c.entries, 1);
+    /* gone: a second delete finds nothing; malformed ids are not found */
+    ck_assert_int_eq(pg_db_job_delete(db, row.id, &found, &conflict, NULL), PG_OK);
+    ck_assert_int_eq(found, 0);
+    ck_assert_int_eq(pg_db_job_delete(db, "../etc", &found, &conflict, NULL), PG_OK);
+    ck_assert_int_eq(found, 0);
+    pg_db_close(db);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("db");
@@ -650,6 +774,7 @@ static Suite *suite(void)
     tcase_add_test(t, concurrent_idempotency_begins_reserve_once);
     tcase_add_test(t, jobs_round_trip);
     tcase_add_test(t, checkpoints_round_trip);
+    tcase_add_test(t, job_history_and_deletion);
     suite_add_tcase(s, t);
     return s;
 }

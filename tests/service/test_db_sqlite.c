@@ -61,7 +61,7 @@ START_TEST(schema_version_and_newer_refused)
     pg_db *db = open_db();
     int v;
     ck_assert_int_eq(pg_db_schema_version(db, &v, NULL), PG_OK);
-    ck_assert_int_eq(v, 3);
+    ck_assert_int_eq(v, 4);
     pg_db_close(db);
     /* a database from a future binary is refused, not silently used */
     sql("UPDATE schema_version SET version=99");
@@ -166,7 +166,7 @@ START_TEST(old_data_dir_opens_and_works)
     pg_db *db = open_db();
     int v;
     ck_assert_int_eq(pg_db_schema_version(db, &v, NULL), PG_OK);
-    ck_assert_int_eq(v, 3);
+    ck_assert_int_eq(v, 4);
     pg_token t;
     int found;
     ck_assert_int_eq(pg_db_token_get(db, "tok_0123456789abcdef", &t, &found, NULL), PG_OK);
@@ -226,6 +226,20 @@ START_TEST(old_data_dir_opens_and_works)
     ck_assert_int_eq(pg_db_append_commit(a, NULL, 100, &found, &added, &nn, NULL), PG_OK);
     ck_assert_int_eq(nn, 4);
     ck_assert(file_exists("%s/datasets/%s/%s", "ds_old", "rows-1.f32"));
+    /* migration 4: the old job has no stored history until it is written */
+    char *doc;
+    ck_assert_int_eq(pg_db_job_history_get(db, "job_old", &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 0);
+    ck_assert_int_eq(pg_db_job_history_put(db, "job_old", "{\"v\":1}", NULL), PG_OK);
+    /* deleting the old job removes its checkpoint file; its ledger row stays */
+    int conflict;
+    ck_assert(file_exists("%s/checkpoints/%s/%s", "job_old", "7.pgc"));
+    ck_assert_int_eq(pg_db_job_delete(db, "job_old", &found, &conflict, NULL), PG_OK);
+    ck_assert_int_eq(found, 1);
+    ck_assert_int_eq(conflict, 0);
+    ck_assert(!file_exists("%s/checkpoints/%s/%s", "job_old", "7.pgc"));
+    ck_assert_int_eq(pg_ledger_spent(db, "ds_old", &c, NULL), PG_OK);
+    ck_assert_int_eq(c.entries, 1);
     pg_db_close(db);
 }
 END_TEST
@@ -266,7 +280,7 @@ START_TEST(version_1_data_dir_is_migrated)
     pg_db *db = open_db();
     int v;
     ck_assert_int_eq(pg_db_schema_version(db, &v, NULL), PG_OK);
-    ck_assert_int_eq(v, 3);
+    ck_assert_int_eq(v, 4);
     pg_job_row *jr;
     size_t n;
     ck_assert_int_eq(pg_db_job_load_all(db, &jr, &n, NULL), PG_OK);

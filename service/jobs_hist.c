@@ -1,0 +1,114 @@
+/* service/jobs_hist.c - a job's durable view: the history document stored
+ * with pg_db_job_history_put and applied back when the job table is rebuilt
+ * at start, so a restart shows what was shown before it.
+ *
+ * Document (version 1):
+ *   {"v":1, "step", "total_steps", "loss", "epsilon_spent", "steps_per_second",
+ *    "history": [[step, loss, epsilon_spent], ...], "hist_stride",
+ *    "warnings": [...] (finished jobs only), "privacy": {...}}
+ * Non-finite numbers are null. What a job's samples look like (shape, range,
+ * classes, privacy model) is not here: it is stored with the spec at
+ * submission (jobs_submit.c), which also covers jobs that never checkpointed.
+ *
+ * Write rate: the worker saves at each checkpoint and once at the end (and
+ * at a clean shutdown's last checkpoint), never per step. The history is
+ * bounded by HIST_CAP points (jobs_run.c's rule: when full, every other
+ * point is dropped and the sampling stride doubles), so a document stays
+ * below ~40 KB whatever the step count.
+ */
+#include "service/jobs.h"
+#include "service/jobs_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/methods/warnings.h"
+
+static json_t *num(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+static double dbl(const json_t *v, double dflt)
+{
+    return json_is_number(v) ? json_number_value(v) : dflt;
+}
+
+json_t *pg_jobs_warnings_json(const job *j, int succeeded)
+{
+    json_t *w = json_array();
+    long steps[HIST_CAP];
+    double loss[HIST_CAP];
+    for (size_t i = 0; i < j->nhist; i++) steps[i] = j->hist[i].step, loss[i] = j->hist[i].loss;
+    const pg_snapshot *snap = succeeded ? j->snap : NULL;
+    if (snap && !j->desc.d) snap = NULL; /* no geometry to judge the range by */
+    pg_warnings_append(steps, loss, j->nhist, snap, &j->desc, w, NULL);
+    return w;
+}
+
+static char *encode(const job *j)
+{
+    json_t *h = json_array();
+    for (size_t i = 0; i < j->nhist; i++)
+        json_array_append_new(h, json_pack("[I,o,o]", (json_int_t)j->hist[i].step,
+                                           num(j->hist[i].loss), num(j->hist[i].eps)));
+    json_t *o =
+        json_pack("{s:i,s:I,s:I,s:o,s:o,s:o,s:o,s:I,s:O}", "v", 1, "step", (json_int_t)j->step,
+                  "total_steps", (json_int_t)j->total, "loss", num(j->loss), "epsilon_spent",
+                  num(j->eps_spent), "steps_per_second", num(j->sps), "history", h, "hist_stride",
+                  (json_int_t)j->hist_stride, "privacy", j->privacy);
+    if (o && j->warnings) json_object_set(o, "warnings", j->warnings);
+    char *s = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    json_decref(o);
+    return s;
+}
+
+int pg_jobs_hist_save(pg_jobs *m, job *j, pg_error *err)
+{
+    pthread_mutex_lock(&m->mu);
+    char *doc = encode(j);
+    pthread_mutex_unlock(&m->mu);
+    if (!doc) return pg_error_set(err, PG_ENOMEM, "out of memory encoding a job's history");
+    int rc = pg_db_job_history_put(m->db, j->id, doc, err);
+    free(doc);
+    return rc;
+}
+
+int pg_jobs_hist_apply(job *j, const char *doc)
+{
+    json_t *o = json_loads(doc, 0, NULL);
+    if (!json_is_object(o) || json_integer_value(json_object_get(o, "v")) != 1) {
+        json_decref(o);
+        return -1;
+    }
+    j->step = (long)json_integer_value(json_object_get(o, "step"));
+    j->total = (long)json_integer_value(json_object_get(o, "total_steps"));
+    j->loss = dbl(json_object_get(o, "loss"), NAN);
+    j->eps_spent = dbl(json_object_get(o, "epsilon_spent"), NAN);
+    j->sps = dbl(json_object_get(o, "steps_per_second"), NAN);
+    j->hist_stride = (long)json_integer_value(json_object_get(o, "hist_stride"));
+    json_t *h = json_object_get(o, "history"), *p;
+    size_t i;
+    j->nhist = 0;
+    json_array_foreach(h, i, p)
+    {
+        if (j->nhist == HIST_CAP) break;
+        j->hist[j->nhist++] =
+            (hist_pt){(long)json_integer_value(json_array_get(p, 0)),
+                      dbl(json_array_get(p, 1), NAN), dbl(json_array_get(p, 2), NAN)};
+    }
+    json_t *w = json_object_get(o, "warnings");
+    if (json_is_array(w)) {
+        json_decref(j->warnings);
+        j->warnings = json_incref(w);
+    }
+    json_t *pr = json_object_get(o, "privacy");
+    if (json_is_object(pr)) {
+        json_decref(j->privacy);
+        j->privacy = json_incref(pr);
+    }
+    json_decref(o);
+    return 0;
+}
