@@ -72,6 +72,19 @@ void pg_plot_frame(const float *xy, size_t n, float lo, float hi, int frame, pg_
     ticks(&out->y, step, k);
 }
 
+void pg_plot_axis_fit(double lo, double hi, int target, int extend, pg_plot_axis *a)
+{
+    memset(a, 0, sizeof *a);
+    int k;
+    double step = nice_step(hi - lo, target > 0 ? target : 1, &k);
+    if (extend) {
+        lo = floor(lo / step + 1e-9) * step;
+        hi = ceil(hi / step - 1e-9) * step;
+    }
+    a->lo = lo, a->hi = hi;
+    ticks(a, step, k);
+}
+
 int pg_plot_px(const pg_plot_layout *l, double x, double y, int *px, int *py)
 {
     double u = (x - l->x.lo) / (l->x.hi - l->x.lo), v = (y - l->y.lo) / (l->y.hi - l->y.lo);

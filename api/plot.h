@@ -40,6 +40,10 @@ void pg_plot_frame(const float *xy, size_t n, float lo, float hi, int frame, pg_
 /* Pixel of (x, y): box left + (x - x.lo) / (x.hi - x.lo) * SIZE, rounded;
  * y grows upwards. Returns 0 when the pixel lies outside the box. */
 int pg_plot_px(const pg_plot_layout *l, double x, double y, int *px, int *py);
+/* One axis over [lo, hi] (lo < hi, finite) with about `target` round
+ * intervals; with `extend`, lo and hi move out to the nearest ticks (a
+ * histogram's count axis), else they stay and the ticks fall inside. */
+void pg_plot_axis_fit(double lo, double hi, int target, int extend, pg_plot_axis *a);
 /* Writes the label of tick value v with the axis's decimals ("-0" is "0"). */
 void pg_plot_tick_label(const pg_plot_axis *a, double v, char *buf, size_t cap);
 

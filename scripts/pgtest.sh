@@ -24,9 +24,11 @@
 # `privgen` (password auth, the password is in the URI), and DIR/admin_uri the
 # URI of the superuser `postgres` (trust auth) used for cluster-level actions
 # such as pg_terminate_backend in fault tests. The server listens on a Unix
-# socket only (listen_addresses=''), in DIR itself or, when DIR's path is too
-# long for a socket name, in a short directory under /tmp recorded in
-# DIR/sockdir. fsync is off: the cluster is scratch, never data anyone keeps.
+# socket only (listen_addresses=''). Data, socket and logs live in DIR
+# itself or, when DIR's path is too long for a socket name or DIR is not
+# reachable by the cluster's owner (a clone under /root), in a directory
+# /tmp/pgtest.XXXXXX named in DIR/home and removed with it. fsync is off: the
+# cluster is scratch, never data anyone keeps.
 #
 # PostgreSQL refuses to run as root, and CI runs as root: then the cluster
 # belongs to the Debian `postgres` system user (runuser), and DIR is chowned
@@ -61,9 +63,10 @@ as_owner() {
   fi
 }
 
-socket_dir() {
+# Where a cluster's data, socket and logs are (see above).
+home_of() {
   local dir=$1
-  if [ -f "$dir/sockdir" ]; then cat "$dir/sockdir"; else echo "$dir"; fi
+  if [ -f "$dir/home" ]; then cat "$dir/home"; else echo "$dir"; fi
 }
 
 # URI-encodes a socket directory for the host part of a libpq URI.
@@ -80,23 +83,25 @@ enc() {
 }
 
 pid_alive() {
-  local dir=$1 pid
-  [ -f "$dir/data/postmaster.pid" ] || return 1
-  pid=$(head -n 1 "$dir/data/postmaster.pid" 2>/dev/null || true)
+  local home pid
+  home=$(home_of "$1")
+  [ -f "$home/data/postmaster.pid" ] || return 1
+  pid=$(head -n 1 "$home/data/postmaster.pid" 2>/dev/null || true)
   [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
 }
 
 stop_server() {
-  local dir=$1 bin pid
-  [ -d "$dir/data" ] || return 0
+  local dir=$1 bin pid home
+  home=$(home_of "$dir")
+  [ -d "$home/data" ] || return 0
   bin=$(bindir)
   if pid_alive "$dir"; then
-    as_owner "$bin/pg_ctl" -D "$dir/data" -m immediate -w -t 30 stop >/dev/null 2>&1 || true
+    as_owner "$bin/pg_ctl" -D "$home/data" -m immediate -w -t 30 stop >/dev/null 2>&1 || true
   fi
   # pg_ctl may fail on a half-initialized data dir: the postmaster's pid
   # (first line of postmaster.pid) is the fallback.
   if pid_alive "$dir"; then
-    pid=$(head -n 1 "$dir/data/postmaster.pid")
+    pid=$(head -n 1 "$home/data/postmaster.pid")
     kill -QUIT "$pid" 2>/dev/null || true
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$pid" 2>/dev/null || true
@@ -104,12 +109,12 @@ stop_server() {
 }
 
 start_server() {
-  local dir=$1 bin sock
+  local dir=$1 bin home
   bin=$(bindir)
-  sock=$(socket_dir "$dir")
-  as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-    -o "-c listen_addresses='' -c unix_socket_directories='$sock'" start >/dev/null ||
-    { tail -n 20 "$dir/server.log" >&2 || true; die "server in $dir did not start"; }
+  home=$(home_of "$dir")
+  as_owner "$bin/pg_ctl" -D "$home/data" -l "$home/server.log" -w -t 60 \
+    -o "-c listen_addresses='' -c unix_socket_directories='$home'" start >/dev/null ||
+    { tail -n 20 "$home/server.log" >&2 || true; die "server in $home did not start"; }
 }
 
 psql_admin() {
@@ -122,47 +127,47 @@ cmd_stop() {
   local dir=$1 sock
   [ -e "$dir" ] || return 0
   stop_server "$dir"
-  if [ -f "$dir/sockdir" ]; then
-    sock=$(cat "$dir/sockdir")
+  if [ -f "$dir/home" ]; then
+    sock=$(cat "$dir/home")
     case "$sock" in /tmp/pgtest.*) rm -rf "$sock" ;; esac
   fi
   rm -rf "$dir"
 }
 
 cmd_start() {
-  local dir=$1 bin sock pw owner
+  local dir=$1 bin home pw owner=""
   bin=$(bindir)
   cmd_stop "$dir" # a stale cluster from a killed run, if any
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)
-  sock=$dir
-  # A Unix socket path is limited to 107 bytes: "/.s.PGSQL.5432" needs 14.
-  if [ ${#dir} -gt 90 ]; then
-    sock=$(mktemp -d /tmp/pgtest.XXXXXX)
-    echo "$sock" >"$dir/sockdir"
-  fi
+  home=$dir
   if [ "$(id -u)" -eq 0 ]; then
     getent passwd postgres >/dev/null || die "user postgres missing (install the postgresql package)"
     owner=postgres
-    chown postgres: "$dir" "$sock"
-    # Every parent must be searchable by postgres.
-    runuser -u postgres -- test -w "$dir" || die "$dir is not reachable by user postgres"
+    chown postgres: "$dir"
   fi
-  chmod 0700 "$dir"
+  # A Unix socket path is limited to 107 bytes ("/.s.PGSQL.5432" needs 14),
+  # and every parent of DIR must be searchable by the owner.
+  if [ ${#dir} -gt 90 ] || { [ -n "$owner" ] && ! runuser -u postgres -- test -w "$dir"; }; then
+    home=$(mktemp -d /tmp/pgtest.XXXXXX)
+    echo "$home" >"$dir/home"
+    if [ -n "$owner" ]; then chown postgres: "$home"; fi
+  fi
+  chmod 0700 "$home"
   pw=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')
-  printf '%s\n' "$pw" >"$dir/.pw"
-  [ -n "${owner:-}" ] && chown "$owner" "$dir/.pw"
-  as_owner "$bin/initdb" -D "$dir/data" -U postgres -E UTF8 --locale=C -A trust \
-    --pwfile="$dir/.pw" --no-sync >"$dir/initdb.log" 2>&1 ||
-    { tail -n 20 "$dir/initdb.log" >&2; die "initdb failed"; }
-  rm -f "$dir/.pw"
+  printf '%s\n' "$pw" >"$home/.pw"
+  if [ -n "$owner" ]; then chown "$owner" "$home/.pw"; fi
+  as_owner "$bin/initdb" -D "$home/data" -U postgres -E UTF8 --locale=C -A trust \
+    --pwfile="$home/.pw" --no-sync >"$home/initdb.log" 2>&1 ||
+    { tail -n 20 "$home/initdb.log" >&2; die "initdb failed"; }
+  rm -f "$home/.pw"
   # The superuser may enter without a password (cluster-level test actions);
   # every other role must present one, as in production.
-  as_owner sh -c "cat >'$dir/data/pg_hba.conf'" <<'EOF'
+  as_owner sh -c "cat >'$home/data/pg_hba.conf'" <<'EOF'
 local all postgres trust
 local all all scram-sha-256
 EOF
-  as_owner sh -c "cat >>'$dir/data/postgresql.conf'" <<'EOF'
+  as_owner sh -c "cat >>'$home/data/postgresql.conf'" <<'EOF'
 fsync = off
 synchronous_commit = off
 full_page_writes = off
@@ -173,14 +178,14 @@ log_line_prefix = '%m [%p] '
 EOF
   start_server "$dir"
   local esock
-  esock=$(enc "$sock")
+  esock=$(enc "$home")
   echo "postgresql://postgres@$esock/postgres" >"$dir/admin_uri"
   psql_admin "$dir" -c "CREATE ROLE privgen LOGIN CREATEDB PASSWORD '$pw'" \
     -c "GRANT pg_signal_backend TO privgen" -c "CREATE DATABASE privgen OWNER privgen"
   echo "postgresql://privgen:$pw@$esock/privgen" >"$dir/uri"
   chmod 0644 "$dir/uri" "$dir/admin_uri"
-  [ -n "${owner:-}" ] && chmod 0711 "$dir" # root and the tests read uri; sockets stay postgres'
-  echo "pgtest.sh: cluster up in $dir (socket $sock)" >&2
+  chmod 0711 "$dir" "$home" # clients reach the socket; the data dir stays 0700
+  echo "pgtest.sh: cluster up in $dir (socket in $home)" >&2
 }
 
 db_uri() {
