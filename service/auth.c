@@ -33,8 +33,8 @@ int pg_auth_random_id(const char *prefix, char out[PG_ID_MAX], pg_error *err)
 }
 
 /* Fills a fresh token and its record without storing anything. */
-static int make_token(int scope, const char *tenant, char token_out[PG_TOKEN_MAX], pg_token *rec,
-                      pg_error *err)
+static int make_token(int scope, const char *tenant, int64_t expires_at,
+                      char token_out[PG_TOKEN_MAX], pg_token *rec, pg_error *err)
 {
     unsigned char r[24];
     if (pg_os_random(r, sizeof r, err)) return PG_EIO;
@@ -49,6 +49,7 @@ static int make_token(int scope, const char *tenant, char token_out[PG_TOKEN_MAX
         return PG_EIO;
     rec->scope = scope;
     rec->created_at = (int64_t)time(NULL);
+    rec->expires_at = expires_at > 0 ? expires_at : 0;
     snprintf(token_out, PG_TOKEN_MAX, "pgt_%s_%s", idh, secret);
     pg_sha256_digest(token_out, strlen(token_out), rec->hash);
     return PG_OK;
@@ -57,7 +58,13 @@ static int make_token(int scope, const char *tenant, char token_out[PG_TOKEN_MAX
 int pg_auth_mint(pg_db *db, int scope, const char *tenant, char token_out[PG_TOKEN_MAX],
                  pg_token *rec, pg_error *err)
 {
-    if (make_token(scope, tenant, token_out, rec, err)) return PG_EIO;
+    return pg_auth_mint_until(db, scope, tenant, 0, token_out, rec, err);
+}
+
+int pg_auth_mint_until(pg_db *db, int scope, const char *tenant, int64_t expires_at,
+                       char token_out[PG_TOKEN_MAX], pg_token *rec, pg_error *err)
+{
+    if (make_token(scope, tenant, expires_at, token_out, rec, err)) return PG_EIO;
     int rc = pg_db_token_insert(db, rec, tenant == NULL, err);
     if (rc) memset(token_out, 0, PG_TOKEN_MAX);
     return rc;
@@ -75,7 +82,7 @@ int pg_auth_bootstrap(pg_db *db, const char *data_dir, int *created, pg_error *e
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     char token[PG_TOKEN_MAX + 1];
     pg_token rec;
-    if (make_token(PG_SCOPE_ADMIN, NULL, token, &rec, err)) return PG_EIO;
+    if (make_token(PG_SCOPE_ADMIN, NULL, 0, token, &rec, err)) return PG_EIO;
     /* Order: durable file first, then the hash, then the rename. A crash
      * never leaves a stored admin token whose plaintext exists nowhere. */
     size_t len = strlen(token);
@@ -106,9 +113,10 @@ static int is_hex(const char *p, size_t n)
     return 1;
 }
 
-int pg_auth_verify(pg_db *db, const char *authorization, pg_token *out, int *ok, pg_error *err)
+int pg_auth_check(pg_db *db, const char *authorization, int64_t now, pg_token *out, int *state,
+                  pg_error *err)
 {
-    *ok = 0;
+    *state = PG_TOKEN_INVALID;
     if (!authorization || strncmp(authorization, "Bearer ", 7) != 0) return PG_OK;
     const char *t = authorization + 7;
     while (*t == ' ') t++;
@@ -126,9 +134,37 @@ int pg_auth_verify(pg_db *db, const char *authorization, pg_token *out, int *ok,
     if (rc) return rc;
     unsigned char h[32];
     pg_sha256_digest(t, len, h);
-    if (found && pg_ct_equal(h, rec.hash, 32)) {
+    if (!found || !pg_ct_equal(h, rec.hash, 32)) return PG_OK;
+    /* Only now, with the secret proven, may the answer say more. */
+    if (rec.revoked_at)
+        *state = PG_TOKEN_REVOKED;
+    else if (rec.expires_at && now >= rec.expires_at)
+        *state = PG_TOKEN_EXPIRED;
+    else {
         *out = rec;
-        *ok = 1;
+        *state = PG_TOKEN_OK;
     }
     return PG_OK;
+}
+
+int pg_auth_verify(pg_db *db, const char *authorization, pg_token *out, int *ok, pg_error *err)
+{
+    int state;
+    int rc = pg_auth_check(db, authorization, (int64_t)time(NULL), out, &state, err);
+    *ok = !rc && state == PG_TOKEN_OK;
+    return rc;
+}
+
+int pg_auth_revoke(pg_db *db, const char *tenant, const char *id, int64_t now, int *found,
+                   int *last_admin, pg_error *err)
+{
+    int rc = pg_db_token_revoke(db, tenant, id, now, found, last_admin, err);
+    if (!rc && *found && !*last_admin) pg_auth_token_revoked(db, id);
+    return rc;
+}
+
+void pg_auth_token_revoked(pg_db *db, const char *id)
+{
+    (void)db;
+    (void)id;
 }
