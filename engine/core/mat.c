@@ -41,19 +41,8 @@ int pg_gemm(float alpha, const pg_mat *a, bool trans_a, const pg_mat *b, bool tr
         return pg_error_set(err, PG_EINVAL,
                             "gemm shape mismatch: (%zu x %zu) * (%zu x %zu) into %zu x %zu", m, k,
                             kb, n, c->rows, c->cols);
-    if (m == 0 || n == 0) return PG_OK;
-    if (k == 0) {
-        /* BLAS leaves C untouched for k = 0 only when beta = 1; be explicit. */
-        for (size_t i = 0; i < m; i++) {
-            float *row = pg_mat_row(c, i);
-            for (size_t j = 0; j < n; j++) row[j] = beta == 0.0f ? 0.0f : beta * row[j];
-        }
-        return PG_OK;
-    }
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-                trans_b ? CblasTrans : CblasNoTrans, (blasint)m, (blasint)n, (blasint)k, alpha,
-                a->data, (blasint)a->stride, b->data, (blasint)b->stride, beta, c->data,
-                (blasint)c->stride);
+    pg_sgemm(trans_a, trans_b, m, n, k, alpha, a->data, a->stride, b->data, b->stride, beta,
+             c->data, c->stride);
     return PG_OK;
 }
 
@@ -83,8 +72,11 @@ int pg_threads_set(int n)
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         n = cores > 0 ? (int)cores : 1;
     }
+    /* OpenBLAS's own threads would only compete with ours (and its threaded
+     * SGEMM is not reproducible across thread counts; see mat.h). The OpenMP
+     * build of OpenBLAS sets the OpenMP count too, so it goes first. */
+    openblas_set_num_threads(1);
     omp_set_num_threads(n);
-    openblas_set_num_threads(n);
     return n;
 }
 

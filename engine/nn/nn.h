@@ -15,13 +15,18 @@
  *    architecture and parameters into an immutable snapshot; any number of
  *    threads may run it concurrently, each with its own pg_nn_ws.
  *
- * Threads: SGEMM runs on OpenBLAS's threads; the element kernels (im2col,
+ * Threads and determinism: the same network, parameters, inputs and batch
+ * give the same bits for every thread count (pg_threads_set), and in eval
+ * mode a sample's output does not depend on the other samples in its batch
+ * (batchnorm in train mode does, by design). SGEMM is pg_sgemm (mat.h), whose
+ * every element is one fixed-order chain; the element kernels (im2col,
  * col2im, direct and implicit-GEMM conv, upsample, batchnorm, activations)
  * run as static OpenMP loops over independent samples/channels between the
- * GEMMs, never around them; their results do not depend on the thread count.
- * Both pools use the count from pg_threads_set. Run with
- * OMP_WAIT_POLICY=passive: with the pthread OpenBLAS build, actively spinning
- * OpenMP workers and OpenBLAS workers starve each other on a loaded 2-core box.
+ * GEMMs, never around them, each output computed in serial order. A new kernel
+ * must keep this: split work only over independent outputs, never split a sum
+ * at a point that depends on the thread count. Run with
+ * OMP_WAIT_POLICY=passive: actively spinning OpenMP workers starve each other
+ * on a loaded 2-core box.
  *
  * Errors: fallible calls return a pg_status and fill `err`; on failure outputs
  * are untouched (create/take/load return nothing to free).

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cblas.h>
+#include "engine/core/mat.h"
 
 #include "engine/nn/nn.h"
 

@@ -20,9 +20,7 @@ void nn_sgemm(const nn_run *r, bool ta, bool tb, size_t m, size_t n, size_t k, f
 {
     if (m == 0 || n == 0) return;
     double t0 = r->blas_ms ? now_ms() : 0.0;
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                (blasint)m, (blasint)n, (blasint)k, alpha, a, (blasint)lda, b, (blasint)ldb, beta,
-                c, (blasint)ldc);
+    pg_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     if (r->blas_ms) *r->blas_ms += now_ms() - t0;
 }
 
