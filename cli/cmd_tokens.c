@@ -23,16 +23,16 @@ static long long parse_duration(const char *s)
     return v * mul;
 }
 
-/* Unix seconds as "2026-11-25 03:55 UTC", or "never" for null. */
-static void when(json_t *v, char *buf, size_t cap)
+/* Unix seconds as "2026-11-25 03:55" (UTC), or `none` for null. */
+static void when(json_t *v, const char *none, char *buf, size_t cap)
 {
     if (!json_is_integer(v)) {
-        snprintf(buf, cap, "never");
+        snprintf(buf, cap, "%s", none);
         return;
     }
     time_t t = (time_t)json_integer_value(v);
     struct tm tm;
-    if (!gmtime_r(&t, &tm) || !strftime(buf, cap, "%Y-%m-%d %H:%M UTC", &tm))
+    if (!gmtime_r(&t, &tm) || !strftime(buf, cap, "%Y-%m-%d %H:%M", &tm))
         snprintf(buf, cap, "%lld", (long long)t);
 }
 
@@ -46,15 +46,17 @@ static void print_list(json_t *list)
 {
     size_t i;
     json_t *t;
-    printf("  %-22s %-6s %-8s %-21s %s\n", "ID", "SCOPE", "STATUS", "CREATED", "EXPIRES");
+    printf("  %-22s %-6s %-8s %-17s %-17s %s\n", "ID", "SCOPE", "STATUS", "CREATED (UTC)",
+           "EXPIRES", "LAST USED");
     json_array_foreach(json_object_get(list, "items"), i, t)
     {
-        char created[32], expires[32];
-        when(json_object_get(t, "created_at"), created, sizeof created);
-        when(json_object_get(t, "expires_at"), expires, sizeof expires);
-        printf("%c %-22s %-6s %-8s %-21s %s\n",
+        char created[32], expires[32], used[32];
+        when(json_object_get(t, "created_at"), "?", created, sizeof created);
+        when(json_object_get(t, "expires_at"), "never", expires, sizeof expires);
+        when(json_object_get(t, "last_used_at"), "never", used, sizeof used);
+        printf("%c %-22s %-6s %-8s %-17s %-17s %s\n",
                json_is_true(json_object_get(t, "current")) ? '*' : ' ', str(t, "id"),
-               str(t, "scope"), str(t, "status"), created, expires);
+               str(t, "scope"), str(t, "status"), created, expires, used);
     }
     if (json_array_size(json_object_get(list, "items")))
         printf("(* = the token making this request)\n");
@@ -140,11 +142,12 @@ int pg_cli_tokens(int argc, char **argv)
         rc = pg_http_json(&h, "POST", "/v1/tokens", body, &out);
         if (!rc && !h.json) { /* just the token, for TOK=$(privgen tokens create ...) */
             char expires[32];
-            when(json_object_get(out, "expires_at"), expires, sizeof expires);
+            when(json_object_get(out, "expires_at"), "never", expires, sizeof expires);
             printf("%s\n", str(out, "token"));
             fprintf(stderr,
-                    "%s: %s token of tenant %s, expires %s (the token is shown only once)\n",
-                    str(out, "id"), str(out, "scope"), str(out, "tenant"), expires);
+                    "%s: %s token of tenant %s, expires %s%s (the token is shown only once)\n",
+                    str(out, "id"), str(out, "scope"), str(out, "tenant"), expires,
+                    json_is_integer(json_object_get(out, "expires_at")) ? " UTC" : "");
             json_decref(out);
             out = NULL;
         }

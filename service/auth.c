@@ -141,6 +141,10 @@ int pg_auth_check(pg_db *db, const char *authorization, int64_t now, pg_token *o
     else if (rec.expires_at && now >= rec.expires_at)
         *state = PG_TOKEN_EXPIRED;
     else {
+        /* Bookkeeping, not a gate: a failed write must not refuse a valid
+         * token (the database answered the read a moment ago). */
+        if (!rec.last_used_at || now - rec.last_used_at >= PG_TOKEN_TOUCH_S)
+            pg_db_token_touch(db, id, now, NULL);
         *out = rec;
         *state = PG_TOKEN_OK;
     }

@@ -50,8 +50,10 @@ enum pg_token_state {
 };
 
 /* Checks an Authorization header value at time `now` (unix seconds);
- * *state is a pg_token_state, *out the record when PG_TOKEN_OK. Errors are
- * storage failures only. */
+ * *state is a pg_token_state, *out the record when PG_TOKEN_OK (as read,
+ * before this use). A valid token's last use is recorded at most once a
+ * minute (pg_db_token_touch, best effort). Errors are storage failures
+ * only. */
 int pg_auth_check(pg_db *db, const char *authorization, int64_t now, pg_token *out, int *state,
                   pg_error *err);
 

@@ -154,6 +154,11 @@ int pg_db_token_revoke(pg_db *db, const char *tenant, const char *id, int64_t no
     return db->ops->token_revoke(db, tenant, id, now, found, last_admin, err);
 }
 
+int pg_db_token_touch(pg_db *db, const char *id, int64_t now, pg_error *err)
+{
+    return db->ops->token_touch(db, id, now, err);
+}
+
 /* Dataset ids name directories in the SQLite backend: [a-z0-9_]+ only. */
 static int id_ok(const char *id)
 {

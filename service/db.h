@@ -124,8 +124,9 @@ typedef struct pg_token {
     int scope; /* enum pg_scope */
     unsigned char hash[32];
     int64_t created_at;
-    int64_t expires_at; /* unix seconds; 0: never */
-    int64_t revoked_at; /* unix seconds; 0: not revoked */
+    int64_t expires_at;   /* unix seconds; 0: never */
+    int64_t revoked_at;   /* unix seconds; 0: not revoked */
+    int64_t last_used_at; /* unix seconds, to the minute (pg_db_token_touch); 0: never */
 } pg_token;
 
 int pg_db_token_count(pg_db *db, int64_t *n, pg_error *err);
@@ -148,6 +149,11 @@ int pg_db_token_list(pg_db *db, const char *tenant, int64_t after, size_t limit,
  * (two admins revoking each other at once: one of them is refused). */
 int pg_db_token_revoke(pg_db *db, const char *tenant, const char *id, int64_t now, int *found,
                        int *last_admin, pg_error *err);
+/* Records that token id was used at `now`, unless its last_used_at is less
+ * than PG_TOKEN_TOUCH_S older (so a busy token costs one write a minute,
+ * and replicas racing on it write once). */
+#define PG_TOKEN_TOUCH_S 60
+int pg_db_token_touch(pg_db *db, const char *id, int64_t now, pg_error *err);
 
 /* ---- datasets --------------------------------------------------------- */
 

@@ -28,6 +28,7 @@ typedef struct pg_db_ops {
                       size_t *count, pg_error *err);
     int (*token_revoke)(pg_db *db, const char *tenant, const char *id, int64_t now, int *found,
                         int *last_admin, pg_error *err);
+    int (*token_touch)(pg_db *db, const char *id, int64_t now, pg_error *err);
 
     int (*dataset_insert)(pg_db *db, pg_db_dataset *d, pg_error *err);
     int (*dataset_get)(pg_db *db, const char *tenant, const char *id, pg_db_dataset *out,

@@ -337,6 +337,7 @@ static const pg_db_ops PGB_OPS = {
     .token_get = pgb_token_get,
     .token_list = pgb_token_list,
     .token_revoke = pgb_token_revoke,
+    .token_touch = pgb_token_touch,
     .dataset_insert = pgb_dataset_insert,
     .dataset_get = pgb_dataset_get,
     .dataset_list = pgb_dataset_list,

@@ -1,5 +1,5 @@
 /* service/db_pg_tokens.c - the PostgreSQL backend's tokens: count, insert,
- * get, list, revoke. A revoke locks the tenant's row first, so revokes in
+ * get, list, revoke, touch. A revoke locks the tenant's row first, so revokes in
  * one tenant queue and the last-admin check sees every earlier revoke. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,7 +7,8 @@
 
 #include "service/db_pg.h"
 
-#define TOKEN_COLS "seq, id, tenant_id, scope, hash, created_at, expires_at, revoked_at"
+#define TOKEN_COLS                                                                                 \
+    "seq, id, tenant_id, scope, hash, created_at, expires_at, revoked_at, last_used_at"
 
 /* Verification reads one token on every request: a pooled connection
  * without BEGIN/COMMIT round trips. */
@@ -34,6 +35,7 @@ static int token_from(const PGresult *r, int i, pg_token *out)
     out->created_at = pgb_i64_at(r, i, 5);
     out->expires_at = pgb_i64_at(r, i, 6);
     out->revoked_at = pgb_i64_at(r, i, 7);
+    out->last_used_at = pgb_i64_at(r, i, 8);
     return 1;
 }
 
@@ -209,4 +211,23 @@ int pgb_token_revoke(pg_db *db, const char *tenant, const char *id, int64_t now,
     *found = x.found;
     *last_admin = x.last_admin;
     return PG_OK;
+}
+
+static int touch_fn(PGconn *c, void *ctx, pg_error *err)
+{
+    token_ctx *x = ctx;
+    pgb_args a = {0};
+    pgb_text(&a, x->id);
+    pgb_i64(&a, x->now);
+    pgb_i64(&a, PG_TOKEN_TOUCH_S);
+    return pgb_q(c,
+                 "UPDATE tokens SET last_used_at = $2 WHERE id = $1 AND "
+                 "(last_used_at IS NULL OR last_used_at <= $2::bigint - $3::bigint)",
+                 &a, "recording a token's use", NULL, err);
+}
+
+int pgb_token_touch(pg_db *db, const char *id, int64_t now, pg_error *err)
+{
+    token_ctx x = {.id = id, .now = now};
+    return with_conn(PGB(db), touch_fn, &x, err);
 }

@@ -329,6 +329,7 @@ static const pg_db_ops SQ_OPS = {
     .token_get = sq_token_get,
     .token_list = sq_token_list,
     .token_revoke = sq_token_revoke,
+    .token_touch = sq_token_touch,
     .dataset_insert = sq_dataset_insert,
     .dataset_get = sq_dataset_get,
     .dataset_list = sq_dataset_list,

@@ -1,12 +1,13 @@
 /* service/db_sqlite_tokens.c - the SQLite backend's tokens: insert, get,
- * list, revoke (see db_sqlite.h for the locking rules). */
+ * list, revoke, touch (see db_sqlite.h for the locking rules). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "service/db_sqlite.h"
 
-#define TOKEN_COLS "seq, id, tenant_id, scope, hash, created_at, expires_at, revoked_at"
+#define TOKEN_COLS                                                                                 \
+    "seq, id, tenant_id, scope, hash, created_at, expires_at, revoked_at, last_used_at"
 
 /* One row of TOKEN_COLS into out; 0 when the stored hash is malformed. */
 static int token_row(sqlite3_stmt *st, pg_token *out)
@@ -22,6 +23,7 @@ static int token_row(sqlite3_stmt *st, pg_token *out)
     out->created_at = sqlite3_column_int64(st, 5);
     out->expires_at = sqlite3_column_int64(st, 6);
     out->revoked_at = sqlite3_column_int64(st, 7);
+    out->last_used_at = sqlite3_column_int64(st, 8);
     return 1;
 }
 
@@ -210,5 +212,25 @@ int sq_token_revoke(pg_db *db, const char *tenant, const char *id, int64_t now, 
         *found = f;
         *last_admin = last;
     }
+    return rc;
+}
+
+int sq_token_touch(pg_db *db, const char *id, int64_t now, pg_error *err)
+{
+    sq_db *s = SQ(db);
+    pthread_mutex_lock(&s->mu);
+    sqlite3_stmt *st;
+    int rc = sq_prep(s,
+                     "UPDATE tokens SET last_used_at=?2 WHERE id=?1 AND "
+                     "(last_used_at IS NULL OR last_used_at<=?2-?3)",
+                     &st, err);
+    if (!rc) {
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, now);
+        sqlite3_bind_int64(st, 3, PG_TOKEN_TOUCH_S);
+        if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "recording a token's use");
+        sqlite3_finalize(st);
+    }
+    pthread_mutex_unlock(&s->mu);
     return rc;
 }

@@ -49,7 +49,7 @@ try:
     rc, out, err = run("tokens", "create", "--scope", "read", "--expires-in", "2h")
     reader = out.strip()
     check("create human", rc == 0 and reader.startswith("pgt_") and len(reader) == 53, out + err)
-    check("create note", "expires 20" in err and "shown only once" in err, err)
+    check("create note", "expires 20" in err and " UTC" in err and "shown only once" in err, err)
     rid = "tok_" + reader[4:20]
     # --json: the server's response, expiry two hours ahead
     now = int(time.time())

@@ -145,6 +145,11 @@ START_TEST(list_paginates_without_secrets)
         (long long)json_integer_value(json_object_get(item(r.json, a2.id), "expires_at")),
         a2.expires_at);
     ck_assert_str_eq(json_string_value(json_object_get(item(r.json, r1.id), "scope")), "read");
+    /* a was used (minting, listing), r1 never */
+    long long used =
+        (long long)json_integer_value(json_object_get(item(r.json, a.id), "last_used_at"));
+    ck_assert(used >= now - 5 && used <= now + 5);
+    ck_assert(json_is_null(json_object_get(item(r.json, r1.id), "last_used_at")));
     pg_resp_free(&r);
     /* pages of two */
     req("GET", "/v1/tokens?limit=2", a.token, NULL, &r);

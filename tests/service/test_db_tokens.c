@@ -1,7 +1,7 @@
 /* Token lifetime through the storage contract and service/auth.h, on the
  * backend PRIVGEN_TEST_DB names: list order and pagination, tenancy,
- * revocation (idempotent, the last admin refused, two admins racing), and
- * expiry judged by a clock the test passes in. */
+ * revocation (idempotent, the last admin refused, two admins racing),
+ * expiry and last use judged by a clock the test passes in. */
 #include <pthread.h>
 
 #include "db_support.h"
@@ -247,6 +247,47 @@ START_TEST(auth_reports_expiry_and_revocation_only_with_the_secret)
 }
 END_TEST
 
+START_TEST(last_use_is_recorded_once_a_minute)
+{
+    pg_db *db = pg_test_db_open();
+    char ten[PG_ID_MAX];
+    pg_test_uid(ten, sizeof ten, "ten_");
+    pg_token admin, seen, got;
+    put_token(db, ten, 1, PG_SCOPE_ADMIN, 1, 0, &admin);
+    char tok[PG_TOKEN_MAX];
+    pg_token rec;
+    int found;
+    ck_assert_int_eq(pg_auth_mint(db, PG_SCOPE_READ, ten, tok, &rec, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_token_get(db, rec.id, &got, &found, NULL), PG_OK);
+    ck_assert_int_eq(got.last_used_at, 0);
+    static const int64_t uses[][2] = {
+        /* time of use, last_used_at afterwards */
+        {1000, 1000}, {1030, 1000}, {1059, 1000}, {1060, 1060}, {5000, 5000},
+    };
+    for (size_t i = 0; i < sizeof uses / sizeof uses[0]; i++) {
+        ck_assert_int_eq(check(db, tok, uses[i][0], &seen), PG_TOKEN_OK);
+        ck_assert_int_eq(pg_db_token_get(db, rec.id, &got, &found, NULL), PG_OK);
+        ck_assert_int_eq(got.last_used_at, uses[i][1]);
+    }
+    /* a wrong secret is no use of the token */
+    char wrong[PG_TOKEN_MAX];
+    snprintf(wrong, sizeof wrong, "%s", tok);
+    wrong[strlen(wrong) - 1] = wrong[strlen(wrong) - 1] == '0' ? '1' : '0';
+    ck_assert_int_eq(check(db, wrong, 9000, &seen), PG_TOKEN_INVALID);
+    ck_assert_int_eq(pg_db_token_get(db, rec.id, &got, &found, NULL), PG_OK);
+    ck_assert_int_eq(got.last_used_at, 5000);
+    /* the other token of the tenant was never used */
+    pg_token *list;
+    size_t n;
+    ck_assert_int_eq(pg_db_token_list(db, ten, 0, 10, &list, &n, NULL), PG_OK);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_int_eq(list[0].last_used_at, 0);
+    ck_assert_int_eq(list[1].last_used_at, 5000);
+    free(list);
+    pg_db_close(db);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("db_tokens");
@@ -257,6 +298,7 @@ static Suite *suite(void)
     tcase_add_test(t, revoke_tenancy_idempotence_and_last_admin);
     tcase_add_test(t, two_admins_revoking_each_other_leave_one);
     tcase_add_test(t, auth_reports_expiry_and_revocation_only_with_the_secret);
+    tcase_add_test(t, last_use_is_recorded_once_a_minute);
     suite_add_tcase(s, t);
     return s;
 }
