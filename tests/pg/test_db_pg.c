@@ -158,8 +158,8 @@ START_TEST(version_1_tokens_migrate_forward)
     pg_db_close(db);
     PGconn *c = PQconnectdb(uri);
     exec_ok(c, "DROP INDEX tokens_tenant");
-    exec_ok(c,
-            "ALTER TABLE tokens DROP COLUMN seq, DROP COLUMN expires_at, DROP COLUMN revoked_at");
+    exec_ok(c, "ALTER TABLE tokens DROP COLUMN seq, DROP COLUMN expires_at, DROP COLUMN revoked_at,"
+               " DROP COLUMN last_used_at");
     exec_ok(c, "UPDATE schema_version SET version = 1");
     exec_ok(c, "INSERT INTO tenants VALUES ('ten_old', 1700000000)");
     exec_ok(c, "INSERT INTO tokens(id, tenant_id, scope, hash, created_at, revoked) VALUES"
@@ -176,6 +176,7 @@ START_TEST(version_1_tokens_migrate_forward)
     ck_assert(list[0].seq > 0 && list[1].seq > list[0].seq);
     for (size_t i = 0; i < n; i++) {
         ck_assert_int_eq(list[i].expires_at, 0);
+        ck_assert_int_eq(list[i].last_used_at, 0);
         if (!strcmp(list[i].id, "tok_b"))
             ck_assert_int_eq(list[i].revoked_at, 1700000002);
         else

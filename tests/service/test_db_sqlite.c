@@ -176,6 +176,7 @@ START_TEST(old_data_dir_opens_and_works)
     ck_assert_int_gt(t.seq, 0);
     ck_assert_int_eq(t.expires_at, 0);
     ck_assert_int_eq(t.revoked_at, 0);
+    ck_assert_int_eq(t.last_used_at, 0);
     pg_token *toks;
     size_t ntok;
     ck_assert_int_eq(pg_db_token_list(db, "ten_old", 0, 10, &toks, &ntok, NULL), PG_OK);
