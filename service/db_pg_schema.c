@@ -70,7 +70,7 @@ static const char *const MIGRATIONS[] = {
     "CREATE TABLE idempotency(tenant_id text NOT NULL, key text NOT NULL,"
     " fp bytea NOT NULL, status integer NOT NULL, location text, body bytea NOT NULL,"
     " created_at bigint NOT NULL, PRIMARY KEY (tenant_id, key));",
-    /* 2: token list order, expiry and revocation time (db_pg.h). */
+    /* 2: token list order, expiry, revocation and last use (db_pg.h). */
     PGB_MIGRATION_TOKENS,
 };
 #define NMIGRATIONS ((int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]))

@@ -1,6 +1,6 @@
 /* service/db_sqlite.c - the SQLite backend: open, schema, probe and
- * idempotency keys (tokens: db_sqlite_tokens.c) (see db_sqlite.h for the locking and file rules).
- */
+ * idempotency keys; tokens are in db_sqlite_tokens.c (see db_sqlite.h for
+ * the locking and file rules). */
 #include "service/db_sqlite.h"
 
 #include <errno.h>
@@ -57,7 +57,7 @@ static const char *const MIGRATIONS[] = {
     "ALTER TABLE jobs ADD COLUMN public_dataset_id TEXT;"
     "ALTER TABLE jobs ADD COLUMN public_n INTEGER NOT NULL DEFAULT 0;"
     "CREATE INDEX jobs_public ON jobs(public_dataset_id, status);",
-    /* 4: token list order, expiry and revocation time (db_sqlite.h). */
+    /* 4: token list order, expiry, revocation and last use (db_sqlite.h). */
     SQ_MIGRATION_TOKENS,
 };
 #define NMIGRATIONS ((int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]))
