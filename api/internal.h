@@ -137,6 +137,8 @@ void pg_h_web_index(pg_req *r);
 void pg_h_web_app(pg_req *r);
 void pg_h_web_style(pg_req *r);
 void pg_h_tokens_create(pg_req *r);
+void pg_h_tokens_list(pg_req *r);
+void pg_h_tokens_revoke(pg_req *r);
 void pg_h_datasets_create(pg_req *r);
 void pg_h_datasets_list(pg_req *r);
 void pg_h_datasets_get(pg_req *r);

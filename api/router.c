@@ -15,6 +15,8 @@ static const pg_route ROUTES[] = {
     {"GET", "/app.js", PG_AUTH_NONE, 0, NULL, pg_h_web_app},
     {"GET", "/style.css", PG_AUTH_NONE, 0, NULL, pg_h_web_style},
     {"POST", "/v1/tokens", PG_AUTH_ADMIN, 1, NULL, pg_h_tokens_create},
+    {"GET", "/v1/tokens", PG_AUTH_ADMIN, 0, NULL, pg_h_tokens_list},
+    {"DELETE", "/v1/tokens/{id}", PG_AUTH_READ, 0, NULL, pg_h_tokens_revoke},
     {"POST", "/v1/datasets", PG_AUTH_ADMIN, 0, NULL, pg_h_datasets_create},
     {"GET", "/v1/datasets", PG_AUTH_READ, 0, NULL, pg_h_datasets_list},
     {"GET", "/v1/datasets/{id}", PG_AUTH_READ, 0, NULL, pg_h_datasets_get},

@@ -91,19 +91,23 @@ static void begin(pg_req *r, const char *url)
     }
     r->route_label = r->route->pattern;
     if (r->route->auth != PG_AUTH_NONE) {
-        int ok;
+        int state;
         pg_error err = {0};
-        if (pg_auth_verify_cached(r->app->auth_cache, r->app->db,
-                                  pg_api_header(r, MHD_HTTP_HEADER_AUTHORIZATION), &r->tok, &ok,
-                                  &err)) {
+        if (pg_auth_check_cached(r->app->auth_cache, r->app->db,
+                                 pg_api_header(r, MHD_HTTP_HEADER_AUTHORIZATION),
+                                 (int64_t)time(NULL), &r->tok, &state, &err)) {
             if (err.code == PG_EUNAVAIL)
                 pg_api_fail(r, &err);
             else
                 pg_api_problem(r, 503, err.msg, NULL, NULL);
             return;
         }
-        if (!ok) {
-            pg_api_problem(r, 401, "a valid 'Authorization: Bearer <token>' header is required",
+        if (state != PG_TOKEN_OK) {
+            pg_api_problem(r, 401,
+                           state == PG_TOKEN_REVOKED   ? "this token has been revoked"
+                           : state == PG_TOKEN_EXPIRED ? "this token has expired"
+                                                       : "a valid 'Authorization: Bearer "
+                                                         "<token>' header is required",
                            NULL, NULL);
             return;
         }

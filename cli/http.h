@@ -100,6 +100,7 @@ char *pg_http_escape(const char *s);
 
 int pg_cli_login(int argc, char **argv);
 int pg_cli_datasets(int argc, char **argv);
+int pg_cli_tokens(int argc, char **argv);
 int pg_cli_jobs(int argc, char **argv);
 int pg_cli_samples(int argc, char **argv);
 int pg_cli_checkpoints(int argc, char **argv);

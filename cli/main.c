@@ -21,6 +21,7 @@ static const pg_cli_command commands[] = {
     {"schema", pg_cli_schema, "propose|check: typed table schemas (columns, types, bounds)", 1},
     {"toy", pg_cli_toy, "halfcircle|rectangle|ellipse|gmm_circle: write public toy data", 0},
     {"login", pg_cli_login, "remember the server URL and token", 0},
+    {"tokens", pg_cli_tokens, "list|create|revoke: API tokens and their expiry", 0},
     {"datasets", pg_cli_datasets, "create|append|list|show|delete|budget", 0},
     {"jobs", pg_cli_jobs, "create|dry-run|list|show|cancel|delete|watch", 0},
     {"samples", pg_cli_samples, "download synthetic samples (json, csv, npy, png)", 0},

@@ -1,11 +1,11 @@
 #include "service/auth.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -35,8 +35,8 @@ int pg_auth_random_id(const char *prefix, char out[PG_ID_MAX], pg_error *err)
 }
 
 /* Fills a fresh token and its record without storing anything. */
-static int make_token(int scope, const char *tenant, char token_out[PG_TOKEN_MAX], pg_token *rec,
-                      pg_error *err)
+static int make_token(int scope, const char *tenant, int64_t expires_at,
+                      char token_out[PG_TOKEN_MAX], pg_token *rec, pg_error *err)
 {
     unsigned char r[24];
     if (pg_os_random(r, sizeof r, err)) return PG_EIO;
@@ -51,6 +51,7 @@ static int make_token(int scope, const char *tenant, char token_out[PG_TOKEN_MAX
         return PG_EIO;
     rec->scope = scope;
     rec->created_at = (int64_t)time(NULL);
+    rec->expires_at = expires_at > 0 ? expires_at : 0;
     snprintf(token_out, PG_TOKEN_MAX, "pgt_%s_%s", idh, secret);
     pg_sha256_digest(token_out, strlen(token_out), rec->hash);
     return PG_OK;
@@ -59,7 +60,13 @@ static int make_token(int scope, const char *tenant, char token_out[PG_TOKEN_MAX
 int pg_auth_mint(pg_db *db, int scope, const char *tenant, char token_out[PG_TOKEN_MAX],
                  pg_token *rec, pg_error *err)
 {
-    if (make_token(scope, tenant, token_out, rec, err)) return PG_EIO;
+    return pg_auth_mint_until(db, scope, tenant, 0, token_out, rec, err);
+}
+
+int pg_auth_mint_until(pg_db *db, int scope, const char *tenant, int64_t expires_at,
+                       char token_out[PG_TOKEN_MAX], pg_token *rec, pg_error *err)
+{
+    if (make_token(scope, tenant, expires_at, token_out, rec, err)) return PG_EIO;
     int rc = pg_db_token_insert(db, rec, tenant == NULL, err);
     if (rc) memset(token_out, 0, PG_TOKEN_MAX);
     return rc;
@@ -77,7 +84,7 @@ int pg_auth_bootstrap(pg_db *db, const char *data_dir, int *created, pg_error *e
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     char token[PG_TOKEN_MAX + 1];
     pg_token rec;
-    if (make_token(PG_SCOPE_ADMIN, NULL, token, &rec, err)) return PG_EIO;
+    if (make_token(PG_SCOPE_ADMIN, NULL, 0, token, &rec, err)) return PG_EIO;
     /* Order: durable file first, then the hash, then the rename. A crash
      * never leaves a stored admin token whose plaintext exists nowhere. */
     size_t len = strlen(token);
@@ -124,33 +131,53 @@ static const char *bearer_token(const char *authorization, size_t *len)
     return t;
 }
 
-/* Store lookup by the token's id, then a constant-time hash comparison. */
-static int verify_store(pg_db *db, const char *t, size_t len, const unsigned char h[32],
-                        pg_token *out, int *ok, pg_error *err)
+/* The database path of a check: h is the SHA-256 of the token text t. */
+static int check_store(pg_db *db, const char *t, const unsigned char h[32], int64_t now,
+                       pg_token *out, int *state, pg_error *err)
 {
     char id[PG_ID_MAX];
     snprintf(id, sizeof id, "tok_%.16s", t + 4);
     pg_token rec;
     int found;
-    (void)len;
     int rc = pg_db_token_get(db, id, &rec, &found, err);
     if (rc) return rc;
-    if (found && pg_ct_equal(h, rec.hash, 32)) {
+    if (!found || !pg_ct_equal(h, rec.hash, 32)) return PG_OK;
+    /* Only now, with the secret proven, may the answer say more. */
+    if (rec.revoked_at)
+        *state = PG_TOKEN_REVOKED;
+    else if (rec.expires_at && now >= rec.expires_at)
+        *state = PG_TOKEN_EXPIRED;
+    else {
+        /* Bookkeeping, not a gate: a failed write must not refuse a valid
+         * token (the database answered the read a moment ago). */
+        if (!rec.last_used_at || now - rec.last_used_at >= PG_TOKEN_TOUCH_S)
+            pg_db_token_touch(db, id, now, NULL);
         *out = rec;
-        *ok = 1;
+        *state = PG_TOKEN_OK;
     }
     return PG_OK;
 }
 
+int pg_auth_check(pg_db *db, const char *authorization, int64_t now, pg_token *out, int *state,
+                  pg_error *err)
+{
+    return pg_auth_check_cached(NULL, db, authorization, now, out, state, err);
+}
+
 int pg_auth_verify(pg_db *db, const char *authorization, pg_token *out, int *ok, pg_error *err)
 {
-    *ok = 0;
-    size_t len;
-    const char *t = bearer_token(authorization, &len);
-    if (!t) return PG_OK;
-    unsigned char h[32];
-    pg_sha256_digest(t, len, h);
-    return verify_store(db, t, len, h, out, ok, err);
+    int state;
+    int rc = pg_auth_check(db, authorization, (int64_t)time(NULL), out, &state, err);
+    *ok = !rc && state == PG_TOKEN_OK;
+    return rc;
+}
+
+int pg_auth_revoke(pg_auth_cache *c, pg_db *db, const char *tenant, const char *id, int64_t now,
+                   int *found, int *last_admin, pg_error *err)
+{
+    int rc = pg_db_token_revoke(db, tenant, id, now, found, last_admin, err);
+    if (!rc && *found && !*last_admin) pg_auth_cache_invalidate(c, id);
+    return rc;
 }
 
 /* ---- verification cache ---------------------------------------------------- */
@@ -228,37 +255,47 @@ void pg_auth_cache_stats(pg_auth_cache *c, unsigned long long *hits, unsigned lo
     pthread_mutex_unlock(&c->mu);
 }
 
-int pg_auth_verify_cached(pg_auth_cache *c, pg_db *db, const char *authorization, pg_token *out,
-                          int *ok, pg_error *err)
+int pg_auth_check_cached(pg_auth_cache *c, pg_db *db, const char *authorization, int64_t now,
+                         pg_token *out, int *state, pg_error *err)
 {
-    *ok = 0;
+    *state = PG_TOKEN_INVALID;
     size_t len;
     const char *t = bearer_token(authorization, &len);
     if (!t) return PG_OK;
     unsigned char h[32];
     pg_sha256_digest(t, len, h);
+    /* SHA-256 output is uniform: its first bytes index the table. */
+    size_t i = c ? ((size_t)h[0] | (size_t)h[1] << 8 | (size_t)h[2] << 16) % c->n : 0;
     if (c) {
-        /* SHA-256 output is uniform: its first bytes index the table. */
-        size_t i = ((size_t)h[0] | (size_t)h[1] << 8 | (size_t)h[2] << 16) % c->n;
-        double now = mono_seconds();
+        double mono = mono_seconds();
         pthread_mutex_lock(&c->mu);
         slot *sl = &c->slots[i];
-        int hit = sl->used && now - sl->at < c->ttl && pg_ct_equal(h, sl->hash, 32);
+        int hit = sl->used && mono - sl->at < c->ttl && pg_ct_equal(h, sl->hash, 32);
         if (hit) *out = sl->rec;
         c->hits += (unsigned long long)hit;
         c->misses += (unsigned long long)!hit;
         pthread_mutex_unlock(&c->mu);
-        if (hit) {
-            *ok = 1;
+        /* Only valid tokens are cached; expiry is checked on every hit, so a
+         * cached token stops working the second it expires. */
+        if (hit && !(out->expires_at && now >= out->expires_at)) {
+            *state = PG_TOKEN_OK;
             return PG_OK;
         }
     }
-    int rc = verify_store(db, t, len, h, out, ok, err);
-    if (rc || !*ok || !c) return rc;
-    size_t i = ((size_t)h[0] | (size_t)h[1] << 8 | (size_t)h[2] << 16) % c->n;
+    int rc = check_store(db, t, h, now, out, state, err);
+    if (rc || *state != PG_TOKEN_OK || !c) return rc;
     pthread_mutex_lock(&c->mu);
     c->slots[i] = (slot){1, {0}, *out, mono_seconds()};
     memcpy(c->slots[i].hash, h, 32);
     pthread_mutex_unlock(&c->mu);
     return PG_OK;
+}
+
+int pg_auth_verify_cached(pg_auth_cache *c, pg_db *db, const char *authorization, pg_token *out,
+                          int *ok, pg_error *err)
+{
+    int state;
+    int rc = pg_auth_check_cached(c, db, authorization, (int64_t)time(NULL), out, &state, err);
+    *ok = !rc && state == PG_TOKEN_OK;
+    return rc;
 }

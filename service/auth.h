@@ -7,6 +7,18 @@
  *
  * Tenancy: POST /v1/tokens mints a token in the caller's tenant unless the
  * caller asks for a new tenant; resources are visible only within a tenant.
+ *
+ * Lifetime: a token may carry an expiry (unix seconds; expired when now >=
+ * expires_at) and may be revoked (pg_auth_revoke). Both are final. A
+ * tenant's last usable admin token cannot be revoked (it would lock the
+ * tenant out); let it expire or mint another admin token first.
+ *
+ * Revocation and caches: pg_auth_revoke calls pg_auth_token_revoked after
+ * the revocation commits, so a token cache in this process forgets the token
+ * before the call returns: the next request with it gets 401. A cache in
+ * another privgend replica sharing the database is not told: there a revoked
+ * token keeps working until its cache entry expires, so the cache TTL is the
+ * bound on how long a revocation takes to reach every replica.
  */
 #ifndef PG_SVC_AUTH_H
 #define PG_SVC_AUTH_H
@@ -16,16 +28,36 @@
 #define PG_TOKEN_MAX 64
 
 /* Mints a token of `scope` in `tenant` (NULL: a fresh tenant) and stores its
- * hash. The plaintext goes to token_out (PG_TOKEN_MAX bytes), the record to rec. */
+ * hash. The plaintext goes to token_out (PG_TOKEN_MAX bytes), the record to
+ * rec. pg_auth_mint_until: expiring at expires_at (unix seconds; 0: never). */
 int pg_auth_mint(pg_db *db, int scope, const char *tenant, char token_out[PG_TOKEN_MAX],
                  pg_token *rec, pg_error *err);
+int pg_auth_mint_until(pg_db *db, int scope, const char *tenant, int64_t expires_at,
+                       char token_out[PG_TOKEN_MAX], pg_token *rec, pg_error *err);
 
 /* On the first start (no tokens at all) mints an admin token in a new tenant
  * and writes it to DATA_DIR/admin.token with mode 0600. *created says so. */
 int pg_auth_bootstrap(pg_db *db, const char *data_dir, int *created, pg_error *err);
 
-/* Verifies an Authorization header value. *ok = 0 for a missing, malformed,
- * unknown or wrong token; errors are storage failures only. */
+/* What pg_auth_check found. REVOKED and EXPIRED are reported only for a
+ * token whose secret matched: whoever learns them already holds the token,
+ * so an unauthenticated caller learns nothing about which ids exist. */
+enum pg_token_state {
+    PG_TOKEN_OK = 1,
+    PG_TOKEN_INVALID, /* missing, malformed, unknown, or the wrong secret */
+    PG_TOKEN_REVOKED,
+    PG_TOKEN_EXPIRED,
+};
+
+/* Checks an Authorization header value at time `now` (unix seconds);
+ * *state is a pg_token_state, *out the record when PG_TOKEN_OK (as read,
+ * before this use). A valid token's last use is recorded at most once a
+ * minute (pg_db_token_touch, best effort). Errors are storage failures
+ * only. */
+int pg_auth_check(pg_db *db, const char *authorization, int64_t now, pg_token *out, int *state,
+                  pg_error *err);
+
+/* pg_auth_check at the current time; *ok = 1 only for PG_TOKEN_OK. */
 int pg_auth_verify(pg_db *db, const char *authorization, pg_token *out, int *ok, pg_error *err);
 
 /* Verification cache: the hot path of every authenticated request skips the
@@ -50,9 +82,21 @@ void pg_auth_cache_clear(pg_auth_cache *c);
 /* Hits and misses so far (for tests and metrics). */
 void pg_auth_cache_stats(pg_auth_cache *c, unsigned long long *hits, unsigned long long *misses);
 
-/* pg_auth_verify through the cache (c may be NULL). */
+/* pg_auth_check through the cache (c may be NULL: the database every time).
+ * A hit skips the database and the last-use bookkeeping; its expiry is
+ * still checked against `now`. */
+int pg_auth_check_cached(pg_auth_cache *c, pg_db *db, const char *authorization, int64_t now,
+                         pg_token *out, int *state, pg_error *err);
+/* pg_auth_check_cached at the current time; *ok = 1 only for PG_TOKEN_OK. */
 int pg_auth_verify_cached(pg_auth_cache *c, pg_db *db, const char *authorization, pg_token *out,
                           int *ok, pg_error *err);
+
+/* Revokes token id of tenant at `now` (pg_db_token_revoke: *found = 0 for a
+ * foreign or unknown id, *last_admin = 1 when refused as the tenant's last
+ * usable admin token), then drops it from this process's cache c (may be
+ * NULL). Other replicas' caches see the revocation within their TTL. */
+int pg_auth_revoke(pg_auth_cache *c, pg_db *db, const char *tenant, const char *id, int64_t now,
+                   int *found, int *last_admin, pg_error *err);
 
 /* Random id "<prefix><16 hex>" into out (PG_ID_MAX). */
 int pg_auth_random_id(const char *prefix, char out[PG_ID_MAX], pg_error *err);

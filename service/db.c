@@ -137,6 +137,28 @@ int pg_db_token_get(pg_db *db, const char *id, pg_token *out, int *found, pg_err
     return db->ops->token_get(db, id, out, found, err);
 }
 
+int pg_db_token_list(pg_db *db, const char *tenant, int64_t after, size_t limit, pg_token **out,
+                     size_t *count, pg_error *err)
+{
+    *out = NULL;
+    *count = 0;
+    if (!limit) return PG_OK;
+    return db->ops->token_list(db, tenant, after, limit, out, count, err);
+}
+
+int pg_db_token_revoke(pg_db *db, const char *tenant, const char *id, int64_t now, int *found,
+                       int *last_admin, pg_error *err)
+{
+    *found = 0;
+    *last_admin = 0;
+    return db->ops->token_revoke(db, tenant, id, now, found, last_admin, err);
+}
+
+int pg_db_token_touch(pg_db *db, const char *id, int64_t now, pg_error *err)
+{
+    return db->ops->token_touch(db, id, now, err);
+}
+
 /* Dataset ids name directories in the SQLite backend: [a-z0-9_]+ only. */
 static int id_ok(const char *id)
 {

@@ -118,18 +118,42 @@ int pg_db_gauges_get(pg_db *db, pg_db_gauges *g, pg_error *err);
 enum pg_scope { PG_SCOPE_READ = 1, PG_SCOPE_ADMIN = 2 };
 
 typedef struct pg_token {
+    int64_t seq; /* creation order, the pagination key (assigned at insert) */
     char id[PG_ID_MAX];
     char tenant[PG_ID_MAX];
     int scope; /* enum pg_scope */
     unsigned char hash[32];
     int64_t created_at;
+    int64_t expires_at;   /* unix seconds; 0: never */
+    int64_t revoked_at;   /* unix seconds; 0: not revoked */
+    int64_t last_used_at; /* unix seconds, to the minute (pg_db_token_touch); 0: never */
 } pg_token;
 
 int pg_db_token_count(pg_db *db, int64_t *n, pg_error *err);
-/* One transaction: creates tenant t->tenant when new_tenant, then the token. */
+/* One transaction: creates tenant t->tenant when new_tenant, then the token
+ * (t->seq and t->revoked_at are ignored; a token is born unrevoked). */
 int pg_db_token_insert(pg_db *db, const pg_token *t, int new_tenant, pg_error *err);
-/* Unrevoked token by id. */
+/* Token by id, revoked or expired ones included (revoked_at, expires_at say
+ * so: the caller decides, with its own clock). */
 int pg_db_token_get(pg_db *db, const char *id, pg_token *out, int *found, pg_error *err);
+/* Up to `limit` tokens of tenant with seq > after, oldest first, revoked
+ * ones included; *out is a malloc'ed array (free()), NULL when count is 0. */
+int pg_db_token_list(pg_db *db, const char *tenant, int64_t after, size_t limit, pg_token **out,
+                     size_t *count, pg_error *err);
+/* One transaction: marks token id of tenant revoked at `now` (a foreign or
+ * unknown id: *found = 0). Revoking a revoked token changes nothing (PG_OK,
+ * *found = 1). *last_admin = 1 (nothing changed) when id is the tenant's
+ * last usable admin token: no other admin token of the tenant is unrevoked
+ * and unexpired at `now`, so revoking it would lock the tenant out. The
+ * check and the write cannot interleave with another revoke of the tenant
+ * (two admins revoking each other at once: one of them is refused). */
+int pg_db_token_revoke(pg_db *db, const char *tenant, const char *id, int64_t now, int *found,
+                       int *last_admin, pg_error *err);
+/* Records that token id was used at `now`, unless its last_used_at is less
+ * than PG_TOKEN_TOUCH_S older (so a busy token costs one write a minute,
+ * and replicas racing on it write once). */
+#define PG_TOKEN_TOUCH_S 60
+int pg_db_token_touch(pg_db *db, const char *id, int64_t now, pg_error *err);
 
 /* ---- datasets --------------------------------------------------------- */
 

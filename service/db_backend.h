@@ -24,6 +24,11 @@ typedef struct pg_db_ops {
     int (*token_count)(pg_db *db, int64_t *n, pg_error *err);
     int (*token_insert)(pg_db *db, const pg_token *t, int new_tenant, pg_error *err);
     int (*token_get)(pg_db *db, const char *id, pg_token *out, int *found, pg_error *err);
+    int (*token_list)(pg_db *db, const char *tenant, int64_t after, size_t limit, pg_token **out,
+                      size_t *count, pg_error *err);
+    int (*token_revoke)(pg_db *db, const char *tenant, const char *id, int64_t now, int *found,
+                        int *last_admin, pg_error *err);
+    int (*token_touch)(pg_db *db, const char *id, int64_t now, pg_error *err);
 
     int (*dataset_insert)(pg_db *db, pg_db_dataset *d, pg_error *err);
     int (*dataset_get)(pg_db *db, const char *tenant, const char *id, pg_db_dataset *out,

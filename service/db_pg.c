@@ -1,5 +1,5 @@
 /* service/db_pg.c - the PostgreSQL backend: open, the statement helpers,
- * the transaction runner, probe, tokens and idempotency keys. */
+ * the transaction runner, probe and idempotency keys (tokens: db_pg_tokens.c). */
 #include "service/db_pg.h"
 
 #include <math.h>
@@ -211,100 +211,6 @@ static int pgb_probe(pg_db *db, pg_error *err)
     return pgb_tx(PGB(db), probe_fn, NULL, err);
 }
 
-/* ---- tokens ----------------------------------------------------------- */
-
-static int count_fn(PGconn *c, void *ctx, pg_error *err)
-{
-    PGresult *r;
-    int rc = pgb_q(c, "SELECT count(*) FROM tokens", NULL, "counting tokens", &r, err);
-    if (rc) return rc;
-    *(int64_t *)ctx = pgb_i64_at(r, 0, 0);
-    PQclear(r);
-    return PG_OK;
-}
-
-static int pgb_token_count(pg_db *db, int64_t *n, pg_error *err)
-{
-    return with_conn(PGB(db), count_fn, n, err);
-}
-
-typedef struct token_ctx {
-    const pg_token *t;
-    int new_tenant;
-    pg_token *out;
-    int *found;
-} token_ctx;
-
-static const char *scope_name(int scope)
-{
-    return scope == PG_SCOPE_ADMIN ? "admin" : "read";
-}
-
-static int token_insert_fn(PGconn *c, void *ctx, pg_error *err)
-{
-    token_ctx *x = ctx;
-    pgb_args a = {0};
-    int rc;
-    if (x->new_tenant) {
-        pgb_text(&a, x->t->tenant);
-        pgb_i64(&a, x->t->created_at ? x->t->created_at : pgb_now());
-        if ((rc = pgb_q(c, "INSERT INTO tenants(id, created_at) VALUES ($1, $2)", &a,
-                        "creating a tenant", NULL, err)))
-            return rc;
-    }
-    a = (pgb_args){0};
-    pgb_text(&a, x->t->id);
-    pgb_text(&a, x->t->tenant);
-    pgb_text(&a, scope_name(x->t->scope));
-    pgb_bin(&a, x->t->hash, 32);
-    pgb_i64(&a, x->t->created_at ? x->t->created_at : pgb_now());
-    return pgb_q(c,
-                 "INSERT INTO tokens(id, tenant_id, scope, hash, created_at) "
-                 "VALUES ($1, $2, $3, $4, $5)",
-                 &a, "inserting a token", NULL, err);
-}
-
-static int pgb_token_insert(pg_db *db, const pg_token *t, int new_tenant, pg_error *err)
-{
-    token_ctx x = {.t = t, .new_tenant = new_tenant};
-    return pgb_tx(PGB(db), token_insert_fn, &x, err);
-}
-
-static int token_get_fn(PGconn *c, void *ctx, pg_error *err)
-{
-    token_ctx *x = ctx;
-    pgb_args a = {0};
-    pgb_text(&a, x->out->id);
-    PGresult *r;
-    int rc = pgb_q(c,
-                   "SELECT tenant_id, scope, hash, created_at FROM tokens "
-                   "WHERE id = $1 AND NOT revoked",
-                   &a, "reading a token", &r, err);
-    if (rc) return rc;
-    if (PQntuples(r) == 1 && PQgetlength(r, 0, 2) == 32) {
-        pgb_str_at(r, 0, 0, x->out->tenant, sizeof x->out->tenant);
-        x->out->scope = !strcmp(PQgetvalue(r, 0, 1), "admin") ? PG_SCOPE_ADMIN : PG_SCOPE_READ;
-        memcpy(x->out->hash, PQgetvalue(r, 0, 2), 32);
-        x->out->created_at = pgb_i64_at(r, 0, 3);
-        *x->found = 1;
-    }
-    PQclear(r);
-    return PG_OK;
-}
-
-static int pgb_token_get(pg_db *db, const char *id, pg_token *out, int *found, pg_error *err)
-{
-    pg_token t = {0};
-    snprintf(t.id, sizeof t.id, "%s", id);
-    int f = 0;
-    token_ctx x = {.out = &t, .found = &f};
-    int rc = with_conn(PGB(db), token_get_fn, &x, err);
-    if (rc) return rc;
-    *found = f;
-    if (f) *out = t;
-    return PG_OK;
-}
-
 /* ---- idempotency keys ------------------------------------------------- */
 
 typedef struct idem_ctx {
@@ -429,6 +335,9 @@ static const pg_db_ops PGB_OPS = {
     .token_count = pgb_token_count,
     .token_insert = pgb_token_insert,
     .token_get = pgb_token_get,
+    .token_list = pgb_token_list,
+    .token_revoke = pgb_token_revoke,
+    .token_touch = pgb_token_touch,
     .dataset_insert = pgb_dataset_insert,
     .dataset_get = pgb_dataset_get,
     .dataset_list = pgb_dataset_list,

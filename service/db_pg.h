@@ -51,6 +51,16 @@ typedef struct pgb {
 int pgb_migrate(PGconn *c, pg_error *err);
 int pgb_schema_version(PGconn *c, int *version, pg_error *err);
 extern const int PGB_SCHEMA_LATEST;
+/* The token migration (its SQL in one place, so its number can move): list
+ * order, expiry, revocation and last use. IF NOT EXISTS throughout: harmless if
+ * it ever runs twice. */
+#define PGB_MIGRATION_TOKENS                                                                       \
+    "ALTER TABLE tokens ADD COLUMN IF NOT EXISTS seq bigint GENERATED ALWAYS AS IDENTITY;"         \
+    "ALTER TABLE tokens ADD COLUMN IF NOT EXISTS expires_at bigint;"                               \
+    "ALTER TABLE tokens ADD COLUMN IF NOT EXISTS revoked_at bigint;"                               \
+    "ALTER TABLE tokens ADD COLUMN IF NOT EXISTS last_used_at bigint;"                             \
+    "UPDATE tokens SET revoked_at = created_at WHERE revoked AND revoked_at IS NULL;"              \
+    "CREATE INDEX IF NOT EXISTS tokens_tenant ON tokens(tenant_id, seq);"
 
 /* Statement parameters, passed in text format except bytea (binary). */
 #define PGB_MAXARGS 16
@@ -85,7 +95,15 @@ int pgb_tx(pgb *b, pgb_fn fn, void *ctx, pg_error *err);
 int64_t pgb_now(void);
 uint32_t pgb_crc32(uint32_t crc, const void *p, size_t n);
 
-/* Areas (db_pg_rows.c, db_pg_jobs.c): ops table entries. */
+/* Areas (db_pg_tokens.c, db_pg_rows.c, db_pg_jobs.c): ops table entries. */
+int pgb_token_count(pg_db *db, int64_t *n, pg_error *err);
+int pgb_token_insert(pg_db *db, const pg_token *t, int new_tenant, pg_error *err);
+int pgb_token_get(pg_db *db, const char *id, pg_token *out, int *found, pg_error *err);
+int pgb_token_list(pg_db *db, const char *tenant, int64_t after, size_t limit, pg_token **out,
+                   size_t *count, pg_error *err);
+int pgb_token_revoke(pg_db *db, const char *tenant, const char *id, int64_t now, int *found,
+                     int *last_admin, pg_error *err);
+int pgb_token_touch(pg_db *db, const char *id, int64_t now, pg_error *err);
 int pgb_dataset_insert(pg_db *db, pg_db_dataset *d, pg_error *err);
 int pgb_dataset_get(pg_db *db, const char *tenant, const char *id, pg_db_dataset *out, int *found,
                     pg_error *err);

@@ -73,6 +73,8 @@ static const char *const MIGRATIONS[] = {
     /* 2: a job's durable view (service/jobs_hist.c), one JSON document. */
     "CREATE TABLE job_history(job_id text PRIMARY KEY, doc text NOT NULL,"
     " updated_at bigint NOT NULL);",
+    /* 3: token list order, expiry, revocation and last use (db_pg.h). */
+    PGB_MIGRATION_TOKENS,
 };
 #define NMIGRATIONS ((int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]))
 const int PGB_SCHEMA_LATEST = NMIGRATIONS;

@@ -1,5 +1,6 @@
-/* service/db_sqlite.c - the SQLite backend: open, schema, probe, tokens and
- * idempotency keys (see db_sqlite.h for the locking and file rules). */
+/* service/db_sqlite.c - the SQLite backend: open, schema, probe and
+ * idempotency keys; tokens are in db_sqlite_tokens.c (see db_sqlite.h for
+ * the locking and file rules). */
 #include "service/db_sqlite.h"
 
 #include <errno.h>
@@ -59,6 +60,8 @@ static const char *const MIGRATIONS[] = {
     /* 4: a job's durable view (service/jobs_hist.c), one JSON document. */
     "CREATE TABLE job_history(job_id TEXT PRIMARY KEY, doc TEXT NOT NULL,"
     " updated_at INTEGER NOT NULL);",
+    /* 5: token list order, expiry, revocation and last use (db_sqlite.h). */
+    SQ_MIGRATION_TOKENS,
 };
 #define NMIGRATIONS ((int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]))
 
@@ -223,92 +226,6 @@ static int sq_probe(pg_db *db, pg_error *err)
     return rc;
 }
 
-/* ---- tokens ----------------------------------------------------------- */
-
-static int sq_token_count(pg_db *db, int64_t *n, pg_error *err)
-{
-    sq_db *s = SQ(db);
-    pthread_mutex_lock(&s->mu);
-    sqlite3_stmt *st;
-    int rc = sq_prep(s, "SELECT count(*) FROM tokens", &st, err);
-    if (!rc) {
-        if (sqlite3_step(st) == SQLITE_ROW)
-            *n = sqlite3_column_int64(st, 0);
-        else
-            rc = sq_fail(s, err, "counting tokens");
-        sqlite3_finalize(st);
-    }
-    pthread_mutex_unlock(&s->mu);
-    return rc;
-}
-
-static int sq_token_insert(pg_db *db, const pg_token *t, int new_tenant, pg_error *err)
-{
-    sq_db *s = SQ(db);
-    pthread_mutex_lock(&s->mu);
-    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
-    sqlite3_stmt *st = NULL;
-    if (!rc && new_tenant) {
-        rc = sq_prep(s, "INSERT INTO tenants(id, created_at) VALUES(?,?)", &st, err);
-        if (!rc) {
-            sqlite3_bind_text(st, 1, t->tenant, -1, SQLITE_STATIC);
-            sqlite3_bind_int64(st, 2, sq_now());
-            if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "creating a tenant");
-            sqlite3_finalize(st);
-        }
-    }
-    if (!rc)
-        rc = sq_prep(s,
-                     "INSERT INTO tokens(id, tenant_id, scope, hash, created_at) "
-                     "VALUES(?,?,?,?,?)",
-                     &st, err);
-    if (!rc) {
-        sqlite3_bind_text(st, 1, t->id, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, t->tenant, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, t->scope == PG_SCOPE_ADMIN ? "admin" : "read", -1, SQLITE_STATIC);
-        sqlite3_bind_blob(st, 4, t->hash, 32, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 5, t->created_at);
-        if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "storing a token");
-        sqlite3_finalize(st);
-    }
-    if (!rc) rc = sq_exec(s, "COMMIT;", err);
-    if (rc) sq_rollback(s);
-    pthread_mutex_unlock(&s->mu);
-    return rc;
-}
-
-static int sq_token_get(pg_db *db, const char *id, pg_token *out, int *found, pg_error *err)
-{
-    sq_db *s = SQ(db);
-    pthread_mutex_lock(&s->mu);
-    sqlite3_stmt *st;
-    int rc = sq_prep(s,
-                     "SELECT tenant_id, scope, hash, created_at FROM tokens "
-                     "WHERE id=? AND revoked=0",
-                     &st, err);
-    if (!rc) {
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        int r = sqlite3_step(st);
-        if (r == SQLITE_ROW && sqlite3_column_bytes(st, 2) == 32) {
-            memset(out, 0, sizeof *out);
-            snprintf(out->id, sizeof out->id, "%s", id);
-            snprintf(out->tenant, sizeof out->tenant, "%s",
-                     (const char *)sqlite3_column_text(st, 0));
-            out->scope = strcmp((const char *)sqlite3_column_text(st, 1), "admin") == 0
-                             ? PG_SCOPE_ADMIN
-                             : PG_SCOPE_READ;
-            memcpy(out->hash, sqlite3_column_blob(st, 2), 32);
-            out->created_at = sqlite3_column_int64(st, 3);
-            *found = 1;
-        } else if (r != SQLITE_ROW && r != SQLITE_DONE) {
-            rc = sq_fail(s, err, "reading a token");
-        }
-        sqlite3_finalize(st);
-    }
-    pthread_mutex_unlock(&s->mu);
-    return rc;
-}
-
 /* ---- idempotency keys ------------------------------------------------- */
 
 static int sq_idem_begin(pg_db *db, const char *tenant, const char *key, const unsigned char fp[32],
@@ -413,6 +330,9 @@ static const pg_db_ops SQ_OPS = {
     .token_count = sq_token_count,
     .token_insert = sq_token_insert,
     .token_get = sq_token_get,
+    .token_list = sq_token_list,
+    .token_revoke = sq_token_revoke,
+    .token_touch = sq_token_touch,
     .dataset_insert = sq_dataset_insert,
     .dataset_get = sq_dataset_get,
     .dataset_list = sq_dataset_list,

@@ -1,7 +1,8 @@
 /* service/db_sqlite.h - internals shared by the SQLite backend's files
- * (db_sqlite.c: open, schema, tokens, idempotency; db_sqlite_rows.c:
- * datasets, appends, blocks; db_sqlite_jobs.c: jobs, ledger, checkpoints;
- * db_sqlite_hist.c: job history documents, job and checkpoint deletion).
+ * (db_sqlite.c: open, schema, idempotency; db_sqlite_tokens.c: tokens;
+ * db_sqlite_rows.c: datasets, appends, blocks; db_sqlite_jobs.c: jobs, ledger,
+ * checkpoints; db_sqlite_hist.c: job history documents, job and checkpoint
+ * deletion).
  *
  * One connection guarded by one mutex: every op locks, runs its statements
  * (multi-statement writes inside BEGIN IMMEDIATE ... COMMIT) and unlocks, so
@@ -42,7 +43,27 @@ int sq_ckpt_path(const sq_db *s, const char *job, int64_t step, char *buf, size_
                  pg_error *err);
 int sq_fsync_dir(const char *dir);
 
+/* The token migration (its SQL in one place, so its number can move): list
+ * order (seq, from rowid for old rows), expiry, revocation and last use. */
+#define SQ_MIGRATION_TOKENS                                                                        \
+    "ALTER TABLE tokens ADD COLUMN seq INTEGER;"                                                   \
+    "UPDATE tokens SET seq = rowid;"                                                               \
+    "ALTER TABLE tokens ADD COLUMN expires_at INTEGER;"                                            \
+    "ALTER TABLE tokens ADD COLUMN revoked_at INTEGER;"                                            \
+    "ALTER TABLE tokens ADD COLUMN last_used_at INTEGER;"                                          \
+    "UPDATE tokens SET revoked_at = created_at WHERE revoked <> 0 AND revoked_at IS NULL;"         \
+    "CREATE UNIQUE INDEX IF NOT EXISTS tokens_seq ON tokens(seq);"                                 \
+    "CREATE INDEX IF NOT EXISTS tokens_tenant ON tokens(tenant_id, seq);"
+
 /* Ops of the other files. */
+int sq_token_count(pg_db *db, int64_t *n, pg_error *err);
+int sq_token_insert(pg_db *db, const pg_token *t, int new_tenant, pg_error *err);
+int sq_token_get(pg_db *db, const char *id, pg_token *out, int *found, pg_error *err);
+int sq_token_list(pg_db *db, const char *tenant, int64_t after, size_t limit, pg_token **out,
+                  size_t *count, pg_error *err);
+int sq_token_revoke(pg_db *db, const char *tenant, const char *id, int64_t now, int *found,
+                    int *last_admin, pg_error *err);
+int sq_token_touch(pg_db *db, const char *id, int64_t now, pg_error *err);
 int sq_dataset_insert(pg_db *db, pg_db_dataset *d, pg_error *err);
 int sq_dataset_get(pg_db *db, const char *tenant, const char *id, pg_db_dataset *out, int *found,
                    pg_error *err);

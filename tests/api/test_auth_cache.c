@@ -63,7 +63,7 @@ START_TEST(cache_hits_invalidation_and_ttl)
     sqlite3 *q;
     ck_assert_int_eq(sqlite3_open(db, &q), SQLITE_OK);
     char sql[160];
-    snprintf(sql, sizeof sql, "UPDATE tokens SET revoked = 1 WHERE id = '%s'", rec.id);
+    snprintf(sql, sizeof sql, "UPDATE tokens SET revoked = 1, revoked_at = 1 WHERE id = '%s'", rec.id);
     ck_assert_int_eq(sqlite3_exec(q, sql, NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(q);
     ck_assert_int_eq(pg_auth_verify(s, h, &got, &ok, NULL), PG_OK);

@@ -184,6 +184,58 @@ START_TEST(version_1_database_migrates_forward)
 }
 END_TEST
 
+/* A database left at schema version 1 (tokens without seq, expiry or
+ * revocation time) migrates forward keeping its tokens: an old revoked
+ * token stays revoked (revoked_at from its creation), others are listed in
+ * a stable order and never expire. */
+START_TEST(version_1_tokens_migrate_forward)
+{
+    char uri[512];
+    fresh_db("pgt_tokens_v1", uri, sizeof uri);
+    pg_db *db = open_db(uri);
+    pg_db_close(db);
+    PGconn *c = PQconnectdb(uri);
+    exec_ok(c, "DROP INDEX tokens_tenant");
+    exec_ok(c, "ALTER TABLE tokens DROP COLUMN seq, DROP COLUMN expires_at, DROP COLUMN revoked_at,"
+               " DROP COLUMN last_used_at");
+    exec_ok(c, "DROP TABLE job_history"); /* version 2 (job histories) */
+    exec_ok(c, "UPDATE schema_version SET version = 1");
+    exec_ok(c, "INSERT INTO tenants VALUES ('ten_old', 1700000000)");
+    exec_ok(c, "INSERT INTO tokens(id, tenant_id, scope, hash, created_at, revoked) VALUES"
+               " ('tok_a', 'ten_old', 'admin', decode(repeat('ab', 32), 'hex'), 1700000001, false),"
+               " ('tok_b', 'ten_old', 'read', decode(repeat('cd', 32), 'hex'), 1700000002, true)");
+    db = open_db(uri);
+    int v = 0;
+    ck_assert_int_eq(pg_db_schema_version(db, &v, NULL), PG_OK);
+    ck_assert_int_ge(v, 2);
+    pg_token *list;
+    size_t n;
+    ck_assert_int_eq(pg_db_token_list(db, "ten_old", 0, 10, &list, &n, NULL), PG_OK);
+    ck_assert_uint_eq(n, 2);
+    ck_assert(list[0].seq > 0 && list[1].seq > list[0].seq);
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_int_eq(list[i].expires_at, 0);
+        ck_assert_int_eq(list[i].last_used_at, 0);
+        if (!strcmp(list[i].id, "tok_b"))
+            ck_assert_int_eq(list[i].revoked_at, 1700000002);
+        else
+            ck_assert_int_eq(list[i].revoked_at, 0);
+    }
+    free(list);
+    /* New tokens come after the migrated ones. */
+    pg_token t = {.scope = PG_SCOPE_READ, .created_at = 5};
+    snprintf(t.id, sizeof t.id, "tok_new");
+    snprintf(t.tenant, sizeof t.tenant, "ten_old");
+    ck_assert_int_eq(pg_db_token_insert(db, &t, 0, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_token_list(db, "ten_old", 0, 10, &list, &n, NULL), PG_OK);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_str_eq(list[2].id, "tok_new");
+    free(list);
+    pg_db_close(db);
+    PQfinish(c);
+}
+END_TEST
+
 START_TEST(open_errors_hide_the_password)
 {
     const char *good = pgt_uri();
@@ -667,6 +719,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, concurrent_opens_migrate_once);
     tcase_add_test(tc, version_1_database_migrates_forward);
+    tcase_add_test(tc, version_1_tokens_migrate_forward);
     tcase_add_test(tc, open_errors_hide_the_password);
     tcase_add_test(tc, append_and_read_back_chunked_blocks);
     tcase_add_test(tc, failed_appends_leave_nothing);

@@ -61,7 +61,7 @@ START_TEST(schema_version_and_newer_refused)
     pg_db *db = open_db();
     int v;
     ck_assert_int_eq(pg_db_schema_version(db, &v, NULL), PG_OK);
-    ck_assert_int_eq(v, 4);
+    ck_assert_int_eq(v, 5);
     pg_db_close(db);
     /* a database from a future binary is refused, not silently used */
     sql("UPDATE schema_version SET version=99");
@@ -166,12 +166,23 @@ START_TEST(old_data_dir_opens_and_works)
     pg_db *db = open_db();
     int v;
     ck_assert_int_eq(pg_db_schema_version(db, &v, NULL), PG_OK);
-    ck_assert_int_eq(v, 4);
+    ck_assert_int_eq(v, 5);
     pg_token t;
     int found;
     ck_assert_int_eq(pg_db_token_get(db, "tok_0123456789abcdef", &t, &found, NULL), PG_OK);
     ck_assert_int_eq(found, 1);
     ck_assert_int_eq(t.scope, PG_SCOPE_ADMIN);
+    /* migration 4: the old token is listed, unrevoked and never expires */
+    ck_assert_int_gt(t.seq, 0);
+    ck_assert_int_eq(t.expires_at, 0);
+    ck_assert_int_eq(t.revoked_at, 0);
+    ck_assert_int_eq(t.last_used_at, 0);
+    pg_token *toks;
+    size_t ntok;
+    ck_assert_int_eq(pg_db_token_list(db, "ten_old", 0, 10, &toks, &ntok, NULL), PG_OK);
+    ck_assert_uint_eq(ntok, 1);
+    ck_assert_str_eq(toks[0].id, "tok_0123456789abcdef");
+    free(toks);
     pg_db_dataset d;
     ck_assert_int_eq(pg_db_dataset_get(db, "ten_old", "ds_old", &d, &found, NULL), PG_OK);
     ck_assert_int_eq(found, 1);
@@ -280,7 +291,7 @@ START_TEST(version_1_data_dir_is_migrated)
     pg_db *db = open_db();
     int v;
     ck_assert_int_eq(pg_db_schema_version(db, &v, NULL), PG_OK);
-    ck_assert_int_eq(v, 4);
+    ck_assert_int_eq(v, 5);
     pg_job_row *jr;
     size_t n;
     ck_assert_int_eq(pg_db_job_load_all(db, &jr, &n, NULL), PG_OK);
