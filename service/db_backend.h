@@ -66,6 +66,17 @@ typedef struct pg_db_ops {
     int (*ckpt_list)(pg_db *db, const char *job, pg_ckpt_row **rows, size_t *count, pg_error *err);
     int (*ckpt_get)(pg_db *db, const char *job, int64_t step, size_t max_bytes,
                     unsigned char **bytes, size_t *len, int *found, pg_error *err);
+
+    /* The shared job queue (node ids checked, *held / *found reset). */
+    int (*job_claim)(pg_db *db, const char *node, int64_t now, int64_t lease_s, pg_job_row **out,
+                     int *found, pg_error *err);
+    int (*job_heartbeat)(pg_db *db, const char *id, const char *node, int64_t now, int64_t lease_s,
+                         int *held, pg_error *err);
+    int (*job_patch_owned)(pg_db *db, const char *id, const char *node, const pg_job_patch *p,
+                           int *held, pg_error *err);
+    int (*ckpt_put_owned)(pg_db *db, const char *job, const char *node, int64_t step,
+                          const unsigned char *bytes, size_t len, uint32_t crc, int *held,
+                          pg_error *err);
 } pg_db_ops;
 
 struct pg_db {

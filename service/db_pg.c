@@ -452,6 +452,10 @@ static const pg_db_ops PGB_OPS = {
     .ckpt_put = pgb_ckpt_put,
     .ckpt_list = pgb_ckpt_list,
     .ckpt_get = pgb_ckpt_get,
+    .job_claim = pgb_job_claim,
+    .job_heartbeat = pgb_job_heartbeat,
+    .job_patch_owned = pgb_job_patch_owned,
+    .ckpt_put_owned = pgb_ckpt_put_owned,
 };
 
 static int migrate_fn(PGconn *c, void *ctx, pg_error *err)

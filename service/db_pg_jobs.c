@@ -354,6 +354,13 @@ static int put_fn(PGconn *c, void *ctx, pg_error *err)
                  &a, "recording a checkpoint", NULL, err);
 }
 
+int pgb_ckpt_write(PGconn *c, const char *job, int64_t step, const unsigned char *bytes, size_t len,
+                   uint32_t crc, pg_error *err)
+{
+    ckpt_ctx x = {.job = job, .step = step, .bytes = bytes, .len = len, .crc = crc};
+    return put_fn(c, &x, err);
+}
+
 int pgb_ckpt_put(pg_db *db, const char *job, int64_t step, const unsigned char *bytes, size_t len,
                  uint32_t crc, pg_error *err)
 {

@@ -56,6 +56,11 @@ static const char *const MIGRATIONS[] = {
     "ALTER TABLE jobs ADD COLUMN public_dataset_id TEXT;"
     "ALTER TABLE jobs ADD COLUMN public_n INTEGER NOT NULL DEFAULT 0;"
     "CREATE INDEX jobs_public ON jobs(public_dataset_id, status);",
+    /* 4: the shared job queue's lease (service/db.h): the replica holding a
+     * job and until when (NULL: nobody). */
+    "ALTER TABLE jobs ADD COLUMN owner TEXT;"
+    "ALTER TABLE jobs ADD COLUMN lease_until INTEGER;"
+    "CREATE INDEX jobs_active ON jobs(seq) WHERE status IN ('queued','running');",
 };
 #define NMIGRATIONS ((int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]))
 
@@ -433,6 +438,10 @@ static const pg_db_ops SQ_OPS = {
     .ckpt_put = sq_ckpt_put,
     .ckpt_list = sq_ckpt_list,
     .ckpt_get = sq_ckpt_get,
+    .job_claim = sq_job_claim,
+    .job_heartbeat = sq_job_heartbeat,
+    .job_patch_owned = sq_job_patch_owned,
+    .ckpt_put_owned = sq_ckpt_put_owned,
 };
 
 int pg_db_sqlite_open(const char *url, const pg_db_options *opt, pg_db **out, pg_error *err)

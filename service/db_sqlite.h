@@ -77,4 +77,15 @@ int sq_ckpt_list(pg_db *db, const char *job, pg_ckpt_row **rows, size_t *count, 
 int sq_ckpt_get(pg_db *db, const char *job, int64_t step, size_t max_bytes, unsigned char **bytes,
                 size_t *len, int *found, pg_error *err);
 
+/* db_sqlite_queue.c: the shared job queue. */
+int sq_job_claim(pg_db *db, const char *node, int64_t now, int64_t lease_s, pg_job_row **out,
+                 int *found, pg_error *err);
+int sq_job_heartbeat(pg_db *db, const char *id, const char *node, int64_t now, int64_t lease_s,
+                     int *held, pg_error *err);
+int sq_job_patch_owned(pg_db *db, const char *id, const char *node, const pg_job_patch *p,
+                       int *held, pg_error *err);
+int sq_ckpt_put_owned(pg_db *db, const char *job, const char *node, int64_t step,
+                      const unsigned char *bytes, size_t len, uint32_t crc, int *held,
+                      pg_error *err);
+
 #endif
