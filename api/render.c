@@ -82,8 +82,8 @@ static void png_flush_noop(png_structp png)
 
 /* Encodes a w x h RGB8 image at zlib level `level`; as 8-bit gray when every
  * pixel is gray (grids of 1-channel images), a third of the data to deflate. */
-static int encode_rgb(const uint8_t *rgb, size_t w, size_t h, int level, char **out, size_t *len,
-                      pg_error *err)
+int pg_render_encode_rgb(const uint8_t *rgb, size_t w, size_t h, int level, char **out, size_t *len,
+                         pg_error *err)
 {
     membuf m = {0};
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
@@ -302,8 +302,8 @@ static int scatter(const float *x, size_t n, float lo, float hi, const pg_render
         snprintf(line + strlen(line), sizeof line - strlen(line), "%s%zu not finite (not drawn)",
                  beyond ? ", " : "", nonfinite);
     if (line[0]) text(&c, PG_PLOT_LEFT, 46, line, 1, OUTSIDE);
-    int rc = encode_rgb(c.p, (size_t)c.w, (size_t)c.h,
-                        opt->level ? opt->level : PG_RENDER_PNG_LEVEL, out, len, err);
+    int rc = pg_render_encode_rgb(c.p, (size_t)c.w, (size_t)c.h,
+                                  opt->level ? opt->level : PG_RENDER_PNG_LEVEL, out, len, err);
     free(c.p);
     return rc;
 }
@@ -339,7 +339,8 @@ static int grid(const float *x, size_t n, size_t c, size_t h, size_t w, float lo
             }
     }
     pg_font_draw(img, (int)W, (int)H, 4, (int)gh + (CAPTION_H - PG_FONT_H) / 2, cap, 1, INK, 0);
-    int rc = encode_rgb(img, W, H, opt->level ? opt->level : PG_RENDER_PNG_LEVEL, out, len, err);
+    int rc = pg_render_encode_rgb(img, W, H, opt->level ? opt->level : PG_RENDER_PNG_LEVEL, out,
+                                  len, err);
     free(img);
     return rc;
 }

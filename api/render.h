@@ -12,6 +12,7 @@
 #define PG_API_RENDER_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "api/plot.h"
 #include "engine/core/error.h"
@@ -39,5 +40,11 @@ int pg_render_png_plot(const float *x, size_t n, size_t d, int ndim, const size_
                        float hi, const pg_render_plot *opt, char **out, size_t *len, pg_error *err);
 int pg_render_png(const float *x, size_t n, size_t d, int ndim, const size_t *shape, float lo,
                   float hi, char **out, size_t *len, pg_error *err);
+
+/* Encodes a w x h RGB8 image (rows packed, 3 bytes a pixel) as PNG at zlib
+ * `level`, as 8-bit gray when every pixel is gray. *out is malloc'ed. Every
+ * PNG the api layer serves goes through here, so the level is chosen once. */
+int pg_render_encode_rgb(const uint8_t *rgb, size_t w, size_t h, int level, char **out, size_t *len,
+                         pg_error *err);
 
 #endif

@@ -762,66 +762,8 @@ int pg_report_png_grid(const pg_report_png_in *in, char **out, size_t *len, pg_e
 
 /* ---- PNG encoding ------------------------------------------------------- */
 
-typedef struct membuf {
-    char *p;
-    size_t len, cap;
-    int oom;
-} membuf;
-
-static void png_put(png_structp png, png_bytep data, png_size_t n)
-{
-    membuf *m = png_get_io_ptr(png);
-    if (m->oom) return;
-    if (m->len + n > m->cap) {
-        size_t cap = m->cap ? m->cap : 8192;
-        while (cap < m->len + n) cap *= 2;
-        char *np = realloc(m->p, cap);
-        if (!np) {
-            m->oom = 1;
-            return;
-        }
-        m->p = np, m->cap = cap;
-    }
-    memcpy(m->p + m->len, data, n);
-    m->len += n;
-}
-
-static void png_flush_noop(png_structp png)
-{
-    (void)png;
-}
-
 static int encode(const canvas *c, int level, char **out, size_t *len, pg_error *err)
 {
-    membuf m = {0};
-    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
-    png_infop info = png ? png_create_info_struct(png) : NULL;
-    png_bytep *rows = malloc((size_t)c->h * sizeof *rows);
-    if (!png || !info || !rows) {
-        png_destroy_write_struct(&png, &info);
-        free(rows);
-        return pg_error_set(err, PG_ENOMEM, "out of memory encoding a PNG");
-    }
-    if (setjmp(png_jmpbuf(png))) {
-        png_destroy_write_struct(&png, &info);
-        free(rows);
-        free(m.p);
-        return pg_error_set(err, PG_ENOMEM, "PNG encoding failed");
-    }
-    png_set_write_fn(png, &m, png_put, png_flush_noop);
-    png_set_compression_level(png, level ? level : PG_RENDER_PNG_LEVEL);
-    png_set_IHDR(png, info, (png_uint_32)c->w, (png_uint_32)c->h, 8, PNG_COLOR_TYPE_RGB,
-                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-    for (int y = 0; y < c->h; y++) rows[y] = c->p + (size_t)y * (size_t)c->w * 3;
-    png_set_rows(png, info, rows);
-    png_write_png(png, info, PNG_TRANSFORM_IDENTITY, NULL);
-    png_destroy_write_struct(&png, &info);
-    free(rows);
-    if (m.oom) {
-        free(m.p);
-        return pg_error_set(err, PG_ENOMEM, "out of memory encoding a PNG");
-    }
-    *out = m.p;
-    *len = m.len;
-    return PG_OK;
+    return pg_render_encode_rgb(c->p, (size_t)c->w, (size_t)c->h,
+                                level ? level : PG_RENDER_PNG_LEVEL, out, len, err);
 }
