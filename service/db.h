@@ -73,6 +73,8 @@
 #include "service/ledger.h"
 
 #define PG_ID_MAX 40
+/* Longest node id + 1 (the shared job queue, below). */
+#define PG_NODE_MAX 128
 
 typedef struct pg_db pg_db;
 
@@ -254,6 +256,7 @@ typedef struct pg_job_row {
     int64_t step, steps_reserved, data_n;
     char public_dataset_id[PG_ID_MAX]; /* "" when the job reads no public data */
     int64_t public_n;                  /* its rows at submission */
+    char owner[PG_NODE_MAX];           /* node holding or last holding its lease; "" none */
 } pg_job_row;
 
 /* Admission, one transaction (see "Admission concurrency" above): when
@@ -349,8 +352,6 @@ int pg_db_ckpt_get(pg_db *db, const char *job, int64_t step, size_t max_bytes,
  * owners, not clocks: a replica whose lease ran out but that nobody has
  * claimed from yet may still write, and one whose clock is wrong cannot
  * write over its successor. A refused write means "stop this job now". */
-#define PG_NODE_MAX 128
-
 /* Claims the oldest runnable job for node; *out (pg_job_rows_free(*out, 1))
  * is its row after the claim. *found = 0 (PG_OK) when nothing is runnable.
  * lease_s > 0. */

@@ -29,7 +29,7 @@ static const char CLAIM_SQL[] =
     "(lease_until IS NULL OR lease_until <= $1::bigint)) ORDER BY seq LIMIT 1 FOR UPDATE SKIP "
     "LOCKED) "
     "RETURNING seq, id, tenant_id, dataset_id, method, status, spec, error, created_at, "
-    "started_at, finished_at, step, steps_reserved, data_n, public_dataset_id, public_n";
+    "started_at, finished_at, step, steps_reserved, data_n, public_dataset_id, public_n, owner";
 
 static int claim_fn(PGconn *c, void *ctx, pg_error *err)
 {
@@ -64,6 +64,7 @@ static int claim_fn(PGconn *c, void *ctx, pg_error *err)
     j->data_n = pgb_i64_at(r, 0, 13);
     pgb_str_at(r, 0, 14, j->public_dataset_id, sizeof j->public_dataset_id);
     j->public_n = pgb_i64_at(r, 0, 15);
+    pgb_str_at(r, 0, 16, j->owner, sizeof j->owner);
     int oom = !j->spec || (!PQgetisnull(r, 0, 7) && !j->error);
     PQclear(r);
     /* Failing here rolls the claim back: the job stays runnable. */

@@ -34,7 +34,7 @@ static int read_row(sq_db *s, int64_t seq, pg_job_row **out, pg_error *err)
     if (sq_prep(s,
                 "SELECT seq, id, tenant_id, dataset_id, method, status, spec, error, "
                 "created_at, started_at, finished_at, step, steps_reserved, data_n, "
-                "public_dataset_id, public_n FROM jobs WHERE seq=?",
+                "public_dataset_id, public_n, owner FROM jobs WHERE seq=?",
                 &st, err))
         return PG_EIO;
     sqlite3_bind_int64(st, 1, seq);
@@ -61,6 +61,7 @@ static int read_row(sq_db *s, int64_t seq, pg_job_row **out, pg_error *err)
         j->data_n = sqlite3_column_int64(st, 13);
         copy_col(j->public_dataset_id, sizeof j->public_dataset_id, st, 14);
         j->public_n = sqlite3_column_int64(st, 15);
+        copy_col(j->owner, sizeof j->owner, st, 16);
         if (!j->spec || (sqlite3_column_type(st, 7) != SQLITE_NULL && !j->error)) {
             pg_job_rows_free(j, 1);
             *out = NULL;

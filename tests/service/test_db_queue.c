@@ -128,6 +128,7 @@ START_TEST(claims_take_oldest_and_expired_leases_move)
     ck_assert_int_eq(c->step, 5);
     ck_assert_int_eq(c->steps_reserved, 12);
     ck_assert_int_eq(c->started_at, 1000);
+    ck_assert_str_eq(c->owner, "d:1");
     pg_job_rows_free(c, 1);
     claim_expect(db, "e:1", 1030, NULL);
     claim_expect(db, "e:1", 1031, j3);
@@ -149,6 +150,7 @@ START_TEST(claims_take_oldest_and_expired_leases_move)
     ck_assert_int_eq(r->step, 5);
     ck_assert_int_eq(r->steps_reserved, 12);
     ck_assert_int_eq(r->finished_at, 0);
+    ck_assert_str_eq(r->owner, "d:1");
     pg_job_rows_free(r, 1);
     /* the new owner's renewal works; a finished job is never claimed again
      * and its owner cannot renew it */
@@ -188,6 +190,10 @@ START_TEST(release_hands_over_at_once)
     claim_expect(db, "b:1", 2001, NULL);
     ck_assert_int_eq(pg_db_job_release(db, j, "a:1", 2001, &held, NULL), PG_OK);
     ck_assert_int_eq(held, 1);
+    pg_job_row *r = load(db, j);
+    ck_assert_str_eq(r->owner, "a:1"); /* the node that last ran it */
+    ck_assert_str_eq(r->status, "running");
+    pg_job_rows_free(r, 1);
     /* long before the lease would have run out */
     claim_expect(db, "b:1", 2002, j);
     ck_assert_int_eq(pg_db_job_release(db, j, "a:1", 2003, &held, NULL), PG_OK);
