@@ -351,7 +351,20 @@ int pg_db_ckpt_get(pg_db *db, const char *job, int64_t step, size_t max_bytes,
  * or after it (refused, *held = 0, nothing changed). The fence compares
  * owners, not clocks: a replica whose lease ran out but that nobody has
  * claimed from yet may still write, and one whose clock is wrong cannot
- * write over its successor. A refused write means "stop this job now". */
+ * write over its successor. A refused write means "stop this job now".
+ *
+ * Privacy of a takeover: the ledger is charged once, by pg_db_job_admit; a
+ * claim never touches the ledger, so a job resumed by another replica is
+ * never charged again. It is never released more than its plan either,
+ * provided the job layer keeps two rules: (1) it reserves steps only with
+ * the fenced patch (steps_reserved), committed before it runs them, so the
+ * mechanism invocations of all owners together stay within steps_reserved,
+ * and a new owner runs at most plan steps - steps_reserved more; (2) what
+ * leaves the service (snapshots, samples) only ever comes from a stored
+ * checkpoint, and checkpoints are fenced too. A stale owner's work after
+ * its last accepted write is computed but never released: it is as if it
+ * had not happened, except for its invocations, which rule (1) already
+ * counted. */
 /* Claims the oldest runnable job for node; *out (pg_job_rows_free(*out, 1))
  * is its row after the claim. *found = 0 (PG_OK) when nothing is runnable.
  * lease_s > 0. */
