@@ -122,6 +122,14 @@ void pg_h_jobs_list(pg_req *r)
             return;
         }
     }
+    /* history=false drops each job's loss history (up to 500 points) so a
+     * client that polls the list stays light; GET /v1/jobs/{id} has it. */
+    const char *hs = pg_api_query(r, "history");
+    int with_history = !hs || !strcmp(hs, "true") || !strcmp(hs, "1");
+    if (hs && with_history == 0 && strcmp(hs, "false") && strcmp(hs, "0")) {
+        pg_api_problem(r, 400, "history must be true or false", "history", "must be true or false");
+        return;
+    }
     long limit;
     long long after;
     if (pg_api_page_params(r, &limit, &after)) return;
@@ -132,6 +140,11 @@ void pg_h_jobs_list(pg_req *r)
                      &err)) {
         fail_err(r, &err);
         return;
+    }
+    if (!with_history) {
+        size_t i;
+        json_t *it;
+        json_array_foreach(items, i, it) json_object_del(it, "history");
     }
     json_t *nc = json_null();
     if (next) {

@@ -365,6 +365,18 @@ START_TEST(entropic_gan_lifecycle)
     pg_resp_free(&r);
     req(&srv, "GET", "/v1/jobs?status=bogus", NULL, &r);
     expect_problem(&r, 400, "status");
+    /* the light list: same job and progress, no history */
+    snprintf(path, sizeof path, "/v1/jobs?dataset_id=%s&history=false", ds);
+    req(&srv, "GET", path, NULL, &r);
+    conform(&r, "JobList");
+    json_t *light = json_array_get(json_object_get(r.json, "items"), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(light, "id")), job);
+    ck_assert_ptr_null(json_object_get(light, "history"));
+    ck_assert_int_eq(
+        (int)json_integer_value(json_object_get(json_object_get(light, "progress"), "step")), 60);
+    pg_resp_free(&r);
+    req(&srv, "GET", "/v1/jobs?history=maybe", NULL, &r);
+    expect_problem(&r, 400, "history");
 
     /* metrics */
     pg_http(&srv, "GET", "/metrics", NULL, NULL, NULL, 0, NULL, &r);

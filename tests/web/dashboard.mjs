@@ -1,9 +1,17 @@
-// Browser test of the dashboard: a live privgend (port 0, temp data dir) with
-// a finished entropic_gan job on local data and a finished dp_sinkhorn job on
-// a central dataset with a budget cap, set up through the `privgen` CLI; then
-// headless Debian Chromium (driven by playwright-core, no browser download)
-// signs in and must show the job list, the budget gauge (spent > 0 of the
-// cap) and a decoded sample image. Screenshot: argv[4].
+// Browser test of the dashboard against a live privgend (port 0, temp data
+// dir), driven by playwright-core on Debian Chromium (no browser download).
+// Everything a user does goes through the page: sign in; create a local
+// dataset from a `privgen privatize` declaration (a too-small noise scale is
+// refused next to its field) and upload its rows as CSV and NPY (a bad file
+// is refused next to the file input); create a central dataset with a budget;
+// the job form offers only the methods of the dataset's privacy model; a
+// dry run shows a summary that matches the API's plan; a small dp_sinkhorn
+// job runs to success (a job view with `warnings`, stubbed, shows them); CSV
+// and PNG samples download (status, type, PNG
+// signature); the ledger lists the job with the API's epsilon; deleting a
+// dataset with a running job is refused with the server's reason, then
+// succeeds once the job is cancelled; the page fits a 390 px phone screen.
+// Screenshots: argv[4] (desktop) and the same name with -390 (phone).
 //
 // Usage: node dashboard.mjs PRIVGEND PRIVGEN SCREENSHOT.png
 import { spawn, execFileSync } from 'node:child_process';
@@ -13,6 +21,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const [privgend, privgen, shot] = process.argv.slice(2);
+const shotPhone = shot.replace(/(\.png)?$/, '-390.png');
 const here = path.dirname(fileURLToPath(import.meta.url));
 if (!fs.existsSync(path.join(here, 'node_modules', 'playwright-core'))) {
   // `make deps` does this; a bare cmake/ctest run gets the pinned version here.
@@ -24,8 +33,10 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'privgen-web-'));
 const dataDir = path.join(tmp, 'var'), portFile = path.join(tmp, 'port');
 const server = spawn(privgend, ['--listen', '127.0.0.1:0', '--data-dir', dataDir, '--port-file', portFile],
                      { stdio: ['ignore', 'ignore', 'inherit'] });
+process.on('exit', () => server.kill('SIGKILL')); // even when a handler throws
 let browser = null;
 const fail = (msg) => { throw new Error(msg); };
+const step = (msg) => console.log('# ' + msg);
 
 async function waitFor(fn, what, ms = 20000) {
   const t0 = Date.now();
@@ -37,6 +48,24 @@ async function waitFor(fn, what, ms = 20000) {
   }
 }
 
+// A 2-D little-endian float NPY (what `privgen privatize` writes) as CSV text.
+function npyToCsv(file) {
+  const b = fs.readFileSync(file);
+  if (b.toString('latin1', 1, 6) !== 'NUMPY') fail(file + ' is not NPY');
+  const v1 = b[6] === 1, start = v1 ? 10 : 12; // magic, version, header length, header
+  const off = start + (v1 ? b.readUInt16LE(8) : b.readUInt32LE(8)), header = b.toString('latin1', start, off);
+  const descr = /'descr':\s*'([^']+)'/.exec(header)[1], shape = /'shape':\s*\((\d+),\s*(\d+)\)/.exec(header);
+  const [n, d] = [Number(shape[1]), Number(shape[2])], w = descr === '<f4' ? 4 : 8;
+  if (!['<f4', '<f8'].includes(descr) || /True/.test(/'fortran_order':\s*(\w+)/.exec(header)[1])) fail('unexpected NPY ' + header);
+  const lines = ['x,y'];
+  for (let i = 0; i < n; i++) {
+    const row = [];
+    for (let j = 0; j < d; j++) { const o = off + (i * d + j) * w; row.push(w === 4 ? b.readFloatLE(o) : b.readDoubleLE(o)); }
+    lines.push(row.join(','));
+  }
+  return lines.join('\n') + '\n';
+}
+
 try {
   const port = await waitFor(() => fs.existsSync(portFile) && fs.readFileSync(portFile, 'utf8').trim(), 'the port file');
   const tokenFile = path.join(dataDir, 'admin.token');
@@ -45,93 +74,258 @@ try {
   const env = Object.assign({}, process.env, { PRIVGEN_URL: url, PRIVGEN_TOKEN: token, XDG_CONFIG_HOME: tmp });
   const cli = (...args) => execFileSync(privgen, args, { env, cwd: tmp, encoding: 'utf8' });
   const cliJSON = (...args) => JSON.parse(cli(...args, '--json'));
+  const apiGet = async (p) => { const r = await fetch(url + p, { headers: { Authorization: 'Bearer ' + token } }); return r.json(); };
 
+  // Files a data owner would have: clean rows, and their privatized copy with its declaration.
   cli('toy', 'halfcircle', '--n', '1000', '-o', 'clean.csv');
-  fs.writeFileSync(path.join(tmp, 'decl.json'),
-                   cli('privatize', '--mechanism', 'laplace', '--epsilon', '5', '--clip', 'l1:1', '--in', 'clean.csv', '--out', 'priv.npy'));
-  const local = cliJSON('datasets', 'create', '--name', 'halfcircle-ldp', '--shape', '2', '--range', '-4:4',
-                        '--model', 'local', '--declaration', 'decl.json');
-  cli('datasets', 'append', local.id, 'priv.npy');
-  const j1 = cliJSON('jobs', 'create', '--dataset', local.id, '--method', 'entropic_gan', '--steps', '40',
-                     '--batch', '64', '--set', 'model.hidden=[16]', '--set', 'ot.max_iter=30');
-  cli('jobs', 'watch', j1.id);
-  const central = cliJSON('datasets', 'create', '--name', 'halfcircle-central', '--shape', '2', '--range', '-1.5:1.5',
-                          '--model', 'central', '--budget-epsilon', '10', '--budget-delta', '1e-5');
-  cli('datasets', 'append', central.id, 'clean.csv');
-  const j2 = cliJSON('jobs', 'create', '--dataset', central.id, '--method', 'dp_sinkhorn', '--steps', '20',
-                     '--batch', '50', '--set', 'model.hidden=[16]', '--set', 'ot.max_iter=20',
-                     '--set', 'privacy.noise_multiplier=2');
-  cli('jobs', 'watch', j2.id);
-  const budget = cliJSON('datasets', 'budget', central.id);
-  if (!(budget.spent_epsilon > 0)) fail('the dp_sinkhorn job spent nothing: ' + JSON.stringify(budget));
+  const decl = cli('privatize', '--mechanism', 'laplace', '--epsilon', '5', '--clip', 'l1:1', '--in', 'clean.csv', '--out', 'priv.npy');
+  fs.writeFileSync(path.join(tmp, 'decl.json'), decl);
+  const privCsv = npyToCsv(path.join(tmp, 'priv.npy')).split('\n').slice(0, 301).join('\n') + '\n'; // header + 300 rows
+  fs.writeFileSync(path.join(tmp, 'priv300.csv'), privCsv);
+  fs.writeFileSync(path.join(tmp, 'bad.csv'), 'x,y\n0.1,0.2\n0.3\n');
 
   browser = await chromium.launch({
     executablePath: '/usr/bin/chromium', headless: true,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update'],
   });
-  const page = await browser.newPage({ viewport: { width: 1280, height: 1100 } });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 1000 }, acceptDownloads: true });
+  const page = await context.newPage();
   const errors = [], external = [];
   page.on('pageerror', (e) => errors.push(String(e)));
   page.on('request', (r) => { if (!r.url().startsWith(url) && !r.url().startsWith('blob:') && !r.url().startsWith('data:')) external.push(r.url()); });
+  const listUrls = [];
+  page.on('request', (r) => { if (r.url().includes('/v1/jobs?') && r.method() === 'GET') listUrls.push(r.url()); });
+
+  step('sign in');
   await page.goto(url + '/');
+  const icon = await page.$eval('link[rel=icon]', (l) => l.href);
+  if (!icon.startsWith('data:image/svg+xml')) fail('no inline favicon: ' + icon);
   await page.fill('#token', token);
   await page.click('#login-form button[type=submit]');
   await page.waitForSelector('#app:not([hidden])');
 
-  await page.waitForFunction(() => document.querySelectorAll('#jobs tbody tr').length === 2);
-  const rows = await page.$$eval('#jobs tbody tr', (trs) => trs.map((tr) => tr.textContent));
-  for (const id of [j1.id, j2.id])
-    if (!rows.some((t) => t.includes(id) && t.includes('succeeded'))) fail(`job ${id} not listed as succeeded: ${rows}`);
+  step('create a local dataset from the declaration; a too-small noise scale is refused beside its field');
+  await page.click('#ds-new-toggle');
+  await page.fill('#df-name', 'halfcircle-ldp');
+  await page.fill('#df-shape', '2');
+  await page.fill('#df-lo', '-4');
+  await page.fill('#df-hi', '4');
+  await page.check('input[name=df-model][value=local]');
+  await page.setInputFiles('#df-decl', path.join(tmp, 'decl.json'));
+  const declared = JSON.parse(decl);
+  await page.waitForFunction((b) => Number(document.getElementById('df-noise').value) === b, declared.noise_scale)
+    .catch(() => fail('the declaration did not fill the noise scale'));
+  await page.fill('#df-noise', '0.01');
+  await page.click('#ds-form button[type=submit]');
+  const noiseErr = await page.waitForSelector('#df-noise.invalid ~ .field-error');
+  if (!/below the minimum/.test(await noiseErr.textContent())) fail('noise error: ' + await noiseErr.textContent());
+  await page.fill('#df-noise', String(declared.noise_scale));
+  await page.click('#ds-form button[type=submit]');
+  await page.waitForSelector('#ds-detail:not([hidden])');
+  const local = (await apiGet('/v1/datasets')).items.find((d) => d.name === 'halfcircle-ldp');
+  if (!local || local.privacy.model !== 'local' || local.privacy.noise_scale !== declared.noise_scale || local.shape[0] !== 2)
+    fail('created dataset: ' + JSON.stringify(local));
 
-  const gauge = await page.waitForSelector('.gauge[role=meter]');
+  step('upload: a bad CSV is refused beside the file input, the good one adds 300 rows');
+  await page.setInputFiles('#up-file', path.join(tmp, 'bad.csv'));
+  await page.click('#up-submit');
+  const upErr = await page.waitForSelector('#up-form .field-error');
+  if (!/line 3/.test(await upErr.textContent())) fail('upload error: ' + await upErr.textContent());
+  await page.setInputFiles('#up-file', path.join(tmp, 'priv300.csv'));
+  await page.click('#up-submit');
+  await page.waitForFunction(() => /Added 300 rows/.test(document.getElementById('up-result').textContent));
+  await page.waitForFunction((id) => {
+    const tr = document.querySelector(`#datasets tr[data-id="${id}"]`);
+    return tr && tr.querySelector('td[data-label=Rows]').textContent.trim() === '300';
+  }, local.id);
+
+  await page.setInputFiles('#up-file', path.join(tmp, 'priv.npy')); // NPY goes up as application/x-npy
+  await page.click('#up-submit');
+  await page.waitForFunction(() => /Added 1,000 rows from priv.npy; the dataset now has 1,300/.test(document.getElementById('up-result').textContent));
+  if ((await apiGet(`/v1/datasets/${local.id}`)).n !== 1300) fail('the NPY upload did not add 1000 rows');
+
+  step('create a central dataset with a budget and upload its rows');
+  await page.click('#ds-new-toggle');
+  await page.fill('#df-name', 'halfcircle-central');
+  await page.fill('#df-shape', '2');
+  await page.fill('#df-lo', '-1.5');
+  await page.fill('#df-hi', '1.5');
+  await page.check('input[name=df-model][value=central]');
+  await page.fill('#df-beps', '10');
+  await page.fill('#df-bdelta', '1e-5');
+  await page.click('#ds-form button[type=submit]');
+  await page.waitForFunction(() => document.getElementById('dd-name').textContent === 'halfcircle-central');
+  const central = (await apiGet('/v1/datasets')).items.find((d) => d.name === 'halfcircle-central');
+  if (!central || central.privacy.budget.epsilon !== 10 || central.privacy.budget.delta !== 1e-5) fail('central: ' + JSON.stringify(central));
+  await page.setInputFiles('#up-file', path.join(tmp, 'clean.csv'));
+  await page.click('#up-submit');
+  await page.waitForFunction(() => /now has 1,000/.test(document.getElementById('up-result').textContent));
+  await page.waitForSelector('#ledger-empty:not([hidden])');
+
+  step('the job form offers only the methods of the dataset\'s privacy model');
+  const algs = (await apiGet('/v1/algorithms')).items;
+  const methodsFor = (m) => algs.filter((a) => a.accepts.includes(m)).map((a) => a.name).sort().join(',');
+  const offered = async () => (await page.$$eval('#jf-method option', (o) => o.map((x) => x.value))).sort().join(',');
+  await page.selectOption('#jf-dataset', local.id);
+  if (await offered() !== methodsFor('local')) fail(`local offers ${await offered()}`);
+  await page.selectOption('#jf-dataset', central.id);
+  if (await offered() !== methodsFor('central') || (await offered()).includes('entropic_gan')) fail(`central offers ${await offered()}`);
+  await page.selectOption('#jf-method', 'dp_sinkhorn');
+  for (const basic of ['train.steps', 'train.batch_size', 'privacy.epsilon', 'privacy.delta'])
+    if (!(await page.$(`#jf-basic [data-name="${basic}"]`))) fail('no basic field ' + basic);
+  if (await page.$('#jf-basic [data-name="ot.max_iter"]')) fail('an advanced parameter among the basic ones');
+  if (await page.$eval('#jf-advanced', (d) => d.open)) fail('advanced parameters open by default');
+
+  step('a field error from the server lands beside its field (inside the advanced section)');
+  await page.fill('[data-name="train.steps"]', '20');
+  await page.fill('[data-name="train.batch_size"]', '50');
+  await page.fill('[data-name="privacy.epsilon"]', '1');
+  await page.fill('[data-name="privacy.delta"]', '1e-6');
+  await page.click('#jf-advanced summary');
+  await page.fill('[data-name="model.hidden"]', '16');
+  await page.fill('[data-name="ot.max_iter"]', '0');
+  await page.click('#jf-dry');
+  const iterErr = await page.waitForSelector('[data-name="ot.max_iter"].invalid ~ .field-error');
+  if (!(await iterErr.isVisible())) fail('the ot.max_iter error is hidden');
+
+  step('dry run: a summary matching the API plan, not JSON');
+  await page.fill('[data-name="ot.max_iter"]', '20');
+  const [dryRes] = await Promise.all([
+    page.waitForResponse((r) => r.url().includes('/v1/jobs?dry_run=true')),
+    page.click('#jf-dry'),
+  ]);
+  const dry = await dryRes.json();
+  await page.waitForSelector('#jf-plan:not([hidden])');
+  const planText = await page.textContent('#jf-plan');
+  const sig3 = (x) => String(Number(x.toPrecision(3)));
+  for (const want of [`ε = ${sig3(dry.plan.epsilon)}`, `σ = ${sig3(dry.plan.noise_multiplier)}`, 'q = 0.05', '20', 'MiB', 'fits'])
+    if (!planText.includes(want)) fail(`dry-run summary lacks "${want}": ${planText}`);
+  if (planText.includes('{') || dry.spec.train.steps !== 20 || dry.spec.model.hidden[0] !== 16) fail('dry run: ' + planText);
+
+  step('start the job and follow it to success');
+  const [startRes] = await Promise.all([
+    page.waitForResponse((r) => r.url().endsWith('/v1/jobs') && r.request().method() === 'POST'),
+    page.click('#jf-start'),
+  ]);
+  const job = await startRes.json();
+  if (startRes.status() !== 202) fail('start: ' + JSON.stringify(job));
+  await page.waitForFunction((id) => document.getElementById('jd-id').textContent === id &&
+                                     document.getElementById('jd-status').textContent === 'succeeded', job.id, { timeout: 60000 });
+  await page.waitForFunction(() => /20 \/ 20/.test(document.getElementById('jd-facts').textContent));
+  await page.waitForFunction(() => { const i = document.getElementById('jd-samples'); return i.complete && i.naturalWidth > 0; });
+  const warnings = (await apiGet(`/v1/jobs/${job.id}`)).warnings || [];
+  const shownWarnings = await page.$$eval('#jd-warnings li', (li) => li.length);
+  if (shownWarnings !== warnings.length) fail(`${warnings.length} warnings in the job, ${shownWarnings} shown`);
+  // A job view that carries warnings (stubbed here: whether this tiny job has any is not the point).
+  const warned = (u) => u.pathname === `/v1/jobs/${job.id}`;
+  await page.route(warned, async (route) => {
+    const res = await route.fetch();
+    const body = await res.json();
+    body.warnings = ['the loss rose over the last quarter of training', 'most samples fall outside the declared range'];
+    await route.fulfill({ response: res, json: body });
+  });
+  await page.click(`#jobs tr[data-id="${job.id}"]`);
+  await page.waitForFunction(() => document.querySelectorAll('#jd-warnings:not([hidden]) li').length === 2);
+  if (!(await page.textContent('#jd-warnings')).includes('loss rose')) fail('warnings not shown');
+  await page.unroute(warned);
+  await page.click(`#jobs tr[data-id="${job.id}"]`);
+  await page.waitForFunction((n) => document.querySelectorAll('#jd-warnings li').length === n, warnings.length);
+
+  step('downloads: CSV and PNG with n, seed and frame');
+  await page.fill('#dl-n', '50');
+  await page.fill('#dl-seed', '3');
+  const [csvRes, csvDl] = await Promise.all([
+    page.waitForResponse((r) => r.url().includes(`/v1/jobs/${job.id}/samples?`) && r.url().includes('format=csv')),
+    page.waitForEvent('download'),
+    page.click('#dl-form [data-format=csv]'),
+  ]);
+  const csvQ = new URL(csvRes.url()).searchParams;
+  if (csvRes.status() !== 200 || !csvRes.headers()['content-type'].startsWith('text/csv') || csvQ.get('n') !== '50' || csvQ.get('seed') !== '3')
+    fail(`CSV: ${csvRes.status()} ${csvRes.headers()['content-type']} ${csvRes.url()}`);
+  // The body as saved by the browser (the page fetched it with the token, then saved the blob).
+  const csvText = fs.readFileSync(await csvDl.path(), 'utf8');
+  const csvRows = csvText.trim().split('\n').filter((l) => /^-?[\d.]/.test(l));
+  if (csvRows.length !== 50 || csvRows.some((l) => l.split(',').length !== 2)) fail('CSV body has ' + csvRows.length + ' rows: ' + JSON.stringify(csvText.slice(0, 200)));
+  if (!csvDl.suggestedFilename().endsWith('.csv')) fail('CSV saved as ' + csvDl.suggestedFilename());
+  await page.selectOption('#dl-frame', 'range');
+  const [pngRes, pngDl] = await Promise.all([
+    page.waitForResponse((r) => r.url().includes(`/v1/jobs/${job.id}/samples?`) && r.url().includes('format=png')),
+    page.waitForEvent('download'),
+    page.click('#dl-form [data-format=png]'),
+  ]);
+  const png = fs.readFileSync(await pngDl.path());
+  if (pngRes.status() !== 200 || pngRes.headers()['content-type'] !== 'image/png' ||
+      !png.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) ||
+      new URL(pngRes.url()).searchParams.get('frame') !== 'range')
+    fail(`PNG: ${pngRes.status()} ${pngRes.headers()['content-type']} ${png.subarray(0, 8).toString('hex')} ${pngRes.url()}`);
+
+  step('the ledger lists the job with the API\'s numbers; the gauge agrees');
+  const budget = await apiGet(`/v1/datasets/${central.id}/budget`);
+  if (!(budget.spent_epsilon > 0) || budget.entries.length !== 1) fail('budget: ' + JSON.stringify(budget));
+  await page.click(`#datasets tr[data-id="${central.id}"] .link-btn`);
+  const entry = await page.waitForSelector(`#ledger tr[data-job="${job.id}"]`);
+  const entryText = await entry.textContent();
+  if (!entryText.includes(sig3(budget.entries[0].epsilon)) || !entryText.includes('charged')) fail('ledger row: ' + entryText);
+  const gauge = await page.waitForSelector(`#datasets tr[data-id="${central.id}"] .gauge[role=meter]`);
   const now = Number(await gauge.getAttribute('aria-valuenow')), max = Number(await gauge.getAttribute('aria-valuemax'));
   if (Math.abs(now - budget.spent_epsilon) > 1e-9 * Math.max(1, now) || max !== 10)
     fail(`gauge shows ${now} / ${max}, the ledger says ${budget.spent_epsilon} / 10`);
-  const fillWidth = await page.$eval('.gauge > span', (s) => s.getBoundingClientRect().width);
-  if (!(fillWidth > 0)) fail('the budget gauge has no filled part');
-
-  await page.click(`#jobs tbody tr[data-id="${j1.id}"]`);
-  await page.waitForFunction(() => { const i = document.getElementById('jd-samples'); return i.complete && i.naturalWidth > 0; });
-  const nat = await page.$eval('#jd-samples', (i) => [i.naturalWidth, i.naturalHeight, i.src.slice(0, 5)]);
-  if (nat[2] !== 'blob:') fail('the sample image did not come from the PNG endpoint: ' + nat);
-  await page.waitForFunction(() => document.getElementById('jd-status').textContent === 'succeeded');
-
-  // The catalogue form: a dry run shows the plan, then a real job is created,
-  // selected and followed live over SSE until it succeeds.
-  await page.selectOption('#jf-dataset', local.id);
-  await page.selectOption('#jf-method', 'entropic_gan');
-  await page.fill('[data-name="train.steps"]', '300');
-  await page.fill('[data-name="model.hidden"]', '[16]');
-  await page.fill('[data-name="ot.max_iter"]', '30');
-  await page.check('#jf-dry');
-  await page.click('#job-form button[type=submit]');
-  await page.waitForSelector('#jf-result:not([hidden])');
-  const plan = JSON.parse(await page.textContent('#jf-result'));
-  if (!plan.plan || plan.plan.charges !== false || plan.spec.train.steps !== 300) fail('dry run result: ' + JSON.stringify(plan));
-  await page.uncheck('#jf-dry');
-  await page.click('#job-form button[type=submit]');
-  await page.waitForFunction(() => document.querySelectorAll('#jobs tbody tr').length === 3);
-  const ids = await page.$$eval('#jobs tbody tr', (trs) => trs.map((tr) => tr.dataset.id));
-  const formJob = ids.find((id) => id !== j1.id && id !== j2.id);
-  // The detail pane switches to the new job and follows it until it ends.
-  await page.waitForFunction((id) => document.getElementById('jd-id').textContent === id &&
-                                     document.getElementById('jd-status').textContent === 'succeeded',
-                             formJob, { timeout: 60000 });
-  const shown = cliJSON('jobs', 'show', formJob);
-  if (shown.spec.train.steps !== 300 || shown.spec.model.hidden[0] !== 16 || shown.status !== 'succeeded')
-    fail('the form built a different job: ' + JSON.stringify(shown.spec));
-  const facts = await page.textContent('#jd-facts');
-  if (!facts.includes('300 / 300')) fail('job detail does not show the finished progress: ' + facts);
-  const se = shown.privacy.shuffle_epsilon;
-  if (typeof se === 'number' && !facts.includes('if shuffled')) fail('job detail lacks the shuffling figure: ' + facts);
-  await page.click(`#jobs tbody tr[data-id="${j1.id}"]`);
-  await page.waitForFunction((id) => document.getElementById('jd-id').textContent === id, j1.id);
-  await page.waitForFunction(() => { const i = document.getElementById('jd-samples'); return i.complete && i.naturalWidth > 0; });
-
   await page.screenshot({ path: shot, fullPage: true });
+
+  step('the job list polled is the light one; history comes only with the open job');
+  if (!listUrls.length || listUrls.some((u) => !u.includes('history=false'))) fail('job list requests: ' + listUrls.join(' '));
+
+  step('delete: refused with the server\'s reason while a job runs, done once it is cancelled');
+  const long = cliJSON('jobs', 'create', '--dataset', local.id, '--method', 'entropic_gan', '--steps', '1000000',
+                       '--batch', '32', '--set', 'model.hidden=[8]', '--set', 'ot.max_iter=5');
+  await page.click(`#datasets tr[data-id="${local.id}"] .link-btn`);
+  await page.click('#dd-delete');
+  await page.waitForSelector('#dd-confirm:not([hidden])');
+  if (!(await page.textContent('#dd-confirm-text')).includes('halfcircle-ldp')) fail('the confirmation does not name the dataset');
+  await page.click('#dd-confirm-no');
+  if ((await apiGet(`/v1/datasets/${local.id}`)).id !== local.id) fail('"Keep it" deleted the dataset');
+  await page.click('#dd-delete');
+  await page.click('#dd-confirm-yes');
+  await page.waitForFunction(() => /a queued or running job uses this dataset/.test(document.getElementById('dd-error').textContent));
+  await page.waitForSelector(`#jobs tr[data-id="${long.id}"]`, { timeout: 15000 });
+  await page.click(`#jobs tr[data-id="${long.id}"]`);
+  await page.click('#jd-cancel:not([hidden])');
+  for (let i = 0; i < 200 && (await apiGet(`/v1/jobs/${long.id}`)).status === 'running'; i++) await new Promise((r) => setTimeout(r, 100));
+  if ((await apiGet(`/v1/jobs/${long.id}`)).status !== 'cancelled') fail('the long job was not cancelled');
+  await page.click(`#datasets tr[data-id="${local.id}"] .link-btn`);
+  await page.click('#dd-delete');
+  await page.click('#dd-confirm-yes');
+  await page.waitForFunction((id) => !document.querySelector(`#datasets tr[data-id="${id}"]`), local.id);
+  const left = (await apiGet('/v1/datasets')).items.map((d) => d.id);
+  if (left.includes(local.id) || !left.includes(central.id)) fail('datasets after delete: ' + left);
+
+  step('390 px wide: no horizontal scrolling, every control within reach');
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.click(`#datasets tr[data-id="${central.id}"] .link-btn`);
+  await page.click(`#jobs tr[data-id="${job.id}"]`);
+  await page.waitForFunction((id) => document.getElementById('jd-id').textContent === id, job.id);
+  await page.click('#ds-new-toggle');
+  await page.check('input[name=df-model][value=local]');
+  if (!(await page.$eval('#jf-advanced', (d) => d.open))) await page.click('#jf-advanced summary');
+  const overflow = await page.evaluate(() => {
+    const out = [];
+    for (const e of document.querySelectorAll('button, input, select, summary, a, canvas, img, table')) {
+      const r = e.getBoundingClientRect();
+      if (r.width > 0 && (r.right > 390.5 || r.left < -0.5)) out.push(`${e.tagName}#${e.id || e.dataset.name || ''} ${r.left}..${r.right}`);
+    }
+    return { scroll: document.documentElement.scrollWidth, out };
+  });
+  if (overflow.scroll > 390 || overflow.out.length) fail(`390 px: scrollWidth ${overflow.scroll}; outside: ${overflow.out.join(', ')}`);
+  await page.screenshot({ path: shotPhone, fullPage: true });
+
   if (errors.length) fail('page errors: ' + errors.join('; '));
   if (external.length) fail('requests outside the server: ' + external.join(', '));
-  console.log(`ok dashboard: jobs listed, form dry run + job followed to success, gauge ${now.toFixed(4)} / ${max}, sample image ${nat[0]}x${nat[1]}; screenshot ${shot}`);
+  console.log(`ok dashboard: datasets created and uploaded, dry run ε ${sig3(dry.plan.epsilon)}, job ${job.id} succeeded, ` +
+              `ledger ε ${sig3(budget.spent_epsilon)} / 10, CSV + PNG downloaded, delete refused then done, 390 px fits; ` +
+              `screenshots ${shot} ${shotPhone}`);
+} catch (e) {
+  if (browser) for (const c of browser.contexts()) for (const p of c.pages()) await p.screenshot({ path: shot.replace(/(\.png)?$/, '-failed.png'), fullPage: true }).catch(() => {});
+  throw e;
 } finally {
   if (browser) await browser.close();
   server.kill('SIGTERM');
