@@ -5,6 +5,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "service/db.h"
 
 void pg_svc_config_defaults(pg_svc_config *c)
 {
@@ -26,6 +29,9 @@ void pg_svc_config_defaults(pg_svc_config *c)
     c->max_queued = 64;
     c->max_samples = 10000;
     c->max_job_memory = (size_t)4 << 30;
+    c->node_id = NULL;
+    c->lease_s = 30;
+    c->heartbeat_s = 10;
 }
 
 const char *pg_svc_config_usage(void)
@@ -53,7 +59,14 @@ const char *pg_svc_config_usage(void)
            "10000)\n"
            "  --max-job-memory BYTES  largest job memory estimate (PRIVGEN_MAX_JOB_MEMORY, "
            "default 4G)\n"
-           "  --port-file PATH        write the bound port to PATH (PRIVGEN_PORT_FILE)\n";
+           "  --port-file PATH        write the bound port to PATH (PRIVGEN_PORT_FILE)\n"
+           "  --node-id NAME          this replica's name in the shared job queue "
+           "(PRIVGEN_NODE_ID, "
+           "default HOSTNAME:PORT)\n"
+           "  --lease-seconds N       lease of a claimed job; another replica takes the job over "
+           "once it expires (PRIVGEN_LEASE_SECONDS, default 30)\n"
+           "  --heartbeat-seconds N   lease renewal period, below the lease "
+           "(PRIVGEN_HEARTBEAT_SECONDS, default 10)\n";
 }
 
 /* Parses a positive integer with an optional K/M/G (binary) suffix. */
@@ -113,6 +126,9 @@ static const opt OPTS[] = {
     {"--max-queued", "PRIVGEN_MAX_QUEUED", OPT_SIZE, OFF(max_queued), 1, 0},
     {"--max-samples", "PRIVGEN_MAX_SAMPLES", OPT_SIZE, OFF(max_samples), 1, 0},
     {"--max-job-memory", "PRIVGEN_MAX_JOB_MEMORY", OPT_SIZE, OFF(max_job_memory), 1 << 20, 0},
+    {"--node-id", "PRIVGEN_NODE_ID", OPT_STR, OFF(node_id), 0, 0},
+    {"--lease-seconds", "PRIVGEN_LEASE_SECONDS", OPT_INT, OFF(lease_s), 2, 86400},
+    {"--heartbeat-seconds", "PRIVGEN_HEARTBEAT_SECONDS", OPT_INT, OFF(heartbeat_s), 1, 86400},
 };
 #define NOPTS (sizeof OPTS / sizeof OPTS[0])
 
@@ -165,6 +181,46 @@ int pg_svc_config_parse(pg_svc_config *c, int argc, char **argv, int *help, pg_e
         if (!o) return pg_error_set(err, PG_EINVAL, "unknown option '%s' (see --help)", arg);
         if (apply(c, o, val, o->flag, err)) return PG_EINVAL;
     }
+    /* A lease renewed no faster than it runs out is lost to any delay. */
+    if (c->heartbeat_s >= c->lease_s)
+        return pg_error_set(err, PG_EINVAL,
+                            "--heartbeat-seconds (%d) must be below --lease-seconds (%d)",
+                            c->heartbeat_s, c->lease_s);
+    if (c->node_id) {
+        char buf[PG_NODE_MAX];
+        if (pg_svc_config_node_id(c, buf, sizeof buf, err)) return PG_EINVAL;
+    }
+    return PG_OK;
+}
+
+static int node_ok(const char *s)
+{
+    if (!*s || strlen(s) >= PG_NODE_MAX) return 0;
+    for (; *s; s++)
+        if (*s < 0x21 || *s > 0x7e) return 0;
+    return 1;
+}
+
+int pg_svc_config_node_id(const pg_svc_config *c, char *buf, size_t cap, pg_error *err)
+{
+    int n;
+    if (c->node_id) {
+        n = snprintf(buf, cap, "%s", c->node_id);
+    } else {
+        char host[256] = "localhost";
+        if (gethostname(host, sizeof host - 1)) snprintf(host, sizeof host, "localhost");
+        host[sizeof host - 1] = '\0';
+        const char *colon = strrchr(c->listen, ':');
+        const char *port = colon ? colon + 1 : "8080";
+        if (!strcmp(port, "0"))
+            n = snprintf(buf, cap, "%s:0-%ld", host, (long)getpid());
+        else
+            n = snprintf(buf, cap, "%s:%s", host, port);
+    }
+    if (n < 0 || (size_t)n >= cap || !node_ok(buf))
+        return pg_error_set(err, PG_EINVAL,
+                            "--node-id must be 1 to %d printable characters without spaces",
+                            PG_NODE_MAX - 1);
     return PG_OK;
 }
 

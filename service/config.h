@@ -29,6 +29,10 @@ typedef struct pg_svc_config {
     size_t max_queued;     /* jobs waiting for a worker (503 beyond) */
     size_t max_samples;    /* largest n of one samples request */
     size_t max_job_memory; /* largest memory estimate of an admitted job, bytes */
+    /* Many replicas on one database (service/db.h, "the shared job queue"). */
+    const char *node_id; /* this replica's name; NULL: hostname:port (pg_svc_config_node_id) */
+    int lease_s;         /* a claimed job's lease, seconds */
+    int heartbeat_s;     /* lease renewal period, seconds (< lease_s) */
 } pg_svc_config;
 
 void pg_svc_config_defaults(pg_svc_config *c);
@@ -42,6 +46,12 @@ int pg_svc_config_parse(pg_svc_config *c, int argc, char **argv, int *help, pg_e
 int pg_svc_config_db_url(const pg_svc_config *c, char *buf, size_t cap, pg_error *err);
 /* Database pool size in effect (cfg->db_pool or the default above). */
 int pg_svc_config_db_pool(const pg_svc_config *c);
+
+/* The node id in effect into buf: cfg->node_id, else "HOST:PORT" with this
+ * machine's hostname and the port of --listen (port 0, picked at bind time,
+ * gives "HOST:0-PID" so replicas on one host stay distinct). PG_EINVAL
+ * when it does not fit or is not a valid node id. */
+int pg_svc_config_node_id(const pg_svc_config *c, char *buf, size_t cap, pg_error *err);
 
 /* Usage text for --help. */
 const char *pg_svc_config_usage(void);

@@ -73,6 +73,8 @@
 #include "service/ledger.h"
 
 #define PG_ID_MAX 40
+/* Longest node id + 1 (the shared job queue, below). */
+#define PG_NODE_MAX 128
 
 typedef struct pg_db pg_db;
 
@@ -278,6 +280,7 @@ typedef struct pg_job_row {
     int64_t step, steps_reserved, data_n;
     char public_dataset_id[PG_ID_MAX]; /* "" when the job reads no public data */
     int64_t public_n;                  /* its rows at submission */
+    char owner[PG_NODE_MAX];           /* node holding or last holding its lease; "" none */
 } pg_job_row;
 
 /* Admission, one transaction (see "Admission concurrency" above): when
@@ -360,5 +363,81 @@ int pg_db_job_history_get(pg_db *db, const char *id, char **doc, int *found, pg_
 int pg_db_job_delete(pg_db *db, const char *id, int *found, int *conflict, pg_error *err);
 /* Deletes one checkpoint of a job (PG_OK when there is none at step). */
 int pg_db_ckpt_delete(pg_db *db, const char *job, int64_t step, pg_error *err);
+/* ---- the shared job queue: claims, leases, fenced writes (issue 18) --- */
+
+/* Many replicas on one database share the jobs rows as their queue. A
+ * replica (a node id: 1..PG_NODE_MAX-1 printable ASCII characters, e.g.
+ * "host:port"; PG_EINVAL otherwise) claims a job and holds it under a lease
+ * (jobs.owner, jobs.lease_until, seconds since the epoch) that heartbeats
+ * renew. Every time is an argument: the backends read no clock for leases,
+ * so callers (and tests) decide what "now" is.
+ *
+ * Runnable: status queued, or status running with no lease (released, or
+ * run by a privgend older than the queue) or with lease_until <= now (its
+ * owner died, hung or was cut off). A claim takes the oldest runnable job
+ * (seq order) atomically: two concurrent claims never get the same job
+ * (PostgreSQL: one UPDATE over SELECT ... FOR UPDATE SKIP LOCKED, so
+ * claimers skip each other's rows instead of queueing on them; SQLite: the
+ * whole claim inside BEGIN IMMEDIATE). It sets owner = node, lease_until =
+ * now + lease_s, status running (started_at = now when it was queued: the
+ * data is about to be read). A job claimed while running is a resume: its
+ * row keeps step (the latest checkpoint) and steps_reserved.
+ *
+ * The fence: a write by a job's worker (pg_db_job_patch_owned,
+ * pg_db_ckpt_put_owned, heartbeat, release) checks owner = node and status
+ * running in the same transaction as the write, holding the job row's lock
+ * (PostgreSQL: the UPDATE itself, or SELECT ... FOR UPDATE before a
+ * checkpoint's rows; SQLite: BEGIN IMMEDIATE). A claim changes owner under
+ * that same lock, so every worker write is ordered against the claim that
+ * took the job away: before it (the new owner resumes from what it wrote)
+ * or after it (refused, *held = 0, nothing changed). The fence compares
+ * owners, not clocks: a replica whose lease ran out but that nobody has
+ * claimed from yet may still write, and one whose clock is wrong cannot
+ * write over its successor. A refused write means "stop this job now".
+ *
+ * Privacy of a takeover: the ledger is charged once, by pg_db_job_admit; a
+ * claim never touches the ledger, so a job resumed by another replica is
+ * never charged again. It is never released more than its plan either,
+ * provided the job layer keeps two rules: (1) it reserves steps only with
+ * the fenced patch (steps_reserved), committed before it runs them, so the
+ * mechanism invocations of all owners together stay within steps_reserved,
+ * and a new owner runs at most plan steps - steps_reserved more; (2) what
+ * leaves the service (snapshots, samples) only ever comes from a stored
+ * checkpoint, and checkpoints are fenced too. A stale owner's work after
+ * its last accepted write is computed but never released: it is as if it
+ * had not happened, except for its invocations, which rule (1) already
+ * counted. */
+/* Claims the oldest runnable job for node; *out (pg_job_rows_free(*out, 1))
+ * is its row after the claim. *found = 0 (PG_OK) when nothing is runnable.
+ * lease_s > 0. */
+int pg_db_job_claim(pg_db *db, const char *node, int64_t now, int64_t lease_s, pg_job_row **out,
+                    int *found, pg_error *err);
+/* lease_until = now + lease_s when node still owns the running job; else
+ * *held = 0 and nothing changes (the lease was lost: stop the job). */
+int pg_db_job_heartbeat(pg_db *db, const char *id, const char *node, int64_t now, int64_t lease_s,
+                        int *held, pg_error *err);
+
+/* Fenced changes of a running job, all in one statement. */
+typedef struct pg_job_patch {
+    int64_t now;            /* stamps updated_at, and started_at / finished_at */
+    const char *status;     /* NULL: unchanged; a terminal one also ends the lease */
+    int started, finished;  /* with status: stamp now */
+    const char *error;      /* with status: the error text (NULL clears it) */
+    int64_t step;           /* < 0: unchanged */
+    int64_t steps_reserved; /* < 0: unchanged */
+    int release;            /* end the lease (the job stays running, claimable at once) */
+} pg_job_patch;
+/* p applied when node owns the running job; else *held = 0, nothing changed. */
+int pg_db_job_patch_owned(pg_db *db, const char *id, const char *node, const pg_job_patch *p,
+                          int *held, pg_error *err);
+/* The owner gives the job back (draining): its lease ends and another
+ * replica claims it at once; owner stays, naming the node that last ran it. */
+int pg_db_job_release(pg_db *db, const char *id, const char *node, int64_t now, int *held,
+                      pg_error *err);
+/* pg_db_ckpt_put, fenced: stored only when node owns the running job
+ * (*held = 0 and no checkpoint, row or file, written otherwise). */
+int pg_db_ckpt_put_owned(pg_db *db, const char *job, const char *node, int64_t step,
+                         const unsigned char *bytes, size_t len, uint32_t crc, int *held,
+                         pg_error *err);
 
 #endif

@@ -365,6 +365,10 @@ static const pg_db_ops PGB_OPS = {
     .job_history_get = pgb_job_history_get,
     .job_delete = pgb_job_delete,
     .ckpt_delete = pgb_ckpt_delete,
+    .job_claim = pgb_job_claim,
+    .job_heartbeat = pgb_job_heartbeat,
+    .job_patch_owned = pgb_job_patch_owned,
+    .ckpt_put_owned = pgb_ckpt_put_owned,
 };
 
 static int migrate_fn(PGconn *c, void *ctx, pg_error *err)

@@ -142,5 +142,19 @@ int pgb_job_history_put(pg_db *db, const char *id, const char *doc, pg_error *er
 int pgb_job_history_get(pg_db *db, const char *id, char **doc, int *found, pg_error *err);
 int pgb_job_delete(pg_db *db, const char *id, int *found, int *conflict, pg_error *err);
 int pgb_ckpt_delete(pg_db *db, const char *job, int64_t step, pg_error *err);
+/* A checkpoint's rows inside the caller's transaction (db_pg_jobs.c). */
+int pgb_ckpt_write(PGconn *c, const char *job, int64_t step, const unsigned char *bytes, size_t len,
+                   uint32_t crc, pg_error *err);
+
+/* db_pg_queue.c: the shared job queue. */
+int pgb_job_claim(pg_db *db, const char *node, int64_t now, int64_t lease_s, pg_job_row **out,
+                  int *found, pg_error *err);
+int pgb_job_heartbeat(pg_db *db, const char *id, const char *node, int64_t now, int64_t lease_s,
+                      int *held, pg_error *err);
+int pgb_job_patch_owned(pg_db *db, const char *id, const char *node, const pg_job_patch *p,
+                        int *held, pg_error *err);
+int pgb_ckpt_put_owned(pg_db *db, const char *job, const char *node, int64_t step,
+                       const unsigned char *bytes, size_t len, uint32_t crc, int *held,
+                       pg_error *err);
 
 #endif

@@ -155,7 +155,7 @@ static int load_fn(PGconn *c, void *ctx, pg_error *err)
     int rc = pgb_q(c,
                    "SELECT seq, id, tenant_id, dataset_id, method, status, spec, error, "
                    "created_at, started_at, finished_at, step, steps_reserved, data_n, "
-                   "public_dataset_id, public_n FROM jobs ORDER BY seq",
+                   "public_dataset_id, public_n, owner FROM jobs ORDER BY seq",
                    NULL, "loading jobs", &r, err);
     if (rc) return rc;
     int n = PQntuples(r);
@@ -182,6 +182,7 @@ static int load_fn(PGconn *c, void *ctx, pg_error *err)
         j->data_n = pgb_i64_at(r, i, 13);
         pgb_str_at(r, i, 14, j->public_dataset_id, sizeof j->public_dataset_id);
         j->public_n = pgb_i64_at(r, i, 15);
+        pgb_str_at(r, i, 16, j->owner, sizeof j->owner);
         if (!j->spec || (!PQgetisnull(r, i, 7) && !j->error))
             rc = pg_error_set(err, PG_ENOMEM, "out of memory loading jobs");
     }
@@ -352,6 +353,13 @@ static int put_fn(PGconn *c, void *ctx, pg_error *err)
                  "INSERT INTO checkpoints(job_id, step, bytes, chunks, crc32, sha256, created_at) "
                  "VALUES ($1, $2, $3, $4, $5, $6, $7)",
                  &a, "recording a checkpoint", NULL, err);
+}
+
+int pgb_ckpt_write(PGconn *c, const char *job, int64_t step, const unsigned char *bytes, size_t len,
+                   uint32_t crc, pg_error *err)
+{
+    ckpt_ctx x = {.job = job, .step = step, .bytes = bytes, .len = len, .crc = crc};
+    return put_fn(c, &x, err);
 }
 
 int pgb_ckpt_put(pg_db *db, const char *job, int64_t step, const unsigned char *bytes, size_t len,

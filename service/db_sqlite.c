@@ -62,6 +62,11 @@ static const char *const MIGRATIONS[] = {
     " updated_at INTEGER NOT NULL);",
     /* 5: token list order, expiry, revocation and last use (db_sqlite.h). */
     SQ_MIGRATION_TOKENS,
+    /* 6: the shared job queue's lease (service/db.h): the replica holding a
+     * job and until when (NULL: nobody). */
+    "ALTER TABLE jobs ADD COLUMN owner TEXT;"
+    "ALTER TABLE jobs ADD COLUMN lease_until INTEGER;"
+    "CREATE INDEX jobs_active ON jobs(seq) WHERE status IN ('queued','running');",
 };
 #define NMIGRATIONS ((int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]))
 
@@ -360,6 +365,10 @@ static const pg_db_ops SQ_OPS = {
     .job_history_get = sq_job_history_get,
     .job_delete = sq_job_delete,
     .ckpt_delete = sq_ckpt_delete,
+    .job_claim = sq_job_claim,
+    .job_heartbeat = sq_job_heartbeat,
+    .job_patch_owned = sq_job_patch_owned,
+    .ckpt_put_owned = sq_ckpt_put_owned,
 };
 
 int pg_db_sqlite_open(const char *url, const pg_db_options *opt, pg_db **out, pg_error *err)

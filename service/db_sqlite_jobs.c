@@ -174,7 +174,7 @@ int sq_job_load_all(pg_db *db, pg_job_row **out, size_t *count, pg_error *err)
     int rc = sq_prep(s,
                      "SELECT seq, id, tenant_id, dataset_id, method, status, spec, error, "
                      "created_at, started_at, finished_at, step, steps_reserved, data_n, "
-                     "public_dataset_id, public_n FROM jobs ORDER BY seq",
+                     "public_dataset_id, public_n, owner FROM jobs ORDER BY seq",
                      &st, err);
     if (!rc) {
         int r;
@@ -206,6 +206,7 @@ int sq_job_load_all(pg_db *db, pg_job_row **out, size_t *count, pg_error *err)
             j->data_n = sqlite3_column_int64(st, 13);
             copy_col(j->public_dataset_id, sizeof j->public_dataset_id, st, 14);
             j->public_n = sqlite3_column_int64(st, 15);
+            copy_col(j->owner, sizeof j->owner, st, 16);
         }
         if (!rc && r != SQLITE_DONE) rc = sq_fail(s, err, "loading jobs");
         sqlite3_finalize(st);

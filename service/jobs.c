@@ -156,6 +156,7 @@ static job *job_from_row(pg_jobs *m, const pg_job_row *r)
     j->started_at = r->started_at;
     j->finished_at = r->finished_at;
     j->steps_reserved = r->steps_reserved;
+    snprintf(j->node, sizeof j->node, "%s", r->owner);
     j->step = (long)r->step;
     j->loss = j->sps = j->eta = NAN;
     j->error = r->error ? strdup(r->error) : NULL;
@@ -232,7 +233,8 @@ int pg_jobs_create(const pg_svc_config *cfg, pg_db *db, pg_jobs **out, pg_error 
     pthread_cond_init(&m->update, NULL);
     pg_job_row *rows;
     size_t n;
-    int rc = pg_db_job_load_all(db, &rows, &n, err);
+    int rc = pg_svc_config_node_id(cfg, m->node, sizeof m->node, err);
+    if (!rc) rc = pg_db_job_load_all(db, &rows, &n, err);
     if (rc) {
         pg_jobs_destroy(m);
         return rc;

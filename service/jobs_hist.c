@@ -5,7 +5,8 @@
  * Document (version 1):
  *   {"v":1, "step", "total_steps", "loss", "epsilon_spent", "steps_per_second",
  *    "history": [[step, loss, epsilon_spent], ...], "hist_stride",
- *    "warnings": [...] (finished jobs only), "privacy": {...}}
+ *    "warnings": [...] (finished jobs only), "privacy": {...},
+ *    "node": the replica that ran it (when known)}
  * Non-finite numbers are null. What a job's samples look like (shape, range,
  * classes, privacy model) is not here: it is stored with the spec at
  * submission (jobs_submit.c), which also covers jobs that never checkpointed.
@@ -60,6 +61,7 @@ static char *encode(const job *j)
                   num(j->eps_spent), "steps_per_second", num(j->sps), "history", h, "hist_stride",
                   (json_int_t)j->hist_stride, "privacy", j->privacy);
     if (o && j->warnings) json_object_set(o, "warnings", j->warnings);
+    if (o && j->node[0]) json_object_set_new(o, "node", json_string(j->node));
     char *s = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
     json_decref(o);
     return s;
@@ -99,6 +101,11 @@ int pg_jobs_hist_apply(job *j, const char *doc)
             (hist_pt){(long)json_integer_value(json_array_get(p, 0)),
                       dbl(json_array_get(p, 1), NAN), dbl(json_array_get(p, 2), NAN)};
     }
+    /* The jobs row names an owner only for claimed jobs; the document also
+     * remembers who ran a job before the shared queue existed. */
+    json_t *nd = json_object_get(o, "node");
+    if (json_is_string(nd) && !j->node[0])
+        snprintf(j->node, sizeof j->node, "%s", json_string_value(nd));
     json_t *w = json_object_get(o, "warnings");
     if (json_is_array(w)) {
         json_decref(j->warnings);

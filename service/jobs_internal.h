@@ -61,6 +61,7 @@ typedef struct job {
     int cancel;  /* stop at the next step boundary */
     int deleted; /* DELETE /v1/jobs/{id}: out of the table, in pg_jobs.gone */
     int64_t created_at, started_at, finished_at, steps_reserved;
+    char node[PG_NODE_MAX]; /* replica that runs or last ran it; "" unknown */
     char *error;
     long step, total;
     double loss, eps_spent, sps, eta;
@@ -89,6 +90,7 @@ struct pg_jobs {
     int nthreads, stopping;
     int closing; /* waits return at once (event streams end); workers go on */
     uint64_t samples_served, steps_done;
+    char node[PG_NODE_MAX]; /* this replica (--node-id) */
 };
 
 int64_t pg_jobs_now(void);

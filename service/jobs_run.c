@@ -384,6 +384,7 @@ static void *worker(void *arg)
         pg_jobs_unqueue(m, j);
         if (j->status == ST_QUEUED) j->started_at = pg_jobs_now();
         j->status = ST_RUNNING;
+        snprintf(j->node, sizeof j->node, "%s", m->node);
         pg_jobs_bump(m, j);
         pthread_mutex_unlock(&m->mu);
         run(m, j);

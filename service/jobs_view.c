@@ -74,15 +74,16 @@ json_t *pg_jobs_job_json(const job *j)
                              "total_steps", (json_int_t)j->total, "loss", num(j->loss),
                              "epsilon_spent", num(j->eps_spent), "steps_per_second", num(j->sps),
                              "eta_seconds", j->status == ST_RUNNING ? num(j->eta) : json_null());
-    return json_pack("{s:s,s:s,s:s,s:s,s:o,s:O,s:o,s:O,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "id", j->id,
-                     "status", pg_jobs_status[j->status], "method", j->method_name, "dataset_id",
-                     j->dataset_id, "public_dataset_id",
+    return json_pack("{s:s,s:s,s:s,s:s,s:o,s:O,s:o,s:O,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "id",
+                     j->id, "status", pg_jobs_status[j->status], "method", j->method_name,
+                     "dataset_id", j->dataset_id, "public_dataset_id",
                      j->public_dataset_id[0] ? json_string(j->public_dataset_id) : json_null(),
                      "spec", j->spec, "progress", prog, "privacy", j->privacy, "checkpoints",
                      pg_jobs_ckpts_json(j), "history", hist, "created_at", iso(j->created_at),
                      "started_at", iso(j->started_at), "finished_at", iso(j->finished_at), "error",
                      j->error ? json_string(j->error) : json_null(), "warnings",
-                     j->warnings ? json_incref(j->warnings) : pg_jobs_warnings_json(j, 0));
+                     j->warnings ? json_incref(j->warnings) : pg_jobs_warnings_json(j, 0), "node",
+                     j->node[0] ? json_string(j->node) : json_null());
 }
 
 json_t *pg_jobs_quote_json(const pg_ledger_quote *q)

@@ -1,7 +1,11 @@
 /* privgend flags and environment: precedence, suffixes, rejection. */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "service/config.h"
+#include "service/db.h"
 #include "support/pg_test.h"
 
 START_TEST(defaults_env_flags)
@@ -87,12 +91,71 @@ START_TEST(database_selection)
 }
 END_TEST
 
+START_TEST(replica_flags)
+{
+    pg_svc_config c;
+    pg_svc_config_defaults(&c);
+    ck_assert_int_eq(c.lease_s, 30);
+    ck_assert_int_eq(c.heartbeat_s, 10);
+    ck_assert_ptr_null(c.node_id);
+    int help;
+    pg_error err = {0};
+    char node[PG_NODE_MAX], host[256];
+    ck_assert_int_eq(gethostname(host, sizeof host), 0);
+    /* default: hostname and the port of --listen */
+    char *a1[] = {"privgend", "--listen", "10.0.0.1:9001", NULL};
+    ck_assert_int_eq(pg_svc_config_parse(&c, 3, a1, &help, &err), PG_OK);
+    ck_assert_int_eq(pg_svc_config_node_id(&c, node, sizeof node, &err), PG_OK);
+    char want[300];
+    snprintf(want, sizeof want, "%s:9001", host);
+    ck_assert_str_eq(node, want);
+    /* port 0: the pid keeps replicas of one host apart */
+    char *a2[] = {"privgend", "--listen", "127.0.0.1:0", NULL};
+    ck_assert_int_eq(pg_svc_config_parse(&c, 3, a2, &help, &err), PG_OK);
+    ck_assert_int_eq(pg_svc_config_node_id(&c, node, sizeof node, &err), PG_OK);
+    snprintf(want, sizeof want, "%s:0-%ld", host, (long)getpid());
+    ck_assert_str_eq(node, want);
+    char *a3[] = {
+        "privgend", "--node-id", "replica-b", "--lease-seconds", "6", "--heartbeat-seconds=2",
+        NULL};
+    ck_assert_int_eq(pg_svc_config_parse(&c, 6, a3, &help, &err), PG_OK);
+    ck_assert_int_eq(pg_svc_config_node_id(&c, node, sizeof node, &err), PG_OK);
+    ck_assert_str_eq(node, "replica-b");
+    ck_assert_int_eq(c.lease_s, 6);
+    ck_assert_int_eq(c.heartbeat_s, 2);
+    /* the heartbeat must come before the lease runs out */
+    pg_svc_config_defaults(&c);
+    char *b1[] = {"privgend", "--lease-seconds", "10", NULL};
+    ck_assert_int_eq(pg_svc_config_parse(&c, 3, b1, &help, &err), PG_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "--heartbeat-seconds"));
+    pg_svc_config_defaults(&c);
+    char *b2[] = {"privgend", "--heartbeat-seconds", "0", NULL};
+    ck_assert_int_eq(pg_svc_config_parse(&c, 3, b2, &help, &err), PG_EINVAL);
+    pg_svc_config_defaults(&c);
+    char *b3[] = {"privgend", "--node-id", "has space", NULL};
+    ck_assert_int_eq(pg_svc_config_parse(&c, 3, b3, &help, &err), PG_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "--node-id"));
+    char longid[PG_NODE_MAX + 1];
+    memset(longid, 'x', PG_NODE_MAX);
+    longid[PG_NODE_MAX] = '\0';
+    pg_svc_config_defaults(&c);
+    char *b4[] = {"privgend", "--node-id", longid, NULL};
+    ck_assert_int_eq(pg_svc_config_parse(&c, 3, b4, &help, &err), PG_EINVAL);
+    /* documented */
+    const char *u = pg_svc_config_usage();
+    ck_assert_ptr_nonnull(strstr(u, "--node-id"));
+    ck_assert_ptr_nonnull(strstr(u, "--lease-seconds"));
+    ck_assert_ptr_nonnull(strstr(u, "--heartbeat-seconds"));
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("config");
     TCase *t = tcase_create("core");
     tcase_add_test(t, defaults_env_flags);
     tcase_add_test(t, bad_values_rejected);
+    tcase_add_test(t, replica_flags);
     tcase_add_test(t, database_selection);
     suite_add_tcase(s, t);
     return s;

@@ -552,6 +552,7 @@ START_TEST(jobs_round_trip)
     ck_assert_int_eq(a->data_n, 42);
     ck_assert_str_eq(a->public_dataset_id, pub);
     ck_assert_int_eq(a->public_n, 17);
+    ck_assert_str_eq(a->owner, ""); /* never claimed through the shared queue */
     ck_assert_str_eq(b->status, "failed");
     ck_assert_str_eq(b->error, "boom \"quoted\"");
     ck_assert(b->finished_at > 0);

@@ -1,0 +1,177 @@
+/* service/db_pg_queue.c - the PostgreSQL backend's shared job queue:
+ * claims, heartbeats and fenced writes (service/db.h). The jobs_active
+ * partial index (seq of queued and running jobs) keeps the claim's scan
+ * short however long the job history grows. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "service/db_pg.h"
+
+typedef struct q_ctx {
+    const char *sql, *what;
+    pgb_args a;
+    int hit;         /* the statement matched a row */
+    pg_job_row *row; /* claim: the claimed row */
+    const char *job; /* ckpt: */
+    int64_t step;
+    const unsigned char *bytes;
+    size_t len;
+    uint32_t crc;
+} q_ctx;
+
+/* The oldest runnable row, locked, skipping rows other claimers (or fenced
+ * writers) hold: concurrent claims each get a different row, none waits. */
+static const char CLAIM_SQL[] =
+    "UPDATE jobs SET owner = $2, lease_until = $1::bigint + $3::bigint, updated_at = $1::bigint, "
+    "started_at = CASE WHEN status = 'queued' THEN $1::bigint ELSE started_at END, "
+    "status = 'running' "
+    "WHERE seq = (SELECT seq FROM jobs WHERE status = 'queued' OR (status = 'running' AND "
+    "(lease_until IS NULL OR lease_until <= $1::bigint)) ORDER BY seq LIMIT 1 FOR UPDATE SKIP "
+    "LOCKED) "
+    "RETURNING seq, id, tenant_id, dataset_id, method, status, spec, error, created_at, "
+    "started_at, finished_at, step, steps_reserved, data_n, public_dataset_id, public_n, owner";
+
+static int claim_fn(PGconn *c, void *ctx, pg_error *err)
+{
+    q_ctx *x = ctx;
+    PGresult *r;
+    int rc = pgb_q(c, CLAIM_SQL, &x->a, "claiming a job", &r, err);
+    if (rc) return rc;
+    pg_job_rows_free(x->row, x->row ? 1 : 0);
+    x->row = NULL;
+    if (PQntuples(r) != 1) {
+        PQclear(r);
+        return PG_OK;
+    }
+    pg_job_row *j = x->row = calloc(1, sizeof *j);
+    if (!j) {
+        PQclear(r);
+        return pg_error_set(err, PG_ENOMEM, "out of memory claiming a job");
+    }
+    j->seq = pgb_i64_at(r, 0, 0);
+    pgb_str_at(r, 0, 1, j->id, sizeof j->id);
+    pgb_str_at(r, 0, 2, j->tenant, sizeof j->tenant);
+    pgb_str_at(r, 0, 3, j->dataset_id, sizeof j->dataset_id);
+    pgb_str_at(r, 0, 4, j->method, sizeof j->method);
+    pgb_str_at(r, 0, 5, j->status, sizeof j->status);
+    j->spec = pgb_dup_at(r, 0, 6);
+    j->error = pgb_dup_at(r, 0, 7);
+    j->created_at = pgb_i64_at(r, 0, 8);
+    j->started_at = pgb_i64_at(r, 0, 9);
+    j->finished_at = pgb_i64_at(r, 0, 10);
+    j->step = pgb_i64_at(r, 0, 11);
+    j->steps_reserved = pgb_i64_at(r, 0, 12);
+    j->data_n = pgb_i64_at(r, 0, 13);
+    pgb_str_at(r, 0, 14, j->public_dataset_id, sizeof j->public_dataset_id);
+    j->public_n = pgb_i64_at(r, 0, 15);
+    pgb_str_at(r, 0, 16, j->owner, sizeof j->owner);
+    int oom = !j->spec || (!PQgetisnull(r, 0, 7) && !j->error);
+    PQclear(r);
+    /* Failing here rolls the claim back: the job stays runnable. */
+    return oom ? pg_error_set(err, PG_ENOMEM, "out of memory claiming a job") : PG_OK;
+}
+
+int pgb_job_claim(pg_db *db, const char *node, int64_t now, int64_t lease_s, pg_job_row **out,
+                  int *found, pg_error *err)
+{
+    q_ctx x = {0};
+    pgb_i64(&x.a, now);
+    pgb_text(&x.a, node);
+    pgb_i64(&x.a, lease_s);
+    int rc = pgb_tx(PGB(db), claim_fn, &x, err);
+    if (rc) {
+        pg_job_rows_free(x.row, x.row ? 1 : 0);
+        return rc;
+    }
+    *out = x.row;
+    *found = x.row != NULL;
+    return PG_OK;
+}
+
+/* A fenced UPDATE ... RETURNING 1: x->hit says whether the fence held. */
+static int fenced_fn(PGconn *c, void *ctx, pg_error *err)
+{
+    q_ctx *x = ctx;
+    PGresult *r;
+    int rc = pgb_q(c, x->sql, &x->a, x->what, &r, err);
+    if (rc) return rc;
+    x->hit = PQntuples(r) == 1;
+    PQclear(r);
+    return PG_OK;
+}
+
+int pgb_job_heartbeat(pg_db *db, const char *id, const char *node, int64_t now, int64_t lease_s,
+                      int *held, pg_error *err)
+{
+    q_ctx x = {
+        .sql = "UPDATE jobs SET lease_until = $3::bigint + $4::bigint WHERE id = $1 AND owner = $2 "
+               "AND status = 'running' RETURNING 1",
+        .what = "renewing a lease"};
+    pgb_text(&x.a, id);
+    pgb_text(&x.a, node);
+    pgb_i64(&x.a, now);
+    pgb_i64(&x.a, lease_s);
+    int rc = pgb_tx(PGB(db), fenced_fn, &x, err);
+    *held = !rc && x.hit;
+    return rc;
+}
+
+static int terminal(const char *status)
+{
+    return status && (!strcmp(status, "succeeded") || !strcmp(status, "failed") ||
+                      !strcmp(status, "cancelled"));
+}
+
+int pgb_job_patch_owned(pg_db *db, const char *id, const char *node, const pg_job_patch *p,
+                        int *held, pg_error *err)
+{
+    q_ctx x = {
+        .sql = "UPDATE jobs SET updated_at = $3, status = coalesce($4::text, status), "
+               "error = CASE WHEN $4::text IS NULL THEN error ELSE $5::text END, "
+               "started_at = CASE WHEN $4::text IS NOT NULL AND $6 THEN $3 ELSE started_at END, "
+               "finished_at = CASE WHEN $4::text IS NOT NULL AND $7 THEN $3 "
+               "ELSE finished_at END, "
+               "step = CASE WHEN $8::bigint >= 0 THEN $8::bigint ELSE step END, "
+               "steps_reserved = CASE WHEN $9::bigint >= 0 THEN $9::bigint "
+               "ELSE steps_reserved END, "
+               "lease_until = CASE WHEN $10 THEN NULL ELSE lease_until END "
+               "WHERE id = $1 AND owner = $2 AND status = 'running' RETURNING 1",
+        .what = "updating an owned job"};
+    pgb_text(&x.a, id);
+    pgb_text(&x.a, node);
+    pgb_i64(&x.a, p->now);
+    pgb_text(&x.a, p->status);
+    pgb_text(&x.a, p->error);
+    pgb_text(&x.a, p->started ? "true" : "false");
+    pgb_text(&x.a, p->finished ? "true" : "false");
+    pgb_i64(&x.a, p->step);
+    pgb_i64(&x.a, p->steps_reserved);
+    pgb_text(&x.a, p->release || terminal(p->status) ? "true" : "false");
+    int rc = pgb_tx(PGB(db), fenced_fn, &x, err);
+    *held = !rc && x.hit;
+    return rc;
+}
+
+static int put_owned_fn(PGconn *c, void *ctx, pg_error *err)
+{
+    q_ctx *x = ctx;
+    /* The row lock orders this write against any claim of the job. */
+    x->sql = "SELECT 1 FROM jobs WHERE id = $1 AND owner = $2 AND status = 'running' FOR UPDATE";
+    x->what = "checking a job's owner";
+    int rc = fenced_fn(c, ctx, err);
+    if (rc) return rc;
+    if (!x->hit) return PGB_ROLLBACK;
+    return pgb_ckpt_write(c, x->job, x->step, x->bytes, x->len, x->crc, err);
+}
+
+int pgb_ckpt_put_owned(pg_db *db, const char *job, const char *node, int64_t step,
+                       const unsigned char *bytes, size_t len, uint32_t crc, int *held,
+                       pg_error *err)
+{
+    q_ctx x = {.job = job, .step = step, .bytes = bytes, .len = len, .crc = crc};
+    pgb_text(&x.a, job);
+    pgb_text(&x.a, node);
+    int rc = pgb_tx(PGB(db), put_owned_fn, &x, err);
+    *held = !rc && x.hit;
+    return rc;
+}
