@@ -61,8 +61,8 @@ static int parse_privacy(pg_req *r, json_t *p, pg_ds_spec *s)
             return -1;
         return 0;
     }
-    static const char *const ok[] = {"model",       "mechanism",   "epsilon", "delta",
-                                     "sensitivity", "noise_scale", NULL};
+    static const char *const ok[] = {"model",       "mechanism", "epsilon", "delta", "sensitivity",
+                                     "noise_scale", "cols",      "clip",    NULL};
     s->model = PG_PRIV_LOCAL;
     if (pg_api_only_fields(r, p, "privacy", ok)) return -1;
     const char *mech = json_string_value(json_object_get(p, "mechanism"));
@@ -78,6 +78,34 @@ static int parse_privacy(pg_req *r, json_t *p, pg_ds_spec *s)
         get_num(r, p, "sensitivity", "privacy.sensitivity", 1, &s->sensitivity) ||
         get_num(r, p, "noise_scale", "privacy.noise_scale", 1, &s->noise_scale))
         return -1;
+    /* Optional: the width and clip ball of the `privgen privatize` run the
+     * rows come from; every append is then held to them. */
+    json_t *cols = json_object_get(p, "cols"), *clip = json_object_get(p, "clip");
+    if (cols) {
+        if (!json_is_integer(cols) || json_integer_value(cols) < 1) {
+            pg_api_problem(r, 422, "privacy.cols must be a positive integer", "privacy.cols",
+                           "must be a positive integer");
+            return -1;
+        }
+        s->cols = json_integer_value(cols);
+    }
+    if (clip) {
+        static const char *const okc[] = {"norm", "radius", NULL};
+        const char *norm = json_string_value(json_object_get(clip, "norm"));
+        if (!json_is_object(clip) || pg_api_only_fields(r, clip, "privacy.clip", okc)) {
+            if (!json_is_object(clip))
+                pg_api_problem(r, 422, "privacy.clip must be an object {norm, radius}",
+                               "privacy.clip", "must be an object {norm, radius}");
+            return -1;
+        }
+        if (!norm || (strcmp(norm, "l1") && strcmp(norm, "l2"))) {
+            pg_api_problem(r, 422, "privacy.clip.norm must be l1 or l2", "privacy.clip.norm",
+                           "must be l1 or l2");
+            return -1;
+        }
+        s->clip_norm = norm[1] == '1' ? 1 : 2;
+        if (get_num(r, clip, "radius", "privacy.clip.radius", 1, &s->clip_radius)) return -1;
+    }
     return 0;
 }
 

@@ -6,6 +6,12 @@
  * --max-body). JSON (and CSV/IDX) bodies are buffered up to --max-body and
  * parsed whole. Either way nothing becomes visible until the appender
  * commits; any error aborts it and leaves the dataset unchanged.
+ *
+ * A `Privgen-Declaration` request header (the compact JSON declaration of
+ * the `privgen privatize` run that produced the rows) ties the rows to the
+ * dataset's declaration: any difference is a 422 naming each field, checked
+ * before the body is read. Without the header the rows are accepted and the
+ * response says "declaration": "not checked".
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +33,9 @@ typedef struct rows_state {
     int64_t n_before;
     pg_db_append *app; /* open appender, NULL when none */
     pg_req *req;
-    pg_npy_stream ns; /* streamed formats */
+    pg_npy_stream ns;   /* streamed formats */
+    int declared;       /* a matching declaration came with the rows */
+    uint64_t decl_rows; /* the row count it states, 0: none */
 } rows_state;
 
 static void rows_free(pg_req *r)
@@ -44,6 +52,59 @@ static void fail_row(pg_req *r, uint64_t row, const char *msg)
     char field[48];
     snprintf(field, sizeof field, "rows[%llu]", (unsigned long long)row);
     pg_api_problem(r, 422, msg, field, msg);
+}
+
+/* The upload's row count against its declaration's. */
+static int rows_differ(pg_req *r, rows_state *st, uint64_t rows)
+{
+    if (!st->decl_rows || st->decl_rows == rows) return 0;
+    char msg[160];
+    snprintf(msg, sizeof msg, "declared %llu rows, the upload holds %llu",
+             (unsigned long long)st->decl_rows, (unsigned long long)rows);
+    pg_api_problem(r, 422, msg, "declaration.rows", msg);
+    return 1;
+}
+
+/* problem+json with one errors[] entry per difference. */
+static void decl_mismatch(pg_req *r, const pg_ds_diff *d, int n)
+{
+    char detail[400];
+    snprintf(detail, sizeof detail, "the rows' declaration differs from the dataset's: %s: %s%s",
+             d[0].field, d[0].message, n > 1 ? " (and more, see errors)" : "");
+    pg_api_problem(r, 422, detail, NULL, NULL);
+    json_t *o = r->resp ? json_loadb(r->resp, r->resp_len, 0, NULL) : NULL;
+    json_t *errs = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(errs,
+                              json_pack("{s:s,s:s}", "field", d[i].field, "message", d[i].message));
+    if (!o) {
+        json_decref(errs);
+        return;
+    }
+    json_object_set_new(o, "errors", errs);
+    pg_api_send_json(r, 422, o);
+    if (r->status == 422) r->resp_type = "application/problem+json";
+}
+
+/* Checks the Privgen-Declaration header, if any; -1 after queuing an error. */
+static int check_declaration(pg_req *r, rows_state *st)
+{
+    const char *h = pg_api_header(r, "Privgen-Declaration");
+    if (!h) return 0;
+    pg_ds_diff diffs[PG_DS_DIFF_MAX];
+    int n;
+    char field[PG_FIELD_MAX];
+    pg_error err = {0};
+    if (pg_ds_decl_match(&st->spec, h, diffs, &n, &st->decl_rows, field, &err)) {
+        pg_api_problem(r, 400, err.msg, field, err.msg);
+        return -1;
+    }
+    if (n) {
+        decl_mismatch(r, diffs, n);
+        return -1;
+    }
+    st->declared = 1;
+    return 0;
 }
 
 static int too_many(pg_req *r, rows_state *st, uint64_t rows)
@@ -82,6 +143,7 @@ static int on_header(void *ctx, const pg_npy_header *h, pg_error *err)
         pg_api_problem(st->req, 422, msg, "body", msg);
         return PG_EINVAL;
     }
+    if (rows_differ(st->req, st, h->count / st->spec.d)) return PG_EINVAL;
     return too_many(st->req, st, h->count / st->spec.d) ? PG_ERANGE : PG_OK;
 }
 
@@ -158,6 +220,7 @@ void pg_h_rows_begin(pg_req *r)
         pg_api_problem(r, 500, err.msg, NULL, NULL);
         return;
     }
+    if (check_declaration(r, st)) return;
     char mt[64];
     const char *type = media_type(r, mt, sizeof mt);
     if (!strcmp(type, "application/json"))
@@ -193,7 +256,7 @@ void pg_h_rows_begin(pg_req *r)
                            "X-Rows", "required positive integer");
             return;
         }
-        if (too_many(r, st, n)) return;
+        if (rows_differ(r, st, n) || too_many(r, st, n)) return;
         pg_npy_stream_init_raw(&st->ns, (size_t)n * st->spec.d);
     }
     if (pg_db_append_begin(r->app->db, r->tok.tenant, r->params[0], st->spec.d, &st->app, &err)) {
@@ -220,8 +283,11 @@ static void commit(pg_req *r, rows_state *st, const int32_t *labels)
         pg_api_problem(r, 404, "no such dataset", NULL, NULL);
     else
         pg_api_send_json(r, 200,
-                         json_pack("{s:s,s:I,s:I}", "dataset_id", r->params[0], "rows_added",
-                                   (json_int_t)rows, "n", (json_int_t)n_after));
+                         json_pack("{s:s,s:I,s:I,s:s}", "dataset_id", r->params[0], "rows_added",
+                                   (json_int_t)rows, "n", (json_int_t)n_after, "declaration",
+                                   st->declared                      ? "matched"
+                                   : st->spec.model == PG_PRIV_LOCAL ? "not checked"
+                                                                     : "not applicable"));
 }
 
 int pg_api_parse_rows(pg_req *r, json_t *b, const pg_ds_spec *spec, float **xo, int64_t **lo,
@@ -306,7 +372,7 @@ static void store_rows(pg_req *r, rows_state *st, const float *x, const int64_t 
         pg_api_problem(r, 422, "the upload holds no rows", "body", "holds no rows");
         return;
     }
-    if (too_many(r, st, n)) return;
+    if (rows_differ(r, st, n) || too_many(r, st, n)) return;
     if (pg_ds_check_values(&st->spec, x, n * st->spec.d, 0, &bad, &err) ||
         (lab && pg_ds_check_labels(&st->spec, lab, n, &bad, &err))) {
         fail_row(r, bad, err.msg);

@@ -92,8 +92,8 @@ static int create_body(const pg_args *a, json_t **out)
         if (decl) {
             json_t *d;
             if ((rc = load_json_file(decl, &d))) goto fail;
-            static const char *const keys[] = {"mechanism",   "epsilon",     "delta",
-                                               "sensitivity", "noise_scale", NULL};
+            static const char *const keys[] = {"mechanism",   "epsilon", "delta", "sensitivity",
+                                               "noise_scale", "cols",    "clip",  NULL};
             for (size_t i = 0; keys[i]; i++) {
                 json_t *v = json_object_get(d, keys[i]);
                 if (v && !json_is_null(v)) json_object_set(p, keys[i], v);
@@ -144,6 +144,35 @@ static const char *content_type(const char *file, const char *fmt)
     return NULL;
 }
 
+/* The declaration sent with an upload (the Privgen-Declaration header):
+ * --declaration FILE, else the FILE.decl.json sidecar `privgen privatize`
+ * wrote next to FILE. *hdr is NULL when there is none. */
+static int declaration_header(const pg_args *a, const char *file, char **hdr)
+{
+    *hdr = NULL;
+    const char *path = pg_args_get(a, "declaration");
+    char side[1024];
+    if (!path && strcmp(file, "-")) {
+        struct stat st;
+        snprintf(side, sizeof side, "%s.decl.json", file);
+        if (!stat(side, &st)) path = side;
+    }
+    if (!path) return PG_CLI_OK;
+    if (!strcmp(path, "-") && !strcmp(file, "-"))
+        return pg_cli_error(PG_CLI_USAGE, "the rows and the declaration cannot both be stdin");
+    json_t *d;
+    int rc = load_json_file(path, &d);
+    if (rc) return rc;
+    char *txt = json_is_object(d) ? json_dumps(d, JSON_COMPACT) : NULL;
+    json_decref(d);
+    if (!txt) return pg_cli_error(PG_CLI_USAGE, "%s: a declaration must be a JSON object", path);
+    size_t n = strlen(txt) + sizeof "Privgen-Declaration: ";
+    *hdr = malloc(n);
+    if (*hdr) snprintf(*hdr, n, "Privgen-Declaration: %s", txt);
+    free(txt);
+    return *hdr ? PG_CLI_OK : pg_cli_error(PG_CLI_FAIL, "out of memory");
+}
+
 /* Streams the file (or stdin, chunked) to the rows endpoint. Raw float32
  * needs the row count up front: --rows, else the file size over 4*d. */
 static int append(pg_http *h, const pg_args *a)
@@ -158,8 +187,14 @@ static int append(pg_http *h, const pg_args *a)
                                   "csv|npy|json|idx|raw",
                             file);
     int from_stdin = !strcmp(file, "-");
+    char *decl = NULL;
+    int drc = declaration_header(a, file, &decl);
+    if (drc) return drc;
     FILE *f = from_stdin ? stdin : fopen(file, "rb");
-    if (!f) return pg_cli_error(PG_CLI_USAGE, "cannot open %s", file);
+    if (!f) {
+        free(decl);
+        return pg_cli_error(PG_CLI_USAGE, "cannot open %s", file);
+    }
     struct stat st;
     long long size = !fstat(fileno(f), &st) && S_ISREG(st.st_mode) ? (long long)st.st_size : -1;
     if (from_stdin && size >= 0) size -= ftell(f) > 0 ? ftell(f) : 0;
@@ -192,13 +227,23 @@ static int append(pg_http *h, const pg_args *a)
     }
     pg_http_resp r;
     snprintf(path, sizeof path, "/v1/datasets/%s/rows", a->pos[1]);
-    if (!rc) rc = pg_http_upload(h, path, ct, f, size, xrows[0] ? xrows : NULL, &r);
+    const char *extra[3] = {NULL, NULL, NULL};
+    int ne = 0;
+    if (xrows[0]) extra[ne++] = xrows;
+    if (decl) extra[ne++] = decl;
+    if (!rc) rc = pg_http_upload(h, path, ct, f, size, extra, &r);
     if (!from_stdin) fclose(f);
+    free(decl);
     if (rc) return rc;
     if (r.status / 100 != 2) {
         rc = pg_http_fail(&r);
     } else {
         json_t *j = json_loadb(r.body, r.len, 0, NULL);
+        const char *dc = json_string_value(json_object_get(j, "declaration"));
+        if (dc && !strcmp(dc, "not checked"))
+            fprintf(stderr, "privgen: note: no declaration was sent, so the rows were not checked "
+                            "against the dataset's (pass --declaration FILE, or keep the "
+                            "FILE.decl.json that privatize writes)\n");
         rc = j ? pg_http_print(h, j) : pg_cli_error(PG_CLI_FAIL, "the server sent invalid JSON");
     }
     pg_http_resp_free(&r);
@@ -233,6 +278,9 @@ static const char HELP[] =
     "         central: --budget-epsilon E --budget-delta D\n"
     "         or: --spec FILE (the JSON body of POST /v1/datasets)\n"
     "  append ID FILE|- [--format csv|npy|json|idx|raw] [--rows N (raw from a pipe)]\n"
+    "         [--declaration DECL.json]  sent with the rows, which the server refuses\n"
+    "         (422) unless it matches the dataset's; by default FILE.decl.json, the\n"
+    "         sidecar `privgen privatize` writes, when it exists\n"
     "  list [--limit N] [--cursor C]\n"
     "  show ID           shape, rows, privacy model, storage\n"
     "  budget ID         a central dataset's cap, spend and ledger entries\n"

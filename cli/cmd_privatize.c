@@ -12,7 +12,10 @@
  * generator; the Laplace noise is the grid-exact discrete Laplace (see
  * engine/privacy/privacy.h), whose scale b is marginally above S/epsilon; the
  * Gaussian std is the analytic-Gaussian calibration (Balle & Wang 2018). The
- * declaration printed is what the service checks on upload. */
+ * declaration printed is what the service checks at dataset creation; it is
+ * also written next to the output as OUT.decl.json, which `datasets append`
+ * sends with the rows (numpy refuses extra keys in an NPY header, so the
+ * declaration cannot live inside the file). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,8 +102,10 @@ static const char PRIVATIZE_HELP[] =
     "  --clip N:R        clip radius R in norm N; the sensitivity is then 2R\n"
     "  --sensitivity S   declared sensitivity (>= 2R; alone, rows are clipped to S/2)\n"
     "  --in FILE         a 2-D .npy or a .csv (header optional, no label column)\n"
-    "  --out FILE        the noisy rows as .npy; - streams NPY to stdout (the\n"
-    "                    declaration then goes to stderr)\n"
+    "  --out FILE        the noisy rows as .npy, and the declaration in\n"
+    "                    FILE.decl.json (which `privgen datasets append` sends with\n"
+    "                    the rows); - streams NPY to stdout (the declaration then\n"
+    "                    goes to stderr)\n"
     "  --cols N          refuse input that does not have N columns\n";
 
 int pg_cli_privatize(int argc, char **argv)
@@ -236,7 +241,24 @@ int pg_cli_privatize(int argc, char **argv)
         code = txt ? PG_CLI_OK : PG_CLI_FAIL;
         free(txt);
     } else {
-        code = pg_cli_emit(j);
+        /* The sidecar ties the rows to their declaration on upload. */
+        char *txt = json_dumps(j, JSON_INDENT(2));
+        size_t plen = strlen(out) + sizeof ".decl.json";
+        char *side = malloc(plen);
+        int src = !txt || !side;
+        if (!src) {
+            snprintf(side, plen, "%s.decl.json", out);
+            src = pg_file_write_atomic(side, txt, strlen(txt), &e);
+        }
+        if (src) {
+            json_decref(j);
+            code = pg_cli_error(PG_CLI_FAIL, "cannot write %s.decl.json: %s", out,
+                                txt && side ? e.msg : "out of memory");
+        } else {
+            code = pg_cli_emit(j);
+        }
+        free(txt);
+        free(side);
     }
 done:
     free(npy);

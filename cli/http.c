@@ -229,11 +229,12 @@ static int finish(pg_http *h, CURLcode cc, sink *s, pg_http_resp *r)
 }
 
 int pg_http_upload(pg_http *h, const char *path, const char *ctype, FILE *f, long long size,
-                   const char *extra_header, pg_http_resp *r)
+                   const char *const *extra_headers, pg_http_resp *r)
 {
     memset(r, 0, sizeof *r);
     struct curl_slist *hs = setup(h, "POST", path, ctype);
-    if (extra_header) hs = curl_slist_append(hs, extra_header);
+    for (size_t i = 0; extra_headers && extra_headers[i]; i++)
+        hs = curl_slist_append(hs, extra_headers[i]);
     if (size < 0) hs = curl_slist_append(hs, "Transfer-Encoding: chunked");
     CURL *c = h->curl;
     sink s = {0};

@@ -67,9 +67,9 @@ int pg_http_do(pg_http *h, const char *method, const char *path, const char *cty
 void pg_http_resp_free(pg_http_resp *r);
 
 /* POSTs the rest of f as the body, streamed: size bytes when known, chunked
- * when size < 0. extra_header (e.g. "X-Rows: 10") may be NULL. */
+ * when size < 0. extra_headers (e.g. {"X-Rows: 10", NULL}) may be NULL. */
 int pg_http_upload(pg_http *h, const char *path, const char *ctype, FILE *f, long long size,
-                   const char *extra_header, pg_http_resp *r);
+                   const char *const *extra_headers, pg_http_resp *r);
 
 /* Prints "privgen: <detail>" and any field errors from a problem+json body
  * and returns PG_CLI_FAIL. */

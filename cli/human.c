@@ -158,6 +158,10 @@ void pg_human_dataset(json_t *d)
         kv("", "sensitivity %s, noise scale %s%s%s", ex(num(p, "sensitivity")),
            r4(num(p, "noise_scale")), num(p, "delta") > 0 ? ", delta " : "",
            num(p, "delta") > 0 ? ex(num(p, "delta")) : "");
+        json_t *clip = json_object_get(p, "clip");
+        if (clip)
+            kv("", "rows clipped to %s radius %s; appended rows must declare the same",
+               str(clip, "norm"), ex(num(clip, "radius")));
     } else {
         kv("privacy", "%s", model);
     }

@@ -2,6 +2,7 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,29 @@ int pg_ds_spec_check(pg_ds_spec *s, size_t max_dim, char field[PG_FIELD_MAX], pg
                                 "delta and sensitivity",
                                 s->noise_scale, s->min_noise_scale);
         }
+        /* A declaration made for rows of another width describes other data
+         * (and, for Laplace, a noise scale computed for that width). */
+        if (s->cols && (uint64_t)s->cols != (uint64_t)s->d) {
+            snprintf(field, PG_FIELD_MAX, "privacy.cols");
+            return pg_error_set(err, PG_EINVAL,
+                                "the declaration is for rows of %lld values but shape holds %zu",
+                                (long long)s->cols, s->d);
+        }
+        if (s->clip_norm) {
+            int want = s->mechanism == PG_MECH_LAPLACE ? 1 : 2;
+            if (s->clip_norm != want)
+                return bad(field, "privacy.clip.norm", err, PG_EINVAL,
+                           want == 1 ? "the laplace mechanism clips in the l1 norm"
+                                     : "the gaussian mechanism clips in the l2 norm");
+            /* Two rows clipped to radius R are up to 2R apart. */
+            if (!isfinite(s->clip_radius) || !(s->clip_radius > 0.0) ||
+                2.0 * s->clip_radius > s->sensitivity * (1.0 + NOISE_REL_TOL)) {
+                snprintf(field, PG_FIELD_MAX, "privacy.clip.radius");
+                return pg_error_set(err, PG_EINVAL,
+                                    "clip radius must be > 0 and at most sensitivity/2 (%.15g)",
+                                    s->sensitivity / 2.0);
+            }
+        }
         return PG_OK;
     }
     default:
@@ -95,6 +119,11 @@ int pg_ds_spec_to_json(const pg_ds_spec *s, char **out, pg_error *err)
         json_object_set_new(priv, "sensitivity", json_real(s->sensitivity));
         json_object_set_new(priv, "noise_scale", json_real(s->noise_scale));
         json_object_set_new(priv, "min_noise_scale", json_real(s->min_noise_scale));
+        if (s->cols) json_object_set_new(priv, "cols", json_integer(s->cols));
+        if (s->clip_norm)
+            json_object_set_new(priv, "clip",
+                                json_pack("{s:s,s:f}", "norm", s->clip_norm == 1 ? "l1" : "l2",
+                                          "radius", s->clip_radius));
     } else if (s->model == PG_PRIV_CENTRAL) {
         json_object_set_new(
             priv, "budget",
@@ -144,6 +173,13 @@ int pg_ds_spec_from_json(const char *json, pg_ds_spec *s, pg_error *err)
             return pg_error_set(err, PG_EFORMAT, "stored dataset privacy metadata is corrupt");
         }
         s->mechanism = !strcmp(mech, "laplace") ? PG_MECH_LAPLACE : PG_MECH_GAUSSIAN;
+        json_t *cols = json_object_get(priv, "cols"), *clip = json_object_get(priv, "clip");
+        s->cols = json_is_integer(cols) ? json_integer_value(cols) : 0;
+        const char *norm = json_string_value(json_object_get(clip, "norm"));
+        if (norm) {
+            s->clip_norm = !strcmp(norm, "l1") ? 1 : 2;
+            s->clip_radius = json_number_value(json_object_get(clip, "radius"));
+        }
     } else if (!strcmp(model, "central")) {
         s->model = PG_PRIV_CENTRAL;
         if (json_unpack(priv, "{s:{s:F,s:F}}", "budget", "epsilon", &s->budget_epsilon, "delta",
@@ -195,4 +231,121 @@ int pg_ds_check_labels(const pg_ds_spec *s, const int64_t *labels, size_t n, uin
                                 (long long)labels[i], (long long)s->num_classes);
         }
     return PG_OK;
+}
+
+/* Equal up to a relative 1e-12: both sides went through JSON with 17
+ * significant digits, so this only absorbs a client's last-bit rounding. */
+static int same(double a, double b)
+{
+    return a == b || fabs(a - b) <= 1e-12 * fmax(fabs(a), fabs(b));
+}
+
+static void diff(pg_ds_diff *d, int *n, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void diff(pg_ds_diff *d, int *n, const char *field, const char *fmt, ...)
+{
+    if (*n >= PG_DS_DIFF_MAX) return;
+    snprintf(d[*n].field, sizeof d[*n].field, "declaration.%s", field);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(d[*n].message, sizeof d[*n].message, fmt, ap);
+    va_end(ap);
+    (*n)++;
+}
+
+static void num_diff(pg_ds_diff *d, int *n, const char *field, double got, double want)
+{
+    if (!same(got, want)) diff(d, n, field, "declared %.15g, the dataset's is %.15g", got, want);
+}
+
+static int decl_num(json_t *o, const char *key, int required, double *out, char field[PG_FIELD_MAX],
+                    pg_error *err)
+{
+    json_t *v = json_object_get(o, key);
+    if ((!v || json_is_null(v)) && !required) return PG_OK;
+    if (!json_is_number(v) || !isfinite(json_number_value(v))) {
+        snprintf(field, PG_FIELD_MAX, "declaration.%s", key);
+        return pg_error_set(err, PG_EINVAL, "declaration.%s must be a finite number", key);
+    }
+    *out = json_number_value(v);
+    return PG_OK;
+}
+
+int pg_ds_decl_match(const pg_ds_spec *s, const char *decl, pg_ds_diff diffs[PG_DS_DIFF_MAX],
+                     int *ndiff, uint64_t *rows, char field[PG_FIELD_MAX], pg_error *err)
+{
+    *ndiff = 0;
+    *rows = 0;
+    field[0] = '\0';
+    json_t *o = json_loads(decl, JSON_REJECT_DUPLICATES, NULL);
+    int rc = PG_OK;
+    if (!json_is_object(o)) {
+        rc = bad(field, "declaration", err, PG_EINVAL, "the declaration must be a JSON object");
+        goto out;
+    }
+    const char *mech = json_string_value(json_object_get(o, "mechanism"));
+    if (!mech || (strcmp(mech, "laplace") && strcmp(mech, "gaussian"))) {
+        rc = bad(field, "declaration.mechanism", err, PG_EINVAL,
+                 "declaration.mechanism must be laplace or gaussian");
+        goto out;
+    }
+    int laplace = !strcmp(mech, "laplace");
+    double eps = 0, delta = 0, sens = 0, scale = 0, radius = 0;
+    if ((rc = decl_num(o, "epsilon", 1, &eps, field, err)) ||
+        (rc = decl_num(o, "delta", !laplace, &delta, field, err)) ||
+        (rc = decl_num(o, "sensitivity", 1, &sens, field, err)) ||
+        (rc = decl_num(o, "noise_scale", 1, &scale, field, err)))
+        goto out;
+    json_t *cols = json_object_get(o, "cols"), *nrows = json_object_get(o, "rows");
+    json_t *clip = json_object_get(o, "clip");
+    if ((cols && (!json_is_integer(cols) || json_integer_value(cols) < 1)) ||
+        (nrows && (!json_is_integer(nrows) || json_integer_value(nrows) < 1))) {
+        rc = bad(field,
+                 cols && !(json_is_integer(cols) && json_integer_value(cols) >= 1)
+                     ? "declaration.cols"
+                     : "declaration.rows",
+                 err, PG_EINVAL, "declaration.cols and .rows must be positive integers");
+        goto out;
+    }
+    const char *norm = NULL;
+    if (clip) {
+        norm = json_string_value(json_object_get(clip, "norm"));
+        if (!norm || (strcmp(norm, "l1") && strcmp(norm, "l2"))) {
+            rc = bad(field, "declaration.clip.norm", err, PG_EINVAL,
+                     "declaration.clip must be {\"norm\": \"l1\"|\"l2\", \"radius\": R}");
+            goto out;
+        }
+        if ((rc = decl_num(clip, "radius", 1, &radius, field, err))) {
+            snprintf(field, PG_FIELD_MAX, "declaration.clip.radius");
+            goto out;
+        }
+    }
+    *rows = nrows ? (uint64_t)json_integer_value(nrows) : 0;
+    if (s->model != PG_PRIV_LOCAL) {
+        diff(diffs, ndiff, "model",
+             "declared local (privatized rows), the dataset's privacy model is %s",
+             model_name(s->model));
+        goto out;
+    }
+    const char *dmech = s->mechanism == PG_MECH_LAPLACE ? "laplace" : "gaussian";
+    if (strcmp(mech, dmech))
+        diff(diffs, ndiff, "mechanism", "declared %s, the dataset's is %s", mech, dmech);
+    num_diff(diffs, ndiff, "epsilon", eps, s->epsilon);
+    if (!laplace || s->mechanism != PG_MECH_LAPLACE)
+        num_diff(diffs, ndiff, "delta", delta, s->delta);
+    num_diff(diffs, ndiff, "sensitivity", sens, s->sensitivity);
+    num_diff(diffs, ndiff, "noise_scale", scale, s->noise_scale);
+    if (norm && s->clip_norm) {
+        const char *dnorm = s->clip_norm == 1 ? "l1" : "l2";
+        if (strcmp(norm, dnorm) || !same(radius, s->clip_radius))
+            diff(diffs, ndiff, "clip", "declared %s:%.15g, the dataset's is %s:%.15g", norm, radius,
+                 dnorm, s->clip_radius);
+    }
+    if (cols && (uint64_t)json_integer_value(cols) != (uint64_t)s->d)
+        diff(diffs, ndiff, "cols", "declared rows of %lld values, the dataset's rows hold %zu",
+             (long long)json_integer_value(cols), s->d);
+out:
+    json_decref(o);
+    return rc;
 }

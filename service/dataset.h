@@ -32,6 +32,12 @@ typedef struct pg_ds_spec {
     int mechanism; /* enum pg_mechanism */
     double epsilon, delta, sensitivity, noise_scale;
     double min_noise_scale; /* computed by pg_ds_spec_check */
+    /* Optional parts of a `privgen privatize` declaration: the row width it
+     * was produced for (0: not declared) and its clip ball (norm 0: none;
+     * 1: l1, 2: l2). Stored so every append can be held to them. */
+    int64_t cols;
+    int clip_norm;
+    double clip_radius;
     /* central */
     double budget_epsilon, budget_delta;
 } pg_ds_spec;
@@ -44,6 +50,24 @@ int pg_ds_spec_check(pg_ds_spec *s, size_t max_dim, char field[PG_FIELD_MAX], pg
 /* Normalized JSON of the spec (malloc'ed text) and its inverse. */
 int pg_ds_spec_to_json(const pg_ds_spec *s, char **out, pg_error *err);
 int pg_ds_spec_from_json(const char *json, pg_ds_spec *s, pg_error *err);
+
+/* One difference between an upload's declaration and its dataset's. */
+typedef struct pg_ds_diff {
+    char field[PG_FIELD_MAX]; /* "declaration.epsilon", ... */
+    char message[200];        /* both values, e.g. "declared 2, dataset 1" */
+} pg_ds_diff;
+
+#define PG_DS_DIFF_MAX 10
+
+/* Compares the declaration sent with an upload (the JSON object `privgen
+ * privatize` writes; unknown keys ignored) with the dataset's: privacy
+ * model, mechanism, epsilon, delta, sensitivity, noise_scale, clip (when
+ * both state one) and width (`cols` against the dataset's d). Returns
+ * PG_EINVAL with `field` set when the declaration is malformed; otherwise
+ * PG_OK with *ndiff differences in diffs (0: it matches). *rows is the
+ * declared row count, 0 when the declaration states none. */
+int pg_ds_decl_match(const pg_ds_spec *s, const char *decl, pg_ds_diff diffs[PG_DS_DIFF_MAX],
+                     int *ndiff, uint64_t *rows, char field[PG_FIELD_MAX], pg_error *err);
 
 /* Validates `count` consecutive values starting at flat index `first`
  * (row = index / d). Rejects NaN/Inf always and, for central data, values

@@ -523,6 +523,145 @@ def login_and_precedence():
     assert "401" in code(1, "datasets", "list", e=noconf, cwd=empty)
 
 
+def _upload(ds, rows, decl, ctype="application/json"):
+    """POST rows with a raw Privgen-Declaration header (None: no header)."""
+    import urllib.request
+    body = json.dumps({"rows": rows}).encode() if ctype == "application/json" else rows
+    h = {"Authorization": f"Bearer {TOKEN}", "Content-Type": ctype}
+    if decl is not None:
+        h["Privgen-Declaration"] = decl if isinstance(decl, str) else json.dumps(decl)
+    req = urllib.request.Request(f"{URL}/v1/datasets/{ds}/rows", method="POST", data=body, headers=h)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"{}")
+
+
+def _privatize(name, *args, src=None):
+    out = p(name)
+    j = ok("privatize", "--mechanism", "laplace", "--in", src or p("clean.csv"), "--out", out, *args)
+    with open(out + ".decl.json") as f:
+        side = json.load(f)
+    assert side == j, (side, j)  # the sidecar is the declaration printed
+    x = np.load(out)  # numpy still loads what privatize writes
+    assert x.dtype == np.float32 and x.shape == (j["rows"], j["cols"]), x.shape
+    return out, j
+
+
+@case
+def uploads_tied_to_their_declaration():
+    base_npy, base = _privatize("b.npy", "--epsilon", 2, "--clip", "l1:1")
+    d = ok("datasets", "create", "--name", "tied", "--shape", 2, "--range", "-30:30", "--model",
+           "local", "--declaration", base_npy + ".decl.json")
+    ds = d["id"]
+    assert d["privacy"]["cols"] == 2 and d["privacy"]["clip"] == {"norm": "l1", "radius": 1}, d
+    rc, out, _ = run("datasets", "show", ds)
+    assert rc == 0 and "rows clipped to l1 radius 1;" in out.decode(), out
+    a = ok("datasets", "append", ds, base_npy)  # the sidecar goes along by itself
+    assert a["rows_added"] == 500 and a["declaration"] == "matched", a
+
+    def refused(npy, decl, want):
+        """A mismatching upload: CLI exit 1 naming the fields, API 422 with both values."""
+        err = code(1, "datasets", "append", ds, npy)
+        assert "422" in err and sorted(want)[0] in err, err
+        st, body = _upload(ds, [[0.0, 0.0]], decl)
+        assert st == 422 and body["status"] == 422, body
+        got = {e["field"]: e["message"] for e in body["errors"]}
+        assert set(got) == set(want), (got, want)
+        for f, (mine, theirs) in want.items():
+            assert got[f] == f"declared {mine}, the dataset's is {theirs}", (f, got[f])
+
+    # another epsilon: epsilon and (so) the Laplace scale differ
+    e3, d3 = _privatize("e3.npy", "--epsilon", 3, "--clip", "l1:1")
+    assert d3["noise_scale"] != base["noise_scale"]
+    refused(e3, d3, {"declaration.epsilon": ("3", "2"),
+                     "declaration.noise_scale": ("%.15g" % d3["noise_scale"],
+                                                 "%.15g" % base["noise_scale"])})
+    # another clip with the same sensitivity (so the same noise): only the clip differs
+    c5, dc = _privatize("c5.npy", "--epsilon", 2, "--clip", "l1:0.5", "--sensitivity", 2)
+    assert dc["sensitivity"] == base["sensitivity"] and dc["noise_scale"] == base["noise_scale"]
+    refused(c5, dc, {"declaration.clip": ("l1:0.5", "l1:1")})
+    # another width: three columns
+    wide = np.random.default_rng(1).uniform(-0.3, 0.3, (40, 3))
+    np.savetxt(p("wide.csv"), wide, delimiter=",")
+    w3, dw = _privatize("w3.npy", "--epsilon", 2, "--clip", "l1:1", src=p("wide.csv"))
+    want = {"declaration.cols": "declared rows of 3 values, the dataset's rows hold 2"}
+    if dw["noise_scale"] != base["noise_scale"]:
+        want["declaration.noise_scale"] = (f"declared {dw['noise_scale']:.15g}, the dataset's is "
+                                           f"{base['noise_scale']:.15g}")
+    err = code(1, "datasets", "append", ds, w3)
+    assert "declaration.cols" in err, err
+    st, body = _upload(ds, [[0.0, 0.0]], dw)
+    assert st == 422 and {e["field"]: e["message"] for e in body["errors"]} == want, body
+    # every field at once, and the refusals added nothing
+    g = dict(base, mechanism="gaussian", delta=1e-5, sensitivity=4, cols=5,
+             clip={"norm": "l2", "radius": 2})
+    st, body = _upload(ds, [[0.0, 0.0]], g)
+    assert st == 422 and [e["field"] for e in body["errors"]] == [
+        "declaration.mechanism", "declaration.delta", "declaration.sensitivity",
+        "declaration.clip", "declaration.cols"], body
+    assert ok("datasets", "show", ds)["n"] == 500
+    # the declared row count must be the upload's
+    st, body = _upload(ds, [[0.0, 0.0]] * 3, base)
+    assert st == 422 and body["errors"][0]["field"] == "declaration.rows", body
+    assert "declared 500 rows, the upload holds 3" in body["detail"], body
+    st, body = _upload(ds, [[0.0, 0.0]] * 3, {k: v for k, v in base.items() if k != "rows"})
+    assert st == 200 and body["declaration"] == "matched" and body["n"] == 503, body
+    # malformed declarations are 400 naming the field
+    for bad, field in (("{not json", "declaration"), ("[1]", "declaration"),
+                       (json.dumps(dict(base, epsilon="2")), "declaration.epsilon"),
+                       (json.dumps(dict(base, mechanism="rr")), "declaration.mechanism"),
+                       (json.dumps(dict(base, cols=0)), "declaration.cols"),
+                       (json.dumps(dict(base, clip={"norm": "l3", "radius": 1})),
+                        "declaration.clip.norm")):
+        st, body = _upload(ds, [[0.0, 0.0]], bad)
+        assert st == 400 and body["errors"][0]["field"] == field, (bad, st, body)
+    # no declaration: accepted, and said so (the CLI notes it on stderr)
+    rc, out, err = run("datasets", "append", ds, p("clean.csv"), "--json")
+    assert rc == 0 and json.loads(out)["declaration"] == "not checked", out
+    assert "not checked" in err, err
+    # a stream from privatize --out - with --declaration FILE
+    pr = subprocess.run([BIN, "privatize", "--mechanism", "laplace", "--epsilon", "2", "--clip", "l1:1",
+                         "--in", p("clean.csv"), "--out", "-"], capture_output=True, env=AUTH, timeout=60)
+    with open(p("stream.decl.json"), "wb") as f:
+        f.write(pr.stderr)
+    a = ok("datasets", "append", ds, "-", "--format", "npy", "--declaration", p("stream.decl.json"),
+           stdin=pr.stdout)
+    assert a["declaration"] == "matched" and a["n"] == 1503, a
+    # privatized rows declared for a central dataset are refused
+    c = ok("datasets", "create", "--name", "cen", "--shape", 2, "--range", "-30:30", "--model",
+           "central", "--budget-epsilon", 1, "--budget-delta", 1e-5)
+    st, body = _upload(c["id"], [[0.0, 0.0]], base)
+    assert st == 422 and body["errors"][0]["field"] == "declaration.model", body
+    st, body = _upload(c["id"], [[0.0, 0.0]], None)
+    assert st == 200 and body["declaration"] == "not applicable", body
+
+
+@case
+def creation_refuses_a_wrong_width_declaration():
+    _, decl = _privatize("cw.npy", "--epsilon", 2, "--clip", "l1:1")
+    err = code(1, "datasets", "create", "--name", "w", "--shape", 3, "--range", "-30:30", "--model",
+               "local", "--declaration", p("cw.npy.decl.json"))
+    assert "privacy.cols" in err and "422" in err, err
+    priv = {k: decl[k] for k in ("mechanism", "epsilon", "sensitivity", "noise_scale", "cols", "clip")}
+    body = {"name": "w", "shape": [3], "range": [-30, 30], "privacy": dict(priv, model="local")}
+    st, r = api("POST", "/v1/datasets", body)
+    assert st == 422 and r["errors"] == [{"field": "privacy.cols", "message": r["detail"]}], r
+    assert "rows of 2 values but shape holds 3" in r["detail"], r
+    st, r = api("POST", "/v1/datasets", dict(body, shape=[1, 1, 2]))  # [c,h,w] of width 2 is fine
+    assert st == 201, r
+    for clip, field in (({"norm": "l2", "radius": 1}, "privacy.clip.norm"),
+                        ({"norm": "l1", "radius": 1.5}, "privacy.clip.radius"),
+                        ({"norm": "l1"}, "privacy.clip.radius"),
+                        ({"norm": "l1", "radius": 1, "x": 1}, "privacy.clip.x"),
+                        ("l1:1", "privacy.clip")):
+        st, r = api("POST", "/v1/datasets", dict(body, shape=[2], privacy=dict(priv, model="local", clip=clip)))
+        assert st == 422 and r["errors"][0]["field"] == field, (clip, r)
+    st, r = api("POST", "/v1/datasets", dict(body, shape=[2], privacy=dict(priv, model="local", cols=2.5)))
+    assert st == 422 and r["errors"][0]["field"] == "privacy.cols", r
+
+
 try:
     _toy()
     for fn in CASES:
