@@ -126,7 +126,9 @@ static void begin(pg_req *r, const char *url)
         }
         snprintf(r->idem_key, sizeof r->idem_key, "%s", key);
         /* The fingerprint covers what makes two requests "the same": route,
-         * content type, the X-Rows header and the body bytes. */
+         * content type, the X-Rows header, the rows' declaration (hashed only
+         * when sent, so fingerprints of requests without one are unchanged)
+         * and the body bytes. */
         const char *ct = pg_api_header(r, MHD_HTTP_HEADER_CONTENT_TYPE);
         const char *xr = pg_api_header(r, "X-Rows");
         pg_sha256_init(&r->fp);
@@ -134,6 +136,11 @@ static void begin(pg_req *r, const char *url)
         pg_sha256_update(&r->fp, r->path, strlen(r->path) + 1);
         pg_sha256_update(&r->fp, ct ? ct : "", ct ? strlen(ct) + 1 : 1);
         pg_sha256_update(&r->fp, xr ? xr : "", xr ? strlen(xr) + 1 : 1);
+        const char *decl = pg_api_header(r, "Privgen-Declaration");
+        if (decl) {
+            pg_sha256_update(&r->fp, "Privgen-Declaration", sizeof "Privgen-Declaration");
+            pg_sha256_update(&r->fp, decl, strlen(decl) + 1);
+        }
     }
     if (r->route->begin) {
         r->route->begin(r);

@@ -9,6 +9,8 @@
 
 #include "service/calib.h"
 
+#include "engine/core/fmt.h"
+
 static int bad(char field[PG_FIELD_MAX], const char *f, pg_error *err, int code, const char *msg)
 {
     snprintf(field, PG_FIELD_MAX, "%s", f);
@@ -65,10 +67,11 @@ int pg_ds_spec_check(pg_ds_spec *s, size_t max_dim, char field[PG_FIELD_MAX], pg
         if (!isfinite(s->noise_scale) ||
             s->noise_scale < s->min_noise_scale * (1.0 - NOISE_REL_TOL)) {
             snprintf(field, PG_FIELD_MAX, "privacy.noise_scale");
+            char f1[PG_FMT_F64_MAX], f2[PG_FMT_F64_MAX];
             return pg_error_set(err, PG_EPRIVACY,
-                                "noise_scale %.17g is below the minimum %.17g for this epsilon, "
+                                "noise_scale %s is below the minimum %s for this epsilon, "
                                 "delta and sensitivity",
-                                s->noise_scale, s->min_noise_scale);
+                                pg_fmt_f64(s->noise_scale, f1), pg_fmt_f64(s->min_noise_scale, f2));
         }
         /* A declaration made for rows of another width describes other data
          * (and, for Laplace, a noise scale computed for that width). */

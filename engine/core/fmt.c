@@ -27,6 +27,9 @@
  * privgen-bench confirms the whole on all 2^32 inputs. */
 #include "engine/core/fmt.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -341,4 +344,15 @@ size_t pg_fmt_f32(float v, char *out)
     }
     *o = '\0';
     return (size_t)(o - out);
+}
+
+const char *pg_fmt_f64(double v, char out[PG_FMT_F64_MAX])
+{
+    /* %.17g always round-trips a double; shorter precisions are tried first
+     * and the first that reads back exactly is the shortest. */
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(out, PG_FMT_F64_MAX, "%.*g", prec, v);
+        if (!isfinite(v) || strtod(out, NULL) == v) break;
+    }
+    return out;
 }

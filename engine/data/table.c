@@ -1,3 +1,4 @@
+#include "engine/core/fmt.h"
 #include "engine/data/table.h"
 
 #include <math.h>
@@ -397,14 +398,17 @@ int pg_table_encode_value(const pg_table *t, size_t col, const pg_table_value *v
     case PG_COL_CONTINUOUS:
     case PG_COL_INTEGER: {
         double x = v->num;
+        char f1[PG_FMT_F64_MAX], f2[PG_FMT_F64_MAX], f3[PG_FMT_F64_MAX];
         if (!isfinite(x))
             return pg_error_set(err, PG_EINVAL, "column '%s': not a finite number", c->name);
         if (c->type == PG_COL_INTEGER && x != floor(x))
-            return pg_error_set(err, PG_EINVAL, "column '%s': %.17g is not an integer", c->name, x);
+            return pg_error_set(err, PG_EINVAL, "column '%s': %s is not an integer", c->name,
+                                pg_fmt_f64(x, f1));
         if (x < c->min || x > c->max) {
             if (bounds == PG_TABLE_BOUNDS_REFUSE)
-                return pg_error_set(err, PG_ERANGE, "column '%s': %.17g is outside [%.17g, %.17g]",
-                                    c->name, x, c->min, c->max);
+                return pg_error_set(err, PG_ERANGE, "column '%s': %s is outside [%s, %s]", c->name,
+                                    pg_fmt_f64(x, f1), pg_fmt_f64(c->min, f2),
+                                    pg_fmt_f64(c->max, f3));
             if (bounds == PG_TABLE_BOUNDS_CLAMP) x = x < c->min ? c->min : c->max;
         }
         double s = (x - c->min) / (c->max - c->min);
@@ -416,8 +420,8 @@ int pg_table_encode_value(const pg_table *t, size_t col, const pg_table_value *v
             while ((double)u[0] > t->hi) u[0] = nextafterf(u[0], -INFINITY);
         }
         if (!isfinite(u[0]))
-            return pg_error_set(err, PG_ERANGE, "column '%s': %.17g is too far out of bounds",
-                                c->name, x);
+            return pg_error_set(err, PG_ERANGE, "column '%s': %s is too far out of bounds", c->name,
+                                pg_fmt_f64(x, f1));
         break;
     }
     case PG_COL_CATEGORICAL:

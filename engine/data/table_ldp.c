@@ -1,4 +1,5 @@
 /* engine/data/table_ldp.c - column-by-column local DP (contract in table_ldp.h). */
+#include "engine/core/fmt.h"
 #include "engine/data/table_ldp.h"
 
 #include <math.h>
@@ -355,10 +356,12 @@ int pg_ldp_check_declaration(const pg_table *t, const json_t *decl, double *epsi
             /* A smaller keep probability is more private, never less. */
             if (!(keep >= 1.0 / (double)rr_k(col)) || keep > pmax) {
                 bad_field(field, "privacy.columns", c, "keep_probability");
+                char f1[PG_FMT_F64_MAX], f2[PG_FMT_F64_MAX], f3[PG_FMT_F64_MAX];
                 return pg_error_set(err, PG_EPRIVACY,
-                                    "column '%s': keep probability %.17g is not in [1/k, %.17g] "
-                                    "for epsilon %g",
-                                    col->name, keep, pmax, pc.epsilon);
+                                    "column '%s': keep probability %s is not in [1/k, %s] "
+                                    "for epsilon %s",
+                                    col->name, pg_fmt_f64(keep, f1), pg_fmt_f64(pmax, f2),
+                                    pg_fmt_f64(pc.epsilon, f3));
             }
             continue;
         }
@@ -387,10 +390,11 @@ int pg_ldp_check_declaration(const pg_table *t, const json_t *decl, double *epsi
             pg_rr_keep_probability(2, pc.missing_epsilon, &pmax, NULL);
             if (!(keep >= 0.5) || keep > pmax) {
                 bad_field(field, "privacy.columns", c, "missing");
+                char f1[PG_FMT_F64_MAX], f2[PG_FMT_F64_MAX];
                 return pg_error_set(err, PG_EPRIVACY,
-                                    "column '%s': missing keep probability %.17g is not in "
-                                    "[1/2, %.17g]",
-                                    col->name, keep, pmax);
+                                    "column '%s': missing keep probability %s is not in "
+                                    "[1/2, %s]",
+                                    col->name, pg_fmt_f64(keep, f1), pg_fmt_f64(pmax, f2));
             }
         }
         double declared, sens;
@@ -406,16 +410,19 @@ int pg_ldp_check_declaration(const pg_table *t, const json_t *decl, double *epsi
         }
         if (sens < pc.sensitivity) {
             bad_field(field, "privacy.columns", c, "sensitivity");
+            char f1[PG_FMT_F64_MAX], f2[PG_FMT_F64_MAX];
             return pg_error_set(err, PG_EPRIVACY,
-                                "column '%s': sensitivity %g is below hi - lo = %g", col->name,
-                                sens, pc.sensitivity);
+                                "column '%s': sensitivity %s is below hi - lo = %s", col->name,
+                                pg_fmt_f64(sens, f1), pg_fmt_f64(pc.sensitivity, f2));
         }
         if (declared < pc.noise_scale) {
             bad_field(field, "privacy.columns", c, "noise_scale");
+            char f1[PG_FMT_F64_MAX], f2[PG_FMT_F64_MAX], f3[PG_FMT_F64_MAX];
             return pg_error_set(err, PG_EPRIVACY,
-                                "column '%s': noise scale %.17g is below the minimum %.17g for "
-                                "epsilon %g",
-                                col->name, declared, pc.noise_scale, pc.epsilon);
+                                "column '%s': noise scale %s is below the minimum %s for "
+                                "epsilon %s",
+                                col->name, pg_fmt_f64(declared, f1), pg_fmt_f64(pc.noise_scale, f2),
+                                pg_fmt_f64(pc.epsilon, f3));
         }
     }
     /* The even split sums back with rounding: allow 1e-12 relative. */

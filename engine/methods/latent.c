@@ -1,5 +1,6 @@
 /* latent - the public-data autoencoder of the latent particle flows (see
  * latent.h). */
+#include "engine/core/fmt.h"
 #include "engine/methods/latent.h"
 
 #include <math.h>
@@ -483,11 +484,12 @@ void pg_latent_spec_validate(json_t *r, const json_t *spec, const pg_job_data *i
     }
     double R = sqrt(1.0 + alpha * alpha);
     const json_t *clip = pg_spec_get(spec, "privacy.clip_norm");
+    char fr[PG_FMT_F64_MAX];
     if (clip && fabs(json_number_value(clip) - R) > 1e-12 * R)
         pg_spec_error_add(errors, "privacy.clip_norm",
                           "latent rows [code ; alpha onehot(y)] have norm sqrt(1 + alpha^2) = "
-                          "%.17g: leave privacy.clip_norm out",
-                          R);
+                          "%s: leave privacy.clip_norm out",
+                          pg_fmt_f64(R, fr));
     pg_spec_set(r, "privacy.clip_norm", json_real(R));
     pg_latent_cfg c;
     pg_latent_spec_cfg(r, 0, &c);

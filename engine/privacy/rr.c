@@ -1,6 +1,7 @@
 /* engine/privacy/rr.c - k-ary randomized response (contract in privacy.h). */
 #include <math.h>
 
+#include "engine/core/fmt.h"
 #include "engine/privacy/privacy.h"
 
 #define RR_MAX_K ((size_t)1 << 32)
@@ -49,8 +50,10 @@ int pg_rr_epsilon(size_t k, double p, double *epsilon, pg_error *err)
 {
     if (k < 2 || k > RR_MAX_K)
         return pg_error_set(err, PG_EINVAL, "randomized response needs 2 <= k <= 2^32, got %zu", k);
+    char fp[PG_FMT_F64_MAX];
     if (!(p >= 1.0 / (double)k && p < 1.0))
-        return pg_error_set(err, PG_EINVAL, "keep probability must lie in [1/k, 1), got %.17g", p);
+        return pg_error_set(err, PG_EINVAL, "keep probability must lie in [1/k, 1), got %s",
+                            pg_fmt_f64(p, fp));
     /* log(p / q) with q = (1 - p) / (k - 1). */
     *epsilon = log(p) - log1p(-p) + log((double)(k - 1));
     return PG_OK;

@@ -523,13 +523,16 @@ def login_and_precedence():
     assert "401" in code(1, "datasets", "list", e=noconf, cwd=empty)
 
 
-def _upload(ds, rows, decl, ctype="application/json"):
-    """POST rows with a raw Privgen-Declaration header (None: no header)."""
+def _upload(ds, rows, decl, ctype="application/json", key=None):
+    """POST rows with a raw Privgen-Declaration header (None: no header) and
+    an optional Idempotency-Key."""
     import urllib.request
     body = json.dumps({"rows": rows}).encode() if ctype == "application/json" else rows
     h = {"Authorization": f"Bearer {TOKEN}", "Content-Type": ctype}
     if decl is not None:
         h["Privgen-Declaration"] = decl if isinstance(decl, str) else json.dumps(decl)
+    if key is not None:
+        h["Idempotency-Key"] = key
     req = urllib.request.Request(f"{URL}/v1/datasets/{ds}/rows", method="POST", data=body, headers=h)
     try:
         with urllib.request.urlopen(req, timeout=30) as r:
@@ -608,6 +611,19 @@ def uploads_tied_to_their_declaration():
     assert "declared 500 rows, the upload holds 3" in body["detail"], body
     st, body = _upload(ds, [[0.0, 0.0]] * 3, {k: v for k, v in base.items() if k != "rows"})
     assert st == 200 and body["declaration"] == "matched" and body["n"] == 503, body
+    # a retried key replays only the same request: a different declaration
+    # with the same rows is a different request (422), not a replay
+    nodecl = {k: v for k, v in base.items() if k != "rows"}
+    st, body = _upload(ds, [[0.0, 0.0]], nodecl, key="decl-idem")
+    assert st == 200 and body["n"] == 504, body
+    st, body = _upload(ds, [[0.0, 0.0]], nodecl, key="decl-idem")
+    assert st == 200 and body["n"] == 504, body  # the replay
+    # (the same declaration plus a matching row count: valid on its own)
+    st, body = _upload(ds, [[0.0, 0.0]], dict(nodecl, rows=1), key="decl-idem")
+    assert st == 422 and "Idempotency-Key" in json.dumps(body), body
+    st, body = _upload(ds, [[0.0, 0.0]], None, key="decl-idem")
+    assert st == 422 and "Idempotency-Key" in json.dumps(body), body
+    assert ok("datasets", "show", ds)["n"] == 504
     # malformed declarations are 400 naming the field
     for bad, field in (("{not json", "declaration"), ("[1]", "declaration"),
                        (json.dumps(dict(base, epsilon="2")), "declaration.epsilon"),
@@ -628,7 +644,7 @@ def uploads_tied_to_their_declaration():
         f.write(pr.stderr)
     a = ok("datasets", "append", ds, "-", "--format", "npy", "--declaration", p("stream.decl.json"),
            stdin=pr.stdout)
-    assert a["declaration"] == "matched" and a["n"] == 1503, a
+    assert a["declaration"] == "matched" and a["n"] == 1504, a
     # privatized rows declared for a central dataset are refused
     c = ok("datasets", "create", "--name", "cen", "--shape", 2, "--range", "-30:30", "--model",
            "central", "--budget-epsilon", 1, "--budget-delta", 1e-5)
