@@ -354,5 +354,13 @@ const char *pg_fmt_f64(double v, char out[PG_FMT_F64_MAX])
         snprintf(out, PG_FMT_F64_MAX, "%.*g", prec, v);
         if (!isfinite(v) || strtod(out, NULL) == v) break;
     }
+    /* %g turns to exponent notation once the exponent reaches the precision
+     * ("1e+02" for 100); people read whole numbers below 10^17 plainly, and
+     * more digits of the same value still read back exactly. */
+    const char *e = strchr(out, 'e');
+    if (e) {
+        int exp10 = atoi(e + 1);
+        if (exp10 >= 0 && exp10 < 17) snprintf(out, PG_FMT_F64_MAX, "%.*g", exp10 + 1, v);
+    }
     return out;
 }

@@ -33,7 +33,9 @@ int pg_fmt_f32_decimal(float v, unsigned *digits, int *exp10);
 
 /* A double for people (error messages, declarations): the shortest "%.Ng"
  * (N = 1..17) that strtod reads back to exactly v, so 0.1 prints "0.1" and
- * not "0.10000000000000001", while two different values never print alike.
+ * not "0.10000000000000001", while two different values never print alike;
+ * numbers of magnitude 1 to 10^17 print without an exponent ("100", not
+ * "1e+02").
  * Not for hot paths (it may call snprintf and strtod 17 times). Writes at
  * most PG_FMT_F64_MAX bytes with the NUL and returns out. */
 #define PG_FMT_F64_MAX 32

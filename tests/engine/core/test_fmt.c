@@ -171,6 +171,9 @@ START_TEST(doubles_for_people)
     ck_assert_str_eq(pg_fmt_f64(0.1, b), "0.1");
     ck_assert_str_eq(pg_fmt_f64(0.1 + 0.2, b), "0.30000000000000004");
     ck_assert_str_eq(pg_fmt_f64(3.0, b), "3");
+    ck_assert_str_eq(pg_fmt_f64(100.0, b), "100");
+    ck_assert_str_eq(pg_fmt_f64(-20.0, b), "-20");
+    ck_assert_str_eq(pg_fmt_f64(1.5e10, b), "15000000000");
     ck_assert_str_eq(pg_fmt_f64(-2.5e-7, b), "-2.5e-07");
     ck_assert_str_eq(pg_fmt_f64(1e300, b), "1e+300");
     ck_assert_str_eq(pg_fmt_f64(DBL_MAX, b), "1.7976931348623157e+308");
@@ -192,7 +195,8 @@ START_TEST(doubles_for_people)
         for (int prec = 1; prec < 17; prec++) {
             snprintf(shorter, sizeof shorter, "%.*g", prec, v);
             if (strtod(shorter, NULL) == v) {
-                ck_assert_str_eq(shorter, b);
+                /* the same text, or its plain spelling (same value) */
+                ck_assert(!strcmp(shorter, b) || (strchr(shorter, 'e') && !strchr(b, 'e')));
                 break;
             }
         }
