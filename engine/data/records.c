@@ -140,8 +140,8 @@ static int fail_cell(pg_records_parser *p, size_t col, int code, const char *msg
 
 static int fail_value(pg_records_parser *p, size_t col, int code, const char *what, pg_error *err)
 {
-    char msg[200];
-    snprintf(msg, sizeof msg, "column '%.64s': %s", p->t->cols[col].name, what);
+    char msg[256]; /* 8 + 64 + 3 + 180 + NUL: never truncated */
+    snprintf(msg, sizeof msg, "column '%.64s': %.180s", p->t->cols[col].name, what);
     return fail_cell(p, col, code, msg, err);
 }
 
