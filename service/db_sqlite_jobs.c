@@ -24,6 +24,36 @@ static char *dup_col(sqlite3_stmt *st, int col)
     return v ? strdup(v) : NULL;
 }
 
+int sq_job_row_read(sqlite3_stmt *st, pg_job_row *j, pg_error *err)
+{
+    memset(j, 0, sizeof *j);
+    j->seq = sqlite3_column_int64(st, 0);
+    copy_col(j->id, sizeof j->id, st, 1);
+    copy_col(j->tenant, sizeof j->tenant, st, 2);
+    copy_col(j->dataset_id, sizeof j->dataset_id, st, 3);
+    copy_col(j->method, sizeof j->method, st, 4);
+    copy_col(j->status, sizeof j->status, st, 5);
+    j->spec = dup_col(st, 6);
+    j->error = dup_col(st, 7);
+    j->created_at = sqlite3_column_int64(st, 8);
+    j->started_at = sqlite3_column_int64(st, 9);
+    j->finished_at = sqlite3_column_int64(st, 10);
+    j->step = sqlite3_column_int64(st, 11);
+    j->steps_reserved = sqlite3_column_int64(st, 12);
+    j->data_n = sqlite3_column_int64(st, 13);
+    copy_col(j->public_dataset_id, sizeof j->public_dataset_id, st, 14);
+    j->public_n = sqlite3_column_int64(st, 15);
+    copy_col(j->owner, sizeof j->owner, st, 16);
+    if ((sqlite3_column_type(st, 6) != SQLITE_NULL && !j->spec) ||
+        (sqlite3_column_type(st, 7) != SQLITE_NULL && !j->error)) {
+        free(j->spec);
+        free(j->error);
+        j->spec = j->error = NULL;
+        return pg_error_set(err, PG_ENOMEM, "out of memory reading a job row");
+    }
+    return PG_OK;
+}
+
 /* ---- admission -------------------------------------------------------- */
 
 /* Composed curve of the reserved rows (inside the caller's transaction). */
@@ -171,11 +201,7 @@ int sq_job_load_all(pg_db *db, pg_job_row **out, size_t *count, pg_error *err)
     size_t n = 0, cap = 0;
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
-    int rc = sq_prep(s,
-                     "SELECT seq, id, tenant_id, dataset_id, method, status, spec, error, "
-                     "created_at, started_at, finished_at, step, steps_reserved, data_n, "
-                     "public_dataset_id, public_n, owner FROM jobs ORDER BY seq",
-                     &st, err);
+    int rc = sq_prep(s, "SELECT " SQ_JOB_COLS " FROM jobs ORDER BY seq", &st, err);
     if (!rc) {
         int r;
         while ((r = sqlite3_step(st)) == SQLITE_ROW) {
@@ -188,25 +214,8 @@ int sq_job_load_all(pg_db *db, pg_job_row **out, size_t *count, pg_error *err)
                 }
                 rows = nr;
             }
-            pg_job_row *j = &rows[n++];
-            memset(j, 0, sizeof *j);
-            j->seq = sqlite3_column_int64(st, 0);
-            copy_col(j->id, sizeof j->id, st, 1);
-            copy_col(j->tenant, sizeof j->tenant, st, 2);
-            copy_col(j->dataset_id, sizeof j->dataset_id, st, 3);
-            copy_col(j->method, sizeof j->method, st, 4);
-            copy_col(j->status, sizeof j->status, st, 5);
-            j->spec = dup_col(st, 6);
-            j->error = dup_col(st, 7);
-            j->created_at = sqlite3_column_int64(st, 8);
-            j->started_at = sqlite3_column_int64(st, 9);
-            j->finished_at = sqlite3_column_int64(st, 10);
-            j->step = sqlite3_column_int64(st, 11);
-            j->steps_reserved = sqlite3_column_int64(st, 12);
-            j->data_n = sqlite3_column_int64(st, 13);
-            copy_col(j->public_dataset_id, sizeof j->public_dataset_id, st, 14);
-            j->public_n = sqlite3_column_int64(st, 15);
-            copy_col(j->owner, sizeof j->owner, st, 16);
+            if ((rc = sq_job_row_read(st, &rows[n], err))) break;
+            n++;
         }
         if (!rc && r != SQLITE_DONE) rc = sq_fail(s, err, "loading jobs");
         sqlite3_finalize(st);

@@ -15,28 +15,11 @@
 #define RUNNABLE                                                                                   \
     "(status='queued' OR (status='running' AND (lease_until IS NULL OR lease_until<=?1)))"
 
-static void copy_col(char *dst, size_t cap, sqlite3_stmt *st, int col)
-{
-    const char *v = (const char *)sqlite3_column_text(st, col);
-    snprintf(dst, cap, "%s", v ? v : "");
-}
-
-static char *dup_col(sqlite3_stmt *st, int col)
-{
-    const char *v = (const char *)sqlite3_column_text(st, col);
-    return v ? strdup(v) : NULL;
-}
-
 /* The row of job seq into a fresh *out (inside the caller's transaction). */
 static int read_row(sq_db *s, int64_t seq, pg_job_row **out, pg_error *err)
 {
     sqlite3_stmt *st;
-    if (sq_prep(s,
-                "SELECT seq, id, tenant_id, dataset_id, method, status, spec, error, "
-                "created_at, started_at, finished_at, step, steps_reserved, data_n, "
-                "public_dataset_id, public_n, owner FROM jobs WHERE seq=?",
-                &st, err))
-        return PG_EIO;
+    if (sq_prep(s, "SELECT " SQ_JOB_COLS " FROM jobs WHERE seq=?", &st, err)) return PG_EIO;
     sqlite3_bind_int64(st, 1, seq);
     int rc = PG_OK;
     if (sqlite3_step(st) != SQLITE_ROW) {
@@ -44,28 +27,9 @@ static int read_row(sq_db *s, int64_t seq, pg_job_row **out, pg_error *err)
     } else if (!(*out = calloc(1, sizeof **out))) {
         rc = pg_error_set(err, PG_ENOMEM, "out of memory claiming a job");
     } else {
-        pg_job_row *j = *out;
-        j->seq = sqlite3_column_int64(st, 0);
-        copy_col(j->id, sizeof j->id, st, 1);
-        copy_col(j->tenant, sizeof j->tenant, st, 2);
-        copy_col(j->dataset_id, sizeof j->dataset_id, st, 3);
-        copy_col(j->method, sizeof j->method, st, 4);
-        copy_col(j->status, sizeof j->status, st, 5);
-        j->spec = dup_col(st, 6);
-        j->error = dup_col(st, 7);
-        j->created_at = sqlite3_column_int64(st, 8);
-        j->started_at = sqlite3_column_int64(st, 9);
-        j->finished_at = sqlite3_column_int64(st, 10);
-        j->step = sqlite3_column_int64(st, 11);
-        j->steps_reserved = sqlite3_column_int64(st, 12);
-        j->data_n = sqlite3_column_int64(st, 13);
-        copy_col(j->public_dataset_id, sizeof j->public_dataset_id, st, 14);
-        j->public_n = sqlite3_column_int64(st, 15);
-        copy_col(j->owner, sizeof j->owner, st, 16);
-        if (!j->spec || (sqlite3_column_type(st, 7) != SQLITE_NULL && !j->error)) {
-            pg_job_rows_free(j, 1);
+        if ((rc = sq_job_row_read(st, *out, err))) {
+            free(*out);
             *out = NULL;
-            rc = pg_error_set(err, PG_ENOMEM, "out of memory claiming a job");
         }
     }
     sqlite3_finalize(st);
