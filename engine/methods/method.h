@@ -42,6 +42,7 @@
 
 #include "engine/core/error.h"
 
+struct pg_table; /* engine/data/table.h */
 struct pg_dataset; /* engine/data/dataset.h */
 
 /* ---- what a trainer may know about its data before reading it ----------- */
@@ -62,6 +63,13 @@ typedef struct pg_data_desc {
     double epsilon, delta, sensitivity, noise_scale;
     /* central: the dataset's cap (the ledger reports ε at cap_delta) */
     double cap_epsilon, cap_delta;
+    /* Typed tables (engine/data/table.h): the dataset's schema, whose encoded
+     * width is d, or NULL for untyped vectors and images. Borrowed: the
+     * caller keeps it alive for the duration of each call and passes the
+     * same layout again to restore(), so a method that needs the layout
+     * after create() (output heads, decoding) copies what it uses into its
+     * own state and checkpoint. */
+    const struct pg_table *table;
 } pg_data_desc;
 
 /* Everything a job may read, passed as one argument. desc is required. rows
