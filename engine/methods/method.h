@@ -42,7 +42,8 @@
 
 #include "engine/core/error.h"
 
-struct pg_table; /* engine/data/table.h */
+struct pg_table;    /* engine/data/table.h */
+struct pg_ldp_plan; /* engine/data/table_ldp.h */
 struct pg_dataset; /* engine/data/dataset.h */
 
 /* ---- what a trainer may know about its data before reading it ----------- */
@@ -70,6 +71,11 @@ typedef struct pg_data_desc {
      * after create() (output heads, decoding) copies what it uses into its
      * own state and checkpoint. */
     const struct pg_table *table;
+    /* Local typed tables (engine/data/table_ldp.h): the per-column plan the
+     * rows were privatized with (rebuilt from the checked declaration), so a
+     * method can model each column's channel (randomized response on
+     * categories, noise on numbers). NULL otherwise. Borrowed like table. */
+    const struct pg_ldp_plan *ldp;
 } pg_data_desc;
 
 /* Everything a job may read, passed as one argument. desc is required. rows
