@@ -74,6 +74,24 @@ static int valid_idem_key(const char *k)
 
 /* Routing, authentication, authorization and early limits: everything that
  * can be decided from the request line and headers. */
+static enum MHD_Result fp_query_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value)
+{
+    (void)kind;
+    pg_req *r = cls;
+    /* Each argument as '?' key NUL, then 'N' (no value: "?k") or '=' value
+     * NUL: keys and values hold no NUL, so the encoding is unambiguous. */
+    pg_sha256_update(&r->fp, "?", 1);
+    pg_sha256_update(&r->fp, key, strlen(key) + 1);
+    if (value) {
+        pg_sha256_update(&r->fp, "=", 1);
+        pg_sha256_update(&r->fp, value, strlen(value) + 1);
+    } else {
+        pg_sha256_update(&r->fp, "N", 1);
+    }
+    return MHD_YES;
+}
+
 static void begin(pg_req *r, const char *url)
 {
     if (snprintf(r->path, sizeof r->path, "%s", url) >= (int)sizeof r->path) {
@@ -141,6 +159,13 @@ static void begin(pg_req *r, const char *url)
             pg_sha256_update(&r->fp, "Privgen-Declaration", sizeof "Privgen-Declaration");
             pg_sha256_update(&r->fp, decl, strlen(decl) + 1);
         }
+        /* Query arguments change what a POST does (?dry_run=true, ?scale=):
+         * a dry run retried under the key of a real submission must not
+         * replay the submission. Hashed in the order sent, and only when
+         * present, so fingerprints of requests without any stay as they
+         * were; the same arguments in another order count as different
+         * (refused with 422, never wrongly replayed). */
+        MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, fp_query_arg, r);
     }
     if (r->route->begin) {
         r->route->begin(r);

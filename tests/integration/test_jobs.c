@@ -1013,6 +1013,13 @@ START_TEST(central_ledger_through_dp_sinkhorn)
     ck_assert_str_eq(r1.location, r2.location);
     pg_resp_free(&r1);
     pg_resp_free(&r2);
+    /* the query is part of the request: a dry run under that key is not a
+     * replay of the real submission (nor a second charge) */
+    pg_http(&s, "POST", "/v1/jobs?dry_run=true", s.admin, "application/json", body, strlen(body),
+            key, &r2);
+    ck_assert_msg(r2.status == 422, "%ld %s", r2.status, r2.body);
+    ck_assert_ptr_nonnull(strstr(r2.body, "Idempotency-Key"));
+    pg_resp_free(&r2);
     bj = budget(&s, ds);
     ck_assert_int_eq((int)json_array_size(json_object_get(bj, "entries")), 3); /* A, B, this */
     json_decref(bj);
