@@ -7,25 +7,12 @@
  * and the share of the step spent inside SGEMM (timed around each call, in a
  * separate profiled pass so the timers do not perturb the main figures).
  *
- * Last figures (2026-11-22, branch convperf at 76590b7, 2-core AMD EPYC
- * (Zen 4) shared with two other helpers' builds/benchmarks and a long
- * training run, load average 5.3-7.0 throughout): two runs of
- *   OMP_WAIT_POLICY=passive PRIVGEN_BENCH=build/bin/privgen-bench \
- *     python3 bench/peers/nn.py --steps 10 --repeat 5
- * i.e. 10 alternating privgen/torch pairs per arch; ms_step at 2 threads:
- *   arch        privgen best/median  torch best/median  ratio best/median  BLAS
- *   mlp          8.0 /  17.5          10.5 /  22.4       1.30 / 1.28       0.87
- *   dcgan28    517   / 697           673   / 960        1.30 / 1.38       0.79
- *   conv_small  42.8 /  86.1         149   / 223        3.47 / 2.59       0.04
- * (median of the per-pair ratios: mlp 1.35, dcgan28 1.39, conv_small 2.64).
- * main at 78d5f54, run in between (4 pairs): dcgan28 538 / 668 ms, ratio
- * 1.79 / 1.63; conv_small 128 / 151 ms, ratio 1.85 / 1.64. At this load the
- * 2-thread wall times swing by 2x between runs (1-thread dcgan28 is no slower
- * than 2-thread), so the ratios carry that noise; process CPU time at 1
- * thread is steadier: dcgan28 fwd+bwd 296-337 ms (78d5f54: 303-352),
- * conv_small 41-59 ms (78d5f54: 47-87). dcgan28 is GEMM-bound: 65% of its CPU
- * time is the SGEMM kernel and 12% OpenBLAS packing, at ~90 GFLOPS per core,
- * the rate OpenBLAS reaches on the same shapes in isolation.
+ * The products are pg_sgemm (engine/core/mat_gemm.c): the engine's own
+ * fixed-order kernel, so "blas_fraction" is the share of the step inside it,
+ * not inside OpenBLAS (which is linked but no longer called for products).
+ * Figures, the commands that produced them and how to read them under load
+ * live in docs/benchmarks.md (NN engine); bench/peers/nn.py runs this next to
+ * PyTorch in the same run.
  */
 #include <stdio.h>
 #include <stdlib.h>
