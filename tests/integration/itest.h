@@ -99,12 +99,66 @@ static inline void pg_sleep_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
+/* Scratch dirs of this process's servers, so that a test which ends with
+ * pg_srv_stop (a restart test, say) leaves nothing in /tmp: at exit the dir
+ * of every server that was stopped is removed. A server still running at
+ * exit means the test failed part-way: it is killed and its dir (with the
+ * log) is kept and named on stderr. Check runs each test in a forked child,
+ * so this happens at the end of every test, and for servers a suite
+ * fixture started, at the end of the suite. */
+typedef struct pg_itest_dir {
+    char dir[64];
+    pid_t pid;
+    pid_t owner; /* the process that made the dir: a forked test inherits
+                    its suite's entries and must leave them alone */
+} pg_itest_dir;
+static pg_itest_dir pg_itest_dirs[64];
+static int pg_itest_ndirs;
+
+static void pg_itest_atexit(void)
+{
+    for (int i = 0; i < pg_itest_ndirs; i++) {
+        pg_itest_dir *e = &pg_itest_dirs[i];
+        if (!e->dir[0] || e->owner != getpid()) continue;
+        /* waitpid, not kill, decides: it only answers for our own children,
+         * so a test that reaped its server itself (kill -9) and a pid reused
+         * since are both "stopped". */
+        if (e->pid > 0 && waitpid(e->pid, NULL, WNOHANG) == 0) {
+            kill(e->pid, SIGKILL);
+            waitpid(e->pid, NULL, 0);
+            fprintf(stderr, "itest: kept %s (its server was still running)\n", e->dir);
+            continue;
+        }
+        char cmd[96];
+        snprintf(cmd, sizeof cmd, "rm -rf '%.63s'", e->dir);
+        if (system(cmd) != 0) fprintf(stderr, "itest: cannot remove %s\n", e->dir);
+    }
+}
+
+static inline pg_itest_dir *pg_itest_dir_of(const char *dir)
+{
+    for (int i = 0; i < pg_itest_ndirs; i++)
+        if (!strcmp(pg_itest_dirs[i].dir, dir)) return &pg_itest_dirs[i];
+    return NULL;
+}
+
+static inline void pg_itest_dir_add(const char *dir)
+{
+    if (pg_itest_ndirs == 0) atexit(pg_itest_atexit);
+    if (pg_itest_ndirs < (int)(sizeof pg_itest_dirs / sizeof pg_itest_dirs[0])) {
+        pg_itest_dir *e = &pg_itest_dirs[pg_itest_ndirs++];
+        snprintf(e->dir, sizeof e->dir, "%s", dir);
+        e->owner = getpid();
+    }
+}
+
 /* Creates s->dir on first use (s->dir[0] == 0); extra args NULL-terminated. */
 static inline int pg_srv_start(pg_srv *s, const char *const *extra)
 {
     if (!s->dir[0]) {
         snprintf(s->dir, sizeof s->dir, "/tmp/pgitest-XXXXXX");
         if (!mkdtemp(s->dir)) return -1;
+        pg_itest_dir_add(s->dir);
         snprintf(s->data, sizeof s->data, "%s/data", s->dir);
         const char *create = getenv("PRIVGEN_TEST_DB_CREATE");
         if (!pg_itest_sqlite() && create && *create) {
@@ -138,6 +192,8 @@ static inline int pg_srv_start(pg_srv *s, const char *const *extra)
         _exit(127);
     }
     s->pid = pid;
+    pg_itest_dir *reg = pg_itest_dir_of(s->dir);
+    if (reg) reg->pid = pid;
     for (int i = 0; i < 1000; i++) {
         FILE *f = fopen(port_file, "r");
         if (f) {
@@ -169,6 +225,8 @@ static inline int pg_srv_stop(pg_srv *s)
     kill(s->pid, SIGTERM);
     int st = 0;
     waitpid(s->pid, &st, 0);
+    pg_itest_dir *reg = pg_itest_dir_of(s->dir);
+    if (reg) reg->pid = 0;
     s->pid = 0;
     s->port = 0;
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -181,6 +239,8 @@ static inline void pg_srv_cleanup(pg_srv *s)
         char cmd[128];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", s->dir);
         if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", s->dir);
+        pg_itest_dir *reg = pg_itest_dir_of(s->dir);
+        if (reg) reg->dir[0] = '\0';
     }
 }
 
