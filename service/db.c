@@ -86,22 +86,36 @@ int pg_db_url_redact(const char *url, char *out, size_t cap)
             p = at_sign;
         }
     }
-    /* Query parameters: password=... (libpq accepts it in the URI). */
+    /* password=VALUE as a URI query parameter (after '?' or '&'), or as a
+     * libpq keyword=value word (after blanks, '=' possibly spaced, the value
+     * possibly quoted with backslash escapes). "xpassword=" and
+     * "passwordless=" are other keys and stay. */
+    static const char key[] = "password";
     while (*p) {
-        const char *q = strstr(p, "password=");
-        if (!q || (q != url && q[-1] != '?' && q[-1] != '&')) {
-            if (!q) {
-                trunc |= put(out, cap, &at, p, strlen(p));
-                break;
-            }
-            trunc |= put(out, cap, &at, p, (size_t)(q + 9 - p));
-            p = q + 9;
+        const char *hit = strstr(p, key);
+        if (!hit) break;
+        int start_ok = hit == url || strchr("?& \t", hit[-1]);
+        const char *q = hit + sizeof key - 1;
+        while (*q == ' ' || *q == '\t') q++;
+        if (!start_ok || *q != '=') {
+            trunc |= put(out, cap, &at, p, (size_t)(hit + 1 - p));
+            p = hit + 1;
             continue;
         }
-        trunc |= put(out, cap, &at, p, (size_t)(q + 9 - p));
+        q++;
+        while (*q == ' ' || *q == '\t') q++;
+        trunc |= put(out, cap, &at, p, (size_t)(q - p));
         trunc |= put(out, cap, &at, "***", 3);
-        p = q + 9 + strcspn(q + 9, "&#");
+        if (*q == '\'') {
+            for (q++; *q && *q != '\''; q++)
+                if (*q == '\\' && q[1]) q++;
+            if (*q) q++;
+        } else {
+            while (*q && !strchr("&# \t", *q)) q++;
+        }
+        p = q;
     }
+    trunc |= put(out, cap, &at, p, strlen(p));
     return trunc ? -1 : 0;
 }
 

@@ -97,7 +97,8 @@ void pg_db_close(pg_db *db);
 const char *pg_db_backend(const pg_db *db);
 
 /* Copy of url safe to log or show: a password (user:PASSWORD@ in the
- * authority, password=... in the query) becomes "***". Always
+ * authority, password=... in the query or as a libpq key=value word,
+ * quoted or not) becomes "***". Always
  * NUL-terminates (truncating); returns 0, or -1 when truncated. */
 int pg_db_url_redact(const char *url, char *out, size_t cap);
 

@@ -395,7 +395,7 @@ int pg_db_postgres_open(const char *url, const pg_db_options *opt, pg_db **out, 
     if (!rc) rc = with_conn(b, migrate_fn, NULL, err);
     if (rc) {
         char safe[160];
-        pg_pgpool_redact(url, safe, sizeof safe);
+        pg_db_url_redact(url, safe, sizeof safe);
         pg_error_wrap(err, "opening %s", safe);
         pg_pgpool_close(b->pool);
         free(b);

@@ -22,8 +22,8 @@
  * deadlock) are PG_PGPOOL_RETRY, a code that never leaves the PostgreSQL
  * backend: its caller reruns the whole transaction. Everything else is
  * PG_EIO. Messages name the operation and the server's primary message,
- * never the connection string: pg_pgpool_redact is the one way a URI may
- * reach a log line.
+ * never the connection string: pg_db_url_redact (service/db.h) is the one
+ * way a URI may reach a log line.
  */
 #ifndef PG_SVC_PGPOOL_H
 #define PG_SVC_PGPOOL_H
@@ -77,10 +77,5 @@ int pg_pgpool_classify(const char *sqlstate);
 /* Runs one statement without parameters and checks it (want
  * PGRES_COMMAND_OK or PGRES_TUPLES_OK, both accepted). */
 int pg_pgpool_exec(PGconn *c, const char *sql, const char *what, pg_error *err);
-
-/* Copies a connection string into buf with any password replaced by "***"
- * (URI user:password@, ?password= / &password=, key=value password=...).
- * Always NUL-terminates (truncating) when cap > 0. */
-void pg_pgpool_redact(const char *conninfo, char *buf, size_t cap);
 
 #endif

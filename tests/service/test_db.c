@@ -60,6 +60,14 @@ START_TEST(url_redaction)
         {"postgresql:///db?host=/tmp/sock", "postgresql:///db?host=/tmp/sock"},
         {"postgresql://u:pw@/db?host=/run/pg", "postgresql://u:***@/db?host=/run/pg"},
         {"postgresql://h/db?xpassword=keep", "postgresql://h/db?xpassword=keep"},
+        {"postgres://u:s3cret@%2Ftmp%2Fx/db?sslmode=disable",
+         "postgres://u:***@%2Ftmp%2Fx/db?sslmode=disable"},
+        {"postgresql://u@h/db?password=s3cret&application_name=a",
+         "postgresql://u@h/db?password=***&application_name=a"},
+        {"host=h password=s3cret dbname=d", "host=h password=*** dbname=d"},
+        {"host=h password = 's3 \\'cret' dbname=d", "host=h password = *** dbname=d"},
+        {"host=h passwordless=1", "host=h passwordless=1"},
+        {"password=s3cret", "password=***"},
     };
     char out[256];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
