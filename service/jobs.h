@@ -81,6 +81,13 @@ int pg_jobs_get(pg_jobs *m, const char *tenant, const char *id, json_t **out, ui
 int pg_jobs_wait(pg_jobs *m, const char *tenant, const char *id, uint64_t *version, int timeout_ms,
                  json_t **out, int *final, int *found, pg_error *err);
 
+/* The id of the server-sent event showing `view` (a job view of get or
+ * wait): "<status>:<step>:<latest checkpoint step, -1 if none>", built only
+ * from what every replica reads the same way (the job's row and history
+ * document), so Last-Event-ID resumes on any replica. Returns 0, or -1
+ * when view is not a job view. */
+int pg_jobs_event_id(const json_t *view, char *buf, size_t cap);
+
 /* Newest first is not needed: oldest first by seq, like datasets. status and
  * dataset_id filter when non-NULL. */
 int pg_jobs_list(pg_jobs *m, const char *tenant, const char *status, const char *dataset_id,
