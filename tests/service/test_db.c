@@ -869,7 +869,6 @@ START_TEST(job_get_and_list_for_other_replicas)
 }
 END_TEST
 
-
 static Suite *suite(void)
 {
     Suite *s = suite_create("db");
