@@ -3,6 +3,14 @@
  * keep-alive comment after 15 s of silence. At shutdown the stream ends
  * without `done`.
  *
+ * Any replica serves any job's stream: one that does not run the job polls
+ * its stored state about once a second (service/jobs.h, pg_jobs_wait), so
+ * its events are coarser than the running replica's but show the same
+ * states. Every event carries an id (pg_jobs_event_id: status, step and
+ * latest checkpoint, read alike everywhere); a client reconnecting with
+ * Last-Event-ID, to this replica or another, is sent only states after
+ * that one (a finished job still gets its `done`).
+ *
  * The body comes from libmicrohttpd's content-reader callback, which waits
  * for the next update for at most WAIT_MS per call. While it waits it holds
  * one of the --http-threads poll threads, so other connections served by
@@ -27,7 +35,9 @@ typedef struct sse {
     struct pg_jobs *jobs;
     char tenant[PG_ID_MAX], id[PG_ID_MAX];
     uint64_t version;
-    int done; /* the done event is queued */
+    int done;   /* the done event is queued */
+    int resume; /* skip states not after `after` (Last-Event-ID) */
+    long long after[3];
     char *buf;
     size_t len, off;
     int quiet_ms;
@@ -43,17 +53,47 @@ static long ms_since(const struct timespec *t)
 
 static int append_event(sse *s, const char *event, json_t *o)
 {
+    char id[96];
+    if (pg_jobs_event_id(o, id, sizeof id)) id[0] = '\0';
     char *txt = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(17));
     if (!txt) return -1;
-    size_t need = strlen(event) + strlen(txt) + 32;
+    size_t need = strlen(id) + strlen(event) + strlen(txt) + 48;
     char *nb = realloc(s->buf, s->len + need);
     if (!nb) {
         free(txt);
         return -1;
     }
     s->buf = nb;
-    s->len += (size_t)snprintf(s->buf + s->len, need, "event: %s\ndata: %s\n\n", event, txt);
+    s->len += (size_t)snprintf(s->buf + s->len, need, "%s%s%sevent: %s\ndata: %s\n\n",
+                               id[0] ? "id: " : "", id, id[0] ? "\n" : "", event, txt);
     free(txt);
+    return 0;
+}
+
+/* An event id as (status rank, step, checkpoint): queued < running <
+ * finished, then by step and checkpoint. -1 when it is not one of ours. */
+static int parse_id(const char *id, long long out[3])
+{
+    static const char *const RANK[] = {"queued", "running", "succeeded", "failed", "cancelled"};
+    const char *c = id ? strchr(id, ':') : NULL;
+    if (!c) return -1;
+    out[0] = -1;
+    for (int i = 0; i < 5; i++)
+        if ((size_t)(c - id) == strlen(RANK[i]) && !strncmp(id, RANK[i], (size_t)(c - id)))
+            out[0] = i < 2 ? i : 2;
+    char tail;
+    if (out[0] < 0 || sscanf(c + 1, "%lld:%lld%c", &out[1], &out[2], &tail) != 2) return -1;
+    return 0;
+}
+
+/* 1 when view shows a state after the client's Last-Event-ID. */
+static int after_resume(const sse *s, json_t *view)
+{
+    char id[96];
+    long long v[3];
+    if (pg_jobs_event_id(view, id, sizeof id) || parse_id(id, v)) return 1;
+    for (int i = 0; i < 3; i++)
+        if (v[i] != s->after[i]) return v[i] > s->after[i];
     return 0;
 }
 
@@ -75,8 +115,14 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
                          NULL) ||
             !found)
             return MHD_CONTENT_READER_END_WITH_ERROR;
+        if (o && s->resume && !after_resume(s, o) && !final) {
+            json_decref(o); /* the client has seen this state */
+            o = NULL;
+            continue;
+        }
         if (o) {
-            int bad = append_event(s, "progress", o);
+            int bad = s->resume && !after_resume(s, o) ? 0 : append_event(s, "progress", o);
+            s->resume = 0;
             if (!bad && final) {
                 /* final without a finished job: the server is shutting down;
                  * the stream just ends (clients reconnect or poll). */
@@ -122,7 +168,7 @@ void pg_h_jobs_events(pg_req *r)
     int found;
     pg_error err = {0};
     if (pg_jobs_get(r->app->jobs, r->tok.tenant, r->params[0], &o, NULL, &found, &err)) {
-        pg_api_problem(r, 500, err.msg, NULL, NULL);
+        pg_api_fail(r, &err);
         return;
     }
     if (!found) {
@@ -139,6 +185,7 @@ void pg_h_jobs_events(pg_req *r)
     snprintf(s->tenant, sizeof s->tenant, "%s", r->tok.tenant);
     snprintf(s->id, sizeof s->id, "%s", r->params[0]);
     s->version = UINT64_MAX; /* the first wait returns the current state at once */
+    s->resume = !parse_id(pg_api_header(r, "Last-Event-ID"), s->after);
     struct MHD_Response *resp =
         MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, reader, s, sse_free);
     if (!resp) {

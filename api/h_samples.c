@@ -2,7 +2,9 @@
  * named checkpoint). Sampling is post-processing of the model: no budget.
  *
  * Hot path (see docs/benchmarks.md "Serving speed"): the token check and the
- * job's snapshot come from memory (service/auth.h cache, service/jobs.h), the
+ * job's snapshot come from memory (service/auth.h cache, service/jobs.h: the
+ * model a worker here published, or one rebuilt from the latest checkpoint
+ * and kept in the snapshot cache for a job trained on another replica), the
  * forward pass is one GEMM per layer per block of rows, floats are printed by
  * engine/core/fmt.h into one buffer. (Forcing one OpenMP thread per request
  * was measured and lost: the activations of wide outputs gain from the
@@ -215,8 +217,8 @@ void pg_h_jobs_samples(pg_req *r)
         pg_api_problem(r, 409, err.msg, NULL, NULL);
         return;
     }
-    if (rc) {
-        pg_api_problem(r, 500, err.msg, NULL, NULL);
+    if (rc) { /* the model may come from storage: 503 + Retry-After while it is away */
+        pg_api_fail(r, &err);
         return;
     }
     if (!found) {

@@ -32,6 +32,7 @@ void pg_svc_config_defaults(pg_svc_config *c)
     c->node_id = NULL;
     c->lease_s = 30;
     c->heartbeat_s = 10;
+    c->snapshot_cache_mb = 512;
 }
 
 const char *pg_svc_config_usage(void)
@@ -66,7 +67,10 @@ const char *pg_svc_config_usage(void)
            "  --lease-seconds N       lease of a claimed job; another replica takes the job over "
            "once it expires (PRIVGEN_LEASE_SECONDS, default 30)\n"
            "  --heartbeat-seconds N   lease renewal period, below the lease "
-           "(PRIVGEN_HEARTBEAT_SECONDS, default 10)\n";
+           "(PRIVGEN_HEARTBEAT_SECONDS, default 10)\n"
+           "  --snapshot-cache-mb N   memory for models of jobs trained on other replicas, "
+           "rebuilt from their checkpoints to serve samples (PRIVGEN_SNAPSHOT_CACHE_MB, default "
+           "512; 0 keeps none)\n";
 }
 
 /* Parses a positive integer with an optional K/M/G (binary) suffix. */
@@ -129,6 +133,8 @@ static const opt OPTS[] = {
     {"--node-id", "PRIVGEN_NODE_ID", OPT_STR, OFF(node_id), 0, 0},
     {"--lease-seconds", "PRIVGEN_LEASE_SECONDS", OPT_INT, OFF(lease_s), 2, 86400},
     {"--heartbeat-seconds", "PRIVGEN_HEARTBEAT_SECONDS", OPT_INT, OFF(heartbeat_s), 1, 86400},
+    {"--snapshot-cache-mb", "PRIVGEN_SNAPSHOT_CACHE_MB", OPT_INT, OFF(snapshot_cache_mb), 0,
+     1048576},
 };
 #define NOPTS (sizeof OPTS / sizeof OPTS[0])
 

@@ -33,6 +33,8 @@ typedef struct pg_svc_config {
     const char *node_id; /* this replica's name; NULL: hostname:port (pg_svc_config_node_id) */
     int lease_s;         /* a claimed job's lease, seconds */
     int heartbeat_s;     /* lease renewal period, seconds (< lease_s) */
+    /* r18read: snapshots of jobs trained elsewhere (service/snapcache.h). */
+    int snapshot_cache_mb; /* memory cap of the cache, MiB (0: keep none) */
 } pg_svc_config;
 
 void pg_svc_config_defaults(pg_svc_config *c);

@@ -480,3 +480,22 @@ int pg_db_ckpt_delete(pg_db *db, const char *job, int64_t step, pg_error *err)
     if (!job_id_ok(job) || step < 0) return PG_OK;
     return db->ops->ckpt_delete(db, job, step, err);
 }
+
+int pg_db_job_get(pg_db *db, const char *id, pg_job_row **row, char **doc, int *found,
+                  pg_error *err)
+{
+    *row = NULL;
+    *doc = NULL;
+    *found = 0;
+    if (!job_id_ok(id)) return PG_OK;
+    return db->ops->job_get(db, id, row, doc, found, err);
+}
+
+int pg_db_job_list(pg_db *db, const char *tenant, const char *status, const char *dataset_id,
+                   int64_t after, size_t limit, pg_job_row **out, size_t *count, pg_error *err)
+{
+    *out = NULL;
+    *count = 0;
+    if (!limit) return PG_OK;
+    return db->ops->job_list(db, tenant, status, dataset_id, after, limit, out, count, err);
+}

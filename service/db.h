@@ -441,4 +441,19 @@ int pg_db_ckpt_put_owned(pg_db *db, const char *job, const char *node, int64_t s
                          const unsigned char *bytes, size_t len, uint32_t crc, int *held,
                          pg_error *err);
 
+/* ---- reading jobs from any replica (issue 18) ------------------------- */
+
+/* What a replica that does not run a job reads to show it (service/
+ * jobs_sync.c). Plain reads: no lock is taken, nothing is written. */
+/* A job's row (*row: pg_job_rows_free(*row, 1)) and its history document
+ * (*doc malloc'ed, NULL when none was written yet), read in one statement
+ * so the two agree. *found = 0 (outputs untouched) for an unknown id. */
+int pg_db_job_get(pg_db *db, const char *id, pg_job_row **row, char **doc, int *found,
+                  pg_error *err);
+/* Up to `limit` jobs of tenant with seq > after, oldest first; status and
+ * dataset_id filter when non-NULL. *out: pg_job_rows_free(*out, *count),
+ * NULL when count is 0. */
+int pg_db_job_list(pg_db *db, const char *tenant, const char *status, const char *dataset_id,
+                   int64_t after, size_t limit, pg_job_row **out, size_t *count, pg_error *err);
+
 #endif

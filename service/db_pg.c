@@ -369,6 +369,8 @@ static const pg_db_ops PGB_OPS = {
     .job_heartbeat = pgb_job_heartbeat,
     .job_patch_owned = pgb_job_patch_owned,
     .ckpt_put_owned = pgb_ckpt_put_owned,
+    .job_get = pgb_job_get,
+    .job_list = pgb_job_list,
 };
 
 static int migrate_fn(PGconn *c, void *ctx, pg_error *err)

@@ -369,6 +369,8 @@ static const pg_db_ops SQ_OPS = {
     .job_heartbeat = sq_job_heartbeat,
     .job_patch_owned = sq_job_patch_owned,
     .ckpt_put_owned = sq_ckpt_put_owned,
+    .job_get = sq_job_get,
+    .job_list = sq_job_list,
 };
 
 int pg_db_sqlite_open(const char *url, const pg_db_options *opt, pg_db **out, pg_error *err)

@@ -2,6 +2,7 @@
 #include "service/jobdesc.h"
 #include "service/jobs.h"
 #include "service/jobs_internal.h"
+#include "service/snapcache.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -22,6 +23,11 @@ static int status_of(const char *s)
     for (int i = 0; i < ST_COUNT; i++)
         if (!strcmp(s, pg_jobs_status[i])) return i;
     return ST_FAILED;
+}
+
+int pg_jobs_status_of(const char *s)
+{
+    return status_of(s);
 }
 
 int pg_jobs_finished(int st)
@@ -60,6 +66,11 @@ static job *find(pg_jobs *m, const char *tenant, const char *id)
         if (!strcmp(m->all[i]->id, id) && (!tenant || !strcmp(m->all[i]->tenant, tenant)))
             return m->all[i];
     return NULL;
+}
+
+job *pg_jobs_find(pg_jobs *m, const char *tenant, const char *id)
+{
+    return find(m, tenant, id);
 }
 
 void pg_jobs_enqueue(pg_jobs *m, job *j, int front)
@@ -142,7 +153,7 @@ static int geometry_from_spec(json_t *spec, pg_data_desc *out)
 
 /* Rebuilds a stored job: desc from the dataset as it was (data_n rows) and
  * the plan (plan() is pure, so it is the one charged at submission). */
-static job *job_from_row(pg_jobs *m, const pg_job_row *r)
+static job *job_from_row_ex(pg_jobs *m, const pg_job_row *r, int recover)
 {
     job *j = calloc(1, sizeof *j);
     if (!j) return NULL;
@@ -213,13 +224,25 @@ static job *job_from_row(pg_jobs *m, const pg_job_row *r)
         j->ckpts = ck;
         j->nckpts = j->ckcap = nck;
     }
-    if (why && !pg_jobs_finished(j->status)) {
+    if (why && !pg_jobs_finished(j->status) && recover) {
         j->status = ST_FAILED;
         free(j->error);
         j->error = strdup(why);
         pg_db_job_set_status(m->db, j->id, "failed", 0, 1, why, NULL);
     }
     return j;
+}
+
+static job *job_from_row(pg_jobs *m, const pg_job_row *r)
+{
+    return job_from_row_ex(m, r, 1);
+}
+
+/* A job another replica runs or ran: nothing is written on its behalf (its
+ * owner, or the replica that recovers it, decides its fate). */
+job *pg_jobs_job_from_row(pg_jobs *m, const pg_job_row *r)
+{
+    return job_from_row_ex(m, r, 0);
 }
 
 int pg_jobs_create(const pg_svc_config *cfg, pg_db *db, pg_jobs **out, pg_error *err)
@@ -286,6 +309,7 @@ void pg_jobs_destroy(pg_jobs *m)
     free(m->all);
     for (size_t i = 0; i < m->ngone; i++) pg_jobs_job_free(m->gone[i]);
     free(m->gone);
+    pg_snapcache_destroy(m->snaps);
     pthread_cond_destroy(&m->work);
     pthread_cond_destroy(&m->update);
     pthread_mutex_destroy(&m->mu);
@@ -295,72 +319,118 @@ void pg_jobs_destroy(pg_jobs *m)
 int pg_jobs_get(pg_jobs *m, const char *tenant, const char *id, json_t **out, uint64_t *version,
                 int *found, pg_error *err)
 {
-    pthread_mutex_lock(&m->mu);
-    job *j = find(m, tenant, id);
+    *out = NULL;
+    job *j;
+    int rc = pg_jobs_sync_lookup(m, tenant, id, &j, err);
     *found = j != NULL;
-    *out = j ? pg_jobs_job_json(j) : NULL;
-    if (j && version) *version = j->version;
+    if (rc || !j) return rc;
+    pthread_mutex_lock(&m->mu);
+    *out = pg_jobs_job_json(j);
+    if (version) *version = j->version;
     pthread_mutex_unlock(&m->mu);
-    if (j && !*out) return pg_error_set(err, PG_ENOMEM, "out of memory");
+    if (!*out) return pg_error_set(err, PG_ENOMEM, "out of memory");
     return PG_OK;
 }
 
+static struct timespec ms_from_now(int64_t ms)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_sec += (time_t)(ms / 1000);
+    t.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    return t;
+}
+
+static int before(const struct timespec *a, const struct timespec *b)
+{
+    return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+/* A job driven here wakes its waiters itself (pg_jobs_bump); a followed one
+ * is re-read from storage about every PG_JOBS_SYNC_MS while someone waits
+ * (one read per job, however many streams follow it). */
 int pg_jobs_wait(pg_jobs *m, const char *tenant, const char *id, uint64_t *version, int timeout_ms,
                  json_t **out, int *final, int *found, pg_error *err)
 {
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += timeout_ms / 1000;
-    dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (dl.tv_nsec >= 1000000000L) {
-        dl.tv_sec++;
-        dl.tv_nsec -= 1000000000L;
-    }
+    struct timespec dl = ms_from_now(timeout_ms > 0 ? timeout_ms : 0);
     *out = NULL;
     *final = 0;
-    pthread_mutex_lock(&m->mu);
-    job *j = find(m, tenant, id);
+    job *j;
+    int rc = pg_jobs_sync_lookup(m, tenant, id, &j, err);
     *found = j != NULL;
-    while (j && j->version == *version && !m->stopping && !m->closing &&
-           pthread_cond_timedwait(&m->update, &m->mu, &dl) == 0) {
-    }
-    if (j) {
-        *final = pg_jobs_finished(j->status) || j->deleted || m->stopping || m->closing;
-        if (j->version != *version) {
-            *version = j->version;
-            *out = pg_jobs_job_json(j);
+    if (rc || !j) return rc;
+    pthread_mutex_lock(&m->mu);
+    while (j->version == *version && !j->deleted && !m->stopping && !m->closing) {
+        if (pg_jobs_driven_here(j) || pg_jobs_finished(j->status)) {
+            /* finished: it changes only by deletion, seen by the next lookup */
+            if (pthread_cond_timedwait(&m->update, &m->mu, &dl)) break;
+            continue;
         }
+        int64_t due = j->synced_ms + PG_JOBS_SYNC_MS - pg_jobs_mono_ms();
+        if (due <= 0 && !j->syncing) {
+            pthread_mutex_unlock(&m->mu);
+            pg_error e = {0};
+            (void)pg_jobs_sync_refresh(m, j, 0, &e); /* a failed read is retried next time */
+            pthread_mutex_lock(&m->mu);
+            continue;
+        }
+        struct timespec at = ms_from_now(due > 0 ? due : 50);
+        if (before(&dl, &at)) at = dl;
+        int w = pthread_cond_timedwait(&m->update, &m->mu, &at);
+        struct timespec now = ms_from_now(0);
+        if (w && !before(&now, &dl)) break;
+    }
+    *final = pg_jobs_finished(j->status) || j->deleted || m->stopping || m->closing;
+    if (j->version != *version) {
+        *version = j->version;
+        *out = pg_jobs_job_json(j);
     }
     pthread_mutex_unlock(&m->mu);
-    (void)err;
     return PG_OK;
 }
 
+/* Pages come from storage, so jobs submitted on other replicas are listed;
+ * each listed job is shown from the table (loaded or brought up to date
+ * first). A job whose copy no longer matches the status filter when it is
+ * shown (it moved on meanwhile) is left out of the page. */
 int pg_jobs_list(pg_jobs *m, const char *tenant, const char *status, const char *dataset_id,
                  int64_t after, size_t limit, json_t **items, int64_t *next, pg_error *err)
 {
-    json_t *a = json_array();
-    if (!a) return pg_error_set(err, PG_ENOMEM, "out of memory");
+    *items = NULL;
     *next = 0;
-    size_t shown = 0;
-    int64_t last = 0;
-    pthread_mutex_lock(&m->mu);
-    for (size_t i = 0; i < m->n; i++) {
-        job *j = m->all[i];
-        if (j->seq <= after || strcmp(j->tenant, tenant)) continue;
-        if (status && strcmp(pg_jobs_status[j->status], status)) continue;
-        if (dataset_id && strcmp(j->dataset_id, dataset_id)) continue;
-        if (shown == limit) {
-            *next = last;
-            break;
-        }
-        last = j->seq;
-        json_array_append_new(a, pg_jobs_job_json(j));
-        shown++;
+    if (!limit) {
+        *items = json_array();
+        return *items ? PG_OK : pg_error_set(err, PG_ENOMEM, "out of memory");
     }
-    pthread_mutex_unlock(&m->mu);
-    *items = a;
-    return PG_OK;
+    pg_job_row *rows;
+    size_t n;
+    int rc = pg_db_job_list(m->db, tenant, status, dataset_id, after,
+                            limit < SIZE_MAX ? limit + 1 : limit, &rows, &n, err);
+    if (rc) return rc;
+    size_t shown = n > limit ? limit : n;
+    job **js = shown ? calloc(shown, sizeof *js) : NULL;
+    if (shown && !js) rc = pg_error_set(err, PG_ENOMEM, "out of memory");
+    for (size_t i = 0; !rc && i < shown; i++) rc = pg_jobs_sync_listed(m, &rows[i], &js[i], err);
+    json_t *a = rc ? NULL : json_array();
+    if (!rc && !a) rc = pg_error_set(err, PG_ENOMEM, "out of memory");
+    if (!rc) {
+        pthread_mutex_lock(&m->mu);
+        for (size_t i = 0; i < shown; i++) {
+            job *j = js[i];
+            if (!j || j->deleted || (status && strcmp(pg_jobs_status[j->status], status))) continue;
+            json_array_append_new(a, pg_jobs_job_json(j));
+        }
+        pthread_mutex_unlock(&m->mu);
+        if (n > limit) *next = rows[limit - 1].seq;
+        *items = a;
+    }
+    free(js);
+    pg_job_rows_free(rows, n);
+    return rc;
 }
 
 int pg_jobs_cancel(pg_jobs *m, const char *tenant, const char *id, json_t **out, int *found,
@@ -411,6 +481,7 @@ static int bury(pg_jobs *m, job *j)
     m->n--;
     m->gone[m->ngone++] = j;
     j->deleted = 1;
+    if (m->snaps) pg_snapcache_evict(m->snaps, j->id);
     if (j->snap) pg_snapshot_release(j->snap);
     j->snap = NULL;
     free(j->ckpts);
@@ -418,6 +489,11 @@ static int bury(pg_jobs *m, job *j)
     j->nckpts = j->ckcap = 0;
     pg_jobs_bump(m, j);
     return 0;
+}
+
+int pg_jobs_bury(pg_jobs *m, job *j)
+{
+    return bury(m, j);
 }
 
 int pg_jobs_delete(pg_jobs *m, const char *tenant, const char *id, int *found, int *conflict,
@@ -450,66 +526,102 @@ int pg_jobs_delete(pg_jobs *m, const char *tenant, const char *id, int *found, i
     return rc;
 }
 
+typedef struct ckload {
+    pg_jobs *m;
+    const char *id;
+    long step;
+    const pg_method *mt;
+    int missing; /* storage no longer has the checkpoint */
+} ckload;
+
+/* Rebuilds a model from one stored checkpoint (the snapshot cache's
+ * loader; also used uncached for a named checkpoint). */
+static int load_ckpt(void *ctx, pg_snapshot **snap, size_t *bytes, pg_error *err)
+{
+    ckload *c = ctx;
+    unsigned char *b;
+    size_t len;
+    int there = 0;
+    int rc = pg_db_ckpt_get(c->m->db, c->id, c->step, CKPT_MAX_BYTES, &b, &len, &there, err);
+    if (rc) return rc;
+    if (!there) {
+        c->missing = 1;
+        return pg_error_set(err, PG_EIO, "checkpoint %ld of %s is missing from storage", c->step,
+                            c->id);
+    }
+    rc = c->mt->load_snapshot(b, len, snap, err);
+    free(b);
+    *bytes = len;
+    return rc;
+}
+
+/* Snapshots: the one a worker here published while it is current (it is
+ * the latest checkpoint's model), else the latest checkpoint's, rebuilt
+ * through the snapshot cache (a job trained elsewhere, or before this
+ * process started). Both come from the same stored checkpoint bytes, so a
+ * seed draws the same samples on every replica. */
 int pg_jobs_snapshot(pg_jobs *m, const char *tenant, const char *id, long checkpoint,
                      pg_snapshot **snap, pg_job_geometry *geo, int *found, pg_error *err)
 {
     *snap = NULL;
-    pthread_mutex_lock(&m->mu);
-    job *j = find(m, tenant, id);
-    *found = j != NULL;
-    if (!j) {
+    for (int attempt = 0;; attempt++) {
+        job *j;
+        int rc = pg_jobs_sync_lookup(m, tenant, id, &j, err);
+        *found = j != NULL;
+        if (rc || !j) return rc;
+        pthread_mutex_lock(&m->mu);
+        geo->d = j->desc.d;
+        geo->ndim = j->desc.ndim;
+        memcpy(geo->shape, j->desc.shape, sizeof geo->shape);
+        geo->lo = j->desc.lo;
+        geo->hi = j->desc.hi;
+        geo->num_classes = j->desc.num_classes;
+        const pg_method *mt = j->method;
+        long latest = j->nckpts ? (long)j->ckpts[j->nckpts - 1].step : -1, want = checkpoint;
+        if (!geo->d) { /* finished before history kept its geometry, and its dataset is gone */
+            pthread_mutex_unlock(&m->mu);
+            return pg_error_set(err, PG_ESTATE,
+                                "the job's dataset was deleted and this job finished before "
+                                "privgend stored job geometry: its samples cannot be shaped any "
+                                "more");
+        }
+        if (checkpoint >= 0) {
+            int have = 0;
+            for (size_t i = 0; i < j->nckpts; i++) have |= j->ckpts[i].step == checkpoint;
+            if (!have) *found = 0;
+        } else if (j->snap &&
+                   (pg_jobs_driven_here(j) || pg_snapshot_step(j->snap) == latest || latest < 0)) {
+            pg_snapshot_retain(j->snap);
+            *snap = j->snap;
+        } else {
+            want = latest;
+        }
         pthread_mutex_unlock(&m->mu);
-        return PG_OK;
+        if (!*found || *snap) return PG_OK;
+        if (want < 0 || !mt)
+            return pg_error_set(err, PG_ESTATE, "the job has no model to sample yet");
+        ckload c = {.m = m, .id = j->id, .step = want, .mt = mt};
+        size_t bytes;
+        if (checkpoint >= 0) {
+            rc = load_ckpt(&c, snap, &bytes, err);
+            if (c.missing) { /* retention deleted it since it was listed */
+                *found = 0;
+                return PG_OK;
+            }
+            return rc;
+        }
+        struct pg_snapcache *cache = pg_jobs_snapcache(m);
+        rc = cache ? pg_snapcache_get(cache, j->id, want, load_ckpt, &c, snap, err)
+                   : load_ckpt(&c, snap, &bytes, err);
+        /* The owner moved on and retention removed the checkpoint this copy
+         * listed: read the job again and take its new latest. */
+        if (rc && c.missing && attempt == 0) {
+            pg_error e = {0};
+            if (pg_jobs_sync_refresh(m, j, 1, &e)) return rc;
+            continue;
+        }
+        return rc;
     }
-    geo->d = j->desc.d;
-    geo->ndim = j->desc.ndim;
-    memcpy(geo->shape, j->desc.shape, sizeof geo->shape);
-    geo->lo = j->desc.lo;
-    geo->hi = j->desc.hi;
-    geo->num_classes = j->desc.num_classes;
-    const pg_method *mt = j->method;
-    long want = checkpoint;
-    if (!geo->d) { /* finished before history kept its geometry, and its dataset is gone */
-        pthread_mutex_unlock(&m->mu);
-        return pg_error_set(err, PG_ESTATE,
-                            "the job's dataset was deleted and this job finished before privgend "
-                            "stored job geometry: its samples cannot be shaped any more");
-    }
-    if (checkpoint >= 0) {
-        int have = 0;
-        for (size_t i = 0; i < j->nckpts; i++) have |= j->ckpts[i].step == checkpoint;
-        if (!have) *found = 0;
-    } else if (j->snap) {
-        pg_snapshot_retain(j->snap);
-        *snap = j->snap;
-    } else if (j->nckpts && !(j->status == ST_RUNNING || j->status == ST_QUEUED)) {
-        want = (long)j->ckpts[j->nckpts - 1].step; /* pg_jobs_finished before this start */
-    }
-    pthread_mutex_unlock(&m->mu);
-    if (!*found || *snap) return PG_OK;
-    if (want < 0 || !mt) return pg_error_set(err, PG_ESTATE, "the job has no model to sample yet");
-    unsigned char *bytes;
-    size_t len;
-    int there = 0;
-    int rc = pg_db_ckpt_get(m->db, j->id, want, CKPT_MAX_BYTES, &bytes, &len, &there, err);
-    if (rc) return rc;
-    if (!there && checkpoint >= 0) { /* retention deleted it since it was listed */
-        *found = 0;
-        return PG_OK;
-    }
-    if (!there)
-        return pg_error_set(err, PG_EIO, "checkpoint %ld of %s is missing from storage", want,
-                            j->id);
-    rc = mt->load_snapshot(bytes, len, snap, err);
-    free(bytes);
-    if (rc || checkpoint >= 0) return rc;
-    pthread_mutex_lock(&m->mu); /* cache the latest for the next request */
-    if (!j->snap) {
-        pg_snapshot_retain(*snap);
-        j->snap = *snap;
-    }
-    pthread_mutex_unlock(&m->mu);
-    return PG_OK;
 }
 
 void pg_jobs_count_samples(pg_jobs *m, size_t n)
@@ -522,12 +634,15 @@ void pg_jobs_count_samples(pg_jobs *m, size_t n)
 int pg_jobs_checkpoints(pg_jobs *m, const char *tenant, const char *id, json_t **out, int *found,
                         pg_error *err)
 {
-    pthread_mutex_lock(&m->mu);
-    job *j = find(m, tenant, id);
+    *out = NULL;
+    job *j;
+    int rc = pg_jobs_sync_lookup(m, tenant, id, &j, err);
     *found = j != NULL;
-    *out = j ? json_pack("{s:o}", "items", pg_jobs_ckpts_json(j)) : NULL;
+    if (rc || !j) return rc;
+    pthread_mutex_lock(&m->mu);
+    *out = json_pack("{s:o}", "items", pg_jobs_ckpts_json(j));
     pthread_mutex_unlock(&m->mu);
-    if (j && !*out) return pg_error_set(err, PG_ENOMEM, "out of memory");
+    if (!*out) return pg_error_set(err, PG_ENOMEM, "out of memory");
     return PG_OK;
 }
 
@@ -536,10 +651,12 @@ int pg_jobs_checkpoint_read(pg_jobs *m, const char *tenant, const char *id, long
 {
     *bytes = NULL;
     *len = 0;
-    pthread_mutex_lock(&m->mu);
-    job *j = find(m, tenant, id);
     *found = 0;
-    for (size_t i = 0; j && i < j->nckpts; i++) *found |= j->ckpts[i].step == step;
+    job *j;
+    int rc = pg_jobs_sync_lookup(m, tenant, id, &j, err);
+    if (rc || !j) return rc;
+    pthread_mutex_lock(&m->mu);
+    for (size_t i = 0; i < j->nckpts; i++) *found |= j->ckpts[i].step == step;
     pthread_mutex_unlock(&m->mu);
     if (!*found) return PG_OK;
     return pg_db_ckpt_get(m->db, id, step, CKPT_MAX_BYTES, bytes, len, found, err);

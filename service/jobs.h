@@ -73,16 +73,33 @@ typedef struct pg_submit_result {
 int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_run,
                    pg_submit_result *res, pg_error *err);
 
-/* GET /v1/jobs/{id}. *version is the job's update counter (for SSE). */
+/* Reads answer for any job in the store, whichever replica runs it (see
+ * jobs_internal.h, "r18read"): a job this process does not drive is loaded
+ * from storage on first lookup and re-read when its copy is older than a
+ * second, so a job deleted elsewhere is unknown here within about a second.
+ * Storage errors (PG_EUNAVAIL: 503) are returned only when a job is not in
+ * memory yet; a known job whose re-read fails is shown as last read. */
+
+/* GET /v1/jobs/{id}. *version is the job's update counter in this process
+ * (for SSE; event ids across replicas come from pg_jobs_event_id). */
 int pg_jobs_get(pg_jobs *m, const char *tenant, const char *id, json_t **out, uint64_t *version,
                 int *found, pg_error *err);
 /* Waits up to timeout_ms for the job's version to pass *version; returns the
- * new view (or NULL on timeout) and *final = 1 once the job is finished. */
+ * new view (or NULL on timeout) and *final = 1 once the job is finished. A
+ * job run elsewhere is re-read from storage about once a second meanwhile. */
 int pg_jobs_wait(pg_jobs *m, const char *tenant, const char *id, uint64_t *version, int timeout_ms,
                  json_t **out, int *final, int *found, pg_error *err);
 
+/* The id of the server-sent event showing `view` (a job view of get or
+ * wait): "<status>:<step>:<latest checkpoint step, -1 if none>", built only
+ * from what every replica reads the same way (the job's row and history
+ * document), so Last-Event-ID resumes on any replica. Returns 0, or -1
+ * when view is not a job view. */
+int pg_jobs_event_id(const json_t *view, char *buf, size_t cap);
+
 /* Newest first is not needed: oldest first by seq, like datasets. status and
- * dataset_id filter when non-NULL. */
+ * dataset_id filter when non-NULL. Pages come from storage (every replica
+ * lists every job); *next is the cursor of the next page, 0 when none. */
 int pg_jobs_list(pg_jobs *m, const char *tenant, const char *status, const char *dataset_id,
                  int64_t after, size_t limit, json_t **items, int64_t *next, pg_error *err);
 
@@ -106,9 +123,13 @@ typedef struct pg_job_geometry {
     int num_classes;
 } pg_job_geometry;
 
-/* A retained snapshot: the latest published one (checkpoint < 0) or the one
- * stored in checkpoint `checkpoint`. *found = 0 for an unknown job or
- * checkpoint; PG_ESTATE when the job has published nothing yet. */
+/* A retained snapshot: the latest (checkpoint < 0) or the one stored in
+ * checkpoint `checkpoint`. The latest is the model a worker here published,
+ * or, for a job trained elsewhere or before this start, the latest stored
+ * checkpoint's, rebuilt through the snapshot cache (--snapshot-cache-mb);
+ * both are the same bytes, so samples for a seed match on every replica.
+ * *found = 0 for an unknown job or checkpoint; PG_ESTATE when the job has
+ * no checkpoint yet. */
 int pg_jobs_snapshot(pg_jobs *m, const char *tenant, const char *id, long checkpoint,
                      pg_snapshot **snap, pg_job_geometry *geo, int *found, pg_error *err);
 void pg_jobs_count_samples(pg_jobs *m, size_t n);

@@ -73,6 +73,11 @@ typedef struct job {
     pg_snapshot *snap;
     json_t *warnings; /* set once the job finished (stored); NULL: computed per view */
     uint64_t version;
+    /* r18read: a copy followed from the database (jobs_sync.c). */
+    int followed;          /* the state below came from the database, not a worker here */
+    int syncing;           /* a thread is reading its row now */
+    int64_t synced_ms;     /* monotonic ms of the last read of its row; 0: never */
+    unsigned char sig[32]; /* SHA-256 of the row fields and document applied */
 } job;
 
 struct pg_jobs {
@@ -91,6 +96,8 @@ struct pg_jobs {
     int closing; /* waits return at once (event streams end); workers go on */
     uint64_t samples_served, steps_done;
     char node[PG_NODE_MAX]; /* this replica (--node-id) */
+    /* r18read */
+    struct pg_snapcache *snaps; /* models of jobs not trained here; created on first use */
 };
 
 int64_t pg_jobs_now(void);
@@ -126,5 +133,48 @@ int pg_jobs_read_ckpt(pg_jobs *m, const char *id, long step, unsigned char **byt
 int pg_jobs_hist_save(pg_jobs *m, job *j, pg_error *err);
 int pg_jobs_hist_apply(job *j, const char *doc);
 json_t *pg_jobs_warnings_json(const job *j, int succeeded);
+
+/* ---- r18read: any replica answers any read (jobs_sync.c) ----------------
+ *
+ * The table holds the jobs this process drives (submitted or recovered here:
+ * queued in its FIFO or running on its workers) and copies of every other
+ * job it was asked about. A copy is loaded on first lookup from the job's
+ * row and history document, and re-read when older than PG_JOBS_SYNC_MS:
+ * one statement (pg_db_job_get), applied only when the row's fields or the
+ * document changed (then the checkpoint list is read too). A job whose row
+ * is gone is buried: 404 from then on. A job this process drives is never
+ * overwritten (its memory is ahead of its row); once it finished it is
+ * followed like any other, so every replica shows the stored truth.
+ *
+ * Rule for the workers: a job is driven here while !followed and it is
+ * queued in the FIFO or running. A worker that starts running a job that
+ * was followed (e.g. claimed from the shared queue) clears `followed`
+ * under mu first.
+ *
+ * Lookups below take mu themselves (it must NOT be held) and do storage
+ * reads without it. A refresh that fails keeps the copy (served stale);
+ * a job not in the table yet reports the storage error. */
+#define PG_JOBS_SYNC_MS 1000
+int pg_jobs_status_of(const char *s);
+/* In-memory lookup (mu held); tenant NULL: any. */
+job *pg_jobs_find(pg_jobs *m, const char *tenant, const char *id);
+/* Builds a job from its row without writing anything (jobs.c). */
+job *pg_jobs_job_from_row(pg_jobs *m, const pg_job_row *r);
+/* Moves a job to the graveyard (mu held); -1 when out of memory. */
+int pg_jobs_bury(pg_jobs *m, job *j);
+/* 1 while this process drives j (mu held). */
+int pg_jobs_driven_here(const job *j);
+/* The tenant's job id brought up to date (NULL: unknown or deleted). */
+int pg_jobs_sync_lookup(pg_jobs *m, const char *tenant, const char *id, job **out, pg_error *err);
+/* As lookup, for a row just listed from storage: a finished job whose
+ * listed status matches its copy needs no further read. */
+int pg_jobs_sync_listed(pg_jobs *m, const pg_job_row *row, job **out, pg_error *err);
+/* Re-reads j when stale (or always with force); never blocks on another
+ * thread's read of it. */
+int pg_jobs_sync_refresh(pg_jobs *m, job *j, int force, pg_error *err);
+/* Monotonic milliseconds (the clock of synced_ms). */
+int64_t pg_jobs_mono_ms(void);
+/* The snapshot cache, created on first use (NULL when out of memory). */
+struct pg_snapcache *pg_jobs_snapcache(pg_jobs *m);
 
 #endif

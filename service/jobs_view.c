@@ -2,6 +2,7 @@
 #include "service/jobdesc.h"
 #include "service/jobs.h"
 #include "service/jobs_internal.h"
+#include "service/snapcache.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -86,6 +87,18 @@ json_t *pg_jobs_job_json(const job *j)
                      j->node[0] ? json_string(j->node) : json_null());
 }
 
+int pg_jobs_event_id(const json_t *view, char *buf, size_t cap)
+{
+    const char *st = json_string_value(json_object_get(view, "status"));
+    json_t *step = json_object_get(json_object_get(view, "progress"), "step");
+    json_t *ck = json_object_get(view, "checkpoints");
+    json_t *last = json_array_get(ck, json_array_size(ck) - 1);
+    if (!st || !json_is_integer(step) || !json_is_array(ck)) return -1;
+    long long c = last ? (long long)json_integer_value(json_object_get(last, "step")) : -1;
+    int n = snprintf(buf, cap, "%s:%lld:%lld", st, (long long)json_integer_value(step), c);
+    return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
 json_t *pg_jobs_quote_json(const pg_ledger_quote *q)
 {
     return json_pack("{s:o,s:o,s:o,s:o,s:o,s:b}", "requested_epsilon", num(q->requested_epsilon),
@@ -119,6 +132,8 @@ __attribute__((format(printf, 2, 3))) static void sb_printf(sbuf *b, const char 
         b->cap = cap;
     }
 }
+
+static void pg_jobs_snapcache_metrics(pg_jobs *m, sbuf *b);
 
 char *pg_jobs_metrics(pg_jobs *m)
 {
@@ -171,5 +186,38 @@ char *pg_jobs_metrics(pg_jobs *m)
             sb_printf(&b, "privgen_dataset_epsilon_spent{dataset=\"%s\"} %.9g\n", ds[k].id, eps);
     }
     free(ds);
+    pg_jobs_snapcache_metrics(m, &b);
     return b.p;
+}
+
+/* The snapshot cache's counters (r18read): hits and misses of samples
+ * requests served from models rebuilt from checkpoints, evictions under
+ * --snapshot-cache-mb, and what it holds. */
+static void pg_jobs_snapcache_metrics(pg_jobs *m, sbuf *b)
+{
+    pthread_mutex_lock(&m->mu);
+    struct pg_snapcache *c = m->snaps;
+    pthread_mutex_unlock(&m->mu);
+    pg_snapcache_stats s;
+    pg_snapcache_stats_get(c, &s);
+    if (!c) s.cap = m->cfg->snapshot_cache_mb > 0 ? (size_t)m->cfg->snapshot_cache_mb << 20 : 0;
+    sb_printf(b,
+              "# HELP privgen_snapshot_cache_hits_total Samples requests served by a cached model "
+              "of a job trained elsewhere.\n# TYPE privgen_snapshot_cache_hits_total counter\n"
+              "privgen_snapshot_cache_hits_total %llu\n"
+              "# HELP privgen_snapshot_cache_misses_total Requests that rebuilt a model from its "
+              "checkpoint.\n# TYPE privgen_snapshot_cache_misses_total counter\n"
+              "privgen_snapshot_cache_misses_total %llu\n"
+              "# HELP privgen_snapshot_cache_evictions_total Models dropped to stay within "
+              "--snapshot-cache-mb.\n# TYPE privgen_snapshot_cache_evictions_total counter\n"
+              "privgen_snapshot_cache_evictions_total %llu\n"
+              "# HELP privgen_snapshot_cache_bytes Checkpoint bytes of the cached models.\n"
+              "# TYPE privgen_snapshot_cache_bytes gauge\nprivgen_snapshot_cache_bytes %zu\n"
+              "# HELP privgen_snapshot_cache_entries Cached models.\n"
+              "# TYPE privgen_snapshot_cache_entries gauge\nprivgen_snapshot_cache_entries %zu\n"
+              "# HELP privgen_snapshot_cache_capacity_bytes The cap (--snapshot-cache-mb).\n"
+              "# TYPE privgen_snapshot_cache_capacity_bytes gauge\n"
+              "privgen_snapshot_cache_capacity_bytes %zu\n",
+              (unsigned long long)s.hits, (unsigned long long)s.misses,
+              (unsigned long long)s.evictions, s.bytes, s.entries, s.cap);
 }

@@ -149,6 +149,33 @@ START_TEST(replica_flags)
 }
 END_TEST
 
+/* The snapshot cache's memory cap (r18read): MiB, 0 allowed, bounded. */
+START_TEST(snapshot_cache_flag)
+{
+    pg_svc_config c;
+    pg_svc_config_defaults(&c);
+    ck_assert_int_eq(c.snapshot_cache_mb, 512);
+    int help;
+    pg_error err = {0};
+    char *a[] = {"privgend", "--snapshot-cache-mb", "64", NULL};
+    ck_assert_int_eq(pg_svc_config_parse(&c, 3, a, &help, NULL), PG_OK);
+    ck_assert_int_eq(c.snapshot_cache_mb, 64);
+    setenv("PRIVGEN_SNAPSHOT_CACHE_MB", "0", 1);
+    pg_svc_config_defaults(&c);
+    ck_assert_int_eq(pg_svc_config_parse(&c, 1, a, &help, NULL), PG_OK);
+    ck_assert_int_eq(c.snapshot_cache_mb, 0);
+    unsetenv("PRIVGEN_SNAPSHOT_CACHE_MB");
+    const char *bad[] = {"-1", "x", "1048577", "", "1.5"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *b[] = {"privgend", "--snapshot-cache-mb", (char *)bad[i], NULL};
+        pg_svc_config_defaults(&c);
+        ck_assert_int_eq(pg_svc_config_parse(&c, 3, b, &help, &err), PG_EINVAL);
+        ck_assert_ptr_nonnull(strstr(err.msg, "--snapshot-cache-mb"));
+    }
+    ck_assert_ptr_nonnull(strstr(pg_svc_config_usage(), "--snapshot-cache-mb"));
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("config");
@@ -157,6 +184,7 @@ static Suite *suite(void)
     tcase_add_test(t, bad_values_rejected);
     tcase_add_test(t, replica_flags);
     tcase_add_test(t, database_selection);
+    tcase_add_test(t, snapshot_cache_flag);
     suite_add_tcase(s, t);
     return s;
 }

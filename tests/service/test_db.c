@@ -767,6 +767,116 @@ START_TEST(job_history_and_deletion)
 }
 END_TEST
 
+/* The reads a replica makes of jobs it does not run: one job with its
+ * history document in one read, and a filtered, paginated list. */
+static void expect_list(pg_db *db, const char *tenant, const char *status, const char *ds,
+                        int64_t after, size_t limit, const char *const *want, size_t nwant)
+{
+    pg_job_row *rows;
+    size_t n;
+    pg_error err = {0};
+    ck_assert_msg(pg_db_job_list(db, tenant, status, ds, after, limit, &rows, &n, &err) == PG_OK,
+                  "%s", err.msg);
+    ck_assert_uint_eq(n, nwant);
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_str_eq(rows[i].id, want[i]);
+        ck_assert_str_eq(rows[i].tenant, tenant);
+        if (status) ck_assert_str_eq(rows[i].status, status);
+        if (ds) ck_assert_str_eq(rows[i].dataset_id, ds);
+        if (i) ck_assert_int_gt(rows[i].seq, rows[i - 1].seq);
+        ck_assert_int_gt(rows[i].seq, after);
+    }
+    pg_job_rows_free(rows, n);
+}
+
+static int64_t seq_of(pg_db *db, const char *id)
+{
+    pg_job_row *r;
+    char *doc;
+    int found;
+    ck_assert_int_eq(pg_db_job_get(db, id, &r, &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 1);
+    int64_t s = r->seq;
+    pg_job_rows_free(r, 1);
+    free(doc);
+    return s;
+}
+
+START_TEST(job_get_and_list_for_other_replicas)
+{
+    pg_db *db = pg_test_db_open();
+    char t[PG_ID_MAX], other[PG_ID_MAX], ds1[PG_ID_MAX], ds2[PG_ID_MAX], dso[PG_ID_MAX];
+    char ids[5][PG_ID_MAX], fid[PG_ID_MAX];
+    pg_test_uid(t, sizeof t, "ten_");
+    pg_test_uid(other, sizeof other, "ten_");
+    pg_test_uid(ds1, sizeof ds1, "ds_");
+    pg_test_uid(ds2, sizeof ds2, "ds_");
+    pg_test_uid(dso, sizeof dso, "ds_");
+    pg_test_dataset(db, t, ds1, 2);
+    pg_test_dataset(db, t, ds2, 2);
+    pg_test_dataset(db, other, dso, 2);
+    for (int i = 0; i < 5; i++) {
+        admit_free_job(db, t, i < 3 ? ds1 : ds2, ids[i]);
+        if (i == 1) admit_free_job(db, other, dso, fid); /* interleaved seq */
+    }
+    ck_assert_int_eq(pg_db_job_set_status(db, ids[1], "running", 1, 0, NULL, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_job_set_status(db, ids[2], "failed", 1, 1, "boom", NULL), PG_OK);
+
+    /* one job: the row, and the document once one is written */
+    pg_job_row *r;
+    char *doc;
+    int found;
+    ck_assert_int_eq(pg_db_job_get(db, ids[2], &r, &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 1);
+    ck_assert_ptr_null(doc);
+    ck_assert_str_eq(r->id, ids[2]);
+    ck_assert_str_eq(r->tenant, t);
+    ck_assert_str_eq(r->dataset_id, ds1);
+    ck_assert_str_eq(r->status, "failed");
+    ck_assert_str_eq(r->error, "boom");
+    ck_assert_str_eq(r->spec, "{\"k\":1}");
+    ck_assert_int_gt(r->finished_at, 0);
+    pg_job_rows_free(r, 1);
+    const char *d = "{\"v\":1,\"step\":7,\"s\":\"\\u00e9\"}";
+    ck_assert_int_eq(pg_db_job_history_put(db, ids[2], d, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_job_get(db, ids[2], &r, &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 1);
+    ck_assert_str_eq(doc, d);
+    free(doc);
+    pg_job_rows_free(r, 1);
+    ck_assert_int_eq(pg_db_job_get(db, "job_nope_nope", &r, &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 0);
+    ck_assert_int_eq(pg_db_job_get(db, "bad id!", &r, &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 0);
+
+    /* lists: the tenant's jobs only, oldest first, pages, filters */
+    const char *all[5] = {ids[0], ids[1], ids[2], ids[3], ids[4]};
+    expect_list(db, t, NULL, NULL, 0, 100, all, 5);
+    expect_list(db, t, NULL, NULL, 0, 2, all, 2);
+    expect_list(db, t, NULL, NULL, seq_of(db, ids[1]), 2, all + 2, 2);
+    expect_list(db, t, NULL, NULL, seq_of(db, ids[3]), 2, all + 4, 1);
+    expect_list(db, t, NULL, NULL, seq_of(db, ids[4]), 2, NULL, 0);
+    expect_list(db, t, NULL, NULL, 0, 0, NULL, 0);
+    const char *run[1] = {ids[1]}, *two[2] = {ids[3], ids[4]}, *q1[1] = {ids[0]};
+    expect_list(db, t, "running", NULL, 0, 100, run, 1);
+    expect_list(db, t, NULL, ds2, 0, 100, two, 2);
+    expect_list(db, t, "queued", ds1, 0, 100, q1, 1);
+    expect_list(db, t, "queued", dso, 0, 100, NULL, 0);
+    const char *f[1] = {fid};
+    expect_list(db, other, NULL, NULL, 0, 100, f, 1);
+
+    /* a deleted job is gone from both */
+    int conflict;
+    ck_assert_int_eq(pg_db_job_delete(db, ids[2], &found, &conflict, NULL), PG_OK);
+    ck_assert_int_eq(found, 1);
+    ck_assert_int_eq(pg_db_job_get(db, ids[2], &r, &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 0);
+    const char *left[4] = {ids[0], ids[1], ids[3], ids[4]};
+    expect_list(db, t, NULL, NULL, 0, 100, left, 4);
+    pg_db_close(db);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("db");
@@ -784,6 +894,7 @@ static Suite *suite(void)
     tcase_add_test(t, jobs_round_trip);
     tcase_add_test(t, checkpoints_round_trip);
     tcase_add_test(t, job_history_and_deletion);
+    tcase_add_test(t, job_get_and_list_for_other_replicas);
     suite_add_tcase(s, t);
     return s;
 }

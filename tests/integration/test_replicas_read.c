@@ -1,0 +1,202 @@
+/* Two privgend processes on one database (issue 18, the read side): A runs
+ * the job, B (started before the job existed) serves every read of it over
+ * HTTP. The event stream on B follows the job to its `done`; its event ids
+ * resume the stream on either replica (Last-Event-ID); samples for a seed
+ * are byte-identical from A and B; a job deleted through A is a 404 on B.
+ * Storage: SQLite in A's data dir by default (B opens the same file), the
+ * PostgreSQL database of PRIVGEN_TEST_DB_URL in the _pg variant. */
+#include <check.h>
+#include <sys/stat.h>
+
+#include "integration/itest.h"
+#include "support/pg_test.h"
+
+static pg_srv a, b;
+
+static void req(const pg_srv *s, const char *method, const char *path, const char *body,
+                const char *const *headers, pg_resp *r)
+{
+    pg_http(s, method, path, a.admin, body ? "application/json" : NULL, body,
+            body ? strlen(body) : 0, headers, r);
+}
+
+static int count(const char *s, const char *what)
+{
+    int c = 0;
+    for (const char *p = s; p && (p = strstr(p, what)); p += strlen(what)) c++;
+    return c;
+}
+
+/* B shares A's database and admin token (tokens live in the database; the
+ * token file is only where the first replica wrote it). */
+static void start_pair(void)
+{
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    const char *ea[] = {"--node-id", "replica-a", NULL};
+    ck_assert_int_eq(pg_srv_start(&a, ea), 0);
+    snprintf(b.dir, sizeof b.dir, "/tmp/pgitest-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(b.dir));
+    snprintf(b.data, sizeof b.data, "%s/data", b.dir);
+    ck_assert_int_eq(mkdir(b.data, 0700), 0);
+    char path[160];
+    snprintf(path, sizeof path, "%s/admin.token", b.data);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "%s\n", a.admin);
+    fclose(f);
+    char url[512];
+    pg_srv_db_url(&a, url, sizeof url);
+    const char *eb[] = {"--node-id", "replica-b", "--db", url, NULL};
+    ck_assert_int_eq(pg_srv_start(&b, eb), 0);
+}
+
+static void make_dataset(char id[64])
+{
+    pg_resp r;
+    req(&a, "POST", "/v1/datasets",
+        "{\"name\":\"toy\",\"shape\":[2],\"range\":[-4,4],\"privacy\":{\"model\":\"local\","
+        "\"mechanism\":\"gaussian\",\"epsilon\":1,\"delta\":1e-5,\"sensitivity\":0.5,"
+        "\"noise_scale\":2.5}}",
+        NULL, &r);
+    ck_assert_msg(r.status == 201, "%s", r.body);
+    snprintf(id, 64, "%s", json_string_value(json_object_get(r.json, "id")));
+    pg_resp_free(&r);
+    char body[200 * 40 + 32];
+    size_t k = (size_t)snprintf(body, sizeof body, "{\"rows\":[");
+    for (int i = 0; i < 200; i++)
+        k += (size_t)snprintf(body + k, sizeof body - k, "%s[%.4f,%.4f]", i ? "," : "",
+                              (i % 17) / 8.5 - 1.0, (i % 5) / 5.0 - 0.5);
+    snprintf(body + k, sizeof body - k, "]}");
+    char p[128];
+    snprintf(p, sizeof p, "/v1/datasets/%s/rows", id);
+    req(&a, "POST", p, body, NULL, &r);
+    ck_assert_msg(r.status == 200, "%s", r.body);
+    pg_resp_free(&r);
+}
+
+/* The id of the last event of type `event` in an SSE body ("" if none):
+ * events are "id: X\nevent: E\ndata: ...\n\n" blocks. */
+static void last_id(const char *body, const char *event, char *out, size_t cap)
+{
+    out[0] = '\0';
+    for (const char *p = body; p && *p;) {
+        const char *end = strstr(p, "\n\n");
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char blk[256];
+        snprintf(blk, sizeof blk, "%.*s", (int)(len < 255 ? len : 255), p);
+        char *ev = strstr(blk, "event: ");
+        if (!strncmp(blk, "id: ", 4) && ev && !strncmp(ev + 7, event, strlen(event)) &&
+            ev[7 + strlen(event)] == '\n')
+            snprintf(out, cap, "%.*s", (int)strcspn(blk + 4, "\n"), blk + 4);
+        p = end ? end + 2 : NULL;
+    }
+}
+
+START_TEST(reads_of_a_job_from_the_replica_that_does_not_run_it)
+{
+    start_pair();
+    char ds[64], job[64], path[160], body[512];
+    make_dataset(ds);
+    snprintf(body, sizeof body,
+             "{\"dataset_id\":\"%s\",\"method\":\"entropic_gan\",\"model\":{\"hidden\":[16]},"
+             "\"train\":{\"steps\":300,\"batch_size\":32},\"ot\":{\"max_iter\":20},"
+             "\"checkpoint_every\":100,\"seed\":7}",
+             ds);
+    pg_resp r;
+    req(&a, "POST", "/v1/jobs", body, NULL, &r);
+    ck_assert_msg(r.status == 202, "%s", r.body);
+    snprintf(job, sizeof job, "%s", json_string_value(json_object_get(r.json, "id")));
+    pg_resp_free(&r);
+
+    /* B finds and lists it at once */
+    snprintf(path, sizeof path, "/v1/jobs/%s", job);
+    req(&b, "GET", path, NULL, NULL, &r);
+    ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
+    pg_resp_free(&r);
+    req(&b, "GET", "/v1/jobs", NULL, NULL, &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_ptr_nonnull(strstr(r.body, job));
+    pg_resp_free(&r);
+
+    /* the stream on B follows A's job to its end */
+    snprintf(path, sizeof path, "/v1/jobs/%s/events", job);
+    req(&b, "GET", path, NULL, NULL, &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(r.ctype, "text/event-stream");
+    ck_assert_int_eq(count(r.body, "event: done\n"), 1);
+    ck_assert_int_ge(count(r.body, "event: progress\n"), 1);
+    ck_assert_int_eq(count(r.body, "id: "), count(r.body, "event: "));
+    char fin[96];
+    last_id(r.body, "done", fin, sizeof fin);
+    ck_assert_str_eq(fin, "succeeded:300:300");
+    const char *d = strstr(strstr(r.body, "event: done\n"), "data: ") + 6;
+    json_t *o = json_loadb(d, strcspn(d, "\n"), 0, NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(o, "status")), "succeeded");
+    ck_assert_str_eq(json_string_value(json_object_get(o, "node")), "replica-a");
+    json_decref(o);
+    pg_resp_free(&r);
+
+    /* Last-Event-ID: the final id on either replica sends only `done`; an
+     * earlier one sends what came after it */
+    char h[128];
+    snprintf(h, sizeof h, "Last-Event-ID: %s", fin);
+    const char *hdr[] = {h, NULL};
+    for (int i = 0; i < 2; i++) {
+        req(i ? &a : &b, "GET", path, NULL, hdr, &r);
+        ck_assert_int_eq(r.status, 200);
+        ck_assert_int_eq(count(r.body, "event: progress\n"), 0);
+        ck_assert_int_eq(count(r.body, "event: done\n"), 1);
+        pg_resp_free(&r);
+    }
+    snprintf(h, sizeof h, "Last-Event-ID: queued:0:-1");
+    req(&a, "GET", path, NULL, hdr, &r);
+    ck_assert_int_eq(count(r.body, "event: progress\n"), 1); /* the final state, once */
+    ck_assert_int_eq(count(r.body, "event: done\n"), 1);
+    pg_resp_free(&r);
+
+    /* samples: the same bytes from both for a seed */
+    snprintf(path, sizeof path, "/v1/jobs/%s/samples?n=64&seed=99&format=npy", job);
+    pg_resp sa, sb;
+    req(&a, "GET", path, NULL, NULL, &sa);
+    req(&b, "GET", path, NULL, NULL, &sb);
+    ck_assert_int_eq(sa.status, 200);
+    ck_assert_int_eq(sb.status, 200);
+    ck_assert_uint_eq(sa.len, sb.len);
+    ck_assert_int_eq(memcmp(sa.body, sb.body, sa.len), 0);
+    pg_resp_free(&sa);
+    pg_resp_free(&sb);
+    req(&b, "GET", "/metrics", NULL, NULL, &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_ptr_nonnull(strstr(r.body, "\nprivgen_snapshot_cache_misses_total 1\n"));
+    pg_resp_free(&r);
+
+    /* deleted through A: 404 through B (within about a second) */
+    snprintf(path, sizeof path, "/v1/jobs/%s", job);
+    req(&a, "DELETE", path, NULL, NULL, &r);
+    ck_assert_int_eq(r.status, 204);
+    pg_resp_free(&r);
+    long st = 0;
+    for (int i = 0; i < 50 && st != 404; i++) {
+        req(&b, "GET", path, NULL, NULL, &r);
+        st = r.status;
+        pg_resp_free(&r);
+        if (st != 404) pg_sleep_ms(100);
+    }
+    ck_assert_int_eq(st, 404);
+    pg_srv_cleanup(&b);
+    pg_srv_cleanup(&a);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("integration_replicas_read");
+    TCase *t = tcase_create("two");
+    tcase_set_timeout(t, 180);
+    tcase_add_test(t, reads_of_a_job_from_the_replica_that_does_not_run_it);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+PG_TEST_MAIN(suite)
