@@ -790,8 +790,7 @@ static int dps_restore(const json_t *r, const pg_job_data *in, int threads,
             rc = pg_error_set(err, PG_EFORMAT, "not a dp_sinkhorn checkpoint");
         else if (pg_nn_out_size(g->net) != g->d)
             rc = pg_error_set(err, PG_EFORMAT, "checkpoint generator does not match the data");
-        else if ((rc = pg_generator_check_saved(&g->gen, json_object_get(extra, "generator"),
-                                                err)))
+        else if ((rc = pg_generator_check_saved(&g->gen, json_object_get(extra, "generator"), err)))
             ;
         else if (json_integer_value(json_object_get(priv, "steps_done")) != step ||
                  !same(json_number_value(json_object_get(priv, "sampling_rate")), g->q) ||

@@ -466,8 +466,7 @@ static int egan_restore(const json_t *r, const pg_job_data *in, int threads,
             rc = pg_error_set(err, PG_EFORMAT, "not an entropic_gan checkpoint");
         else if (pg_nn_out_size(g->net) != g->d)
             rc = pg_error_set(err, PG_EFORMAT, "checkpoint generator does not match the data");
-        else if ((rc = pg_generator_check_saved(&g->gen, json_object_get(extra, "generator"),
-                                                err)))
+        else if ((rc = pg_generator_check_saved(&g->gen, json_object_get(extra, "generator"), err)))
             ;
         else if ((rc = pg_rng_state_from_json(json_object_get(rng, "latent"), &g->latent_rng,
                                               err)) ||

@@ -186,8 +186,7 @@ int pg_generator_build(const pg_generator *g, size_t max_batch, uint64_t seed, p
     return pg_nn_create_preset(g->arch, g->options, max_batch, seed, net, err);
 }
 
-void pg_generator_to_data(const pg_generator *g, pg_rng *rng, float *x, size_t stride,
-                          size_t rows)
+void pg_generator_to_data(const pg_generator *g, pg_rng *rng, float *x, size_t stride, size_t rows)
 {
     if (g->heads) {
         pg_heads_forward(g->heads, rng, x, stride, rows);
@@ -232,8 +231,7 @@ json_t *pg_generator_to_json(const pg_generator *gen)
     json_t *j = json_pack("{s:s,s:i,s:I,s:I,s:I,s:f,s:f}", "arch", gen->arch, "latent_kind",
                           gen->latent.kind, "latent_dim", (json_int_t)gen->latent_dim,
                           "num_classes", (json_int_t)gen->num_classes, "d", (json_int_t)gen->d,
-                          "out_scale", (double)gen->out_scale, "out_shift",
-                          (double)gen->out_shift);
+                          "out_scale", (double)gen->out_scale, "out_shift", (double)gen->out_shift);
     if (j && gen->table_map &&
         (json_object_set(j, "table", gen->table_map) ||
          json_object_set_new(j, "heads_tau", json_real(gen->heads->tau)))) {
@@ -277,7 +275,8 @@ int pg_generator_from_json(const json_t *j, pg_generator *gen, pg_error *err)
     if (rc) {
         pg_heads_free(gen->heads);
         gen->heads = NULL;
-        return rc == PG_ENOMEM ? rc : pg_error_set(err, PG_EFORMAT, "checkpoint table map is malformed");
+        return rc == PG_ENOMEM ? rc
+                               : pg_error_set(err, PG_EFORMAT, "checkpoint table map is malformed");
     }
     gen->table_map = json_incref((json_t *)map);
     return PG_OK;

@@ -121,8 +121,8 @@ typedef struct pg_generator {
     /* Data-space value = out_scale * network output + out_shift: bounded
      * output activations (tanh, sigmoid) are mapped onto the declared range. */
     float out_scale, out_shift;
-    pg_heads *heads;    /* typed tables only, else NULL */
-    json_t *table_map;  /* pg_table_to_json of the table, else NULL */
+    pg_heads *heads;   /* typed tables only, else NULL */
+    json_t *table_map; /* pg_table_to_json of the table, else NULL */
 } pg_generator;
 
 /* Reads the model.* fields of a resolved spec, checks them against the data
@@ -138,8 +138,7 @@ int pg_generator_build(const pg_generator *g, size_t max_batch, uint64_t seed, p
 /* In place: network outputs -> data space, `rows` rows of g->d values at row
  * stride `stride`. rng draws the heads' Gumbel noise (typed tables; NULL:
  * none); it is not touched otherwise. */
-void pg_generator_to_data(const pg_generator *g, pg_rng *rng, float *x, size_t stride,
-                          size_t rows);
+void pg_generator_to_data(const pg_generator *g, pg_rng *rng, float *x, size_t stride, size_t rows);
 /* In place: dLoss/d(data-space X) -> dLoss/d(network output) for `rows`
  * contiguous rows of g->d; y are the data-space outputs to_data produced
  * (rows at stride ystride), needed by the heads' Jacobians. */

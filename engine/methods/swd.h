@@ -154,7 +154,9 @@ typedef struct pg_swd_privacy {
     double delta0;      /* failure probability of the bound per release (0 if exact) */
     double gamma;       /* m/n for fixed-size subsamples without replacement, 1 for all rows */
     double w;           /* filled by pg_swd_privacy_init */
-    double sensitivity; /* 2 R sqrt(w), replace-one */
+    double diameter;    /* typed tables: l2 bound on the distance of two released rows
+                           (pg_table_diameter, plus the label part), else 0 */
+    double sensitivity; /* min(2 R, diameter) sqrt(w), replace-one */
     int approximate;
 } pg_swd_privacy;
 

@@ -38,6 +38,7 @@
 
 #include "engine/core/alloc.h"
 #include "engine/data/dataset.h"
+#include "engine/data/table_ldp.h"
 #include "engine/methods/generator.h"
 #include "engine/methods/swd.h"
 #include "engine/methods/swd_spec.h"
@@ -210,6 +211,12 @@ static int gen_common(const json_t *r, const pg_job_data *in, sgen **out, pg_err
     *out = NULL;
     if (!data || data->n == 0 || data->d != desc->d || data->n != desc->n)
         return pg_error_set(err, PG_EINVAL, "the dataset is empty or its shape changed");
+    /* The sensitivity uses the schema's diameter (swd_spec.c): it holds for
+     * valid encodings only. */
+    if (desc->table && desc->table->width == desc->d) {
+        int vrc = pg_table_check_encoded(desc->table, data->x, data->n, err);
+        if (vrc) return vrc;
+    }
     sgen *g = calloc(1, sizeof *g);
     if (!g) return pg_error_set(err, PG_ENOMEM, "cannot allocate the trainer");
     g->base.method = &pg_method_swd_gen;
@@ -456,8 +463,7 @@ static int gen_restore(const json_t *r, const pg_job_data *in, int threads,
             rc = pg_error_set(err, PG_EFORMAT, "not a swd_gen checkpoint of this spec");
         else if (pg_nn_out_size(g->net) != g->d)
             rc = pg_error_set(err, PG_EFORMAT, "checkpoint generator does not match the data");
-        else if ((rc = pg_generator_check_saved(&g->gen, json_object_get(extra, "generator"),
-                                                err)))
+        else if ((rc = pg_generator_check_saved(&g->gen, json_object_get(extra, "generator"), err)))
             ;
         else if (!labels_match(g, extra))
             rc = pg_error_set(err, PG_EFORMAT,

@@ -42,9 +42,9 @@ typedef struct fixture {
 static void make(fixture *f)
 {
     memset(f, 0, sizeof *f);
-    json_t *schema = json_loads(
-        "{\"columns\":[{\"name\":\"c\",\"type\":\"categorical\",\"categories\":[\"a\",\"b\",\"c\"]}]}",
-        0, NULL);
+    json_t *schema = json_loads("{\"columns\":[{\"name\":\"c\",\"type\":\"categorical\","
+                                "\"categories\":[\"a\",\"b\",\"c\"]}]}",
+                                0, NULL);
     pg_error err = {0};
     ck_assert_msg(pg_table_from_json(schema, &f->t, &err) == PG_OK, "%s", err.msg);
     json_decref(schema);
@@ -124,8 +124,7 @@ static void train(fixture *f, const char *spec, double *freq)
 }
 
 #define SPEC(ch)                                                                                   \
-    "{\"seed\": 3, \"train\": {\"steps\": 400, \"batch_size\": 256}, \"ot\": {\"channel\": " ch    \
-    "}}"
+    "{\"seed\": 3, \"train\": {\"steps\": 300, \"batch_size\": 512}, \"ot\": {\"channel\": " ch "}}"
 
 START_TEST(recovers_clean_frequencies_through_the_channel)
 {
