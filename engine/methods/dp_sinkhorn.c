@@ -275,6 +275,10 @@ static int dps_validate(const json_t *spec, const pg_job_data *in, json_t **reso
     if (extra && !(desc->lo < desc->hi && isfinite(desc->lo) && isfinite(desc->hi)))
         pg_spec_error_add(errors, "calibration.class_means",
                           "needs the dataset's declared finite value range");
+    /* Shifting samples by class means would break the heads' one-hot blocks. */
+    if (extra && desc->table)
+        pg_spec_error_add(errors, "calibration.class_means",
+                          "does not apply to typed tables (it would shift one-hot blocks)");
     if (errors->count == before) {
         double q = (double)n / (double)desc->n;
         double delta = has_delta ? pg_spec_num(r, "privacy.delta", 0) : desc->cap_delta;
