@@ -153,6 +153,19 @@ static int check_rows(const pg_table *t, const float *x, const int64_t *labels, 
     return PG_OK;
 }
 
+int pg_table_check_encoded(const pg_table *t, const float *x, size_t n, pg_error *err)
+{
+    size_t v;
+    for (size_t i = 0; i < n; i++)
+        for (size_t c = 0; c < t->ncols; c++)
+            if (c != t->label && !block_value(t, c, x + i * t->width, &v))
+                return pg_error_set(err, PG_EINVAL,
+                                    "row %zu, column '%s': not a valid encoding inside the "
+                                    "schema's bounds",
+                                    i + 1, t->cols[c].name);
+    return PG_OK;
+}
+
 int pg_ldp_apply(pg_rng *rng, const pg_table *t, const pg_ldp_plan *plan, float *x, int64_t *labels,
                  size_t n, pg_error *err)
 {

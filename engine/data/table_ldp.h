@@ -79,6 +79,12 @@ void pg_ldp_plan_free(pg_ldp_plan *plan);
 int pg_ldp_apply(pg_rng *rng, const pg_table *t, const pg_ldp_plan *plan, float *x, int64_t *labels,
                  size_t n, pg_error *err);
 
+/* PG_OK when every one of n encoded rows is a valid encoding inside the
+ * schema's bounds (what the row bounds of table.h assume; the label column,
+ * which has no units, is not checked); PG_EINVAL naming the first bad row
+ * and column otherwise. */
+int pg_table_check_encoded(const pg_table *t, const float *x, size_t n, pg_error *err);
+
 /* {"model": "local", "mechanism": "per_column", "neighbouring":
  * "any_two_rows", "composition": "basic", "epsilon", "delta" (null when 0),
  * "rows", "columns": [{"name", "mechanism", "epsilon", ...}]}; NULL on

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "engine/data/table.h"
 #include "engine/methods/spec.h"
 
 bool pg_defaults_small(const pg_data_desc *desc)
@@ -44,11 +45,47 @@ static void generator_rules(json_t *s, const pg_data_desc *desc)
         fill(s, "model.out_activation", json_string("tanh"));
 }
 
+/* ---- typed tables (desc->table): rules in defaults.h, "Typed tables" ---- */
+
+static bool is_swd(const char *method)
+{
+    return strcmp(method, "swd_flow") == 0 || strcmp(method, "swd_flow_r") == 0 ||
+           strcmp(method, "swd_gen") == 0;
+}
+
+double pg_defaults_table_clip(const pg_table *t, int num_classes, const json_t *spec)
+{
+    double l1, nb;
+    pg_table_norm_bound(t, &l1, &nb);
+    if (num_classes <= 0) return nb;
+    /* Rows [x; alpha onehot(y)] have norm up to sqrt(nb^2 + alpha^2). */
+    const json_t *a = pg_spec_get(spec, "labels.class_alpha");
+    if (a && json_is_number(a)) {
+        double alpha = json_number_value(a);
+        return sqrt(nb * nb + alpha * alpha);
+    }
+    /* The default alpha is R / 2, so R^2 = nb^2 + R^2 / 4. */
+    return nb * 2.0 / sqrt(3.0);
+}
+
+static void table_rules(json_t *s, const char *method, const pg_data_desc *desc)
+{
+    /* Per-block heads bound every generated unit: no output activation. */
+    if (strcmp(method, "entropic_gan") == 0 || strcmp(method, "dp_sinkhorn") == 0 ||
+        strcmp(method, "swd_gen") == 0)
+        fill(s, "model.out_activation", json_string("auto"));
+    if (desc->model == PG_PRIVACY_CENTRAL && is_swd(method) && desc->table->width == desc->d &&
+        !pg_spec_get(s, "latent"))
+        fill(s, "privacy.clip_norm",
+             json_real(pg_defaults_table_clip(desc->table, desc->num_classes, s)));
+}
+
 json_t *pg_defaults_fill(const char *method, const json_t *spec, const pg_data_desc *desc)
 {
     if (!json_is_object(spec)) return json_incref((json_t *)spec);
     json_t *s = json_deep_copy(spec);
     if (!s) return NULL;
+    if (desc->table) table_rules(s, method, desc);
     bool small = pg_defaults_small(desc);
     size_t n = desc->n;
     if (strcmp(method, "entropic_gan") == 0) {

@@ -31,6 +31,19 @@
  *   projections.pool max(2d, per_step) (two blocks released once).
  *   Measured quality of these rules: docs/benchmarks.md, "Defaults".
  *
+ * Typed tables (desc->table set; applied first, so the rules above never
+ * override them):
+ *   entropic_gan, dp_sinkhorn, swd_gen: model.out_activation auto (the
+ *   per-block heads of generator.h keep every unit in range).
+ *   swd_flow, swd_flow_r, swd_gen on central data (not in latent mode):
+ *   privacy.clip_norm R = pg_table_norm_bound's l2 bound nb, so clipping
+ *   never changes a valid row; with labels, rows [x; alpha onehot(y)] need
+ *   R = sqrt(nb^2 + alpha^2), i.e. R = 2 nb / sqrt(3) with the default
+ *   alpha = R / 2 (pg_defaults_table_clip). The release's sensitivity then
+ *   uses the schema's diameter (swd_spec.c): min(2R, diameter) sqrt(w).
+ *   dp_sinkhorn clips the cross-term gradient, not rows: no schema bound
+ *   applies to it, its dp.clip_norm keeps its default.
+ *
  * Ownership: returns a new reference; the caller's spec is never modified.
  */
 #ifndef PG_METHODS_DEFAULTS_H
@@ -47,6 +60,11 @@
  * fields (a new reference; a non-object spec is returned as is, for the
  * resolver to refuse). NULL only when out of memory. */
 json_t *pg_defaults_fill(const char *method, const json_t *spec, const pg_data_desc *desc);
+
+struct pg_table;
+/* The typed-table clip radius above for a dataset with num_classes label
+ * classes (0: unlabelled) and a spec that may give labels.class_alpha. */
+double pg_defaults_table_clip(const struct pg_table *t, int num_classes, const json_t *spec);
 
 /* True for rows of at most PG_DEFAULTS_SMALL_D values without image shape. */
 bool pg_defaults_small(const pg_data_desc *desc);

@@ -275,6 +275,10 @@ static int dps_validate(const json_t *spec, const pg_job_data *in, json_t **reso
     if (extra && !(desc->lo < desc->hi && isfinite(desc->lo) && isfinite(desc->hi)))
         pg_spec_error_add(errors, "calibration.class_means",
                           "needs the dataset's declared finite value range");
+    /* Shifting samples by class means would break the heads' one-hot blocks. */
+    if (extra && desc->table)
+        pg_spec_error_add(errors, "calibration.class_means",
+                          "does not apply to typed tables (it would shift one-hot blocks)");
     if (errors->count == before) {
         double q = (double)n / (double)desc->n;
         double delta = has_delta ? pg_spec_num(r, "privacy.delta", 0) : desc->cap_delta;
@@ -635,7 +639,7 @@ static int dps_step(pg_trainer *t, pg_step_report *rep, pg_error *err)
     rc = pg_nn_forward(g->net, g->z, cond ? g->labels : NULL, rows, &out, err);
     if (rc) return rc;
     memcpy(g->x, out, rows * d * sizeof(float));
-    pg_generator_to_data(&g->gen, g->x, rows * d);
+    pg_generator_to_data(&g->gen, &g->latent_rng, g->x, d, rows);
 
     pg_mat xv = pg_mat_view(g->x, n, d), yv = pg_mat_view(g->y, m, d);
     rc = pg_dp_sinkhorn_cross_term(&g->ws, &g->cost, &g->sk, &xv, g->labels, &yv, g->ylabels,
@@ -656,7 +660,7 @@ static int dps_step(pg_trainer *t, pg_step_report *rep, pg_error *err)
     }
     for (size_t i = 0; i < rows * d; i++) grad[i] = -grad[i];
     for (size_t i = 0; i < n * d; i++) grad[i] += g->gcross[i];
-    pg_generator_grad_to_net(&g->gen, grad, rows * d);
+    pg_generator_grad_to_net(&g->gen, g->x, d, grad, rows);
     pg_nn_zero_grad(g->net);
     rc = pg_nn_backward(g->net, grad, NULL, err);
     g->last_lr = pg_dp_sinkhorn_lr(g->lr, g->lr_decay, g->step, g->steps);
@@ -790,6 +794,8 @@ static int dps_restore(const json_t *r, const pg_job_data *in, int threads,
             rc = pg_error_set(err, PG_EFORMAT, "not a dp_sinkhorn checkpoint");
         else if (pg_nn_out_size(g->net) != g->d)
             rc = pg_error_set(err, PG_EFORMAT, "checkpoint generator does not match the data");
+        else if ((rc = pg_generator_check_saved(&g->gen, json_object_get(extra, "generator"), err)))
+            ;
         else if (json_integer_value(json_object_get(priv, "steps_done")) != step ||
                  !same(json_number_value(json_object_get(priv, "sampling_rate")), g->q) ||
                  !same(json_number_value(json_object_get(priv, "noise_multiplier")),

@@ -2,6 +2,13 @@
  * tests (and benchmarks) may call directly. The service uses the method only
  * through method.h (pg_method_find("dp_sinkhorn")).
  *
+ * Typed tables (desc->table): the generator has per-block output heads
+ * (generator.h, heads.h) and its checkpoint carries the table map. The
+ * clip bound dp.clip_norm C applies to the cross-term gradient matrix, not
+ * to rows, so the schema's row bounds (pg_table_norm_bound) give no C: a
+ * record's influence on the plan, hence on the gradient, is global. C keeps
+ * its default; sensitivity stays 2C and the accountant is unchanged.
+ *
  * Ownership: callers own every buffer. Errors: PG_EINVAL for bad shapes or
  * parameters, PG_EPRIVACY when the generator is not secure; on failure `out`
  * is unspecified.

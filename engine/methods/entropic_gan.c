@@ -11,6 +11,18 @@
  * which learns the noisy law) and variant = "noisy_w1" (paper eq. (15): fresh
  * mechanism noise added to the generated samples, then nearly plain OT).
  *
+ * Typed local tables (desc->table and desc->ldp set, table_ldp.h): the
+ * generator has per-block heads (generator.h) and the cost is the per-column
+ * channel's negative log-likelihood (ldp_cost.h): generated category,
+ * boolean and missing-indicator probabilities pass through the same k-ary
+ * randomized-response channel the owner applied, numeric units through the
+ * declared Laplace or Gaussian noise, and the entropic regularization is 1
+ * (the cost is already in likelihood units; "tiny" scales it like on vector
+ * rows). The GAN so fits the clean law whose privatized image matches the
+ * rows. ot.channel = false drops the randomized-response channels (the
+ * baseline that learns the privatized frequencies). The label column is not
+ * modelled (conditional generators condition on the privatized labels).
+ *
  * Defaults: on small vector data (engine/methods/defaults.h) a [64, 64]
  * generator with a d-dimensional latent, and batches of min(256, n) rows.
  *
@@ -26,6 +38,7 @@
 #include "engine/data/dataset.h"
 #include "engine/methods/defaults.h"
 #include "engine/methods/generator.h"
+#include "engine/methods/ldp_cost.h"
 #include "engine/methods/trainer.h"
 #include "engine/ot/sinkhorn.h"
 
@@ -59,6 +72,10 @@ static const pg_param EGAN_PARAMS[] = {
      "Epsilon-scaling factor from the largest cost down to reg (0 disables)."},
     {"ot.class_alpha", PG_PARAM_NUM, "10", 0, 1e4, NULL, 0, 0,
      "Class augmentation weight for conditional models."},
+    {"ot.channel", PG_PARAM_BOOL, "true", 0, 0, NULL, 0, 0,
+     "Typed local tables: pass generated categories through the rows' randomized-response "
+     "channel before the loss (false: the baseline that fits the privatized frequencies). "
+     "Ignored on untyped rows."},
     {"variant", PG_PARAM_STR, "\"entropic\"", 0, 0, VARIANTS, 0, 0,
      "entropic (the method) or noisy_w1 (the paper's eq. (15) baseline)."},
     {"seed", PG_PARAM_INT, NULL, 0, 9007199254740991.0, NULL, 0, PG_PARAM_OPTIONAL,
@@ -87,6 +104,8 @@ typedef struct egan {
     pg_rng latent_rng, batch_rng, noise_rng;
     float *z, *y, *grad, *xbuf;
     int32_t *labels;
+    pg_ldp_cost *ldp; /* typed local tables, else NULL */
+    float *xgen;      /* data-space outputs of the heads (before noisy_w1's noise) */
 } egan;
 
 static json_t *egan_catalogue(void)
@@ -143,7 +162,33 @@ static int egan_validate_filled(const json_t *spec, const pg_job_data *in, json_
         json_decref(r);
         return PG_EINVAL;
     }
-    if (desc->model == PG_PRIVACY_LOCAL) {
+    if (desc->model == PG_PRIVACY_LOCAL && desc->ldp) {
+        /* Typed local table: the per-column channel fixes the cost. */
+        int want_p = desc->ldp->numeric == PG_LDP_GAUSSIAN ? 2 : 1;
+        if (pg_spec_int(r, "ot.p", want_p) != want_p)
+            pg_spec_error_add(errors, "ot.p", "is fixed by the table's numeric mechanism (%d)",
+                              want_p);
+        pg_spec_set(r, "ot.p", json_integer(want_p));
+        if (!desc->table)
+            pg_spec_error_add(errors, "dataset_id", "a per-column local plan needs the table");
+        if (pg_spec_bool(r, "model.conditional", false))
+            pg_spec_error_add(errors, "model.conditional",
+                              "is not supported on typed local tables (the labels are "
+                              "privatized and their channel is not modelled)");
+        if (strcmp(pg_spec_str(r, "variant", "entropic"), "entropic") != 0)
+            pg_spec_error_add(errors, "variant", "typed local tables support entropic only");
+        const json_t *reg = pg_spec_get(r, "ot.reg");
+        if (json_is_string(reg))
+            pg_spec_set(r, "ot.reg",
+                        json_real(strcmp(json_string_value(reg), "tiny") == 0 ? TINY_FACTOR : 1.0));
+        if (desc->table) {
+            pg_ldp_cost *c = NULL;
+            pg_error e2 = {0};
+            if (pg_ldp_cost_make(desc->table, desc->ldp, true, &c, &e2) != PG_OK)
+                pg_spec_error_add(errors, "dataset_id", "%s", e2.msg);
+            pg_ldp_cost_free(c);
+        }
+    } else if (desc->model == PG_PRIVACY_LOCAL) {
         int want_p = desc->mechanism == PG_LOCAL_LAPLACE ? 1 : 2;
         long p = pg_spec_int(r, "ot.p", want_p);
         if (p != want_p)
@@ -184,6 +229,14 @@ static int egan_plan(const json_t *resolved, const pg_job_data *in, pg_privacy_p
     const pg_data_desc *desc = in->desc;
     memset(plan, 0, sizeof *plan);
     plan->charges = false; /* post-processing of epsilon-LDP reports */
+    plan->steps = pg_spec_int(resolved, "train.steps", 0);
+    if (desc->ldp) {
+        plan->epsilon = desc->ldp->epsilon;
+        plan->delta = desc->ldp->delta;
+        snprintf(plan->mechanism, sizeof plan->mechanism, "local_per_column");
+        snprintf(plan->neighbouring, sizeof plan->neighbouring, "local_record");
+        return PG_OK;
+    }
     plan->epsilon = desc->epsilon;
     plan->delta = desc->mechanism == PG_LOCAL_GAUSSIAN ? desc->delta : 0.0;
     plan->steps = pg_spec_int(resolved, "train.steps", 0);
@@ -207,6 +260,8 @@ static void egan_destroy(pg_trainer *t)
     pg_free(g->grad);
     pg_free(g->xbuf);
     pg_free(g->labels);
+    pg_free(g->xgen);
+    pg_ldp_cost_free(g->ldp);
     free(g);
 }
 
@@ -259,11 +314,15 @@ static int egan_common(const json_t *r, const pg_job_data *in, int threads, egan
     g->grad = pg_alloc_f32(b * d);
     g->xbuf = pg_alloc_f32(b * d);
     g->labels = pg_calloc(b, sizeof(int32_t));
-    if (!g->z || !g->y || !g->grad || !g->xbuf || !g->labels) {
+    g->xgen = pg_alloc_f32(b * d);
+    if (!g->z || !g->y || !g->grad || !g->xbuf || !g->labels || !g->xgen) {
         egan_destroy(&g->base);
         return pg_error_set(err, PG_ENOMEM, "cannot allocate training buffers");
     }
     rc = pg_ot_ws_init(&g->ws, b, b, d, err);
+    if (rc == PG_OK && desc->model == PG_PRIVACY_LOCAL && desc->ldp && desc->table)
+        rc = pg_ldp_cost_make(desc->table, desc->ldp, pg_spec_bool(r, "ot.channel", true), &g->ldp,
+                              err);
     if (rc) {
         egan_destroy(&g->base);
         return rc;
@@ -321,7 +380,21 @@ static int egan_step(pg_trainer *t, pg_step_report *rep, pg_error *err)
     int rc = pg_nn_forward(g->net, g->z, g->gen.num_classes ? g->labels : NULL, b, &out, err);
     if (rc) return rc;
     memcpy(g->xbuf, out, b * d * sizeof(float));
-    pg_generator_to_data(&g->gen, g->xbuf, b * d);
+    pg_generator_to_data(&g->gen, &g->latent_rng, g->xbuf, d, b);
+    memcpy(g->xgen, g->xbuf, b * d * sizeof(float));
+    pg_ot_result res;
+    if (g->ldp) {
+        pg_mat cm = pg_ot_ws_cost(&g->ws, b, b);
+        rc = pg_ldp_cost_matrix(g->ldp, g->xgen, b, g->y, b, cm.data, pg_ot_ld(b), err);
+        pg_sinkhorn_opts sk = g->sk;
+        sk.keep_plan = true;
+        if (rc == PG_OK) rc = pg_sinkhorn_solve(&g->ws, b, b, NULL, NULL, &sk, &res, err);
+        if (rc == PG_OK)
+            rc = pg_ldp_cost_grad(g->ldp, g->xgen, b, g->y, b, g->ws.plan.data, pg_ot_ld(b),
+                                  g->grad, err);
+        if (rc) return rc;
+        goto backward;
+    }
     if (g->noisy_w1) {
         /* The baseline's noise mimics the clients' mechanism on generated
          * samples; it protects nothing, so the seeded stream is right. */
@@ -333,11 +406,11 @@ static int egan_step(pg_trainer *t, pg_step_report *rep, pg_error *err)
     pg_ot_cloud cx = {pg_mat_view(g->xbuf, b, d), NULL, g->gen.num_classes ? g->labels : NULL};
     pg_ot_cloud cy = {pg_mat_view(g->y, b, d), NULL, g->gen.num_classes ? g->labels : NULL};
     pg_mat grad = pg_mat_view(g->grad, b, d);
-    pg_ot_result res;
     rc = pg_ot_sinkhorn(&g->ws, &g->cost, &cx, &cy, &g->sk, &res, &grad, NULL, err);
     if (rc) return rc;
+backward:
     if (!isfinite(res.value)) return pg_error_set(err, PG_ENUMERIC, "the OT loss is not finite");
-    pg_generator_grad_to_net(&g->gen, g->grad, b * d);
+    pg_generator_grad_to_net(&g->gen, g->xgen, d, g->grad, b);
     pg_nn_zero_grad(g->net);
     rc = pg_nn_backward(g->net, g->grad, NULL, err);
     if (rc == PG_OK) rc = pg_nn_opt_step_net(g->opt, g->net, err);
@@ -393,6 +466,8 @@ static int egan_restore(const json_t *r, const pg_job_data *in, int threads,
             rc = pg_error_set(err, PG_EFORMAT, "not an entropic_gan checkpoint");
         else if (pg_nn_out_size(g->net) != g->d)
             rc = pg_error_set(err, PG_EFORMAT, "checkpoint generator does not match the data");
+        else if ((rc = pg_generator_check_saved(&g->gen, json_object_get(extra, "generator"), err)))
+            ;
         else if ((rc = pg_rng_state_from_json(json_object_get(rng, "latent"), &g->latent_rng,
                                               err)) ||
                  (rc = pg_rng_state_from_json(json_object_get(rng, "batch"), &g->batch_rng, err)) ||

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "engine/core/alloc.h"
+#include "engine/data/table.h"
 #include "engine/methods/snapshot.h"
 
 const char *const pg_generator_archs[] = {"mlp", "conv_small", "dcgan28", "dcgan32", NULL};
@@ -60,6 +61,9 @@ int pg_generator_config(const json_t *r, const pg_data_desc *desc, pg_generator 
     if (strcmp(arch, "mlp") == 0) {
         if (!latent) latent = 32;
         out_act = pg_spec_str(r, "model.out_activation", "auto");
+        if (desc->table && strcmp(out_act, "auto") != 0 && strcmp(out_act, "none") != 0)
+            pg_spec_error_add(errors, "model.out_activation",
+                              "a typed table has per-column output heads: use auto or none");
         if (strcmp(out_act, "auto") == 0) out_act = "none";
         json_object_set_new(o, "out", json_integer((json_int_t)desc->d));
         json_object_set(o, "hidden", (json_t *)pg_spec_get(r, "model.hidden"));
@@ -114,6 +118,28 @@ int pg_generator_config(const json_t *r, const pg_data_desc *desc, pg_generator 
     json_object_set_new(o, "latent", json_integer(latent));
     g->latent_dim = (size_t)latent;
     set_affine(g, out_act, desc->lo, desc->hi);
+    if (desc->table && errors->count == before) {
+        if (strcmp(arch, "mlp") != 0)
+            pg_spec_error_add(errors, "model.arch", "a typed table needs the mlp generator");
+        else if (desc->table->width != desc->d)
+            pg_spec_error_add(errors, "dataset_id",
+                              "the table's encoded width %zu differs from the rows' %zu values",
+                              desc->table->width, desc->d);
+        else {
+            int hrc = pg_heads_from_table(desc->table, PG_HEADS_TAU, &g->heads, err);
+            if (hrc) {
+                json_decref(o);
+                pg_generator_free(g);
+                return hrc;
+            }
+            g->table_map = pg_table_to_json(desc->table);
+            if (!g->table_map) {
+                json_decref(o);
+                pg_generator_free(g);
+                return pg_error_set(err, PG_ENOMEM, "cannot encode the table map");
+            }
+        }
+    }
     g->options = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(o);
     if (!g->options) return pg_error_set(err, PG_ENOMEM, "cannot encode generator options");
@@ -148,6 +174,10 @@ void pg_generator_free(pg_generator *g)
     if (!g) return;
     free(g->options);
     g->options = NULL;
+    pg_heads_free(g->heads);
+    g->heads = NULL;
+    json_decref(g->table_map);
+    g->table_map = NULL;
 }
 
 int pg_generator_build(const pg_generator *g, size_t max_batch, uint64_t seed, pg_nn **net,
@@ -156,24 +186,59 @@ int pg_generator_build(const pg_generator *g, size_t max_batch, uint64_t seed, p
     return pg_nn_create_preset(g->arch, g->options, max_batch, seed, net, err);
 }
 
-void pg_generator_to_data(const pg_generator *g, float *x, size_t n)
+void pg_generator_to_data(const pg_generator *g, pg_rng *rng, float *x, size_t stride, size_t rows)
 {
+    if (g->heads) {
+        pg_heads_forward(g->heads, rng, x, stride, rows);
+        return;
+    }
     if (g->out_scale == 1.0f && g->out_shift == 0.0f) return;
-    for (size_t i = 0; i < n; i++) x[i] = g->out_scale * x[i] + g->out_shift;
+    for (size_t r = 0; r < rows; r++)
+        for (size_t i = 0; i < g->d; i++)
+            x[r * stride + i] = g->out_scale * x[r * stride + i] + g->out_shift;
 }
 
-void pg_generator_grad_to_net(const pg_generator *g, float *grad, size_t n)
+void pg_generator_grad_to_net(const pg_generator *g, const float *y, size_t ystride, float *grad,
+                              size_t rows)
 {
+    if (g->heads) {
+        pg_heads_backward(g->heads, y, ystride, grad, rows);
+        return;
+    }
     if (g->out_scale == 1.0f) return;
-    for (size_t i = 0; i < n; i++) grad[i] *= g->out_scale;
+    for (size_t i = 0; i < rows * g->d; i++) grad[i] *= g->out_scale;
+}
+
+int pg_generator_check_saved(const pg_generator *g, const json_t *saved, pg_error *err)
+{
+    const json_t *map = json_object_get(saved, "table");
+    if (json_is_null(map)) map = NULL;
+    if (!g->table_map && !map) return PG_OK;
+    if (!g->table_map || !map)
+        return pg_error_set(err, PG_EFORMAT,
+                            g->table_map ? "the checkpoint was trained on untyped rows, the job "
+                                           "has a typed table"
+                                         : "the checkpoint was trained on a typed table, the "
+                                           "job's rows are untyped");
+    if (!json_equal((json_t *)map, g->table_map))
+        return pg_error_set(err, PG_EFORMAT,
+                            "the checkpoint's table layout differs from the job's table");
+    return PG_OK;
 }
 
 json_t *pg_generator_to_json(const pg_generator *gen)
 {
-    return json_pack("{s:s,s:i,s:I,s:I,s:I,s:f,s:f}", "arch", gen->arch, "latent_kind",
-                     gen->latent.kind, "latent_dim", (json_int_t)gen->latent_dim, "num_classes",
-                     (json_int_t)gen->num_classes, "d", (json_int_t)gen->d, "out_scale",
-                     (double)gen->out_scale, "out_shift", (double)gen->out_shift);
+    json_t *j = json_pack("{s:s,s:i,s:I,s:I,s:I,s:f,s:f}", "arch", gen->arch, "latent_kind",
+                          gen->latent.kind, "latent_dim", (json_int_t)gen->latent_dim,
+                          "num_classes", (json_int_t)gen->num_classes, "d", (json_int_t)gen->d,
+                          "out_scale", (double)gen->out_scale, "out_shift", (double)gen->out_shift);
+    if (j && gen->table_map &&
+        (json_object_set(j, "table", gen->table_map) ||
+         json_object_set_new(j, "heads_tau", json_real(gen->heads->tau)))) {
+        json_decref(j);
+        return NULL;
+    }
+    return j;
 }
 
 int pg_generator_from_json(const json_t *j, pg_generator *gen, pg_error *err)
@@ -197,6 +262,23 @@ int pg_generator_from_json(const json_t *j, pg_generator *gen, pg_error *err)
     gen->d = (size_t)d;
     gen->out_scale = (float)json_number_value(json_object_get(j, "out_scale"));
     gen->out_shift = (float)json_number_value(json_object_get(j, "out_shift"));
+    const json_t *map = json_object_get(j, "table");
+    if (!map || json_is_null(map)) return PG_OK;
+    /* The map is parsed and checked like a schema: the heads follow from it. */
+    pg_table *t = NULL;
+    double tau = json_number_value(json_object_get(j, "heads_tau"));
+    int rc = pg_table_from_json(map, &t, err);
+    if (rc == PG_OK && (t->width != gen->d || !(tau > 0.0) || !isfinite(tau) || tau > 100.0))
+        rc = pg_error_set(err, PG_EFORMAT, "checkpoint table map does not match its generator");
+    if (rc == PG_OK) rc = pg_heads_from_table(t, (float)tau, &gen->heads, err);
+    pg_table_free(t);
+    if (rc) {
+        pg_heads_free(gen->heads);
+        gen->heads = NULL;
+        return rc == PG_ENOMEM ? rc
+                               : pg_error_set(err, PG_EFORMAT, "checkpoint table map is malformed");
+    }
+    gen->table_map = json_incref((json_t *)map);
     return PG_OK;
 }
 
@@ -212,7 +294,7 @@ int pg_generator_load_snapshot(const unsigned char *bytes, size_t len, const cha
     json_t *extra = json_loads(extra_text ? extra_text : "", 0, NULL);
     free(extra_text);
     const char *name = json_string_value(json_object_get(extra, "method"));
-    pg_generator gen;
+    pg_generator gen = {0};
     if (!name || strcmp(name, method) != 0)
         rc = pg_error_set(err, PG_EFORMAT, "not a %s checkpoint", method);
     else
@@ -252,6 +334,7 @@ int pg_generator_load_snapshot(const unsigned char *bytes, size_t len, const cha
     } else if (rc == PG_OK) {
         rc = pg_generator_snapshot(&gen, net, step, out, err);
     }
+    if (name && strcmp(name, method) == 0) pg_generator_free(&gen);
     json_decref(extra);
     pg_ckpt_free(&rest);
     pg_nn_free(net);
@@ -300,7 +383,7 @@ static int gen_sample(const void *impl, size_t n, uint64_t seed, int label, floa
         rc = pg_nn_snapshot_forward(s->nn, ws, z, s->g.num_classes ? labels : NULL, b, &y, err);
         if (rc) goto out;
         memcpy(out + done * s->g.d, y, b * s->g.d * sizeof(float));
-        pg_generator_to_data(&s->g, out + done * s->g.d, b * s->g.d);
+        pg_generator_to_data(&s->g, &rng, out + done * s->g.d, s->g.d, b);
         for (size_t i = 0; i < b && s->offset; i++) {
             const float *off = s->offset + (s->g.num_classes ? (size_t)labels[i] : 0) * s->g.d;
             float *row = out + (done + i) * s->g.d;
@@ -322,6 +405,7 @@ static void gen_destroy(void *impl)
 {
     gen_snap *s = impl;
     pg_nn_snapshot_free(s->nn);
+    pg_heads_free(s->g.heads);
     free(s->offset);
     free(s);
 }
@@ -339,6 +423,13 @@ int pg_generator_snapshot_wrap(const pg_generator *g, pg_nn_snapshot *nn, long s
     s->nn = nn;
     s->g = *g;
     s->g.options = NULL;
+    s->g.table_map = NULL;
+    int rc = pg_heads_copy(g->heads, &s->g.heads, err);
+    if (rc) {
+        pg_nn_snapshot_free(nn);
+        free(s);
+        return rc;
+    }
     return pg_snapshot_new(&GEN_SNAPSHOT_OPS, s, step, g->d, g->num_classes, out, err);
 }
 
@@ -377,6 +468,9 @@ int pg_generator_snapshot_calibrated(const pg_generator *g, pg_nn_snapshot *nn, 
     nn = NULL;
     s->g = *g;
     s->g.options = NULL;
+    s->g.table_map = NULL;
+    s->g.heads = NULL;
+    if ((rc = pg_heads_copy(g->heads, &s->g.heads, err))) goto fail;
     s->lo = lo;
     s->hi = hi;
     float *offset = malloc(K * d * sizeof *offset);
@@ -405,6 +499,7 @@ int pg_generator_snapshot_calibrated(const pg_generator *g, pg_nn_snapshot *nn, 
 fail:
     if (s) {
         pg_nn_snapshot_free(s->nn);
+        pg_heads_free(s->g.heads);
         free(s);
     }
     pg_nn_snapshot_free(nn);

@@ -8,14 +8,25 @@
  * shape; a conditional generator needs a labelled dataset. Everything here is
  * checked at validation time by building the network once at batch 1.
  *
- * Ownership: pg_generator owns its options JSON text; pg_generator_free
- * releases it. Snapshots own a deep copy of the network (engine/nn).
+ * Typed tables (desc->table set): the mlp's raw outputs go through per-block
+ * heads (heads.h: tanh onto [lo, hi] for numbers, Gumbel-softmax over each
+ * categorical block, sigmoid or 3-way softmax for booleans and indicators);
+ * model.out_activation must then be auto or none. The table map
+ * (pg_table_to_json) is part of pg_generator_to_json, hence of every
+ * checkpoint: a snapshot rebuilds its heads from it without the dataset, and
+ * pg_generator_check_saved refuses a checkpoint whose map differs from the
+ * job's table (or that has a map when the job has none, or none when it has).
+ *
+ * Ownership: pg_generator owns its options JSON text, its heads and its table
+ * map; pg_generator_free releases them. Snapshots own a deep copy of the
+ * network (engine/nn) and of the heads.
  */
 #ifndef PG_METHODS_GENERATOR_H
 #define PG_METHODS_GENERATOR_H
 
 #include "engine/methods/spec.h"
 #include "engine/checkpoint/checkpoint.h"
+#include "engine/methods/heads.h"
 #include "engine/nn/nn.h"
 
 /* Rows of a pg_param table (splice into a method's table). */
@@ -110,6 +121,8 @@ typedef struct pg_generator {
     /* Data-space value = out_scale * network output + out_shift: bounded
      * output activations (tanh, sigmoid) are mapped onto the declared range. */
     float out_scale, out_shift;
+    pg_heads *heads;   /* typed tables only, else NULL */
+    json_t *table_map; /* pg_table_to_json of the table, else NULL */
 } pg_generator;
 
 /* Reads the model.* fields of a resolved spec, checks them against the data
@@ -122,10 +135,19 @@ void pg_generator_free(pg_generator *g);
 int pg_generator_build(const pg_generator *g, size_t max_batch, uint64_t seed, pg_nn **net,
                        pg_error *err);
 
-/* In place: network outputs -> data space (n values). */
-void pg_generator_to_data(const pg_generator *g, float *x, size_t n);
-/* In place: dLoss/d(data-space X) -> dLoss/d(network output). */
-void pg_generator_grad_to_net(const pg_generator *g, float *grad, size_t n);
+/* In place: network outputs -> data space, `rows` rows of g->d values at row
+ * stride `stride`. rng draws the heads' Gumbel noise (typed tables; NULL:
+ * none); it is not touched otherwise. */
+void pg_generator_to_data(const pg_generator *g, pg_rng *rng, float *x, size_t stride, size_t rows);
+/* In place: dLoss/d(data-space X) -> dLoss/d(network output) for `rows`
+ * contiguous rows of g->d; y are the data-space outputs to_data produced
+ * (rows at stride ystride), needed by the heads' Jacobians. */
+void pg_generator_grad_to_net(const pg_generator *g, const float *y, size_t ystride, float *grad,
+                              size_t rows);
+
+/* PG_EFORMAT unless the generator description `saved` (from a checkpoint)
+ * has the same table map as g (both none counts as the same). */
+int pg_generator_check_saved(const pg_generator *g, const json_t *saved, pg_error *err);
 
 /* The sampling fields of g (not the build options) as JSON, for checkpoints,
  * so a snapshot can be rebuilt from a checkpoint without the job spec; and

@@ -19,6 +19,19 @@
  * flow) or the single pool release (fixed pool). Entries below the trainer's
  * step are immutable, so snapshots share the store by reference count.
  *
+ * Typed tables (desc->table, central, not in latent mode): the default clip
+ * radius R (privacy.clip_norm) is the schema's l2 norm bound of one encoded
+ * row, sqrt(nb^2 + alpha^2) with labels (defaults.h), so clipping never
+ * changes a valid row; the release's sensitivity is min(2R, diameter) sqrt(w)
+ * with the schema's l2 diameter (pg_table_diameter, plus 2 alpha^2 for the
+ * label part): clipping is a projection, so it never increases a distance.
+ * Trainers refuse rows that are not valid encodings (the diameter assumes
+ * them). The noise multiplier S, hence epsilon, does not depend on the
+ * bound; only the noise std S * sensitivity does. Particle flows keep their
+ * particles; samples are clamped to [lo, hi] and decode categories by their
+ * largest unit (table.h); checkpoints carry the table map ("table") and a
+ * restore refuses a different one.
+ *
  * Ownership: workspaces are sized once (pg_swd_ws_init, for the OpenMP
  * thread count in effect) and freed with pg_swd_ws_free; not thread-safe
  * (kernels parallelize over directions inside). Errors: PG_EINVAL for shapes beyond the
@@ -154,7 +167,9 @@ typedef struct pg_swd_privacy {
     double delta0;      /* failure probability of the bound per release (0 if exact) */
     double gamma;       /* m/n for fixed-size subsamples without replacement, 1 for all rows */
     double w;           /* filled by pg_swd_privacy_init */
-    double sensitivity; /* 2 R sqrt(w), replace-one */
+    double diameter;    /* typed tables: l2 bound on the distance of two released rows
+                           (pg_table_diameter, plus the label part), else 0 */
+    double sensitivity; /* min(2 R, diameter) sqrt(w), replace-one */
     int approximate;
 } pg_swd_privacy;
 

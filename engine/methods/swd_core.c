@@ -478,8 +478,13 @@ int pg_swd_privacy_init(pg_swd_privacy *p, pg_error *err)
                            &p->w, &p->approximate, err);
     if (rc) return rc;
     /* Replace-one adjacency: clipped rows differ by at most 2R in l2, and
-     * ||(y - y') Theta||_F^2 <= (2R)^2 w. */
-    p->sensitivity = 2.0 * p->clip * sqrt(p->w);
+     * ||(y - y') Theta||_F^2 <= (2R)^2 w. On a typed table valid rows differ
+     * by at most the schema's diameter, and clipping (a projection onto a
+     * ball) never increases a distance: min(2R, diameter). The noise
+     * multiplier, hence epsilon, does not depend on which bound is used. */
+    double span = 2.0 * p->clip;
+    if (p->diameter > 0.0 && isfinite(p->diameter) && p->diameter < span) span = p->diameter;
+    p->sensitivity = span * sqrt(p->w);
     return PG_OK;
 }
 

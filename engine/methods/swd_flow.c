@@ -72,6 +72,8 @@
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/core/alloc.h"
 #include "engine/data/dataset.h"
+#include "engine/data/table.h"
+#include "engine/data/table_ldp.h"
 #include "engine/methods/defaults.h"
 #include "engine/methods/latent.h"
 #include "engine/methods/snapshot.h"
@@ -185,6 +187,10 @@ typedef struct swdf {
      * a finite range; post-processing). Kept in checkpoints as "clamp". */
     bool clamp;
     float lo, hi;
+    /* Typed tables: the table map (pg_table_to_json), kept in checkpoints as
+     * "table" so samples decode without the dataset (categories by their
+     * largest unit); a restore refuses a checkpoint whose map differs. */
+    json_t *table_map;
     pg_swd_ws ws;
     long step, steps;
     pg_rng prng, secure;
@@ -331,6 +337,7 @@ static void flow_destroy(pg_trainer *t)
 {
     swdf *f = (swdf *)t;
     if (!f) return;
+    json_decref(f->table_map);
     pg_free(f->y);
     pg_free(f->ybat);
     pg_free(f->rowperm);
@@ -367,6 +374,12 @@ static int flow_common(bool resample, const json_t *r, const pg_job_data *in, pg
     if (!ae != !pg_latent_spec_on(r) ||
         (ae && (pg_latent_dim(ae) != desc->d || pg_latent_data_dim(ae) != data->d)))
         return pg_error_set(err, PG_EINVAL, "the autoencoder does not match the latent spec");
+    /* The sensitivity uses the schema's diameter (swd_spec.c): it holds for
+     * valid encodings only. */
+    if (!ae && in->desc->table && in->desc->table->width == data->d) {
+        int vrc = pg_table_check_encoded(in->desc->table, data->x, data->n, err);
+        if (vrc) return vrc;
+    }
     swdf *f = calloc(1, sizeof *f);
     if (!f) return pg_error_set(err, PG_ENOMEM, "cannot allocate the trainer");
     pg_latent_retain(ae);
@@ -376,12 +389,18 @@ static int flow_common(bool resample, const json_t *r, const pg_job_data *in, pg
                fabsf(raw->hi) < 1e29f;
     f->lo = raw->lo;
     f->hi = raw->hi;
+    if (raw->table && !(f->table_map = pg_table_to_json(raw->table))) {
+        pg_latent_release(ae);
+        free(f);
+        return pg_error_set(err, PG_ENOMEM, "cannot encode the table map");
+    }
     f->base.method = resample ? &pg_method_swd_flow_r : &pg_method_swd_flow;
     f->resample = resample;
     double alpha;
     size_t classes = pg_swd_spec_classes(r, desc, &alpha);
     if (classes && (data->num_classes != desc->num_classes || !data->labels ||
                     pg_dataset_check_labels(data->labels, data->n, data->num_classes, NULL, err))) {
+        json_decref(f->table_map);
         free(f);
         return pg_error_set(err, PG_EINVAL, "the dataset's labels do not match its description");
     }
@@ -394,6 +413,7 @@ static int flow_common(bool resample, const json_t *r, const pg_job_data *in, pg
     double gamma = (double)f->m / (double)f->n;
     int rc = pg_swd_spec_privacy_get(r, desc, k, releases, gamma, &f->priv, &f->S, err);
     if (rc) {
+        json_decref(f->table_map);
         free(f);
         return rc;
     }
@@ -636,6 +656,7 @@ static int flow_save(pg_trainer *t, unsigned char **bytes, size_t *len, pg_error
     if (h && f->ae) json_object_set_new(h, "latent", pg_latent_to_json(f->ae));
     if (h && f->clamp)
         json_object_set_new(h, "clamp", json_pack("[f,f]", (double)f->lo, (double)f->hi));
+    if (h && f->table_map) json_object_set(h, "table", f->table_map);
     char *text = h ? json_dumps(h, JSON_COMPACT) : NULL;
     json_decref(h);
     if (!text) return pg_error_set(err, PG_ENOMEM, "cannot encode the trainer state");
@@ -733,6 +754,16 @@ static int flow_restore_any(bool resample, const json_t *r, const pg_job_data *i
     long want_rel = resample ? (long)step : (step > 0 ? 1 : (long)rel);
     if (rc == PG_OK && (step < 0 || step > f->steps || rel != want_rel || rel < 0))
         rc = pg_error_set(err, PG_EFORMAT, "checkpoint step and release count are inconsistent");
+    const json_t *map = json_object_get(h, "table");
+    if (rc == PG_OK && !map != !f->table_map)
+        rc = pg_error_set(err, PG_EFORMAT,
+                          map ? "the checkpoint was trained on a typed table, the job's rows are "
+                                "untyped"
+                              : "the checkpoint was trained on untyped rows, the job has a typed "
+                                "table");
+    else if (rc == PG_OK && map && !json_equal((json_t *)map, f->table_map))
+        rc = pg_error_set(err, PG_EFORMAT,
+                          "the checkpoint's table layout differs from the job's table");
     if (rc == PG_OK) rc = load_state(&ck, &f->cfg, (long)rel, f->store, f->x, err);
     if (rc == PG_OK) rc = pg_rng_state_from_json(json_object_get(h, "rng"), &f->prng, err);
     if (rc == PG_OK) {
@@ -803,6 +834,19 @@ static int flow_load_snapshot(const unsigned char *bytes, size_t len, pg_snapsho
     if (rc == PG_OK) rc = pg_swd_store_new(c.d, k, c.levels, rel > 0 ? (size_t)rel : 1, &st, err);
     if (rc == PG_OK && !(x = pg_alloc_f32(c.particles * c.d)))
         rc = pg_error_set(err, PG_ENOMEM, "cannot allocate particles");
+    const json_t *map = json_object_get(h, "table");
+    if (rc == PG_OK && map) {
+        /* The map must be a valid table of the samples' width (the data
+         * width: in latent mode the flow's own d is the code size). */
+        pg_table *tb = NULL;
+        const json_t *lj0 = json_object_get(h, "latent");
+        rc = pg_table_from_json(map, &tb, err);
+        if (rc == PG_OK && !lj0 && tb->width != c.d - c.classes)
+            rc = pg_error_set(err, PG_EFORMAT, "checkpoint table map does not match the flow");
+        else if (rc != PG_OK)
+            rc = pg_error_set(err, PG_EFORMAT, "checkpoint table map is malformed");
+        pg_table_free(tb);
+    }
     if (rc == PG_OK) rc = load_state(&ck, &c, (long)rel, st, x, err);
     if (rc == PG_OK) {
         rc = pg_swd_snapshot_new(&c, st, (long)step, x, is, out, err);

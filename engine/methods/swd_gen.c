@@ -38,6 +38,7 @@
 
 #include "engine/core/alloc.h"
 #include "engine/data/dataset.h"
+#include "engine/data/table_ldp.h"
 #include "engine/methods/generator.h"
 #include "engine/methods/swd.h"
 #include "engine/methods/swd_spec.h"
@@ -210,6 +211,12 @@ static int gen_common(const json_t *r, const pg_job_data *in, sgen **out, pg_err
     *out = NULL;
     if (!data || data->n == 0 || data->d != desc->d || data->n != desc->n)
         return pg_error_set(err, PG_EINVAL, "the dataset is empty or its shape changed");
+    /* The sensitivity uses the schema's diameter (swd_spec.c): it holds for
+     * valid encodings only. */
+    if (desc->table && desc->table->width == desc->d) {
+        int vrc = pg_table_check_encoded(desc->table, data->x, data->n, err);
+        if (vrc) return vrc;
+    }
     sgen *g = calloc(1, sizeof *g);
     if (!g) return pg_error_set(err, PG_ENOMEM, "cannot allocate the trainer");
     g->base.method = &pg_method_swd_gen;
@@ -361,7 +368,7 @@ static int gen_step(pg_trainer *t, pg_step_report *rep, pg_error *err)
     /* Generated rows [G(z, c); alpha onehot(c)]: the label part is fixed,
      * only the first d columns carry gradient. */
     pg_swd_augment(out, g->labels, b, d, C, g->alpha, g->xbuf);
-    for (size_t i = 0; i < b; i++) pg_generator_to_data(&g->gen, g->xbuf + i * D, d);
+    pg_generator_to_data(&g->gen, &g->latent_rng, g->xbuf, D, b);
     pg_mat xm = pg_mat_view(g->xbuf, b, D), tm = pg_mat_view(g->theta, D, k);
     pg_mat pm = pg_mat_view(g->px, k, b), pym = pg_mat_view(g->rel.py, k, g->m);
     pg_mat gm = pg_mat_view(g->gp, k, b), grad = pg_mat_view(g->grad, b, D);
@@ -379,7 +386,7 @@ static int gen_step(pg_trainer *t, pg_step_report *rep, pg_error *err)
     /* Drop the label columns: rows move down in place (i d <= i D). */
     for (size_t i = 1; i < b && C; i++)
         memmove(g->grad + i * d, g->grad + i * D, d * sizeof(float));
-    pg_generator_grad_to_net(&g->gen, g->grad, b * d);
+    pg_generator_grad_to_net(&g->gen, g->xbuf, D, g->grad, b);
     pg_nn_zero_grad(g->net);
     rc = pg_nn_backward(g->net, g->grad, NULL, err);
     if (rc == PG_OK) rc = pg_nn_opt_step_net(g->opt, g->net, err);
@@ -426,9 +433,11 @@ static bool labels_match(const sgen *g, const json_t *extra)
     json_int_t classes = json_integer_value(json_object_get(l, "classes"));
     double alpha = json_number_value(json_object_get(l, "alpha"));
     pg_generator saved;
-    if (pg_generator_from_json(json_object_get(extra, "generator"), &saved, NULL) != PG_OK ||
-        saved.num_classes != g->gen.num_classes)
+    if (pg_generator_from_json(json_object_get(extra, "generator"), &saved, NULL) != PG_OK)
         return false;
+    int saved_classes = saved.num_classes;
+    pg_generator_free(&saved);
+    if (saved_classes != g->gen.num_classes) return false;
     return (size_t)classes == g->classes && (g->classes == 0 || alpha == g->alpha);
 }
 
@@ -454,6 +463,8 @@ static int gen_restore(const json_t *r, const pg_job_data *in, int threads,
             rc = pg_error_set(err, PG_EFORMAT, "not a swd_gen checkpoint of this spec");
         else if (pg_nn_out_size(g->net) != g->d)
             rc = pg_error_set(err, PG_EFORMAT, "checkpoint generator does not match the data");
+        else if ((rc = pg_generator_check_saved(&g->gen, json_object_get(extra, "generator"), err)))
+            ;
         else if (!labels_match(g, extra))
             rc = pg_error_set(err, PG_EFORMAT,
                               "the checkpoint was trained with a different class conditioning "

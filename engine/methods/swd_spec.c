@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "engine/data/table.h"
+#include "engine/methods/latent.h"
 #include "engine/methods/swd_spec.h"
 #include "engine/privacy/privacy.h"
 
@@ -107,6 +109,13 @@ static int resolve(const json_t *r, const pg_data_desc *desc, size_t k, long rel
     p->d = dim; /* the released rows' dimension, label part included */
     p->k = k;
     p->clip = pg_spec_num(r, "privacy.clip_norm", 1.0);
+    if (desc->table && desc->table->width == desc->d && !pg_latent_spec_on(r)) {
+        /* Rows are valid encodings (checked when the trainer reads them);
+         * the label part [alpha onehot(y)] adds at most 2 alpha^2. */
+        double l1, l2;
+        pg_table_diameter(desc->table, &l1, &l2);
+        p->diameter = sqrt(l2 * l2 + (dim > desc->d ? 2.0 * alpha * alpha : 0.0));
+    }
     p->delta = delta;
     p->delta0 = delta0;
     p->gamma = gamma;

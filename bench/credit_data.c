@@ -1,0 +1,392 @@
+/* privgen-bench credit: the typed-table figures of issue 19 on credit_data
+ * (bench/credit_data.sh writes the CSV; bench/credit_data.schema.json is its
+ * schema with public bounds).
+ *
+ *   privgen-bench credit [--csv build/credit_data.csv] [--schema FILE]
+ *                        [--methods a,b,...] [--eps 1,5] [--seed S]
+ *
+ * Rows are read with the schema under PG_TABLE_BOUNDS_REFUSE, shuffled with
+ * a fixed seed and split 80/20. The schema's "label" key is dropped, so
+ * Status is an ordinary categorical column that every (unconditional) method
+ * models jointly with the others; the classifier's target is Status, its
+ * features every other encoded unit. Each method trains on the 80 % at
+ * central (epsilon, delta = 1e-5) and draws as many rows as the 80 % has;
+ * the synthetic rows are decoded and re-encoded (what a user downloads as
+ * CSV). Printed per method and epsilon, one JSON line each:
+ *   acc_synth   engine logistic regression (engine/eval/logreg) trained on
+ *               the synthetic rows, scored on the real 20 %
+ *   acc_real    the same classifier trained on the real 80 %
+ *   tv_mean     mean total variation between the categorical marginals
+ *               (categorical and boolean columns, missing as one more value)
+ *               of the synthetic rows and of the real 20 %; tv_floor is the
+ *               real 80 % against the real 20 %
+ * entropic_gan is a local method: its rows are privatized column by column
+ * (Laplace on numbers, randomized response on categories, even split) at
+ * the largest eps0 whose shuffle-amplified central epsilon (Feldman,
+ * McMillan, Talwar numerical bound, pg_shuffle_numerical) is at most the
+ * target, and it trains through the channel (ot.channel true). */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/bench.h"
+#include "engine/core/alloc.h"
+#include "engine/core/mat.h"
+#include "engine/core/rng.h"
+#include "engine/data/dataset.h"
+#include "engine/data/records.h"
+#include "engine/data/table.h"
+#include "engine/data/table_ldp.h"
+#include "engine/eval/logreg.h"
+#include "engine/eval/marginal.h"
+#include "engine/methods/method.h"
+#include "engine/privacy/privacy.h"
+
+#define DELTA 1e-5
+
+static int read_file(const char *path, char **buf, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    *buf = malloc((size_t)n + 1);
+    if (!*buf || fread(*buf, 1, (size_t)n, f) != (size_t)n) {
+        fclose(f);
+        free(*buf);
+        return -1;
+    }
+    (*buf)[n] = 0;
+    *len = (size_t)n;
+    fclose(f);
+    return 0;
+}
+
+typedef struct split {
+    size_t n, w;
+    float *x; /* n x w */
+} split;
+
+/* Classifier data: features = every unit but the status block; target =
+ * its category. */
+static void features(const pg_table *t, size_t status, const split *s, float **fx, int32_t **fy,
+                     size_t *fd)
+{
+    const pg_table_col *sc = &t->cols[status];
+    size_t d = s->w - sc->width;
+    *fd = d;
+    *fx = pg_alloc_f32(s->n * d);
+    *fy = pg_calloc(s->n, sizeof(int32_t));
+    for (size_t i = 0; i < s->n; i++) {
+        const float *row = s->x + i * s->w;
+        size_t k = 0;
+        for (size_t u = 0; u < s->w; u++)
+            if (u < sc->offset || u >= sc->offset + sc->width) (*fx)[i * d + k++] = row[u];
+        pg_table_value v;
+        pg_table_decode_value(t, status, row, 1, &v);
+        (*fy)[i] = (int32_t)v.cat;
+    }
+}
+
+static int accuracy(const pg_table *t, size_t status, const split *train, const split *test,
+                    double *acc)
+{
+    float *xa, *xb;
+    int32_t *ya, *yb;
+    size_t d;
+    features(t, status, train, &xa, &ya, &d);
+    features(t, status, test, &xb, &yb, &d);
+    pg_logreg_opts o;
+    pg_logreg_defaults(&o);
+    pg_logreg m = {0};
+    pg_logreg_report rep;
+    pg_error err = {0};
+    int rc = pg_logreg_fit(&m, xa, ya, train->n, d, (int)t->cols[status].ncat, &o, &rep, &err);
+    if (rc == PG_OK) rc = pg_logreg_accuracy(&m, xb, yb, test->n, acc, &err);
+    if (rc) fprintf(stderr, "credit: logreg: %s\n", err.msg);
+    pg_logreg_free(&m);
+    pg_free(xa), pg_free(xb), pg_free(ya), pg_free(yb);
+    return rc;
+}
+
+/* Mean TV of the categorical and boolean marginals (missing counted). */
+static double tv_mean(const pg_table *t, const split *a, const split *b)
+{
+    double sum = 0;
+    int cols = 0;
+    for (size_t c = 0; c < t->ncols; c++) {
+        const pg_table_col *col = &t->cols[c];
+        if (col->type != PG_COL_CATEGORICAL && col->type != PG_COL_BOOLEAN) continue;
+        size_t k = (col->type == PG_COL_CATEGORICAL ? col->ncat : 2) + 1;
+        double fa[PG_TABLE_MAX_CATS + 1] = {0}, fb[PG_TABLE_MAX_CATS + 1] = {0};
+        for (int side = 0; side < 2; side++) {
+            const split *s = side ? b : a;
+            double *f = side ? fb : fa;
+            for (size_t i = 0; i < s->n; i++) {
+                pg_table_value v;
+                pg_table_decode_value(t, c, s->x + i * s->w, 1, &v);
+                f[v.missing ? k - 1 : v.cat] += 1.0 / (double)s->n;
+            }
+        }
+        sum += pg_eval_tv(fa, fb, (int32_t)k);
+        cols++;
+    }
+    return cols ? sum / cols : 0;
+}
+
+/* Decode and re-encode (clamped): the rows a user downloads. */
+static void reencode(const pg_table *t, float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        for (size_t c = 0; c < t->ncols; c++) {
+            if (c == t->label) continue;
+            pg_table_value v;
+            pg_table_decode_value(t, c, x + i * t->width, 1, &v);
+            pg_table_encode_value(t, c, &v, PG_TABLE_BOUNDS_CLAMP, x + i * t->width, NULL);
+        }
+}
+
+static const char *spec_for(const char *method, double eps, char *buf, size_t len, size_t d)
+{
+    if (strcmp(method, "dp_sinkhorn") == 0)
+        snprintf(buf, len,
+                 "{\"seed\": 1, \"privacy\": {\"epsilon\": %g, \"delta\": %g}, \"train\": "
+                 "{\"steps\": 1500, \"batch_size\": 64, \"lr\": 0.001}, \"model\": {\"hidden\": "
+                 "[128, 128], \"latent_dim\": 16}}",
+                 eps, DELTA);
+    else if (strcmp(method, "swd_gen") == 0)
+        snprintf(buf, len,
+                 "{\"seed\": 1, \"privacy\": {\"epsilon\": %g, \"delta\": %g}, \"train\": "
+                 "{\"steps\": 200, \"batch_size\": 500, \"lr\": 0.001}, \"projections\": "
+                 "{\"per_step\": %zu}, \"model\": {\"hidden\": [128, 128], \"latent_dim\": 16}}",
+                 eps, DELTA, d);
+    else if (strcmp(method, "swd_flow") == 0)
+        snprintf(buf, len,
+                 "{\"seed\": 1, \"privacy\": {\"epsilon\": %g, \"delta\": %g}, \"flow\": "
+                 "{\"steps\": 100, \"particles\": 2000}, \"projections\": {\"per_step\": %zu, "
+                 "\"pool\": %zu}}",
+                 eps, DELTA, d, 2 * d);
+    else if (strcmp(method, "swd_flow_r") == 0)
+        snprintf(buf, len,
+                 "{\"seed\": 1, \"privacy\": {\"epsilon\": %g, \"delta\": %g}, \"flow\": "
+                 "{\"steps\": 100, \"particles\": 2000}, \"projections\": {\"per_step\": %zu}}",
+                 eps, DELTA, d);
+    else /* entropic_gan */
+        snprintf(buf, len,
+                 "{\"seed\": 1, \"train\": {\"steps\": 1500, \"batch_size\": 256, \"lr\": "
+                 "0.001}, \"model\": {\"hidden\": [128, 128], \"latent_dim\": 16}}");
+    return buf;
+}
+
+/* Largest eps0 (to 1e-3) whose shuffled central epsilon is <= target. */
+static double local_eps_for(double target, size_t n)
+{
+    double lo = 0.01, hi = 20.0;
+    for (int it = 0; it < 40; it++) {
+        double mid = 0.5 * (lo + hi), e;
+        if (pg_shuffle_numerical(mid, n, DELTA, &e, NULL) == PG_OK && e <= target)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static double acc_majority;
+
+static int run_one(const char *method, double eps, const pg_table *t, size_t status,
+                   const split *train, const split *test, double acc_real, double tv_floor)
+{
+    const pg_method *m = pg_method_find(method);
+    if (!m) {
+        fprintf(stderr, "credit: unknown method %s\n", method);
+        return 1;
+    }
+    bool local = strcmp(method, "entropic_gan") == 0;
+    size_t n = train->n, w = train->w;
+    float *x = pg_alloc_f32(n * w);
+    memcpy(x, train->x, n * w * sizeof(float));
+    pg_ldp_plan plan = {0};
+    double eps0 = 0;
+    pg_error err = {0};
+    int rc = PG_OK;
+    if (local) {
+        eps0 = local_eps_for(eps, n);
+        pg_rng sec;
+        rc = pg_rng_secure(&sec, &err);
+        if (!rc) rc = pg_ldp_plan_make(t, PG_LDP_LAPLACE, eps0, 0, &plan, &err);
+        if (!rc) rc = pg_ldp_apply(&sec, t, &plan, x, NULL, n, &err);
+        if (rc) {
+            fprintf(stderr, "credit: privatize: %s\n", err.msg);
+            pg_free(x);
+            return 1;
+        }
+    }
+    pg_dataset ds;
+    size_t shape[1] = {w};
+    if (pg_dataset_adopt(&ds, x, NULL, n, shape, 1, 0, local ? -1e30f : (float)t->lo,
+                         local ? 1e30f : (float)t->hi, &err)) {
+        fprintf(stderr, "credit: %s\n", err.msg);
+        return 1;
+    }
+    pg_data_desc desc = {.n = n,
+                         .d = w,
+                         .ndim = 1,
+                         .shape = {w},
+                         .lo = (float)t->lo,
+                         .hi = (float)t->hi,
+                         .model = local ? PG_PRIVACY_LOCAL : PG_PRIVACY_CENTRAL,
+                         .epsilon = local ? plan.epsilon : 0,
+                         .cap_epsilon = 1e3,
+                         .cap_delta = DELTA,
+                         .table = t,
+                         .ldp = local ? &plan : NULL};
+    pg_job_data in = {.desc = &desc, .rows = &ds};
+    char sbuf[1024];
+    json_t *spec = json_loads(spec_for(method, eps, sbuf, sizeof sbuf, w), 0, NULL);
+    json_t *r = NULL;
+    pg_spec_errors e = {0};
+    double t0 = pg_bench_now_ms();
+    rc = m->validate(spec, &in, &r, &e, &err);
+    json_decref(spec);
+    if (rc) {
+        fprintf(stderr, "credit: %s: %s: %s %s\n", method, e.count ? e.items[0].field : "",
+                e.count ? e.items[0].message : "", err.msg);
+        pg_dataset_free(&ds);
+        pg_ldp_plan_free(&plan);
+        return 1;
+    }
+    pg_privacy_plan pp;
+    rc = m->plan(r, &in, &pp, &err);
+    pg_trainer *tr = NULL;
+    if (!rc) rc = m->create(r, &in, 1, &tr, &err);
+    pg_step_report rep = {0};
+    long steps = 0;
+    while (!rc && !rep.done) {
+        rc = m->step(tr, &rep, &err);
+        steps++;
+    }
+    pg_snapshot *snap = NULL;
+    if (!rc) rc = m->snapshot(tr, &snap, &err);
+    split syn = {n, w, pg_alloc_f32(n * w)};
+    if (!rc) rc = pg_snapshot_sample(snap, n, 99, -1, syn.x, &err);
+    double secs = (pg_bench_now_ms() - t0) / 1000.0;
+    double acc = 0, tv = 0;
+    if (!rc) {
+        reencode(t, syn.x, n);
+        rc = accuracy(t, status, &syn, test, &acc);
+        tv = tv_mean(t, &syn, test);
+    }
+    if (rc)
+        fprintf(stderr, "credit: %s at %g: %s\n", method, eps, err.msg);
+    else
+        printf("{\"bench\": \"credit\", \"method\": \"%s\", \"epsilon\": %g, \"delta\": %g, "
+               "\"epsilon_plan\": %.4f, \"local_eps0\": %.4f, \"steps\": %ld, \"acc_synth\": "
+               "%.4f, \"acc_real\": %.4f, \"acc_majority\": %.4f, \"tv_mean\": %.4f, \"tv_floor\": "
+               "%.4f, \"seconds\": "
+               "%.1f}\n",
+               method, eps, DELTA, local ? eps : pp.epsilon, eps0, steps, acc, acc_real,
+               acc_majority, tv, tv_floor, secs);
+    fflush(stdout);
+    pg_free(syn.x);
+    pg_snapshot_release(snap);
+    if (tr) m->destroy(tr);
+    json_decref(r);
+    pg_dataset_free(&ds);
+    pg_ldp_plan_free(&plan);
+    return rc ? 1 : 0;
+}
+
+static int bench_credit(int argc, char **argv)
+{
+    const char *csv = pg_bench_opt(argc, argv, "--csv", "build/credit_data.csv");
+    const char *schema_path =
+        pg_bench_opt(argc, argv, "--schema", PRIVGEN_SOURCE_DIR "/bench/credit_data.schema.json");
+    const char *methods = pg_bench_opt(argc, argv, "--methods",
+                                       "entropic_gan,dp_sinkhorn,swd_flow,swd_flow_r,swd_gen");
+    const char *eps_list = pg_bench_opt(argc, argv, "--eps", "1,5");
+    uint64_t seed = strtoull(pg_bench_opt(argc, argv, "--seed", "19"), NULL, 10);
+    pg_threads_set(1);
+    json_t *sj = json_load_file(schema_path, 0, NULL);
+    if (!sj) {
+        fprintf(stderr, "credit: cannot read %s\n", schema_path);
+        return 2;
+    }
+    json_object_del(sj, "label"); /* Status is modelled like any column */
+    pg_table *t = NULL;
+    pg_error err = {0};
+    if (pg_table_from_json(sj, &t, &err)) {
+        fprintf(stderr, "credit: schema: %s\n", err.msg);
+        return 2;
+    }
+    json_decref(sj);
+    size_t status = pg_table_find(t, "Status", 6);
+    if (status == PG_TABLE_NONE || t->cols[status].type != PG_COL_CATEGORICAL) {
+        fprintf(stderr, "credit: the schema needs a categorical Status column\n");
+        return 2;
+    }
+    char *buf;
+    size_t len;
+    if (read_file(csv, &buf, &len)) {
+        fprintf(stderr, "credit: cannot read %s (run bench/credit_data.sh)\n", csv);
+        return 2;
+    }
+    pg_records_opts ro = {.format = PG_RECORDS_CSV, .bounds = PG_TABLE_BOUNDS_REFUSE};
+    float *x = NULL;
+    int64_t *labels = NULL;
+    size_t n = 0;
+    if (pg_records_parse(t, &ro, buf, len, &x, &labels, &n, &err)) {
+        fprintf(stderr, "credit: %s\n", err.msg);
+        return 1;
+    }
+    free(buf);
+    size_t w = t->width;
+    /* Fixed-seed shuffle, then 80/20. */
+    pg_rng r;
+    pg_rng_seeded(&r, seed, 0);
+    float *tmp = malloc(w * sizeof *tmp);
+    for (size_t i = n; i > 1; i--) {
+        size_t j = (size_t)pg_rng_below(&r, i);
+        memcpy(tmp, x + (i - 1) * w, w * sizeof *tmp);
+        memcpy(x + (i - 1) * w, x + j * w, w * sizeof *tmp);
+        memcpy(x + j * w, tmp, w * sizeof *tmp);
+    }
+    free(tmp);
+    size_t ntr = (n * 8) / 10;
+    split train = {ntr, w, x}, test = {n - ntr, w, x + ntr * w};
+    double acc_real;
+    if (accuracy(t, status, &train, &test, &acc_real)) return 1;
+    double floor_tv = tv_mean(t, &train, &test);
+    /* The classifier that always says the test set's most frequent class. */
+    {
+        double cnt[PG_TABLE_MAX_CATS] = {0}, best = 0;
+        for (size_t i = 0; i < test.n; i++) {
+            pg_table_value v;
+            pg_table_decode_value(t, status, test.x + i * w, 1, &v);
+            cnt[v.cat]++;
+        }
+        for (size_t k = 0; k < t->cols[status].ncat; k++) best = fmax(best, cnt[k]);
+        acc_majority = best / (double)test.n;
+    }
+    fprintf(stderr, "credit: %zu rows, width %zu, train %zu, test %zu, real accuracy %.4f\n", n, w,
+            ntr, n - ntr, acc_real);
+    int fails = 0;
+    char *ml = strdup(methods);
+    for (char *mname = strtok(ml, ","); mname; mname = strtok(NULL, ",")) {
+        char *el = strdup(eps_list), *save = NULL;
+        for (char *es = strtok_r(el, ",", &save); es; es = strtok_r(NULL, ",", &save))
+            fails += run_one(mname, atof(es), t, status, &train, &test, acc_real, floor_tv);
+        free(el);
+    }
+    free(ml);
+    free(x);
+    free(labels);
+    pg_table_free(t);
+    return fails ? 1 : 0;
+}
+
+PG_BENCH_REGISTER("credit", "credit_data: each method at central epsilon 1 and 5, utility and TV",
+                  bench_credit)
