@@ -96,8 +96,16 @@ static void swd_flow_rules(json_t *s, const pg_data_desc *desc, bool resample)
         /* two blocks, and never fewer than the directions used per step */
         long pool = per > (long)(2 * d) ? per : (long)(2 * d);
         fill(s, "projections.pool", json_integer(pool));
+        fill(s, "flow.steps", json_integer(100));
+    } else {
+        /* Every swd_flow_r step is a release, and T releases need a noise
+         * multiplier about sqrt(T) times one release's: 10 steps instead of
+         * 100 cut the noise by sqrt(10). h = d makes each step the whole
+         * one-dimensional transport along its orthonormal block (the drift
+         * averages the block's d displacements), so 10 steps still arrive. */
+        fill(s, "flow.steps", json_integer(10));
+        fill(s, "flow.h", json_real((double)d));
     }
-    fill(s, "flow.steps", json_integer(100));
 }
 
 json_t *pg_defaults_fill(const char *method, const json_t *spec, const pg_data_desc *desc)

@@ -147,8 +147,14 @@ START_TEST(swd_rules)
     r = ok("swd_flow_r", TARGET "}", &desc);
     ck_assert_double_eq(pg_spec_num(r, "privacy.clip_norm", 0), 1.5);
     ck_assert_int_eq(pg_spec_int(r, "projections.per_step", 0), 3);
-    ck_assert_int_eq(pg_spec_int(r, "flow.steps", 0), 100);
+    ck_assert_int_eq(pg_spec_int(r, "flow.steps", 0), 10);
+    ck_assert_double_eq(pg_spec_num(r, "flow.h", 0), 3.0);
     ck_assert_ptr_null(pg_spec_get(r, "train.batch_size"));
+    pg_privacy_plan plan_r;
+    ck_assert_int_eq(
+        pg_method_find("swd_flow_r")->plan(r, &(pg_job_data){.desc = &desc}, &plan_r, NULL), PG_OK);
+    ck_assert(plan_r.epsilon <= 1.0 && plan_r.epsilon > 0.999);
+    ck_assert_int_eq(plan_r.steps, 10);
     json_decref(r);
     r = ok("swd_gen", TARGET "}", &desc);
     ck_assert_int_eq(pg_spec_int(r, "projections.per_step", 0), 3);
