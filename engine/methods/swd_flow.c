@@ -109,7 +109,7 @@
          NULL,                                                                                     \
          0,                                                                                        \
          0,                                                                                        \
-         "Flow steps (small unlabelled vector data: 100)."},                                       \
+         "Flow steps (small unlabelled vector data: 100 for swd_flow, 10 for swd_flow_r)."},       \
         {"flow.particles", PG_PARAM_INT, "1000", 2, 1e6, NULL, 0, 0, "Particles (N)."},            \
         {"flow.h",                                                                                 \
          PG_PARAM_NUM,                                                                             \
@@ -119,7 +119,7 @@
          NULL,                                                                                     \
          0,                                                                                        \
          PG_PARAM_EXCLUSIVE_MIN,                                                                   \
-         "Euler-Maruyama step size h."},                                                           \
+         "Euler-Maruyama step size h (swd_flow_r on small unlabelled vector data: d)."},           \
         {"flow.lambda",                                                                            \
          PG_PARAM_NUM,                                                                             \
          "0.001",                                                                                  \
