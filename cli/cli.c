@@ -29,6 +29,25 @@ int pg_cli_help(int argc, char **argv, const char *help)
     return 0;
 }
 
+int pg_cli_sub_help(int argc, char **argv, const pg_cli_subhelp *subs)
+{
+    int help = 0;
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) help = 1;
+    if (!help) return 0;
+    /* The first word naming a subcommand: options and their values may come
+     * before it (privgen jobs --url URL show ID --help). */
+    for (int i = 0; i < argc; i++) {
+        if (argv[i][0] == '-') continue;
+        for (size_t k = 0; subs[k].name; k++)
+            if (!strcmp(subs[k].name, argv[i])) {
+                fputs(subs[k].text, stdout);
+                return 1;
+            }
+    }
+    return 0;
+}
+
 int pg_cli_parse(int argc, char **argv, const char *const *allowed, pg_cli_opts *out)
 {
     pg_cli_opts o = {0};

@@ -43,6 +43,20 @@ int pg_cli_choice(const pg_cli_opts *o, const char *name, const char *const *cho
  * command then exits PG_CLI_OK without doing anything else. */
 int pg_cli_help(int argc, char **argv, const char *help);
 
+/* A subcommand's own help: usage, its options, an example. */
+typedef struct pg_cli_subhelp {
+    const char *name, *text;
+} pg_cli_subhelp;
+
+/* 1 (after printing the subcommand's text on stdout) when argv holds --help or
+ * -h and a word that is not an option names an entry of `subs` (terminated by
+ * {NULL, NULL}; the first such word counts); 0 otherwise, so the caller falls
+ * back to the group's help. */
+int pg_cli_sub_help(int argc, char **argv, const pg_cli_subhelp *subs);
+
+/* cli/subhelp.c */
+extern const pg_cli_subhelp pg_cli_datasets_subhelp[], pg_cli_jobs_subhelp[];
+
 /* Prints "privgen: <message>" on stderr and returns `code`. */
 int pg_cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prints the object as one line of JSON, releases it, returns PG_CLI_OK

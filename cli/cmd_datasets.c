@@ -297,6 +297,7 @@ int pg_cli_datasets(int argc, char **argv)
         "limit",          "cursor",       "rows",        NULL};
     static const char *const usage =
         "usage: privgen datasets create|append|list|show|delete|budget ...";
+    if (pg_cli_sub_help(argc, argv, pg_cli_datasets_subhelp)) return PG_CLI_OK;
     pg_args a;
     int prc = pg_args_parse(argc, argv, valued, NULL, HELP, &a);
     if (prc) return prc == PG_ARGS_HELP ? PG_CLI_OK : prc;

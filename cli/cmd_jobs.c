@@ -280,6 +280,7 @@ int pg_cli_jobs(int argc, char **argv)
         "limit", "cursor",  "checkpoint-every", "public-dataset", NULL};
     static const char *const usage =
         "usage: privgen jobs create|dry-run|list|show|cancel|delete|watch ... (see README)";
+    if (pg_cli_sub_help(argc, argv, pg_cli_jobs_subhelp)) return PG_CLI_OK;
     pg_args a;
     int prc = pg_args_parse(argc, argv, valued, NULL, HELP, &a);
     if (prc) return prc == PG_ARGS_HELP ? PG_CLI_OK : prc;

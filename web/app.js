@@ -600,7 +600,7 @@ async function selectJob(id) {
   $('job-detail').hidden = false;
   clearErrors($('dl-form')); $('dl-result').textContent = '';
   $('jd-samples').hidden = true; $('jd-samples-note').textContent = 'loading samples…';
-  $('jd-warnings').hidden = true; $('jd-error').textContent = '';
+  $('jd-warnings').hidden = true; $('jd-error').textContent = ''; $('jd-confirm').hidden = true; $('jd-delete-error').textContent = '';
   document.querySelectorAll('#jobs tbody tr').forEach((tr) => tr.classList.toggle('selected', tr.dataset.id === id));
   let j;
   try { j = await apiJSON(`/v1/jobs/${id}`); } catch (e) { $('jd-error').textContent = e.message; return; }
@@ -622,6 +622,33 @@ $('jd-cancel').addEventListener('click', async () => {
   try { await apiJSON(`/v1/jobs/${state.selected}/cancel`, { method: 'POST' }); } catch (e) { $('jd-error').textContent = e.message; }
   selectJob(state.selected);
   renderJobs().catch(() => {});
+});
+
+// -- delete a job (confirmed inline; a running job is refused by the server,
+// whose message is shown as it says it). Its ledger entry stays.
+$('jd-delete').addEventListener('click', () => {
+  const j = state.jobs.find((x) => x.id === state.selected);
+  if (!state.selected) return;
+  const charged = j && (j.privacy || {}).charges;
+  $('jd-confirm-text').textContent = `Delete job ${state.selected}${j ? ` (${j.method}, ${j.status})` : ''}, its checkpoints and history? ` +
+    'Its samples can no longer be downloaded. This cannot be undone.' +
+    (charged ? ' Its privacy ledger entry stays: the dataset\'s budget does not change.' : '');
+  $('jd-confirm').hidden = false; $('jd-delete-error').textContent = '';
+  $('jd-confirm-no').focus();
+});
+$('jd-confirm-no').addEventListener('click', () => { $('jd-confirm').hidden = true; });
+$('jd-confirm-yes').addEventListener('click', async () => {
+  const id = state.selected;
+  $('jd-confirm').hidden = true;
+  if (!id) return;
+  try {
+    await apiJSON(`/v1/jobs/${id}`, { method: 'DELETE' });
+  } catch (e) {
+    if (e.message !== 'unauthorized') $('jd-delete-error').textContent = `Not deleted: ${e.message}`;
+    return;
+  }
+  $('jd-close').click();
+  await Promise.all([renderJobs(), renderDatasets()]).catch(() => {});
 });
 window.addEventListener('resize', () => { if (state.selected) drawCharts(); });
 

@@ -80,44 +80,88 @@ static void table_rules(json_t *s, const char *method, const pg_data_desc *desc)
              json_real(pg_defaults_table_clip(desc->table, desc->num_classes, s)));
 }
 
+/* dp_sinkhorn on small vector data. Poisson batches of about sqrt(n) / 4
+ * rows: the sampling rate q = b / n = 1 / (4 sqrt n) falls as n grows, so
+ * amplification lowers the noise multiplier a target epsilon needs, while the
+ * per-step cost (Sinkhorn on b x b) grows only like n. The clipped b x d
+ * cross-gradient carries noise on every entry, so smaller batches put less
+ * noise on each generated row; below 8 rows the gradient is too coarse, and
+ * above 32 the half circle gains nothing measurable (docs/benchmarks.md). */
+static void dp_sinkhorn_rules(json_t *s, const pg_data_desc *desc)
+{
+    size_t n = desc->n;
+    if (!pg_defaults_small(desc) || n < 1) return;
+    size_t b = clampz((size_t)llround(sqrt((double)n) / 4.0), 8, 32);
+    fill(s, "train.batch_size", json_integer((json_int_t)(b < n ? b : n)));
+    fill(s, "train.steps", json_integer(2000));
+    fill(s, "train.lr", json_real(0.001));
+}
+
+/* Clip norm R of the sliced-Wasserstein methods from the declared range:
+ * max(|lo|, |hi|), the ball inside the range's box when it is centred at 0,
+ * so a row inside the range loses nothing unless it sits in a corner. Every
+ * release's noise std is 2 R S sqrt(w) (S the noise multiplier), so a larger
+ * R costs noise and a smaller one crushes the data: the table default R = 1
+ * folded the five Gaussians (radius 2) onto the unit circle. Labelled data
+ * keeps the table's R (its label part is clipped with the row). */
+static void swd_clip_rule(json_t *s, const pg_data_desc *desc)
+{
+    if (desc->model != PG_PRIVACY_CENTRAL || desc->num_classes > 0 || !finite_range(desc)) return;
+    double R = fmax(fabs((double)desc->lo), fabs((double)desc->hi));
+    if (R > 0.0) fill(s, "privacy.clip_norm", json_real(R));
+}
+
+static void swd_gen_rules(json_t *s, const pg_data_desc *desc)
+{
+    size_t n = desc->n;
+    if (!pg_defaults_small(desc) || n < 2) return;
+    swd_clip_rule(s, desc);
+    fill(s, "projections.per_step", json_integer((json_int_t)desc->d));
+    fill(s, "train.batch_size", json_integer((json_int_t)(n < 500 ? n : 500)));
+    fill(s, "train.steps", json_integer(200));
+}
+
+static void swd_flow_rules(json_t *s, const pg_data_desc *desc, bool resample)
+{
+    if (!pg_defaults_small(desc) || desc->n < 2 || desc->num_classes > 0) return;
+    size_t d = desc->d;
+    swd_clip_rule(s, desc);
+    long per = pg_spec_int(s, "projections.per_step", (long)d);
+    fill(s, "projections.per_step", json_integer((json_int_t)d));
+    if (!resample) {
+        /* two blocks, and never fewer than the directions used per step */
+        long pool = per > (long)(2 * d) ? per : (long)(2 * d);
+        fill(s, "projections.pool", json_integer(pool));
+        fill(s, "flow.steps", json_integer(100));
+    } else {
+        /* Every swd_flow_r step is a release, and T releases need a noise
+         * multiplier about sqrt(T) times one release's: 10 steps instead of
+         * 100 cut the noise by sqrt(10). h = d makes each step the whole
+         * one-dimensional transport along its orthonormal block (the drift
+         * averages the block's d displacements), so 10 steps still arrive. */
+        fill(s, "flow.steps", json_integer(10));
+        fill(s, "flow.h", json_real((double)d));
+    }
+}
+
 json_t *pg_defaults_fill(const char *method, const json_t *spec, const pg_data_desc *desc)
 {
     if (!json_is_object(spec)) return json_incref((json_t *)spec);
     json_t *s = json_deep_copy(spec);
     if (!s) return NULL;
     if (desc->table) table_rules(s, method, desc);
-    bool small = pg_defaults_small(desc);
     size_t n = desc->n;
     if (strcmp(method, "entropic_gan") == 0) {
         generator_rules(s, desc);
         if (n >= 2) fill(s, "train.batch_size", json_integer((json_int_t)(n < 256 ? n : 256)));
     } else if (strcmp(method, "dp_sinkhorn") == 0) {
         generator_rules(s, desc);
-        if (small && n >= 1) {
-            size_t b = clampz((size_t)llround((double)n / 300.0), 8, 64);
-            fill(s, "train.batch_size", json_integer((json_int_t)(b < n ? b : n)));
-            fill(s, "train.steps", json_integer(2000));
-            fill(s, "train.lr", json_real(0.001));
-        }
+        dp_sinkhorn_rules(s, desc);
     } else if (strcmp(method, "swd_gen") == 0) {
         generator_rules(s, desc);
-        if (small && n >= 2) {
-            fill(s, "projections.per_step", json_integer((json_int_t)desc->d));
-            fill(s, "train.batch_size", json_integer((json_int_t)(n < 500 ? n : 500)));
-            fill(s, "train.steps", json_integer(200));
-        }
+        swd_gen_rules(s, desc);
     } else if (strcmp(method, "swd_flow") == 0 || strcmp(method, "swd_flow_r") == 0) {
-        if (small && n >= 2 && desc->num_classes <= 0) {
-            size_t d = desc->d;
-            long per = pg_spec_int(s, "projections.per_step", (long)d);
-            fill(s, "projections.per_step", json_integer((json_int_t)d));
-            if (strcmp(method, "swd_flow") == 0) {
-                /* two blocks, and never fewer than the directions used per step */
-                long pool = per > (long)(2 * d) ? per : (long)(2 * d);
-                fill(s, "projections.pool", json_integer(pool));
-            }
-            fill(s, "flow.steps", json_integer(100));
-        }
+        swd_flow_rules(s, desc, strcmp(method, "swd_flow_r") == 0);
     }
     return s;
 }

@@ -16,10 +16,17 @@
  *   On central small vector data with a finite range, model.out_activation
  *   tanh, which generator.h maps onto [lo, hi]: samples never leave the range.
  *   entropic_gan: train.batch_size min(256, n).
- *   dp_sinkhorn on small vector data: train.batch_size clamp(round(n / 300),
- *   8, 64) (small Poisson batches: the clipped n x d matrix carries noise on
- *   every entry, so fewer generated rows per step means less noise per row and
- *   a smaller sampling rate), train.steps 2000, train.lr 0.001.
+ *   dp_sinkhorn on small vector data: train.batch_size
+ *   clamp(round(sqrt(n) / 4), 8, 32) (the sampling rate 1 / (4 sqrt n) falls
+ *   with n, so amplification lowers the noise a target needs, while a step's
+ *   cost stays small; the clipped b x d matrix carries noise on every entry,
+ *   so fewer generated rows per step means less noise per row; above 32 rows
+ *   the half circle gains nothing measurable at twice the time),
+ *   train.steps 2000, train.lr 0.001.
+ *   Sliced-Wasserstein methods on small unlabelled central data with a
+ *   finite range: privacy.clip_norm R = max(|lo|, |hi|) (rows inside the
+ *   range keep their norm unless they sit in a corner; every release's noise
+ *   std is 2 R S sqrt(w), so R is what the data costs in noise).
  *   swd_gen on small vector data: projections.per_step d (one orthonormal
  *   block, sensitivity 2R), train.batch_size min(n, 500) (subsampled without
  *   replacement, amplified), train.steps 200: every step is a release, and
@@ -27,9 +34,14 @@
  *   swd_flow, swd_flow_r on small unlabelled vector data (label coordinates
  *   change the released dimension, so labelled data keeps the table's
  *   defaults): projections.per_step d (one orthonormal block, sensitivity 2R,
- *   the least noise a release can have), flow.steps 100; swd_flow also
- *   projections.pool max(2d, per_step) (two blocks released once).
- *   Measured quality of these rules: docs/benchmarks.md, "Defaults".
+ *   the least noise a release can have). swd_flow: projections.pool
+ *   max(2d, per_step) (two blocks released once), flow.steps 100 (steps after
+ *   the release are free). swd_flow_r: flow.steps 10 with flow.h d (each step
+ *   a release; 10 of them need sqrt(10), not 10, times one release's noise
+ *   multiplier, and h = d moves particles the whole one-dimensional transport
+ *   along each block).
+ *   What these rules reach, and the epsilon below which the sliced methods
+ *   learn nothing on 2-D toys: docs/benchmarks.md, "Defaults".
  *
  * Typed tables (desc->table set; applied first, so the rules above never
  * override them):

@@ -42,7 +42,7 @@
  *
  * Defaults: the table's are the paper's (images). On small vector data
  * (engine/methods/defaults.h) absent fields follow the data: Poisson batch
- * clamp(round(n / 300), 8, 64), 2000 steps, lr 1e-3, a [64, 64] generator
+ * clamp(round(sqrt(n) / 4), 8, 32), 2000 steps, lr 1e-3, a [64, 64] generator
  * with a d-dimensional latent and a tanh output scaled to the declared range.
  * The plan is computed from the resolved values, as for any spec.
  *
@@ -92,7 +92,7 @@ static const pg_param DPS_PARAMS[] = {
      "Planned training steps (small vector data: 2000, engine/methods/defaults.h)."},
     {"train.batch_size", PG_PARAM_INT, "50", 1, 4096, NULL, 0, 0,
      "Expected Poisson batch size n: sampling rate q = n / rows; also the number of "
-     "generated rows in the cross term. Small vector data: clamp(round(rows / 300), 8, 64)."},
+     "generated rows in the cross term. Small vector data: clamp(round(sqrt(rows) / 4), 8, 32)."},
     {"train.optimizer", PG_PARAM_STR, "\"adam\"", 0, 0, OPTIMIZERS, 0, 0, "Optimizer."},
     {"train.lr", PG_PARAM_NUM, "0.0001", 0, 10, NULL, 0, PG_PARAM_EXCLUSIVE_MIN,
      "Learning rate (paper: 1e-4 MNIST, 1e-5 Fashion-MNIST; small vector data: 1e-3)."},

@@ -54,7 +54,8 @@ extern const char *const pg_swd_kinds[];
          NULL,                                                                                     \
          0,                                                                                        \
          PG_PARAM_EXCLUSIVE_MIN,                                                                   \
-         "Rows are clipped to this l2 norm R before projection."},                                 \
+         "Rows are clipped to this l2 norm R before projection (small unlabelled central "         \
+         "data: max(|lo|, |hi|) of the declared range)."},                                         \
         {"privacy.bound",                                                                          \
          PG_PARAM_STR,                                                                             \
          "\"auto\"",                                                                               \

@@ -337,7 +337,8 @@ HELP = {
                     "--epsilon", "--delta", "--sensitivity", "--noise-scale", "--budget-epsilon",
                     "--budget-delta", "--spec", "--format", "--rows", "--limit", "--cursor",
                     "--json", "--url", "--token"],
-    ("jobs",): ["create", "dry-run", "list", "show", "cancel", "watch", "--spec", "--dataset",
+    ("jobs",): ["create", "dry-run", "list", "show", "cancel", "delete", "watch", "--spec",
+                "--dataset",
                 "--method", "--steps", "--batch", "--seed", "--checkpoint-every",
                 "--public-dataset", "--set", "--status", "--limit", "--cursor", "--json"],
     ("samples",): ["-n", "--format", "--seed", "--label", "--checkpoint", "--frame", "-o",
@@ -345,10 +346,54 @@ HELP = {
     ("checkpoints",): ["--download", "-o", "--json"],
     ("methods",): ["NAME", "--json", "--url", "--token"],
 }
-# subcommands of client groups print their group's help
-for grp in ("datasets", "jobs"):
-    for sub in [w for w in HELP[(grp,)] if not w.startswith("-")]:
-        HELP[(grp, sub)] = HELP[(grp,)]
+# Each subcommand of a client group prints its own help: its usage line,
+# its options (and the connection ones), an example invoking it, and none of
+# its siblings' options.
+SUBHELP = {
+    ("datasets", "create"): ["--name", "--shape", "--range", "--model", "--num-classes",
+                             "--declaration", "--mechanism", "--epsilon", "--delta",
+                             "--sensitivity", "--noise-scale", "--budget-epsilon",
+                             "--budget-delta", "--spec"],
+    ("datasets", "append"): ["ID FILE", "--format", "--rows", "--declaration"],
+    ("datasets", "list"): ["--limit", "--cursor"],
+    ("datasets", "show"): ["ID"],
+    ("datasets", "budget"): ["ID"],
+    ("datasets", "delete"): ["ID"],
+    ("jobs", "create"): ["--spec", "--dataset", "--method", "--steps", "--batch", "--seed",
+                         "--checkpoint-every", "--public-dataset", "--set"],
+    ("jobs", "dry-run"): ["--spec", "--dataset", "--method", "--steps", "--batch", "--seed",
+                          "--checkpoint-every", "--public-dataset", "--set"],
+    ("jobs", "list"): ["--status", "--dataset", "--limit", "--cursor"],
+    ("jobs", "show"): ["ID"],
+    ("jobs", "cancel"): ["ID"],
+    ("jobs", "delete"): ["ID", "running"],
+    ("jobs", "watch"): ["ID"],
+}
+SIBLING_ONLY = {"datasets": ["--budget-epsilon", "--cursor", "--rows"],
+                "jobs": ["--status", "--cursor", "--set"]}
+for cmd, words in SUBHELP.items():
+    HELP[cmd] = words + ["--json", "--url", "--token"]
+
+
+@case
+def subcommand_help_is_its_own():
+    for grp in ("datasets", "jobs"):
+        subs = [w for w in HELP[(grp,)] if not w.startswith("-")]
+        assert sorted(subs) == sorted(c[1] for c in SUBHELP if c[0] == grp), (grp, subs)
+    for (grp, sub), words in SUBHELP.items():
+        rc, out, err = run(grp, sub, "--help")
+        assert rc == 0 and err == "", (grp, sub, rc, err)
+        assert out.startswith(f"usage: privgen {grp} {sub}"), (grp, sub, out[:80])
+        ex = out.split("Example:\n", 1)
+        assert len(ex) == 2 and f"privgen {grp} {sub}" in ex[1], (grp, sub, out)
+        foreign = [w for w in SIBLING_ONLY[grp] if w in out and w not in words]
+        assert not foreign, (grp, sub, foreign)
+        # options before the subcommand, and an id, change nothing
+        rc2, out2, _ = run(grp, "--url", "http://127.0.0.1:9", sub, "x1", "-h")
+        assert rc2 == 0 and out2 == out, (grp, sub)
+    # an unknown subcommand with --help falls back to the group's help
+    rc, out, err = run("jobs", "bogus", "--help")
+    assert rc == 0 and out.startswith("usage: privgen jobs SUBCOMMAND"), out[:80]
 
 
 @case

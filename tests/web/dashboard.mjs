@@ -75,6 +75,7 @@ try {
   const cli = (...args) => execFileSync(privgen, args, { env, cwd: tmp, encoding: 'utf8' });
   const cliJSON = (...args) => JSON.parse(cli(...args, '--json'));
   const apiGet = async (p) => { const r = await fetch(url + p, { headers: { Authorization: 'Bearer ' + token } }); return r.json(); };
+  const apiStatus = async (p) => (await fetch(url + p, { headers: { Authorization: 'Bearer ' + token } })).status;
 
   // Files a data owner would have: clean rows, and their privatized copy with its declaration.
   cli('toy', 'halfcircle', '--n', '1000', '-o', 'clean.csv');
@@ -289,9 +290,35 @@ try {
   await page.waitForFunction(() => /a queued or running job uses this dataset/.test(document.getElementById('dd-error').textContent));
   await page.waitForSelector(`#jobs tr[data-id="${long.id}"]`, { timeout: 15000 });
   await page.click(`#jobs tr[data-id="${long.id}"]`);
+  await page.waitForFunction((id) => document.getElementById('jd-id').textContent === id, long.id);
+
+  step('job delete: confirmed, refused with the server\'s reason while it runs, done once cancelled');
+  for (let i = 0; i < 200 && (await apiGet(`/v1/jobs/${long.id}`)).status !== 'running'; i++) await new Promise((r) => setTimeout(r, 100));
+  await page.click('#jd-delete');
+  await page.waitForSelector('#jd-confirm:not([hidden])');
+  if (!(await page.textContent('#jd-confirm-text')).includes(long.id)) fail('the job confirmation does not name the job');
+  await page.click('#jd-confirm-no');
+  if (!(await page.$eval('#jd-confirm', (d) => d.hidden))) fail('"Keep it" left the confirmation open');
+  const [refused] = await Promise.all([
+    page.waitForResponse((r) => r.url().endsWith(`/v1/jobs/${long.id}`) && r.request().method() === 'DELETE'),
+    page.click('#jd-delete').then(() => page.click('#jd-confirm-yes')),
+  ]);
+  const refusedBody = await refused.json();
+  if (refused.status() !== 409) fail(`deleting a running job: ${refused.status()} ${JSON.stringify(refusedBody)}`);
+  await page.waitForFunction((msg) => document.getElementById('jd-delete-error').textContent.includes(msg),
+                             refusedBody.detail || refusedBody.title);
+  if (!/cancel it/.test(await page.textContent('#jd-delete-error'))) fail('the refusal does not say to cancel first');
+  if ((await apiGet(`/v1/jobs/${long.id}`)).id !== long.id) fail('the running job was deleted');
   await page.click('#jd-cancel:not([hidden])');
   for (let i = 0; i < 200 && (await apiGet(`/v1/jobs/${long.id}`)).status === 'running'; i++) await new Promise((r) => setTimeout(r, 100));
   if ((await apiGet(`/v1/jobs/${long.id}`)).status !== 'cancelled') fail('the long job was not cancelled');
+  await page.click(`#jobs tr[data-id="${long.id}"]`);
+  await page.waitForFunction((id) => document.getElementById('jd-id').textContent === id, long.id);
+  await page.click('#jd-delete');
+  await page.click('#jd-confirm-yes');
+  await page.waitForFunction((id) => !document.querySelector(`#jobs tr[data-id="${id}"]`), long.id);
+  if (!(await page.$eval('#job-detail', (d) => d.hidden))) fail('the deleted job stays open');
+  if ((await apiStatus(`/v1/jobs/${long.id}`)) !== 404) fail('the deleted job still answers');
   await page.click(`#datasets tr[data-id="${local.id}"] .link-btn`);
   await page.click('#dd-delete');
   await page.click('#dd-confirm-yes');
@@ -321,7 +348,7 @@ try {
   if (errors.length) fail('page errors: ' + errors.join('; '));
   if (external.length) fail('requests outside the server: ' + external.join(', '));
   console.log(`ok dashboard: datasets created and uploaded, dry run ε ${sig3(dry.plan.epsilon)}, job ${job.id} succeeded, ` +
-              `ledger ε ${sig3(budget.spent_epsilon)} / 10, CSV + PNG downloaded, delete refused then done, 390 px fits; ` +
+              `ledger ε ${sig3(budget.spent_epsilon)} / 10, CSV + PNG downloaded, job and dataset delete refused then done, 390 px fits; ` +
               `screenshots ${shot} ${shotPhone}`);
 } catch (e) {
   if (browser) for (const c of browser.contexts()) for (const p of c.pages()) await p.screenshot({ path: shot.replace(/(\.png)?$/, '-failed.png'), fullPage: true }).catch(() => {});

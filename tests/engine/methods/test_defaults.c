@@ -32,17 +32,18 @@ static json_t *ok(const char *method, const char *text, const pg_data_desc *desc
     return r;
 }
 
-#define TARGET "{\"privacy\": {\"epsilon\": 1, \"delta\": 1e-6}"
+#define TARGET     "{\"privacy\": {\"epsilon\": 1, \"delta\": 1e-6}"
+#define GIVEN_R(r) "{\"privacy\": {\"epsilon\": 1, \"delta\": 1e-6, \"clip_norm\": " #r "}}"
 
-/* dp_sinkhorn: batch clamp(round(n / 300), 8, 64), 2000 steps, lr 1e-3, a
+/* dp_sinkhorn: batch clamp(round(sqrt(n) / 4), 8, 32) (never above n), 2000 steps, lr 1e-3, a
  * [64, 64] generator with a d-dimensional latent and a tanh output that
  * generator.h maps onto the declared range; and the plan follows the
  * resolved batch. */
 START_TEST(dp_sinkhorn_rule)
 {
-    const size_t ns[] = {1000, 5000, 12000, 20000, 40000};
-    const long want[] = {8, 17, 40, 64, 64};
-    for (int i = 0; i < 5; i++) {
+    const size_t ns[] = {5, 1000, 5000, 12000, 20000, 40000};
+    const long want[] = {5, 8, 18, 27, 32, 32};
+    for (int i = 0; i < 6; i++) {
         pg_data_desc desc = central(ns[i], 3);
         json_t *r = ok("dp_sinkhorn", TARGET "}", &desc);
         ck_assert_int_eq(pg_spec_int(r, "train.batch_size", 0), want[i]);
@@ -128,11 +129,14 @@ START_TEST(entropic_gan_rule)
 }
 END_TEST
 
-/* Sliced-Wasserstein methods: one orthonormal block per release (w = 1). */
+/* Sliced-Wasserstein methods: one orthonormal block per release (w = 1), clip
+ * norm max(|lo|, |hi|) on unlabelled central data, and the plan reaches the
+ * target with the sensitivity 2 R sqrt(w) of that R. */
 START_TEST(swd_rules)
 {
     pg_data_desc desc = central(5000, 3);
     json_t *r = ok("swd_flow", TARGET "}", &desc);
+    ck_assert_double_eq(pg_spec_num(r, "privacy.clip_norm", 0), 1.5);
     ck_assert_int_eq(pg_spec_int(r, "projections.per_step", 0), 3);
     ck_assert_int_eq(pg_spec_int(r, "projections.pool", 0), 6);
     ck_assert_int_eq(pg_spec_int(r, "flow.steps", 0), 100);
@@ -141,9 +145,16 @@ START_TEST(swd_rules)
     ck_assert_int_eq(pg_spec_int(r, "projections.pool", 0), 10);
     json_decref(r);
     r = ok("swd_flow_r", TARGET "}", &desc);
+    ck_assert_double_eq(pg_spec_num(r, "privacy.clip_norm", 0), 1.5);
     ck_assert_int_eq(pg_spec_int(r, "projections.per_step", 0), 3);
-    ck_assert_int_eq(pg_spec_int(r, "flow.steps", 0), 100);
+    ck_assert_int_eq(pg_spec_int(r, "flow.steps", 0), 10);
+    ck_assert_double_eq(pg_spec_num(r, "flow.h", 0), 3.0);
     ck_assert_ptr_null(pg_spec_get(r, "train.batch_size"));
+    pg_privacy_plan plan_r;
+    ck_assert_int_eq(
+        pg_method_find("swd_flow_r")->plan(r, &(pg_job_data){.desc = &desc}, &plan_r, NULL), PG_OK);
+    ck_assert(plan_r.epsilon <= 1.0 && plan_r.epsilon > 0.999);
+    ck_assert_int_eq(plan_r.steps, 10);
     json_decref(r);
     r = ok("swd_gen", TARGET "}", &desc);
     ck_assert_int_eq(pg_spec_int(r, "projections.per_step", 0), 3);
@@ -154,7 +165,52 @@ START_TEST(swd_rules)
     ck_assert_int_eq(pg_method_find("swd_gen")->plan(r, &(pg_job_data){.desc = &desc}, &plan, NULL),
                      PG_OK);
     ck_assert_double_eq_tol(plan.sampling_rate, 0.1, 1e-15);
+    ck_assert_double_eq(pg_spec_num(r, "privacy.clip_norm", 0), 1.5);
     json_decref(r);
+    /* An off-centre range: R is the largest absolute bound; a given R wins. */
+    pg_data_desc off = central(5000, 2);
+    off.lo = -0.5f, off.hi = 4.0f;
+    const char *const ms[] = {"swd_flow", "swd_flow_r", "swd_gen"};
+    for (int i = 0; i < 3; i++) {
+        r = ok(ms[i], TARGET "}", &off);
+        ck_assert_double_eq(pg_spec_num(r, "privacy.clip_norm", 0), 4.0);
+        json_decref(r);
+        r = ok(ms[i], GIVEN_R(0.25), &off);
+        ck_assert_double_eq(pg_spec_num(r, "privacy.clip_norm", 0), 0.25);
+        json_decref(r);
+    }
+    /* Labelled data keeps the table's R = 1 (its label part is clipped too). */
+    pg_data_desc lab = central(5000, 2);
+    lab.num_classes = 3;
+    r = ok("swd_flow", TARGET "}", &lab);
+    ck_assert_double_eq(pg_spec_num(r, "privacy.clip_norm", 0), 1.0);
+    json_decref(r);
+}
+END_TEST
+
+/* The noise of one swd_flow release is S * 2R (one orthonormal block): with
+ * the range-derived R the plan still charges exactly the target, and S is
+ * the Gaussian mechanism's multiplier for that epsilon, whatever R is. */
+START_TEST(swd_clip_rule_keeps_accounting)
+{
+    pg_data_desc a = central(5000, 2), b = central(5000, 2);
+    b.lo = -3.5f, b.hi = 3.5f;
+    json_t *ra = ok("swd_flow", TARGET "}", &a), *rb = ok("swd_flow", TARGET "}", &b);
+    ck_assert_double_eq(pg_spec_num(rb, "privacy.clip_norm", 0), 3.5);
+    pg_privacy_plan pa, pb;
+    const pg_method *m = pg_method_find("swd_flow");
+    ck_assert_int_eq(m->plan(ra, &(pg_job_data){.desc = &a}, &pa, NULL), PG_OK);
+    ck_assert_int_eq(m->plan(rb, &(pg_job_data){.desc = &b}, &pb, NULL), PG_OK);
+    ck_assert(pa.epsilon <= 1.0 && pa.epsilon > 0.999);
+    ck_assert_double_eq(pa.epsilon, pb.epsilon);
+    ck_assert_double_eq(pa.noise_multiplier, pb.noise_multiplier);
+    /* the same multiplier as a given-R spec on the table's clip norm */
+    json_t *rc = ok("swd_flow", GIVEN_R(1), &b);
+    ck_assert_double_eq(pg_spec_num(rc, "privacy.noise_multiplier", 0),
+                        pg_spec_num(rb, "privacy.noise_multiplier", 0));
+    json_decref(ra);
+    json_decref(rb);
+    json_decref(rc);
 }
 END_TEST
 
@@ -227,6 +283,7 @@ static Suite *defaults_suite(void)
     tcase_add_test(tc, given_fields_and_big_data_untouched);
     tcase_add_test(tc, entropic_gan_rule);
     tcase_add_test(tc, swd_rules);
+    tcase_add_test(tc, swd_clip_rule_keeps_accounting);
     tcase_add_test(tc, central_samples_stay_in_range);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);

@@ -314,13 +314,16 @@ END_TEST
 /* The noise actually released has std S * 2R sqrt(w): on a dataset of one
  * repeated row every projection is a constant plus noise, so the spread of
  * each released quantile table is the noise std (orthonormal pool of 4 in
- * d = 2: w = 2). */
-START_TEST(released_noise_matches_sensitivity)
+ * d = 2: w = 2). With R = 1 given, the row (3, 4) is clipped to (0.6, 0.8);
+ * without it, the default R is the declared range's max(|lo|, |hi|) = 10
+ * (engine/methods/defaults.h), which keeps the row whole and multiplies the
+ * noise by 10. */
+static void released_noise(const char *clip, double R)
 {
     size_t n = 4000;
     float *x = pg_alloc_f32(n * 2);
     for (size_t i = 0; i < n; i++) {
-        x[2 * i] = 3.0f; /* clipped to R = 1 */
+        x[2 * i] = 3.0f;
         x[2 * i + 1] = 4.0f;
     }
     pg_dataset ds;
@@ -335,10 +338,12 @@ START_TEST(released_noise_matches_sensitivity)
                          .model = PG_PRIVACY_CENTRAL,
                          .cap_delta = 1e-5};
     run u;
-    start(&u, "swd_flow",
-          "{\"privacy\": {\"noise_multiplier\": 0.1}, \"projections\": {\"per_step\": 2, \"pool\":"
-          " 4}, \"flow\": {\"steps\": 1, \"particles\": 10, \"quantile_levels\": 400}}",
-          &ds, &desc);
+    char spec[256];
+    snprintf(spec, sizeof spec,
+             "{\"privacy\": {\"noise_multiplier\": 0.1%s}, \"projections\": {\"per_step\": 2, "
+             "\"pool\": 4}, \"flow\": {\"steps\": 1, \"particles\": 10, \"quantile_levels\": 400}}",
+             clip);
+    start(&u, "swd_flow", spec, &ds, &desc);
     finish(&u);
     unsigned char *bytes;
     size_t len;
@@ -348,13 +353,13 @@ START_TEST(released_noise_matches_sensitivity)
     const pg_ckpt_tensor *tq = pg_ckpt_find(&ck, "quantiles");
     const pg_ckpt_tensor *tt = pg_ckpt_find(&ck, "theta");
     ck_assert(tq && tt && tq->dims[0] == 1 && tq->dims[1] == 4 && tq->dims[2] == 400);
-    double want = 0.1 * 2.0 * 1.0 * sqrt(2.0);
+    double want = 0.1 * 2.0 * R * sqrt(2.0), scale = R < 5.0 ? R / 5.0 : 1.0;
     for (size_t j = 0; j < 4; j++) {
         const float *row = tq->data + j * 400;
         double mean = 0, var = 0;
         for (size_t l = 0; l < 400; l++) mean += row[l] / 400.0;
         for (size_t l = 0; l < 400; l++) var += (row[l] - mean) * (row[l] - mean) / 400.0;
-        double centre = 0.6 * tt->data[0 * 4 + j] + 0.8 * tt->data[1 * 4 + j];
+        double centre = scale * (3.0 * tt->data[0 * 4 + j] + 4.0 * tt->data[1 * 4 + j]);
         ck_assert_msg(fabs(sqrt(var) - want) < 0.08 * want, "std %.4f want %.4f", sqrt(var), want);
         /* The noise is secure (unseeded): tolerances are >= 5 standard errors
          * (mean: want / sqrt(n) = 0.016 want; std: want / sqrt(2n)). */
@@ -364,6 +369,12 @@ START_TEST(released_noise_matches_sensitivity)
     free(bytes);
     stop(&u);
     pg_dataset_free(&ds);
+}
+
+START_TEST(released_noise_matches_sensitivity)
+{
+    released_noise(", \"clip_norm\": 1", 1.0);
+    released_noise("", 10.0);
 }
 END_TEST
 
