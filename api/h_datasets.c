@@ -195,9 +195,8 @@ static json_t *privacy_report(const pg_ds_spec *s, int64_t n)
     if (s->model == PG_PRIV_LOCAL && s->per_column)
         /* Columns compose by basic composition: the row is (epsilon, delta)-
          * LDP. No shuffle figure: its bound is for one pure randomizer. */
-        return json_pack("{s:s,s:s,s:f,s:o,s:b,s:n}", "model", "local", "mechanism", "per_column",
-                         "epsilon_ldp", s->epsilon, "delta",
-                         s->delta > 0.0 ? json_real(s->delta) : json_null(), "spends_budget", 0,
+        return json_pack("{s:s,s:s,s:f,s:f,s:b,s:n}", "model", "local", "mechanism", "per_column",
+                         "epsilon_ldp", s->epsilon, "delta", s->delta, "spends_budget", 0,
                          "shuffle");
     if (s->model == PG_PRIV_LOCAL)
         /* Training on locally privatized rows is post-processing: nothing is
