@@ -39,10 +39,11 @@ int pg_typed_schema(const json_t *body, pg_ds_spec *s, pg_table **t, char field[
     int rc = pg_table_from_json(schema, t, &e);
     json_decref(schema);
     if (rc) {
-        const char *f = strncmp(e.msg, "label", 5) == 0                        ? "label"
-                        : strncmp(e.msg, "'label'", 7) == 0                    ? "label"
-                        : strstr(e.msg, "range") && !strstr(e.msg, "column '") ? "range"
-                                                                               : "columns";
+        /* The engine's messages start with the part they are about. */
+        const char *f =
+            !strncmp(e.msg, "schema: label", 13) || !strncmp(e.msg, "schema: 'label'", 15) ? "label"
+            : !strncmp(e.msg, "schema: 'range'", 15)                                       ? "range"
+                                                     : "columns";
         return fail(field, f, err, rc == PG_ENOMEM ? PG_ENOMEM : PG_EINVAL, e.msg);
     }
     s->typed = 1;
