@@ -127,6 +127,9 @@ try:
     ds = ok("datasets", "create", "--schema", p("schema.json"), "--name", "loans", "--model",
             "central", "--budget-epsilon", 20, "--budget-delta", 1e-5)
     assert ds["d"] == 7 and ds["num_classes"] == 2 and ds["label"] == "status", ds
+    rc, out, err = run("datasets", "show", ds["id"])
+    assert rc == 0 and "columns" in out and "age: integer, 18 to 99, may be missing" in out, out
+    assert "status: categorical, 2 categories (good, ...) (label)" in out, out
     rc, _, err = run("datasets", "create", "--schema", p("schema.json"), "--name", "x",
                      "--model", "central", "--shape", 7)
     assert rc == 2 and "--schema" in err, (rc, err)
@@ -196,6 +199,8 @@ try:
     lds = ok("datasets", "create", "--schema", p("schema.json"), "--name", "ldp", "--model",
              "local", "--declaration", p("decl.json"))
     assert lds["privacy"]["mechanism"] == "per_column", lds
+    rc, out, _ = run("datasets", "show", lds["id"])
+    assert rc == 0 and "column by column" in out and "epsilon 8 per row" in out, out
     d = json.loads(decl)
     d["columns"][1]["noise_scale"] *= 2
     json.dump(d, open(p("decl_other.json"), "w"))
