@@ -101,7 +101,13 @@ json_t *pg_jobdesc_shuffle_json(const pg_data_desc *desc)
     if (target > 1e-6) target = 1e-6;
     double eps0 = desc->epsilon;
     double extra = 0.0;
-    if (desc->mechanism == PG_LOCAL_LAPLACE) {
+    if (desc->ldp) {
+        /* A typed row is eps0-LDP for the declared total (basic composition
+         * over its columns): the summary noise_scale and sensitivity of a
+         * per-column desc describe no single mechanism and must not lower
+         * eps0. */
+        if (desc->mechanism == PG_LOCAL_GAUSSIAN) extra = (double)n * desc->delta;
+    } else if (desc->mechanism == PG_LOCAL_LAPLACE) {
         if (desc->noise_scale > 0.0 && desc->sensitivity > 0.0)
             eps0 = fmin(eps0, desc->sensitivity / desc->noise_scale);
     } else {

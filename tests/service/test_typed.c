@@ -119,6 +119,12 @@ START_TEST(local_meta_round_trip_and_plan)
     ck_assert(d.model == PG_PRIVACY_LOCAL && d.epsilon == 4.0 && d.d == 6 && d.num_classes == 2);
     ck_assert_double_eq(d.sensitivity, 4.0); /* hi - lo of the range [-2, 2] */
     ck_assert_double_eq_tol(d.noise_scale, made.cols[0].noise_scale, 1e-15); /* the one number */
+    /* the shuffle report starts from the row's declared total: the summary
+     * noise scale (sensitivity 4 / b) would claim a smaller eps0 */
+    json_t *sh = pg_jobdesc_shuffle_json(&d);
+    ck_assert_double_eq(json_number_value(json_object_get(sh, "shuffle_epsilon_ldp")), 4.0);
+    ck_assert(d.sensitivity / d.noise_scale < 4.0);
+    json_decref(sh);
     pg_jobdesc_release(&d);
     ck_assert_ptr_null(d.table);
     pg_jobdesc_release(&d); /* idempotent */
