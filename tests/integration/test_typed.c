@@ -619,6 +619,16 @@ START_TEST(local_typed_dataset_with_declaration)
              ds);
     submit(body, job);
     wait_done(job);
+    /* the job's privacy: the declared total, also as the shuffle report's eps0 */
+    char jpath[128];
+    snprintf(jpath, sizeof jpath, "/v1/jobs/%s", job);
+    req("GET", jpath, NULL, &r);
+    json_t *pr = json_object_get(r.json, "privacy");
+    ck_assert_double_eq_tol(json_number_value(json_object_get(pr, "epsilon")), 10.0, 1e-9);
+    ck_assert_double_eq_tol(json_number_value(json_object_get(pr, "shuffle_epsilon_ldp")), 10.0,
+                            1e-9);
+    ck_assert(!json_is_true(json_object_get(pr, "charges")));
+    pg_resp_free(&r);
     check_samples(job, t, 1, 1);
     free(other_txt);
     json_decref(other);
