@@ -11,6 +11,7 @@
 #include "service/auth.h"
 #include "service/calib.h"
 #include "service/dataset.h"
+#include "service/typed.h"
 
 static int get_num(pg_req *r, json_t *o, const char *key, const char *field, int required,
                    double *out)
@@ -191,6 +192,12 @@ static json_t *shuffle_report(const pg_ds_spec *s, int64_t n)
 
 static json_t *privacy_report(const pg_ds_spec *s, int64_t n)
 {
+    if (s->model == PG_PRIV_LOCAL && s->per_column)
+        /* Columns compose by basic composition: the row is (epsilon, delta)-
+         * LDP. No shuffle figure: its bound is for one pure randomizer. */
+        return json_pack("{s:s,s:s,s:f,s:f,s:b,s:n}", "model", "local", "mechanism", "per_column",
+                         "epsilon_ldp", s->epsilon, "delta", s->delta, "spends_budget", 0,
+                         "shuffle");
     if (s->model == PG_PRIV_LOCAL)
         /* Training on locally privatized rows is post-processing: nothing is
          * spent, and every row carries the declared ε_LDP guarantee. */
@@ -203,6 +210,27 @@ static json_t *privacy_report(const pg_ds_spec *s, int64_t n)
         return json_pack("{s:s,s:{s:f,s:f},s:b}", "model", "central", "budget", "epsilon",
                          s->budget_epsilon, "delta", s->budget_delta, "spends_budget", 1);
     return json_pack("{s:s,s:b}", "model", "public", "spends_budget", 0);
+}
+
+/* A typed dataset's view also shows how a row is encoded (the width and
+ * blocks of the map, what format=npy samples and raw training rows hold). */
+static int typed_encoding(json_t *o, const char *meta, pg_req *r)
+{
+    pg_table *t;
+    pg_error err = {0};
+    if (pg_typed_table_from_meta(meta, &t, &err)) {
+        pg_api_problem(r, 500, err.msg, NULL, NULL);
+        return -1;
+    }
+    json_t *map = t ? pg_table_to_json(t) : NULL;
+    pg_table_free(t);
+    if (map)
+        json_object_set_new(o, "encoding",
+                            json_pack("{s:O,s:O,s:O}", "width", json_object_get(map, "width"),
+                                      "range", json_object_get(map, "range"), "blocks",
+                                      json_object_get(map, "blocks")));
+    json_decref(map);
+    return 0;
 }
 
 /* The public view of a dataset: metadata and counts, never rows. */
@@ -228,6 +256,10 @@ static json_t *dataset_json(const pg_db_dataset *d, pg_req *r)
     json_object_set_new(o, "bytes", json_integer(d->bytes));
     json_object_set_new(o, "created_at", iso_time(d->created_at));
     json_object_set_new(o, "privacy_report", privacy_report(&s, d->n));
+    if (s.typed && typed_encoding(o, d->meta, r)) {
+        json_decref(o);
+        return NULL;
+    }
     /* Flat copies for clients (the dashboard) that read shuffle_epsilon. The
      * numerical FMT bound is tighter but costs up to ~0.3 s at n = 1e6, too
      * much per GET; each job's privacy report carries it (computed once). */
@@ -241,28 +273,19 @@ static json_t *dataset_json(const pg_db_dataset *d, pg_req *r)
     return o;
 }
 
-void pg_h_datasets_create(pg_req *r)
+/* Stores a checked dataset (meta: its JSON, taken) and answers 201. */
+static void insert_dataset(pg_req *r, const pg_ds_spec *s, char *meta)
 {
-    json_t *b = pg_api_body_json(r);
-    if (!b) return;
-    pg_ds_spec s;
-    int bad = pg_api_parse_dataset(r, b, &s);
-    json_decref(b);
-    if (bad) return;
-    char field[PG_FIELD_MAX];
     pg_error err = {0};
-    if (pg_ds_spec_check(&s, r->app->cfg->max_dim, field, &err)) {
-        pg_api_problem(r, 422, err.msg, field, err.msg);
-        return;
-    }
-    pg_db_dataset d = {0};
-    if (pg_auth_random_id("ds_", d.id, &err) || pg_ds_spec_to_json(&s, &d.meta, &err)) {
+    pg_db_dataset d = {.meta = meta};
+    if (pg_auth_random_id("ds_", d.id, &err)) {
+        free(meta);
         pg_api_problem(r, 500, err.msg, NULL, NULL);
         return;
     }
     snprintf(d.tenant, sizeof d.tenant, "%s", r->tok.tenant);
-    d.name = s.name;
-    d.d = (int64_t)s.d;
+    d.name = (char *)s->name;
+    d.d = (int64_t)s->d;
     if (pg_db_dataset_insert(r->app->db, &d, &err)) {
         free(d.meta);
         pg_api_fail(r, &err);
@@ -273,6 +296,93 @@ void pg_h_datasets_create(pg_req *r)
     if (!o) return;
     snprintf(r->location, sizeof r->location, "/v1/datasets/%s", d.id);
     pg_api_send_json(r, 201, o);
+}
+
+/* A typed table (service/typed.h): {name, columns, label, range, privacy};
+ * shape and num_classes follow from the columns. Local data declares its
+ * privacy per column: the declaration `privgen privatize --schema` prints. */
+static void create_typed(pg_req *r, json_t *b)
+{
+    static const char *const ok[] = {"name", "columns", "label", "range", "privacy", NULL};
+    pg_ds_spec s;
+    memset(&s, 0, sizeof s);
+    static const char *const derived[] = {"shape", "num_classes"};
+    for (size_t i = 0; i < 2; i++)
+        if (json_object_get(b, derived[i])) {
+            char msg[160];
+            snprintf(msg, sizeof msg,
+                     "%s is derived from columns (the encoded width, the label's classes): leave "
+                     "it out",
+                     derived[i]);
+            pg_api_problem(r, 422, msg, derived[i], msg);
+            return;
+        }
+    if (pg_api_only_fields(r, b, NULL, ok)) return;
+    const char *name = json_string_value(json_object_get(b, "name"));
+    if (!name || !*name || strlen(name) > PG_DS_NAME_MAX) {
+        pg_api_problem(r, 422, "name must be a string of 1 to 200 characters", "name",
+                       "must be a string of 1 to 200 characters");
+        return;
+    }
+    snprintf(s.name, sizeof s.name, "%s", name);
+    pg_table *t = NULL;
+    char field[PG_FIELD_MAX];
+    pg_error err = {0};
+    if (pg_typed_schema(b, &s, &t, field, &err)) {
+        pg_api_problem(r, err.code == PG_ENOMEM ? 503 : 422, err.msg, field, err.msg);
+        return;
+    }
+    json_t *p = json_object_get(b, "privacy");
+    const char *model = json_string_value(json_object_get(p, "model"));
+    json_t *decl = NULL;
+    char *meta = NULL;
+    if (!p) {
+        pg_api_problem(r, 422, "privacy is required", "privacy", "is required");
+    } else if (model && !strcmp(model, "local")) {
+        decl = p;
+        if (pg_typed_declaration(t, p, &s, field, &err))
+            pg_api_problem(r, 422, err.msg, field, err.msg);
+        else
+            p = NULL;
+    } else if (!parse_privacy(r, p, &s)) {
+        p = NULL;
+    }
+    if (!p) {
+        if (pg_ds_spec_check(&s, r->app->cfg->max_dim, field, &err))
+            pg_api_problem(r, 422, err.msg, field, err.msg);
+        else if (pg_typed_meta(&s, t, decl, &meta, &err))
+            pg_api_problem(r, 503, err.msg, NULL, NULL);
+        else
+            insert_dataset(r, &s, meta);
+    }
+    pg_table_free(t);
+}
+
+void pg_h_datasets_create(pg_req *r)
+{
+    json_t *b = pg_api_body_json(r);
+    if (!b) return;
+    if (json_object_get(b, "columns")) {
+        create_typed(r, b);
+        json_decref(b);
+        return;
+    }
+    pg_ds_spec s;
+    int bad = pg_api_parse_dataset(r, b, &s);
+    json_decref(b);
+    if (bad) return;
+    char field[PG_FIELD_MAX];
+    pg_error err = {0};
+    if (pg_ds_spec_check(&s, r->app->cfg->max_dim, field, &err)) {
+        pg_api_problem(r, 422, err.msg, field, err.msg);
+        return;
+    }
+    char *meta = NULL;
+    if (pg_ds_spec_to_json(&s, &meta, &err)) {
+        pg_api_problem(r, 500, err.msg, NULL, NULL);
+        return;
+    }
+    insert_dataset(r, &s, meta);
 }
 
 void pg_h_datasets_get(pg_req *r)

@@ -22,6 +22,7 @@
 #include "api/npy_stream.h"
 #include "engine/data/npy.h"
 #include "service/dataset.h"
+#include "api/rows_typed.h"
 
 #include "engine/data/rows.h"
 
@@ -65,8 +66,7 @@ static int rows_differ(pg_req *r, rows_state *st, uint64_t rows)
     return 1;
 }
 
-/* problem+json with one errors[] entry per difference. */
-static void decl_mismatch(pg_req *r, const pg_ds_diff *d, int n)
+void pg_rows_decl_mismatch(pg_req *r, const pg_ds_diff *d, int n)
 {
     char detail[400];
     snprintf(detail, sizeof detail, "the rows' declaration differs from the dataset's: %s: %s%s",
@@ -100,7 +100,7 @@ static int check_declaration(pg_req *r, rows_state *st)
         return -1;
     }
     if (n) {
-        decl_mismatch(r, diffs, n);
+        pg_rows_decl_mismatch(r, diffs, n);
         return -1;
     }
     st->declared = 1;
@@ -215,6 +215,14 @@ void pg_h_rows_begin(pg_req *r)
     pg_npy_stream_init(&st->ns);
     st->n_before = d.n;
     int bad = pg_ds_spec_from_json(d.meta, &st->spec, &err);
+    if (!bad && st->spec.typed) {
+        pg_ds_spec spec = st->spec;
+        int64_t n_before = st->n_before;
+        rows_free(r);
+        pg_rows_typed_begin(r, d.meta, &spec, n_before);
+        pg_db_dataset_free(&d);
+        return;
+    }
     pg_db_dataset_free(&d);
     if (bad) {
         pg_api_problem(r, 500, err.msg, NULL, NULL);
@@ -480,6 +488,10 @@ static void append_buffered(pg_req *r, rows_state *st)
 
 void pg_h_rows_append(pg_req *r)
 {
+    if (pg_rows_typed_active(r)) {
+        pg_rows_typed_append(r);
+        return;
+    }
     rows_state *st = r->stream;
     if (st->format == FMT_JSON) {
         append_json(r, st);

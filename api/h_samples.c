@@ -29,6 +29,11 @@
 #include "service/jobs.h"
 
 int pg_api_jobs_ready(pg_req *r);
+/* Typed jobs (api/h_samples_typed.c). */
+const char *pg_h_samples_label_name(pg_req *r);
+int pg_h_samples_typed(pg_req *r, pg_snapshot *snap, const pg_job_geometry *geo, int format,
+                       uint64_t n, uint64_t seed, const char *label_name, int *has_label,
+                       uint64_t *label);
 
 /* Above this many values a body is streamed (about 256 KiB of floats). */
 #define STREAM_VALUES ((size_t)1 << 16)
@@ -180,21 +185,24 @@ void pg_h_jobs_samples(pg_req *r)
     if (!pg_api_jobs_ready(r)) return;
     const char *fmt = pg_api_query(r, "format");
     if (!fmt) fmt = "json";
-    int format = !strcmp(fmt, "json")  ? PG_SAMPLES_JSON
-                 : !strcmp(fmt, "csv") ? PG_SAMPLES_CSV
-                 : !strcmp(fmt, "npy") ? PG_SAMPLES_NPY
-                 : !strcmp(fmt, "png") ? 3
-                                       : -1;
+    int format = !strcmp(fmt, "json")     ? PG_SAMPLES_JSON
+                 : !strcmp(fmt, "csv")    ? PG_SAMPLES_CSV
+                 : !strcmp(fmt, "npy")    ? PG_SAMPLES_NPY
+                 : !strcmp(fmt, "png")    ? 3
+                 : !strcmp(fmt, "ndjson") ? 4
+                                          : -1;
     if (format < 0) {
-        pg_api_problem(r, 400, "format must be json, csv, npy or png", "format",
-                       "must be json, csv, npy or png");
+        pg_api_problem(r, 400, "format must be json, csv, npy, png or ndjson (typed jobs)",
+                       "format", "must be json, csv, npy, png or ndjson");
         return;
     }
     int has_n, has_seed, has_label, has_ck;
     uint64_t n = 64, seed = 0, label = 0, ck = 0;
+    const char *label_name = pg_h_samples_label_name(r);
+    has_label = 0;
     if (query_u64(r, "n", r->app->cfg->max_samples, &has_n, &n) ||
         query_u64(r, "seed", UINT64_MAX, &has_seed, &seed) ||
-        query_u64(r, "label", 1000000, &has_label, &label) ||
+        (!label_name && query_u64(r, "label", 1000000, &has_label, &label)) ||
         query_u64(r, "checkpoint", INT32_MAX, &has_ck, &ck))
         return;
     if (n == 0) {
@@ -203,12 +211,13 @@ void pg_h_jobs_samples(pg_req *r)
     }
     pg_api_plot plot; /* PNG only: ?frame= and the title */
     if (format == 3 && pg_api_plot_request(r, r->params[0], &plot)) return;
+    /* (typed jobs ignore plot's frame: their PNG is a histogram page) */
     if (!has_seed && getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed) {
         pg_api_problem(r, 503, "cannot draw a sampling seed", NULL, NULL);
         return;
     }
     pg_snapshot *snap;
-    pg_job_geometry geo;
+    pg_job_geometry geo = {0};
     int found;
     pg_error err = {0};
     int rc = pg_jobs_snapshot(r->app->jobs, r->tok.tenant, r->params[0], has_ck ? (long)ck : -1,
@@ -225,6 +234,9 @@ void pg_h_jobs_samples(pg_req *r)
         pg_api_problem(r, 404, has_ck ? "no such job or checkpoint" : "no such job", NULL, NULL);
         return;
     }
+    if ((geo.table || label_name || format == 4) &&
+        pg_h_samples_typed(r, snap, &geo, format, n, seed, label_name, &has_label, &label))
+        return;
     if (has_label && (geo.num_classes == 0 || label >= (uint64_t)geo.num_classes)) {
         pg_snapshot_release(snap);
         char msg[128];

@@ -55,10 +55,65 @@ static int load_json_file(const char *path, json_t **out)
 /* The body: --spec FILE verbatim, or built from flags. --declaration takes
  * the JSON `privgen privatize` printed, so the noise actually added is what
  * the server is told. */
+/* A typed table (docs/tables.md): --schema FILE gives columns, label and
+ * range; local data sends the per-column --declaration `privgen privatize
+ * --schema` printed, as it is. */
+static int typed_body(const pg_args *a, const char *schema, json_t **out)
+{
+    const char *name = pg_args_get(a, "name"), *model = pg_args_get(a, "model");
+    if (!name || !model)
+        return pg_cli_error(PG_CLI_USAGE, "datasets create --schema FILE needs --name and --model "
+                                          "local|central|public");
+    if (pg_args_get(a, "shape") || pg_args_get(a, "num-classes"))
+        return pg_cli_error(PG_CLI_USAGE,
+                            "--shape and --num-classes follow from --schema: leave them out");
+    json_t *sc, *b = json_object(), *p = NULL;
+    int rc = load_json_file(schema, &sc);
+    if (rc) {
+        json_decref(b);
+        return rc;
+    }
+    static const char *const keys[] = {"columns", "label", "range", NULL};
+    for (size_t i = 0; keys[i]; i++) {
+        json_t *v = json_object_get(sc, keys[i]);
+        if (v) json_object_set(b, keys[i], v);
+    }
+    json_decref(sc);
+    json_object_set_new(b, "name", json_string(name));
+    if (!json_is_array(json_object_get(b, "columns")))
+        rc =
+            pg_cli_error(PG_CLI_USAGE, "%s: a schema is an object with \"columns\": [...]", schema);
+    else if (!strcmp(model, "local")) {
+        const char *decl = pg_args_get(a, "declaration");
+        if (!decl)
+            rc = pg_cli_error(PG_CLI_USAGE,
+                              "a local table needs --declaration FILE (what `privgen privatize "
+                              "--schema` printed)");
+        else if (!(rc = load_json_file(decl, &p)))
+            json_object_del(p, "rows");
+    } else if (!strcmp(model, "central")) {
+        json_t *bud = json_object();
+        p = json_pack("{s:s,s:o}", "model", "central", "budget", bud);
+        if (!(rc = num(a, "budget-epsilon", bud, "epsilon")))
+            rc = num(a, "budget-delta", bud, "delta");
+    } else {
+        p = json_pack("{s:s}", "model", model);
+    }
+    if (p) json_object_set_new(b, "privacy", p);
+    if (rc) {
+        json_decref(b);
+        return rc;
+    }
+    *out = b;
+    return PG_CLI_OK;
+}
+
 static int create_body(const pg_args *a, json_t **out)
 {
     const char *spec = pg_args_get(a, "spec");
     if (spec) return load_json_file(spec, out);
+    const char *schema = pg_args_get(a, "schema");
+    if (schema) return typed_body(a, schema, out);
     const char *name = pg_args_get(a, "name"), *shape = pg_args_get(a, "shape");
     const char *range = pg_args_get(a, "range"), *model = pg_args_get(a, "model");
     if (!name || !shape || !range || !model)
@@ -129,6 +184,8 @@ static const char *content_type(const char *file, const char *fmt)
             fmt = "npy";
         else if (ends_with(file, ".json"))
             fmt = "json";
+        else if (ends_with(file, ".ndjson") || ends_with(file, ".jsonl"))
+            fmt = "ndjson";
         else if (ends_with(file, "-ubyte") || ends_with(file, ".idx"))
             fmt = "idx";
         else if (ends_with(file, ".f32") || ends_with(file, ".raw"))
@@ -139,6 +196,7 @@ static const char *content_type(const char *file, const char *fmt)
     if (!strcmp(fmt, "csv")) return "text/csv";
     if (!strcmp(fmt, "npy")) return "application/x-npy";
     if (!strcmp(fmt, "json")) return "application/json";
+    if (!strcmp(fmt, "ndjson")) return "application/x-ndjson";
     if (!strcmp(fmt, "idx")) return "application/x-idx";
     if (!strcmp(fmt, "raw")) return "application/octet-stream";
     return NULL;
@@ -182,9 +240,9 @@ static int append(pg_http *h, const pg_args *a)
     const char *ct = content_type(file, fmt);
     if (!ct)
         return pg_cli_error(PG_CLI_USAGE,
-                            fmt ? "--format must be csv, npy, json, idx or raw"
+                            fmt ? "--format must be csv, npy, json, ndjson, idx or raw"
                                 : "cannot tell the format of %s: pass --format "
-                                  "csv|npy|json|idx|raw",
+                                  "csv|npy|json|ndjson|idx|raw",
                             file);
     int from_stdin = !strcmp(file, "-");
     char *decl = NULL;
@@ -277,7 +335,10 @@ static const char HELP[] =
     "                  --sensitivity S --noise-scale B\n"
     "         central: --budget-epsilon E --budget-delta D\n"
     "         or: --spec FILE (the JSON body of POST /v1/datasets)\n"
-    "  append ID FILE|- [--format csv|npy|json|idx|raw] [--rows N (raw from a pipe)]\n"
+    "         typed table: --schema SCHEMA.json --name NAME --model local|central|public\n"
+    "                  (central: --budget-*; local: --declaration of privatize --schema)\n"
+    "  append ID FILE|- [--format csv|npy|json|ndjson|idx|raw] [--rows N (raw from a pipe)]\n"
+    "         typed tables take csv (header row), json records or ndjson\n"
     "         [--declaration DECL.json]  sent with the rows, which the server refuses\n"
     "         (422) unless it matches the dataset's; by default FILE.decl.json, the\n"
     "         sidecar `privgen privatize` writes, when it exists\n"
@@ -294,7 +355,7 @@ int pg_cli_datasets(int argc, char **argv)
         "name",           "shape",        "range",       "num-classes", "model",
         "mechanism",      "epsilon",      "delta",       "sensitivity", "noise-scale",
         "budget-epsilon", "budget-delta", "declaration", "spec",        "format",
-        "limit",          "cursor",       "rows",        NULL};
+        "limit",          "cursor",       "rows",        "schema",      NULL};
     static const char *const usage =
         "usage: privgen datasets create|append|list|show|delete|budget ...";
     if (pg_cli_sub_help(argc, argv, pg_cli_datasets_subhelp)) return PG_CLI_OK;

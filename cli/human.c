@@ -136,6 +136,31 @@ void pg_human_job(json_t *j)
     pg_human_warnings(stdout, "  ", j);
 }
 
+/* A typed table's columns, one line each: type, bounds or categories. */
+static void human_columns(json_t *d)
+{
+    json_t *cols = json_object_get(d, "columns"), *c;
+    const char *label = json_string_value(json_object_get(d, "label"));
+    size_t i;
+    json_array_foreach(cols, i, c)
+    {
+        const char *type = str(c, "type"), *name = str(c, "name");
+        char what[160];
+        if (!strcmp(type, "categorical")) {
+            json_t *cats = json_object_get(c, "categories");
+            snprintf(what, sizeof what, "%zu categories (%s, ...)", json_array_size(cats),
+                     json_string_value(json_array_get(cats, 0)));
+        } else if (!strcmp(type, "boolean")) {
+            snprintf(what, sizeof what, "true/false");
+        } else {
+            snprintf(what, sizeof what, "%s to %s", ex(num(c, "min")), ex(num(c, "max")));
+        }
+        kv(i ? "" : "columns", "%s: %s, %s%s%s", name, type, what,
+           json_is_true(json_object_get(c, "nullable")) ? ", may be missing" : "",
+           label && !strcmp(name, label) ? " (label)" : "");
+    }
+}
+
 void pg_human_dataset(json_t *d)
 {
     json_t *p = json_object_get(d, "privacy"), *range = json_object_get(d, "range");
@@ -152,6 +177,11 @@ void pg_human_dataset(json_t *d)
         json_t *b = json_object_get(p, "budget");
         kv("privacy", "central: raw rows; every job spends from a cap of epsilon %s, delta %s",
            ex(num(b, "epsilon")), ex(num(b, "delta")));
+    } else if (!strcmp(model, "local") && !strcmp(str(p, "mechanism"), "per_column")) {
+        kv("privacy",
+           "local: rows privatized column by column by their owners, epsilon %s per "
+           "row (basic composition)",
+           ex(num(p, "epsilon")));
     } else if (!strcmp(model, "local")) {
         kv("privacy", "local: rows privatized by their owners with %s noise, epsilon %s per row",
            str(p, "mechanism"), ex(num(p, "epsilon")));
@@ -165,6 +195,7 @@ void pg_human_dataset(json_t *d)
     } else {
         kv("privacy", "%s", model);
     }
+    human_columns(d);
     kv("stored", "%s", bytes(num(d, "bytes")));
     kv("created", "%s", str(d, "created_at"));
 }

@@ -55,6 +55,8 @@ int pg_ds_spec_check(pg_ds_spec *s, size_t max_dim, char field[PG_FIELD_MAX], pg
                        "budget delta must be in (0, 1)");
         return PG_OK;
     case PG_PRIV_LOCAL: {
+        /* Checked column by column against the schema (service/typed.h). */
+        if (s->per_column) return PG_OK;
         pg_error e = {0};
         if (pg_svc_min_noise_scale(s->mechanism, s->epsilon, s->delta, s->sensitivity,
                                    &s->min_noise_scale, &e)) {
@@ -114,7 +116,12 @@ int pg_ds_spec_to_json(const pg_ds_spec *s, char **out, pg_error *err)
     json_t *shape = json_array();
     for (int i = 0; i < s->ndim; i++) json_array_append_new(shape, json_integer(s->shape[i]));
     json_t *priv = json_pack("{s:s}", "model", model_name(s->model));
-    if (s->model == PG_PRIV_LOCAL) {
+    if (s->model == PG_PRIV_LOCAL && s->per_column) {
+        /* The declaration's columns are added by service/typed.c. */
+        json_object_set_new(priv, "mechanism", json_string("per_column"));
+        json_object_set_new(priv, "epsilon", json_real(s->epsilon));
+        json_object_set_new(priv, "delta", s->delta > 0.0 ? json_real(s->delta) : json_null());
+    } else if (s->model == PG_PRIV_LOCAL) {
         json_object_set_new(priv, "mechanism",
                             json_string(s->mechanism == PG_MECH_LAPLACE ? "laplace" : "gaussian"));
         json_object_set_new(priv, "epsilon", json_real(s->epsilon));
@@ -166,7 +173,18 @@ int pg_ds_spec_from_json(const char *json, pg_ds_spec *s, pg_error *err)
     }
     json_t *nc = json_object_get(o, "num_classes");
     s->num_classes = nc ? json_integer_value(nc) : 0;
-    if (!strcmp(model, "local")) {
+    s->typed = json_is_array(json_object_get(o, "columns"));
+    const char *pmech = json_string_value(json_object_get(priv, "mechanism"));
+    if (!strcmp(model, "local") && pmech && !strcmp(pmech, "per_column")) {
+        s->model = PG_PRIV_LOCAL;
+        s->per_column = 1;
+        s->epsilon = json_number_value(json_object_get(priv, "epsilon"));
+        s->delta = json_number_value(json_object_get(priv, "delta")); /* 0 for null */
+        if (!s->typed || !(s->epsilon > 0.0)) {
+            json_decref(o);
+            return pg_error_set(err, PG_EFORMAT, "stored dataset privacy metadata is corrupt");
+        }
+    } else if (!strcmp(model, "local")) {
         const char *mech;
         s->model = PG_PRIV_LOCAL;
         if (json_unpack(priv, "{s:s,s:F,s:F,s:F,s:F,s:F}", "mechanism", &mech, "epsilon",

@@ -40,6 +40,11 @@ typedef struct pg_ds_spec {
     double clip_radius;
     /* central */
     double budget_epsilon, budget_delta;
+    /* Typed tables (service/typed.h): the dataset has named columns; shape is
+     * [encoded width], num_classes the label column's. A local typed dataset
+     * declares its privacy per column (per_column = 1): epsilon and delta are
+     * the declaration's totals, the other local fields unused. */
+    int typed, per_column;
 } pg_ds_spec;
 
 /* Semantic checks; computes min_noise_scale for local data. PG_EINVAL with

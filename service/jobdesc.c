@@ -7,6 +7,7 @@
 
 #include "engine/privacy/privacy.h"
 #include "service/calib.h"
+#include "service/typed.h"
 
 int pg_jobdesc_from_meta(const char *meta, int64_t n, pg_data_desc *desc, pg_error *err)
 {
@@ -39,7 +40,48 @@ int pg_jobdesc_from_meta(const char *meta, int64_t n, pg_data_desc *desc, pg_err
         desc->model = PG_PRIVACY_PUBLIC;
         break;
     }
+    if (!s.typed) return PG_OK;
+    pg_table *t = NULL;
+    pg_ldp_plan *p = NULL;
+    if ((rc = pg_typed_table_from_meta(meta, &t, err)) ||
+        (rc = pg_typed_ldp_from_meta(meta, t, &p, err))) {
+        pg_table_free(t);
+        return rc;
+    }
+    desc->table = t;
+    desc->ldp = p;
+    if (p) {
+        double scale = 0.0;
+        for (size_t c = 0; c < p->ncols; c++)
+            if (p->cols[c].mechanism != PG_LDP_RR) scale = fmax(scale, p->cols[c].noise_scale);
+        desc->mechanism = p->numeric == PG_LDP_GAUSSIAN ? PG_LOCAL_GAUSSIAN : PG_LOCAL_LAPLACE;
+        desc->sensitivity = (double)desc->hi - (double)desc->lo;
+        desc->noise_scale = scale;
+    }
     return PG_OK;
+}
+
+void pg_jobdesc_release(pg_data_desc *desc)
+{
+    pg_table_free((pg_table *)desc->table);
+    pg_typed_ldp_free((pg_ldp_plan *)desc->ldp);
+    pg_jobdesc_disown(desc);
+}
+
+void pg_jobdesc_disown(pg_data_desc *desc)
+{
+    desc->table = NULL;
+    desc->ldp = NULL;
+}
+
+int pg_jobdesc_table_from_spec(const json_t *spec, pg_data_desc *desc, pg_error *err)
+{
+    const json_t *map = json_object_get(spec, PG_JOBDESC_TABLE_KEY);
+    if (desc->table || !map) return PG_OK;
+    pg_table *t = NULL;
+    int rc = pg_table_from_json(map, &t, err);
+    if (!rc) desc->table = t;
+    return rc;
 }
 
 /* Feldman-McMillan-Talwar's numerical analysis holds for any eps0-LDP
@@ -59,7 +101,13 @@ json_t *pg_jobdesc_shuffle_json(const pg_data_desc *desc)
     if (target > 1e-6) target = 1e-6;
     double eps0 = desc->epsilon;
     double extra = 0.0;
-    if (desc->mechanism == PG_LOCAL_LAPLACE) {
+    if (desc->ldp) {
+        /* A typed row is eps0-LDP for the declared total (basic composition
+         * over its columns): the summary noise_scale and sensitivity of a
+         * per-column desc describe no single mechanism and must not lower
+         * eps0. */
+        if (desc->mechanism == PG_LOCAL_GAUSSIAN) extra = (double)n * desc->delta;
+    } else if (desc->mechanism == PG_LOCAL_LAPLACE) {
         if (desc->noise_scale > 0.0 && desc->sensitivity > 0.0)
             eps0 = fmin(eps0, desc->sensitivity / desc->noise_scale);
     } else {
@@ -84,4 +132,13 @@ json_t *pg_jobdesc_shuffle_json(const pg_data_desc *desc)
                             json_string("Gaussian LDP: delta includes n * delta_ldp (approximate "
                                         "LDP clones)"));
     return o;
+}
+
+int pg_jobdesc_spec_add_table(json_t *resolved, const pg_data_desc *desc, pg_error *err)
+{
+    if (!desc->table) return PG_OK;
+    json_t *map = pg_table_to_json(desc->table);
+    if (!map || json_object_set_new(resolved, PG_JOBDESC_TABLE_KEY, map))
+        return pg_error_set(err, PG_ENOMEM, "out of memory");
+    return PG_OK;
 }

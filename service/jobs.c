@@ -44,6 +44,8 @@ void pg_jobs_job_free(job *j)
     free(j->error);
     free(j->ckpts);
     if (j->snap) pg_snapshot_release(j->snap);
+    pg_jobdesc_release(&j->desc);
+    pg_jobdesc_release(&j->public_desc);
     free(j);
 }
 
@@ -190,6 +192,8 @@ static job *job_from_row_ex(pg_jobs *m, const pg_job_row *r, int recover)
             why = "the job's dataset metadata cannot be rebuilt";
         pg_db_dataset_free(&ds);
     }
+    if (pg_jobdesc_table_from_spec(j->spec, &j->desc, &err) && !why)
+        why = "the job's table map cannot be rebuilt";
     if (!why && r->public_dataset_id[0]) {
         /* A finished job may outlive its public dataset (deletion is refused
          * only while a job is queued or running); plan() does not need it. */
@@ -576,6 +580,7 @@ int pg_jobs_snapshot(pg_jobs *m, const char *tenant, const char *id, long checkp
         geo->lo = j->desc.lo;
         geo->hi = j->desc.hi;
         geo->num_classes = j->desc.num_classes;
+        geo->table = j->desc.table;
         const pg_method *mt = j->method;
         long latest = j->nckpts ? (long)j->ckpts[j->nckpts - 1].step : -1, want = checkpoint;
         if (!geo->d) { /* finished before history kept its geometry, and its dataset is gone */
@@ -669,7 +674,7 @@ int pg_jobs_budget(pg_jobs *m, const char *tenant, const char *dataset_id, json_
     *out = NULL;
     int rc = pg_db_dataset_get(m->db, tenant, dataset_id, &ds, found, err);
     if (rc || !*found) return rc;
-    pg_data_desc desc;
+    PG_JOBDESC_SCOPED pg_data_desc desc = {0};
     rc = pg_jobdesc_from_meta(ds.meta, ds.n, &desc, err);
     pg_db_dataset_free(&ds);
     if (rc) return rc;

@@ -121,6 +121,9 @@ typedef struct pg_job_geometry {
     size_t shape[3];
     float lo, hi;
     int num_classes;
+    /* Typed jobs: the schema samples decode with (engine/data/table.h),
+     * owned by the job and valid until pg_jobs_destroy; NULL otherwise. */
+    const struct pg_table *table;
 } pg_job_geometry;
 
 /* A retained snapshot: the latest (checkpoint < 0) or the one stored in

@@ -107,7 +107,7 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
         pg_spec_error_add(fe, "dataset_id", "no such dataset");
         return PG_OK;
     }
-    pg_data_desc desc;
+    PG_JOBDESC_SCOPED pg_data_desc desc = {0};
     rc = pg_jobdesc_from_meta(ds.meta, ds.n, &desc, err);
     pg_db_dataset_free(&ds);
     if (rc) return rc;
@@ -125,7 +125,7 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
         pg_spec_error_add(fe, "dataset_id", "the dataset has no rows yet");
         return PG_OK;
     }
-    pg_data_desc pdesc;
+    PG_JOBDESC_SCOPED pg_data_desc pdesc = {0};
     if (pub_id && (rc = public_desc(m, tenant, ds_id, pub_id, &desc, &pdesc, fe, err))) return rc;
     if (fe->count) return PG_OK;
     pg_job_data in = {.desc = &desc, .public_desc = pub_id ? &pdesc : NULL};
@@ -171,6 +171,7 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
     json_object_set_new(resolved, "method", json_string(mt->name));
     if (pub_id) json_object_set_new(resolved, "public_dataset_id", json_string(pub_id));
     json_object_set_new(resolved, "keep_checkpoints", json_integer(keep));
+    if ((rc = pg_jobdesc_spec_add_table(resolved, &desc, err))) goto out;
     pg_privacy_plan plan;
     rc = mt->plan(resolved, &in, &plan, err);
     if (rc == PG_EINVAL || rc == PG_ERANGE) {
@@ -279,8 +280,10 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
         j->method = mt;
         j->spec = json_incref(resolved);
         j->desc = desc;
+        pg_jobdesc_disown(&desc);
         memcpy(j->public_dataset_id, row.public_dataset_id, sizeof j->public_dataset_id);
         if (pub_id) j->public_desc = pdesc;
+        pg_jobdesc_disown(&pdesc);
         j->plan = plan;
         j->privacy = priv ? priv : json_object();
         priv = NULL;

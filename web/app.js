@@ -243,16 +243,70 @@ function showDataset() {
                  ['range', `${fmt((d.range || [])[0])} to ${fmt((d.range || [])[1])}`],
                  d.num_classes ? ['classes', String(d.num_classes)] : null,
                  ['privacy', privacyText(d)]];
-  if (p.model === 'local') {
+  if (p.model === 'local' && p.mechanism === 'per_column') {
+    pairs.push(['noise', `per column, ε = ${fmt(p.epsilon)} in total (basic composition)`]);
+  } else if (p.model === 'local') {
     pairs.push(['noise', `${p.mechanism === 'laplace' ? 'b' : 'σ'} = ${fmt(p.noise_scale)} (minimum ${fmt(rep.min_noise_scale)}), sensitivity ${fmt(p.sensitivity)}`]);
     if (rep.shuffle) pairs.push(['if shuffled', `ε ≈ ${fmt(rep.shuffle.epsilon)} at δ = ${fmt(rep.shuffle.delta)} (n = ${rep.shuffle.n})`]);
   }
   if (p.model === 'central') pairs.push(['budget cap', `ε = ${fmt((p.budget || {}).epsilon)}, δ = ${fmt((p.budget || {}).delta)}`]);
   pairs.push(['created', (d.created_at || '').replace('T', ' ').replace('Z', ' UTC')]);
   facts($('dd-facts'), pairs);
+  showSchema(d);
   $('up-hint-model').textContent = p.model === 'central'
     ? ' Values must lie in the declared range.' : ' Upload rows privatized as declared.';
   if (p.model === 'central') renderLedger(d); else $('dd-ledger').hidden = true;
+}
+
+// A typed dataset's columns: type, bounds or categories, nullable, label.
+function showSchema(d) {
+  const box = $('dd-schema-box');
+  box.hidden = !Array.isArray(d.columns);
+  $('up-hint-plain').hidden = !box.hidden; $('up-hint-typed').hidden = box.hidden;
+  if (box.hidden) return;
+  const perCol = ((d.privacy || {}).columns || []);
+  const rows = d.columns.map((c, i) => {
+    let values = c.type === 'categorical' ? c.categories.join(', ')
+      : c.type === 'boolean' ? 'true, false' : `${fmt(c.min)} to ${fmt(c.max)}`;
+    const ldp = perCol[i];
+    if (ldp) values += `  (ε = ${fmt(ldp.epsilon)}, ${ldp.mechanism.replace('_', ' ')})`;
+    return el('tr', {}, td('column', c.name + (c.name === d.label ? ' (label)' : '')), td('type', c.type),
+              td('values', values), td('missing', c.nullable ? 'allowed' : 'no'));
+  });
+  $('dd-schema').tBodies[0].replaceChildren(...rows);
+}
+
+// A CSV body as a table: a header row, then cells (empty = missing, shown as –).
+function csvRows(text) {
+  const rows = [];
+  let row = [], f = '', q = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i];
+    if (q) {
+      if (ch === '"' && text[i + 1] === '"') { f += '"'; i++; }
+      else if (ch === '"') q = false;
+      else f += ch;
+    } else if (ch === '"') q = true;
+    else if (ch === ',') { row.push(f); f = ''; }
+    else if (ch === '\n') { row.push(f); rows.push(row); row = []; f = ''; }
+    else if (ch !== '\r') f += ch;
+  }
+  if (f || row.length) { row.push(f); rows.push(row); }
+  return rows;
+}
+
+async function loadRows(id) {
+  const box = $('jd-rows-box');
+  try {
+    const res = await api(`/v1/jobs/${id}/samples?n=10&seed=1&format=csv`);
+    if (state.selected !== id || !res.ok) { box.hidden = true; return; }
+    const [head, ...rows] = csvRows(await res.text());
+    $('jd-rows').replaceChildren(
+      el('thead', {}, el('tr', {}, ...head.map((h) => el('th', { text: h })))),
+      el('tbody', {}, ...rows.map((r) => el('tr', {}, ...r.map((v, j) =>
+        el('td', { text: v === '' ? '–' : v, class: v === '' ? 'missing' : '', 'data-label': head[j] }))))));
+    box.hidden = false;
+  } catch (e) { box.hidden = true; }
 }
 
 async function renderLedger(d) {
@@ -371,7 +425,8 @@ $('ds-form').addEventListener('submit', async (ev) => {
 
 // -- upload
 
-const UPLOAD_TYPES = { csv: 'text/csv', npy: 'application/x-npy', json: 'application/json', idx: 'application/x-idx', gz: 'application/x-idx' };
+const UPLOAD_TYPES = { csv: 'text/csv', npy: 'application/x-npy', json: 'application/json', idx: 'application/x-idx', gz: 'application/x-idx',
+                       ndjson: 'application/x-ndjson', jsonl: 'application/x-ndjson' };
 
 $('up-form').addEventListener('submit', async (ev) => {
   ev.preventDefault();
@@ -555,7 +610,10 @@ async function loadSamples(id) {
     const url = URL.createObjectURL(await res.blob());
     img.onload = () => URL.revokeObjectURL(url);
     img.src = url; img.hidden = false;
-    note.textContent = '500 samples from the latest snapshot (seed 1).';
+    note.textContent = state.typed
+      ? 'A histogram per column of 500 samples from the latest snapshot (seed 1).'
+      : '500 samples from the latest snapshot (seed 1).';
+    if (state.typed) loadRows(id);
   } catch (e) { note.textContent = e.message; }
 }
 
@@ -602,8 +660,10 @@ async function selectJob(id) {
   $('jd-samples').hidden = true; $('jd-samples-note').textContent = 'loading samples…';
   $('jd-warnings').hidden = true; $('jd-error').textContent = ''; $('jd-confirm').hidden = true; $('jd-delete-error').textContent = '';
   document.querySelectorAll('#jobs tbody tr').forEach((tr) => tr.classList.toggle('selected', tr.dataset.id === id));
+  $('jd-rows-box').hidden = true;
   let j;
   try { j = await apiJSON(`/v1/jobs/${id}`); } catch (e) { $('jd-error').textContent = e.message; return; }
+  state.typed = !!(j.spec && j.spec.table); // a typed table: histograms and rows, not a scatter
   showJob(j);
   $('job-detail').scrollIntoView({ block: 'nearest' });
   loadSamples(id);

@@ -709,6 +709,13 @@ static int jfeed_byte(pg_records_parser *p, unsigned char c, pg_error *err)
     return jstep(p, c, err);
 }
 
+/* A CSV syntax error (a stray or unclosed quote) after the header is in
+ * the record being read: the row after the complete ones. */
+static void csv_syntax_row(pg_records_parser *p)
+{
+    if (p->tok && p->header_done && !p->err_row) p->err_row = p->rows + 1;
+}
+
 int pg_records_feed(pg_records_parser *p, const void *buf, size_t len, pg_error *err)
 {
     if (p->failed) return pg_error_set(err, p->failed, "the records parse already failed");
@@ -719,6 +726,7 @@ int pg_records_feed(pg_records_parser *p, const void *buf, size_t len, pg_error 
         const unsigned char *s = buf;
         for (size_t i = 0; i < len && !rc; i++) rc = jfeed_byte(p, s[i], err);
     }
+    if (rc) csv_syntax_row(p);
     if (rc) p->failed = rc;
     return rc;
 }
@@ -747,6 +755,7 @@ int pg_records_finish(pg_records_parser *p, pg_error *err)
         if (!rc && p->o.format == PG_RECORDS_NDJSON && p->js != J_TOP)
             rc = jfail(p, "the input ends inside a record", err);
     }
+    if (rc) csv_syntax_row(p);
     if (rc) p->failed = rc;
     return rc;
 }

@@ -356,6 +356,12 @@ enum { SAMPLE_CHUNK = 256 };
 /* Stream id of sampling draws: keeps served samples independent of the
  * training streams that use the same job seed. */
 #define PG_SAMPLE_STREAM 0x53414d50ull
+/* The output heads' Gumbel draws (typed tables) come from a stream of their
+ * own: a fixed number per row, so row i gets the same draws whatever the
+ * chunking, and a request for n rows begins with the rows of a request for
+ * fewer (the streamed and the one-piece responses agree). Sharing the latent
+ * stream would interleave them chunk by chunk. */
+#define PG_SAMPLE_HEADS_STREAM 0x53414d48ull
 
 static int gen_sample(const void *impl, size_t n, uint64_t seed, int label, float *out,
                       pg_error *err)
@@ -371,8 +377,9 @@ static int gen_sample(const void *impl, size_t n, uint64_t seed, int label, floa
         rc = pg_error_set(err, PG_ENOMEM, "cannot allocate sampling buffers");
         goto out;
     }
-    pg_rng rng;
+    pg_rng rng, heads_rng;
     pg_rng_seeded(&rng, seed, PG_SAMPLE_STREAM);
+    pg_rng_seeded(&heads_rng, seed, PG_SAMPLE_HEADS_STREAM);
     for (size_t done = 0; done < n;) {
         size_t b = n - done < chunk ? n - done : chunk;
         pg_nn_latent_sample(&s->g.latent, &rng, z, b * s->g.latent_dim);
@@ -383,7 +390,7 @@ static int gen_sample(const void *impl, size_t n, uint64_t seed, int label, floa
         rc = pg_nn_snapshot_forward(s->nn, ws, z, s->g.num_classes ? labels : NULL, b, &y, err);
         if (rc) goto out;
         memcpy(out + done * s->g.d, y, b * s->g.d * sizeof(float));
-        pg_generator_to_data(&s->g, &rng, out + done * s->g.d, s->g.d, b);
+        pg_generator_to_data(&s->g, &heads_rng, out + done * s->g.d, s->g.d, b);
         for (size_t i = 0; i < b && s->offset; i++) {
             const float *off = s->offset + (s->g.num_classes ? (size_t)labels[i] : 0) * s->g.d;
             float *row = out + (done + i) * s->g.d;

@@ -10,7 +10,9 @@
 // and PNG samples download (status, type, PNG
 // signature); the ledger lists the job with the API's epsilon; deleting a
 // dataset with a running job is refused with the server's reason, then
-// succeeds once the job is cancelled; the page fits a 390 px phone screen.
+// succeeds once the job is cancelled; a typed table (created with the CLI)
+// shows its schema, and its job a histogram per column and its first rows
+// decoded; the page fits a 390 px phone screen.
 // Screenshots: argv[4] (desktop) and the same name with -390 (phone).
 //
 // Usage: node dashboard.mjs PRIVGEND PRIVGEN SCREENSHOT.png
@@ -325,6 +327,44 @@ try {
   await page.waitForFunction((id) => !document.querySelector(`#datasets tr[data-id="${id}"]`), local.id);
   const left = (await apiGet('/v1/datasets')).items.map((d) => d.id);
   if (left.includes(local.id) || !left.includes(central.id)) fail('datasets after delete: ' + left);
+
+  step('a typed table: its schema in the dataset view; a job shows a histogram per column and its first rows');
+  fs.writeFileSync(path.join(tmp, 'schema.json'), JSON.stringify({
+    columns: [{ name: 'age', type: 'integer', min: 18, max: 99, nullable: true },
+              { name: 'income', type: 'continuous', min: 0, max: 1500 },
+              { name: 'job', type: 'categorical', categories: ['fixed', 'freelance', 'others'] },
+              { name: 'owner', type: 'boolean' },
+              { name: 'status', type: 'categorical', categories: ['good', 'bad'] }],
+    label: 'status' }));
+  const loans = ['status,owner,job,income,age'];
+  for (let i = 0; i < 400; i++)
+    loans.push(`${i % 3 ? 'good' : 'bad'},${i % 2 ? 'true' : 'false'},${['fixed', 'freelance', 'others'][i % 3]},${(i * 37) % 1500},${i % 10 ? 18 + (i % 80) : ''}`);
+  fs.writeFileSync(path.join(tmp, 'loans.csv'), loans.join('\n') + '\n');
+  const typed = cliJSON('datasets', 'create', '--schema', 'schema.json', '--name', 'loans', '--model', 'central',
+                        '--budget-epsilon', '10', '--budget-delta', '1e-5');
+  cli('datasets', 'append', typed.id, 'loans.csv');
+  const tjob = cliJSON('jobs', 'create', '--dataset', typed.id, '--method', 'swd_flow', '--set', 'privacy.noise_multiplier=5',
+                       '--set', 'flow.steps=10', '--set', 'flow.particles=100');
+  for (let i = 0; i < 300 && (await apiGet(`/v1/jobs/${tjob.id}`)).status !== 'succeeded'; i++) await new Promise((r) => setTimeout(r, 100));
+  if ((await apiGet(`/v1/jobs/${tjob.id}`)).status !== 'succeeded') fail('the typed job did not succeed');
+  await page.reload();
+  await page.click(`#datasets tr[data-id="${typed.id}"] .link-btn`);
+  await page.waitForSelector('#dd-schema-box:not([hidden])');
+  const schemaRows = await page.$$eval('#dd-schema tbody tr', (trs) => trs.map((tr) => tr.textContent));
+  if (schemaRows.length !== 5 || !schemaRows[4].includes('status (label)') || !schemaRows[2].includes('fixed, freelance, others'))
+    fail('schema table: ' + schemaRows.join(' | '));
+  if (await page.isVisible('#up-hint-plain')) fail('a typed dataset shows the vector upload hint');
+  await page.click(`#jobs tr[data-id="${tjob.id}"]`);
+  await page.waitForFunction(() => { const i = document.getElementById('jd-samples'); return !i.hidden && i.complete && i.naturalWidth > 0; });
+  await page.waitForSelector('#jd-rows-box:not([hidden])');
+  const grid = await page.$$eval('#jd-rows tr', (trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent)));
+  if (grid.length !== 11 || grid[0].join(',') !== 'age,income,job,owner,status') fail('first rows: ' + JSON.stringify(grid));
+  for (const r of grid.slice(1)) {
+    if (!['fixed', 'freelance', 'others'].includes(r[2]) || !['true', 'false'].includes(r[3]) || !['good', 'bad'].includes(r[4]) ||
+        !(r[0] === '–' || (Number.isInteger(Number(r[0])) && Number(r[0]) >= 18 && Number(r[0]) <= 99)))
+      fail('a decoded row is not valid under the schema: ' + r.join(','));
+  }
+  if (!(await page.textContent('#jd-samples-note')).includes('histogram per column')) fail('the samples note does not say histograms');
 
   step('390 px wide: no horizontal scrolling, every control within reach');
   await page.setViewportSize({ width: 390, height: 844 });

@@ -385,6 +385,18 @@ START_TEST(every_method_trains_on_a_mixed_table)
             ck_assert(row[10] + row[11] <= 1.0f + 1e-4f);
         }
     }
+    /* A request for fewer rows (another chunking: 100 < the 256-row sample
+     * chunk) gets the first rows of the larger one, bit for bit: the heads'
+     * Gumbel draws do not depend on how the rows were chunked. The service
+     * draws typed rows class by class (a given label), as here. */
+    enum { F = 100 };
+    int lab = local || strcmp(METHODS[_i], "dp_sinkhorn") == 0 ? -1 : 1; /* conditional ones */
+    float *f = pg_alloc_f32((size_t)F * t->width);
+    ck_assert_int_eq(pg_snapshot_sample(s, S, 3, lab, y, NULL), PG_OK);
+    ck_assert_int_eq(pg_snapshot_sample(s, F, 3, lab, f, NULL), PG_OK);
+    ck_assert_msg(!memcmp(f, y, (size_t)F * t->width * sizeof *f), "%s: prefix differs",
+                  METHODS[_i]);
+    pg_free(f);
     pg_free(y);
     pg_snapshot_release(s);
 

@@ -1,0 +1,216 @@
+"""The `privgen` client on typed tables against a live privgend (port 0,
+temporary data dir): datasets create --schema (central and local, the local
+one with the declaration privatize --schema printed), append of CSV, JSON
+records and NDJSON (content type from the extension), a hostile CSV refused
+with row and column and nothing stored, a job, `privgen samples` printing the
+first rows as a table and writing CSV/JSON files whose every value is valid
+under the schema, and label by category name.
+
+Usage: test_tables_client.py PATH_TO_PRIVGEN PATH_TO_PRIVGEND. Exits nonzero
+on failure."""
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+BIN, DAEMON = sys.argv[1], sys.argv[2]
+TMP = tempfile.mkdtemp(prefix="privgen-tables-client-")
+DATA = os.path.join(TMP, "var")
+srv = subprocess.Popen([DAEMON, "--listen", "127.0.0.1:0", "--data-dir", DATA,
+                        "--port-file", os.path.join(TMP, "port")],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+for _ in range(400):
+    if os.path.exists(os.path.join(TMP, "port")) and os.path.exists(os.path.join(DATA, "admin.token")):
+        break
+    time.sleep(0.025)
+PORT = open(os.path.join(TMP, "port")).read().strip()
+ENV = {k: v for k, v in os.environ.items() if not k.startswith("PRIVGEN_")}
+ENV.update(PRIVGEN_URL=f"http://127.0.0.1:{PORT}",
+           PRIVGEN_TOKEN=open(os.path.join(DATA, "admin.token")).read().strip(),
+           XDG_CONFIG_HOME=os.path.join(TMP, "cfg"))
+
+
+def p(name):
+    return os.path.join(TMP, name)
+
+
+def run(*args):
+    r = subprocess.run([BIN, *map(str, args)], capture_output=True, env=ENV, cwd=TMP, timeout=120)
+    return r.returncode, r.stdout.decode(), r.stderr.decode()
+
+
+def ok(*args):
+    rc, out, err = run(*args, "--json")
+    assert rc == 0, (args, rc, out, err)
+    return json.loads(out)
+
+
+SCHEMA = {"columns": [
+    {"name": "age", "type": "integer", "min": 18, "max": 99, "nullable": True},
+    {"name": "income", "type": "continuous", "min": 0, "max": 1500},
+    {"name": "job", "type": "categorical", "categories": ["fixed", "free lance", "others"]},
+    {"name": "owner", "type": "boolean"},
+    {"name": "status", "type": "categorical", "categories": ["good", "bad"]}],
+    "label": "status"}
+json.dump(SCHEMA, open(p("schema.json"), "w"))
+
+
+def rows(n, seed):
+    out = []
+    x = seed
+    for i in range(n):
+        x = (x * 1103515245 + 12345) % 2**31
+        out.append({"age": None if x % 10 == 0 else 18 + x % 82,
+                    "income": round((x >> 4) % 150000 / 100, 2),
+                    "job": SCHEMA["columns"][2]["categories"][(x >> 8) % 3],
+                    "owner": bool((x >> 12) & 1),
+                    "status": "good" if (x >> 14) % 10 < 7 else "bad"})
+    return out
+
+
+def write_csv(path, rs, order=("status", "owner", "job", "income", "age")):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(order)
+        for r in rs:
+            w.writerow(["" if r[k] is None else ("true" if r[k] is True else "false" if r[k] is False else r[k])
+                        for k in order])
+
+
+def valid(rec, label=True):
+    """Every value valid under the schema (decoded output)."""
+    cols = {c["name"]: c for c in SCHEMA["columns"]}
+    assert set(rec) == set(cols) - (set() if label else {"status"}), rec
+    for k, v in rec.items():
+        c = cols[k]
+        if v is None:
+            assert c.get("nullable"), (k, rec)
+        elif c["type"] == "integer":
+            assert isinstance(v, int) and c["min"] <= v <= c["max"], (k, v)
+        elif c["type"] == "continuous":
+            assert isinstance(v, (int, float)) and c["min"] <= v <= c["max"], (k, v)
+        elif c["type"] == "categorical":
+            assert v in c["categories"], (k, v)
+        else:
+            assert v in (True, False), (k, v)
+
+
+def from_csv_text(text):
+    out = []
+    for r in csv.DictReader(io.StringIO(text)):
+        d = {}
+        for k, v in r.items():
+            c = next(c for c in SCHEMA["columns"] if c["name"] == k)
+            if v == "":
+                d[k] = None
+            elif c["type"] == "integer":
+                assert v.lstrip("-").isdigit(), (k, v)
+                d[k] = int(v)
+            elif c["type"] == "continuous":
+                d[k] = float(v)
+            elif c["type"] == "boolean":
+                assert v in ("true", "false"), (k, v)
+                d[k] = v == "true"
+            else:
+                d[k] = v
+        out.append(d)
+    return out
+
+
+try:
+    # a central typed dataset, uploads in three formats
+    ds = ok("datasets", "create", "--schema", p("schema.json"), "--name", "loans", "--model",
+            "central", "--budget-epsilon", 20, "--budget-delta", 1e-5)
+    assert ds["d"] == 7 and ds["num_classes"] == 2 and ds["label"] == "status", ds
+    rc, out, err = run("datasets", "show", ds["id"])
+    assert rc == 0 and "columns" in out and "age: integer, 18 to 99, may be missing" in out, out
+    assert "status: categorical, 2 categories (good, ...) (label)" in out, out
+    rc, _, err = run("datasets", "create", "--schema", p("schema.json"), "--name", "x",
+                     "--model", "central", "--shape", 7)
+    assert rc == 2 and "--schema" in err, (rc, err)
+    write_csv(p("a.csv"), rows(800, 1))
+    json.dump(rows(30, 2), open(p("b.json"), "w"))
+    with open(p("c.ndjson"), "w") as f:
+        for r in rows(20, 3):
+            f.write(json.dumps(r) + "\n")
+    for name, n in (("a.csv", 800), ("b.json", 830), ("c.ndjson", 850)):
+        got = ok("datasets", "append", ds["id"], p(name))
+        assert got["n"] == n, (name, got)
+    bad = rows(5, 4)
+    bad[3]["job"] = "pilot"
+    write_csv(p("bad.csv"), bad)
+    rc, out, err = run("datasets", "append", ds["id"], p("bad.csv"))
+    assert rc == 1 and "row 4" in err and "'job'" in err, (rc, out, err)
+    assert ok("datasets", "show", ds["id"])["n"] == 850
+
+    job = ok("jobs", "create", "--dataset", ds["id"], "--method", "swd_flow", "--seed", 3,
+             "--set", "privacy.noise_multiplier=5", "--set", "flow.steps=10",
+             "--set", "flow.particles=100")
+    rc, out, err = run("jobs", "watch", job["id"])
+    assert rc == 0, (rc, out, err)
+    assert ok("jobs", "show", job["id"])["spec"]["table"]["width"] == 7
+
+    # human mode: the first rows as an aligned table
+    rc, out, err = run("samples", job["id"], "--seed", 5)
+    assert rc == 0, (rc, out, err)
+    lines = out.splitlines()
+    assert lines[0].split() == ["age", "income", "job", "owner", "status"], out
+    assert len(lines) == 11, out
+    for line in lines[1:]:
+        f = line.split()
+        assert f[-1] in ("good", "bad") and f[-2] in ("true", "false"), line
+    rc, out, _ = run("samples", job["id"], "-n", 4, "--label", "bad")
+    assert rc == 0 and all(l.split()[-1] == "bad" for l in out.splitlines()[1:]), out
+    # files: CSV and JSON records, every value valid
+    got = ok("samples", job["id"], "-n", 300, "--format", "csv", "--seed", 7, "-o", p("s.csv"))
+    assert got["content_type"].startswith("text/csv"), got
+    recs = from_csv_text(open(p("s.csv")).read())
+    assert len(recs) == 300
+    for r in recs:
+        valid(r)
+    ok("samples", job["id"], "-n", 300, "--format", "json", "--seed", 7, "-o", p("s.json"))
+    js = json.load(open(p("s.json")))
+    assert len(js) == 300
+    for r in js:
+        valid(r)
+    assert [r["job"] for r in js] == [r["job"] for r in recs]  # same seed, same rows
+    rc, out, _ = run("samples", job["id"], "-n", 5, "--format", "ndjson", "--label", "good")
+    assert rc == 0 and [json.loads(l)["status"] for l in out.splitlines()] == ["good"] * 5, out
+    rc, _, err = run("samples", job["id"], "-n", 5, "--label", "ugly")
+    assert rc == 1 and "ugly" in err, err
+
+    # a local typed dataset: privatize --schema, its declaration at creation and upload
+    write_csv(p("clean.csv"), rows(600, 9), order=("age", "income", "job", "owner", "status"))
+    rc, decl, err = run("privatize", "--schema", p("schema.json"), "--in", p("clean.csv"),
+                        "--out", p("noisy.csv"), "--epsilon", 8)
+    assert rc == 0, err
+    open(p("decl.json"), "w").write(decl)
+    d = json.loads(decl)
+    d["columns"][2]["keep_probability"] = 0.999
+    json.dump(d, open(p("decl_bad.json"), "w"))
+    rc, _, err = run("datasets", "create", "--schema", p("schema.json"), "--name", "ldp",
+                     "--model", "local", "--declaration", p("decl_bad.json"))
+    assert rc == 1 and "privacy.columns[2].keep_probability" in err, err
+    lds = ok("datasets", "create", "--schema", p("schema.json"), "--name", "ldp", "--model",
+             "local", "--declaration", p("decl.json"))
+    assert lds["privacy"]["mechanism"] == "per_column", lds
+    rc, out, _ = run("datasets", "show", lds["id"])
+    assert rc == 0 and "column by column" in out and "epsilon 8 per row" in out, out
+    d = json.loads(decl)
+    d["columns"][1]["noise_scale"] *= 2
+    json.dump(d, open(p("decl_other.json"), "w"))
+    rc, _, err = run("datasets", "append", lds["id"], p("noisy.csv"), "--declaration",
+                     p("decl_other.json"))
+    assert rc == 1 and "noise_scale" in err, err
+    got = ok("datasets", "append", lds["id"], p("noisy.csv"), "--declaration", p("decl.json"))
+    assert got["n"] == 600 and got["declaration"] == "matched", got
+    print("test_tables_client: ok")
+finally:
+    srv.terminate()
+    srv.wait(timeout=30)
+    shutil.rmtree(TMP, ignore_errors=True)
