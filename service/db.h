@@ -351,7 +351,9 @@ int pg_db_ckpt_get(pg_db *db, const char *job, int64_t step, size_t max_bytes,
 /* A job's durable view (progress, downsampled loss history, warnings,
  * privacy report, data geometry): one JSON document owned by the job layer
  * (service/jobs_hist.c), opaque to storage, replacing the previous one. The
- * job layer writes it at each checkpoint and at the end, never per step. */
+ * job layer's worker writes it, fenced (pg_db_job_history_put_owned), at
+ * each checkpoint, every few seconds between them and at the end, never
+ * per step. */
 int pg_db_job_history_put(pg_db *db, const char *id, const char *doc, pg_error *err);
 /* *doc malloc'ed (free()); *found = 0 when none was ever written. */
 int pg_db_job_history_get(pg_db *db, const char *id, char **doc, int *found, pg_error *err);
@@ -413,8 +415,10 @@ int pg_db_ckpt_delete(pg_db *db, const char *job, int64_t step, pg_error *err);
  * lease_s > 0. */
 int pg_db_job_claim(pg_db *db, const char *node, int64_t now, int64_t lease_s, pg_job_row **out,
                     int *found, pg_error *err);
-/* lease_until = now + lease_s when node still owns the running job; else
- * *held = 0 and nothing changes (the lease was lost: stop the job). */
+/* lease_until = now + lease_s when node still owns the running job under a
+ * lease; else *held = 0 and nothing changes (the lease was lost: stop the
+ * job). A released job is not renewed: a late heartbeat never undoes a
+ * release (nor a pg_db_job_release_node). */
 int pg_db_job_heartbeat(pg_db *db, const char *id, const char *node, int64_t now, int64_t lease_s,
                         int *held, pg_error *err);
 
@@ -441,6 +445,34 @@ int pg_db_ckpt_put_owned(pg_db *db, const char *job, const char *node, int64_t s
                          const unsigned char *bytes, size_t len, uint32_t crc, int *held,
                          pg_error *err);
 
+/* pg_db_job_history_put, fenced: stored only when node owns the running
+ * job (*held = 0, the previous document untouched, otherwise). The job
+ * layer's worker writes the history only through this. */
+int pg_db_job_history_put_owned(pg_db *db, const char *id, const char *node, const char *doc,
+                                int *held, pg_error *err);
+/* A replica starting again under its node id (after a crash) gives back the
+ * leases it still holds: those running jobs become claimable at once (by
+ * itself or another replica) instead of when their leases run out.
+ * *released: how many. Only for a node id no live process uses. */
+int pg_db_job_release_node(pg_db *db, const char *node, int64_t now, int64_t *released,
+                           pg_error *err);
+/* Cancel of a running job, from any replica: marks the row (jobs.
+ * cancel_requested); its owner sees it through pg_db_job_watch and ends the
+ * job as cancelled with a fenced patch. *done = 0 (nothing changed) when the
+ * job is not running. A running job is never refunded. A queued one is
+ * cancelled (and refunded) with pg_db_job_cancel_queued instead. */
+int pg_db_job_cancel_running(pg_db *db, const char *id, int64_t now, int *done, pg_error *err);
+/* Read-only look at a job by its worker: *held = node owns the running job
+ * (the fence's condition, no clock); *cancel = a cancel was requested. */
+int pg_db_job_watch(pg_db *db, const char *id, const char *node, int *held, int *cancel,
+                    pg_error *err);
+/* pg_db_ckpt_delete, fenced (retention by the job's worker): deleted only
+ * when node owns the running job; *held = 0 and nothing deleted otherwise.
+ * PG_OK with *held = 1 when there was no checkpoint at step. */
+int pg_db_ckpt_delete_owned(pg_db *db, const char *job, const char *node, int64_t step, int *held,
+                            pg_error *err);
+/* Queued rows of every tenant: the depth of the shared queue. */
+int pg_db_job_queue_depth(pg_db *db, int64_t *queued, pg_error *err);
 /* ---- reading jobs from any replica (issue 18) ------------------------- */
 
 /* What a replica that does not run a job reads to show it (service/

@@ -91,6 +91,16 @@ typedef struct pg_db_ops {
                    pg_error *err);
     int (*job_list)(pg_db *db, const char *tenant, const char *status, const char *dataset_id,
                     int64_t after, size_t limit, pg_job_row **out, size_t *count, pg_error *err);
+    int (*job_history_put_owned)(pg_db *db, const char *id, const char *node, const char *doc,
+                                 int *held, pg_error *err);
+    int (*job_release_node)(pg_db *db, const char *node, int64_t now, int64_t *released,
+                            pg_error *err);
+    int (*job_cancel_running)(pg_db *db, const char *id, int64_t now, int *done, pg_error *err);
+    int (*job_watch)(pg_db *db, const char *id, const char *node, int *held, int *cancel,
+                     pg_error *err);
+    int (*job_queue_depth)(pg_db *db, int64_t *queued, pg_error *err);
+    int (*ckpt_delete_owned)(pg_db *db, const char *job, const char *node, int64_t step, int *held,
+                             pg_error *err);
 } pg_db_ops;
 
 struct pg_db {

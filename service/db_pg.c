@@ -371,6 +371,12 @@ static const pg_db_ops PGB_OPS = {
     .ckpt_put_owned = pgb_ckpt_put_owned,
     .job_get = pgb_job_get,
     .job_list = pgb_job_list,
+    .job_history_put_owned = pgb_job_history_put_owned,
+    .job_release_node = pgb_job_release_node,
+    .job_cancel_running = pgb_job_cancel_running,
+    .job_watch = pgb_job_watch,
+    .job_queue_depth = pgb_job_queue_depth,
+    .ckpt_delete_owned = pgb_ckpt_delete_owned,
 };
 
 static int migrate_fn(PGconn *c, void *ctx, pg_error *err)

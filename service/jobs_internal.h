@@ -38,13 +38,15 @@ pg_job_data pg_jobs_data(const struct job *j, const struct pg_dataset *rows,
 /* Key of the sample geometry in a stored spec (see jobs_submit.c). */
 #define PG_JOBS_GEOMETRY_KEY "_serving_geometry"
 
+/* Claim latency histogram (seconds, jobs_lease.c). */
+#define PG_JOBS_LAT_BUCKETS 9
+
 typedef struct hist_pt {
     long step;
     double loss, eps;
 } hist_pt;
 
 typedef struct job {
-    struct job *qnext;
     int64_t seq;
     char id[PG_ID_MAX], tenant[PG_ID_MAX], dataset_id[PG_ID_MAX];
     char method_name[64];
@@ -56,8 +58,6 @@ typedef struct job {
     pg_privacy_plan plan;
     json_t *privacy; /* the plan's report, rendered once (the shuffle bound is costly) */
     int status;
-    int queued;  /* in the FIFO */
-    int resume;  /* was running when the process started */
     int cancel;  /* stop at the next step boundary */
     int deleted; /* DELETE /v1/jobs/{id}: out of the table, in pg_jobs.gone */
     int64_t created_at, started_at, finished_at, steps_reserved;
@@ -78,6 +78,12 @@ typedef struct job {
     int syncing;           /* a thread is reading its row now */
     int64_t synced_ms;     /* monotonic ms of the last read of its row; 0: never */
     unsigned char sig[32]; /* SHA-256 of the row fields and document applied */
+    /* r18work: the shared queue (jobs_run.c, jobs_lease.c) */
+    int owned;              /* this replica holds its lease: one of its workers runs it */
+    int lost;               /* the lease was lost: its worker stops without writing */
+    double submitted_at;    /* wall clock of a submission through this replica; 0: elsewhere */
+    const char *unrunnable; /* why this replica cannot run it (static text); NULL: it can */
+    int ending;             /* its worker ends or releases it: no more heartbeats */
 } job;
 
 struct pg_jobs {
@@ -89,8 +95,7 @@ struct pg_jobs {
     size_t n, cap;
     job **gone; /* deleted jobs: pointers held elsewhere stay valid until destroy */
     size_t ngone, gonecap;
-    job *qhead, *qtail;
-    size_t nqueued, pending;
+    size_t pending;
     pthread_t *threads;
     int nthreads, stopping;
     int closing; /* waits return at once (event streams end); workers go on */
@@ -98,16 +103,36 @@ struct pg_jobs {
     char node[PG_NODE_MAX]; /* this replica (--node-id) */
     /* r18read */
     struct pg_snapcache *snaps; /* models of jobs not trained here; created on first use */
+    /* r18work: the shared queue. Workers claim from the database (waking on
+     * `work` at a local submission or every --claim-poll-ms); one thread
+     * renews the leases of the jobs they run (jobs_lease.c). */
+    pthread_t hb;
+    int hb_running, hb_stop;
+    pthread_cond_t hb_wake;
+    int draining;   /* no more claims; running jobs checkpoint and release their lease */
+    int dead;       /* pg_jobs_abandon: workers and heartbeats stop, writing nothing */
+    int joined;     /* workers and heartbeat thread have exited */
+    uint64_t kicks; /* local submissions, so an idle worker never sleeps through one */
+    uint64_t claims, resumes, lease_losses, released_at_start;
+    double claim_lat_sum;
+    uint64_t claim_lat_n, claim_lat_bucket[PG_JOBS_LAT_BUCKETS];
 };
 
 int64_t pg_jobs_now(void);
 int pg_jobs_finished(int status);
 void pg_jobs_job_free(job *j);
 
-/* Table and FIFO (mu held). */
+/* Table (mu held). */
 int pg_jobs_table_add(pg_jobs *m, job *j);
-void pg_jobs_enqueue(pg_jobs *m, job *j, int front);
-void pg_jobs_unqueue(pg_jobs *m, job *j);
+/* A job of any tenant by id (mu held); NULL when this replica has none. */
+job *pg_jobs_by_id(pg_jobs *m, const char *id);
+/* Builds a job from its stored row (and history document, checkpoints)
+ * without writing anything; NULL when out of memory. A job this replica
+ * cannot run (method not built, dataset gone) gets j->unrunnable: the
+ * replica that claims it fails it, fenced. */
+job *pg_jobs_job_from_row(pg_jobs *m, const pg_job_row *r);
+/* A local submission: wake an idle worker (mu held). */
+void pg_jobs_kick(pg_jobs *m);
 /* A job changed: bump its version and wake event streams (mu held). */
 void pg_jobs_bump(pg_jobs *m, job *j);
 
@@ -126,30 +151,29 @@ int pg_jobs_read_ckpt(pg_jobs *m, const char *id, long step, unsigned char **byt
                       pg_error *err);
 
 /* The durable view (jobs_hist.c). save encodes under mu (not held by the
- * caller) and stores; apply fills a job being rebuilt from its stored
+ * caller) and stores, fenced on this replica's lease (*held = 0: refused,
+ * the lease is lost); apply fills a job being rebuilt from its stored
  * document (-1: unreadable, nothing applied). warnings_json: the warnings
  * of the history so far, plus the range draw of the latest snapshot when
  * succeeded (the job ended well: its final model is judged; mu held). */
-int pg_jobs_hist_save(pg_jobs *m, job *j, pg_error *err);
+int pg_jobs_hist_save(pg_jobs *m, job *j, int *held, pg_error *err);
 int pg_jobs_hist_apply(job *j, const char *doc);
 json_t *pg_jobs_warnings_json(const job *j, int succeeded);
 
 /* ---- r18read: any replica answers any read (jobs_sync.c) ----------------
  *
- * The table holds the jobs this process drives (submitted or recovered here:
- * queued in its FIFO or running on its workers) and copies of every other
- * job it was asked about. A copy is loaded on first lookup from the job's
- * row and history document, and re-read when older than PG_JOBS_SYNC_MS:
- * one statement (pg_db_job_get), applied only when the row's fields or the
- * document changed (then the checkpoint list is read too). A job whose row
- * is gone is buried: 404 from then on. A job this process drives is never
- * overwritten (its memory is ahead of its row); once it finished it is
+ * The table holds the jobs this process drives (claimed by its workers
+ * under a lease) and copies of every other job it was asked about. A copy is loaded on first lookup
+ * from the job's row and history document, and re-read when older than PG_JOBS_SYNC_MS: one
+ * statement (pg_db_job_get), applied only when the row's fields or the document changed (then the
+ * checkpoint list is read too). A job whose row is gone is buried: 404 from then on. A job this
+ * process drives is never overwritten (its memory is ahead of its row); once it finished it is
  * followed like any other, so every replica shows the stored truth.
  *
- * Rule for the workers: a job is driven here while !followed and it is
- * queued in the FIFO or running. A worker that starts running a job that
- * was followed (e.g. claimed from the shared queue) clears `followed`
- * under mu first.
+ * Rule for the workers: a job is driven here while this replica holds its
+ * lease (`owned`, set with `followed` cleared under mu when a worker adopts
+ * a claimed job, jobs_run.c); every other job, queued ones included (any
+ * replica may claim them), follows its row.
  *
  * Lookups below take mu themselves (it must NOT be held) and do storage
  * reads without it. A refresh that fails keeps the copy (served stale);
@@ -158,8 +182,6 @@ json_t *pg_jobs_warnings_json(const job *j, int succeeded);
 int pg_jobs_status_of(const char *s);
 /* In-memory lookup (mu held); tenant NULL: any. */
 job *pg_jobs_find(pg_jobs *m, const char *tenant, const char *id);
-/* Builds a job from its row without writing anything (jobs.c). */
-job *pg_jobs_job_from_row(pg_jobs *m, const pg_job_row *r);
 /* Moves a job to the graveyard (mu held); -1 when out of memory. */
 int pg_jobs_bury(pg_jobs *m, job *j);
 /* 1 while this process drives j (mu held). */
@@ -176,5 +198,14 @@ int pg_jobs_sync_refresh(pg_jobs *m, job *j, int force, pg_error *err);
 int64_t pg_jobs_mono_ms(void);
 /* The snapshot cache, created on first use (NULL when out of memory). */
 struct pg_snapcache *pg_jobs_snapcache(pg_jobs *m);
+/* The lease side of the shared queue (jobs_lease.c). start/stop run the
+ * heartbeat thread; lose marks j's lease lost, counts and logs it (mu
+ * held); queue_metrics renders the per-replica queue series (malloc'ed). */
+int pg_jobs_lease_start(pg_jobs *m, pg_error *err);
+void pg_jobs_lease_stop(pg_jobs *m);
+void pg_jobs_lose(pg_jobs *m, job *j, const char *why);
+void pg_jobs_count_claim(pg_jobs *m, job *j, const pg_job_row *r, int64_t now, const char *prev);
+char *pg_jobs_queue_metrics(pg_jobs *m);
+double pg_jobs_wall(void);
 
 #endif

@@ -21,7 +21,10 @@ int64_t pg_jobs_mono_ms(void)
 
 int pg_jobs_driven_here(const job *j)
 {
-    return !j->followed && !j->deleted && (j->queued || j->status == ST_RUNNING);
+    /* Its lease is held here and one of our workers runs it (jobs_run.c):
+     * memory is ahead of the row. A queued job is anyone's to claim, so its
+     * copy follows the row like any other. */
+    return !j->deleted && j->owned;
 }
 
 struct pg_snapcache *pg_jobs_snapcache(pg_jobs *m)

@@ -187,6 +187,9 @@ char *pg_jobs_metrics(pg_jobs *m)
     }
     free(ds);
     pg_jobs_snapcache_metrics(m, &b);
+    char *q = pg_jobs_queue_metrics(m); /* the shared queue, per replica (jobs_lease.c) */
+    if (q) sb_printf(&b, "%s", q);
+    free(q);
     return b.p;
 }
 
