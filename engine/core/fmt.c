@@ -291,24 +291,15 @@ static void put_digits(char *out, unsigned v, int n)
 #endif
 }
 
-size_t pg_fmt_f32(float v, char *out)
+/* The text of sign, digits d (no trailing zeros) and exponent k at out,
+ * without a NUL; returns its length. Uses up to PG_FMT_F32_MAX bytes. */
+static inline size_t put_dec(char *out, uint32_t bits, unsigned d, int k)
 {
-    uint32_t bits;
-    memcpy(&bits, &v, sizeof bits);
-    unsigned d;
-    int k;
-    if (pg_fmt_f32_decimal(v, &d, &k)) {
-        const char *s = (bits & 0x7fffff) ? "NaN" : (bits >> 31) ? "-Infinity" : "Infinity";
-        size_t n = strlen(s);
-        memcpy(out, s, n + 1);
-        return n;
-    }
     char *o = out;
     *o = '-';
     o += bits >> 31;
     if (d == 0) {
         *o++ = '0';
-        *o = '\0';
         return (size_t)(o - out);
     }
     int n = count_digits(d);
@@ -319,14 +310,16 @@ size_t pg_fmt_f32(float v, char *out)
         put_digits(o, d, n);
         o += n;
     } else if (E >= 0 && E <= 8) {
-        if (E >= n - 1) { /* an integer: digits, then zeros */
-            put_digits(o, d, n);
-            o += n;
-            for (int i = 0; i < E - (n - 1); i++) *o++ = '0';
-        } else { /* digits with the point after E + 1 of them */
-            put_digits(o + 1, d, n);
-            for (int i = 0; i <= E; i++) o[i] = o[i + 1];
+        put_digits(o, d, n);
+        if (E >= n - 1) { /* an integer: digits, then up to eight zeros */
+            memcpy(o + n, "00000000", 8);
+            o += E + 1;
+        } else { /* digits with the point after E + 1 of them: move the
+                    (at most eight) digits after it up by one */
+            char tail[8];
+            memcpy(tail, o + E + 1, 8);
             o[E + 1] = '.';
+            memcpy(o + E + 2, tail, 8);
             o += n + 1;
         }
     } else {
@@ -341,6 +334,173 @@ size_t pg_fmt_f32(float v, char *out)
         memcpy(o, PAIRS + 2 * ae, 2); /* ae <= 45 */
         o += 1 + (ae >= 10);
         if (ae < 10) o[-1] = (char)('0' + ae);
+    }
+    return (size_t)(o - out);
+}
+
+/* NaN, Infinity or -Infinity (JSON writers map them to null themselves). */
+static size_t put_nonfinite(char *out, uint32_t bits)
+{
+    const char *s = (bits & 0x7fffff) ? "NaN" : (bits >> 31) ? "-Infinity" : "Infinity";
+    size_t n = strlen(s);
+    memcpy(out, s, n + 1);
+    return n;
+}
+
+size_t pg_fmt_f32(float v, char *out)
+{
+    uint32_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    unsigned d;
+    int k;
+    if (pg_fmt_f32_decimal(v, &d, &k)) return put_nonfinite(out, bits);
+    size_t n = put_dec(out, bits, d, k);
+    out[n] = '\0';
+    return n;
+}
+
+/* ---- many values at once -------------------------------------------------
+ * pg_fmt_f32_join runs in blocks of JOIN_BLOCK values: first the digits of
+ * the whole block, then its text. The first pass has no dependency from one
+ * value to the next, so the CPU overlaps them (and, with AVX2, computes four
+ * at a time); one value at a time, the long chain from bits to text left
+ * most of the core idle. The AVX2 pass is the double-precision fast path of
+ * pg_fmt_f32_decimal operation for operation (same roundings, so the same
+ * answers); a lane whose fast path is undecided, and zeros, non-finite
+ * values and powers of two, go to pg_fmt_f32_decimal itself. */
+enum { JOIN_BLOCK = 64 };
+
+/* Per value of a block: digits, exponent, and whether pass two must find
+ * them with pg_fmt_f32_decimal. */
+enum { DEC_DONE = 0, DEC_SCALAR = 1 };
+
+static void decimals_scalar(const float *x, size_t n, unsigned *d, int *k, unsigned char *how)
+{
+    for (size_t i = 0; i < n; i++) how[i] = DEC_SCALAR;
+    (void)x, (void)d, (void)k;
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+/* Four values: the fast path of pg_fmt_f32_decimal in double lanes. */
+__attribute__((target("avx2,fma"))) static inline void dec4(__m128i u, unsigned *d, int *k,
+                                                            unsigned char *how)
+{
+    __m128i e = _mm_and_si128(_mm_srli_epi32(u, 23), _mm_set1_epi32(0xff));
+    __m128i t = _mm_and_si128(u, _mm_set1_epi32(0x7fffff));
+    /* Zeros, subnormals, non-finite values and powers of two: scalar. */
+    __m128i odd = _mm_or_si128(_mm_cmpeq_epi32(e, _mm_setzero_si128()),
+                               _mm_cmpeq_epi32(e, _mm_set1_epi32(0xff)));
+    odd = _mm_or_si128(odd, _mm_cmpeq_epi32(t, _mm_setzero_si128()));
+    __m128i c = _mm_or_si128(t, _mm_set1_epi32(1 << 23));
+    /* e = 0 lanes (scalar anyway) computed as e = 1 keep the table index
+     * k + 45 in range. */
+    __m128i q = _mm_sub_epi32(_mm_max_epi32(e, _mm_set1_epi32(1)), _mm_set1_epi32(150));
+    __m128i kk = _mm_srai_epi32(_mm_mullo_epi32(q, _mm_set1_epi32(315653)), 20);
+    __m128i c4 = _mm_slli_epi32(c, 2);
+    __m256d xl = _mm256_cvtepi32_pd(_mm_sub_epi32(c4, _mm_set1_epi32(2)));
+    __m256d xv = _mm256_cvtepi32_pd(c4);
+    __m256d xr = _mm256_cvtepi32_pd(_mm_add_epi32(c4, _mm_set1_epi32(2)));
+    __m256i p2 =
+        _mm256_slli_epi64(_mm256_cvtepi32_epi64(_mm_add_epi32(q, _mm_set1_epi32(1021))), 52);
+    __m256d ten = _mm256_i32gather_pd(TEN_NEG + 45, kk, 8);
+    __m256d sc = _mm256_mul_pd(_mm256_castsi256_pd(p2), ten);
+    __m256d dl = _mm256_mul_pd(xl, sc), dv = _mm256_mul_pd(xv, sc), dr = _mm256_mul_pd(xr, sc);
+    __m128i il = _mm256_cvttpd_epi32(dl), iv = _mm256_cvttpd_epi32(dv),
+            ir = _mm256_cvttpd_epi32(dr);
+    __m256d fl = _mm256_sub_pd(dl, _mm256_cvtepi32_pd(il));
+    __m256d fv = _mm256_sub_pd(dv, _mm256_cvtepi32_pd(iv));
+    __m256d fr = _mm256_sub_pd(dr, _mm256_cvtepi32_pd(ir));
+    const __m256d eps = _mm256_set1_pd(1.0 / (1 << 20)),
+                  one_eps = _mm256_set1_pd(1 - 1.0 / (1 << 20));
+    const __m256d half = _mm256_set1_pd(0.5);
+    __m256d dist = _mm256_andnot_pd(_mm256_set1_pd(-0.0), _mm256_sub_pd(fv, half));
+    __m256d ok =
+        _mm256_and_pd(_mm256_cmp_pd(fl, eps, _CMP_GT_OQ), _mm256_cmp_pd(fl, one_eps, _CMP_LT_OQ));
+    ok = _mm256_and_pd(ok, _mm256_cmp_pd(fr, eps, _CMP_GT_OQ));
+    ok = _mm256_and_pd(ok, _mm256_cmp_pd(fr, one_eps, _CMP_LT_OQ));
+    ok = _mm256_and_pd(ok, _mm256_cmp_pd(dist, eps, _CMP_GT_OQ));
+    /* Integer candidates in [lo, hi] = [il + 1, ir] (exact in doubles). */
+    __m256d lo = _mm256_add_pd(_mm256_cvtepi32_pd(il), _mm256_set1_pd(1.0));
+    __m256d hi = _mm256_cvtepi32_pd(ir);
+    __m256d near =
+        _mm256_add_pd(_mm256_cvtepi32_pd(iv),
+                      _mm256_and_pd(_mm256_cmp_pd(fv, half, _CMP_GT_OQ), _mm256_set1_pd(1.0)));
+    near = _mm256_min_pd(_mm256_max_pd(near, lo), hi);
+    /* floor((lo + 9) / 10): the quotient of integers below 2^31 rounds to
+     * within 2^-22 of itself, far from the next integer, so floor is exact. */
+    __m256d q10 = _mm256_floor_pd(
+        _mm256_div_pd(_mm256_add_pd(lo, _mm256_set1_pd(9.0)), _mm256_set1_pd(10.0)));
+    __m256d has10 = _mm256_cmp_pd(_mm256_mul_pd(q10, _mm256_set1_pd(10.0)), hi, _CMP_LE_OQ);
+    __m256d dd = _mm256_blendv_pd(near, q10, has10);
+    __m256d ek = _mm256_cvtepi32_pd(kk);
+    ek = _mm256_add_pd(ek, _mm256_and_pd(has10, _mm256_set1_pd(1.0)));
+    /* Trailing zeros (only after a multiple of ten): divide while any lane
+     * still divides; the same exact floor division as above. */
+    for (__m256d strip = has10; _mm256_movemask_pd(strip);) {
+        __m256d dq = _mm256_floor_pd(_mm256_div_pd(dd, _mm256_set1_pd(10.0)));
+        strip = _mm256_and_pd(
+            strip, _mm256_cmp_pd(_mm256_mul_pd(dq, _mm256_set1_pd(10.0)), dd, _CMP_EQ_OQ));
+        strip = _mm256_and_pd(strip, _mm256_cmp_pd(dd, _mm256_setzero_pd(), _CMP_NEQ_OQ));
+        dd = _mm256_blendv_pd(dd, dq, strip);
+        ek = _mm256_add_pd(ek, _mm256_and_pd(strip, _mm256_set1_pd(1.0)));
+    }
+    _mm_storeu_si128((__m128i *)(void *)d, _mm256_cvttpd_epi32(dd));
+    _mm_storeu_si128((__m128i *)(void *)k, _mm256_cvtpd_epi32(ek));
+    int okm = _mm256_movemask_pd(ok) & ~_mm_movemask_ps(_mm_castsi128_ps(odd));
+    for (int i = 0; i < 4; i++) how[i] = (okm >> i & 1) ? DEC_DONE : DEC_SCALAR;
+}
+
+__attribute__((target("avx2,fma"))) static void decimals_avx2(const float *x, size_t n, unsigned *d,
+                                                              int *k, unsigned char *how)
+{
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        dec4(_mm_loadu_si128((const __m128i *)(const void *)(x + i)), d + i, k + i, how + i);
+    for (; i < n; i++) how[i] = DEC_SCALAR;
+}
+#endif
+
+typedef void (*decimals_fn)(const float *, size_t, unsigned *, int *, unsigned char *);
+
+static decimals_fn pick_decimals(void)
+{
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return decimals_avx2;
+#endif
+    return decimals_scalar;
+}
+
+size_t pg_fmt_f32_join(const float *x, size_t n, char sep, int json_null, char *out)
+{
+    decimals_fn decimals = pick_decimals();
+    unsigned d[JOIN_BLOCK];
+    int k[JOIN_BLOCK];
+    unsigned char how[JOIN_BLOCK];
+    char *o = out;
+    for (size_t at = 0; at < n; at += JOIN_BLOCK) {
+        size_t m = n - at < JOIN_BLOCK ? n - at : JOIN_BLOCK;
+        decimals(x + at, m, d, k, how);
+        for (size_t i = 0; i < m; i++) {
+            uint32_t bits;
+            memcpy(&bits, x + at + i, sizeof bits);
+            *o = sep;
+            o += at + i > 0;
+            unsigned di = d[i];
+            int ki = k[i];
+            if (__builtin_expect(how[i], 0) && pg_fmt_f32_decimal(x[at + i], &di, &ki)) {
+                if (json_null) {
+                    memcpy(o, "null", 4);
+                    o += 4;
+                } else {
+                    o += put_nonfinite(o, bits);
+                }
+                continue;
+            }
+            o += put_dec(o, bits, di, ki);
+        }
     }
     *o = '\0';
     return (size_t)(o - out);

@@ -256,6 +256,10 @@ size_t pg_nn_snapshot_in_size(const pg_nn_snapshot *snap)
 {
     return snap->m.in_size;
 }
+size_t pg_nn_snapshot_param_count(const pg_nn_snapshot *snap)
+{
+    return snap->m.n_params;
+}
 size_t pg_nn_snapshot_num_classes(const pg_nn_snapshot *snap)
 {
     return snap->m.classes;
