@@ -4,9 +4,10 @@
  * data[i * stride + j]. Views never own memory; pg_mat_alloc/pg_mat_free are
  * the only functions that allocate or release a matrix's buffer. Functions
  * check shapes and return PG_EINVAL (with a message) on a mismatch; they never
- * allocate unless their name says so, except pg_gemm / pg_sgemm's packing
- * scratch (freed before they return; without it they take an unblocked path
- * with the same results, so they never fail for lack of memory).
+ * allocate unless their name says so, except pg_gemm / pg_sgemm /
+ * pg_sgemm_packed's packing scratch (freed before they return; without it
+ * they take an unblocked path with the same results, so they never fail for
+ * lack of memory).
  *
  * Determinism: pg_gemm / pg_sgemm compute every element of C as one fixed
  * chain, acc = fma(op(A)[i][p], op(B)[p][j], acc) for p = 0 .. k-1 from
