@@ -274,8 +274,11 @@ typedef struct gen_ws {
 /* Idle workspaces of a snapshot. A request takes one (or makes one when the
  * pool is empty) and gives it back, so a serving thread allocates and zeroes
  * megabytes of activations once, not per request. At most POOL_MAX stay
- * idle: that many threads sampling at once is more than the HTTP pool runs. */
+ * idle (more threads sampling at once than the HTTP pool runs), and no more
+ * than POOL_BYTES of them, but always one: an image generator's workspace
+ * for 256 rows can be tens of megabytes. */
 enum { POOL_MAX = 8 };
+#define POOL_BYTES ((size_t)64 << 20)
 typedef struct gen_pool {
     pthread_mutex_t mu;
     gen_ws *idle;
@@ -292,7 +295,8 @@ typedef struct gen_snap {
     /* The only mutable part, behind its mutex: sampling leaves the rest of
      * the snapshot untouched. */
     gen_pool *pool;
-    size_t params; /* network parameters: the work of one row, roughly */
+    size_t params;   /* network parameters: the work of one row, roughly */
+    size_t ws_bytes; /* one pooled workspace */
 } gen_snap;
 
 enum { SAMPLE_CHUNK = 256 };
@@ -345,7 +349,8 @@ static int ws_take(const gen_snap *s, gen_ws **out, pg_error *err)
 static void ws_give(const gen_snap *s, gen_ws *w)
 {
     pthread_mutex_lock(&s->pool->mu);
-    bool keep = s->pool->n_idle < POOL_MAX;
+    bool keep = s->pool->n_idle < POOL_MAX &&
+                (s->pool->n_idle == 0 || (s->pool->n_idle + 1) * s->ws_bytes <= POOL_BYTES);
     if (keep) {
         w->next = s->pool->idle;
         s->pool->idle = w;
@@ -446,6 +451,8 @@ static int snap_new(const pg_generator *g, pg_nn_snapshot *nn, gen_snap **out, p
     s->g.options = NULL;
     s->pool = pool;
     s->params = pg_nn_snapshot_param_count(nn);
+    s->ws_bytes = pg_nn_snapshot_ws_bytes(nn, SAMPLE_CHUNK) +
+                  SAMPLE_CHUNK * (g->latent_dim * sizeof(float) + sizeof(int32_t));
     return PG_OK;
 }
 

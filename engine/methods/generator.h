@@ -141,10 +141,10 @@ int pg_generator_load_snapshot(const unsigned char *bytes, size_t len, const cha
                                pg_snapshot **out, pg_error *err);
 
 /* Immutable snapshot of `net` that samples latents from g's distribution.
- * Sampling reuses workspaces the snapshot pools (up to 8 idle, each sized
- * for 256 rows; freed with the snapshot) and runs calls of under 2^26
- * rows x parameters on the calling thread alone; neither changes the bits,
- * which depend only on the snapshot, n, seed and label. */
+ * Sampling reuses workspaces the snapshot pools (each sized for 256 rows;
+ * up to 8 and 64 MiB of them idle, at least one; freed with the snapshot) and runs calls of under
+ * 2^26 rows x parameters on the calling thread alone; neither changes the bits, which depend only
+ * on the snapshot, n, seed and label. */
 int pg_generator_snapshot(const pg_generator *g, const pg_nn *net, long step, pg_snapshot **out,
                           pg_error *err);
 

@@ -282,6 +282,13 @@ size_t pg_nn_snapshot_param_count(const pg_nn_snapshot *snap)
 {
     return snap->m.n_params;
 }
+size_t pg_nn_snapshot_ws_bytes(const pg_nn_snapshot *snap, size_t max_batch)
+{
+    const nn_model *m = &snap->m;
+    size_t per_row = m->in_size + m->scr_fwd;
+    for (size_t i = 0; i < m->n_layers; i++) per_row += m->layers[i].out_size;
+    return (per_row * max_batch + m->n_aux) * sizeof(float) + max_batch * sizeof(int32_t);
+}
 size_t pg_nn_snapshot_num_classes(const pg_nn_snapshot *snap)
 {
     return snap->m.classes;
