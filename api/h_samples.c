@@ -6,9 +6,9 @@
  * model a worker here published, or one rebuilt from the latest checkpoint
  * and kept in the snapshot cache for a job trained on another replica), the
  * forward pass is one GEMM per layer per block of rows, floats are printed by
- * engine/core/fmt.h into one buffer. (Forcing one OpenMP thread per request
- * was measured and lost: the activations of wide outputs gain from the
- * team; docs/benchmarks.md.) Bodies
+ * engine/core/fmt.h into one buffer. (The generator runs small calls on the
+ * calling thread and keeps the OpenMP team for large blocks;
+ * docs/benchmarks.md.) Bodies
  * of more than STREAM_VALUES values are streamed block by block
  * (api/samples_stream.h) so memory stays flat whatever n is; PNGs with an
  * explicit seed are kept in api/png_cache.h. */

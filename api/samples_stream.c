@@ -123,19 +123,10 @@ static size_t put_rows(const pg_samples_spec *sp, const float *x, size_t rows, s
         if (sp->format == PG_SAMPLES_JSON) {
             if (first + i) *p++ = ',';
             *p++ = '[';
-            for (size_t j = 0; j < d; j++) {
-                if (j) *p++ = ',';
-                if (isfinite(r[j]))
-                    p += pg_fmt_f32(r[j], p);
-                else
-                    memcpy(p, "null", 4), p += 4;
-            }
+            p += pg_fmt_f32_join(r, d, ',', 1, p); /* non-finite values as null */
             *p++ = ']';
         } else {
-            for (size_t j = 0; j < d; j++) {
-                if (j) *p++ = ',';
-                p += pg_fmt_f32(r[j], p);
-            }
+            p += pg_fmt_f32_join(r, d, ',', 0, p);
             *p++ = '\n';
         }
     }

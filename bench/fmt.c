@@ -2,14 +2,18 @@
  *
  * Default: thread CPU nanoseconds per value for pg_fmt_f32 and for
  * snprintf("%.9g") on the values a model serves (uniform in [-4, 4]) and on
- * random bit patterns.
+ * random bit patterns, and for pg_fmt_f32_join on rows of 784 values.
  *
  * --exhaustive [--threads T] [--short-every K]: every one of the 2^32 bit
  * patterns. Each finite value must read back bit for bit with strtof; every
  * K-th (default 64; 1 checks all, about five times slower) is also checked to be shortest by brute
  * force (no decimal with one digit fewer reads back to it; see tests/engine/core/ test_fmt.c for
  * why two candidates suffice). NaN/Inf must print as NaN/Infinity/-Infinity. Prints counts,
- * failures (the first few bit patterns) and wall seconds. */
+ * failures (the first few bit patterns) and wall seconds.
+ *
+ * --exhaustive --join: every bit pattern through pg_fmt_f32_join (runs of
+ * consecutive patterns), each value's text compared with pg_fmt_f32's: the
+ * batch printer is then exactly as correct as the one checked above. */
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -67,14 +71,43 @@ static int shorter_exists(float f, int n)
 
 typedef struct part {
     uint64_t lo, hi, every;
+    int join_only;
     uint64_t checked, short_checked, bad;
     uint32_t first_bad[4];
 } part;
+
+/* pg_fmt_f32_join against pg_fmt_f32, value by value, on [lo, hi) in runs
+ * of consecutive patterns. */
+static void join_part(part *p)
+{
+    enum { RUN = 250 };
+    static _Thread_local float x[RUN];
+    static _Thread_local char text[RUN * 17 + PG_FMT_F32_MAX];
+    char s[PG_FMT_F32_MAX];
+    for (uint64_t b = p->lo; b < p->hi; b += RUN) {
+        size_t n = p->hi - b < RUN ? (size_t)(p->hi - b) : RUN;
+        for (size_t i = 0; i < n; i++) x[i] = from_bits((uint32_t)(b + i));
+        pg_fmt_f32_join(x, n, '\n', 0, text);
+        const char *t = text;
+        for (size_t i = 0; i < n; i++) {
+            size_t len = pg_fmt_f32(x[i], s);
+            int ok = !strncmp(t, s, len) && (t[len] == '\n' || (i + 1 == n && t[len] == '\0'));
+            t += len + 1;
+            p->checked++;
+            if (!ok && p->bad++ < 4) p->first_bad[p->bad - 1] = (uint32_t)(b + i);
+            if (!ok) break; /* the rest of the run is misaligned */
+        }
+    }
+}
 
 static void *run_part(void *arg)
 {
     part *p = arg;
     char s[PG_FMT_F32_MAX];
+    if (p->join_only) {
+        join_part(p);
+        return NULL;
+    }
     for (uint64_t b = p->lo; b < p->hi; b++) {
         uint32_t u = (uint32_t)b;
         float f = from_bits(u);
@@ -103,6 +136,7 @@ static int exhaustive(int argc, char **argv)
     if (nt <= 0 || nt > 256) nt = 1;
     uint64_t every = strtoull(pg_bench_opt(argc, argv, "--short-every", "64"), NULL, 10);
     if (!every) every = 1;
+    int join_only = pg_bench_has(argc, argv, "--join");
     /* Interleaved slices keep the threads' loads similar (cost varies with
      * the exponent). */
     enum { SLICES = 4096 };
@@ -111,7 +145,10 @@ static int exhaustive(int argc, char **argv)
     if (!parts || !th) return 1;
     uint64_t step = (UINT64_C(1) << 32) / SLICES;
     for (int i = 0; i < SLICES; i++)
-        parts[i] = (part){.lo = (uint64_t)i * step, .hi = (uint64_t)(i + 1) * step, .every = every};
+        parts[i] = (part){.lo = (uint64_t)i * step,
+                          .hi = (uint64_t)(i + 1) * step,
+                          .every = every,
+                          .join_only = join_only};
     double t0 = pg_bench_now_ms();
     for (int round = 0; round < SLICES; round += (int)nt) {
         long k = 0;
@@ -131,8 +168,10 @@ static int exhaustive(int argc, char **argv)
                                    parts[i].first_bad[j]);
         bad += parts[i].bad;
     }
-    printf("{\"bench\":\"fmt-exhaustive\",\"patterns\":%llu,\"shortness_checked\":%llu,"
+    printf("{\"bench\":\"fmt-exhaustive\",\"check\":\"%s\",\"patterns\":%llu,\"shortness_checked\":"
+           "%llu,"
            "\"failures\":%llu,\"first_failures\":[%s],\"threads\":%ld,\"seconds\":%.1f}\n",
+           join_only ? "join equals pg_fmt_f32" : "round trip and shortness",
            (unsigned long long)checked, (unsigned long long)shorts, (unsigned long long)bad, firsts,
            nt, secs);
     free(parts);
@@ -156,7 +195,10 @@ static int bench_fmt(int argc, char **argv)
     }
     char s[64];
     size_t sink = 0;
-    double best[3] = {1e300, 1e300, 1e300};
+    double best[5] = {1e300, 1e300, 1e300, 1e300, 1e300};
+    enum { ROW = 784 };
+    char *text = malloc(ROW * 17 + PG_FMT_F32_MAX);
+    if (!text) return 1;
     for (int rep = 0; rep < 3; rep++) {
         double t0 = thread_ns();
         for (int i = 0; i < N; i++) sink += pg_fmt_f32(u[i], s);
@@ -165,13 +207,22 @@ static int bench_fmt(int argc, char **argv)
         double t2 = thread_ns();
         for (int i = 0; i < N / 8; i++) sink += (size_t)snprintf(s, sizeof s, "%.9g", (double)u[i]);
         double t3 = thread_ns();
-        double v[3] = {(t1 - t0) / N, (t2 - t1) / N, (t3 - t2) / (N / 8)};
-        for (int k = 0; k < 3; k++)
+        /* the serving path: rows of 784 values joined with commas */
+        for (int i = 0; i + ROW <= N; i += ROW) sink += pg_fmt_f32_join(u + i, ROW, ',', 1, text);
+        double t4 = thread_ns();
+        for (int i = 0; i + ROW <= N; i += ROW) sink += pg_fmt_f32_join(r + i, ROW, ',', 1, text);
+        double t5 = thread_ns();
+        double rows = (double)(N / ROW * ROW);
+        double v[5] = {(t1 - t0) / N, (t2 - t1) / N, (t3 - t2) / (N / 8), (t4 - t3) / rows,
+                       (t5 - t4) / rows};
+        for (int k = 0; k < 5; k++)
             if (v[k] < best[k]) best[k] = v[k];
     }
     printf("{\"bench\":\"fmt\",\"ns_per_value_uniform\":%.1f,\"ns_per_value_random_bits\":%.1f,"
+           "\"join_ns_per_value_uniform\":%.1f,\"join_ns_per_value_random_bits\":%.1f,"
            "\"snprintf_9g_ns_per_value\":%.1f,\"chars\":%zu}\n",
-           best[0], best[1], best[2], sink);
+           best[0], best[1], best[3], best[4], best[2], sink);
+    free(text);
     free(u);
     free(r);
     return 0;

@@ -6,7 +6,9 @@ with a fresh data dir, trains a finished dp_sinkhorn MLP [256, 256] job on a
 throughput of one large NPY response (n = 10000 x 784) next to the forward
 pass alone on the same checkpoint (privgen-bench sample, one thread), whose
 ratio is the share of the request spent generating. Also prints the float
-printer's speed (privgen-bench fmt). Prints JSON lines.
+printer's speed (privgen-bench fmt). Prints JSON lines, with the server's
+CPU per request next to each rate and the load average (the machine is
+shared: rates move with the load, CPU per request much less).
 
 Environment: PRIVGEN_BENCH (path of privgen-bench; privgend is its sibling),
 PRIVGEN_SERVE_SECONDS (wrk duration, default 5)."""
@@ -46,11 +48,22 @@ def call(port, token, method, path, body=None, raw=False):
         return data if raw else json.loads(data or b"null")
 
 
-def wrk(url, token):
+def cpu_seconds(pid):
+    """User + system CPU seconds of a process so far (Linux /proc)."""
+    try:
+        f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def wrk(url, token, pid=None):
     cmd = ["wrk", "-t2", "-c32", f"-d{SECONDS}s", "--latency", url]
     if token:
         cmd[1:1] = ["-H", f"Authorization: Bearer {token}"]
+    c0 = cpu_seconds(pid) if pid else None
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    c1 = cpu_seconds(pid) if pid else None
     rps = p99 = None
     errors = 0
     for line in out.splitlines():
@@ -63,7 +76,11 @@ def wrk(url, token):
             v = f[1]
             p99 = (float(v[:-2]) if v.endswith("ms") else float(v[:-2]) / 1e3
                    if v.endswith("us") else float(v[:-1]) * 1e3)
-    return {"rps": rps, "p99_ms": p99, "non_2xx": errors}
+    res = {"rps": rps, "p99_ms": p99, "non_2xx": errors}
+    if c0 is not None and c1 is not None and rps:
+        # the server's CPU per request: steadier than rates on a shared machine
+        res["server_cpu_us"] = round((c1 - c0) / (rps * SECONDS) * 1e6, 1)
+    return res
 
 
 def train(port, token, shape, rng, n):
@@ -108,12 +125,13 @@ def main():
         job2 = train(port, token, [2], [-4, 4], 400)
         job784 = train(port, token, [1, 28, 28], [0, 1], 200)
         base = f"http://127.0.0.1:{port}"
-        res = {"bench": "serve", "tool": f"wrk -t2 -c32 -d{SECONDS}s", "model": "dp_sinkhorn [256,256]"}
-        res["healthz"] = wrk(f"{base}/healthz", None)
+        res = {"bench": "serve", "tool": f"wrk -t2 -c32 -d{SECONDS}s", "model": "dp_sinkhorn [256,256]",
+               "load_average_before": round(os.getloadavg()[0], 2)}
+        res["healthz"] = wrk(f"{base}/healthz", None, srv.pid)
         for name, job in (("2d", job2), ("784d", job784)):
             for fmt in ("json", "npy"):
                 res[f"{name}_n64_{fmt}"] = wrk(
-                    f"{base}/v1/jobs/{job}/samples?n=64&format={fmt}&seed=1", token)
+                    f"{base}/v1/jobs/{job}/samples?n=64&format={fmt}&seed=1", token, srv.pid)
         res["2d_json_over_healthz"] = round(res["2d_n64_json"]["rps"] / res["healthz"]["rps"], 3)
         res["784d_json_over_npy"] = round(res["784d_n64_json"]["rps"] / res["784d_n64_npy"]["rps"], 3)
         best = None
@@ -133,6 +151,7 @@ def main():
             us = json.loads(fwd.stdout)["us_per_call"]
             res["784d_n10000_npy"]["forward_seconds"] = round(us / 1e6, 4)
             res["784d_n10000_npy"]["forward_share"] = round(us / 1e6 / best, 3)
+        res["load_average_after"] = round(os.getloadavg()[0], 2)
         print(json.dumps(res))
         fmt = subprocess.run([BENCH, "fmt"], env=env, capture_output=True, text=True)
         if fmt.returncode == 0:

@@ -26,6 +26,13 @@
  * position of each value); returns the length without the NUL. */
 size_t pg_fmt_f32(float v, char *out);
 
+/* n values separated by sep (none before the first or after the last), each
+ * exactly as pg_fmt_f32 prints it, except that non-finite values print
+ * "null" when json_null is nonzero; then a NUL. Faster than a loop over
+ * pg_fmt_f32 (see fmt.c). out needs n * 17 + PG_FMT_F32_MAX bytes. Returns
+ * the length without the NUL. */
+size_t pg_fmt_f32_join(const float *x, size_t n, char sep, int json_null, char *out);
+
 /* The shortest digits alone: *digits (no trailing zeros, 0 for a zero) and
  * the decimal exponent so that |v| reads back from digits * 10^exp10.
  * Returns 0, or -1 for a non-finite v. */

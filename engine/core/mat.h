@@ -4,9 +4,10 @@
  * data[i * stride + j]. Views never own memory; pg_mat_alloc/pg_mat_free are
  * the only functions that allocate or release a matrix's buffer. Functions
  * check shapes and return PG_EINVAL (with a message) on a mismatch; they never
- * allocate unless their name says so, except pg_gemm / pg_sgemm's packing
- * scratch (freed before they return; without it they take an unblocked path
- * with the same results, so they never fail for lack of memory).
+ * allocate unless their name says so, except pg_gemm / pg_sgemm /
+ * pg_sgemm_packed's packing scratch (freed before they return; without it
+ * they take an unblocked path with the same results, so they never fail for
+ * lack of memory).
  *
  * Determinism: pg_gemm / pg_sgemm compute every element of C as one fixed
  * chain, acc = fma(op(A)[i][p], op(B)[p][j], acc) for p = 0 .. k-1 from
@@ -70,6 +71,16 @@ int pg_gemm(float alpha, const pg_mat *a, bool trans_a, const pg_mat *b, bool tr
  * checks, m = 0 or n = 0 is a no-op, k = 0 scales C by beta. */
 void pg_sgemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, float alpha, const float *a,
               size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc);
+
+/* A constant right operand packed once for many products (the weights of a
+ * served network): pg_sgemm_pack_b writes op(B) (k x n) into `packed`, which
+ * holds pg_sgemm_packed_size(n, k) floats (64-byte aligned); pg_sgemm_packed
+ * then computes C = alpha op(A) op(B) + beta C from it, skipping the per-call
+ * packing. Same chains, so the same bits as pg_sgemm on the unpacked B. */
+size_t pg_sgemm_packed_size(size_t n, size_t k);
+void pg_sgemm_pack_b(bool trans_b, size_t n, size_t k, const float *b, size_t ldb, float *packed);
+void pg_sgemm_packed(bool trans_a, size_t m, size_t n, size_t k, float alpha, const float *a,
+                     size_t lda, const float *packed_b, float beta, float *c, size_t ldc);
 
 /* out[i] = sum_j m[i, j]^2 for every row i. */
 void pg_mat_row_sqnorms(const pg_mat *m, float *out);

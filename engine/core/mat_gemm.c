@@ -40,11 +40,22 @@ typedef struct gemm_args {
     const float *a, *b;
     size_t lda, ldb, ldc;
     float *c;
+    const float *pb; /* op(B) packed whole (pg_sgemm_pack_b), or NULL */
 } gemm_args;
 
 static inline float op_a(const gemm_args *g, size_t i, size_t p)
 {
     return g->ta ? g->a[p * g->lda + i] : g->a[i * g->lda + p];
+}
+
+static inline float op_b(const gemm_args *g, size_t p, size_t j)
+{
+    if (g->pb) { /* the layout pg_sgemm_pack_b writes */
+        size_t p0 = p / KC * KC, kc = g->k - p0 < KC ? g->k - p0 : KC;
+        size_t npad = (g->n + NR - 1) / NR * NR;
+        return g->pb[p0 * npad + j / NR * NR * kc + (p - p0) * NR + j % NR];
+    }
+    return g->tb ? g->b[j * g->ldb + p] : g->b[p * g->ldb + j];
 }
 
 /* Rows [i0, i0 + mc) x depth [p0, p0 + kc) of op(A) as MR-row slivers, each
@@ -286,7 +297,10 @@ __attribute__((noinline)) static void gemm_tile(const gemm_args *g, kern_fn kern
         /* A tile of a few rows reads B (k x n, rows contiguous) in place:
          * packing it would cost more than the few slivers that use it. */
         size_t full = direct ? nt / NR * NR : 0;
-        if (full < nt) pack_b(g, p0, kc, j0 + full, nt - full, t->b);
+        /* Prepacked B: block p0 starts at p0 * npad, sliver j at j * kc. */
+        const float *pb = g->pb ? g->pb + p0 * ((g->n + NR - 1) / NR * NR) + j0 * kc : NULL;
+        if (pb) full = 0;
+        if (!pb && full < nt) pack_b(g, p0, kc, j0 + full, nt - full, t->b);
         for (size_t ib = 0; ib < mt; ib += MC) {
             size_t mc = mt - ib < MC ? mt - ib : MC;
             pack_a(g, i0 + ib, mc, p0, kc, t->a);
@@ -301,7 +315,7 @@ __attribute__((noinline)) static void gemm_tile(const gemm_args *g, kern_fn kern
                         o = (kout){c, g->ldc, true, g->alpha, g->beta};
                     else if (last)
                         o = (kout){edge, NR, false, 1.0f, 0.0f};
-                    const float *b = t->b + (js - full) * kc;
+                    const float *b = (pb ? pb : t->b) + (js - full) * kc;
                     size_t ldb = NR;
                     if (js < full) {
                         b = g->b + p0 * g->ldb + j0 + js;
@@ -342,7 +356,7 @@ static void gemm_unblocked(const gemm_args *g, bool fused, size_t i0, size_t mc,
         for (size_t j = j0; j < j0 + nc; j++) {
             float acc = 0.0f;
             for (size_t p = 0; p < g->k; p++) {
-                float a = op_a(g, i, p), b = g->tb ? g->b[j * g->ldb + p] : g->b[p * g->ldb + j];
+                float a = op_a(g, i, p), b = op_b(g, p, j);
                 if (fused) {
                     acc = fmaf(a, b, acc);
                 } else {
@@ -374,7 +388,9 @@ static size_t piece(size_t len, size_t parts, size_t unit)
 static void tile_sizes(size_t m, size_t n, int threads, size_t *mt, size_t *nt)
 {
     size_t pm = (m + MT_MAX - 1) / MT_MAX, pn = (n + NT_MAX - 1) / NT_MAX;
-    while (pm * pn < (size_t)threads * 4) {
+    /* One thread gains nothing from more tiles, and each tile packs its
+     * rows of A again. */
+    while (threads > 1 && pm * pn < (size_t)threads * 4) {
         size_t a = piece(m, pm, MR), b = piece(n, pn, NR);
         if (b >= 64 && (b >= a || a < 2 * MR * 4))
             pn++;
@@ -387,11 +403,11 @@ static void tile_sizes(size_t m, size_t n, int threads, size_t *mt, size_t *nt)
     *nt = piece(n, pn, NR);
 }
 
-void pg_sgemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, float alpha, const float *a,
-              size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc)
+static void sgemm(const gemm_args *gp)
 {
+    gemm_args g = *gp;
+    size_t m = g.m, n = g.n, k = g.k;
     if (m == 0 || n == 0) return;
-    gemm_args g = {trans_a, trans_b, m, n, k, alpha, beta, a, b, lda, ldb, ldc, c};
     if (k == 0) {
         gemm_scale(&g);
         return;
@@ -430,4 +446,33 @@ void pg_sgemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, float al
         }
         pg_free(heap);
     }
+}
+
+void pg_sgemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, float alpha, const float *a,
+              size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc)
+{
+    gemm_args g = {trans_a, trans_b, m, n, k, alpha, beta, a, b, lda, ldb, ldc, c, NULL};
+    sgemm(&g);
+}
+
+size_t pg_sgemm_packed_size(size_t n, size_t k)
+{
+    return k * ((n + NR - 1) / NR * NR);
+}
+
+void pg_sgemm_pack_b(bool trans_b, size_t n, size_t k, const float *b, size_t ldb, float *packed)
+{
+    gemm_args g = {false, trans_b, 0, n, k, 1.0f, 0.0f, NULL, b, 0, ldb, 0, NULL, NULL};
+    size_t npad = (n + NR - 1) / NR * NR;
+    for (size_t p0 = 0; p0 < k; p0 += KC) {
+        size_t kc = k - p0 < KC ? k - p0 : KC;
+        pack_b(&g, p0, kc, 0, n, packed + p0 * npad);
+    }
+}
+
+void pg_sgemm_packed(bool trans_a, size_t m, size_t n, size_t k, float alpha, const float *a,
+                     size_t lda, const float *packed_b, float beta, float *c, size_t ldc)
+{
+    gemm_args g = {trans_a, false, m, n, k, alpha, beta, a, NULL, lda, 0, ldc, c, packed_b};
+    sgemm(&g);
 }

@@ -1,6 +1,8 @@
 #include "engine/methods/generator.h"
 
 #include <math.h>
+#include <omp.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -343,6 +345,29 @@ int pg_generator_load_snapshot(const unsigned char *bytes, size_t len, const cha
 
 /* ---- snapshots ---------------------------------------------------------- */
 
+/* Scratch of one sampling call: a network workspace for SAMPLE_CHUNK rows,
+ * the latents and the labels. Kept in the snapshot's pool between calls. */
+typedef struct gen_ws {
+    pg_nn_ws *ws;
+    float *z;
+    int32_t *labels;
+    struct gen_ws *next;
+} gen_ws;
+
+/* Idle workspaces of a snapshot. A request takes one (or makes one when the
+ * pool is empty) and gives it back, so a serving thread allocates and zeroes
+ * megabytes of activations once, not per request. At most POOL_MAX stay
+ * idle (more threads sampling at once than the HTTP pool runs), and no more
+ * than POOL_BYTES of them, but always one: an image generator's workspace
+ * for 256 rows can be tens of megabytes. */
+enum { POOL_MAX = 8 };
+#define POOL_BYTES ((size_t)64 << 20)
+typedef struct gen_pool {
+    pthread_mutex_t mu;
+    gen_ws *idle;
+    size_t n_idle;
+} gen_pool;
+
 typedef struct gen_snap {
     pg_nn_snapshot *nn;
     pg_generator g; /* options not kept: only the sampling fields */
@@ -350,6 +375,11 @@ typedef struct gen_snap {
      * to data-space samples, then clamped to [lo, hi]; NULL when off. */
     float *offset;
     float lo, hi;
+    /* The only mutable part, behind its mutex: sampling leaves the rest of
+     * the snapshot untouched. */
+    gen_pool *pool;
+    size_t params;   /* network parameters: the work of one row, roughly */
+    size_t ws_bytes; /* one pooled workspace */
 } gen_snap;
 
 enum { SAMPLE_CHUNK = 256 };
@@ -362,37 +392,114 @@ enum { SAMPLE_CHUNK = 256 };
  * fewer (the streamed and the one-piece responses agree). Sharing the latent
  * stream would interleave them chunk by chunk. */
 #define PG_SAMPLE_HEADS_STREAM 0x53414d48ull
+/* Below this many (rows x parameters) a call runs on the calling thread
+ * alone: waking the OpenMP team for each layer of a small request costs more
+ * than it gains, and a serving process already runs one request per HTTP
+ * thread. The thread count never changes the bits (nn.h). */
+#define TEAM_MIN_WORK ((size_t)1 << 26)
 
+static void ws_free(gen_ws *w)
+{
+    if (!w) return;
+    pg_nn_ws_free(w->ws);
+    pg_free(w->z);
+    pg_free(w->labels);
+    free(w);
+}
+
+static int ws_take(const gen_snap *s, gen_ws **out, pg_error *err)
+{
+    pthread_mutex_lock(&s->pool->mu);
+    gen_ws *w = s->pool->idle;
+    if (w) {
+        s->pool->idle = w->next;
+        s->pool->n_idle--;
+    }
+    pthread_mutex_unlock(&s->pool->mu);
+    *out = w;
+    if (w) return PG_OK;
+    w = calloc(1, sizeof *w);
+    if (!w) return pg_error_set(err, PG_ENOMEM, "cannot allocate sampling buffers");
+    int rc = pg_nn_ws_create(s->nn, SAMPLE_CHUNK, &w->ws, err);
+    if (rc) {
+        free(w);
+        return rc;
+    }
+    w->z = pg_alloc_f32(SAMPLE_CHUNK * s->g.latent_dim);
+    w->labels = pg_calloc(SAMPLE_CHUNK, sizeof *w->labels);
+    if (!w->z || !w->labels) {
+        ws_free(w);
+        return pg_error_set(err, PG_ENOMEM, "cannot allocate sampling buffers");
+    }
+    *out = w;
+    return PG_OK;
+}
+
+static void ws_give(const gen_snap *s, gen_ws *w)
+{
+    pthread_mutex_lock(&s->pool->mu);
+    bool keep = s->pool->n_idle < POOL_MAX &&
+                (s->pool->n_idle == 0 || (s->pool->n_idle + 1) * s->ws_bytes <= POOL_BYTES);
+    if (keep) {
+        w->next = s->pool->idle;
+        s->pool->idle = w;
+        s->pool->n_idle++;
+    }
+    pthread_mutex_unlock(&s->pool->mu);
+    if (!keep) ws_free(w);
+}
+
+static gen_pool *pool_new(void)
+{
+    gen_pool *p = calloc(1, sizeof *p);
+    if (p && pthread_mutex_init(&p->mu, NULL)) {
+        free(p);
+        p = NULL;
+    }
+    return p;
+}
+
+static void pool_free(gen_pool *p)
+{
+    if (!p) return;
+    while (p->idle) {
+        gen_ws *w = p->idle;
+        p->idle = w->next;
+        ws_free(w);
+    }
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+}
+
+/* Rows in chunks of SAMPLE_CHUNK, each from the same latent stream as
+ * before pooling: the chunking, not the workspace, fixes the draws. */
 static int gen_sample(const void *impl, size_t n, uint64_t seed, int label, float *out,
                       pg_error *err)
 {
     const gen_snap *s = impl;
-    size_t chunk = n < SAMPLE_CHUNK ? (n ? n : 1) : SAMPLE_CHUNK;
-    pg_nn_ws *ws = NULL;
-    int rc = pg_nn_ws_create(s->nn, chunk, &ws, err);
+    gen_ws *w;
+    int rc = ws_take(s, &w, err);
     if (rc) return rc;
-    float *z = pg_alloc_f32(chunk * s->g.latent_dim);
-    int32_t *labels = pg_calloc(chunk, sizeof *labels);
-    if (!z || !labels) {
-        rc = pg_error_set(err, PG_ENOMEM, "cannot allocate sampling buffers");
-        goto out;
-    }
+    int threads = omp_get_max_threads();
+    bool alone = threads > 1 && n * s->params < TEAM_MIN_WORK;
+    if (alone) omp_set_num_threads(1);
     pg_rng rng, heads_rng;
     pg_rng_seeded(&rng, seed, PG_SAMPLE_STREAM);
     pg_rng_seeded(&heads_rng, seed, PG_SAMPLE_HEADS_STREAM);
     for (size_t done = 0; done < n;) {
-        size_t b = n - done < chunk ? n - done : chunk;
-        pg_nn_latent_sample(&s->g.latent, &rng, z, b * s->g.latent_dim);
+        size_t b = n - done < SAMPLE_CHUNK ? n - done : SAMPLE_CHUNK;
+        pg_nn_latent_sample(&s->g.latent, &rng, w->z, b * s->g.latent_dim);
         for (size_t i = 0; i < b && s->g.num_classes; i++)
-            labels[i] =
+            w->labels[i] =
                 label >= 0 ? label : (int32_t)pg_rng_below(&rng, (uint64_t)s->g.num_classes);
         const float *y;
-        rc = pg_nn_snapshot_forward(s->nn, ws, z, s->g.num_classes ? labels : NULL, b, &y, err);
-        if (rc) goto out;
+        rc = pg_nn_snapshot_forward(s->nn, w->ws, w->z, s->g.num_classes ? w->labels : NULL, b, &y,
+                                    err);
+        if (rc) break;
         memcpy(out + done * s->g.d, y, b * s->g.d * sizeof(float));
         pg_generator_to_data(&s->g, &heads_rng, out + done * s->g.d, s->g.d, b);
         for (size_t i = 0; i < b && s->offset; i++) {
-            const float *off = s->offset + (s->g.num_classes ? (size_t)labels[i] : 0) * s->g.d;
+            const float *off = s->offset + (s->g.num_classes ? (size_t)w->labels[i] : 0) * s->g.d;
             float *row = out + (done + i) * s->g.d;
             for (size_t j = 0; j < s->g.d; j++) {
                 float v = row[j] + off[j];
@@ -401,29 +508,32 @@ static int gen_sample(const void *impl, size_t n, uint64_t seed, int label, floa
         }
         done += b;
     }
-out:
-    pg_free(z);
-    pg_free(labels);
-    pg_nn_ws_free(ws);
+    if (alone) omp_set_num_threads(threads);
+    ws_give(s, w);
     return rc;
 }
 
 static void gen_destroy(void *impl)
 {
     gen_snap *s = impl;
+    if (!s) return;
+    pool_free(s->pool); /* workspaces read their network's shapes when freed */
     pg_nn_snapshot_free(s->nn);
     pg_heads_free(s->g.heads);
     free(s->offset);
     free(s);
 }
 
-static const pg_snapshot_ops GEN_SNAPSHOT_OPS = {gen_sample, gen_destroy};
-
-int pg_generator_snapshot_wrap(const pg_generator *g, pg_nn_snapshot *nn, long step,
-                               pg_snapshot **out, pg_error *err)
+/* A gen_snap around nn (ownership moves in, even on failure). */
+static int snap_new(const pg_generator *g, pg_nn_snapshot *nn, gen_snap **out, pg_error *err)
 {
     gen_snap *s = calloc(1, sizeof *s);
-    if (!s) {
+    gen_pool *pool = pool_new();
+    *out = s;
+    if (!s || !pool) {
+        free(s);
+        *out = NULL;
+        pool_free(pool);
         pg_nn_snapshot_free(nn);
         return pg_error_set(err, PG_ENOMEM, "cannot allocate a snapshot");
     }
@@ -431,12 +541,28 @@ int pg_generator_snapshot_wrap(const pg_generator *g, pg_nn_snapshot *nn, long s
     s->g = *g;
     s->g.options = NULL;
     s->g.table_map = NULL;
+    s->g.heads = NULL;
+    s->pool = pool;
     int rc = pg_heads_copy(g->heads, &s->g.heads, err);
     if (rc) {
-        pg_nn_snapshot_free(nn);
-        free(s);
+        gen_destroy(s);
+        *out = NULL;
         return rc;
     }
+    s->params = pg_nn_snapshot_param_count(nn);
+    s->ws_bytes = pg_nn_snapshot_ws_bytes(nn, SAMPLE_CHUNK) +
+                  SAMPLE_CHUNK * (g->latent_dim * sizeof(float) + sizeof(int32_t));
+    return PG_OK;
+}
+
+static const pg_snapshot_ops GEN_SNAPSHOT_OPS = {gen_sample, gen_destroy};
+
+int pg_generator_snapshot_wrap(const pg_generator *g, pg_nn_snapshot *nn, long step,
+                               pg_snapshot **out, pg_error *err)
+{
+    gen_snap *s;
+    int rc = snap_new(g, nn, &s, err);
+    if (rc) return rc;
     return pg_snapshot_new(&GEN_SNAPSHOT_OPS, s, step, g->d, g->num_classes, out, err);
 }
 
@@ -462,22 +588,17 @@ int pg_generator_snapshot_calibrated(const pg_generator *g, pg_nn_snapshot *nn, 
         pg_nn_snapshot_free(nn);
         return pg_error_set(err, PG_EINVAL, "calibration needs means, lo < hi and per_class >= 1");
     }
-    gen_snap *s = calloc(1, sizeof *s);
+    gen_snap *s;
+    int rc = snap_new(g, nn, &s, err);
+    if (rc) return rc;
+    nn = NULL;
     size_t K = g->num_classes > 0 ? (size_t)g->num_classes : 1, d = g->d;
     float *buf = pg_alloc_f32(per_class * d);
     double *acc = calloc(d, sizeof *acc);
-    int rc = PG_OK;
-    if (!s || !buf || !acc) {
+    if (!buf || !acc) {
         rc = pg_error_set(err, PG_ENOMEM, "cannot allocate a calibrated snapshot");
         goto fail;
     }
-    s->nn = nn;
-    nn = NULL;
-    s->g = *g;
-    s->g.options = NULL;
-    s->g.table_map = NULL;
-    s->g.heads = NULL;
-    if ((rc = pg_heads_copy(g->heads, &s->g.heads, err))) goto fail;
     s->lo = lo;
     s->hi = hi;
     float *offset = malloc(K * d * sizeof *offset);
@@ -504,12 +625,7 @@ int pg_generator_snapshot_calibrated(const pg_generator *g, pg_nn_snapshot *nn, 
     free(acc);
     return pg_snapshot_new(&GEN_SNAPSHOT_OPS, s, step, g->d, g->num_classes, out, err);
 fail:
-    if (s) {
-        pg_nn_snapshot_free(s->nn);
-        pg_heads_free(s->g.heads);
-        free(s);
-    }
-    pg_nn_snapshot_free(nn);
+    gen_destroy(s);
     pg_free(buf);
     free(acc);
     return rc;

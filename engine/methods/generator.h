@@ -162,7 +162,11 @@ int pg_generator_from_json(const json_t *j, pg_generator *g, pg_error *err);
 int pg_generator_load_snapshot(const unsigned char *bytes, size_t len, const char *method,
                                pg_snapshot **out, pg_error *err);
 
-/* Immutable snapshot of `net` that samples latents from g's distribution. */
+/* Immutable snapshot of `net` that samples latents from g's distribution.
+ * Sampling reuses workspaces the snapshot pools (each sized for 256 rows;
+ * up to 8 and 64 MiB of them idle, at least one; freed with the snapshot) and runs calls of under
+ * 2^26 rows x parameters on the calling thread alone; neither changes the bits, which depend only
+ * on the snapshot, n, seed and label. */
 int pg_generator_snapshot(const pg_generator *g, const pg_nn *net, long step, pg_snapshot **out,
                           pg_error *err);
 

@@ -12,7 +12,9 @@
 
 typedef struct pg_snapshot_ops {
     /* Draws n rows into out (n x d). Must be safe to call from many threads on
-     * the same impl: allocate per-call scratch, never mutate impl. */
+     * the same impl: allocate per-call scratch (or reuse it from a pool the
+     * impl guards with its own lock, as the generator does), and never change
+     * what the rows depend on. */
     int (*sample)(const void *impl, size_t n, uint64_t seed, int label, float *out, pg_error *err);
     void (*destroy)(void *impl);
 } pg_snapshot_ops;

@@ -138,6 +138,9 @@ int pg_nn_snapshot_take(const pg_nn *net, pg_nn_snapshot **out, pg_error *err);
 void pg_nn_snapshot_free(pg_nn_snapshot *snap);
 size_t pg_nn_snapshot_out_size(const pg_nn_snapshot *snap);
 size_t pg_nn_snapshot_in_size(const pg_nn_snapshot *snap);
+size_t pg_nn_snapshot_param_count(const pg_nn_snapshot *snap);
+/* Bytes pg_nn_ws_create allocates for max_batch (activations, scratch). */
+size_t pg_nn_snapshot_ws_bytes(const pg_nn_snapshot *snap, size_t max_batch);
 size_t pg_nn_snapshot_num_classes(const pg_nn_snapshot *snap);
 /* Per-thread scratch for eval-mode forward passes of one snapshot. */
 int pg_nn_ws_create(const pg_nn_snapshot *snap, size_t max_batch, pg_nn_ws **out, pg_error *err);

@@ -57,8 +57,9 @@ int nn_ws_alloc(const nn_model *m, size_t max_batch, bool training, nn_ws *w, pg
     return PG_OK;
 }
 
-int nn_model_forward(const nn_model *m, nn_ws *w, const float *x, const int32_t *labels, size_t n,
-                     bool train, float *state, double *blas_ms, const float **out, pg_error *err)
+int nn_model_forward(const nn_model *m, const float *const *packed, nn_ws *w, const float *x,
+                     const int32_t *labels, size_t n, bool train, float *state, double *blas_ms,
+                     const float **out, pg_error *err)
 {
     if (n < 1 || n > w->max_batch)
         return pg_error_set(err, PG_EINVAL, "batch %zu is outside [1, %zu]", n, w->max_batch);
@@ -73,9 +74,10 @@ int nn_model_forward(const nn_model *m, nn_ws *w, const float *x, const int32_t 
         memcpy(w->labels, labels, n * sizeof *labels);
     }
     memcpy(w->input, x, n * m->in_size * sizeof *x);
-    nn_run r = {m->params, NULL, state, w->aux, w->scr, w->labels, n, train, blas_ms};
+    nn_run r = {m->params, NULL, state, w->aux, w->scr, w->labels, n, train, blas_ms, NULL};
     const float *in = w->input;
     for (size_t i = 0; i < m->n_layers; i++) {
+        r.packed = packed ? packed[i] : NULL;
         nn_layer_forward(&m->layers[i], &r, in, w->act[i]);
         in = w->act[i];
     }
@@ -201,7 +203,7 @@ void pg_nn_blas_ms_reset(pg_nn *net)
 int pg_nn_forward(pg_nn *net, const float *x, const int32_t *labels, size_t batch,
                   const float **out, pg_error *err)
 {
-    int rc = nn_model_forward(&net->m, &net->w, x, labels, batch, net->train, net->m.state,
+    int rc = nn_model_forward(&net->m, NULL, &net->w, x, labels, batch, net->train, net->m.state,
                               net->profile ? &net->blas_ms : NULL, out, err);
     net->have_fwd = rc == PG_OK;
     if (rc) return rc;
@@ -217,7 +219,8 @@ int pg_nn_backward(pg_nn *net, const float *grad_out, float *grad_in, pg_error *
     const nn_model *m = &net->m;
     nn_run r = {m->params,   net->grads,     m->state,
                 net->w.aux,  net->w.scr,     net->w.labels,
-                net->last_n, net->fwd_train, net->profile ? &net->blas_ms : NULL};
+                net->last_n, net->fwd_train, net->profile ? &net->blas_ms : NULL,
+                NULL};
     const float *dy = grad_out;
     for (size_t i = m->n_layers; i-- > 0;) {
         const float *x = i == 0 ? net->w.input : net->w.act[i - 1];
@@ -237,6 +240,23 @@ int pg_nn_snapshot_take(const pg_nn *net, pg_nn_snapshot **out, pg_error *err)
         free(s);
         return rc;
     }
+    const nn_model *m = &s->m;
+    s->packed = calloc(m->n_layers, sizeof *s->packed);
+    bool bad = !s->packed;
+    for (size_t i = 0; !bad && i < m->n_layers; i++) {
+        const nn_layer *L = &m->layers[i];
+        if (L->type != NN_LINEAR) continue;
+        s->packed[i] = pg_alloc_f32(pg_sgemm_packed_size(L->out_size, L->in_size));
+        if (!s->packed[i])
+            bad = true;
+        else /* op(B) = W^T, W out x in */
+            pg_sgemm_pack_b(true, L->out_size, L->in_size, m->params + L->p_off, L->in_size,
+                            s->packed[i]);
+    }
+    if (bad) {
+        pg_nn_snapshot_free(s);
+        return pg_error_set(err, PG_ENOMEM, "cannot allocate a snapshot's packed weights");
+    }
     *out = s;
     return PG_OK;
 }
@@ -244,6 +264,8 @@ int pg_nn_snapshot_take(const pg_nn *net, pg_nn_snapshot **out, pg_error *err)
 void pg_nn_snapshot_free(pg_nn_snapshot *snap)
 {
     if (!snap) return;
+    for (size_t i = 0; snap->packed && i < snap->m.n_layers; i++) pg_free(snap->packed[i]);
+    free(snap->packed);
     nn_model_free(&snap->m);
     free(snap);
 }
@@ -255,6 +277,17 @@ size_t pg_nn_snapshot_out_size(const pg_nn_snapshot *snap)
 size_t pg_nn_snapshot_in_size(const pg_nn_snapshot *snap)
 {
     return snap->m.in_size;
+}
+size_t pg_nn_snapshot_param_count(const pg_nn_snapshot *snap)
+{
+    return snap->m.n_params;
+}
+size_t pg_nn_snapshot_ws_bytes(const pg_nn_snapshot *snap, size_t max_batch)
+{
+    const nn_model *m = &snap->m;
+    size_t per_row = m->in_size + m->scr_fwd;
+    for (size_t i = 0; i < m->n_layers; i++) per_row += m->layers[i].out_size;
+    return (per_row * max_batch + m->n_aux) * sizeof(float) + max_batch * sizeof(int32_t);
 }
 size_t pg_nn_snapshot_num_classes(const pg_nn_snapshot *snap)
 {
@@ -289,6 +322,6 @@ int pg_nn_snapshot_forward(const pg_nn_snapshot *snap, pg_nn_ws *ws, const float
         return pg_error_set(err, PG_EINVAL, "workspace belongs to another snapshot");
     /* Eval mode never writes the running statistics, so the snapshot stays
      * immutable; the cast only satisfies the shared kernel signature. */
-    return nn_model_forward(&snap->m, &ws->w, x, labels, batch, false,
-                            (float *)(uintptr_t)snap->m.state, NULL, out, err);
+    return nn_model_forward(&snap->m, (const float *const *)snap->packed, &ws->w, x, labels, batch,
+                            false, (float *)(uintptr_t)snap->m.state, NULL, out, err);
 }

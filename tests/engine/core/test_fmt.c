@@ -223,6 +223,65 @@ START_TEST(random_million)
 }
 END_TEST
 
+/* pg_fmt_f32_join prints each value exactly as pg_fmt_f32 (whose round trip
+ * and shortness the tests above check) in runs of every length from 1 to a
+ * few blocks: a million random bit patterns, NaN and infinities among them,
+ * and values as a model serves them. */
+static void join_check(const float *x, size_t n, char sep, int json_null, char *text)
+{
+    size_t len = pg_fmt_f32_join(x, n, sep, json_null, text);
+    ck_assert_uint_eq(strlen(text), len);
+    const char *t = text;
+    for (size_t i = 0; i < n; i++) {
+        char s[PG_FMT_F32_MAX];
+        size_t k = pg_fmt_f32(x[i], s);
+        if (json_null && !isfinite(x[i])) k = (size_t)sprintf(s, "null");
+        if (strncmp(t, s, k) != 0) {
+            uint32_t u;
+            memcpy(&u, &x[i], sizeof u);
+            ck_abort_msg("value %zu of %zu (0x%08x): expected %s, got %.*s", i, n, u, s, (int)k, t);
+        }
+        t += k;
+        ck_assert_int_eq(*t, i + 1 < n ? sep : '\0');
+        t++;
+    }
+}
+
+START_TEST(join_equals_one_at_a_time)
+{
+    enum { RUN = 300 };
+    float x[RUN];
+    char *text = malloc(RUN * 17 + PG_FMT_F32_MAX);
+    pg_rng r;
+    pg_rng_seeded(&r, 2121, 0);
+    size_t done = 0;
+    for (int round = 0; done < 1000000; round++) {
+        size_t n = 1 + (size_t)round % RUN;
+        for (size_t i = 0; i < n; i++) {
+            uint32_t b = pg_rng_u32(&r);
+            int kind = round % 4;
+            x[i] = kind == 0   ? from_bits(b)
+                   : kind == 1 ? (float)(pg_rng_uniform(&r) * 0.4 - 0.2)
+                   : kind == 2 ? (float)pg_rng_normal(&r)
+                               : (float)(pg_rng_uniform(&r) * 8 - 4);
+        }
+        join_check(x, n, round % 2 ? ',' : '\n', round % 3 == 0, text);
+        done += n;
+    }
+    /* Every special class in every lane position of a block. */
+    const uint32_t special[] = {0x00000000, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000,
+                                0x00000001, 0x807fffff, 0x3f800000, 0x4b800000, 0x7f7fffff,
+                                0x00800000, 0x3dcccccd, 0x42c80000, 0x5f000000};
+    size_t ns = sizeof special / sizeof special[0];
+    for (size_t shift = 0; shift < 8; shift++) {
+        for (size_t i = 0; i < RUN; i++) x[i] = from_bits(special[(i + shift) % ns]);
+        join_check(x, RUN, ',', 1, text);
+        join_check(x, RUN, ',', 0, text);
+    }
+    free(text);
+}
+END_TEST
+
 static Suite *fmt_suite(void)
 {
     Suite *s = suite_create("core/fmt");
@@ -232,6 +291,7 @@ static Suite *fmt_suite(void)
     tcase_add_test(tc, powers_of_two_and_neighbours);
     tcase_add_test(tc, decimal_inputs);
     tcase_add_test(tc, random_million);
+    tcase_add_test(tc, join_equals_one_at_a_time);
     tcase_add_test(tc, doubles_for_people);
     suite_add_tcase(s, tc);
     return s;

@@ -221,6 +221,42 @@ START_TEST(gemm_empty_products)
 }
 END_TEST
 
+/* A prepacked right operand (pg_sgemm_pack_b + pg_sgemm_packed) gives the
+ * contract's bits too, on the shapes above (k blocks, tile edges) at one and
+ * two threads, both layouts of B and of A, and a large product that takes
+ * the parallel path. */
+START_TEST(gemm_packed_b_is_the_fixed_chain)
+{
+    static const float AB[][2] = {{1.0f, 0.0f}, {2.0f, 0.5f}, {-0.5f, 1.0f}};
+    const size_t big[3] = {200, 150, 700};
+    for (int threads = 1; threads <= 2; threads++) {
+        pg_threads_set(threads);
+        for (size_t s = 0; s <= sizeof SHAPES / sizeof *SHAPES; s++)
+            for (int l = 0; l < 4; l++) {
+                const size_t *sh = s < sizeof SHAPES / sizeof *SHAPES ? SHAPES[s] : big;
+                bool ta = l & 1, tb = (l >> 1) & 1;
+                const float *ab = AB[(s + (size_t)l) % 3];
+                problem p;
+                problem_make(&p, ta, tb, sh[0], sh[1], sh[2], ab[0], ab[1], 300 + s);
+                float *packed = pg_alloc_f32(pg_sgemm_packed_size(p.n, p.k));
+                ck_assert_ptr_nonnull(packed);
+                pg_sgemm_pack_b(p.tb, p.n, p.k, p.b, p.ldb, packed);
+                size_t nc = p.m * p.ldc;
+                float *got = pg_alloc_f32(nc), *want = run_reference(&p);
+                memcpy(got, p.c, nc * sizeof *got);
+                pg_sgemm_packed(p.ta, p.m, p.n, p.k, p.alpha, p.a, p.lda, packed, p.beta, got,
+                                p.ldc);
+                same_bits(&p, got, want);
+                pg_free(got);
+                pg_free(want);
+                pg_free(packed);
+                problem_free(&p);
+            }
+    }
+    pg_threads_set(1);
+}
+END_TEST
+
 static Suite *gemm_suite(void)
 {
     Suite *s = suite_create("core/gemm");
@@ -230,6 +266,7 @@ static Suite *gemm_suite(void)
     tcase_add_test(tc, gemm_same_bits_any_thread_count);
     tcase_add_test(tc, gemm_row_ignores_its_batch);
     tcase_add_test(tc, gemm_empty_products);
+    tcase_add_test(tc, gemm_packed_b_is_the_fixed_chain);
     suite_add_tcase(s, tc);
     return s;
 }
