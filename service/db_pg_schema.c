@@ -75,6 +75,8 @@ static const char *const MIGRATIONS[] = {
     " updated_at bigint NOT NULL);",
     /* 3: token list order, expiry, revocation and last use (db_pg.h). */
     PGB_MIGRATION_TOKENS,
+    /* 4: quality reports and their figures (db_pg.h). */
+    PGB_MIGRATION_REPORTS,
 };
 #define NMIGRATIONS ((int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]))
 const int PGB_SCHEMA_LATEST = NMIGRATIONS;

@@ -67,6 +67,8 @@ static const char *const MIGRATIONS[] = {
     "ALTER TABLE jobs ADD COLUMN owner TEXT;"
     "ALTER TABLE jobs ADD COLUMN lease_until INTEGER;"
     "CREATE INDEX jobs_active ON jobs(seq) WHERE status IN ('queued','running');",
+    /* 7: quality reports and their figures (db_sqlite.h). */
+    SQ_MIGRATION_REPORTS,
 };
 #define NMIGRATIONS ((int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]))
 
@@ -369,6 +371,14 @@ static const pg_db_ops SQ_OPS = {
     .job_heartbeat = sq_job_heartbeat,
     .job_patch_owned = sq_job_patch_owned,
     .ckpt_put_owned = sq_ckpt_put_owned,
+    .report_insert = sq_report_insert,
+    .report_get = sq_report_get,
+    .report_list = sq_report_list,
+    .report_claim = sq_report_claim,
+    .report_progress = sq_report_progress,
+    .report_finish = sq_report_finish,
+    .report_cancel = sq_report_cancel,
+    .report_figure_get = sq_report_figure_get,
 };
 
 int pg_db_sqlite_open(const char *url, const pg_db_options *opt, pg_db **out, pg_error *err)
