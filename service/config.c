@@ -32,6 +32,8 @@ void pg_svc_config_defaults(pg_svc_config *c)
     c->node_id = NULL;
     c->lease_s = 30;
     c->heartbeat_s = 10;
+    c->report_workers = 1;
+    c->max_queued_reports = 16;
 }
 
 const char *pg_svc_config_usage(void)
@@ -66,7 +68,11 @@ const char *pg_svc_config_usage(void)
            "  --lease-seconds N       lease of a claimed job; another replica takes the job over "
            "once it expires (PRIVGEN_LEASE_SECONDS, default 30)\n"
            "  --heartbeat-seconds N   lease renewal period, below the lease "
-           "(PRIVGEN_HEARTBEAT_SECONDS, default 10)\n";
+           "(PRIVGEN_HEARTBEAT_SECONDS, default 10)\n"
+           "  --report-workers N      quality-report worker threads, 0..16; 0: another replica "
+           "computes them (PRIVGEN_REPORT_WORKERS, default 1)\n"
+           "  --max-queued-reports N  reports waiting for a worker (PRIVGEN_MAX_QUEUED_REPORTS, "
+           "default 16)\n";
 }
 
 /* Parses a positive integer with an optional K/M/G (binary) suffix. */
@@ -129,6 +135,8 @@ static const opt OPTS[] = {
     {"--node-id", "PRIVGEN_NODE_ID", OPT_STR, OFF(node_id), 0, 0},
     {"--lease-seconds", "PRIVGEN_LEASE_SECONDS", OPT_INT, OFF(lease_s), 2, 86400},
     {"--heartbeat-seconds", "PRIVGEN_HEARTBEAT_SECONDS", OPT_INT, OFF(heartbeat_s), 1, 86400},
+    {"--report-workers", "PRIVGEN_REPORT_WORKERS", OPT_INT, OFF(report_workers), 0, 16},
+    {"--max-queued-reports", "PRIVGEN_MAX_QUEUED_REPORTS", OPT_SIZE, OFF(max_queued_reports), 1, 0},
 };
 #define NOPTS (sizeof OPTS / sizeof OPTS[0])
 
@@ -234,5 +242,5 @@ int pg_svc_config_db_url(const pg_svc_config *c, char *buf, size_t cap, pg_error
 
 int pg_svc_config_db_pool(const pg_svc_config *c)
 {
-    return c->db_pool > 0 ? c->db_pool : c->http_threads + c->workers + 2;
+    return c->db_pool > 0 ? c->db_pool : c->http_threads + c->workers + c->report_workers + 2;
 }

@@ -33,6 +33,9 @@ typedef struct pg_svc_config {
     const char *node_id; /* this replica's name; NULL: hostname:port (pg_svc_config_node_id) */
     int lease_s;         /* a claimed job's lease, seconds */
     int heartbeat_s;     /* lease renewal period, seconds (< lease_s) */
+    /* Quality reports (service/reports.h). */
+    int report_workers;        /* report worker threads; 0: this replica computes none */
+    size_t max_queued_reports; /* reports waiting for a worker, all tenants (503 beyond) */
 } pg_svc_config;
 
 void pg_svc_config_defaults(pg_svc_config *c);

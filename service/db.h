@@ -454,10 +454,12 @@ int pg_db_ckpt_put_owned(pg_db *db, const char *job, const char *node, int64_t s
 typedef struct pg_report_row {
     int64_t seq;
     char id[PG_ID_MAX], tenant[PG_ID_MAX], job_id[PG_ID_MAX], against_id[PG_ID_MAX];
-    int against_model; /* enum pg_svc_privacy_model of `against` at creation */
-    int64_t against_n; /* reference rows read: its count at creation */
-    int64_t job_step;  /* snapshot step sampled */
-    int64_t n, seed;   /* synthetic rows; seed 0..2^53-1 */
+    int against_model;  /* enum pg_svc_privacy_model of `against` at creation */
+    int job_model;      /* the job dataset's, at creation (0: unknown) */
+    double job_epsilon; /* the job's planned epsilon at creation (NaN: none) */
+    int64_t against_n;  /* reference rows read: its count at creation */
+    int64_t job_step;   /* snapshot step sampled */
+    int64_t n, seed;    /* synthetic rows; seed 0..2^53-1 */
     char status[16];
     char stage[24];  /* engine stage while running; "" none */
     double progress; /* 0..1 */

@@ -1,6 +1,7 @@
 /* service/db_sqlite_reports.c - the SQLite backend's quality reports
  * (service/db.h). Figures are BLOBs in report_figures: a few PNGs of
  * 20-300 kB per report, written in the transaction that ends the report. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +10,8 @@
 
 #define REPORT_COLS                                                                                \
     "seq, id, tenant_id, job_id, against_id, against_model, against_n, job_step, n, seed, "        \
-    "status, stage, progress, error, created_at, started_at, finished_at, updated_at"
+    "status, stage, progress, error, created_at, started_at, finished_at, updated_at, "            \
+    "job_model, job_epsilon"
 #define REPORT_COLS_FULL REPORT_COLS ", result, figures"
 
 static char *dup_col(sqlite3_stmt *st, int col)
@@ -45,10 +47,13 @@ static int row_read(sqlite3_stmt *st, int full, pg_report_row *r, pg_error *err)
     r->started_at = sqlite3_column_int64(st, 15);
     r->finished_at = sqlite3_column_int64(st, 16);
     r->updated_at = sqlite3_column_int64(st, 17);
+    r->job_model = sqlite3_column_int(st, 18);
+    r->job_epsilon =
+        sqlite3_column_type(st, 19) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 19);
     int oom = 0;
     if (sqlite3_column_type(st, 13) != SQLITE_NULL) oom |= !(r->error = dup_col(st, 13));
-    if (full && sqlite3_column_type(st, 18) != SQLITE_NULL) oom |= !(r->result = dup_col(st, 18));
-    if (full && sqlite3_column_type(st, 19) != SQLITE_NULL) oom |= !(r->figures = dup_col(st, 19));
+    if (full && sqlite3_column_type(st, 20) != SQLITE_NULL) oom |= !(r->result = dup_col(st, 20));
+    if (full && sqlite3_column_type(st, 21) != SQLITE_NULL) oom |= !(r->figures = dup_col(st, 21));
     if (oom) {
         pg_report_rows_free(r, 1);
         return pg_error_set(err, PG_ENOMEM, "out of memory reading a report");
@@ -72,8 +77,8 @@ int sq_report_insert(pg_db *db, pg_report_row *r, int64_t max_queued, int *full,
     if (!rc && !*full &&
         !(rc = sq_prep(s,
                        "INSERT INTO reports(id, tenant_id, job_id, against_id, against_model, "
-                       "against_n, job_step, n, seed, status, progress, created_at, updated_at) "
-                       "VALUES(?,?,?,?,?,?,?,?,?,'queued',0,?,?)",
+                       "against_n, job_step, n, seed, status, progress, created_at, updated_at, "
+                       "job_model, job_epsilon) VALUES(?,?,?,?,?,?,?,?,?,'queued',0,?,?,?,?)",
                        &st, err))) {
         sqlite3_bind_text(st, 1, r->id, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, r->tenant, -1, SQLITE_STATIC);
@@ -86,6 +91,11 @@ int sq_report_insert(pg_db *db, pg_report_row *r, int64_t max_queued, int *full,
         sqlite3_bind_int64(st, 9, r->seed);
         sqlite3_bind_int64(st, 10, r->created_at);
         sqlite3_bind_int64(st, 11, r->created_at);
+        sqlite3_bind_int(st, 12, r->job_model);
+        if (isfinite(r->job_epsilon))
+            sqlite3_bind_double(st, 13, r->job_epsilon);
+        else
+            sqlite3_bind_null(st, 13);
         if (sqlite3_step(st) != SQLITE_DONE)
             rc = sq_fail(s, err, "storing a report");
         else

@@ -4,6 +4,7 @@
  * running-only fence of progress and finish that a cancel trips, figure
  * bytes round trips. Every test ends all of its reports, because a server
  * database is shared by the run and claims are global. */
+#include <math.h>
 #include <pthread.h>
 
 #include "db_support.h"
@@ -33,6 +34,8 @@ static void put_report(pg_db *db, const char *tenant, const char *job, int model
     r.n = 1000;
     r.seed = (INT64_C(1) << 53) - 1;
     r.created_at = created;
+    r.job_model = model == PG_PRIV_LOCAL ? PG_PRIV_CENTRAL : PG_PRIV_LOCAL;
+    r.job_epsilon = model == PG_PRIV_CENTRAL ? NAN : 0.5 + (double)created;
     int full = -1;
     pg_error err = {0};
     ck_assert_msg(pg_db_report_insert(db, &r, 1000000, &full, &err) == PG_OK, "%s", err.msg);
@@ -75,6 +78,11 @@ START_TEST(insert_get_list_tenancy_and_filter)
     ck_assert_int_eq(got.job_step, 40);
     ck_assert_int_eq(got.seed, (INT64_C(1) << 53) - 1);
     ck_assert_int_eq(got.created_at, 103);
+    ck_assert_int_eq(got.job_model, PG_PRIV_LOCAL);
+    ck_assert_double_eq(got.job_epsilon, 103.5);
+    pg_report_rows_free(&got, 1);
+    ck_assert_int_eq(pg_db_report_get(db, ta, mine[4].id, &got, &found, NULL), PG_OK);
+    ck_assert(isnan(got.job_epsilon)); /* NaN is stored as none */
     ck_assert_ptr_null(got.result);
     ck_assert_ptr_null(got.figures);
     ck_assert_ptr_null(got.error);
