@@ -1,6 +1,7 @@
 /* api/report_figures.c - the figure callback of service/reports.h, drawn
  * with api/report_png.h (the service layer cannot include api/, so privgend
  * passes this function to pg_reports_create). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,10 @@ int pg_report_png_figures(void *ctx, const pg_reports_fig_in *fi, pg_report_figu
         }
         if (!(rc = pg_report_png_grid(&in, &png, &len, err))) add(v, &n, "samples.png", png, len);
     } else {
+        /* Histograms bin the data's own range: a declared range wide
+         * enough for local noise would crowd the rows into a few bins.
+         * The scatter keeps it (drawn dashed). */
+        in.lo = in.hi = NAN;
         for (size_t p = 0; !rc && p < MAX_PAGES && p * PG_REPORT_PAGE_MAX < fi->d; p++) {
             snprintf(name, sizeof name, "histograms-%zu.png", p + 1);
             if (!(rc = pg_report_png_hist_page(&in, p * PG_REPORT_PAGE_MAX, PG_REPORT_PAGE_MAX,
@@ -64,6 +69,8 @@ int pg_report_png_figures(void *ctx, const pg_reports_fig_in *fi, pg_report_figu
         if (!rc && fi->report && fi->report->has_pairwise && fi->d >= 2 &&
             fi->d <= PG_REPORT_HEATMAP_MAX_D && !(rc = pg_report_png_heatmap(&in, &png, &len, err)))
             add(v, &n, "correlation.png", png, len);
+        in.lo = fi->lo;
+        in.hi = fi->hi;
         if (!rc && fi->d == 2 && !(rc = pg_report_png_scatter(&in, &png, &len, err)))
             add(v, &n, "scatter.png", png, len);
     }

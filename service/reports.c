@@ -592,7 +592,8 @@ static void run_one(pg_reports *m, pg_report_row *row)
     }
     if (rc_ctx.cancelled || rc_ctx.stopping) rc = PG_ECANCELLED;
     if (!rc) {
-        json_object_set_new(j, "seconds", json_real(mono() - t0));
+        json_t *secs = json_object_get(j, "seconds");
+        if (json_is_object(secs)) json_object_set_new(secs, "total", json_real(mono() - t0));
         if (!(text = json_dumps(j, JSON_COMPACT)))
             rc = pg_error_set(&err, PG_ENOMEM, "out of memory");
     }
