@@ -500,6 +500,19 @@ static int draw(const pg_snapshot *snap, size_t n, size_t d, uint64_t seed, int 
     return PG_OK;
 }
 
+/* Whether the model samples each of k classes (the service sees snapshots
+ * through method.h only, which has no class count: one row of the last
+ * class is drawn, and an unconditional model refuses it). */
+static int conditional(const pg_snapshot *snap, size_t d, int k)
+{
+    float *x = pg_alloc(d * sizeof *x);
+    if (!x) return 0;
+    pg_error e = {0};
+    int ok = pg_snapshot_sample(snap, 1, 1, k - 1, x, &e) == PG_OK;
+    pg_free(x);
+    return ok;
+}
+
 static void run_one(pg_reports *m, pg_report_row *row)
 {
     run_ctx rc_ctx = {.m = m, .id = row->id, .lo = 0, .span = 0.05};
@@ -533,7 +546,10 @@ static void run_one(pg_reports *m, pg_report_row *row)
     if (!rc)
         rc = read_rows(m->db, row->against_id, d, (size_t)row->against_n, &ref, &ref_lab, &nref,
                        &err);
-    int labeled = !rc && ref_lab && geo.num_classes >= 2;
+    /* Utility needs labels on both sides: the reference rows carry them and
+     * the model samples class-conditionally (an unconditional model of a
+     * labelled dataset gets no utility figure). */
+    int labeled = !rc && ref_lab && geo.num_classes >= 2 && conditional(snap, d, geo.num_classes);
     if (!rc) {
         syn = pg_alloc(n * d * sizeof *syn);
         syn_lab = labeled ? pg_alloc(n * sizeof *syn_lab) : NULL;
