@@ -457,6 +457,7 @@ typedef struct pg_report_row {
     int against_model;  /* enum pg_svc_privacy_model of `against` at creation */
     int job_model;      /* the job dataset's, at creation (0: unknown) */
     double job_epsilon; /* the job's planned epsilon at creation (NaN: none) */
+    int utility;        /* 1: utility figures when both sides have labels */
     int64_t against_n;  /* reference rows read: its count at creation */
     int64_t job_step;   /* snapshot step sampled */
     int64_t n, seed;    /* synthetic rows; seed 0..2^53-1 */

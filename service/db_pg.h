@@ -166,7 +166,8 @@ int pgb_ckpt_put_owned(pg_db *db, const char *job, const char *node, int64_t ste
     " job_step bigint NOT NULL, n bigint NOT NULL, seed bigint NOT NULL, status text NOT NULL,"    \
     " stage text, progress double precision NOT NULL DEFAULT 0, error text, result text,"          \
     " figures text, created_at bigint NOT NULL, started_at bigint, finished_at bigint,"            \
-    " updated_at bigint, job_model integer NOT NULL DEFAULT 0, job_epsilon double precision);"     \
+    " updated_at bigint, job_model integer NOT NULL DEFAULT 0, job_epsilon double precision, "     \
+    "utility integer NOT NULL DEFAULT 1);"                                                         \
     "CREATE INDEX IF NOT EXISTS reports_job ON reports(tenant_id, job_id, seq);"                   \
     "CREATE INDEX IF NOT EXISTS reports_active ON reports(seq)"                                    \
     " WHERE status IN ('queued','running');"                                                       \

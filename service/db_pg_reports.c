@@ -17,7 +17,7 @@
 #define REPORT_COLS                                                                                \
     "seq, id, tenant_id, job_id, against_id, against_model, against_n, job_step, n, seed, "        \
     "status, stage, progress, error, created_at, started_at, finished_at, updated_at, "            \
-    "job_model, job_epsilon"
+    "job_model, job_epsilon, utility"
 #define REPORT_COLS_FULL REPORT_COLS ", result, figures"
 
 static int row_from(const PGresult *r, int i, int full, pg_report_row *o, pg_error *err)
@@ -43,11 +43,12 @@ static int row_from(const PGresult *r, int i, int full, pg_report_row *o, pg_err
     o->updated_at = pgb_i64_at(r, i, 17);
     o->job_model = (int)pgb_i64_at(r, i, 18);
     o->job_epsilon = PQgetisnull(r, i, 19) ? NAN : pgb_f64_at(r, i, 19);
+    o->utility = (int)pgb_i64_at(r, i, 20);
     int oom = !PQgetisnull(r, i, 13) && !o->error;
     if (full) {
-        o->result = pgb_dup_at(r, i, 20);
-        o->figures = pgb_dup_at(r, i, 21);
-        oom |= (!PQgetisnull(r, i, 20) && !o->result) || (!PQgetisnull(r, i, 21) && !o->figures);
+        o->result = pgb_dup_at(r, i, 21);
+        o->figures = pgb_dup_at(r, i, 22);
+        oom |= (!PQgetisnull(r, i, 21) && !o->result) || (!PQgetisnull(r, i, 22) && !o->figures);
     }
     if (oom) {
         pg_report_rows_free(o, 1);
@@ -96,12 +97,13 @@ static int insert_fn(PGconn *c, void *ctx, pg_error *err)
     pgb_i64(&a, w->created_at);
     pgb_i64(&a, w->job_model);
     pgb_f64(&a, w->job_epsilon);
+    pgb_i64(&a, w->utility ? 1 : 0);
     if ((rc = pgb_q(c,
                     "INSERT INTO reports(id, tenant_id, job_id, against_id, against_model, "
                     "against_n, job_step, n, seed, status, progress, created_at, updated_at, "
-                    "job_model, job_epsilon) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
+                    "job_model, job_epsilon, utility) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
                     "'queued', 0, $10, $10, $11, CASE WHEN $12::float8 IN ('NaN', 'Infinity', "
-                    "'-Infinity') THEN NULL ELSE $12::float8 END) "
+                    "'-Infinity') THEN NULL ELSE $12::float8 END, $13::integer) "
                     "RETURNING seq",
                     &a, "storing a report", &r, err)))
         return rc;

@@ -132,7 +132,8 @@ int sq_ckpt_put_owned(pg_db *db, const char *job, const char *node, int64_t step
     " n INTEGER NOT NULL, seed INTEGER NOT NULL, status TEXT NOT NULL, stage TEXT,"                \
     " progress REAL NOT NULL DEFAULT 0, error TEXT, result TEXT, figures TEXT,"                    \
     " created_at INTEGER NOT NULL, started_at INTEGER, finished_at INTEGER,"                       \
-    " updated_at INTEGER, job_model INTEGER NOT NULL DEFAULT 0, job_epsilon REAL);"                \
+    " updated_at INTEGER, job_model INTEGER NOT NULL DEFAULT 0, job_epsilon REAL, utility "        \
+    "INTEGER NOT NULL DEFAULT 1);"                                                                 \
     "CREATE INDEX reports_job ON reports(tenant_id, job_id, seq);"                                 \
     "CREATE INDEX reports_active ON reports(seq) WHERE status IN ('queued','running');"            \
     "CREATE TABLE report_figures(report_id TEXT NOT NULL, name TEXT NOT NULL, png BLOB NOT NULL,"  \

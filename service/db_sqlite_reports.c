@@ -11,7 +11,7 @@
 #define REPORT_COLS                                                                                \
     "seq, id, tenant_id, job_id, against_id, against_model, against_n, job_step, n, seed, "        \
     "status, stage, progress, error, created_at, started_at, finished_at, updated_at, "            \
-    "job_model, job_epsilon"
+    "job_model, job_epsilon, utility"
 #define REPORT_COLS_FULL REPORT_COLS ", result, figures"
 
 static char *dup_col(sqlite3_stmt *st, int col)
@@ -50,10 +50,11 @@ static int row_read(sqlite3_stmt *st, int full, pg_report_row *r, pg_error *err)
     r->job_model = sqlite3_column_int(st, 18);
     r->job_epsilon =
         sqlite3_column_type(st, 19) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 19);
+    r->utility = sqlite3_column_int(st, 20);
     int oom = 0;
     if (sqlite3_column_type(st, 13) != SQLITE_NULL) oom |= !(r->error = dup_col(st, 13));
-    if (full && sqlite3_column_type(st, 20) != SQLITE_NULL) oom |= !(r->result = dup_col(st, 20));
-    if (full && sqlite3_column_type(st, 21) != SQLITE_NULL) oom |= !(r->figures = dup_col(st, 21));
+    if (full && sqlite3_column_type(st, 21) != SQLITE_NULL) oom |= !(r->result = dup_col(st, 21));
+    if (full && sqlite3_column_type(st, 22) != SQLITE_NULL) oom |= !(r->figures = dup_col(st, 22));
     if (oom) {
         pg_report_rows_free(r, 1);
         return pg_error_set(err, PG_ENOMEM, "out of memory reading a report");
@@ -75,11 +76,12 @@ int sq_report_insert(pg_db *db, pg_report_row *r, int64_t max_queued, int *full,
         sqlite3_finalize(st);
     }
     if (!rc && !*full &&
-        !(rc = sq_prep(s,
-                       "INSERT INTO reports(id, tenant_id, job_id, against_id, against_model, "
-                       "against_n, job_step, n, seed, status, progress, created_at, updated_at, "
-                       "job_model, job_epsilon) VALUES(?,?,?,?,?,?,?,?,?,'queued',0,?,?,?,?)",
-                       &st, err))) {
+        !(rc = sq_prep(
+              s,
+              "INSERT INTO reports(id, tenant_id, job_id, against_id, against_model, "
+              "against_n, job_step, n, seed, status, progress, created_at, updated_at, "
+              "job_model, job_epsilon, utility) VALUES(?,?,?,?,?,?,?,?,?,'queued',0,?,?,?,?,?)",
+              &st, err))) {
         sqlite3_bind_text(st, 1, r->id, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, r->tenant, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 3, r->job_id, -1, SQLITE_STATIC);
@@ -96,6 +98,7 @@ int sq_report_insert(pg_db *db, pg_report_row *r, int64_t max_queued, int *full,
             sqlite3_bind_double(st, 13, r->job_epsilon);
         else
             sqlite3_bind_null(st, 13);
+        sqlite3_bind_int(st, 14, r->utility ? 1 : 0);
         if (sqlite3_step(st) != SQLITE_DONE)
             rc = sq_fail(s, err, "storing a report");
         else

@@ -77,15 +77,15 @@ static json_t *view(const pg_report_row *r, int with_result)
     }
     int running = !strcmp(r->status, "running");
     json_t *o = json_pack(
-        "{s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:s,s:o,s:f,s:o,s:o,s:o,s:o,s:b,s:s,s:s,s:o}", "id",
+        "{s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:b,s:s,s:o,s:f,s:o,s:o,s:o,s:o,s:b,s:s,s:s,s:o}", "id",
         r->id, "job_id", r->job_id, "against", r->against_id, "against_privacy",
         model_name(r->against_model), "against_n", (json_int_t)r->against_n, "job_step",
-        (json_int_t)r->job_step, "n", (json_int_t)r->n, "seed", (json_int_t)r->seed, "status",
-        r->status, "stage", running && r->stage[0] ? json_string(r->stage) : json_null(),
-        "progress", r->progress, "created_at", iso(r->created_at), "started_at", iso(r->started_at),
-        "finished_at", iso(r->finished_at), "error", r->error ? json_string(r->error) : json_null(),
-        "private", mk.is_private, "audience", mk.audience, "privacy_note", mk.note, "figures",
-        figs);
+        (json_int_t)r->job_step, "n", (json_int_t)r->n, "seed", (json_int_t)r->seed, "utility",
+        r->utility, "status", r->status, "stage",
+        running && r->stage[0] ? json_string(r->stage) : json_null(), "progress", r->progress,
+        "created_at", iso(r->created_at), "started_at", iso(r->started_at), "finished_at",
+        iso(r->finished_at), "error", r->error ? json_string(r->error) : json_null(), "private",
+        mk.is_private, "audience", mk.audience, "privacy_note", mk.note, "figures", figs);
     if (!o) return NULL;
     if (mk.quote_epsilon && isfinite(r->job_epsilon) && r->job_epsilon > 0)
         json_object_set_new(o, "epsilon", json_real(r->job_epsilon));
@@ -354,6 +354,7 @@ int pg_reports_submit(pg_reports *m, const char *tenant, int scope, const char *
         row.seed = (int64_t)(s & PG_REPORT_MAX_SEED);
     }
     row.created_at = now_s();
+    row.utility = req.utility;
     job_privacy(m, tenant, jv, &row.job_model, &row.job_epsilon);
     pg_db_dataset_free(&ds);
     json_decref(jv);
@@ -566,7 +567,7 @@ static void run_one(pg_reports *m, pg_report_row *row)
         pg_eval_defaults(&o);
         o.seed = (uint64_t)row->seed;
         o.pairwise = geo.ndim != 3; /* d^2 pixel pairs say little */
-        o.utility = labeled;
+        o.utility = labeled && row->utility;
         o.progress = on_progress;
         o.progress_ctx = &rc_ctx;
         rc_ctx.lo = 0.05;

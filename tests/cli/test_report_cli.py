@@ -166,9 +166,11 @@ try:
     check("n too large", rc == 1 and "n" in err and "422" in err, err)
 
     # --no-wait --json: the queued view
-    rc, out, err = run("report", job, "--against", pub, "-n", 100, "--no-wait", "--json")
+    rc, out, err = run("report", job, "--against", pub, "-n", 100, "--no-wait", "--no-utility",
+                       "--json")
     j = json.loads(out) if rc == 0 else {}
     check("no-wait", rc == 0 and j.get("status") in ("queued", "running", "succeeded")
+          and j.get("utility") is False
           and j.get("id", "").startswith("rep_"), out + err)
 finally:
     srv.terminate()

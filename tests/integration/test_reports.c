@@ -252,6 +252,7 @@ START_TEST(public_holdout_works_for_a_read_token_and_is_reproducible)
     ck_assert_str_eq(json_string_value(json_object_get(r.json, "status")), "queued");
     ck_assert(json_is_true(json_object_get(r.json, "private")));
     ck_assert_int_eq(json_integer_value(json_object_get(r.json, "against_n")), 240);
+    ck_assert(json_is_true(json_object_get(r.json, "utility")));
     pg_resp_free(&r);
     json_t *v = wait_report(reader, rid);
     ck_assert_msg(!strcmp(json_string_value(json_object_get(v, "status")), "succeeded"), "%s",
@@ -371,6 +372,7 @@ START_TEST(hostile_requests_are_refused_and_store_nothing)
         {"{\"against\":\"%s\",\"seed\":-1}", 0, "seed"},
         {"{\"against\":\"%s\",\"seed\":9007199254740992}", 0, "seed"},
         {"{\"against\":\"%s\",\"nn\":5}", 0, "nn"},
+        {"{\"against\":\"%s\",\"utility\":\"no\"}", 0, "utility"},
         {"{\"n\":5}", 4, "against"},
         {"{\"against\":\"ds_0000000000000000\"}", 4, "against"},
         {"{\"against\":\"%s\"}", 1, "against"},

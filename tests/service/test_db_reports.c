@@ -36,6 +36,7 @@ static void put_report(pg_db *db, const char *tenant, const char *job, int model
     r.created_at = created;
     r.job_model = model == PG_PRIV_LOCAL ? PG_PRIV_CENTRAL : PG_PRIV_LOCAL;
     r.job_epsilon = model == PG_PRIV_CENTRAL ? NAN : 0.5 + (double)created;
+    r.utility = (int)(created % 2);
     int full = -1;
     pg_error err = {0};
     ck_assert_msg(pg_db_report_insert(db, &r, 1000000, &full, &err) == PG_OK, "%s", err.msg);
@@ -80,9 +81,11 @@ START_TEST(insert_get_list_tenancy_and_filter)
     ck_assert_int_eq(got.created_at, 103);
     ck_assert_int_eq(got.job_model, PG_PRIV_LOCAL);
     ck_assert_double_eq(got.job_epsilon, 103.5);
+    ck_assert_int_eq(got.utility, 1);
     pg_report_rows_free(&got, 1);
     ck_assert_int_eq(pg_db_report_get(db, ta, mine[4].id, &got, &found, NULL), PG_OK);
     ck_assert(isnan(got.job_epsilon)); /* NaN is stored as none */
+    ck_assert_int_eq(got.utility, 0);
     ck_assert_ptr_null(got.result);
     ck_assert_ptr_null(got.figures);
     ck_assert_ptr_null(got.error);
