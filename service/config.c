@@ -46,7 +46,7 @@ const char *pg_svc_config_usage(void)
            "  --db URL                storage: sqlite:PATH or postgresql://... (PRIVGEN_DB, "
            "default sqlite:DATA_DIR/privgen.db)\n"
            "  --db-pool N             database connections (PRIVGEN_DB_POOL, default HTTP + "
-           "worker threads + 2)\n"
+           "job and report worker threads + 2)\n"
            "  --db-timeout-ms N       statement timeout, PostgreSQL (PRIVGEN_DB_TIMEOUT_MS, "
            "default 30000)\n"
            "  --workers N             job worker threads (PRIVGEN_WORKERS, default 1)\n"
