@@ -528,6 +528,53 @@ START_TEST(queued_reports_cancel_at_once_without_workers)
 }
 END_TEST
 
+START_TEST(a_report_running_at_shutdown_resumes_after_restart)
+{
+    pg_srv keep = srv;
+    memset(&srv, 0, sizeof srv);
+    ck_assert_int_eq(pg_srv_start(&srv, NULL), 0);
+    char big[64], lds[64], rid[64], body[128];
+    dataset(srv.admin, "{\"model\":\"public\"}", 2, 20000, 0.3, big);
+    dataset(srv.admin,
+            "{\"model\":\"local\",\"mechanism\":\"gaussian\",\"epsilon\":1,\"delta\":1e-5,"
+            "\"sensitivity\":0.5,\"noise_scale\":2.5}",
+            2, 300, 0.0, lds);
+    make_job(lds, job);
+    snprintf(body, sizeof body, "{\"against\":\"%s\",\"n\":100000,\"seed\":3}", big);
+    ck_assert_int_eq(create(srv.admin, body, rid, NULL), 202);
+    char path[256];
+    snprintf(path, sizeof path, "/v1/jobs/%s/reports/%s", job, rid);
+    const char *st = NULL;
+    pg_resp r;
+    for (int i = 0; i < 2000; i++) {
+        req("GET", path, srv.admin, NULL, &r);
+        st = json_string_value(json_object_get(r.json, "status"));
+        int running = st && !strcmp(st, "running");
+        pg_resp_free(&r);
+        if (running) break;
+        pg_sleep_ms(5);
+    }
+    /* a clean shutdown gives the running report back (queued) ... */
+    ck_assert_int_eq(pg_srv_stop(&srv), 0);
+    ck_assert_int_eq(pg_srv_start(&srv, NULL), 0);
+    req("GET", path, srv.admin, NULL, &r);
+    ck_assert_int_eq(r.status, 200);
+    st = json_string_value(json_object_get(r.json, "status"));
+    ck_assert_msg(!strcmp(st, "queued") || !strcmp(st, "running") || !strcmp(st, "succeeded"), "%s",
+                  r.body);
+    pg_resp_free(&r);
+    /* ... which the restarted server computes to the end, once */
+    json_t *v = wait_report(srv.admin, rid);
+    ck_assert_str_eq(json_string_value(json_object_get(v, "status")), "succeeded");
+    ck_assert(json_is_object(json_object_get(v, "result")));
+    ck_assert_uint_eq(json_array_size(json_object_get(v, "figures")), 3);
+    json_decref(v);
+    ck_assert_int_eq(pg_srv_stop(&srv), 0);
+    pg_srv_cleanup(&srv);
+    srv = keep;
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("integration_reports");
@@ -540,6 +587,7 @@ static Suite *suite(void)
     tcase_add_test(t, hostile_requests_are_refused_and_store_nothing);
     tcase_add_test(t, cancel_a_running_report);
     tcase_add_test(t, queued_reports_cancel_at_once_without_workers);
+    tcase_add_test(t, a_report_running_at_shutdown_resumes_after_restart);
     suite_add_tcase(s, t);
     return s;
 }
