@@ -17,7 +17,7 @@ typedef struct pg_svc_config {
                             * default, the SQLite database) */
     const char *db_url;    /* storage URL (service/db.h); NULL: the default,
                             * sqlite:DATA_DIR/privgen.db */
-    int db_pool;           /* database connections; 0: http_threads + workers + report_workers + 2 */
+    int db_pool;           /* database connections; 0: HTTP + job + report threads + 2 */
     int db_timeout_ms;     /* per-statement timeout (PostgreSQL) */
     const char *port_file; /* when set, the bound port is written here (tests) */
     int workers;           /* job worker threads */
