@@ -268,9 +268,11 @@ try {
   cli('datasets', 'append', holdout.id, 'holdout.csv');
   await page.click(`#jobs tr[data-id="${job.id}"]`);
   await page.waitForSelector(`#rp-against option[value="${holdout.id}"]`, { state: 'attached' });
-  const reportRendered = async (what) => {
-    await page.waitForFunction(() => document.getElementById('rp-status').textContent === 'succeeded', null, { timeout: 60000 });
-    const want = (await apiGet(`/v1/jobs/${job.id}/reports/${await page.textContent('#rp-id')}`)).figures;
+  const reportRendered = async (what, rid) => {
+    // The view shows this report (not the previous one) and it succeeded.
+    await page.waitForFunction((id) => document.getElementById('rp-id').textContent === id &&
+                                       document.getElementById('rp-status').textContent === 'succeeded', rid, { timeout: 60000 });
+    const want = (await apiGet(`/v1/jobs/${job.id}/reports/${rid}`)).figures;
     await page.waitForFunction((n) => { const im = [...document.querySelectorAll('#rp-figures img')];
       return im.length === n && im.every((i) => i.complete && i.naturalWidth > 0 && i.naturalHeight > 0); }, want.length, { timeout: 20000 });
     const names = await page.$$eval('#rp-figures img', (im) => im.map((i) => i.dataset.name));
@@ -285,7 +287,7 @@ try {
       page.click('#rp-create'),
     ]);
     if (rpRes.status() !== 202) fail('report: ' + rpRes.status() + ' ' + (await rpRes.text()));
-    await reportRendered(against);
+    await reportRendered(against, (await rpRes.json()).id);
     const mark = await page.$eval('#rp-mark', (e) => (e.hidden ? '' : e.textContent));
     if (marked !== /Not DP - for the data owner/.test(mark)) fail(`report against ${against}: mark "${mark}"`);
     if (!/sliced W2/.test(await page.textContent('#rp-facts'))) fail('report facts: ' + (await page.textContent('#rp-facts')));
