@@ -30,6 +30,7 @@ typedef struct pg_api_app {
      * (service/auth.h) and sample plots (api/png_cache.h). */
     struct pg_auth_cache *auth_cache;
     struct pg_png_cache *png_cache;
+    struct pg_reports *reports; /* NULL: the report routes answer 503 */
 } pg_api_app;
 
 typedef struct pg_req pg_req;
@@ -48,7 +49,7 @@ typedef struct pg_route {
     void (*handle)(pg_req *req); /* runs with the whole body */
 } pg_route;
 
-#define PG_MAX_PARAMS 2
+#define PG_MAX_PARAMS 3
 
 struct pg_req {
     pg_api_app *app;
@@ -157,6 +158,11 @@ void pg_h_jobs_samples(pg_req *r);
 void pg_h_jobs_checkpoints(pg_req *r);
 void pg_h_jobs_checkpoint_get(pg_req *r);
 void pg_h_datasets_budget(pg_req *r);
+void pg_h_reports_create(pg_req *r);
+void pg_h_reports_list(pg_req *r);
+void pg_h_reports_get(pg_req *r);
+void pg_h_reports_figure(pg_req *r);
+void pg_h_reports_cancel(pg_req *r);
 
 /* service/jobs.h's /metrics text (malloc'ed, may be NULL); declared here
  * too because jobs.h cannot meet service/dataset.h in one file (see

@@ -83,7 +83,7 @@ static void swatch(canvas *c, int x, int y, const uint8_t col[3])
 /* Draws the header and returns the first free row under it: `what` (scale
  * 2 when it fits), the mark, then in->title and the counts, with the two
  * colours when `legend`. */
-static int header(canvas *c, const pg_report_png_in *in, const char *what, int legend)
+static int header_x(canvas *c, const pg_report_png_in *in, const char *what, int legend, int *xend)
 {
     char line[320];
     int scale = pg_font_width(what, 2) <= c->w - 2 * HDR_X ? 2 : 1;
@@ -106,7 +106,13 @@ static int header(canvas *c, const pg_report_png_in *in, const char *what, int l
     snprintf(line, sizeof line, "synthetic n=%zu", in->n_syn);
     if (legend) swatch(c, x, y, PG_REPORT_SYN_RGB), x += 13;
     text(c, x, y, line, 1, INK);
+    if (xend) *xend = x + pg_font_width(line, 1);
     return y + 16;
+}
+
+static int header(canvas *c, const pg_report_png_in *in, const char *what, int legend)
+{
+    return header_x(c, in, what, legend, NULL);
 }
 
 /* ---- histograms --------------------------------------------------------- */
@@ -372,11 +378,18 @@ static int hist_panel(canvas *c, const pg_report_png_in *in, size_t j, int x, in
     return PG_OK;
 }
 
-/* What the bars mean, right-aligned on the counts line (y: under it). */
-static void share_note(canvas *c, int y)
+/* What the bars mean, right-aligned on the counts line (y: under it; xend:
+ * where that line's text ends), or on the title line when a long title
+ * leaves no room there, or left out when neither has room. */
+static void share_note(canvas *c, int y, int xend, const char *what)
 {
     const char *s = "bar height: share of each set's rows";
-    text(c, c->w - HDR_X - pg_font_width(s, 1), y - 16, s, 1, NOTE);
+    int x = c->w - HDR_X - pg_font_width(s, 1);
+    int scale = pg_font_width(what, 2) <= c->w - 2 * HDR_X ? 2 : 1;
+    if (x >= xend + 16)
+        text(c, x, y - 16, s, 1, NOTE);
+    else if (x >= HDR_X + pg_font_width(what, scale) + 16)
+        text(c, x, 12, s, 1, NOTE);
 }
 
 static int check_rows(const pg_report_png_in *in, pg_error *err)
@@ -400,8 +413,9 @@ int pg_report_png_hist(const pg_report_png_in *in, size_t j, char **out, size_t 
     if ((rc = canvas_new(&c, 640, hh + 400, err))) return rc;
     char what[96], nbuf[32];
     snprintf(what, sizeof what, "%.60s: real vs synthetic", col_name(in, j, nbuf, sizeof nbuf));
-    int y = header(&c, in, what, 1);
-    share_note(&c, y);
+    int xend;
+    int y = header_x(&c, in, what, 1, &xend);
+    share_note(&c, y, xend, what);
     rc = hist_panel(&c, in, j, 0, y + 4, c.w, c.h - y - 4, 1, err);
     if (!rc) rc = encode(&c, in->level, out, len, err);
     free(c.p);
@@ -433,8 +447,9 @@ int pg_report_png_hist_page(const pg_report_png_in *in, size_t first, size_t cou
     else
         snprintf(what, sizeof what, "real vs synthetic, columns %zu-%zu of %zu", first,
                  first + count - 1, in->d);
-    int y = header(&c, in, what, 1) + 8;
-    share_note(&c, y - 8);
+    int xend;
+    int y = header_x(&c, in, what, 1, &xend) + 8;
+    share_note(&c, y - 8, xend, what);
     for (size_t i = 0; !rc && i < count; i++)
         rc = hist_panel(&c, in, first + i, 8 + (int)(i % 3) * PANEL_W, y + (int)(i / 3) * PANEL_H,
                         PANEL_W, PANEL_H, 0, err);

@@ -348,6 +348,13 @@ int pg_api_server_start_jobs(const pg_svc_config *cfg, pg_db *db, pg_metrics *me
                              struct pg_jobs *jobs, pg_api_server **out, unsigned *port,
                              pg_error *err)
 {
+    return pg_api_server_start_all(cfg, db, metrics, jobs, NULL, out, port, err);
+}
+
+int pg_api_server_start_all(const pg_svc_config *cfg, pg_db *db, pg_metrics *metrics,
+                            struct pg_jobs *jobs, struct pg_reports *reports, pg_api_server **out,
+                            unsigned *port, pg_error *err)
+{
     struct sockaddr_in sa;
     if (parse_listen(cfg->listen, &sa, err)) return PG_EINVAL;
     pg_api_server *s = calloc(1, sizeof *s);
@@ -359,7 +366,8 @@ int pg_api_server_start_jobs(const pg_svc_config *cfg, pg_db *db, pg_metrics *me
                           metrics,
                           jobs,
                           pg_auth_cache_create(1024, 10.0),
-                          pg_png_cache_create((size_t)32 << 20, 256)};
+                          pg_png_cache_create((size_t)32 << 20, 256),
+                          reports};
     s->daemon = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0, NULL,
         NULL, on_request, &s->app, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR,

@@ -23,6 +23,11 @@ struct pg_jobs;
 int pg_api_server_start_jobs(const pg_svc_config *cfg, pg_db *db, pg_metrics *metrics,
                              struct pg_jobs *jobs, pg_api_server **out, unsigned *port,
                              pg_error *err);
+/* Same, also serving the report routes from `reports` (may be NULL). */
+struct pg_reports;
+int pg_api_server_start_all(const pg_svc_config *cfg, pg_db *db, pg_metrics *metrics,
+                            struct pg_jobs *jobs, struct pg_reports *reports, pg_api_server **out,
+                            unsigned *port, pg_error *err);
 void pg_api_server_stop(pg_api_server *s, int grace_ms);
 
 /* The routing table, for the spec-coverage test: method and path pattern

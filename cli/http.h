@@ -105,5 +105,6 @@ int pg_cli_jobs(int argc, char **argv);
 int pg_cli_samples(int argc, char **argv);
 int pg_cli_checkpoints(int argc, char **argv);
 int pg_cli_toy(int argc, char **argv);
+int pg_cli_report(int argc, char **argv); /* cli/cmd_report.c */
 
 #endif

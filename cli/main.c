@@ -26,6 +26,7 @@ static const pg_cli_command commands[] = {
     {"jobs", pg_cli_jobs, "create|dry-run|list|show|cancel|delete|watch", 0},
     {"samples", pg_cli_samples, "download synthetic samples (json, csv, npy, png)", 0},
     {"checkpoints", pg_cli_checkpoints, "list or download a job's checkpoints", 0},
+    {"report", pg_cli_report, "quality report of a job against a dataset: JSON and figures", 0},
     {"methods", pg_cli_methods, "the training methods, their parameters and defaults", 0},
 };
 

@@ -13,12 +13,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "api/report_png.h"
 #include "api/server.h"
 #include "service/auth.h"
 #include "service/config.h"
 #include "service/jobs.h"
 #include "service/log.h"
 #include "service/metrics.h"
+#include "service/reports.h"
 #include "service/db.h"
 
 #define SHUTDOWN_GRACE_MS 5000
@@ -145,8 +147,20 @@ int main(int argc, char **argv)
         pg_db_close(db);
         return fail("cannot start the job workers", &err);
     }
+    /* Reports: the figures are drawn in api/ (report_png.h), handed to the
+     * service as a callback. */
+    pg_reports *reports = NULL;
+    if (pg_reports_create(&cfg, db, jobs, pg_report_png_figures, NULL, &reports, &err) ||
+        pg_reports_start(reports, &err)) {
+        pg_reports_destroy(reports);
+        pg_jobs_destroy(jobs);
+        pg_metrics_destroy(metrics);
+        pg_db_close(db);
+        return fail("cannot start the report workers", &err);
+    }
     unsigned port;
-    if (pg_api_server_start_jobs(&cfg, db, metrics, jobs, &server, &port, &err)) {
+    if (pg_api_server_start_all(&cfg, db, metrics, jobs, reports, &server, &port, &err)) {
+        pg_reports_destroy(reports);
         pg_jobs_destroy(jobs);
         pg_metrics_destroy(metrics);
         pg_db_close(db);
@@ -160,6 +174,7 @@ int main(int argc, char **argv)
     pg_log_event("info", "privgend ready", extra);
     if (cfg.port_file && write_port_file(cfg.port_file, port, &err)) {
         pg_api_server_stop(server, 0);
+        pg_reports_destroy(reports);
         pg_jobs_destroy(jobs);
         pg_metrics_destroy(metrics);
         pg_db_close(db);
@@ -182,7 +197,8 @@ int main(int argc, char **argv)
     pg_jobs_drain(jobs);
     pg_log_event("info", "drained: running jobs checkpointed and released", NULL);
     pg_api_server_stop(server, SHUTDOWN_GRACE_MS);
-    pg_jobs_destroy(jobs);
+    pg_reports_destroy(reports); /* a running report is queued again */
+    pg_jobs_destroy(jobs);       /* running jobs checkpoint and resume next start */
     pg_metrics_destroy(metrics);
     pg_db_close(db);
     pg_log_event("info", "stopped", NULL);

@@ -36,6 +36,8 @@ void pg_svc_config_defaults(pg_svc_config *c)
     c->snapshot_cache_mb = 512;
     c->claim_poll_ms = 500;
     c->progress_s = 2;
+    c->report_workers = 1;
+    c->max_queued_reports = 16;
 }
 
 const char *pg_svc_config_usage(void)
@@ -48,7 +50,7 @@ const char *pg_svc_config_usage(void)
            "  --db URL                storage: sqlite:PATH or postgresql://... (PRIVGEN_DB, "
            "default sqlite:DATA_DIR/privgen.db)\n"
            "  --db-pool N             database connections (PRIVGEN_DB_POOL, default HTTP + "
-           "worker threads + 2)\n"
+           "job and report worker threads + 2)\n"
            "  --db-timeout-ms N       statement timeout, PostgreSQL (PRIVGEN_DB_TIMEOUT_MS, "
            "default 30000)\n"
            "  --workers N             job worker threads (PRIVGEN_WORKERS, default 1)\n"
@@ -77,7 +79,11 @@ const char *pg_svc_config_usage(void)
            "  --claim-poll-ms N       how often idle workers look for jobs submitted through "
            "other replicas (PRIVGEN_CLAIM_POLL_MS, default 500)\n"
            "  --progress-seconds N    how often a running job's progress is stored for the other "
-           "replicas, 0: at checkpoints only (PRIVGEN_PROGRESS_SECONDS, default 2)\n";
+           "replicas, 0: at checkpoints only (PRIVGEN_PROGRESS_SECONDS, default 2)\n"
+           "  --report-workers N      quality-report worker threads, 0..16; 0: another replica "
+           "computes them (PRIVGEN_REPORT_WORKERS, default 1)\n"
+           "  --max-queued-reports N  reports waiting for a worker (PRIVGEN_MAX_QUEUED_REPORTS, "
+           "default 16)\n";
 }
 
 /* Parses a positive integer with an optional K/M/G (binary) suffix. */
@@ -144,6 +150,8 @@ static const opt OPTS[] = {
      1048576},
     {"--claim-poll-ms", "PRIVGEN_CLAIM_POLL_MS", OPT_INT, OFF(claim_poll_ms), 10, 60000},
     {"--progress-seconds", "PRIVGEN_PROGRESS_SECONDS", OPT_ZINT, OFF(progress_s), 0, 3600},
+    {"--report-workers", "PRIVGEN_REPORT_WORKERS", OPT_INT, OFF(report_workers), 0, 16},
+    {"--max-queued-reports", "PRIVGEN_MAX_QUEUED_REPORTS", OPT_SIZE, OFF(max_queued_reports), 1, 0},
 };
 #define NOPTS (sizeof OPTS / sizeof OPTS[0])
 
@@ -268,5 +276,5 @@ int pg_svc_config_db_url(const pg_svc_config *c, char *buf, size_t cap, pg_error
 
 int pg_svc_config_db_pool(const pg_svc_config *c)
 {
-    return c->db_pool > 0 ? c->db_pool : c->http_threads + c->workers + 2;
+    return c->db_pool > 0 ? c->db_pool : c->http_threads + c->workers + c->report_workers + 2;
 }

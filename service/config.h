@@ -17,7 +17,7 @@ typedef struct pg_svc_config {
                             * default, the SQLite database) */
     const char *db_url;    /* storage URL (service/db.h); NULL: the default,
                             * sqlite:DATA_DIR/privgen.db */
-    int db_pool;           /* database connections; 0: http_threads + workers + 2 */
+    int db_pool;           /* database connections; 0: HTTP + job + report threads + 2 */
     int db_timeout_ms;     /* per-statement timeout (PostgreSQL) */
     const char *port_file; /* when set, the bound port is written here (tests) */
     int workers;           /* job worker threads */
@@ -37,6 +37,9 @@ typedef struct pg_svc_config {
     int snapshot_cache_mb; /* memory cap of the cache, MiB (0: keep none) */
     int claim_poll_ms;     /* idle workers look for claimable jobs this often */
     int progress_s;        /* a running job's view is stored this often (0: at checkpoints only) */
+    /* Quality reports (service/reports.h). */
+    int report_workers;        /* report worker threads; 0: this replica computes none */
+    size_t max_queued_reports; /* reports waiting for a worker, all tenants (503 beyond) */
 } pg_svc_config;
 
 void pg_svc_config_defaults(pg_svc_config *c);

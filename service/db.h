@@ -357,10 +357,10 @@ int pg_db_ckpt_get(pg_db *db, const char *job, int64_t step, size_t max_bytes,
 int pg_db_job_history_put(pg_db *db, const char *id, const char *doc, pg_error *err);
 /* *doc malloc'ed (free()); *found = 0 when none was ever written. */
 int pg_db_job_history_get(pg_db *db, const char *id, char **doc, int *found, pg_error *err);
-/* One transaction: deletes a finished job's row, history and checkpoints.
- * Its ledger row stays (privacy spent is never given back once the data was
- * read). *found = 0 for an unknown job; *conflict = 1 (nothing deleted)
- * while it is queued or running. SQLite removes the checkpoint files after
+/* One transaction: deletes a finished job's row, history, checkpoints and
+ * quality reports (rows and figures). Its ledger row stays (privacy spent
+ * is never given back once the data was read). *found = 0 for an unknown
+ * job; *conflict = 1 (nothing deleted) while it is queued or running. SQLite removes the checkpoint files after
  * the commit (a crash in between leaves unreferenced files, never a row
  * without its file). */
 int pg_db_job_delete(pg_db *db, const char *id, int *found, int *conflict, pg_error *err);
@@ -487,5 +487,85 @@ int pg_db_job_get(pg_db *db, const char *id, pg_job_row **row, char **doc, int *
  * NULL when count is 0. */
 int pg_db_job_list(pg_db *db, const char *tenant, const char *status, const char *dataset_id,
                    int64_t after, size_t limit, pg_job_row **out, size_t *count, pg_error *err);
+/* ---- quality reports (issue 20, service/reports.h) -------------------- */
+
+/* A report row: the request as stored at creation (so it reproduces the
+ * report), its state, and once it succeeded the JSON and the figure names.
+ * The figures' PNG bytes are stored with it (report_figures): they are drawn
+ * from the synthetic and reference rows, which the stored JSON does not hold,
+ * so they cannot be re-rendered from it. Status: queued running succeeded
+ * failed cancelled. A worker claims a report like a job (oldest runnable
+ * first, one claimer wins) and every later write of the worker is
+ * conditional on the report still being running, which is how a cancel
+ * (any replica) reaches it. */
+typedef struct pg_report_row {
+    int64_t seq;
+    char id[PG_ID_MAX], tenant[PG_ID_MAX], job_id[PG_ID_MAX], against_id[PG_ID_MAX];
+    int against_model;  /* enum pg_svc_privacy_model of `against` at creation */
+    int job_model;      /* the job dataset's, at creation (0: unknown) */
+    double job_epsilon; /* the job's planned epsilon at creation (NaN: none) */
+    int utility;        /* 1: utility figures when both sides have labels */
+    int64_t against_n;  /* reference rows read: its count at creation */
+    int64_t job_step;   /* snapshot step sampled */
+    int64_t n, seed;    /* synthetic rows; seed 0..2^53-1 */
+    char status[16];
+    char stage[24];  /* engine stage while running; "" none */
+    double progress; /* 0..1 */
+    char *error;     /* NULL when none */
+    char *result;    /* report JSON with its privacy marks; NULL until succeeded */
+    char *figures;   /* JSON array of figure names; NULL until succeeded */
+    int64_t created_at, started_at, finished_at, updated_at; /* 0 when unset */
+} pg_report_row;
+
+/* A figure: name ([a-z0-9_.-]+, < 64 characters) and PNG bytes. */
+typedef struct pg_report_figure {
+    char name[64];
+    unsigned char *png;
+    size_t len;
+} pg_report_figure;
+
+/* Inserts r as queued (r->seq written back; created_at as given) when fewer
+ * than max_queued reports of all tenants are queued; else *full = 1 and
+ * nothing is written. Check and insert are one transaction. */
+int pg_db_report_insert(pg_db *db, pg_report_row *r, int64_t max_queued, int *full, pg_error *err);
+/* Report id of tenant (a foreign id: *found = 0). Strings malloc'ed
+ * (pg_report_rows_free(out, 1) releases them, not the struct). */
+int pg_db_report_get(pg_db *db, const char *tenant, const char *id, pg_report_row *out, int *found,
+                     pg_error *err);
+/* Up to limit reports of tenant's job with seq > after, oldest first; only
+ * those against public data when public_only (filtered in the query, so a
+ * page is full). Without result and figures (NULL): a list stays small. */
+int pg_db_report_list(pg_db *db, const char *tenant, const char *job_id, int public_only,
+                      int64_t after, size_t limit, pg_report_row **out, size_t *count,
+                      pg_error *err);
+/* Claims the oldest queued report, or a running one not updated since
+ * now - stale_s (its worker died): status running, stage "", progress 0,
+ * started_at and updated_at now. Two claims never get the same report.
+ * *found = 0 when none is runnable; *out (pg_report_rows_free(*out, 1) and
+ * free) the claimed row. */
+int pg_db_report_claim(pg_db *db, int64_t now, int64_t stale_s, pg_report_row **out, int *found,
+                       pg_error *err);
+/* Stage, progress and updated_at of a running report; *held = 0 (nothing
+ * written) when it is not running any more (cancelled): stop. */
+int pg_db_report_progress(pg_db *db, const char *id, const char *stage, double progress,
+                          int64_t now, int *held, pg_error *err);
+/* Ends a running report in one transaction: status (succeeded, failed, or
+ * queued to give it back at shutdown), error, result, figures (names as
+ * JSON array, bytes in figs[0..nfig-1]), finished_at = now unless queued.
+ * *held = 0 and nothing written when it is not running any more. */
+int pg_db_report_finish(pg_db *db, const char *id, const char *status, const char *error,
+                        const char *result, const pg_report_figure *figs, size_t nfig, int64_t now,
+                        int *held, pg_error *err);
+/* queued or running -> cancelled (finished_at now). *found = 0 for a
+ * foreign or unknown id; *done = 0 when it had already ended. */
+int pg_db_report_cancel(pg_db *db, const char *tenant, const char *id, int64_t now, int *found,
+                        int *done, pg_error *err);
+/* One figure's bytes (malloc'ed); *found = 0 when there is none. PG_ENOMEM
+ * beyond max_bytes. */
+int pg_db_report_figure_get(pg_db *db, const char *id, const char *name, size_t max_bytes,
+                            unsigned char **bytes, size_t *len, int *found, pg_error *err);
+/* Frees the strings of count rows (and, for lists, the caller frees the
+ * array). */
+void pg_report_rows_free(pg_report_row *rows, size_t count);
 
 #endif

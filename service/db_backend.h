@@ -101,6 +101,24 @@ typedef struct pg_db_ops {
     int (*job_queue_depth)(pg_db *db, int64_t *queued, pg_error *err);
     int (*ckpt_delete_owned)(pg_db *db, const char *job, const char *node, int64_t step, int *held,
                              pg_error *err);
+    /* Quality reports (issue 20). */
+    int (*report_insert)(pg_db *db, pg_report_row *r, int64_t max_queued, int *full, pg_error *err);
+    int (*report_get)(pg_db *db, const char *tenant, const char *id, pg_report_row *out, int *found,
+                      pg_error *err);
+    int (*report_list)(pg_db *db, const char *tenant, const char *job_id, int public_only,
+                       int64_t after, size_t limit, pg_report_row **out, size_t *count,
+                       pg_error *err);
+    int (*report_claim)(pg_db *db, int64_t now, int64_t stale_s, pg_report_row **out, int *found,
+                        pg_error *err);
+    int (*report_progress)(pg_db *db, const char *id, const char *stage, double progress,
+                           int64_t now, int *held, pg_error *err);
+    int (*report_finish)(pg_db *db, const char *id, const char *status, const char *error,
+                         const char *result, const pg_report_figure *figs, size_t nfig, int64_t now,
+                         int *held, pg_error *err);
+    int (*report_cancel)(pg_db *db, const char *tenant, const char *id, int64_t now, int *found,
+                         int *done, pg_error *err);
+    int (*report_figure_get)(pg_db *db, const char *id, const char *name, size_t max_bytes,
+                             unsigned char **bytes, size_t *len, int *found, pg_error *err);
 } pg_db_ops;
 
 struct pg_db {

@@ -377,6 +377,14 @@ static const pg_db_ops PGB_OPS = {
     .job_watch = pgb_job_watch,
     .job_queue_depth = pgb_job_queue_depth,
     .ckpt_delete_owned = pgb_ckpt_delete_owned,
+    .report_insert = pgb_report_insert,
+    .report_get = pgb_report_get,
+    .report_list = pgb_report_list,
+    .report_claim = pgb_report_claim,
+    .report_progress = pgb_report_progress,
+    .report_finish = pgb_report_finish,
+    .report_cancel = pgb_report_cancel,
+    .report_figure_get = pgb_report_figure_get,
 };
 
 static int migrate_fn(PGconn *c, void *ctx, pg_error *err)

@@ -172,4 +172,38 @@ int pgb_job_get(pg_db *db, const char *id, pg_job_row **row, char **doc, int *fo
 int pgb_job_list(pg_db *db, const char *tenant, const char *status, const char *dataset_id,
                  int64_t after, size_t limit, pg_job_row **out, size_t *count, pg_error *err);
 
+/* db_pg_reports.c: quality reports. The migration's SQL in one place (its
+ * number moves at merges). */
+#define PGB_MIGRATION_REPORTS                                                                      \
+    "CREATE TABLE IF NOT EXISTS reports(seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"      \
+    " id text NOT NULL UNIQUE, tenant_id text NOT NULL, job_id text NOT NULL,"                     \
+    " against_id text NOT NULL, against_model integer NOT NULL, against_n bigint NOT NULL,"        \
+    " job_step bigint NOT NULL, n bigint NOT NULL, seed bigint NOT NULL, status text NOT NULL,"    \
+    " stage text, progress double precision NOT NULL DEFAULT 0, error text, result text,"          \
+    " figures text, created_at bigint NOT NULL, started_at bigint, finished_at bigint,"            \
+    " updated_at bigint, job_model integer NOT NULL DEFAULT 0, job_epsilon double precision, "     \
+    "utility integer NOT NULL DEFAULT 1);"                                                         \
+    "CREATE INDEX IF NOT EXISTS reports_job ON reports(tenant_id, job_id, seq);"                   \
+    "CREATE INDEX IF NOT EXISTS reports_active ON reports(seq)"                                    \
+    " WHERE status IN ('queued','running');"                                                       \
+    "CREATE TABLE IF NOT EXISTS report_figures(report_id text NOT NULL, name text NOT NULL,"       \
+    " png bytea NOT NULL, PRIMARY KEY (report_id, name));"                                         \
+    "ALTER TABLE report_figures ALTER COLUMN png SET STORAGE EXTERNAL;"
+int pgb_report_insert(pg_db *db, pg_report_row *r, int64_t max_queued, int *full, pg_error *err);
+int pgb_report_get(pg_db *db, const char *tenant, const char *id, pg_report_row *out, int *found,
+                   pg_error *err);
+int pgb_report_list(pg_db *db, const char *tenant, const char *job_id, int public_only,
+                    int64_t after, size_t limit, pg_report_row **out, size_t *count, pg_error *err);
+int pgb_report_claim(pg_db *db, int64_t now, int64_t stale_s, pg_report_row **out, int *found,
+                     pg_error *err);
+int pgb_report_progress(pg_db *db, const char *id, const char *stage, double progress, int64_t now,
+                        int *held, pg_error *err);
+int pgb_report_finish(pg_db *db, const char *id, const char *status, const char *error,
+                      const char *result, const pg_report_figure *figs, size_t nfig, int64_t now,
+                      int *held, pg_error *err);
+int pgb_report_cancel(pg_db *db, const char *tenant, const char *id, int64_t now, int *found,
+                      int *done, pg_error *err);
+int pgb_report_figure_get(pg_db *db, const char *id, const char *name, size_t max_bytes,
+                          unsigned char **bytes, size_t *len, int *found, pg_error *err);
+
 #endif

@@ -88,6 +88,15 @@ static int delete_fn(PGconn *c, void *ctx, pg_error *err)
     if ((rc = pgb_q(c, "DELETE FROM job_history WHERE job_id = $1", &a, "deleting a job's history",
                     NULL, err)))
         return rc;
+    /* Its quality reports go with it (see the SQLite backend). */
+    if ((rc = pgb_q(c,
+                    "DELETE FROM report_figures WHERE report_id IN "
+                    "(SELECT id FROM reports WHERE job_id = $1)",
+                    &a, "deleting a job's report figures", NULL, err)))
+        return rc;
+    if ((rc = pgb_q(c, "DELETE FROM reports WHERE job_id = $1", &a, "deleting a job's reports",
+                    NULL, err)))
+        return rc;
     return pgb_q(c, "DELETE FROM jobs WHERE id = $1", &a, "deleting a job", NULL, err);
 }
 

@@ -78,6 +78,8 @@ static const char *const MIGRATIONS[] = {
     /* 4: a cancel of a running job asked through any replica (service/db.h,
      * pg_db_job_cancel_running); its owner acts on it. */
     "ALTER TABLE jobs ADD COLUMN IF NOT EXISTS cancel_requested boolean NOT NULL DEFAULT false;",
+    /* 5: quality reports and their figures (db_pg.h). */
+    PGB_MIGRATION_REPORTS,
 };
 #define NMIGRATIONS ((int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]))
 const int PGB_SCHEMA_LATEST = NMIGRATIONS;

@@ -70,6 +70,8 @@ static const char *const MIGRATIONS[] = {
     /* 7: a cancel of a running job asked through any replica (service/db.h,
      * pg_db_job_cancel_running); its owner acts on it. */
     "ALTER TABLE jobs ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0;",
+    /* 8: quality reports and their figures (db_sqlite.h). */
+    SQ_MIGRATION_REPORTS,
 };
 #define NMIGRATIONS ((int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]))
 
@@ -380,6 +382,14 @@ static const pg_db_ops SQ_OPS = {
     .job_watch = sq_job_watch,
     .job_queue_depth = sq_job_queue_depth,
     .ckpt_delete_owned = sq_ckpt_delete_owned,
+    .report_insert = sq_report_insert,
+    .report_get = sq_report_get,
+    .report_list = sq_report_list,
+    .report_claim = sq_report_claim,
+    .report_progress = sq_report_progress,
+    .report_finish = sq_report_finish,
+    .report_cancel = sq_report_cancel,
+    .report_figure_get = sq_report_figure_get,
 };
 
 int pg_db_sqlite_open(const char *url, const pg_db_options *opt, pg_db **out, pg_error *err)

@@ -137,4 +137,36 @@ int sq_job_get(pg_db *db, const char *id, pg_job_row **row, char **doc, int *fou
 int sq_job_list(pg_db *db, const char *tenant, const char *status, const char *dataset_id,
                 int64_t after, size_t limit, pg_job_row **out, size_t *count, pg_error *err);
 
+/* db_sqlite_reports.c: quality reports. The migration's SQL in one place
+ * (its number moves at merges). */
+#define SQ_MIGRATION_REPORTS                                                                       \
+    "CREATE TABLE reports(seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,"         \
+    " tenant_id TEXT NOT NULL, job_id TEXT NOT NULL, against_id TEXT NOT NULL,"                    \
+    " against_model INTEGER NOT NULL, against_n INTEGER NOT NULL, job_step INTEGER NOT NULL,"      \
+    " n INTEGER NOT NULL, seed INTEGER NOT NULL, status TEXT NOT NULL, stage TEXT,"                \
+    " progress REAL NOT NULL DEFAULT 0, error TEXT, result TEXT, figures TEXT,"                    \
+    " created_at INTEGER NOT NULL, started_at INTEGER, finished_at INTEGER,"                       \
+    " updated_at INTEGER, job_model INTEGER NOT NULL DEFAULT 0, job_epsilon REAL, utility "        \
+    "INTEGER NOT NULL DEFAULT 1);"                                                                 \
+    "CREATE INDEX reports_job ON reports(tenant_id, job_id, seq);"                                 \
+    "CREATE INDEX reports_active ON reports(seq) WHERE status IN ('queued','running');"            \
+    "CREATE TABLE report_figures(report_id TEXT NOT NULL, name TEXT NOT NULL, png BLOB NOT NULL,"  \
+    " PRIMARY KEY(report_id, name));"
+int sq_report_insert(pg_db *db, pg_report_row *r, int64_t max_queued, int *full, pg_error *err);
+int sq_report_get(pg_db *db, const char *tenant, const char *id, pg_report_row *out, int *found,
+                  pg_error *err);
+int sq_report_list(pg_db *db, const char *tenant, const char *job_id, int public_only,
+                   int64_t after, size_t limit, pg_report_row **out, size_t *count, pg_error *err);
+int sq_report_claim(pg_db *db, int64_t now, int64_t stale_s, pg_report_row **out, int *found,
+                    pg_error *err);
+int sq_report_progress(pg_db *db, const char *id, const char *stage, double progress, int64_t now,
+                       int *held, pg_error *err);
+int sq_report_finish(pg_db *db, const char *id, const char *status, const char *error,
+                     const char *result, const pg_report_figure *figs, size_t nfig, int64_t now,
+                     int *held, pg_error *err);
+int sq_report_cancel(pg_db *db, const char *tenant, const char *id, int64_t now, int *found,
+                     int *done, pg_error *err);
+int sq_report_figure_get(pg_db *db, const char *id, const char *name, size_t max_bytes,
+                         unsigned char **bytes, size_t *len, int *found, pg_error *err);
+
 #endif

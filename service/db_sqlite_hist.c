@@ -113,6 +113,17 @@ int sq_job_delete(pg_db *db, const char *id, int *found, int *conflict, pg_error
         if (!rc)
             rc = run1(s, "DELETE FROM job_history WHERE job_id=?", id, 0, 0,
                       "deleting a job's history", err);
+        /* Its quality reports go with it: every report route looks the job
+         * up first, so they could never be read again. A report being
+         * computed finds its row gone and its fenced finish refused. */
+        if (!rc)
+            rc = run1(s,
+                      "DELETE FROM report_figures WHERE report_id IN "
+                      "(SELECT id FROM reports WHERE job_id=?)",
+                      id, 0, 0, "deleting a job's report figures", err);
+        if (!rc)
+            rc = run1(s, "DELETE FROM reports WHERE job_id=?", id, 0, 0, "deleting a job's reports",
+                      err);
         if (!rc) rc = run1(s, "DELETE FROM jobs WHERE id=?", id, 0, 0, "deleting a job", err);
     }
     if (!rc) rc = sq_exec(s, "COMMIT;", err);

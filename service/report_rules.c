@@ -80,6 +80,7 @@ int pg_report_request_parse(const json_t *body, pg_report_request *out, pg_repor
 {
     memset(out, 0, sizeof *out);
     memset(errs, 0, sizeof *errs);
+    out->utility = 1;
     if (!json_is_object(body)) {
         add(errs, "", "the body must be a JSON object {against, n, seed}");
         return PG_EINVAL;
@@ -88,8 +89,9 @@ int pg_report_request_parse(const json_t *body, pg_report_request *out, pg_repor
     json_t *v;
     json_object_foreach((json_t *)body, key, v)
     {
-        if (strcmp(key, "against") && strcmp(key, "n") && strcmp(key, "seed"))
-            add(errs, key, "unknown field; a report request has against, n and seed");
+        if (strcmp(key, "against") && strcmp(key, "n") && strcmp(key, "seed") &&
+            strcmp(key, "utility"))
+            add(errs, key, "unknown field; a report request has against, n, seed and utility");
     }
     v = json_object_get(body, "against");
     const char *id = json_string_value(v);
@@ -116,6 +118,11 @@ int pg_report_request_parse(const json_t *body, pg_report_request *out, pg_repor
         else
             out->seed = (uint64_t)s, out->has_seed = 1;
     }
+    v = json_object_get(body, "utility");
+    if (v && !json_is_boolean(v))
+        add(errs, "utility", "must be true or false");
+    else if (v)
+        out->utility = json_is_true(v);
     return errs->n ? PG_EINVAL : PG_OK;
 }
 

@@ -63,7 +63,7 @@ START_TEST(database_selection)
     ck_assert_int_eq(pg_svc_config_parse(&c, 3, a1, &help, NULL), PG_OK);
     ck_assert_int_eq(pg_svc_config_db_url(&c, url, sizeof url, NULL), PG_OK);
     ck_assert_str_eq(url, "sqlite:/srv/pg/privgen.db");
-    ck_assert_int_eq(pg_svc_config_db_pool(&c), c.http_threads + c.workers + 2);
+    ck_assert_int_eq(pg_svc_config_db_pool(&c), c.http_threads + c.workers + c.report_workers + 2);
     /* env, then the flag */
     setenv("PRIVGEN_DB", "postgresql://env/db", 1);
     setenv("PRIVGEN_DB_POOL", "5", 1);
@@ -205,6 +205,36 @@ START_TEST(snapshot_cache_flag)
 }
 END_TEST
 
+START_TEST(report_flags)
+{
+    pg_svc_config c;
+    pg_svc_config_defaults(&c);
+    ck_assert_int_eq(c.report_workers, 1);
+    ck_assert_uint_eq(c.max_queued_reports, 16);
+    int help;
+    pg_error err;
+    char *ok[] = {"privgend", "--report-workers", "0", "--max-queued-reports", "3", NULL};
+    ck_assert_int_eq(pg_svc_config_parse(&c, 5, ok, &help, &err), PG_OK);
+    ck_assert_int_eq(c.report_workers, 0);
+    ck_assert_uint_eq(c.max_queued_reports, 3);
+    static const char *const bad[][2] = {{"--report-workers", "17"},
+                                         {"--report-workers", "-1"},
+                                         {"--report-workers", "x"},
+                                         {"--max-queued-reports", "0"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *a[] = {"privgend", (char *)bad[i][0], (char *)bad[i][1], NULL};
+        ck_assert_int_eq(pg_svc_config_parse(&c, 3, a, &help, &err), PG_EINVAL);
+        ck_assert_ptr_nonnull(strstr(err.msg, bad[i][0]));
+    }
+    setenv("PRIVGEN_REPORT_WORKERS", "4", 1);
+    pg_svc_config_defaults(&c);
+    char *none[] = {"privgend", NULL};
+    ck_assert_int_eq(pg_svc_config_parse(&c, 1, none, &help, &err), PG_OK);
+    unsetenv("PRIVGEN_REPORT_WORKERS");
+    ck_assert_int_eq(c.report_workers, 4);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("config");
@@ -214,6 +244,7 @@ static Suite *suite(void)
     tcase_add_test(t, replica_flags);
     tcase_add_test(t, database_selection);
     tcase_add_test(t, snapshot_cache_flag);
+    tcase_add_test(t, report_flags);
     suite_add_tcase(s, t);
     return s;
 }

@@ -735,9 +735,26 @@ START_TEST(job_history_and_deletion)
     ck_assert_uint_eq(nle, 1);
     pg_ledger_entries_free(le, nle);
 
-    /* a finished one goes with its checkpoints and history; its ledger row stays */
+    /* a finished one goes with its checkpoints, history and quality reports
+     * (another job's report stays); its ledger row stays */
     ck_assert_int_eq(pg_db_job_set_status(db, row.id, "succeeded", 0, 1, NULL, NULL), PG_OK);
+    pg_report_row rep[2];
+    for (int i = 0; i < 2; i++) {
+        rep[i] = (pg_report_row){.against_model = 1, .against_n = 10, .n = 10, .seed = 1};
+        pg_test_uid(rep[i].id, sizeof rep[i].id, "rep_");
+        snprintf(rep[i].tenant, sizeof rep[i].tenant, "%s", row.tenant);
+        snprintf(rep[i].job_id, sizeof rep[i].job_id, "%s", i ? "job_other" : row.id);
+        snprintf(rep[i].against_id, sizeof rep[i].against_id, "%s", ds);
+        int full;
+        ck_assert_int_eq(pg_db_report_insert(db, &rep[i], 100, &full, NULL), PG_OK);
+    }
     ck_assert_int_eq(pg_db_job_delete(db, row.id, &found, &conflict, NULL), PG_OK);
+    for (int i = 0; i < 2; i++) {
+        pg_report_row back;
+        ck_assert_int_eq(pg_db_report_get(db, row.tenant, rep[i].id, &back, &found, NULL), PG_OK);
+        ck_assert_int_eq(found, i); /* the deleted job's report is gone, the other stays */
+        if (found) pg_report_rows_free(&back, 1);
+    }
     ck_assert_int_eq(found, 1);
     ck_assert_int_eq(conflict, 0);
     pg_job_row *rows;

@@ -160,6 +160,11 @@ START_TEST(request_form)
     ck_assert_uint_eq(q.seed, 7);
     ck_assert_int_eq(parse("{\"against\":\"ds_1\"}", &q, &e), PG_OK);
     ck_assert(!q.has_n && !q.has_seed);
+    ck_assert_int_eq(q.utility, 1);
+    ck_assert_int_eq(parse("{\"against\":\"ds_1\",\"utility\":false}", &q, &e), PG_OK);
+    ck_assert_int_eq(q.utility, 0);
+    ck_assert_int_eq(parse("{\"against\":\"ds_1\",\"utility\":true}", &q, &e), PG_OK);
+    ck_assert_int_eq(q.utility, 1);
     ck_assert_int_eq(parse("{\"against\":\"ds_1\",\"n\":100000,\"seed\":9007199254740991}", &q, &e),
                      PG_OK);
     ck_assert_uint_eq(q.seed, 9007199254740991ULL);
@@ -186,6 +191,9 @@ START_TEST(request_form)
         {"{\"against\":\"ds\",\"seed\":1.5}", "seed"},
         {"{\"against\":\"ds\",\"seed\":\"1\"}", "seed"},
         {"{\"against\":\"ds\",\"label\":1}", "label"},
+        {"{\"against\":\"ds\",\"utility\":1}", "utility"},
+        {"{\"against\":\"ds\",\"utility\":\"no\"}", "utility"},
+        {"{\"against\":\"ds\",\"utility\":null}", "utility"},
     };
     for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
         ck_assert_msg(parse(BAD[i].body, &q, &e) == PG_EINVAL, "%s accepted", BAD[i].body);

@@ -13,6 +13,9 @@
 // succeeds once the job is cancelled; a typed table (created with the CLI)
 // shows its schema, and its job a histogram per column and its first rows
 // decoded; the page fits a 390 px phone screen.
+// Quality reports: one against a public holdout and one against the central
+// dataset (marked not DP) are created from the job page and their figures
+// load (complete, non-zero natural size).
 // Screenshots: argv[4] (desktop) and the same name with -390 (phone).
 //
 // Usage: node dashboard.mjs PRIVGEND PRIVGEN SCREENSHOT.png
@@ -261,6 +264,38 @@ try {
       !png.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) ||
       new URL(pngRes.url()).searchParams.get('frame') !== 'range')
     fail(`PNG: ${pngRes.status()} ${pngRes.headers()['content-type']} ${png.subarray(0, 8).toString('hex')} ${pngRes.url()}`);
+
+  step('quality reports: against a public holdout, then private data (marked); the figures render');
+  const holdout = cliJSON('datasets', 'create', '--name', 'holdout', '--shape', '2', '--range', '-1.5:1.5', '--model', 'public');
+  cli('toy', 'halfcircle', '--n', '400', '--seed', '11', '-o', 'holdout.csv');
+  cli('datasets', 'append', holdout.id, 'holdout.csv');
+  await page.click(`#jobs tr[data-id="${job.id}"]`);
+  await page.waitForSelector(`#rp-against option[value="${holdout.id}"]`, { state: 'attached' });
+  const reportRendered = async (what, rid) => {
+    // The view shows this report (not the previous one) and it succeeded.
+    await page.waitForFunction((id) => document.getElementById('rp-id').textContent === id &&
+                                       document.getElementById('rp-status').textContent === 'succeeded', rid, { timeout: 60000 });
+    const want = (await apiGet(`/v1/jobs/${job.id}/reports/${rid}`)).figures;
+    await page.waitForFunction((n) => { const im = [...document.querySelectorAll('#rp-figures img')];
+      return im.length === n && im.every((i) => i.complete && i.naturalWidth > 0 && i.naturalHeight > 0); }, want.length, { timeout: 20000 });
+    const names = await page.$$eval('#rp-figures img', (im) => im.map((i) => i.dataset.name));
+    if (want.length < 3 || names.join() !== want.join()) fail(`${what}: figures ${names} shown, ${want} in the report`);
+  };
+  for (const [against, n, marked] of [[holdout.id, '500', false], [central.id, '300', true]]) {
+    await page.selectOption('#rp-against', against);
+    await page.fill('#rp-n', n);
+    await page.fill('#rp-seed', '1');
+    const [rpRes] = await Promise.all([
+      page.waitForResponse((r) => r.url().endsWith(`/v1/jobs/${job.id}/reports`) && r.request().method() === 'POST'),
+      page.click('#rp-create'),
+    ]);
+    if (rpRes.status() !== 202) fail('report: ' + rpRes.status() + ' ' + (await rpRes.text()));
+    await reportRendered(against, (await rpRes.json()).id);
+    const mark = await page.$eval('#rp-mark', (e) => (e.hidden ? '' : e.textContent));
+    if (marked !== /Not DP - for the data owner/.test(mark)) fail(`report against ${against}: mark "${mark}"`);
+    if (!/sliced W2/.test(await page.textContent('#rp-facts'))) fail('report facts: ' + (await page.textContent('#rp-facts')));
+  }
+  if ((await page.$$eval('#rp-list tbody tr', (tr) => tr.length)) !== 2) fail('the report list does not show both reports');
 
   step('the ledger lists the job with the API\'s numbers; the gauge agrees');
   const budget = await apiGet(`/v1/datasets/${central.id}/budget`);

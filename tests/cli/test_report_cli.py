@@ -1,0 +1,187 @@
+"""End-to-end tests of `privgen report` against a live privgend (port 0,
+temporary data dir): the files it writes (report.json equal to the server's
+view, decodable PNGs), per-column means and stds of the reference rows
+recomputed with numpy, the privacy rule seen from the CLI (a read token is
+refused a private dataset, exit 1), --json, --no-wait, --help, usage errors
+(exit 2).
+
+Usage: test_report_cli.py PATH_TO_PRIVGEN PATH_TO_PRIVGEND. Exits nonzero on failure."""
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import numpy as np
+
+BIN, DAEMON = sys.argv[1], sys.argv[2]
+TMP = tempfile.mkdtemp(prefix="privgen-report-")
+DATA = os.path.join(TMP, "var")
+FAILS = []
+
+srv = subprocess.Popen([DAEMON, "--listen", "127.0.0.1:0", "--data-dir", DATA,
+                        "--port-file", os.path.join(TMP, "port")],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+for _ in range(400):
+    if os.path.exists(os.path.join(TMP, "port")) and os.path.exists(os.path.join(DATA, "admin.token")):
+        break
+    time.sleep(0.025)
+URL = "http://127.0.0.1:" + open(os.path.join(TMP, "port")).read().strip()
+ADMIN = open(os.path.join(DATA, "admin.token")).read().strip()
+
+
+def run(*args, token=ADMIN):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("PRIVGEN_")}
+    e.update(XDG_CONFIG_HOME=os.path.join(TMP, "cfg"), PRIVGEN_URL=URL, PRIVGEN_TOKEN=token)
+    p = subprocess.run([BIN, *map(str, args)], capture_output=True, env=e, cwd=TMP, timeout=120)
+    return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+
+def api(method, path, body=None, token=ADMIN):
+    req = urllib.request.Request(URL + path, method=method,
+                                 data=json.dumps(body).encode() if body is not None else None,
+                                 headers={"Authorization": f"Bearer {token}",
+                                          "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, json.loads(r.read() or b"{}")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"{}")
+
+
+def check(name, cond, detail=""):
+    if not cond:
+        FAILS.append(f"{name}: {detail}")
+
+
+def dataset(privacy, rows):
+    st, d = api("POST", "/v1/datasets", {"name": "d", "shape": [2], "range": [-4, 4],
+                                         "privacy": privacy})
+    assert st == 201, d
+    st, r = api("POST", f"/v1/datasets/{d['id']}/rows", {"rows": rows.tolist()})
+    assert st == 200, r
+    return d["id"]
+
+
+def png_size(path):
+    with open(path, "rb") as f:
+        head = f.read(24)
+    if head[:8] != b"\x89PNG\r\n\x1a\n" or head[12:16] != b"IHDR":
+        return 0, 0
+    return struct.unpack(">II", head[16:24])
+
+
+try:
+    rng = np.random.default_rng(4)
+    t = rng.uniform(0, np.pi, 400)
+    noisy = np.c_[np.cos(t), np.sin(t)] + rng.laplace(0, 0.3, (400, 2))
+    local = dataset({"model": "local", "mechanism": "laplace", "epsilon": 5, "sensitivity": 1.42,
+                     "noise_scale": 0.3}, np.clip(noisy, -4, 4).round(4))
+    t = rng.uniform(0, np.pi, 300)
+    holdout = np.c_[np.cos(t), np.sin(t)].round(4)
+    pub = dataset({"model": "public"}, holdout)
+    priv = dataset({"model": "central", "budget": {"epsilon": 3, "delta": 1e-5}},
+                   np.clip(holdout * 0.9, -4, 4).round(4))
+    st, j = api("POST", "/v1/jobs", {"dataset_id": local, "method": "entropic_gan",
+                                     "model": {"hidden": [16]},
+                                     "train": {"steps": 60, "batch_size": 32}, "seed": 3})
+    assert st == 202, j
+    job = j["id"]
+    for _ in range(600):
+        st, j = api("GET", f"/v1/jobs/{job}")
+        if j["status"] in ("succeeded", "failed"):
+            break
+        time.sleep(0.1)
+    assert j["status"] == "succeeded", j
+    st, tok = api("POST", "/v1/tokens", {"scope": "read"})
+    reader = tok["token"]
+
+    # --help and usage errors
+    rc, out, err = run("report", "--help")
+    check("help", rc == 0 and "--against" in out and "report.json" in out, out + err)
+    rc, out, err = run("--help")
+    check("listed", rc == 0 and "report" in out, out)
+    rc, out, err = run("report", job)
+    check("no against", rc == 2 and "--against" in err, err)
+    rc, out, err = run("report", job, "--against", pub, "-n", "x")
+    check("bad n", rc == 2 and "-n" in err or "--n" in err, err)
+    rc, out, err = run("report", job, "--against", pub, "--bogus", "1")
+    check("unknown option", rc == 2, err)
+
+    # a read token, public holdout: files written, JSON listing them
+    d = os.path.join(TMP, "out", "rep")
+    rc, out, err = run("report", job, "--against", pub, "-n", 500, "--seed", 9, "-o", d, "--json",
+                       token=reader)
+    check("report json exit", rc == 0, out + err)
+    res = json.loads(out) if rc == 0 else {}
+    files = res.get("files", [])
+    check("files", sorted(os.path.basename(f) for f in files)
+          == ["correlation.png", "histograms-1.png", "report.json", "scatter.png"], out)
+    for f in files:
+        if f.endswith(".png"):
+            w, h = png_size(f)
+            check("png " + f, w > 100 and h > 100, (w, h))
+    if rc == 0:
+        view = json.load(open(os.path.join(d, "report.json")))
+        st, live = api("GET", f"/v1/jobs/{job}/reports/{res['id']}", token=reader)
+        check("report.json is the view", st == 200 and live == view, "")
+        check("marks", view["private"] is True and view["audience"] == "tenant", view)
+        # the reference rows' column means and stds, recomputed (all rows of
+        # the reference set enter the per-column figures)
+        cols = view["result"]["marginals"]["columns"]
+        for j_ in range(2):
+            c = cols[j_]
+            check(f"mean col {j_}", abs(c["mean_real"] - holdout[:, j_].astype(np.float32).mean())
+                  < 1e-5, c)
+            sd = [holdout[:, j_].astype(np.float32).std(ddof=k) for k in (0, 1)]
+            check(f"std col {j_}", min(abs(c["std_real"] - s) for s in sd) < 1e-5, (c, sd))
+        check("n", view["n"] == 500 and view["against_n"] == 300
+              and view["result"]["split"]["n_synthetic"] == 500, view)
+
+    # readable mode: the headline figures on stderr, the files in the id's dir
+    rc, out, err = run("report", job, "--against", pub, "-n", 300, token=reader)
+    check("human", rc == 0 and "sliced W2" in err and "noise floor" in err
+          and "wrote 4 files" in err, out + err)
+
+    # private data: a read token is refused (exit 1, the reason), admin gets
+    # the report with the note on stderr
+    rc, out, err = run("report", job, "--against", priv, "-n", 200, token=reader)
+    check("read token refused", rc == 1 and "admin" in err, out + err)
+    d2 = os.path.join(TMP, "priv")
+    rc, out, err = run("report", job, "--against", priv, "-n", 200, "-o", d2)
+    check("admin private", rc == 0 and "not differentially private" in err, out + err)
+    if rc == 0:
+        v = json.load(open(os.path.join(d2, "report.json")))
+        check("private marks", v["private"] is False and v["audience"] == "data owner"
+              and "epsilon" not in v and "epsilon" not in v["result"], v)
+
+    # field errors from the server: exit 1 naming the field
+    rc, out, err = run("report", job, "--against", "ds_0000000000000000")
+    check("unknown dataset", rc == 1 and "against" in err, err)
+    rc, out, err = run("report", job, "--against", pub, "-n", 100001)
+    check("n too large", rc == 1 and "n" in err and "422" in err, err)
+
+    # --no-wait --json: the queued view
+    rc, out, err = run("report", job, "--against", pub, "-n", 100, "--no-wait", "--no-utility",
+                       "--json")
+    j = json.loads(out) if rc == 0 else {}
+    check("no-wait", rc == 0 and j.get("status") in ("queued", "running", "succeeded")
+          and j.get("utility") is False
+          and j.get("id", "").startswith("rep_"), out + err)
+finally:
+    srv.terminate()
+    try:
+        srv.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        srv.kill()
+    shutil.rmtree(TMP, ignore_errors=True)
+
+if FAILS:
+    for f in FAILS:
+        print("FAIL", f)
+    sys.exit(1)
+print("ok")
