@@ -1,0 +1,373 @@
+/* tests/replicas/rpl.h - several real privgend replicas on one PostgreSQL.
+ *
+ * rpl_up starts RPL_N replicas on loopback (ephemeral ports) against one
+ * database of their own, created on the throwaway cluster that
+ * `pgtest.sh exec` names in PRIVGEN_TEST_DB_URL / PRIVGEN_TEST_DB_CREATE
+ * (one database per test, so one test's jobs never meet another's). Each
+ * replica has its own data dir and --node-id r1..rN, and the short lease of
+ * the tests (--lease-seconds 2 --heartbeat-seconds 1). Replica 1 starts
+ * first: it migrates the schema and writes the admin token the tests use on
+ * every replica (tokens live in the shared database).
+ *
+ * Cleanup always: each replica gets PR_SET_PDEATHSIG = SIGKILL, so it dies
+ * with the test process however that ends (a failed assertion, a Check
+ * timeout's SIGKILL), and an atexit handler kills what is left (stopped
+ * ones included) and removes the scratch dirs. The database goes with the
+ * cluster, which the CTest fixture removes.
+ *
+ * The tests read the durable truth (job rows, ledger, checkpoints) through
+ * service/db.h on the same database, not through one replica's view.
+ */
+#ifndef PG_RPL_H
+#define PG_RPL_H
+
+#include <check.h>
+#include <errno.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+
+#include "integration/itest.h"
+
+#define RPL_N   3
+#define RPL_MAX 8 /* servers one test may start (replicas + reference boxes) */
+
+typedef struct rpl {
+    pg_srv r[RPL_N];
+    char node[RPL_N][16];
+    char db_url[512];
+    char admin[96];
+    pg_db *db; /* the test's own handle on the shared database */
+} rpl;
+
+/* Every server started in this process, for the atexit cleanup. */
+static pg_srv *rpl_started[RPL_MAX];
+static int rpl_nstarted;
+
+static inline void rpl_reap(void)
+{
+    for (int i = 0; i < rpl_nstarted; i++) {
+        pg_srv *s = rpl_started[i];
+        if (s->pid > 0) {
+            kill(s->pid, SIGKILL);
+            waitpid(s->pid, NULL, 0);
+            s->pid = 0;
+        }
+        if (s->dir[0]) {
+            char cmd[128];
+            snprintf(cmd, sizeof cmd, "rm -rf '%s'", s->dir);
+            if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", s->dir);
+            s->dir[0] = '\0';
+        }
+    }
+    rpl_nstarted = 0;
+}
+
+static inline void rpl_track(pg_srv *s)
+{
+    static int registered;
+    if (!registered) {
+        atexit(rpl_reap);
+        registered = 1;
+    }
+    for (int i = 0; i < rpl_nstarted; i++)
+        if (rpl_started[i] == s) return;
+    ck_assert_int_lt(rpl_nstarted, RPL_MAX);
+    rpl_started[rpl_nstarted++] = s;
+}
+
+/* 200 from GET /readyz within secs seconds. */
+static inline int rpl_wait_ready(const pg_srv *s, int secs)
+{
+    for (int i = 0; i < secs * 20; i++) {
+        pg_resp r;
+        pg_http(s, "GET", "/readyz", NULL, NULL, NULL, 0, NULL, &r);
+        long st = r.status;
+        pg_resp_free(&r);
+        if (st == 200) return 0;
+        pg_sleep_ms(50);
+    }
+    return -1;
+}
+
+/* Starts (or restarts, keeping its dir) server s with storage db_url (NULL:
+ * SQLite in its data dir, a single box), node name node (NULL: the default)
+ * and extra flags (NULL-terminated). Waits for its port and /readyz. */
+static inline void rpl_spawn(pg_srv *s, const char *db_url, const char *node,
+                             const char *const *extra)
+{
+    rpl_track(s);
+    if (!s->dir[0]) {
+        char dir[sizeof s->dir] = "/tmp/rpl-XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        memcpy(s->dir, dir, sizeof dir);
+        snprintf(s->data, sizeof s->data, "%s/data", dir);
+    }
+    char port_file[128], log[128], sqlite[160];
+    if (!db_url) {
+        snprintf(sqlite, sizeof sqlite, "sqlite:%s/privgen.db", s->data);
+        db_url = sqlite;
+    }
+    snprintf(port_file, sizeof port_file, "%s/port", s->dir);
+    snprintf(log, sizeof log, "%s/privgend.log", s->dir);
+    unlink(port_file);
+    const char *argv[40] = {PRIVGEND_PATH, "--listen", "127.0.0.1:0", "--data-dir", s->data,
+                            "--port-file", port_file,  "--db",        db_url};
+    int argc = 9;
+    if (node) {
+        argv[argc++] = "--node-id";
+        argv[argc++] = node;
+    }
+    for (int i = 0; extra && extra[i] && argc < 39; i++) argv[argc++] = extra[i];
+    argv[argc] = NULL;
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        /* dies with the test process, whatever kills it */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(127);
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        if (fd >= 0) dup2(fd, 2);
+        execv(PRIVGEND_PATH, (char *const *)argv);
+        _exit(127);
+    }
+    s->pid = pid;
+    s->port = 0;
+    for (int i = 0; i < 3000 && !s->port; i++) {
+        FILE *f = fopen(port_file, "r");
+        if (f) {
+            if (fscanf(f, "%u", &s->port) != 1) s->port = 0;
+            fclose(f);
+        }
+        int st;
+        if (!s->port && waitpid(pid, &st, WNOHANG) == pid) {
+            s->pid = 0;
+            ck_abort_msg("privgend exited at start (see %s)", log);
+        }
+        if (!s->port) pg_sleep_ms(10);
+    }
+    ck_assert_msg(s->port, "privgend wrote no port (see %s)", log);
+    ck_assert_msg(rpl_wait_ready(s, 60) == 0, "privgend not ready (see %s)", log);
+}
+
+/* s->admin from the admin token the server's first start wrote. */
+static inline void rpl_read_token(pg_srv *s)
+{
+    char tp[160];
+    snprintf(tp, sizeof tp, "%s/admin.token", s->data);
+    FILE *f = fopen(tp, "r");
+    ck_assert_msg(f != NULL, "no admin token in %s", s->data);
+    ck_assert_ptr_nonnull(fgets(s->admin, sizeof s->admin, f));
+    fclose(f);
+    s->admin[strcspn(s->admin, "\n")] = '\0';
+}
+
+/* Flags every replica of the tests gets besides storage and node. */
+static const char *const RPL_FLAGS[] = {
+    "--lease-seconds", "2", "--heartbeat-seconds", "1", "--workers", "1", NULL};
+
+/* Starts replica k (0-based) of c, or restarts it after a kill. */
+static inline void rpl_start_one(rpl *c, int k)
+{
+    rpl_spawn(&c->r[k], c->db_url, c->node[k], RPL_FLAGS);
+    snprintf(c->r[k].admin, sizeof c->r[k].admin, "%s", c->admin);
+}
+
+/* A fresh database named rpl_<name> and RPL_N replicas on it. */
+static inline void rpl_up(rpl *c, const char *name)
+{
+    memset(c, 0, sizeof *c);
+    const char *url = getenv("PRIVGEN_TEST_DB_URL"), *create = getenv("PRIVGEN_TEST_DB_CREATE");
+    ck_assert_msg(url && *url && create && *create,
+                  "run through scripts/pgtest.sh exec (ctest -L postgres)");
+    char db[64], cmd[640];
+    snprintf(db, sizeof db, "rpl_%s", name);
+    snprintf(cmd, sizeof cmd, "%s %s", create, db);
+    ck_assert_msg(system(cmd) == 0, "%s failed", cmd);
+    size_t at = 0;
+    for (const char *p = url; *p && at + 64 < sizeof c->db_url; p++) {
+        if (p[0] == '%' && p[1] == 's') {
+            at += (size_t)snprintf(c->db_url + at, sizeof c->db_url - at, "%s", db);
+            p++;
+        } else {
+            c->db_url[at++] = *p;
+        }
+    }
+    c->db_url[at] = '\0';
+    for (int k = 0; k < RPL_N; k++) snprintf(c->node[k], sizeof c->node[k], "r%d", k + 1);
+    rpl_start_one(c, 0);
+    rpl_read_token(&c->r[0]);
+    snprintf(c->admin, sizeof c->admin, "%s", c->r[0].admin);
+    for (int k = 1; k < RPL_N; k++) rpl_start_one(c, k);
+    pg_error err = {0};
+    ck_assert_msg(pg_db_open(c->db_url, NULL, &c->db, &err) == PG_OK, "%s", err.msg);
+}
+
+static inline void rpl_down(rpl *c)
+{
+    if (c->db) pg_db_close(c->db);
+    c->db = NULL;
+    rpl_reap();
+}
+
+/* Index of the replica named node, -1 when none. */
+static inline int rpl_index(const rpl *c, const char *node)
+{
+    for (int k = 0; k < RPL_N; k++)
+        if (!strcmp(c->node[k], node)) return k;
+    return -1;
+}
+
+/* ---- HTTP --------------------------------------------------------------- */
+
+static inline void rpl_req(const pg_srv *s, const char *method, const char *path, const char *body,
+                           const char *const *headers, pg_resp *r)
+{
+    pg_http(s, method, path, s->admin, body ? "application/json" : NULL, body,
+            body ? strlen(body) : 0, headers, r);
+}
+
+/* A central 2-D dataset with budget cap (epsilon, delta 1e-5), created
+ * through s, and n rows on a circle appended through s. */
+static inline void rpl_dataset(const pg_srv *s, double cap, int n, char id[64])
+{
+    char body[256];
+    snprintf(body, sizeof body,
+             "{\"name\":\"c\",\"shape\":[2],\"range\":[-1,1],\"privacy\":{\"model\":"
+             "\"central\",\"budget\":{\"epsilon\":%.17g,\"delta\":1e-5}}}",
+             cap);
+    pg_resp r;
+    rpl_req(s, "POST", "/v1/datasets", body, NULL, &r);
+    ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
+    snprintf(id, 64, "%s", json_string_value(json_object_get(r.json, "id")));
+    pg_resp_free(&r);
+    size_t bc = (size_t)n * 40 + 64, k = 0;
+    char *b = malloc(bc);
+    ck_assert_ptr_nonnull(b);
+    k += (size_t)snprintf(b + k, bc - k, "{\"rows\":[");
+    for (int i = 0; i < n; i++)
+        k += (size_t)snprintf(b + k, bc - k, "%s[%.4f,%.4f]", i ? "," : "", 0.8 * cos(0.05 * i),
+                              0.8 * sin(0.05 * i));
+    snprintf(b + k, bc - k, "]}");
+    char path[128];
+    snprintf(path, sizeof path, "/v1/datasets/%.64s/rows", id);
+    rpl_req(s, "POST", path, b, NULL, &r);
+    free(b);
+    ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
+    pg_resp_free(&r);
+}
+
+/* A dp_sinkhorn job: batch 20, so q = 20 / rows. */
+static inline void rpl_job_body(char *buf, size_t cap, const char *ds, long steps, double sigma,
+                                long every)
+{
+    snprintf(buf, cap,
+             "{\"dataset_id\":\"%s\",\"method\":\"dp_sinkhorn\",\"model\":{\"hidden\":[16]},"
+             "\"train\":{\"steps\":%ld,\"batch_size\":20},\"ot\":{\"max_iter\":20},"
+             "\"privacy\":{\"noise_multiplier\":%.17g},\"checkpoint_every\":%ld,\"seed\":3}",
+             ds, steps, sigma, every);
+}
+
+/* POST /v1/jobs through s; 202 expected; the id into id. */
+static inline void rpl_submit(const pg_srv *s, const char *body, char id[64])
+{
+    pg_resp r;
+    rpl_req(s, "POST", "/v1/jobs", body, NULL, &r);
+    ck_assert_msg(r.status == 202, "%ld %s", r.status, r.body);
+    snprintf(id, 64, "%s", json_string_value(json_object_get(r.json, "id")));
+    pg_resp_free(&r);
+}
+
+/* ---- the durable truth -------------------------------------------------- */
+
+/* The job's row; 0 when there is none. */
+static inline int rpl_row(rpl *c, const char *id, pg_job_row *out)
+{
+    pg_job_row *rows;
+    size_t n;
+    pg_error err = {0};
+    ck_assert_msg(pg_db_job_load_all(c->db, &rows, &n, &err) == PG_OK, "%s", err.msg);
+    int hit = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(rows[i].id, id)) {
+            *out = rows[i];
+            out->spec = NULL; /* the copy keeps scalars only */
+            out->error = NULL;
+            hit = 1;
+        }
+    pg_job_rows_free(rows, n);
+    return hit;
+}
+
+static inline int rpl_terminal(const char *st)
+{
+    return !strcmp(st, "succeeded") || !strcmp(st, "failed") || !strcmp(st, "cancelled");
+}
+
+/* Waits (up to secs) until the job's row has status `status`, failing at
+ * once on another terminal status. */
+static inline void rpl_wait_status(rpl *c, const char *id, const char *status, int secs)
+{
+    for (int i = 0; i < secs * 50; i++) {
+        pg_job_row j;
+        if (rpl_row(c, id, &j)) {
+            if (!strcmp(j.status, status)) return;
+            ck_assert_msg(!rpl_terminal(j.status), "job %s ended %s, waiting for %s", id, j.status,
+                          status);
+        }
+        pg_sleep_ms(20);
+    }
+    ck_abort_msg("job %s never reached %s in %d s", id, status, secs);
+}
+
+/* The replica that runs or last ran the job: the row's owner (the shared
+ * queue's lease holder), else the `node` of the job view of any replica
+ * that knows the job. "" when nobody says. */
+static inline void rpl_node_of(rpl *c, const char *id, char node[PG_NODE_MAX])
+{
+    node[0] = '\0';
+    pg_job_row j;
+    if (rpl_row(c, id, &j) && j.owner[0]) {
+        snprintf(node, PG_NODE_MAX, "%s", j.owner);
+        return;
+    }
+    char path[128];
+    snprintf(path, sizeof path, "/v1/jobs/%.64s", id);
+    for (int k = 0; k < RPL_N && !node[0]; k++) {
+        if (c->r[k].pid <= 0) continue;
+        pg_resp r;
+        rpl_req(&c->r[k], "GET", path, NULL, NULL, &r);
+        const char *nd =
+            r.status == 200 ? json_string_value(json_object_get(r.json, "node")) : NULL;
+        if (nd) snprintf(node, PG_NODE_MAX, "%s", nd);
+        pg_resp_free(&r);
+    }
+}
+
+/* Ledger rows of a dataset: total and reserved (not refunded). */
+static inline void rpl_ledger(rpl *c, const char *ds, int *total, int *reserved)
+{
+    pg_ledger_entry *e;
+    size_t n;
+    pg_error err = {0};
+    ck_assert_msg(pg_db_ledger_entries(c->db, ds, &e, &n, &err) == PG_OK, "%s", err.msg);
+    *total = (int)n;
+    *reserved = 0;
+    for (size_t i = 0; i < n; i++) *reserved += !e[i].refunded;
+    pg_ledger_entries_free(e, n);
+}
+
+/* How many ledger rows name job id. */
+static inline int rpl_ledger_rows_of(rpl *c, const char *ds, const char *id)
+{
+    pg_ledger_entry *e;
+    size_t n;
+    pg_error err = {0};
+    ck_assert_msg(pg_db_ledger_entries(c->db, ds, &e, &n, &err) == PG_OK, "%s", err.msg);
+    int k = 0;
+    for (size_t i = 0; i < n; i++) k += !strcmp(e[i].job_id, id);
+    pg_ledger_entries_free(e, n);
+    return k;
+}
+
+#endif
