@@ -11,9 +11,11 @@
  *
  * Cleanup always: each replica gets PR_SET_PDEATHSIG = SIGKILL, so it dies
  * with the test process however that ends (a failed assertion, a Check
- * timeout's SIGKILL), and an atexit handler kills what is left (stopped
- * ones included) and removes the scratch dirs. The database goes with the
- * cluster, which the CTest fixture removes.
+ * timeout's SIGKILL); rpl_down (and an atexit handler) kill what is left,
+ * stopped ones included. Scratch dirs live under one root that
+ * rpl_run_suite creates in the runner process before Check forks the tests
+ * and removes after the last one, whatever they did. The databases go with
+ * the cluster, which the CTest fixture removes.
  *
  * The tests read the durable truth (job rows, ledger, checkpoints) through
  * service/db.h on the same database, not through one replica's view.
@@ -42,6 +44,8 @@ typedef struct rpl {
 /* Every server started in this process, for the atexit cleanup. */
 static pg_srv *rpl_started[RPL_MAX];
 static int rpl_nstarted;
+/* The scratch root of this run (rpl_run_suite), inherited by the tests. */
+static char rpl_root[32];
 
 static inline void rpl_reap(void)
 {
@@ -97,7 +101,8 @@ static inline void rpl_spawn(pg_srv *s, const char *db_url, const char *node,
 {
     rpl_track(s);
     if (!s->dir[0]) {
-        char dir[sizeof s->dir] = "/tmp/rpl-XXXXXX";
+        char dir[sizeof s->dir];
+        snprintf(dir, sizeof dir, "%.32s/XXXXXX", rpl_root[0] ? rpl_root : "/tmp");
         ck_assert_ptr_nonnull(mkdtemp(dir));
         memcpy(s->dir, dir, sizeof dir);
         snprintf(s->data, sizeof s->data, "%s/data", dir);
@@ -368,6 +373,26 @@ static inline int rpl_ledger_rows_of(rpl *c, const char *ds, const char *id)
     for (size_t i = 0; i < n; i++) k += !strcmp(e[i].job_id, id);
     pg_ledger_entries_free(e, n);
     return k;
+}
+
+/* Runs the suite in fork mode under a fresh scratch root, removed after. */
+static inline int rpl_run_suite(Suite *suite)
+{
+    snprintf(rpl_root, sizeof rpl_root, "/tmp/rpl-XXXXXX");
+    if (!mkdtemp(rpl_root)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    SRunner *sr = srunner_create(suite);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    curl_global_cleanup();
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", rpl_root);
+    if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", rpl_root);
+    return failed ? 1 : 0;
 }
 
 #endif
