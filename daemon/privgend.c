@@ -114,6 +114,9 @@ int main(int argc, char **argv)
     char url[PATH_MAX + 64], shown[256];
     if (mkdir_p(cfg.data_dir, &err) || pg_svc_config_db_url(&cfg, url, sizeof url, &err))
         return fail("cannot prepare the data dir", &err);
+    char node[PG_NODE_MAX];
+    if (pg_svc_config_node_id(&cfg, node, sizeof node, &err)) return fail("invalid node id", &err);
+    pg_log_set_node(node); /* every line names the replica, from here on */
     pg_db_url_redact(url, shown, sizeof shown);
     log_safe(shown);
     pg_db_options dbo = {.pool_size = pg_svc_config_db_pool(&cfg),
@@ -150,8 +153,10 @@ int main(int argc, char **argv)
         return fail("cannot start the HTTP server", &err);
     }
     snprintf(extra, sizeof extra,
-             "\"listen\":\"%s\",\"port\":%u,\"data_dir\":\"%s\",\"db\":\"%s\",\"backend\":\"%s\"",
-             cfg.listen, port, cfg.data_dir, shown, pg_db_backend(db));
+             "\"listen\":\"%s\",\"port\":%u,\"data_dir\":\"%s\",\"db\":\"%s\",\"backend\":\"%s\","
+             "\"lease_seconds\":%d,\"heartbeat_seconds\":%d",
+             cfg.listen, port, cfg.data_dir, shown, pg_db_backend(db), cfg.lease_s,
+             cfg.heartbeat_s);
     pg_log_event("info", "privgend ready", extra);
     if (cfg.port_file && write_port_file(cfg.port_file, port, &err)) {
         pg_api_server_stop(server, 0);
@@ -169,9 +174,15 @@ int main(int argc, char **argv)
     signal(SIGTERM, SIG_IGN);
     snprintf(extra, sizeof extra, "\"signal\":%d", sig);
     pg_log_event("info", "shutting down", extra);
-    pg_jobs_quiesce(jobs); /* event streams end; other requests finish */
+    /* Event streams end (a balancer moves their clients to another
+     * replica); the server keeps answering while running jobs checkpoint
+     * and release their leases, which other replicas claim at once (or
+     * this node at its next start). Then in-flight requests finish. */
+    pg_jobs_quiesce(jobs);
+    pg_jobs_drain(jobs);
+    pg_log_event("info", "drained: running jobs checkpointed and released", NULL);
     pg_api_server_stop(server, SHUTDOWN_GRACE_MS);
-    pg_jobs_destroy(jobs); /* running jobs checkpoint and resume next start */
+    pg_jobs_destroy(jobs);
     pg_metrics_destroy(metrics);
     pg_db_close(db);
     pg_log_event("info", "stopped", NULL);

@@ -1,6 +1,7 @@
 #include "service/config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -32,6 +33,8 @@ void pg_svc_config_defaults(pg_svc_config *c)
     c->node_id = NULL;
     c->lease_s = 30;
     c->heartbeat_s = 10;
+    c->claim_poll_ms = 500;
+    c->progress_s = 2;
 }
 
 const char *pg_svc_config_usage(void)
@@ -66,7 +69,11 @@ const char *pg_svc_config_usage(void)
            "  --lease-seconds N       lease of a claimed job; another replica takes the job over "
            "once it expires (PRIVGEN_LEASE_SECONDS, default 30)\n"
            "  --heartbeat-seconds N   lease renewal period, below the lease "
-           "(PRIVGEN_HEARTBEAT_SECONDS, default 10)\n";
+           "(PRIVGEN_HEARTBEAT_SECONDS, default 10)\n"
+           "  --claim-poll-ms N       how often idle workers look for jobs submitted through "
+           "other replicas (PRIVGEN_CLAIM_POLL_MS, default 500)\n"
+           "  --progress-seconds N    how often a running job's progress is stored for the other "
+           "replicas, 0: at checkpoints only (PRIVGEN_PROGRESS_SECONDS, default 2)\n";
 }
 
 /* Parses a positive integer with an optional K/M/G (binary) suffix. */
@@ -100,7 +107,7 @@ static int parse_int(const char *s, int lo, int hi, int *out)
     return 0;
 }
 
-enum opt_kind { OPT_STR, OPT_INT, OPT_SIZE };
+enum opt_kind { OPT_STR, OPT_INT, OPT_ZINT, OPT_SIZE }; /* ZINT: may be 0 */
 
 typedef struct opt {
     const char *flag, *env;
@@ -129,6 +136,8 @@ static const opt OPTS[] = {
     {"--node-id", "PRIVGEN_NODE_ID", OPT_STR, OFF(node_id), 0, 0},
     {"--lease-seconds", "PRIVGEN_LEASE_SECONDS", OPT_INT, OFF(lease_s), 2, 86400},
     {"--heartbeat-seconds", "PRIVGEN_HEARTBEAT_SECONDS", OPT_INT, OFF(heartbeat_s), 1, 86400},
+    {"--claim-poll-ms", "PRIVGEN_CLAIM_POLL_MS", OPT_INT, OFF(claim_poll_ms), 10, 60000},
+    {"--progress-seconds", "PRIVGEN_PROGRESS_SECONDS", OPT_ZINT, OFF(progress_s), 0, 3600},
 };
 #define NOPTS (sizeof OPTS / sizeof OPTS[0])
 
@@ -143,6 +152,15 @@ static int apply(pg_svc_config *c, const opt *o, const char *val, const char *fr
         return PG_OK;
     case OPT_INT:
         if (parse_int(val, (int)o->lo, (int)o->hi, (int *)(void *)base))
+            return pg_error_set(err, PG_EINVAL, "%s must be an integer in [%ld, %ld], got '%s'",
+                                from, o->lo, o->hi, val);
+        return PG_OK;
+    case OPT_ZINT:
+        if (!strcmp(val, "0")) {
+            *(int *)(void *)base = 0;
+            return PG_OK;
+        }
+        if (parse_int(val, 1, (int)o->hi, (int *)(void *)base))
             return pg_error_set(err, PG_EINVAL, "%s must be an integer in [%ld, %ld], got '%s'",
                                 from, o->lo, o->hi, val);
         return PG_OK;
@@ -201,6 +219,16 @@ static int node_ok(const char *s)
     return 1;
 }
 
+/* FNV-1a of the data dir's absolute path (as given when it does not exist). */
+static uint32_t dir_hash(const char *dir)
+{
+    char abs[PATH_MAX];
+    const char *p = realpath(dir, abs) ? abs : dir;
+    uint32_t h = 2166136261u;
+    for (; *p; p++) h = (h ^ (unsigned char)*p) * 16777619u;
+    return h;
+}
+
 int pg_svc_config_node_id(const pg_svc_config *c, char *buf, size_t cap, pg_error *err)
 {
     int n;
@@ -213,7 +241,7 @@ int pg_svc_config_node_id(const pg_svc_config *c, char *buf, size_t cap, pg_erro
         const char *colon = strrchr(c->listen, ':');
         const char *port = colon ? colon + 1 : "8080";
         if (!strcmp(port, "0"))
-            n = snprintf(buf, cap, "%s:0-%ld", host, (long)getpid());
+            n = snprintf(buf, cap, "%s:0-%08x", host, dir_hash(c->data_dir));
         else
             n = snprintf(buf, cap, "%s:%s", host, port);
     }

@@ -33,6 +33,8 @@ typedef struct pg_svc_config {
     const char *node_id; /* this replica's name; NULL: hostname:port (pg_svc_config_node_id) */
     int lease_s;         /* a claimed job's lease, seconds */
     int heartbeat_s;     /* lease renewal period, seconds (< lease_s) */
+    int claim_poll_ms;   /* idle workers look for claimable jobs this often */
+    int progress_s;      /* a running job's view is stored this often (0: at checkpoints only) */
 } pg_svc_config;
 
 void pg_svc_config_defaults(pg_svc_config *c);
@@ -48,9 +50,12 @@ int pg_svc_config_db_url(const pg_svc_config *c, char *buf, size_t cap, pg_error
 int pg_svc_config_db_pool(const pg_svc_config *c);
 
 /* The node id in effect into buf: cfg->node_id, else "HOST:PORT" with this
- * machine's hostname and the port of --listen (port 0, picked at bind time,
- * gives "HOST:0-PID" so replicas on one host stay distinct). PG_EINVAL
- * when it does not fit or is not a valid node id. */
+ * machine's hostname and the port of --listen. Port 0 (picked at bind time)
+ * gives "HOST:0-XXXXXXXX", a hash of the data dir's absolute path: replicas
+ * of one host with their own data dirs stay distinct, and a restart on the
+ * same data dir is the same node, so it gets its jobs back at once (a
+ * replica releases its own leases at start, service/jobs.h). PG_EINVAL when
+ * it does not fit or is not a valid node id. */
 int pg_svc_config_node_id(const pg_svc_config *c, char *buf, size_t cap, pg_error *err);
 
 /* Usage text for --help. */

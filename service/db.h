@@ -440,4 +440,28 @@ int pg_db_ckpt_put_owned(pg_db *db, const char *job, const char *node, int64_t s
                          const unsigned char *bytes, size_t len, uint32_t crc, int *held,
                          pg_error *err);
 
+/* pg_db_job_history_put, fenced: stored only when node owns the running
+ * job (*held = 0, the previous document untouched, otherwise). The job
+ * layer's worker writes the history only through this. */
+int pg_db_job_history_put_owned(pg_db *db, const char *id, const char *node, const char *doc,
+                                int *held, pg_error *err);
+/* A replica starting again under its node id (after a crash) gives back the
+ * leases it still holds: those running jobs become claimable at once (by
+ * itself or another replica) instead of when their leases run out.
+ * *released: how many. Only for a node id no live process uses. */
+int pg_db_job_release_node(pg_db *db, const char *node, int64_t now, int64_t *released,
+                           pg_error *err);
+/* Cancel of a running job, from any replica: marks the row (jobs.
+ * cancel_requested); its owner sees it through pg_db_job_watch and ends the
+ * job as cancelled with a fenced patch. *done = 0 (nothing changed) when the
+ * job is not running. A running job is never refunded. A queued one is
+ * cancelled (and refunded) with pg_db_job_cancel_queued instead. */
+int pg_db_job_cancel_running(pg_db *db, const char *id, int64_t now, int *done, pg_error *err);
+/* Read-only look at a job by its worker: *held = node owns the running job
+ * (the fence's condition, no clock); *cancel = a cancel was requested. */
+int pg_db_job_watch(pg_db *db, const char *id, const char *node, int *held, int *cancel,
+                    pg_error *err);
+/* Queued rows of every tenant: the depth of the shared queue. */
+int pg_db_job_queue_depth(pg_db *db, int64_t *queued, pg_error *err);
+
 #endif

@@ -369,6 +369,11 @@ static const pg_db_ops PGB_OPS = {
     .job_heartbeat = pgb_job_heartbeat,
     .job_patch_owned = pgb_job_patch_owned,
     .ckpt_put_owned = pgb_ckpt_put_owned,
+    .job_history_put_owned = pgb_job_history_put_owned,
+    .job_release_node = pgb_job_release_node,
+    .job_cancel_running = pgb_job_cancel_running,
+    .job_watch = pgb_job_watch,
+    .job_queue_depth = pgb_job_queue_depth,
 };
 
 static int migrate_fn(PGconn *c, void *ctx, pg_error *err)

@@ -156,5 +156,13 @@ int pgb_job_patch_owned(pg_db *db, const char *id, const char *node, const pg_jo
 int pgb_ckpt_put_owned(pg_db *db, const char *job, const char *node, int64_t step,
                        const unsigned char *bytes, size_t len, uint32_t crc, int *held,
                        pg_error *err);
+int pgb_job_history_put_owned(pg_db *db, const char *id, const char *node, const char *doc,
+                              int *held, pg_error *err);
+int pgb_job_release_node(pg_db *db, const char *node, int64_t now, int64_t *released,
+                         pg_error *err);
+int pgb_job_cancel_running(pg_db *db, const char *id, int64_t now, int *done, pg_error *err);
+int pgb_job_watch(pg_db *db, const char *id, const char *node, int *held, int *cancel,
+                  pg_error *err);
+int pgb_job_queue_depth(pg_db *db, int64_t *queued, pg_error *err);
 
 #endif

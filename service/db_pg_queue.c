@@ -175,3 +175,125 @@ int pgb_ckpt_put_owned(pg_db *db, const char *job, const char *node, int64_t ste
     *held = !rc && x.hit;
     return rc;
 }
+
+typedef struct h_ctx {
+    const char *id, *node, *doc;
+    int hit;
+} h_ctx;
+
+static int hist_owned_fn(PGconn *c, void *ctx, pg_error *err)
+{
+    h_ctx *x = ctx;
+    pgb_args a = {0};
+    pgb_text(&a, x->id);
+    pgb_text(&a, x->node);
+    PGresult *r;
+    /* The row lock orders this write against any claim of the job. */
+    int rc = pgb_q(c,
+                   "SELECT 1 FROM jobs WHERE id = $1 AND owner = $2 AND status = 'running' "
+                   "FOR UPDATE",
+                   &a, "checking a job's owner", &r, err);
+    if (rc) return rc;
+    x->hit = PQntuples(r) == 1;
+    PQclear(r);
+    if (!x->hit) return PGB_ROLLBACK;
+    pgb_args b = {0};
+    pgb_text(&b, x->id);
+    pgb_text(&b, x->doc);
+    pgb_i64(&b, pgb_now());
+    return pgb_q(c,
+                 "INSERT INTO job_history(job_id, doc, updated_at) VALUES ($1, $2, $3) "
+                 "ON CONFLICT (job_id) DO UPDATE SET doc = EXCLUDED.doc, "
+                 "updated_at = EXCLUDED.updated_at",
+                 &b, "storing an owned job's history", NULL, err);
+}
+
+int pgb_job_history_put_owned(pg_db *db, const char *id, const char *node, const char *doc,
+                              int *held, pg_error *err)
+{
+    h_ctx x = {.id = id, .node = node, .doc = doc};
+    int rc = pgb_tx(PGB(db), hist_owned_fn, &x, err);
+    *held = !rc && x.hit;
+    return rc;
+}
+
+typedef struct n_ctx {
+    const char *sql, *what;
+    pgb_args a;
+    int64_t n;
+    int c0, c1; /* first row's first two columns */
+} n_ctx;
+
+/* Runs x->sql: n = rows returned, c0/c1 = the first row's columns. */
+static int rows_fn(PGconn *c, void *ctx, pg_error *err)
+{
+    n_ctx *x = ctx;
+    PGresult *r;
+    int rc = pgb_q(c, x->sql, &x->a, x->what, &r, err);
+    if (rc) return rc;
+    x->n = PQntuples(r);
+    x->c0 = x->n > 0 && PQnfields(r) > 0 ? (int)pgb_i64_at(r, 0, 0) : 0;
+    x->c1 = x->n > 0 && PQnfields(r) > 1 ? (int)pgb_i64_at(r, 0, 1) : 0;
+    PQclear(r);
+    return PG_OK;
+}
+
+int pgb_job_release_node(pg_db *db, const char *node, int64_t now, int64_t *released, pg_error *err)
+{
+    n_ctx x = {.sql = "UPDATE jobs SET lease_until = NULL, updated_at = $2 WHERE owner = $1 AND "
+                      "status = 'running' AND lease_until IS NOT NULL RETURNING 1",
+               .what = "releasing a node's leases"};
+    pgb_text(&x.a, node);
+    pgb_i64(&x.a, now);
+    int rc = pgb_tx(PGB(db), rows_fn, &x, err);
+    *released = rc ? 0 : x.n;
+    return rc;
+}
+
+int pgb_job_cancel_running(pg_db *db, const char *id, int64_t now, int *done, pg_error *err)
+{
+    n_ctx x = {.sql = "UPDATE jobs SET cancel_requested = true, updated_at = $2 WHERE id = $1 "
+                      "AND status = 'running' RETURNING 1",
+               .what = "asking a running job to stop"};
+    pgb_text(&x.a, id);
+    pgb_i64(&x.a, now);
+    int rc = pgb_tx(PGB(db), rows_fn, &x, err);
+    *done = !rc && x.n == 1;
+    return rc;
+}
+
+int pgb_job_watch(pg_db *db, const char *id, const char *node, int *held, int *cancel,
+                  pg_error *err)
+{
+    n_ctx x = {.sql = "SELECT owner IS NOT DISTINCT FROM $2, cancel_requested FROM jobs "
+                      "WHERE id = $1 AND status = 'running'",
+               .what = "reading a job's lease"};
+    pgb_text(&x.a, id);
+    pgb_text(&x.a, node);
+    int rc = pgb_tx(PGB(db), rows_fn, &x, err);
+    if (!rc && x.n == 1) {
+        *held = x.c0 != 0;
+        *cancel = x.c1 != 0;
+    }
+    return rc;
+}
+
+static int depth_fn(PGconn *c, void *ctx, pg_error *err)
+{
+    int64_t *q = ctx;
+    PGresult *r;
+    int rc = pgb_q(c, "SELECT count(*) FROM jobs WHERE status = 'queued'", NULL,
+                   "counting queued jobs", &r, err);
+    if (rc) return rc;
+    *q = PQntuples(r) == 1 ? pgb_i64_at(r, 0, 0) : 0;
+    PQclear(r);
+    return PG_OK;
+}
+
+int pgb_job_queue_depth(pg_db *db, int64_t *queued, pg_error *err)
+{
+    int64_t q = 0;
+    int rc = pgb_tx(PGB(db), depth_fn, &q, err);
+    if (!rc) *queued = q;
+    return rc;
+}

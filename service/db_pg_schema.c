@@ -75,6 +75,9 @@ static const char *const MIGRATIONS[] = {
     " updated_at bigint NOT NULL);",
     /* 3: token list order, expiry, revocation and last use (db_pg.h). */
     PGB_MIGRATION_TOKENS,
+    /* 4: a cancel of a running job asked through any replica (service/db.h,
+     * pg_db_job_cancel_running); its owner acts on it. */
+    "ALTER TABLE jobs ADD COLUMN IF NOT EXISTS cancel_requested boolean NOT NULL DEFAULT false;",
 };
 #define NMIGRATIONS ((int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]))
 const int PGB_SCHEMA_LATEST = NMIGRATIONS;

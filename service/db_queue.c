@@ -77,3 +77,43 @@ int pg_db_ckpt_put_owned(pg_db *db, const char *job, const char *node, int64_t s
     if (!job_ok(job) || step < 0) return pg_error_set(err, PG_EINVAL, "invalid checkpoint id");
     return db->ops->ckpt_put_owned(db, job, node, step, bytes, len, crc, held, err);
 }
+
+int pg_db_job_history_put_owned(pg_db *db, const char *id, const char *node, const char *doc,
+                                int *held, pg_error *err)
+{
+    *held = 0;
+    if (!node_ok(node)) return bad_node(err);
+    if (!doc) return pg_error_set(err, PG_EINVAL, "no history document");
+    if (!job_ok(id)) return PG_OK;
+    return db->ops->job_history_put_owned(db, id, node, doc, held, err);
+}
+
+int pg_db_job_release_node(pg_db *db, const char *node, int64_t now, int64_t *released,
+                           pg_error *err)
+{
+    *released = 0;
+    if (!node_ok(node)) return bad_node(err);
+    return db->ops->job_release_node(db, node, now, released, err);
+}
+
+int pg_db_job_cancel_running(pg_db *db, const char *id, int64_t now, int *done, pg_error *err)
+{
+    *done = 0;
+    if (!job_ok(id)) return PG_OK;
+    return db->ops->job_cancel_running(db, id, now, done, err);
+}
+
+int pg_db_job_watch(pg_db *db, const char *id, const char *node, int *held, int *cancel,
+                    pg_error *err)
+{
+    *held = *cancel = 0;
+    if (!node_ok(node)) return bad_node(err);
+    if (!job_ok(id)) return PG_OK;
+    return db->ops->job_watch(db, id, node, held, cancel, err);
+}
+
+int pg_db_job_queue_depth(pg_db *db, int64_t *queued, pg_error *err)
+{
+    *queued = 0;
+    return db->ops->job_queue_depth(db, queued, err);
+}

@@ -67,6 +67,9 @@ static const char *const MIGRATIONS[] = {
     "ALTER TABLE jobs ADD COLUMN owner TEXT;"
     "ALTER TABLE jobs ADD COLUMN lease_until INTEGER;"
     "CREATE INDEX jobs_active ON jobs(seq) WHERE status IN ('queued','running');",
+    /* 7: a cancel of a running job asked through any replica (service/db.h,
+     * pg_db_job_cancel_running); its owner acts on it. */
+    "ALTER TABLE jobs ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0;",
 };
 #define NMIGRATIONS ((int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]))
 
@@ -369,6 +372,11 @@ static const pg_db_ops SQ_OPS = {
     .job_heartbeat = sq_job_heartbeat,
     .job_patch_owned = sq_job_patch_owned,
     .ckpt_put_owned = sq_ckpt_put_owned,
+    .job_history_put_owned = sq_job_history_put_owned,
+    .job_release_node = sq_job_release_node,
+    .job_cancel_running = sq_job_cancel_running,
+    .job_watch = sq_job_watch,
+    .job_queue_depth = sq_job_queue_depth,
 };
 
 int pg_db_sqlite_open(const char *url, const pg_db_options *opt, pg_db **out, pg_error *err)

@@ -207,3 +207,114 @@ int sq_ckpt_put_owned(pg_db *db, const char *job, const char *node, int64_t step
     *held = !rc && owned;
     return rc;
 }
+
+/* One statement binding (id or node, text ?2, int64 ?3); returns changes. */
+static int run_update(sq_db *s, const char *sql, const char *a, const char *b, int64_t n,
+                      const char *what, int64_t *changed, pg_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_prep(s, sql, &st, err);
+    if (rc) return rc;
+    sqlite3_bind_text(st, 1, a, -1, SQLITE_STATIC);
+    if (b) sqlite3_bind_text(st, 2, b, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, n);
+    if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, what);
+    sqlite3_finalize(st);
+    *changed = rc ? 0 : sqlite3_changes(s->db);
+    return rc;
+}
+
+int sq_job_history_put_owned(pg_db *db, const char *id, const char *node, const char *doc,
+                             int *held, pg_error *err)
+{
+    sq_db *s = SQ(db);
+    pthread_mutex_lock(&s->mu);
+    sqlite3_stmt *st;
+    /* One statement: the fence (EXISTS) and the write under the write lock. */
+    int rc = sq_prep(s,
+                     "INSERT INTO job_history(job_id, doc, updated_at) SELECT ?1, ?3, ?4 "
+                     "WHERE EXISTS(SELECT 1 FROM jobs WHERE id=?1 AND owner=?2 AND "
+                     "status='running') ON CONFLICT(job_id) DO UPDATE SET doc=excluded.doc, "
+                     "updated_at=excluded.updated_at",
+                     &st, err);
+    if (!rc) {
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, node, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, doc, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 4, sq_now());
+        if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "storing an owned job's history");
+        sqlite3_finalize(st);
+    }
+    int changed = !rc && sqlite3_changes(s->db) == 1;
+    pthread_mutex_unlock(&s->mu);
+    *held = changed;
+    return rc;
+}
+
+int sq_job_release_node(pg_db *db, const char *node, int64_t now, int64_t *released, pg_error *err)
+{
+    sq_db *s = SQ(db);
+    pthread_mutex_lock(&s->mu);
+    int rc = run_update(s,
+                        "UPDATE jobs SET lease_until=NULL, updated_at=?3 WHERE owner=?1 AND "
+                        "status='running' AND lease_until IS NOT NULL",
+                        node, NULL, now, "releasing a node's leases", released, err);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+int sq_job_cancel_running(pg_db *db, const char *id, int64_t now, int *done, pg_error *err)
+{
+    sq_db *s = SQ(db);
+    int64_t n = 0;
+    pthread_mutex_lock(&s->mu);
+    int rc = run_update(s,
+                        "UPDATE jobs SET cancel_requested=1, updated_at=?3 WHERE id=?1 AND "
+                        "status='running'",
+                        id, NULL, now, "asking a running job to stop", &n, err);
+    pthread_mutex_unlock(&s->mu);
+    *done = n == 1;
+    return rc;
+}
+
+int sq_job_watch(pg_db *db, const char *id, const char *node, int *held, int *cancel, pg_error *err)
+{
+    sq_db *s = SQ(db);
+    pthread_mutex_lock(&s->mu);
+    sqlite3_stmt *st;
+    int rc = sq_prep(s,
+                     "SELECT owner IS ?2, cancel_requested FROM jobs WHERE id=?1 AND "
+                     "status='running'",
+                     &st, err);
+    if (!rc) {
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, node, -1, SQLITE_STATIC);
+        int r = sqlite3_step(st);
+        if (r == SQLITE_ROW) {
+            *held = sqlite3_column_int(st, 0) != 0;
+            *cancel = sqlite3_column_int(st, 1) != 0;
+        } else if (r != SQLITE_DONE) {
+            rc = sq_fail(s, err, "reading a job's lease");
+        }
+        sqlite3_finalize(st);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+int sq_job_queue_depth(pg_db *db, int64_t *queued, pg_error *err)
+{
+    sq_db *s = SQ(db);
+    pthread_mutex_lock(&s->mu);
+    sqlite3_stmt *st;
+    int rc = sq_prep(s, "SELECT count(*) FROM jobs WHERE status='queued'", &st, err);
+    if (!rc) {
+        if (sqlite3_step(st) == SQLITE_ROW)
+            *queued = sqlite3_column_int64(st, 0);
+        else
+            rc = sq_fail(s, err, "counting queued jobs");
+        sqlite3_finalize(st);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}

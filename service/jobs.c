@@ -2,6 +2,7 @@
 #include "service/jobdesc.h"
 #include "service/jobs.h"
 #include "service/jobs_internal.h"
+#include "service/log.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -62,36 +63,17 @@ static job *find(pg_jobs *m, const char *tenant, const char *id)
     return NULL;
 }
 
-void pg_jobs_enqueue(pg_jobs *m, job *j, int front)
+job *pg_jobs_by_id(pg_jobs *m, const char *id)
 {
-    j->qnext = NULL;
-    j->queued = 1;
-    if (!m->qhead) {
-        m->qhead = m->qtail = j;
-    } else if (front) {
-        j->qnext = m->qhead;
-        m->qhead = j;
-    } else {
-        m->qtail->qnext = j;
-        m->qtail = j;
-    }
-    m->nqueued++;
-    pthread_cond_signal(&m->work);
+    for (size_t i = 0; i < m->n; i++)
+        if (!strcmp(m->all[i]->id, id)) return m->all[i];
+    return NULL;
 }
 
-void pg_jobs_unqueue(pg_jobs *m, job *j)
+void pg_jobs_kick(pg_jobs *m)
 {
-    job **pp = &m->qhead, *prev = NULL;
-    while (*pp && *pp != j) {
-        prev = *pp;
-        pp = &(*pp)->qnext;
-    }
-    if (!*pp) return;
-    *pp = j->qnext;
-    if (m->qtail == j) m->qtail = prev;
-    j->queued = 0;
-    j->qnext = NULL;
-    m->nqueued--;
+    m->kicks++;
+    pthread_cond_signal(&m->work);
 }
 
 void pg_jobs_bump(pg_jobs *m, job *j)
@@ -142,7 +124,7 @@ static int geometry_from_spec(json_t *spec, pg_data_desc *out)
 
 /* Rebuilds a stored job: desc from the dataset as it was (data_n rows) and
  * the plan (plan() is pure, so it is the one charged at submission). */
-static job *job_from_row(pg_jobs *m, const pg_job_row *r)
+job *pg_jobs_job_from_row(pg_jobs *m, const pg_job_row *r)
 {
     job *j = calloc(1, sizeof *j);
     if (!j) return NULL;
@@ -213,12 +195,9 @@ static job *job_from_row(pg_jobs *m, const pg_job_row *r)
         j->ckpts = ck;
         j->nckpts = j->ckcap = nck;
     }
-    if (why && !pg_jobs_finished(j->status)) {
-        j->status = ST_FAILED;
-        free(j->error);
-        j->error = strdup(why);
-        pg_db_job_set_status(m->db, j->id, "failed", 0, 1, why, NULL);
-    }
+    /* Nothing is written here (the job may run on another replica): the
+     * replica that claims it fails it with a fenced write (jobs_run.c). */
+    if (why && !pg_jobs_finished(j->status)) j->unrunnable = why;
     return j;
 }
 
@@ -228,33 +207,39 @@ int pg_jobs_create(const pg_svc_config *cfg, pg_db *db, pg_jobs **out, pg_error 
     if (!m) return pg_error_set(err, PG_ENOMEM, "out of memory");
     m->cfg = cfg;
     m->db = db;
+    m->joined = 1; /* no threads yet */
     pthread_mutex_init(&m->mu, NULL);
     pthread_cond_init(&m->work, NULL);
     pthread_cond_init(&m->update, NULL);
+    pthread_cond_init(&m->hb_wake, NULL);
     pg_job_row *rows;
     size_t n;
+    int64_t released = 0;
     int rc = pg_svc_config_node_id(cfg, m->node, sizeof m->node, err);
+    /* Leases still held under this node id belong to a process of ours that
+     * died: its jobs are claimable at once instead of when they run out. */
+    if (!rc) rc = pg_db_job_release_node(db, m->node, pg_jobs_now(), &released, err);
     if (!rc) rc = pg_db_job_load_all(db, &rows, &n, err);
     if (rc) {
         pg_jobs_destroy(m);
         return rc;
     }
+    m->released_at_start = (uint64_t)released;
+    if (released)
+        pg_log_job("info", m->node, NULL,
+                   "released %lld lease(s) this node held before it restarted: their jobs "
+                   "resume from their checkpoints",
+                   (long long)released);
     for (size_t i = 0; i < n && !rc; i++) {
-        job *j = job_from_row(m, &rows[i]);
+        job *j = pg_jobs_job_from_row(m, &rows[i]);
         if (!j || pg_jobs_table_add(m, j)) {
             pg_jobs_job_free(j);
             rc = pg_error_set(err, PG_ENOMEM, "out of memory loading jobs");
         }
     }
     pg_job_rows_free(rows, n);
-    /* Interrupted jobs go first, then the queued ones, each in their order. */
-    for (size_t i = 0; i < m->n; i++)
-        if (m->all[i]->status == ST_RUNNING) {
-            m->all[i]->resume = 1;
-            pg_jobs_enqueue(m, m->all[i], 0);
-        }
-    for (size_t i = 0; i < m->n; i++)
-        if (m->all[i]->status == ST_QUEUED) pg_jobs_enqueue(m, m->all[i], 0);
+    /* Queued and interrupted jobs are not queued here: the workers claim
+     * them from the database, oldest first (jobs_run.c). */
     if (rc) {
         pg_jobs_destroy(m);
         return rc;
@@ -275,12 +260,12 @@ void pg_jobs_quiesce(pg_jobs *m)
 void pg_jobs_destroy(pg_jobs *m)
 {
     if (!m) return;
+    pg_jobs_drain(m); /* no-op after a drain or an abandon */
     pthread_mutex_lock(&m->mu);
     m->stopping = 1;
     pthread_cond_broadcast(&m->work);
     pthread_cond_broadcast(&m->update);
     pthread_mutex_unlock(&m->mu);
-    for (int i = 0; i < m->nthreads; i++) pthread_join(m->threads[i], NULL);
     free(m->threads);
     for (size_t i = 0; i < m->n; i++) pg_jobs_job_free(m->all[i]);
     free(m->all);
@@ -288,6 +273,7 @@ void pg_jobs_destroy(pg_jobs *m)
     free(m->gone);
     pthread_cond_destroy(&m->work);
     pthread_cond_destroy(&m->update);
+    pthread_cond_destroy(&m->hb_wake);
     pthread_mutex_destroy(&m->mu);
     free(m);
 }
@@ -368,24 +354,32 @@ int pg_jobs_cancel(pg_jobs *m, const char *tenant, const char *id, json_t **out,
 {
     *out = NULL;
     *conflict = 0;
-    int rc = PG_OK;
+    int rc = PG_OK, done = 0;
     pthread_mutex_lock(&m->mu);
     job *j = find(m, tenant, id);
     *found = j != NULL;
     if (j && pg_jobs_finished(j->status)) {
         *conflict = 1;
     } else if (j && j->status == ST_QUEUED) {
-        int done;
         rc = pg_db_job_cancel_queued(m->db, j->id, &done, err);
         if (!rc && done) {
-            pg_jobs_unqueue(m, j);
             j->status = ST_CANCELLED;
             j->finished_at = pg_jobs_now();
             pg_jobs_bump(m, j);
         }
-    } else if (j) {
-        j->cancel = 1; /* the worker stops at the next step boundary */
-        pg_jobs_bump(m, j);
+    }
+    /* Running, here or on any replica (this view may still say queued: a
+     * replica claimed it since): the row asks its owner to stop, which it
+     * does within about a second (jobs_run.c). Never refunded. */
+    if (j && !rc && !*conflict && !done) {
+        rc = pg_db_job_cancel_running(m->db, j->id, pg_jobs_now(), &done, err);
+        if (!rc && done) {
+            j->cancel = 1; /* the worker stops at the next step boundary */
+            if (j->status == ST_QUEUED) j->status = ST_RUNNING;
+            pg_jobs_bump(m, j);
+        } else if (!rc) {
+            *conflict = 1; /* it ended meanwhile (this view may not show it yet) */
+        }
     }
     if (j && !rc) *out = pg_jobs_job_json(j);
     pthread_mutex_unlock(&m->mu);
@@ -432,7 +426,6 @@ int pg_jobs_delete(pg_jobs *m, const char *tenant, const char *id, int *found, i
         int done;
         rc = pg_db_job_cancel_queued(m->db, j->id, &done, err);
         if (!rc && done) {
-            pg_jobs_unqueue(m, j);
             j->status = ST_CANCELLED;
             j->finished_at = pg_jobs_now();
             pg_jobs_bump(m, j);

@@ -1,11 +1,10 @@
 /* service/jobs.h - training jobs: submission, worker pool, progress, serving.
  *
  * A pg_jobs owns the in-memory job table (mirroring the jobs table of the
- * store), a FIFO queue bounded by --max-queued and --workers threads. It
- * drives trainers only through engine/methods/method.h: no method name
- * appears here. All functions are thread-safe; JSON results are new objects
- * the caller releases. Tenancy: every lookup takes the caller's tenant and a
- * foreign job behaves exactly like a missing one (*found = 0).
+ * store), --workers threads and a heartbeat thread. It drives trainers only
+ * through engine/methods/method.h: no method name appears here. All functions are thread-safe; JSON
+ * results are new objects the caller releases. Tenancy: every lookup takes the caller's tenant and
+ * a foreign job behaves exactly like a missing one (*found = 0).
  *
  * Privacy (see DESIGN.md "Privacy semantics"):
  *  - Submission resolves the spec (the service draws a seed when absent, so
@@ -26,6 +25,49 @@
  *    initialization under the same rule; with nothing left it fails (no
  *    checkpoint) or finishes at its checkpoint. No second ledger charge.
  *    Non-charging jobs (local/public data) resume with all remaining steps.
+ *
+ * The shared queue (many replicas on one database; service/db.h, "the
+ * shared job queue"). The queue is the jobs table itself: a submission
+ * commits a queued row (through any replica) and wakes a local worker;
+ * idle workers of every replica claim the oldest runnable row, every
+ * --claim-poll-ms or at once on a local submission. A claim holds the job
+ * under a lease (--lease-seconds) that one heartbeat thread per replica
+ * renews every --heartbeat-seconds; the claimed job enters (or refreshes)
+ * this replica's table. With SQLite (one process) this is the same FIFO a
+ * user saw before: oldest first, started at once.
+ *  - Takeover = resume: a replica that dies, hangs or is cut off stops
+ *    renewing; once the lease ran out another replica claims the job and
+ *    runs it exactly as a restart would: from its newest checkpoint, with
+ *    the row's steps_reserved as the base of the reservation rule above.
+ *    A replica starting again under its node id releases the leases it
+ *    still held, so its jobs resume at once.
+ *  - The fence: every write a worker makes about its job (steps_reserved,
+ *    step, checkpoint, history document, final status) is fenced on the
+ *    lease (owner) in the write's own transaction. A refused write, a
+ *    heartbeat refused, or a row naming another owner (read at most once a
+ *    second between steps) marks the lease lost: the worker stops at its
+ *    next step boundary and writes nothing more; the loss is counted and
+ *    logged with the replica and the job.
+ *  - Why a takeover is never charged again and never releases more than
+ *    the plan: the ledger row is written once, at admission; a claim never
+ *    touches it. Invocations of the mechanism by all owners together stay
+ *    within steps_reserved (each reserves before it runs, fenced), and a new
+ *    owner runs at most plan.steps - steps_reserved more. What leaves the
+ *    service (snapshots, samples) only comes from stored checkpoints, and
+ *    those are fenced: what a stale owner computed after its last accepted
+ *    write is never released, while its invocations were already counted.
+ *    A job may thus end a few steps short of its plan after a crash (the
+ *    reserved chunk it lost), never beyond it.
+ *  - Cancel from any replica: a queued job is cancelled and refunded in one
+ *    transaction; a running one (here or elsewhere) is marked in its row and
+ *    its owner ends it as cancelled within about a second plus one step.
+ *  - Progress for other replicas: the owner stores the job's history
+ *    document at each checkpoint, at most every --progress-seconds between
+ *    them, and at the end.
+ *  - --max-queued bounds the shared queue: the queued rows of every replica
+ *    (503 + Retry-After beyond). Concurrent submissions on several replicas
+ *    may overshoot it by their number (the count and the insert are not one
+ *    transaction): it is a load limit, not a privacy one.
  */
 #ifndef PG_SVC_JOBS_H
 #define PG_SVC_JOBS_H
@@ -42,16 +84,27 @@
 
 typedef struct pg_jobs pg_jobs;
 
-/* Loads every job from the store: queued ones are queued again (in order),
- * running ones are queued first for resumption. Workers start with
- * pg_jobs_start. */
+/* Releases the leases this node (--node-id) still holds from a previous
+ * life and loads every job from the store into the table. Workers and the
+ * heartbeat start with pg_jobs_start. */
 int pg_jobs_create(const pg_svc_config *cfg, pg_db *db, pg_jobs **out, pg_error *err);
 int pg_jobs_start(pg_jobs *m, pg_error *err);
 /* Ends every event stream (pg_jobs_wait returns final) so the HTTP server
- * can drain before shutdown; workers keep running until destroy. */
+ * can drain before shutdown; workers keep running. */
 void pg_jobs_quiesce(pg_jobs *m);
-/* Stops the workers at their next step boundary: running jobs write a
- * checkpoint and stay `running` (resumed by the next start). */
+/* Graceful drain (SIGTERM): no more claims; every running job writes a
+ * checkpoint at its next step boundary (fenced), gives back the unused part
+ * of its step reservation and releases its lease, so another replica (or
+ * the next start) claims it at once with no step lost. Returns when the
+ * workers and the heartbeat thread have exited. Submissions are still
+ * accepted (the rows wait in the shared queue). Idempotent. */
+void pg_jobs_drain(pg_jobs *m);
+/* For tests: as if the process died at this instant. Workers stop at their
+ * next step boundary writing nothing, heartbeats stop, no lease is
+ * released (other replicas take the jobs over once the leases run out).
+ * Returns when the threads have exited; destroy afterwards only frees. */
+void pg_jobs_abandon(pg_jobs *m);
+/* Drains (unless drained or abandoned) and frees. */
 void pg_jobs_destroy(pg_jobs *m);
 
 enum pg_submit_outcome {

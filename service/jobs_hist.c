@@ -11,8 +11,9 @@
  * classes, privacy model) is not here: it is stored with the spec at
  * submission (jobs_submit.c), which also covers jobs that never checkpointed.
  *
- * Write rate: the worker saves at each checkpoint and once at the end (and
- * at a clean shutdown's last checkpoint), never per step. The history is
+ * Write rate: the worker (the job's owner only: the write is fenced) saves
+ * at each checkpoint, at most every --progress-seconds between them (so
+ * other replicas can show progress), and once at the end, never per step. The history is
  * bounded by HIST_CAP points (jobs_run.c's rule: when full, every other
  * point is dropped and the sampling stride doubles), so a document stays
  * below ~40 KB whatever the step count.
@@ -67,13 +68,16 @@ static char *encode(const job *j)
     return s;
 }
 
-int pg_jobs_hist_save(pg_jobs *m, job *j, pg_error *err)
+int pg_jobs_hist_save(pg_jobs *m, job *j, int *held, pg_error *err)
 {
+    *held = 0;
     pthread_mutex_lock(&m->mu);
     char *doc = encode(j);
     pthread_mutex_unlock(&m->mu);
     if (!doc) return pg_error_set(err, PG_ENOMEM, "out of memory encoding a job's history");
-    int rc = pg_db_job_history_put(m->db, j->id, doc, err);
+    /* Only the job's owner writes its view: after a takeover a stale owner
+     * cannot replace the new owner's progress. */
+    int rc = pg_db_job_history_put_owned(m->db, j->id, m->node, doc, held, err);
     free(doc);
     return rc;
 }

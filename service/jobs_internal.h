@@ -38,13 +38,15 @@ pg_job_data pg_jobs_data(const struct job *j, const struct pg_dataset *rows,
 /* Key of the sample geometry in a stored spec (see jobs_submit.c). */
 #define PG_JOBS_GEOMETRY_KEY "_serving_geometry"
 
+/* Claim latency histogram (seconds, jobs_lease.c). */
+#define PG_JOBS_LAT_BUCKETS 9
+
 typedef struct hist_pt {
     long step;
     double loss, eps;
 } hist_pt;
 
 typedef struct job {
-    struct job *qnext;
     int64_t seq;
     char id[PG_ID_MAX], tenant[PG_ID_MAX], dataset_id[PG_ID_MAX];
     char method_name[64];
@@ -56,8 +58,6 @@ typedef struct job {
     pg_privacy_plan plan;
     json_t *privacy; /* the plan's report, rendered once (the shuffle bound is costly) */
     int status;
-    int queued;  /* in the FIFO */
-    int resume;  /* was running when the process started */
     int cancel;  /* stop at the next step boundary */
     int deleted; /* DELETE /v1/jobs/{id}: out of the table, in pg_jobs.gone */
     int64_t created_at, started_at, finished_at, steps_reserved;
@@ -73,6 +73,11 @@ typedef struct job {
     pg_snapshot *snap;
     json_t *warnings; /* set once the job finished (stored); NULL: computed per view */
     uint64_t version;
+    /* r18work: the shared queue (jobs_run.c, jobs_lease.c) */
+    int owned;              /* this replica holds its lease: one of its workers runs it */
+    int lost;               /* the lease was lost: its worker stops without writing */
+    double submitted_at;    /* wall clock of a submission through this replica; 0: elsewhere */
+    const char *unrunnable; /* why this replica cannot run it (static text); NULL: it can */
 } job;
 
 struct pg_jobs {
@@ -84,23 +89,42 @@ struct pg_jobs {
     size_t n, cap;
     job **gone; /* deleted jobs: pointers held elsewhere stay valid until destroy */
     size_t ngone, gonecap;
-    job *qhead, *qtail;
-    size_t nqueued, pending;
+    size_t pending;
     pthread_t *threads;
     int nthreads, stopping;
     int closing; /* waits return at once (event streams end); workers go on */
     uint64_t samples_served, steps_done;
     char node[PG_NODE_MAX]; /* this replica (--node-id) */
+    /* r18work: the shared queue. Workers claim from the database (waking on
+     * `work` at a local submission or every --claim-poll-ms); one thread
+     * renews the leases of the jobs they run (jobs_lease.c). */
+    pthread_t hb;
+    int hb_running, hb_stop;
+    pthread_cond_t hb_wake;
+    int draining;   /* no more claims; running jobs checkpoint and release their lease */
+    int dead;       /* pg_jobs_abandon: workers and heartbeats stop, writing nothing */
+    int joined;     /* workers and heartbeat thread have exited */
+    uint64_t kicks; /* local submissions, so an idle worker never sleeps through one */
+    uint64_t claims, resumes, lease_losses, released_at_start;
+    double claim_lat_sum;
+    uint64_t claim_lat_n, claim_lat_bucket[PG_JOBS_LAT_BUCKETS];
 };
 
 int64_t pg_jobs_now(void);
 int pg_jobs_finished(int status);
 void pg_jobs_job_free(job *j);
 
-/* Table and FIFO (mu held). */
+/* Table (mu held). */
 int pg_jobs_table_add(pg_jobs *m, job *j);
-void pg_jobs_enqueue(pg_jobs *m, job *j, int front);
-void pg_jobs_unqueue(pg_jobs *m, job *j);
+/* A job of any tenant by id (mu held); NULL when this replica has none. */
+job *pg_jobs_by_id(pg_jobs *m, const char *id);
+/* Builds a job from its stored row (and history document, checkpoints)
+ * without writing anything; NULL when out of memory. A job this replica
+ * cannot run (method not built, dataset gone) gets j->unrunnable: the
+ * replica that claims it fails it, fenced. */
+job *pg_jobs_job_from_row(pg_jobs *m, const pg_job_row *r);
+/* A local submission: wake an idle worker (mu held). */
+void pg_jobs_kick(pg_jobs *m);
 /* A job changed: bump its version and wake event streams (mu held). */
 void pg_jobs_bump(pg_jobs *m, job *j);
 
@@ -119,12 +143,23 @@ int pg_jobs_read_ckpt(pg_jobs *m, const char *id, long step, unsigned char **byt
                       pg_error *err);
 
 /* The durable view (jobs_hist.c). save encodes under mu (not held by the
- * caller) and stores; apply fills a job being rebuilt from its stored
+ * caller) and stores, fenced on this replica's lease (*held = 0: refused,
+ * the lease is lost); apply fills a job being rebuilt from its stored
  * document (-1: unreadable, nothing applied). warnings_json: the warnings
  * of the history so far, plus the range draw of the latest snapshot when
  * succeeded (the job ended well: its final model is judged; mu held). */
-int pg_jobs_hist_save(pg_jobs *m, job *j, pg_error *err);
+int pg_jobs_hist_save(pg_jobs *m, job *j, int *held, pg_error *err);
 int pg_jobs_hist_apply(job *j, const char *doc);
 json_t *pg_jobs_warnings_json(const job *j, int succeeded);
+
+/* The lease side of the shared queue (jobs_lease.c). start/stop run the
+ * heartbeat thread; lose marks j's lease lost, counts and logs it (mu
+ * held); queue_metrics renders the per-replica queue series (malloc'ed). */
+int pg_jobs_lease_start(pg_jobs *m, pg_error *err);
+void pg_jobs_lease_stop(pg_jobs *m);
+void pg_jobs_lose(pg_jobs *m, job *j, const char *why);
+void pg_jobs_count_claim(pg_jobs *m, job *j, const pg_job_row *r, int64_t now);
+char *pg_jobs_queue_metrics(pg_jobs *m);
+double pg_jobs_wall(void);
 
 #endif

@@ -1,9 +1,14 @@
-/* service/jobs_run.c - the worker threads: one job from data load to its
- * final checkpoint, under the write-ahead step reservation (jobs.h). */
+/* service/jobs_run.c - the worker threads: they claim jobs from the shared
+ * queue in the database and run each from data load to its final
+ * checkpoint, under the write-ahead step reservation and the lease's fence
+ * (jobs.h). Every write a worker makes about its job is fenced on this
+ * replica's lease: once refused (or once the heartbeat reports the lease
+ * lost) the worker stops at its next step boundary and writes nothing more. */
 #include "engine/data/dataset.h"
 #include "engine/methods/method.h"
 #include "service/jobs.h"
 #include "service/jobs_internal.h"
+#include "service/log.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -57,6 +62,10 @@ static long ckpt_every(const json_t *spec)
  * values, replace-by-key writes, reads), so a retry after an outage whose
  * first attempt did commit changes nothing. */
 #define DB_RETRY_S 60
+/* Between steps a worker reads its job's row at most this often (seconds):
+ * a cancel asked through another replica, or a lost lease, is seen within
+ * about this long plus one step. */
+#define WATCH_S 1.0
 
 /* 1 when `rc` says the database is unreachable and the worker should try
  * again (after a second); 0 to go on with rc. */
@@ -67,15 +76,57 @@ static int db_retry(pg_jobs *m, int rc, int *tries)
     struct timespec ts = {1, 0};
     nanosleep(&ts, NULL);
     pthread_mutex_lock(&m->mu);
-    int stop = m->stopping;
+    int stop = m->stopping || m->dead;
     pthread_mutex_unlock(&m->mu);
     return !stop;
+}
+
+static int is_lost(pg_jobs *m, job *j)
+{
+    pthread_mutex_lock(&m->mu);
+    int l = j->lost || m->dead;
+    pthread_mutex_unlock(&m->mu);
+    return l;
+}
+
+/* A fenced write was refused: the lease is gone (rc stays PG_OK). */
+static void refused(pg_jobs *m, job *j, const char *what)
+{
+    pthread_mutex_lock(&m->mu);
+    pg_jobs_lose(m, j, what);
+    pthread_mutex_unlock(&m->mu);
+}
+
+/* The job leaves this replica's hands (ended, released or lost). */
+static void disown(pg_jobs *m, job *j)
+{
+    pthread_mutex_lock(&m->mu);
+    j->owned = 0;
+    pg_jobs_bump(m, j);
+    pthread_mutex_unlock(&m->mu);
+}
+
+static int patch(pg_jobs *m, job *j, const pg_job_patch *p, const char *what, pg_error *err)
+{
+    int rc, held = 0, tries = 0;
+    do rc = pg_db_job_patch_owned(m->db, j->id, m->node, p, &held, err);
+    while (db_retry(m, rc, &tries));
+    if (!rc && !held) refused(m, j, what);
+    return rc;
+}
+
+static int hist_save(pg_jobs *m, job *j, pg_error *err)
+{
+    int rc, held = 0, tries = 0;
+    do rc = pg_jobs_hist_save(m, j, &held, err);
+    while (db_retry(m, rc, &tries));
+    if (!rc && !held) refused(m, j, "its progress write was refused");
+    return rc;
 }
 
 static void finish(pg_jobs *m, job *j, int st, const char *error)
 {
     pg_error e = {0};
-    int rc, tries = 0;
     /* The warnings are judged once, on the final model, and stored with
      * the view before the status says the job ended. */
     pthread_mutex_lock(&m->mu);
@@ -83,17 +134,31 @@ static void finish(pg_jobs *m, job *j, int st, const char *error)
     json_decref(j->warnings);
     j->warnings = w;
     pthread_mutex_unlock(&m->mu);
-    do rc = pg_jobs_hist_save(m, j, &e);
-    while (db_retry(m, rc, &tries));
-    if (rc) fprintf(stderr, "privgend: cannot store the history of %s: %s\n", j->id, e.msg);
-    tries = 0;
-    do rc = pg_db_job_set_status(m->db, j->id, pg_jobs_status[st], 0, 1, error, &e);
-    while (db_retry(m, rc, &tries));
-    if (rc) fprintf(stderr, "privgend: cannot record the end of %s: %s\n", j->id, e.msg);
+    int rc = hist_save(m, j, &e);
+    if (rc) pg_log_job("error", m->node, j->id, "cannot store the job's history: %s", e.msg);
+    if (is_lost(m, j)) {
+        disown(m, j);
+        return;
+    }
+    pg_job_patch p = {.now = pg_jobs_now(),
+                      .status = pg_jobs_status[st],
+                      .finished = 1,
+                      .error = error,
+                      .step = -1,
+                      .steps_reserved = -1};
+    rc = patch(m, j, &p, "the write of its end was refused", &e);
+    if (rc || is_lost(m, j)) {
+        /* Not recorded: the row still says running under this lease, which
+         * runs out; the job is then claimed again and resumes. */
+        if (rc) pg_log_job("error", m->node, j->id, "cannot record the end of the job: %s", e.msg);
+        disown(m, j);
+        return;
+    }
     pthread_mutex_lock(&m->mu);
     j->status = st;
-    j->finished_at = pg_jobs_now();
+    j->finished_at = p.now;
     j->eta = NAN;
+    j->owned = 0;
     free(j->error);
     j->error = error ? strdup(error) : NULL;
     pg_jobs_bump(m, j);
@@ -121,11 +186,31 @@ static long keep_ckpts(const json_t *spec)
                                                             : DEFAULT_KEEP_CKPT;
 }
 
-/* Stores a checkpoint, then applies the retention rule (keep_checkpoints K:
- * the newest checkpoint, which a resume and the serving snapshot read, plus
- * the K before it; older ones are unlisted first, then deleted) and saves
- * the job's durable view. The list is re-read from storage so the view
- * shows the stored created_at, exactly what a restart will show. */
+/* The job's stored checkpoints, into j->ckpts (the list may have grown on
+ * another replica). */
+static int reload_ckpts(pg_jobs *m, job *j, pg_error *err)
+{
+    pg_ckpt_row *rows = NULL;
+    size_t n = 0;
+    int rc, tries = 0;
+    do rc = pg_db_ckpt_list(m->db, j->id, &rows, &n, err);
+    while (db_retry(m, rc, &tries));
+    if (rc) return rc;
+    pthread_mutex_lock(&m->mu);
+    free(j->ckpts);
+    j->ckpts = rows;
+    j->nckpts = j->ckcap = n;
+    pg_jobs_bump(m, j);
+    pthread_mutex_unlock(&m->mu);
+    return PG_OK;
+}
+
+/* Stores a checkpoint (fenced), then applies the retention rule
+ * (keep_checkpoints K: the newest checkpoint, which a resume and the
+ * serving snapshot read, plus the K before it; older ones are unlisted
+ * first, then deleted) and saves the job's durable view. The list is
+ * re-read from storage so the view shows the stored created_at, exactly
+ * what a restart will show. A refused write leaves j lost and rc PG_OK. */
 static int checkpoint(pg_jobs *m, job *j, pg_trainer *t, long step, pg_error *err)
 {
     unsigned char *bytes;
@@ -133,18 +218,20 @@ static int checkpoint(pg_jobs *m, job *j, pg_trainer *t, long step, pg_error *er
     int rc = j->method->save(t, &bytes, &len, err);
     if (rc) return rc;
     uint32_t crc = (uint32_t)crc32(0L, bytes, (uInt)len);
-    int tries = 0;
-    do rc = pg_db_ckpt_put(m->db, j->id, step, bytes, len, crc, err);
+    int tries = 0, held = 0;
+    do rc = pg_db_ckpt_put_owned(m->db, j->id, m->node, step, bytes, len, crc, &held, err);
     while (db_retry(m, rc, &tries));
     free(bytes);
-    if (!rc) do
-            rc = pg_db_job_set_step(m->db, j->id, step, err);
-        while (db_retry(m, rc, &tries));
+    if (!rc && !held) refused(m, j, "its checkpoint write was refused");
+    if (rc || is_lost(m, j)) return rc;
+    pg_job_patch p = {.now = pg_jobs_now(), .step = step, .steps_reserved = -1};
+    rc = patch(m, j, &p, "its step write was refused", err);
+    if (rc || is_lost(m, j)) return rc;
     pg_ckpt_row *rows = NULL;
     size_t n = 0;
-    if (!rc) do
-            rc = pg_db_ckpt_list(m->db, j->id, &rows, &n, err);
-        while (db_retry(m, rc, &tries));
+    tries = 0;
+    do rc = pg_db_ckpt_list(m->db, j->id, &rows, &n, err);
+    while (db_retry(m, rc, &tries));
     if (rc) return rc;
     long keep = keep_ckpts(j->spec) + 1;
     size_t drop = n > (size_t)keep ? n - (size_t)keep : 0;
@@ -169,14 +256,11 @@ static int checkpoint(pg_jobs *m, job *j, pg_trainer *t, long step, pg_error *er
         do drc = pg_db_ckpt_delete(m->db, j->id, rows[i].step, &e);
         while (db_retry(m, drc, &tries));
         if (drc)
-            fprintf(stderr, "privgend: cannot delete checkpoint %lld of %s: %s\n",
-                    (long long)rows[i].step, j->id, e.msg);
+            pg_log_job("warn", m->node, j->id, "cannot delete checkpoint %lld: %s",
+                       (long long)rows[i].step, e.msg);
     }
     free(rows);
-    tries = 0;
-    do rc = pg_jobs_hist_save(m, j, err);
-    while (db_retry(m, rc, &tries));
-    return rc;
+    return hist_save(m, j, err);
 }
 
 /* Loads exactly the rows the plan was made for (of the job's dataset, or of
@@ -223,50 +307,87 @@ int pg_jobs_read_ckpt(pg_jobs *m, const char *id, long step, unsigned char **byt
     return rc;
 }
 
-static int should_stop(pg_jobs *m, job *j, int *cancel)
+/* What a worker does at a step boundary. */
+enum { GO = 0, STOP_LOST, STOP_CANCEL, STOP_DRAIN };
+
+/* The lease first (a lost job writes nothing, not even its cancel), then a
+ * cancel, then a drain. The job's row is read at most every WATCH_S: a
+ * cancel asked through another replica and a takeover both show there. */
+static int boundary(pg_jobs *m, job *j, double *last_watch)
 {
     pthread_mutex_lock(&m->mu);
-    int stop = m->stopping;
-    *cancel = j->cancel;
+    int st = j->lost || m->dead ? STOP_LOST
+             : j->cancel        ? STOP_CANCEL
+             : m->draining      ? STOP_DRAIN
+                                : GO;
     pthread_mutex_unlock(&m->mu);
-    return stop;
+    if (st != GO || mono() - *last_watch < WATCH_S) return st;
+    *last_watch = mono();
+    int held, cancel;
+    pg_error e = {0};
+    /* Unreachable database: go on; the fenced writes and the heartbeat decide. */
+    if (pg_db_job_watch(m->db, j->id, m->node, &held, &cancel, &e)) return GO;
+    pthread_mutex_lock(&m->mu);
+    if (!held) {
+        pg_jobs_lose(m, j, "its row names another owner");
+        st = STOP_LOST;
+    } else if (cancel) {
+        j->cancel = 1;
+        st = STOP_CANCEL;
+    }
+    pthread_mutex_unlock(&m->mu);
+    return st;
+}
+
+/* Drops the history points after step k: a resumed run re-does those steps
+ * (they were computed by a run whose work after its checkpoint is void). */
+static void hist_truncate(job *j, long k)
+{
+    size_t n = 0;
+    while (n < j->nhist && j->hist[n].step <= k) n++;
+    j->nhist = n;
 }
 
 static void run(pg_jobs *m, job *j)
 {
     pg_error err = {0};
-    const pg_method *mt = j->method;
-    int charges = j->plan.charges;
-    int cancel;
-    if (should_stop(m, j, &cancel)) return;
-    if (cancel) {
-        finish(m, j, ST_CANCELLED, NULL);
+    if (j->unrunnable) {
+        finish(m, j, ST_FAILED, j->unrunnable);
         return;
     }
-    int tries = 0, src = PG_OK;
-    if (!j->resume) do
-            src = pg_db_job_set_status(m->db, j->id, "running", 1, 0, NULL, &err);
-        while (db_retry(m, src, &tries));
-    if (src) {
-        finish(m, j, ST_FAILED, err.msg);
+    const pg_method *mt = j->method;
+    int charges = j->plan.charges;
+    double last_watch = -WATCH_S; /* look at the row at once: a cancel may be waiting */
+    int st = boundary(m, j, &last_watch);
+    if (st == STOP_CANCEL) finish(m, j, ST_CANCELLED, NULL);
+    if (st == STOP_DRAIN) {
+        pg_job_patch p = {.now = pg_jobs_now(), .step = -1, .steps_reserved = -1, .release = 1};
+        patch(m, j, &p, "its release was refused", &err);
+    }
+    if (st != GO) {
+        disown(m, j);
         return;
     }
     pg_dataset ds = {0}, pub = {0};
-    if (load_data(m, j->dataset_id, &j->desc, &ds, &err)) {
+    int rc = reload_ckpts(m, j, &err);
+    if (!rc) rc = load_data(m, j->dataset_id, &j->desc, &ds, &err);
+    if (rc) {
         finish(m, j, ST_FAILED, err.msg);
         return;
     }
     pg_trainer *t = NULL;
     long k = 0;
-    int rc = PG_OK;
     pthread_mutex_lock(&m->mu);
     long last_ck = j->nckpts ? (long)j->ckpts[j->nckpts - 1].step : -1;
     pthread_mutex_unlock(&m->mu);
     int threads = m->cfg->threads_per_job;
-    if (j->resume && last_ck >= 0) {
+    /* A job with a checkpoint ran before (here or on another replica, which
+     * died, hung, was cut off or drained): it resumes from the newest one,
+     * the path a restart takes. */
+    if (last_ck >= 0) {
         unsigned char *bytes;
         size_t len;
-        tries = 0;
+        int tries = 0;
         do rc = pg_jobs_read_ckpt(m, j->id, last_ck, &bytes, &len, &err);
         while (db_retry(m, rc, &tries));
         if (!rc) {
@@ -288,27 +409,30 @@ static void run(pg_jobs *m, job *j)
         finish(m, j, ST_FAILED, err.msg);
         return;
     }
-    /* Steps this run may take (see the header: write-ahead reservation). */
+    /* Steps this run may take (see the header: write-ahead reservation;
+     * steps_reserved is the claimed row's, whoever reserved it). */
     int64_t base = charges ? j->steps_reserved : 0;
     int64_t left = charges ? (int64_t)j->plan.steps - base : INT64_MAX;
     long every = ckpt_every(j->spec);
     pthread_mutex_lock(&m->mu);
     j->step = k;
-    j->resume = 0;
+    hist_truncate(j, k);
     pg_jobs_bump(m, j);
     pthread_mutex_unlock(&m->mu);
     if (k > 0 && publish(m, j, t, &err)) rc = PG_EIO;
     int64_t ran = 0, reserved = base;
     long step = k, last_saved = last_ck;
     int outcome = ST_SUCCEEDED;
-    double t0 = mono();
+    double t0 = mono(), last_progress = t0;
+    int progress_s = m->cfg->progress_s;
     const char *why = NULL;
     while (!rc) {
-        if (should_stop(m, j, &cancel)) {
-            outcome = -1;
+        st = boundary(m, j, &last_watch);
+        if (st == STOP_LOST || st == STOP_DRAIN) {
+            outcome = -st;
             break;
         }
-        if (cancel) {
+        if (st == STOP_CANCEL) {
             outcome = ST_CANCELLED;
             break;
         }
@@ -321,11 +445,18 @@ static void run(pg_jobs *m, job *j)
         }
         if (charges && base + ran >= reserved) {
             int64_t chunk = every < left - ran ? every : left - ran;
-            tries = 0;
-            do rc = pg_db_job_reserve_steps(m->db, j->id, base + ran + chunk, &err);
-            while (db_retry(m, rc, &tries));
+            pg_job_patch p = {
+                .now = pg_jobs_now(), .step = -1, .steps_reserved = base + ran + chunk};
+            rc = patch(m, j, &p, "its step reservation was refused", &err);
             if (rc) break;
+            if (is_lost(m, j)) {
+                outcome = -STOP_LOST;
+                break;
+            }
             reserved = base + ran + chunk;
+            pthread_mutex_lock(&m->mu);
+            j->steps_reserved = reserved;
+            pthread_mutex_unlock(&m->mu);
         }
         pg_step_report rep;
         rc = mt->step(t, &rep, &err);
@@ -345,50 +476,172 @@ static void run(pg_jobs *m, job *j)
         pthread_mutex_unlock(&m->mu);
         if (step % every == 0 || rep.done) {
             rc = checkpoint(m, j, t, step, &err);
+            if (!rc && is_lost(m, j)) {
+                outcome = -STOP_LOST;
+                break;
+            }
             if (!rc) rc = publish(m, j, t, &err);
             if (rc) break;
             last_saved = step;
+            last_progress = mono();
+        } else if (progress_s > 0 && mono() - last_progress >= progress_s) {
+            /* Progress for the other replicas' views (the samples they serve
+             * still come only from checkpoints). */
+            rc = hist_save(m, j, &err);
+            if (rc) break;
+            if (is_lost(m, j)) {
+                outcome = -STOP_LOST;
+                break;
+            }
+            last_progress = mono();
         }
         if (rep.done) break;
     }
-    if (!rc && step > 0 && step != last_saved) { /* cancelled, stopped or budget-capped */
+    if (outcome == -STOP_LOST) {
+        /* Another replica owns the job (or this one is "dead"): whatever ran
+         * since the last accepted write is void, and nothing more is written. */
+        pg_log_job("warn", m->node, j->id, "stopped at step %ld without writing: the lease is lost",
+                   step);
+        mt->destroy(t);
+        pg_dataset_free(&ds);
+        disown(m, j);
+        return;
+    }
+    if (!rc && step > 0 && step != last_saved) /* cancelled, drained or budget-capped */
         rc = checkpoint(m, j, t, step, &err);
-        if (!rc) rc = publish(m, j, t, &err);
+    if (!rc && is_lost(m, j)) {
+        mt->destroy(t);
+        pg_dataset_free(&ds);
+        disown(m, j);
+        return;
     }
-    /* A clean shutdown knows exactly how many steps ran: give back the
-     * unused part of the reserved chunk so the resumed run loses nothing. */
-    if (!rc && outcome < 0 && charges && base + ran < reserved &&
-        pg_db_job_reserve_steps(m->db, j->id, base + ran, &err) == PG_OK) {
-        pthread_mutex_lock(&m->mu);
-        j->steps_reserved = base + ran;
-        pthread_mutex_unlock(&m->mu);
-    }
+    if (!rc && step > 0 && step != last_saved) rc = publish(m, j, t, &err);
     mt->destroy(t);
     pg_dataset_free(&ds);
+    if (!rc && outcome == -STOP_DRAIN) {
+        /* A drain knows exactly how many steps ran: it gives back the unused
+         * part of the reserved chunk (so the next owner loses nothing) and
+         * the lease, so another replica claims the job at once. */
+        pg_job_patch p = {.now = pg_jobs_now(), .step = -1, .steps_reserved = -1, .release = 1};
+        if (charges && base + ran < reserved) p.steps_reserved = base + ran;
+        rc = patch(m, j, &p, "its release was refused", &err);
+        if (!rc && !is_lost(m, j)) {
+            pthread_mutex_lock(&m->mu);
+            if (p.steps_reserved >= 0) j->steps_reserved = p.steps_reserved;
+            pthread_mutex_unlock(&m->mu);
+            pg_log_job("info", m->node, j->id,
+                       "drained at step %ld: checkpointed and released for another replica", step);
+        }
+        if (rc)
+            pg_log_job("warn", m->node, j->id,
+                       "cannot release the job (its lease runs out instead): %s", err.msg);
+        disown(m, j);
+        return;
+    }
     if (rc)
         finish(m, j, ST_FAILED, err.msg);
-    else if (outcome >= 0)
+    else
         finish(m, j, outcome, why);
-    /* outcome -1: shutdown; the job stays running and resumes next start. */
+}
+
+/* Takes a claimed row into the table: a job this replica never saw is
+ * built from storage; a known one is refreshed from its row and stored
+ * view (it may have run elsewhere since). NULL when this replica's own
+ * worker already runs it (its claim only renewed the lease) or when out
+ * of memory (the lease is then released for another replica). */
+static job *adopt(pg_jobs *m, const pg_job_row *r, int64_t now)
+{
+    pthread_mutex_lock(&m->mu);
+    job *j = pg_jobs_by_id(m, r->id);
+    int busy = j && j->owned;
+    pthread_mutex_unlock(&m->mu);
+    if (busy) return NULL;
+    char *doc = NULL;
+    int found = 0;
+    if (!j) {
+        job *nj = pg_jobs_job_from_row(m, r);
+        pthread_mutex_lock(&m->mu);
+        j = pg_jobs_by_id(m, r->id);
+        if (!j && nj && !pg_jobs_table_add(m, nj)) {
+            j = nj;
+            nj = NULL;
+        }
+        pthread_mutex_unlock(&m->mu);
+        pg_jobs_job_free(nj);
+    } else if (pg_db_job_history_get(m->db, r->id, &doc, &found, NULL) || !found) {
+        doc = NULL;
+    }
+    if (!j) {
+        int held;
+        pg_db_job_release(m->db, r->id, m->node, now, &held, NULL);
+        pg_log_job("error", m->node, r->id, "out of memory taking a claimed job: released");
+        return NULL;
+    }
+    pthread_mutex_lock(&m->mu);
+    if (j->owned) { /* another worker of ours adopted it meanwhile */
+        pthread_mutex_unlock(&m->mu);
+        free(doc);
+        return NULL;
+    }
+    if (doc) pg_jobs_hist_apply(j, doc);
+    j->status = ST_RUNNING;
+    j->started_at = r->started_at;
+    j->steps_reserved = r->steps_reserved;
+    snprintf(j->node, sizeof j->node, "%s", m->node);
+    j->owned = 1;
+    j->lost = 0;
+    pg_jobs_count_claim(m, j, r, now);
+    pg_jobs_bump(m, j);
+    pthread_mutex_unlock(&m->mu);
+    free(doc);
+    return j;
+}
+
+/* One claim: *out is the job to run (NULL: nothing claimable). */
+static int claim(pg_jobs *m, job **out, pg_error *err)
+{
+    *out = NULL;
+    pg_job_row *r;
+    int found;
+    int64_t now = pg_jobs_now();
+    int rc = pg_db_job_claim(m->db, m->node, now, m->cfg->lease_s, &r, &found, err);
+    if (rc || !found) return rc;
+    *out = adopt(m, r, now);
+    pg_job_rows_free(r, 1);
+    return PG_OK;
+}
+
+static int idle(pg_jobs *m)
+{
+    return !m->stopping && !m->draining && !m->dead;
 }
 
 static void *worker(void *arg)
 {
     pg_jobs *m = arg;
     pg_threads_set(m->cfg->threads_per_job);
+    int failing = 0;
     pthread_mutex_lock(&m->mu);
-    for (;;) {
-        while (!m->stopping && !m->qhead) pthread_cond_wait(&m->work, &m->mu);
-        if (m->stopping) break;
-        job *j = m->qhead;
-        pg_jobs_unqueue(m, j);
-        if (j->status == ST_QUEUED) j->started_at = pg_jobs_now();
-        j->status = ST_RUNNING;
-        snprintf(j->node, sizeof j->node, "%s", m->node);
-        pg_jobs_bump(m, j);
+    while (idle(m)) {
+        uint64_t seen = m->kicks;
         pthread_mutex_unlock(&m->mu);
-        run(m, j);
+        job *j = NULL;
+        pg_error err = {0};
+        int rc = claim(m, &j, &err);
+        if (rc && !failing) pg_log_job("warn", m->node, NULL, "cannot claim jobs: %s", err.msg);
+        failing = rc != PG_OK;
+        if (j) run(m, j);
         pthread_mutex_lock(&m->mu);
+        /* Claim again at once after a job, or when a submission arrived
+         * while this claim ran; else sleep until one or the poll period. */
+        if (j || (!rc && m->kicks != seen)) continue;
+        if (!idle(m)) break;
+        struct timespec dl;
+        clock_gettime(CLOCK_REALTIME, &dl);
+        long ns = dl.tv_nsec + (long)(m->cfg->claim_poll_ms % 1000) * 1000000L;
+        dl.tv_sec += m->cfg->claim_poll_ms / 1000 + ns / 1000000000L;
+        dl.tv_nsec = ns % 1000000000L;
+        if (m->kicks == seen) pthread_cond_timedwait(&m->work, &m->mu, &dl);
     }
     pthread_mutex_unlock(&m->mu);
     return NULL;
@@ -398,10 +651,47 @@ int pg_jobs_start(pg_jobs *m, pg_error *err)
 {
     m->threads = calloc((size_t)m->cfg->workers, sizeof *m->threads);
     if (!m->threads) return pg_error_set(err, PG_ENOMEM, "out of memory starting workers");
-    for (int i = 0; i < m->cfg->workers; i++) {
+    m->joined = 0;
+    int rc = pg_jobs_lease_start(m, err);
+    for (int i = 0; !rc && i < m->cfg->workers; i++) {
         if (pthread_create(&m->threads[i], NULL, worker, m))
-            return pg_error_set(err, PG_EIO, "cannot start a worker thread");
-        m->nthreads++;
+            rc = pg_error_set(err, PG_EIO, "cannot start a worker thread");
+        else
+            m->nthreads++;
     }
-    return PG_OK;
+    return rc;
+}
+
+/* Ends the workers (each at its next step boundary, per the flags set by
+ * the caller), then the heartbeats, which run until the last worker wrote
+ * its checkpoint and released its lease. */
+static void join_all(pg_jobs *m)
+{
+    pthread_mutex_lock(&m->mu);
+    int joined = m->joined;
+    m->joined = 1;
+    pthread_cond_broadcast(&m->work);
+    pthread_mutex_unlock(&m->mu);
+    if (joined) return;
+    for (int i = 0; i < m->nthreads; i++) pthread_join(m->threads[i], NULL);
+    m->nthreads = 0;
+    pg_jobs_lease_stop(m);
+}
+
+void pg_jobs_drain(pg_jobs *m)
+{
+    if (!m) return;
+    pthread_mutex_lock(&m->mu);
+    m->draining = 1;
+    pthread_mutex_unlock(&m->mu);
+    join_all(m);
+}
+
+void pg_jobs_abandon(pg_jobs *m)
+{
+    if (!m) return;
+    pthread_mutex_lock(&m->mu);
+    m->dead = 1;
+    pthread_mutex_unlock(&m->mu);
+    join_all(m);
 }

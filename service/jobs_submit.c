@@ -224,8 +224,12 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
         res->outcome = PG_SUBMIT_DRY_RUN;
         goto out;
     }
+    /* --max-queued bounds the shared queue: the queued rows of every
+     * replica (jobs.h), plus this replica's admissions in flight. */
+    int64_t depth;
+    if ((rc = pg_db_job_queue_depth(m->db, &depth, err))) goto out;
     pthread_mutex_lock(&m->mu);
-    if (m->nqueued + m->pending >= m->cfg->max_queued || m->stopping) {
+    if ((size_t)depth + m->pending >= m->cfg->max_queued || m->stopping) {
         pthread_mutex_unlock(&m->mu);
         res->outcome = PG_SUBMIT_QUEUE_FULL;
         goto out;
@@ -247,6 +251,7 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
     if (!rc && !row.spec) rc = pg_error_set(err, PG_ENOMEM, "out of memory");
     job *j = NULL;
     int gone = 0;
+    double submitted = pg_jobs_wall();
     if (!rc) {
         int central = desc.model == PG_PRIVACY_CENTRAL;
         pg_privacy_plan none = plan;
@@ -288,12 +293,21 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
         j->loss = NAN;
         j->sps = j->eta = NAN;
         j->created_at = row.created_at;
-        if (pg_jobs_table_add(m, j)) {
-            /* The row is committed: it is picked up again by the next start. */
+        j->submitted_at = submitted;
+        /* The row is committed and in the shared queue whatever happens
+         * here: a worker of any replica may already have claimed it (and
+         * taken it into this table). */
+        job *known = pg_jobs_by_id(m, j->id);
+        if (known) {
             pg_jobs_job_free(j);
+            j = known;
+        } else if (pg_jobs_table_add(m, j)) {
+            pg_jobs_job_free(j);
+            j = NULL;
             rc = pg_error_set(err, PG_ENOMEM, "out of memory");
-        } else {
-            pg_jobs_enqueue(m, j, 0);
+        }
+        if (j) {
+            pg_jobs_kick(m);
             res->outcome = PG_SUBMIT_ACCEPTED;
             memcpy(res->job_id, j->id, sizeof res->job_id);
             res->body = pg_jobs_job_json(j);

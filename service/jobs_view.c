@@ -171,5 +171,8 @@ char *pg_jobs_metrics(pg_jobs *m)
             sb_printf(&b, "privgen_dataset_epsilon_spent{dataset=\"%s\"} %.9g\n", ds[k].id, eps);
     }
     free(ds);
+    char *q = pg_jobs_queue_metrics(m); /* the shared queue, per replica (jobs_lease.c) */
+    if (q) sb_printf(&b, "%s", q);
+    free(q);
     return b.p;
 }

@@ -109,12 +109,39 @@ START_TEST(replica_flags)
     char want[300];
     snprintf(want, sizeof want, "%s:9001", host);
     ck_assert_str_eq(node, want);
-    /* port 0: the pid keeps replicas of one host apart */
-    char *a2[] = {"privgend", "--listen", "127.0.0.1:0", NULL};
-    ck_assert_int_eq(pg_svc_config_parse(&c, 3, a2, &help, &err), PG_OK);
+    /* port 0: the data dir keeps replicas of one host apart, and a restart
+     * on the same data dir (however it is spelled) is the same node */
+    char *a2[] = {"privgend", "--listen", "127.0.0.1:0", "--data-dir", "/tmp/../tmp", NULL};
+    ck_assert_int_eq(pg_svc_config_parse(&c, 5, a2, &help, &err), PG_OK);
     ck_assert_int_eq(pg_svc_config_node_id(&c, node, sizeof node, &err), PG_OK);
-    snprintf(want, sizeof want, "%s:0-%ld", host, (long)getpid());
-    ck_assert_str_eq(node, want);
+    snprintf(want, sizeof want, "%s:0-", host);
+    ck_assert_int_eq(strncmp(node, want, strlen(want)), 0);
+    ck_assert_uint_eq(strlen(node), strlen(want) + 8);
+    char again[PG_NODE_MAX], other[PG_NODE_MAX];
+    char *a2b[] = {"privgend", "--listen", "127.0.0.1:0", "--data-dir", "/tmp", NULL};
+    ck_assert_int_eq(pg_svc_config_parse(&c, 5, a2b, &help, &err), PG_OK);
+    ck_assert_int_eq(pg_svc_config_node_id(&c, again, sizeof again, &err), PG_OK);
+    ck_assert_str_eq(again, node);
+    char *a2c[] = {"privgend", "--listen", "127.0.0.1:0", "--data-dir", "/var/tmp", NULL};
+    ck_assert_int_eq(pg_svc_config_parse(&c, 5, a2c, &help, &err), PG_OK);
+    ck_assert_int_eq(pg_svc_config_node_id(&c, other, sizeof other, &err), PG_OK);
+    ck_assert_str_ne(other, node);
+    /* the workers' pace flags */
+    pg_svc_config_defaults(&c);
+    ck_assert_int_eq(c.claim_poll_ms, 500);
+    ck_assert_int_eq(c.progress_s, 2);
+    char *a4[] = {"privgend", "--claim-poll-ms", "50", "--progress-seconds", "0", NULL};
+    ck_assert_int_eq(pg_svc_config_parse(&c, 5, a4, &help, &err), PG_OK);
+    ck_assert_int_eq(c.claim_poll_ms, 50);
+    ck_assert_int_eq(c.progress_s, 0);
+    char *b5[] = {"privgend", "--claim-poll-ms", "5", NULL};
+    ck_assert_int_eq(pg_svc_config_parse(&c, 3, b5, &help, &err), PG_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "--claim-poll-ms"));
+    char *b6[] = {"privgend", "--progress-seconds", "-1", NULL};
+    ck_assert_int_eq(pg_svc_config_parse(&c, 3, b6, &help, &err), PG_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "--progress-seconds"));
+    char *b7[] = {"privgend", "--progress-seconds", "3601", NULL};
+    ck_assert_int_eq(pg_svc_config_parse(&c, 3, b7, &help, &err), PG_EINVAL);
     char *a3[] = {
         "privgend", "--node-id", "replica-b", "--lease-seconds", "6", "--heartbeat-seconds=2",
         NULL};
@@ -146,6 +173,8 @@ START_TEST(replica_flags)
     ck_assert_ptr_nonnull(strstr(u, "--node-id"));
     ck_assert_ptr_nonnull(strstr(u, "--lease-seconds"));
     ck_assert_ptr_nonnull(strstr(u, "--heartbeat-seconds"));
+    ck_assert_ptr_nonnull(strstr(u, "--claim-poll-ms"));
+    ck_assert_ptr_nonnull(strstr(u, "--progress-seconds"));
 }
 END_TEST
 

@@ -288,6 +288,159 @@ START_TEST(arguments_are_checked)
 }
 END_TEST
 
+START_TEST(history_of_a_stale_owner_changes_nothing)
+{
+    pg_db *db = pg_test_db_open();
+    drain(db);
+    char j[PG_ID_MAX];
+    admit(db, j, sizeof j);
+    int held, found;
+    char *doc;
+    /* not claimed yet: refused, nothing stored */
+    ck_assert_int_eq(pg_db_job_history_put_owned(db, j, "a:1", "{\"v\":0}", &held, NULL), PG_OK);
+    ck_assert_int_eq(held, 0);
+    ck_assert_int_eq(pg_db_job_history_get(db, j, &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 0);
+    claim_expect(db, "a:1", 4000, j);
+    ck_assert_int_eq(pg_db_job_history_put_owned(db, j, "a:1", "{\"by\":\"a\"}", &held, NULL),
+                     PG_OK);
+    ck_assert_int_eq(held, 1);
+    claim_expect(db, "b:1", 4030, j); /* a's lease ran out */
+    ck_assert_int_eq(pg_db_job_history_put_owned(db, j, "b:1", "{\"by\":\"b\"}", &held, NULL),
+                     PG_OK);
+    ck_assert_int_eq(held, 1);
+    ck_assert_int_eq(pg_db_job_history_put_owned(db, j, "a:1", "{\"by\":\"a2\"}", &held, NULL),
+                     PG_OK);
+    ck_assert_int_eq(held, 0);
+    ck_assert_int_eq(pg_db_job_history_get(db, j, &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 1);
+    ck_assert_str_eq(doc, "{\"by\":\"b\"}");
+    free(doc);
+    /* once finished, not even its last owner writes it */
+    pg_job_patch done = {
+        .now = 4031, .status = "succeeded", .finished = 1, .step = -1, .steps_reserved = -1};
+    ck_assert_int_eq(pg_db_job_patch_owned(db, j, "b:1", &done, &held, NULL), PG_OK);
+    ck_assert_int_eq(held, 1);
+    ck_assert_int_eq(pg_db_job_history_put_owned(db, j, "b:1", "{\"by\":\"b2\"}", &held, NULL),
+                     PG_OK);
+    ck_assert_int_eq(held, 0);
+    ck_assert_int_eq(pg_db_job_history_get(db, j, &doc, &found, NULL), PG_OK);
+    ck_assert_str_eq(doc, "{\"by\":\"b\"}");
+    free(doc);
+    pg_db_close(db);
+}
+END_TEST
+
+START_TEST(a_restarted_node_releases_only_its_own_leases)
+{
+    pg_db *db = pg_test_db_open();
+    drain(db);
+    char j1[PG_ID_MAX], j2[PG_ID_MAX], j3[PG_ID_MAX], j4[PG_ID_MAX];
+    admit(db, j1, sizeof j1);
+    admit(db, j2, sizeof j2);
+    admit(db, j3, sizeof j3);
+    admit(db, j4, sizeof j4);
+    claim_expect(db, "a:1", 5000, j1);
+    claim_expect(db, "b:1", 5000, j2);
+    claim_expect(db, "a:1", 5000, j3);
+    claim_expect(db, "a:1", 5000, j4);
+    int held;
+    pg_job_patch done = {
+        .now = 5001, .status = "failed", .finished = 1, .step = -1, .steps_reserved = -1};
+    ck_assert_int_eq(pg_db_job_patch_owned(db, j4, "a:1", &done, &held, NULL), PG_OK);
+    ck_assert_int_eq(held, 1);
+    claim_expect(db, "c:1", 5002, NULL);
+    int64_t n = -1;
+    ck_assert_int_eq(pg_db_job_release_node(db, "a:1", 5002, &n, NULL), PG_OK);
+    ck_assert_int_eq(n, 2); /* j1 and j3: not b's j2, not the finished j4 */
+    ck_assert_int_eq(pg_db_job_release_node(db, "a:1", 5002, &n, NULL), PG_OK);
+    ck_assert_int_eq(n, 0);
+    /* claimable at once, long before the leases (5030) would end */
+    claim_expect(db, "c:1", 5003, j1);
+    claim_expect(db, "a:1", 5003, j3);
+    claim_expect(db, "c:1", 5003, NULL);
+    pg_job_row *r = load(db, j4);
+    ck_assert_str_eq(r->status, "failed");
+    pg_job_rows_free(r, 1);
+    ck_assert_int_eq(pg_db_job_heartbeat(db, j2, "b:1", 5004, 30, &held, NULL), PG_OK);
+    ck_assert_int_eq(held, 1);
+    pg_error err = {0};
+    ck_assert_int_eq(pg_db_job_release_node(db, "bad node", 1, &n, &err), PG_EINVAL);
+    pg_db_close(db);
+}
+END_TEST
+
+START_TEST(cancel_of_a_running_job_reaches_its_owner)
+{
+    pg_db *db = pg_test_db_open();
+    drain(db);
+    char q[PG_ID_MAX], j[PG_ID_MAX];
+    admit(db, j, sizeof j);
+    admit(db, q, sizeof q);
+    int done = 7, held = 7, cancel = 7;
+    /* a queued job is not "running": nothing marked (it is cancelled with
+     * pg_db_job_cancel_queued, and refunded) */
+    ck_assert_int_eq(pg_db_job_cancel_running(db, j, 6000, &done, NULL), PG_OK);
+    ck_assert_int_eq(done, 0);
+    claim_expect(db, "a:1", 6000, j);
+    ck_assert_int_eq(pg_db_job_watch(db, j, "a:1", &held, &cancel, NULL), PG_OK);
+    ck_assert_int_eq(held, 1);
+    ck_assert_int_eq(cancel, 0);
+    ck_assert_int_eq(pg_db_job_watch(db, j, "b:1", &held, &cancel, NULL), PG_OK);
+    ck_assert_int_eq(held, 0);
+    ck_assert_int_eq(pg_db_job_cancel_running(db, j, 6001, &done, NULL), PG_OK);
+    ck_assert_int_eq(done, 1);
+    ck_assert_int_eq(pg_db_job_watch(db, j, "a:1", &held, &cancel, NULL), PG_OK);
+    ck_assert_int_eq(held, 1);
+    ck_assert_int_eq(cancel, 1);
+    /* a takeover keeps the request: the new owner stops it too */
+    claim_expect(db, "b:1", 6030, j);
+    ck_assert_int_eq(pg_db_job_watch(db, j, "a:1", &held, &cancel, NULL), PG_OK);
+    ck_assert_int_eq(held, 0);
+    ck_assert_int_eq(pg_db_job_watch(db, j, "b:1", &held, &cancel, NULL), PG_OK);
+    ck_assert_int_eq(held, 1);
+    ck_assert_int_eq(cancel, 1);
+    pg_job_patch p = {
+        .now = 6031, .status = "cancelled", .finished = 1, .step = -1, .steps_reserved = -1};
+    ck_assert_int_eq(pg_db_job_patch_owned(db, j, "b:1", &p, &held, NULL), PG_OK);
+    ck_assert_int_eq(held, 1);
+    /* finished: nothing to ask, nothing held; its ledger row is untouched */
+    ck_assert_int_eq(pg_db_job_cancel_running(db, j, 6032, &done, NULL), PG_OK);
+    ck_assert_int_eq(done, 0);
+    ck_assert_int_eq(pg_db_job_watch(db, j, "b:1", &held, &cancel, NULL), PG_OK);
+    ck_assert_int_eq(held, 0);
+    ck_assert_int_eq(cancel, 0);
+    ck_assert_int_eq(pg_db_job_watch(db, "../x", "b:1", &held, &cancel, NULL), PG_OK);
+    ck_assert_int_eq(held, 0);
+    pg_job_row *r = load(db, q);
+    ck_assert_str_eq(r->status, "queued");
+    pg_job_rows_free(r, 1);
+    pg_db_close(db);
+}
+END_TEST
+
+START_TEST(queue_depth_counts_queued_rows)
+{
+    pg_db *db = pg_test_db_open();
+    drain(db);
+    int64_t d0, d;
+    ck_assert_int_eq(pg_db_job_queue_depth(db, &d0, NULL), PG_OK);
+    ck_assert_int_eq(d0, 0); /* drained */
+    char a[PG_ID_MAX], b[PG_ID_MAX], c[PG_ID_MAX];
+    admit(db, a, sizeof a);
+    admit(db, b, sizeof b);
+    admit(db, c, sizeof c);
+    ck_assert_int_eq(pg_db_job_queue_depth(db, &d, NULL), PG_OK);
+    ck_assert_int_eq(d, 3);
+    claim_expect(db, "a:1", 7000, a);
+    int done;
+    ck_assert_int_eq(pg_db_job_cancel_queued(db, c, &done, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_job_queue_depth(db, &d, NULL), PG_OK);
+    ck_assert_int_eq(d, 1);
+    pg_db_close(db);
+}
+END_TEST
+
 enum { NCLAIMERS = 6, NJOBS = 30 };
 
 typedef struct claimer {
@@ -375,6 +528,10 @@ static Suite *suite(void)
     tcase_add_test(t, fenced_checkpoint_of_a_stale_owner_changes_nothing);
     tcase_add_test(t, arguments_are_checked);
     tcase_add_test(t, concurrent_claims_never_share_a_job);
+    tcase_add_test(t, history_of_a_stale_owner_changes_nothing);
+    tcase_add_test(t, a_restarted_node_releases_only_its_own_leases);
+    tcase_add_test(t, cancel_of_a_running_job_reaches_its_owner);
+    tcase_add_test(t, queue_depth_counts_queued_rows);
     suite_add_tcase(s, t);
     return s;
 }

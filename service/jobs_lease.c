@@ -1,0 +1,210 @@
+/* service/jobs_lease.c - the lease side of the shared job queue: the
+ * heartbeat thread that renews the leases of the jobs this replica runs,
+ * what happens when one is lost, and the per-replica queue metrics. */
+#include "service/jobs.h"
+#include "service/jobs_internal.h"
+#include "service/log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+double pg_jobs_wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void pg_jobs_lose(pg_jobs *m, job *j, const char *why)
+{
+    if (j->lost) return;
+    j->lost = 1;
+    m->lease_losses++;
+    pg_log_job("warn", m->node, j->id,
+               "lease lost (%s): the job stops at its next step without writing; "
+               "another replica resumes it from its last checkpoint",
+               why);
+}
+
+/* Upper bounds (seconds) of the claim latency buckets. */
+static const double LAT_LE[PG_JOBS_LAT_BUCKETS] = {0.05, 0.1, 0.25, 0.5, 1, 2, 5, 30, 300};
+
+void pg_jobs_count_claim(pg_jobs *m, job *j, const pg_job_row *r, int64_t now)
+{
+    m->claims++;
+    /* A claim that starts the job (the claim stamps started_at = now) has
+     * a latency since submission; a takeover is a resume. */
+    if (r->started_at != now) {
+        m->resumes++;
+        pg_log_job("info", m->node, j->id,
+                   "took over the job (last run by %s) at step %lld, %lld steps reserved",
+                   r->owner[0] ? r->owner : "?", (long long)r->step, (long long)r->steps_reserved);
+        return;
+    }
+    /* Exact for a submission through this replica; else from the row's
+     * created_at, which has whole seconds (up to 1 s more). */
+    double lat = pg_jobs_wall() - (j->submitted_at > 0 ? j->submitted_at : (double)r->created_at);
+    if (lat < 0) lat = 0;
+    m->claim_lat_sum += lat;
+    m->claim_lat_n++;
+    for (int b = 0; b < PG_JOBS_LAT_BUCKETS; b++)
+        if (lat <= LAT_LE[b]) {
+            m->claim_lat_bucket[b]++;
+            break;
+        }
+}
+
+static void *heartbeat(void *arg)
+{
+    pg_jobs *m = arg;
+    char(*ids)[PG_ID_MAX] = NULL;
+    size_t cap = 0;
+    pthread_mutex_lock(&m->mu);
+    while (!m->hb_stop && !m->dead) {
+        struct timespec dl;
+        clock_gettime(CLOCK_REALTIME, &dl);
+        dl.tv_sec += m->cfg->heartbeat_s;
+        pthread_cond_timedwait(&m->hb_wake, &m->mu, &dl);
+        if (m->hb_stop || m->dead) break;
+        size_t n = 0;
+        for (size_t i = 0; i < m->n; i++) {
+            job *j = m->all[i];
+            if (!j->owned || j->lost) continue;
+            if (n == cap) {
+                size_t nc = cap ? 2 * cap : 16;
+                void *p = realloc(ids, nc * sizeof *ids);
+                if (!p) break; /* the rest is renewed next round */
+                ids = p;
+                cap = nc;
+            }
+            memcpy(ids[n++], j->id, PG_ID_MAX);
+        }
+        pthread_mutex_unlock(&m->mu);
+        for (size_t i = 0; i < n; i++) {
+            int held = 0;
+            pg_error e = {0};
+            int rc = pg_db_job_heartbeat(m->db, ids[i], m->node, pg_jobs_now(), m->cfg->lease_s,
+                                         &held, &e);
+            /* An unreachable database is no verdict: the lease may still be
+             * ours when it comes back, and the fence decides then. */
+            if (rc) {
+                pg_log_job("warn", m->node, ids[i], "cannot renew the lease: %s", e.msg);
+                continue;
+            }
+            if (held) continue;
+            pthread_mutex_lock(&m->mu);
+            job *j = pg_jobs_by_id(m, ids[i]);
+            if (j && j->owned) pg_jobs_lose(m, j, "the heartbeat was refused");
+            pthread_mutex_unlock(&m->mu);
+        }
+        pthread_mutex_lock(&m->mu);
+    }
+    pthread_mutex_unlock(&m->mu);
+    free(ids);
+    return NULL;
+}
+
+int pg_jobs_lease_start(pg_jobs *m, pg_error *err)
+{
+    m->hb_stop = 0;
+    if (pthread_create(&m->hb, NULL, heartbeat, m))
+        return pg_error_set(err, PG_EIO, "cannot start the heartbeat thread");
+    m->hb_running = 1;
+    return PG_OK;
+}
+
+void pg_jobs_lease_stop(pg_jobs *m)
+{
+    pthread_mutex_lock(&m->mu);
+    int running = m->hb_running;
+    m->hb_stop = 1;
+    m->hb_running = 0;
+    pthread_cond_broadcast(&m->hb_wake);
+    pthread_mutex_unlock(&m->mu);
+    if (running) pthread_join(m->hb, NULL);
+}
+
+typedef struct qbuf {
+    char *p;
+    size_t len, cap;
+} qbuf;
+
+__attribute__((format(printf, 2, 3))) static void qput(qbuf *b, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int k = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
+        va_end(ap);
+        if (k < 0) return;
+        if (b->p && b->len + (size_t)k < b->cap) {
+            b->len += (size_t)k;
+            return;
+        }
+        size_t cap = b->cap ? b->cap : 2048;
+        while (cap <= b->len + (size_t)k) cap *= 2;
+        char *np = realloc(b->p, cap);
+        if (!np) return;
+        b->p = np;
+        b->cap = cap;
+    }
+}
+
+char *pg_jobs_queue_metrics(pg_jobs *m)
+{
+    int64_t depth = -1;
+    pg_db_job_queue_depth(m->db, &depth, NULL); /* -1: the database did not answer */
+    qbuf b = {0};
+    pthread_mutex_lock(&m->mu);
+    const char *n = m->node;
+    size_t held = 0;
+    for (size_t i = 0; i < m->n; i++) held += m->all[i]->owned && !m->all[i]->lost;
+    qput(&b,
+         "# HELP privgen_queue_depth Queued jobs in the shared queue (rows of every replica), "
+         "as seen by this replica; -1 when the database did not answer.\n"
+         "# TYPE privgen_queue_depth gauge\nprivgen_queue_depth{node=\"%s\"} %lld\n",
+         n, (long long)depth);
+    qput(&b,
+         "# HELP privgen_leases_held Jobs this replica runs under a lease.\n"
+         "# TYPE privgen_leases_held gauge\nprivgen_leases_held{node=\"%s\"} %zu\n",
+         n, held);
+    qput(&b,
+         "# HELP privgen_lease_losses_total Leases this replica lost (another replica took the "
+         "job over; its worker stopped without writing).\n"
+         "# TYPE privgen_lease_losses_total counter\nprivgen_lease_losses_total{node=\"%s\"} "
+         "%llu\n",
+         n, (unsigned long long)m->lease_losses);
+    qput(&b,
+         "# HELP privgen_claims_total Jobs this replica claimed: start (queued) or resume "
+         "(taken over, or released by a drain or a restart).\n"
+         "# TYPE privgen_claims_total counter\n"
+         "privgen_claims_total{node=\"%s\",kind=\"start\"} %llu\n"
+         "privgen_claims_total{node=\"%s\",kind=\"resume\"} %llu\n",
+         n, (unsigned long long)(m->claims - m->resumes), n, (unsigned long long)m->resumes);
+    qput(&b,
+         "# HELP privgen_claim_latency_seconds From submission to the claim that starts the job.\n"
+         "# TYPE privgen_claim_latency_seconds histogram\n");
+    uint64_t cum = 0;
+    for (int k = 0; k < PG_JOBS_LAT_BUCKETS; k++) {
+        cum += m->claim_lat_bucket[k];
+        qput(&b, "privgen_claim_latency_seconds_bucket{node=\"%s\",le=\"%g\"} %llu\n", n, LAT_LE[k],
+             (unsigned long long)cum);
+    }
+    qput(&b,
+         "privgen_claim_latency_seconds_bucket{node=\"%s\",le=\"+Inf\"} %llu\n"
+         "privgen_claim_latency_seconds_sum{node=\"%s\"} %.6f\n"
+         "privgen_claim_latency_seconds_count{node=\"%s\"} %llu\n",
+         n, (unsigned long long)m->claim_lat_n, n, m->claim_lat_sum, n,
+         (unsigned long long)m->claim_lat_n);
+    qput(&b,
+         "# HELP privgen_leases_released_at_start_total Leases this node held when it started "
+         "again (a crash), released so their jobs resume at once.\n"
+         "# TYPE privgen_leases_released_at_start_total counter\n"
+         "privgen_leases_released_at_start_total{node=\"%s\"} %llu\n",
+         n, (unsigned long long)m->released_at_start);
+    pthread_mutex_unlock(&m->mu);
+    return b.p;
+}
