@@ -4,10 +4,10 @@
  * database of their own, created on the throwaway cluster that
  * `pgtest.sh exec` names in PRIVGEN_TEST_DB_URL / PRIVGEN_TEST_DB_CREATE
  * (one database per test, so one test's jobs never meet another's). Each
- * replica has its own data dir and --node-id r1..rN, and the short lease of
- * the tests (--lease-seconds 2 --heartbeat-seconds 1). Replica 1 starts
- * first: it migrates the schema and writes the admin token the tests use on
- * every replica (tokens live in the shared database).
+ * replica has its own data dir, --node-id r1..rN and the lease periods of
+ * its test (rpl_up). Replica 1 starts first: it migrates the schema and
+ * writes the admin token the tests use on every replica (tokens live in
+ * the shared database).
  *
  * Cleanup always: each replica gets PR_SET_PDEATHSIG = SIGKILL, so it dies
  * with the test process however that ends (a failed assertion, a Check
@@ -25,6 +25,7 @@
 
 #include <check.h>
 #include <errno.h>
+#include <math.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 
@@ -38,7 +39,8 @@ typedef struct rpl {
     char node[RPL_N][16];
     char db_url[512];
     char admin[96];
-    pg_db *db; /* the test's own handle on the shared database */
+    char lease[12], heartbeat[12]; /* --lease-seconds, --heartbeat-seconds */
+    pg_db *db;                     /* the test's own handle on the shared database */
 } rpl;
 
 /* Every server started in this process, for the atexit cleanup. */
@@ -167,21 +169,27 @@ static inline void rpl_read_token(pg_srv *s)
     s->admin[strcspn(s->admin, "\n")] = '\0';
 }
 
-/* Flags every replica of the tests gets besides storage and node. */
-static const char *const RPL_FLAGS[] = {
-    "--lease-seconds", "2", "--heartbeat-seconds", "1", "--workers", "1", NULL};
-
 /* Starts replica k (0-based) of c, or restarts it after a kill. */
 static inline void rpl_start_one(rpl *c, int k)
 {
-    rpl_spawn(&c->r[k], c->db_url, c->node[k], RPL_FLAGS);
+    const char *const flags[] = {
+        "--lease-seconds", c->lease, "--heartbeat-seconds", c->heartbeat, "--workers", "1", NULL};
+    rpl_spawn(&c->r[k], c->db_url, c->node[k], flags);
     snprintf(c->r[k].admin, sizeof c->r[k].admin, "%s", c->admin);
 }
 
-/* A fresh database named rpl_<name> and RPL_N replicas on it. */
-static inline void rpl_up(rpl *c, const char *name)
+/* A fresh database named rpl_<name> and RPL_N replicas on it, with lease
+ * and heartbeat periods lease_s and heartbeat_s. Short ones (2-4 s / 1 s)
+ * make takeovers quick to test, but on a loaded machine (CI runs suites
+ * two at a time on two cores) a heartbeat can come late: the replica then
+ * loses a lease nobody meant it to lose, and the job ends a reserved chunk
+ * short (by design: see service/db.h). Tests that need no expiry use long
+ * leases so that cannot happen to them. */
+static inline void rpl_up(rpl *c, const char *name, int lease_s, int heartbeat_s)
 {
     memset(c, 0, sizeof *c);
+    snprintf(c->lease, sizeof c->lease, "%d", lease_s);
+    snprintf(c->heartbeat, sizeof c->heartbeat, "%d", heartbeat_s);
     const char *url = getenv("PRIVGEN_TEST_DB_URL"), *create = getenv("PRIVGEN_TEST_DB_CREATE");
     ck_assert_msg(url && *url && create && *create,
                   "run through scripts/pgtest.sh exec (ctest -L postgres)");
@@ -349,6 +357,49 @@ static inline void rpl_node_of(rpl *c, const char *id, char node[PG_NODE_MAX])
     }
 }
 
+/* The job's resolved spec as stored in its row (json_decref); NULL when
+ * there is no such job. */
+static inline json_t *rpl_spec_of(rpl *c, const char *id)
+{
+    pg_job_row *rows;
+    size_t n;
+    pg_error err = {0};
+    ck_assert_msg(pg_db_job_load_all(c->db, &rows, &n, &err) == PG_OK, "%s", err.msg);
+    json_t *o = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(rows[i].id, id) && rows[i].spec) o = json_loads(rows[i].spec, 0, NULL);
+    pg_job_rows_free(rows, n);
+    return o;
+}
+
+/* Drops the top-level keys starting with '_' (the service's own notes in a
+ * stored spec, never shown in a view). */
+static inline void rpl_public_keys(json_t *o)
+{
+    const char *k;
+    json_t *v;
+    void *tmp;
+    json_object_foreach_safe(o, tmp, k, v)
+    {
+        (void)v;
+        if (k[0] == '_') json_object_del(o, k);
+    }
+}
+
+/* The epsilon (at the cap's delta) of job id's ledger row; NAN when none. */
+static inline double rpl_ledger_epsilon_of(rpl *c, const char *ds, const char *id)
+{
+    pg_ledger_entry *e;
+    size_t n;
+    pg_error err = {0};
+    ck_assert_msg(pg_db_ledger_entries(c->db, ds, &e, &n, &err) == PG_OK, "%s", err.msg);
+    double eps = NAN;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(e[i].job_id, id)) eps = e[i].epsilon;
+    pg_ledger_entries_free(e, n);
+    return eps;
+}
+
 /* Ledger rows of a dataset: total and reserved (not refunded). */
 static inline void rpl_ledger(rpl *c, const char *ds, int *total, int *reserved)
 {
@@ -373,6 +424,102 @@ static inline int rpl_ledger_rows_of(rpl *c, const char *ds, const char *id)
     for (size_t i = 0; i < n; i++) k += !strcmp(e[i].job_id, id);
     pg_ledger_entries_free(e, n);
     return k;
+}
+
+/* ---- waiting on jobs --------------------------------------------------- */
+
+/* GET /v1/jobs/{id} through replica s; NULL unless 200 (json_decref). */
+static inline json_t *rpl_view(const pg_srv *s, const char *id)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/v1/jobs/%.64s", id);
+    pg_resp r;
+    rpl_req(s, "GET", path, NULL, NULL, &r);
+    json_t *o = r.status == 200 ? json_incref(r.json) : NULL;
+    pg_resp_free(&r);
+    return o;
+}
+
+static inline double rpl_num(json_t *o, const char *a, const char *b)
+{
+    json_t *x = json_object_get(o, a);
+    return json_number_value(b ? json_object_get(x, b) : x);
+}
+
+static inline void rpl_same_json(json_t *a, json_t *b)
+{
+    char *ta = json_dumps(a, JSON_SORT_KEYS | JSON_COMPACT),
+         *tb = json_dumps(b, JSON_SORT_KEYS | JSON_COMPACT);
+    ck_assert_msg(json_equal(a, b), "%s\n  differs from\n%s", ta ? ta : "null", tb ? tb : "null");
+    free(ta);
+    free(tb);
+}
+
+/* A live replica other than k (the first one). */
+static inline int rpl_other_than(const rpl *c, int k)
+{
+    for (int i = 0; i < RPL_N; i++)
+        if (i != k && c->r[i].pid > 0) return i;
+    return -1;
+}
+
+/* Waits until the job runs under some owner with a checkpoint at step
+ * >= at_least stored; returns the owner's index. */
+static inline int rpl_wait_running(rpl *c, const char *id, int64_t at_least, int secs,
+                                   pg_job_row *row)
+{
+    for (int i = 0; i < secs * 50; i++) {
+        if (rpl_row(c, id, row)) {
+            ck_assert_msg(!rpl_terminal(row->status), "job %s ended %s too early", id, row->status);
+            if (!strcmp(row->status, "running") && row->owner[0] && row->step >= at_least)
+                return rpl_index(c, row->owner);
+        }
+        pg_sleep_ms(20);
+    }
+    ck_abort_msg("job %s never ran past step %lld", id, (long long)at_least);
+    return -1;
+}
+
+/* Waits until a node other than gone owns the running (or finished) job. */
+static inline int rpl_wait_new_owner(rpl *c, const char *id, const char *gone, int secs,
+                                     pg_job_row *row)
+{
+    for (int i = 0; i < secs * 50; i++) {
+        if (rpl_row(c, id, row) && row->owner[0] && strcmp(row->owner, gone)) {
+            ck_assert_msg(strcmp(row->status, "failed") && strcmp(row->status, "cancelled"),
+                          "job %s ended %s", id, row->status);
+            return rpl_index(c, row->owner);
+        }
+        pg_sleep_ms(20);
+    }
+    ck_abort_msg("no replica took job %s over from %s in %d s", id, gone, secs);
+    return -1;
+}
+
+/* The job's checkpoints: strictly increasing steps, each one readable and
+ * verified (length and digests) from the database; returns the count. */
+static inline size_t rpl_check_ckpts(rpl *c, const char *id, int64_t last_step)
+{
+    pg_ckpt_row *rows;
+    size_t n;
+    ck_assert_int_eq(pg_db_ckpt_list(c->db, id, &rows, &n, NULL), PG_OK);
+    ck_assert_uint_ge(n, 1);
+    for (size_t i = 0; i < n; i++) {
+        if (i) ck_assert_int_gt(rows[i].step, rows[i - 1].step);
+        unsigned char *bytes = NULL;
+        size_t len = 0;
+        int found = 0;
+        pg_error err = {0};
+        ck_assert_msg(pg_db_ckpt_get(c->db, id, rows[i].step, (size_t)1 << 30, &bytes, &len, &found,
+                                     &err) == PG_OK,
+                      "checkpoint %lld: %s", (long long)rows[i].step, err.msg);
+        ck_assert(found);
+        ck_assert_uint_eq(len, (size_t)rows[i].bytes);
+        free(bytes);
+    }
+    ck_assert_int_eq(rows[n - 1].step, last_step);
+    free(rows);
+    return n;
 }
 
 /* Runs the suite in fork mode under a fresh scratch root, removed after. */
