@@ -350,7 +350,9 @@ int pg_db_ckpt_get(pg_db *db, const char *job, int64_t step, size_t max_bytes,
 /* A job's durable view (progress, downsampled loss history, warnings,
  * privacy report, data geometry): one JSON document owned by the job layer
  * (service/jobs_hist.c), opaque to storage, replacing the previous one. The
- * job layer writes it at each checkpoint and at the end, never per step. */
+ * job layer's worker writes it, fenced (pg_db_job_history_put_owned), at
+ * each checkpoint, every few seconds between them and at the end, never
+ * per step. */
 int pg_db_job_history_put(pg_db *db, const char *id, const char *doc, pg_error *err);
 /* *doc malloc'ed (free()); *found = 0 when none was ever written. */
 int pg_db_job_history_get(pg_db *db, const char *id, char **doc, int *found, pg_error *err);

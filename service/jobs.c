@@ -184,7 +184,7 @@ job *pg_jobs_job_from_row(pg_jobs *m, const pg_job_row *r)
     char *doc;
     if (!pg_db_job_history_get(m->db, j->id, &doc, &found, &err) && found) {
         if (pg_jobs_hist_apply(j, doc))
-            fprintf(stderr, "privgend: the stored history of %s is unreadable\n", j->id);
+            pg_log_job("warn", m->node, j->id, "the job's stored history is unreadable");
         free(doc);
     }
     if (pg_jobs_finished(j->status) && !j->warnings) /* stored before history was */

@@ -35,9 +35,11 @@ static const double LAT_LE[PG_JOBS_LAT_BUCKETS] = {0.05, 0.1, 0.25, 0.5, 1, 2, 5
 void pg_jobs_count_claim(pg_jobs *m, job *j, const pg_job_row *r, int64_t now)
 {
     m->claims++;
-    /* A claim that starts the job (the claim stamps started_at = now) has
-     * a latency since submission; a takeover is a resume. */
-    if (r->started_at != now) {
+    /* A claim that starts the job (the claim stamps started_at = now, and
+     * nothing ran yet) has a latency since submission; a claim of a job
+     * that ran before (taken over, drained, released at a restart) is a
+     * resume. */
+    if (r->started_at != now || r->step > 0 || r->steps_reserved > 0) {
         m->resumes++;
         pg_log_job("info", m->node, j->id,
                    "took over the job (last run by %s) at step %lld, %lld steps reserved",

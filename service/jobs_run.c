@@ -500,8 +500,9 @@ static void run(pg_jobs *m, job *j)
     if (outcome == -STOP_LOST) {
         /* Another replica owns the job (or this one is "dead"): whatever ran
          * since the last accepted write is void, and nothing more is written. */
-        pg_log_job("warn", m->node, j->id, "stopped at step %ld without writing: the lease is lost",
-                   step);
+        if (!m->dead)
+            pg_log_job("warn", m->node, j->id,
+                       "stopped at step %ld without writing: the lease is lost", step);
         mt->destroy(t);
         pg_dataset_free(&ds);
         disown(m, j);

@@ -61,7 +61,7 @@ START_TEST(schema_version_and_newer_refused)
     pg_db *db = open_db();
     int v;
     ck_assert_int_eq(pg_db_schema_version(db, &v, NULL), PG_OK);
-    ck_assert_int_eq(v, 6);
+    ck_assert_int_eq(v, 7);
     pg_db_close(db);
     /* a database from a future binary is refused, not silently used */
     sql("UPDATE schema_version SET version=99");
@@ -166,7 +166,7 @@ START_TEST(old_data_dir_opens_and_works)
     pg_db *db = open_db();
     int v;
     ck_assert_int_eq(pg_db_schema_version(db, &v, NULL), PG_OK);
-    ck_assert_int_eq(v, 6);
+    ck_assert_int_eq(v, 7);
     pg_token t;
     int found;
     ck_assert_int_eq(pg_db_token_get(db, "tok_0123456789abcdef", &t, &found, NULL), PG_OK);
@@ -291,7 +291,7 @@ START_TEST(version_1_data_dir_is_migrated)
     pg_db *db = open_db();
     int v;
     ck_assert_int_eq(pg_db_schema_version(db, &v, NULL), PG_OK);
-    ck_assert_int_eq(v, 6);
+    ck_assert_int_eq(v, 7);
     pg_job_row *jr;
     size_t n;
     ck_assert_int_eq(pg_db_job_load_all(db, &jr, &n, NULL), PG_OK);
