@@ -7,6 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
-command -v wrk >/dev/null 2>&1 && command -v haproxy >/dev/null 2>&1 || bash scripts/deps.sh --bench
+if ! command -v wrk >/dev/null 2>&1 || ! command -v haproxy >/dev/null 2>&1; then
+  bash scripts/deps.sh --bench
+fi
 [ -x "$build/bin/privgend" ] || { echo "bench/replicas.sh: no $build/bin/privgend (make build)" >&2; exit 1; }
 PRIVGEN_BENCH="$build/bin/privgen-bench" exec /usr/bin/python3 bench/peers/replicas.py

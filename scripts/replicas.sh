@@ -41,8 +41,9 @@ die() {
 }
 
 [[ $N =~ ^[1-9][0-9]?$ ]] || die "REPLICAS_N must be 1..99"
-[[ $PORT =~ ^[0-9]+$ ]] && [ "$PORT" -ge 1024 ] && [ $((PORT + N)) -le 65535 ] ||
+if ! [[ $PORT =~ ^[0-9]+$ ]] || [ "$PORT" -lt 1024 ] || [ $((PORT + N)) -gt 65535 ]; then
   die "REPLICAS_PORT must leave room for $N ports above it (1024..65535)"
+fi
 
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
@@ -116,6 +117,9 @@ cmd_start() {
     die "already running in $DIR (scripts/replicas.sh stop first)"
   fi
   cmd_stop quiet # leftovers of a killed run
+  # A start that fails half-way takes down what it started (the log tails
+  # are printed before).
+  trap 'echo "replicas.sh: start failed, stopping what was started" >&2; cmd_stop quiet' EXIT
   mkdir -p "$DIR"
   DIR=$(cd "$DIR" && pwd)
   local k p
@@ -153,6 +157,7 @@ cmd_start() {
   wait_ready "http://127.0.0.1:$PORT/readyz" 20 || die "the balancer does not answer"
   cp "$DIR/r1/data/admin.token" "$DIR/admin.token"
   chmod 0600 "$DIR/admin.token"
+  trap - EXIT
   cat <<EOF
 replicas.sh: $N replicas (r1..r$N on 127.0.0.1:$((PORT + 1))..$((PORT + N))) behind HAProxy
   balancer:    http://127.0.0.1:$PORT
