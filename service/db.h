@@ -463,6 +463,11 @@ int pg_db_job_cancel_running(pg_db *db, const char *id, int64_t now, int *done, 
  * (the fence's condition, no clock); *cancel = a cancel was requested. */
 int pg_db_job_watch(pg_db *db, const char *id, const char *node, int *held, int *cancel,
                     pg_error *err);
+/* pg_db_ckpt_delete, fenced (retention by the job's worker): deleted only
+ * when node owns the running job; *held = 0 and nothing deleted otherwise.
+ * PG_OK with *held = 1 when there was no checkpoint at step. */
+int pg_db_ckpt_delete_owned(pg_db *db, const char *job, const char *node, int64_t step, int *held,
+                            pg_error *err);
 /* Queued rows of every tenant: the depth of the shared queue. */
 int pg_db_job_queue_depth(pg_db *db, int64_t *queued, pg_error *err);
 

@@ -94,6 +94,8 @@ typedef struct pg_db_ops {
     int (*job_watch)(pg_db *db, const char *id, const char *node, int *held, int *cancel,
                      pg_error *err);
     int (*job_queue_depth)(pg_db *db, int64_t *queued, pg_error *err);
+    int (*ckpt_delete_owned)(pg_db *db, const char *job, const char *node, int64_t step, int *held,
+                             pg_error *err);
 } pg_db_ops;
 
 struct pg_db {

@@ -374,6 +374,7 @@ static const pg_db_ops PGB_OPS = {
     .job_cancel_running = pgb_job_cancel_running,
     .job_watch = pgb_job_watch,
     .job_queue_depth = pgb_job_queue_depth,
+    .ckpt_delete_owned = pgb_ckpt_delete_owned,
 };
 
 static int migrate_fn(PGconn *c, void *ctx, pg_error *err)

@@ -297,3 +297,40 @@ int pgb_job_queue_depth(pg_db *db, int64_t *queued, pg_error *err)
     if (!rc) *queued = q;
     return rc;
 }
+
+typedef struct d_ctx {
+    const char *job, *node;
+    int64_t step;
+    int hit;
+} d_ctx;
+
+static int delete_owned_fn(PGconn *c, void *ctx, pg_error *err)
+{
+    d_ctx *x = ctx;
+    pgb_args a = {0};
+    pgb_text(&a, x->job);
+    pgb_text(&a, x->node);
+    PGresult *r;
+    int rc = pgb_q(c,
+                   "SELECT 1 FROM jobs WHERE id = $1 AND owner = $2 AND status = 'running' "
+                   "FOR UPDATE",
+                   &a, "checking a job's owner", &r, err);
+    if (rc) return rc;
+    x->hit = PQntuples(r) == 1;
+    PQclear(r);
+    if (!x->hit) return PGB_ROLLBACK;
+    pgb_args b = {0};
+    pgb_text(&b, x->job);
+    pgb_i64(&b, x->step);
+    return pgb_q(c, "DELETE FROM checkpoints WHERE job_id = $1 AND step = $2", &b,
+                 "deleting a checkpoint", NULL, err);
+}
+
+int pgb_ckpt_delete_owned(pg_db *db, const char *job, const char *node, int64_t step, int *held,
+                          pg_error *err)
+{
+    d_ctx x = {.job = job, .node = node, .step = step};
+    int rc = pgb_tx(PGB(db), delete_owned_fn, &x, err);
+    *held = !rc && x.hit;
+    return rc;
+}

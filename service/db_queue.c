@@ -117,3 +117,12 @@ int pg_db_job_queue_depth(pg_db *db, int64_t *queued, pg_error *err)
     *queued = 0;
     return db->ops->job_queue_depth(db, queued, err);
 }
+
+int pg_db_ckpt_delete_owned(pg_db *db, const char *job, const char *node, int64_t step, int *held,
+                            pg_error *err)
+{
+    *held = 0;
+    if (!node_ok(node)) return bad_node(err);
+    if (!job_ok(job) || step < 0) return PG_OK;
+    return db->ops->ckpt_delete_owned(db, job, node, step, held, err);
+}

@@ -377,6 +377,7 @@ static const pg_db_ops SQ_OPS = {
     .job_cancel_running = sq_job_cancel_running,
     .job_watch = sq_job_watch,
     .job_queue_depth = sq_job_queue_depth,
+    .ckpt_delete_owned = sq_ckpt_delete_owned,
 };
 
 int pg_db_sqlite_open(const char *url, const pg_db_options *opt, pg_db **out, pg_error *err)

@@ -129,5 +129,7 @@ int sq_job_cancel_running(pg_db *db, const char *id, int64_t now, int *done, pg_
 int sq_job_watch(pg_db *db, const char *id, const char *node, int *held, int *cancel,
                  pg_error *err);
 int sq_job_queue_depth(pg_db *db, int64_t *queued, pg_error *err);
+int sq_ckpt_delete_owned(pg_db *db, const char *job, const char *node, int64_t step, int *held,
+                         pg_error *err);
 
 #endif

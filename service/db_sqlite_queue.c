@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "engine/data/file.h"
 #include "service/db_sqlite.h"
@@ -316,5 +317,38 @@ int sq_job_queue_depth(pg_db *db, int64_t *queued, pg_error *err)
         sqlite3_finalize(st);
     }
     pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+int sq_ckpt_delete_owned(pg_db *db, const char *job, const char *node, int64_t step, int *held,
+                         pg_error *err)
+{
+    sq_db *s = SQ(db);
+    char path[PATH_MAX];
+    if (sq_ckpt_path(s, job, step, path, sizeof path, err)) return PG_EINVAL;
+    pthread_mutex_lock(&s->mu);
+    sqlite3_stmt *st;
+    int owned = 0;
+    int64_t gone = 0;
+    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
+    if (!rc && !(rc = sq_prep(s, "SELECT 1 FROM jobs WHERE id=? AND owner=? AND status='running'",
+                              &st, err))) {
+        sqlite3_bind_text(st, 1, job, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, node, -1, SQLITE_STATIC);
+        int r = sqlite3_step(st);
+        if (r == SQLITE_ROW)
+            owned = 1;
+        else if (r != SQLITE_DONE)
+            rc = sq_fail(s, err, "checking a job's owner");
+        sqlite3_finalize(st);
+    }
+    if (!rc && owned)
+        rc = run_update(s, "DELETE FROM checkpoints WHERE job_id=?1 AND step=?3", job, NULL, step,
+                        "deleting a checkpoint", &gone, err);
+    if (!rc) rc = sq_exec(s, owned ? "COMMIT;" : "ROLLBACK;", err);
+    if (rc) sq_rollback(s);
+    pthread_mutex_unlock(&s->mu);
+    if (!rc && gone) unlink(path); /* the row is gone: the file is unreferenced */
+    *held = !rc && owned;
     return rc;
 }

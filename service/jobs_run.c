@@ -249,15 +249,21 @@ static int checkpoint(pg_jobs *m, job *j, pg_trainer *t, long step, pg_error *er
     pthread_mutex_unlock(&m->mu);
     /* A failed deletion does not fail the job: the checkpoint stays stored
      * (listed again after a restart) and the next write retries the rule. */
-    for (size_t i = 0; i < drop; i++) {
+    for (size_t i = 0; i < drop && !is_lost(m, j); i++) {
         pg_error e = {0};
         int drc;
         tries = 0;
-        do drc = pg_db_ckpt_delete(m->db, j->id, rows[i].step, &e);
+        do drc = pg_db_ckpt_delete_owned(m->db, j->id, m->node, rows[i].step, &held, &e);
         while (db_retry(m, drc, &tries));
         if (drc)
             pg_log_job("warn", m->node, j->id, "cannot delete checkpoint %lld: %s",
                        (long long)rows[i].step, e.msg);
+        else if (!held)
+            refused(m, j, "its checkpoint deletion was refused");
+    }
+    if (is_lost(m, j)) {
+        free(rows);
+        return PG_OK;
     }
     free(rows);
     return hist_save(m, j, err);

@@ -253,6 +253,21 @@ START_TEST(fenced_checkpoint_of_a_stale_owner_changes_nothing)
     free(got);
     ck_assert_int_eq(pg_db_ckpt_get(db, j, 20, 1 << 20, &got, &len, &found, NULL), PG_OK);
     ck_assert_int_eq(found, 0);
+    /* nor may a delete it (retention); the owner may */
+    ck_assert_int_eq(pg_db_ckpt_delete_owned(db, j, "a:1", 10, &held, NULL), PG_OK);
+    ck_assert_int_eq(held, 0);
+    ck_assert_int_eq(pg_db_ckpt_get(db, j, 10, 1 << 20, &got, &len, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 1);
+    free(got);
+    ck_assert_int_eq(pg_db_ckpt_delete_owned(db, j, "b:1", 10, &held, NULL), PG_OK);
+    ck_assert_int_eq(held, 1);
+    ck_assert_int_eq(pg_db_ckpt_get(db, j, 10, 1 << 20, &got, &len, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 0);
+    ck_assert_int_eq(pg_db_ckpt_list(db, j, &rows, &n, NULL), PG_OK);
+    ck_assert_uint_eq(n, 0);
+    free(rows);
+    ck_assert_int_eq(pg_db_ckpt_delete_owned(db, j, "b:1", 10, &held, NULL), PG_OK);
+    ck_assert_int_eq(held, 1); /* none there: nothing to do, still the owner */
     pg_db_close(db);
 }
 END_TEST

@@ -527,7 +527,11 @@ START_TEST(cancel_through_another_replica)
     ck_assert_int_eq(pg_jobs_cancel(b->m, tenant, id, &view, &found, &conflict, &err), PG_OK);
     json_decref(view);
     ck_assert_int_eq(conflict, 1);
-    ck_assert_int_eq((int)counts(a).owned, 0);
+    end = wall() + 10; /* A's own view catches up with its row */
+    while (counts(a).owned) {
+        ck_assert(wall() < end);
+        sleep_ms(20);
+    }
     replica_free(a);
     replica_free(b);
 }
@@ -607,8 +611,8 @@ START_TEST(restart_releases_own_leases)
         if (wall() >= end) {
             r = row_of(b->db, id);
             ck_abort_msg("nobody resumed the job: released %d, row %s owner %s, claims %d %d",
-                         (int)a2->m->released_at_start, r->status, r->owner,
-                         (int)counts(a2).claims, (int)counts(b).claims);
+                         (int)a2->m->released_at_start, r->status, r->owner, (int)counts(a2).claims,
+                         (int)counts(b).claims);
         }
         sleep_ms(20);
     }
