@@ -20,7 +20,10 @@ The machine's cores are shared by wrk, HAProxy and the replicas, so read the
 throughput next to the CPU figures. Environment: PRIVGEN_BENCH (privgen-bench
 path; privgend is its sibling), BENCH_SECONDS (wrk duration, default 5),
 BENCH_LEASE (default 5), BENCH_CLAIMS (default 8), BENCH_PORT (balancer port,
-default 8280; the replicas use the next three, a 1-replica balancer +10)."""
+default 8280; the replicas use the next three, a 1-replica balancer +10),
+BENCH_CASES (default samples,claim,failover). Job states are polled on every
+replica directly, so a replica that cannot show a job it does not run does
+not hide the one that can."""
 import json
 import os
 import signal
@@ -39,6 +42,7 @@ SECONDS = int(os.environ.get("BENCH_SECONDS", "5"))
 LEASE = int(os.environ.get("BENCH_LEASE", "5"))
 CLAIMS = int(os.environ.get("BENCH_CLAIMS", "8"))
 PORT = int(os.environ.get("BENCH_PORT", "8280"))
+CASES = os.environ.get("BENCH_CASES", "samples,claim,failover").split(",")
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -60,12 +64,32 @@ def call(port, token, method, path, body=None):
         raise SystemExit(f"{method} {path}: {e.code} {e.read().decode(errors='replace')}")
 
 
-def view(token, job):
-    """The job view through the balancer; None while no replica answers it."""
-    try:
-        return call(PORT, token, "GET", f"/v1/jobs/{job}")
-    except (urllib.error.URLError, ConnectionError, TimeoutError):
-        return None
+def views(token, job, ports):
+    """The job's view from each replica asked directly (those that answer)."""
+    out = []
+    for port in ports:
+        try:
+            out.append(call(port, token, "GET", f"/v1/jobs/{job}"))
+        except (urllib.error.URLError, ConnectionError, TimeoutError, SystemExit):
+            pass
+    return out
+
+
+def claim_metric(ports):
+    """Sum and count of privgen_claim_latency_seconds over the replicas."""
+    total, count = 0.0, 0
+    for port in ports:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+                text = r.read().decode()
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            continue
+        for line in text.splitlines():
+            if line.startswith("privgen_claim_latency_seconds_sum"):
+                total += float(line.split()[-1])
+            elif line.startswith("privgen_claim_latency_seconds_count"):
+                count += int(float(line.split()[-1]))
+    return total, count
 
 
 def cpu_ticks(pid):
@@ -109,12 +133,12 @@ def haproxy_one(state, port, backend_port):
         return int(f.read().split()[0])
 
 
-def wait_done(token, job, limit=600):
+def wait_done(token, job, ports, limit=600):
     t = time.time()
     while time.time() - t < limit:
-        v = view(token, job)
-        if v and v["status"] in ("succeeded", "failed", "cancelled"):
-            return v
+        for v in views(token, job, ports):
+            if v["status"] in ("succeeded", "failed", "cancelled"):
+                return v
         time.sleep(0.05)
     raise SystemExit(f"job {job} did not finish")
 
@@ -139,20 +163,29 @@ def main():
                    "privacy": {"model": "central", "budget": {"epsilon": 100, "delta": 1e-5}}})["id"]
         call(PORT, token, "POST", f"/v1/datasets/{ds}/rows", {"rows": rows})
 
+        rports = [PORT + k for k in (1, 2, 3)]
         # samples: one trained job served by every replica
         job = call(PORT, token, "POST", "/v1/jobs",
                    {"dataset_id": ds, "method": "dp_sinkhorn", "model": {"hidden": [256, 256]},
                     "train": {"steps": 4, "batch_size": 64}, "checkpoint_every": 4,
                     "privacy": {"noise_multiplier": 5}, "seed": 3})["id"]
-        v = wait_done(token, job)
+        v = wait_done(token, job, [PORT + k for k in (1, 2, 3)])
         if v["status"] != "succeeded":
             raise SystemExit(f"job {job} {v['status']}")
         path = f"/v1/jobs/{job}/samples?n=64&seed=1"
-        for k in (1, 2, 3):  # each replica loads the model once before timing
-            call(PORT + k, token, "GET", path)
-        one_pid = haproxy_one(state, PORT + 10, PORT + 1)
-        time.sleep(1.5)
-        for n, port, lb in ((1, PORT + 10, one_pid), (3, PORT, hap)):
+        if "samples" in CASES:
+            for k in (1, 2, 3):  # each replica loads the model once before timing
+                for attempt in range(100):  # a copy read while it ran is re-read within 1 s
+                    try:
+                        call(PORT + k, token, "GET", path)
+                        break
+                    except SystemExit:
+                        if attempt == 99:
+                            raise
+                        time.sleep(0.1)
+            one_pid = haproxy_one(state, PORT + 10, PORT + 1)
+            time.sleep(1.5)
+        for n, port, lb in ((1, PORT + 10, one_pid), (3, PORT, hap)) if "samples" in CASES else ():
             before = {r: cpu_ticks(p) for r, p in pids.items()}
             lb0, t0 = cpu_ticks(lb), time.time()
             rps, p99, errors = wrk(port, path, token)
@@ -162,44 +195,60 @@ def main():
                  errors=errors, seconds=SECONDS, cpu_cores=cpu,
                  haproxy_cpu_cores=round((cpu_ticks(lb) - lb0) / TICK / dt, 3),
                  machine_cores=os.cpu_count())
-        os.kill(one_pid, signal.SIGTERM)
-        one_pid = None
+        if one_pid:
+            os.kill(one_pid, signal.SIGTERM)
+            one_pid = None
 
         # claim latency: idle workers, one job at a time
         lat, nodes = [], []
         small = {"dataset_id": ds, "method": "dp_sinkhorn", "model": {"hidden": [8]},
                  "train": {"steps": 20, "batch_size": 20}, "checkpoint_every": 20,
                  "privacy": {"noise_multiplier": 20}, "seed": 3}
-        for _ in range(CLAIMS):
+        m0 = claim_metric(rports)
+        for _ in range(CLAIMS if "claim" in CASES else 0):
             j = call(PORT, token, "POST", "/v1/jobs", small)["id"]
             t0 = time.time()
             while True:
-                w = view(token, j)
-                if w and w["status"] != "queued":
+                if any(w["status"] != "queued" for w in views(token, j, rports)):
                     lat.append(time.time() - t0)
                     break
                 if time.time() - t0 > 60:
                     raise SystemExit(f"job {j} not claimed in 60 s")
                 time.sleep(0.002)
-            nodes.append(wait_done(token, j).get("node"))
-        emit(case="claim_latency", jobs=CLAIMS, median_ms=round(1e3 * statistics.median(lat), 1),
-             max_ms=round(1e3 * max(lat), 1), min_ms=round(1e3 * min(lat), 1),
-             nodes={n: nodes.count(n) for n in sorted(set(map(str, nodes)))})
+            while True:
+                done = [w for w in views(token, j, rports)
+                        if w["status"] in ("succeeded", "failed", "cancelled")]
+                if done:
+                    nodes.append(done[0].get("node"))
+                    break
+                time.sleep(0.02)
+        if lat:
+            m1 = claim_metric(rports)
+            emit(case="claim_latency", jobs=CLAIMS,
+                 polled_median_ms=round(1e3 * statistics.median(lat), 1),
+                 polled_max_ms=round(1e3 * max(lat), 1), polled_min_ms=round(1e3 * min(lat), 1),
+                 metric_mean_ms=(round(1e3 * (m1[0] - m0[0]) / (m1[1] - m0[1]), 1)
+                                 if m1[1] > m0[1] else None),
+                 claim_poll_ms=500, nodes={n: nodes.count(n) for n in sorted(set(map(str, nodes)))})
+        if "failover" not in CASES:
+            return 0
 
         # failover: kill -9 the replica running a long job
         j = call(PORT, token, "POST", "/v1/jobs",
                  dict(small, train={"steps": 10 ** 7, "batch_size": 20}, checkpoint_every=2000))["id"]
-        while True:
-            w = view(token, j)
-            if w and w["status"] == "running" and w.get("node") in pids:
-                break
+        w = None
+        while not w:
+            w = next((v for v in views(token, j, rports)
+                      if v["status"] == "running" and v.get("node") in pids), None)
             time.sleep(0.01)
         x = w["node"]
         os.kill(pids[x], signal.SIGKILL)
         t0 = time.time()
+        live = [PORT + k for k in (1, 2, 3) if f"r{k}" != x]
         while True:
-            w = view(token, j)
-            if w and w["status"] == "running" and w.get("node") not in (x, None):
+            w = next((v for v in views(token, j, live)
+                      if v["status"] == "running" and v.get("node") not in (x, None)), None)
+            if w:
                 break
             if time.time() - t0 > 10 * LEASE + 30:
                 raise SystemExit(f"job {j} not taken over from {x}")
@@ -207,7 +256,7 @@ def main():
         emit(case="failover", killed=x, resumed_on=w["node"],
              kill_to_running_s=round(time.time() - t0, 2), lease_s=LEASE,
              heartbeat_s=max(1, LEASE // 5))
-        call(PORT, token, "POST", f"/v1/jobs/{j}/cancel", {})
+        call(PORT + int(w["node"][1:]), token, "POST", f"/v1/jobs/{j}/cancel", {})
     finally:
         if one_pid:
             os.kill(one_pid, signal.SIGTERM)
