@@ -315,7 +315,7 @@ END_TEST
 
 START_TEST(sigterm_hands_the_job_over_without_losing_steps)
 {
-    enum { S = 30000, EVERY = 10000 };
+    enum { S = 12000, EVERY = 4000 };
     rpl_up(&C, "drain", 30, 5);
     char ds[64], body[512], id[64];
     rpl_dataset(&C.r[0], 100.0, ROWS, ds);
