@@ -47,7 +47,9 @@ static double wall(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* A replica named node; lease 2 s, heartbeat 1 s, poll 50 ms, progress 1 s. */
+/* A replica named node; lease 4 s, poll 50 ms, progress 1 s. Leases are
+ * whole seconds (a lease may end up to 1 s early): a 1 s heartbeat keeps
+ * 2 s of slack for a loaded machine. */
 static replica *replica_new(const char *node, int heartbeat_s)
 {
     replica *r = calloc(1, sizeof *r);
@@ -55,7 +57,7 @@ static replica *replica_new(const char *node, int heartbeat_s)
     pg_svc_config_defaults(&r->cfg);
     r->cfg.node_id = node;
     r->cfg.workers = 1;
-    r->cfg.lease_s = 2;
+    r->cfg.lease_s = 4;
     r->cfg.heartbeat_s = heartbeat_s;
     r->cfg.claim_poll_ms = 50;
     r->cfg.progress_s = 1;
@@ -229,6 +231,16 @@ static counters counts(replica *r)
     return c;
 }
 
+/* Waits until r holds no lease in its own view (which follows its row). */
+static void wait_unowned(replica *r)
+{
+    double end = wall() + 30;
+    while (counts(r).owned) {
+        ck_assert_msg(wall() < end, "%s still holds a job", r->cfg.node_id);
+        sleep_ms(20);
+    }
+}
+
 /* The stored history document's steps are strictly increasing (a resumed
  * run continues it; a restarted one would repeat steps); returns the
  * first point's step and, through node, the document's node. */
@@ -292,6 +304,8 @@ START_TEST(jobs_through_both_replicas_finish_exactly_once)
     }
     ck_assert_int_eq(by_a + by_b, NJ);
     ck_assert_msg(by_a >= 1 && by_b >= 1, "A ran %d, B ran %d", by_a, by_b);
+    wait_unowned(a);
+    wait_unowned(b);
     counters ca = counts(a), cb = counts(b);
     /* one claim per job, no takeover, no loss, nothing held any more */
     ck_assert_int_eq((int)(ca.claims + cb.claims), NJ);
@@ -345,7 +359,7 @@ START_TEST(dead_replica_is_taken_over_from_its_checkpoint)
     double t0 = wall();
     replica_start(b);
     r = wait_row(b->db, id, "running", "B", 0, 60);
-    fprintf(stderr, "takeover: B claimed %.2f s after A died (lease 2 s)\n", wall() - t0);
+    fprintf(stderr, "takeover: B claimed %.2f s after A died (lease 4 s)\n", wall() - t0);
     pg_job_rows_free(r, 1);
     r = wait_row(b->db, id, "succeeded", "B", 0, 180);
     /* resumed at ck and ran exactly what the reservation left: the steps A
@@ -380,7 +394,7 @@ END_TEST
  * row stay exactly as it wrote them, and the old one stops. */
 START_TEST(stale_owner_stops_without_writing)
 {
-    replica *a = replica_new("A", 1000); /* never renews within the 2 s lease */
+    replica *a = replica_new("A", 1000); /* never renews within the 4 s lease */
     replica_start(a);
     char tenant[PG_ID_MAX], ds[PG_ID_MAX], id[PG_ID_MAX];
     pg_test_uid(tenant, sizeof tenant, "ten_");
@@ -527,11 +541,7 @@ START_TEST(cancel_through_another_replica)
     ck_assert_int_eq(pg_jobs_cancel(b->m, tenant, id, &view, &found, &conflict, &err), PG_OK);
     json_decref(view);
     ck_assert_int_eq(conflict, 1);
-    end = wall() + 10; /* A's own view catches up with its row */
-    while (counts(a).owned) {
-        ck_assert(wall() < end);
-        sleep_ms(20);
-    }
+    wait_unowned(a); /* A's own view catches up with its row */
     replica_free(a);
     replica_free(b);
 }
