@@ -414,8 +414,10 @@ int pg_db_ckpt_delete(pg_db *db, const char *job, int64_t step, pg_error *err);
  * lease_s > 0. */
 int pg_db_job_claim(pg_db *db, const char *node, int64_t now, int64_t lease_s, pg_job_row **out,
                     int *found, pg_error *err);
-/* lease_until = now + lease_s when node still owns the running job; else
- * *held = 0 and nothing changes (the lease was lost: stop the job). */
+/* lease_until = now + lease_s when node still owns the running job under a
+ * lease; else *held = 0 and nothing changes (the lease was lost: stop the
+ * job). A released job is not renewed: a late heartbeat never undoes a
+ * release (nor a pg_db_job_release_node). */
 int pg_db_job_heartbeat(pg_db *db, const char *id, const char *node, int64_t now, int64_t lease_s,
                         int *held, pg_error *err);
 

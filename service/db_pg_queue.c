@@ -105,7 +105,7 @@ int pgb_job_heartbeat(pg_db *db, const char *id, const char *node, int64_t now, 
 {
     q_ctx x = {
         .sql = "UPDATE jobs SET lease_until = $3::bigint + $4::bigint WHERE id = $1 AND owner = $2 "
-               "AND status = 'running' RETURNING 1",
+               "AND status = 'running' AND lease_until IS NOT NULL RETURNING 1",
         .what = "renewing a lease"};
     pgb_text(&x.a, id);
     pgb_text(&x.a, node);

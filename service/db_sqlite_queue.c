@@ -90,7 +90,7 @@ int sq_job_heartbeat(pg_db *db, const char *id, const char *node, int64_t now, i
     sqlite3_stmt *st;
     int rc = sq_prep(s,
                      "UPDATE jobs SET lease_until=?3+?4 WHERE id=?1 AND owner=?2 "
-                     "AND status='running'",
+                     "AND status='running' AND lease_until IS NOT NULL",
                      &st, err);
     if (!rc) {
         sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);

@@ -78,6 +78,7 @@ typedef struct job {
     int lost;               /* the lease was lost: its worker stops without writing */
     double submitted_at;    /* wall clock of a submission through this replica; 0: elsewhere */
     const char *unrunnable; /* why this replica cannot run it (static text); NULL: it can */
+    int ending;             /* its worker ends or releases it: no more heartbeats */
 } job;
 
 struct pg_jobs {
@@ -158,7 +159,7 @@ json_t *pg_jobs_warnings_json(const job *j, int succeeded);
 int pg_jobs_lease_start(pg_jobs *m, pg_error *err);
 void pg_jobs_lease_stop(pg_jobs *m);
 void pg_jobs_lose(pg_jobs *m, job *j, const char *why);
-void pg_jobs_count_claim(pg_jobs *m, job *j, const pg_job_row *r, int64_t now);
+void pg_jobs_count_claim(pg_jobs *m, job *j, const pg_job_row *r, int64_t now, const char *prev);
 char *pg_jobs_queue_metrics(pg_jobs *m);
 double pg_jobs_wall(void);
 

@@ -32,7 +32,7 @@ void pg_jobs_lose(pg_jobs *m, job *j, const char *why)
 /* Upper bounds (seconds) of the claim latency buckets. */
 static const double LAT_LE[PG_JOBS_LAT_BUCKETS] = {0.05, 0.1, 0.25, 0.5, 1, 2, 5, 30, 300};
 
-void pg_jobs_count_claim(pg_jobs *m, job *j, const pg_job_row *r, int64_t now)
+void pg_jobs_count_claim(pg_jobs *m, job *j, const pg_job_row *r, int64_t now, const char *prev)
 {
     m->claims++;
     /* A claim that starts the job (the claim stamps started_at = now, and
@@ -42,8 +42,9 @@ void pg_jobs_count_claim(pg_jobs *m, job *j, const pg_job_row *r, int64_t now)
     if (r->started_at != now || r->step > 0 || r->steps_reserved > 0) {
         m->resumes++;
         pg_log_job("info", m->node, j->id,
-                   "took over the job (last run by %s) at step %lld, %lld steps reserved",
-                   r->owner[0] ? r->owner : "?", (long long)r->step, (long long)r->steps_reserved);
+                   "resumed the job at step %lld, %lld steps reserved (last run by %s)",
+                   (long long)r->step, (long long)r->steps_reserved,
+                   prev[0] ? prev : "another replica");
         return;
     }
     /* Exact for a submission through this replica; else from the row's
@@ -74,7 +75,7 @@ static void *heartbeat(void *arg)
         size_t n = 0;
         for (size_t i = 0; i < m->n; i++) {
             job *j = m->all[i];
-            if (!j->owned || j->lost) continue;
+            if (!j->owned || j->lost || j->ending) continue;
             if (n == cap) {
                 size_t nc = cap ? 2 * cap : 16;
                 void *p = realloc(ids, nc * sizeof *ids);
@@ -99,7 +100,9 @@ static void *heartbeat(void *arg)
             if (held) continue;
             pthread_mutex_lock(&m->mu);
             job *j = pg_jobs_by_id(m, ids[i]);
-            if (j && j->owned) pg_jobs_lose(m, j, "the heartbeat was refused");
+            /* A job its worker is ending or releasing refuses renewals
+             * legitimately; that worker's own fenced write decides. */
+            if (j && j->owned && !j->ending) pg_jobs_lose(m, j, "the heartbeat was refused");
             pthread_mutex_unlock(&m->mu);
         }
         pthread_mutex_lock(&m->mu);

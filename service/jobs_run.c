@@ -102,7 +102,16 @@ static void disown(pg_jobs *m, job *j)
 {
     pthread_mutex_lock(&m->mu);
     j->owned = 0;
+    j->ending = 0;
     pg_jobs_bump(m, j);
+    pthread_mutex_unlock(&m->mu);
+}
+
+/* The worker is about to end or release j: heartbeats stop for it. */
+static void set_ending(pg_jobs *m, job *j)
+{
+    pthread_mutex_lock(&m->mu);
+    j->ending = 1;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -130,6 +139,7 @@ static void finish(pg_jobs *m, job *j, int st, const char *error)
     /* The warnings are judged once, on the final model, and stored with
      * the view before the status says the job ended. */
     pthread_mutex_lock(&m->mu);
+    j->ending = 1;
     json_t *w = pg_jobs_warnings_json(j, st == ST_SUCCEEDED);
     json_decref(j->warnings);
     j->warnings = w;
@@ -159,6 +169,7 @@ static void finish(pg_jobs *m, job *j, int st, const char *error)
     j->finished_at = p.now;
     j->eta = NAN;
     j->owned = 0;
+    j->ending = 0;
     free(j->error);
     j->error = error ? strdup(error) : NULL;
     pg_jobs_bump(m, j);
@@ -367,6 +378,7 @@ static void run(pg_jobs *m, job *j)
     int st = boundary(m, j, &last_watch);
     if (st == STOP_CANCEL) finish(m, j, ST_CANCELLED, NULL);
     if (st == STOP_DRAIN) {
+        set_ending(m, j);
         pg_job_patch p = {.now = pg_jobs_now(), .step = -1, .steps_reserved = -1, .release = 1};
         patch(m, j, &p, "its release was refused", &err);
     }
@@ -529,6 +541,7 @@ static void run(pg_jobs *m, job *j)
         /* A drain knows exactly how many steps ran: it gives back the unused
          * part of the reserved chunk (so the next owner loses nothing) and
          * the lease, so another replica claims the job at once. */
+        set_ending(m, j);
         pg_job_patch p = {.now = pg_jobs_now(), .step = -1, .steps_reserved = -1, .release = 1};
         if (charges && base + ran < reserved) p.steps_reserved = base + ran;
         rc = patch(m, j, &p, "its release was refused", &err);
@@ -565,6 +578,7 @@ static job *adopt(pg_jobs *m, const pg_job_row *r, int64_t now)
     if (busy) return NULL;
     char *doc = NULL;
     int found = 0;
+    int fresh = !j; /* built from the claimed row, which already names this node */
     if (!j) {
         job *nj = pg_jobs_job_from_row(m, r);
         pthread_mutex_lock(&m->mu);
@@ -591,13 +605,16 @@ static job *adopt(pg_jobs *m, const pg_job_row *r, int64_t now)
         return NULL;
     }
     if (doc) pg_jobs_hist_apply(j, doc);
+    char prev[PG_NODE_MAX];
+    snprintf(prev, sizeof prev, "%s", fresh ? "" : j->node); /* who ran it last, if known */
     j->status = ST_RUNNING;
     j->started_at = r->started_at;
     j->steps_reserved = r->steps_reserved;
     snprintf(j->node, sizeof j->node, "%s", m->node);
     j->owned = 1;
     j->lost = 0;
-    pg_jobs_count_claim(m, j, r, now);
+    j->ending = 0;
+    pg_jobs_count_claim(m, j, r, now, prev);
     pg_jobs_bump(m, j);
     pthread_mutex_unlock(&m->mu);
     free(doc);

@@ -190,6 +190,10 @@ START_TEST(release_hands_over_at_once)
     claim_expect(db, "b:1", 2001, NULL);
     ck_assert_int_eq(pg_db_job_release(db, j, "a:1", 2001, &held, NULL), PG_OK);
     ck_assert_int_eq(held, 1);
+    /* a heartbeat sent before the release but arriving after it does not
+     * take the lease back */
+    ck_assert_int_eq(pg_db_job_heartbeat(db, j, "a:1", 2001, 30, &held, NULL), PG_OK);
+    ck_assert_int_eq(held, 0);
     pg_job_row *r = load(db, j);
     ck_assert_str_eq(r->owner, "a:1"); /* the node that last ran it */
     ck_assert_str_eq(r->status, "running");
