@@ -5,7 +5,8 @@ CMAKE   ?= cmake
 BUILD_TYPE ?= Release
 ASAN_OPTIONS_TEST ?= detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1
 
-.PHONY: all deps deps-test configure build test bench format clean run test-asan fuzz
+.PHONY: all deps deps-test configure build test bench format clean run test-asan fuzz \
+	replicas replicas-stop replicas-status
 
 all: build
 
@@ -61,6 +62,19 @@ format:
 run: build
 	@echo "privgend: http://$${PRIVGEN_LISTEN:-127.0.0.1:8080}  (admin token: $${PRIVGEN_DATA_DIR:-./var}/admin.token; Ctrl-C stops)"
 	@exec $(BUILD)/bin/privgend --data-dir $${PRIVGEN_DATA_DIR:-./var} $(ARGS)
+
+# A local PostgreSQL, 3 replicas and HAProxy in front (scripts/replicas.sh;
+# REPLICAS_N / REPLICAS_PORT / REPLICAS_ARGS override). Prints the balancer
+# URL and the admin token; `make replicas-stop` removes everything.
+replicas: build
+	@bash scripts/deps.sh --replicas
+	@BUILD=$(BUILD) bash scripts/replicas.sh start
+
+replicas-stop:
+	@BUILD=$(BUILD) bash scripts/replicas.sh stop
+
+replicas-status:
+	@BUILD=$(BUILD) bash scripts/replicas.sh status
 
 clean:
 	@rm -rf $(BUILD) build-asan

@@ -8,6 +8,8 @@
 #   scripts/deps.sh --bench    also the Python peers used by `make bench` and R
 #                              modeldata (credit_data for bench/credit_data.sh)
 #   scripts/deps.sh --browser  also Chromium + Node for the dashboard test
+#   scripts/deps.sh --replicas also HAProxy, the balancer of scripts/replicas.sh
+#                              (`make replicas`; bench/replicas.sh uses it too)
 set -euo pipefail
 
 build_pkgs=(
@@ -21,13 +23,15 @@ build_pkgs=(
 )
 bench_pkgs=(python3 python3-numpy python3-pot python3-torch python3-sklearn wrk r-cran-modeldata)
 browser_pkgs=(chromium)
+replicas_pkgs=(haproxy)
 
 want=("${build_pkgs[@]}")
 for arg in "$@"; do
   case "$arg" in
-    --bench) want+=("${bench_pkgs[@]}") ;;
+    --bench) want+=("${bench_pkgs[@]}" "${replicas_pkgs[@]}") ;;
     --browser) want+=("${browser_pkgs[@]}") ;;
-    --all) want+=("${bench_pkgs[@]}" "${browser_pkgs[@]}") ;;
+    --replicas) want+=("${replicas_pkgs[@]}") ;;
+    --all) want+=("${bench_pkgs[@]}" "${browser_pkgs[@]}" "${replicas_pkgs[@]}") ;;
     *) echo "deps.sh: unknown option $arg" >&2; exit 2 ;;
   esac
 done

@@ -1,0 +1,253 @@
+/* Multi-replica tests of issue 18 that need cross-replica reads (job
+ * views, SSE, samples and cancel of a job another replica runs: branch
+ * r18read) on top of the shared-queue workers already merged, and the
+ * partition test (below: it finds a stall in the workers). Built always,
+ * registered only with -DPRIVGEN_REPLICAS_PENDING=ON
+ * (tests/replicas/CMakeLists.txt) until those features are merged; then
+ * they move into test_replicas.c.
+ *
+ *  - samples of a finished job byte-identical from r1, r2, r3 for the same
+ *    seed (JSON and NPY), and different for another seed;
+ *  - cancel through one replica stops the job running on another; its
+ *    charge stays (it ran) and the replica that ran it takes the next job;
+ *  - SSE on a replica that does not run the job follows it to its end:
+ *    non-decreasing steps, then `done` with the final status and step;
+ *  - a replica stopped past its lease and woken shows the new owner's
+ *    result, not its own stale memory of the job;
+ *  - partition: SIGSTOP the running replica past its lease, let another take
+ *    over, SIGCONT it: the final state and checkpoints are the new owner's
+ *    (final step = its last checkpoint + plan - its reservation, as after a
+ *    kill), every stored checkpoint verifies, one ledger row.
+ *
+ * The partition test passes with the merged workers most of the time but
+ * not always, and what it finds is real: a replica stopped in the middle of
+ * a fenced checkpoint write (PostgreSQL: `SELECT ... FOR UPDATE` on the job
+ * row, then the chunks) leaves its session idle in transaction holding the
+ * job row's lock; the claim's `FOR UPDATE SKIP LOCKED` skips that row, so no
+ * replica takes the job over until the server ends the session (with a
+ * real partition: TCP keepalive, hours by default). Seen in about 1 of 8
+ * SIGSTOPs at a random point. A fix: `SET LOCAL
+ * idle_in_transaction_session_timeout` (below the lease) in the fenced
+ * write transactions, so the server rolls a stalled writer back and frees
+ * the row. */
+#include <math.h>
+
+#include "replicas/rpl.h"
+#include "support/pg_test.h"
+
+static rpl C;
+
+#define ROWS 400
+
+/* ---- cross-replica ------------------------------------------------------ */
+
+START_TEST(samples_of_a_finished_job_are_identical_from_every_replica)
+{
+    rpl_up(&C, "samples", 30, 5);
+    char ds[64], body[512], id[64];
+    rpl_dataset(&C.r[0], 100.0, ROWS, ds);
+    rpl_job_body(body, sizeof body, ds, 300, 5.0, 100);
+    rpl_submit(&C.r[2], body, id);
+    rpl_wait_status(&C, id, "succeeded", 60);
+    char path[160];
+    const char *fmt[] = {"", "&format=npy"};
+    for (int f = 0; f < 2; f++) {
+        snprintf(path, sizeof path, "/v1/jobs/%s/samples?n=64&seed=11%s", id, fmt[f]);
+        pg_resp r[RPL_N];
+        for (int k = 0; k < RPL_N; k++) {
+            rpl_req(&C.r[k], "GET", path, NULL, NULL, &r[k]);
+            ck_assert_msg(r[k].status == 200, "%s: %ld %s", C.node[k], r[k].status, r[k].body);
+            ck_assert_uint_gt(r[k].len, 0);
+        }
+        for (int k = 1; k < RPL_N; k++) {
+            ck_assert_uint_eq(r[k].len, r[0].len);
+            ck_assert(memcmp(r[k].body, r[0].body, r[0].len) == 0);
+        }
+        /* and a second seed differs, so the equality above is not vacuous */
+        char p2[160];
+        snprintf(p2, sizeof p2, "/v1/jobs/%s/samples?n=64&seed=12%s", id, fmt[f]);
+        pg_resp o;
+        rpl_req(&C.r[1], "GET", p2, NULL, NULL, &o);
+        ck_assert_int_eq(o.status, 200);
+        ck_assert(o.len != r[0].len || memcmp(o.body, r[0].body, o.len) != 0);
+        pg_resp_free(&o);
+        for (int k = 0; k < RPL_N; k++) pg_resp_free(&r[k]);
+    }
+    rpl_down(&C);
+}
+END_TEST
+
+START_TEST(cancel_through_one_replica_stops_the_job_on_another)
+{
+    rpl_up(&C, "cancel", 30, 5);
+    char ds[64], body[512], id[64];
+    rpl_dataset(&C.r[0], 100.0, ROWS, ds);
+    rpl_job_body(body, sizeof body, ds, 1000000, 5.0, 100000);
+    rpl_submit(&C.r[0], body, id);
+    pg_job_row row;
+    int x = rpl_wait_running(&C, id, 0, 60, &row);
+    int c = rpl_other_than(&C, x);
+    char path[128];
+    snprintf(path, sizeof path, "/v1/jobs/%.64s/cancel", id);
+    pg_resp r;
+    rpl_req(&C.r[c], "POST", path, "{}", NULL, &r);
+    ck_assert_msg(r.status >= 200 && r.status < 300, "%ld %s", r.status, r.body);
+    pg_resp_free(&r);
+    rpl_wait_status(&C, id, "cancelled", 15);
+    /* stopped, not finished: it ran, so its charge stays */
+    ck_assert(rpl_row(&C, id, &row));
+    ck_assert_int_lt(row.step, 1000000);
+    ck_assert_int_eq(rpl_ledger_rows_of(&C, ds, id), 1);
+    int total, reserved;
+    rpl_ledger(&C, ds, &total, &reserved);
+    ck_assert_int_eq(reserved, 1);
+    /* the replica that ran it is free again: its next job runs */
+    char id2[64];
+    rpl_job_body(body, sizeof body, ds, 50, 20.0, 50);
+    rpl_submit(&C.r[x], body, id2);
+    rpl_wait_status(&C, id2, "succeeded", 60);
+    rpl_down(&C);
+}
+END_TEST
+
+START_TEST(events_on_another_replica_follow_the_job_to_its_end)
+{
+    enum { S = 6000 };
+    rpl_up(&C, "events", 30, 5);
+    char ds[64], body[512], id[64];
+    rpl_dataset(&C.r[0], 100.0, ROWS, ds);
+    rpl_job_body(body, sizeof body, ds, S, 5.0, 500);
+    rpl_submit(&C.r[0], body, id);
+    pg_job_row row;
+    int x = rpl_wait_running(&C, id, 0, 60, &row);
+    int b = rpl_other_than(&C, x);
+    char path[128];
+    snprintf(path, sizeof path, "/v1/jobs/%.64s/events", id);
+    pg_resp r;
+    rpl_req(&C.r[b], "GET", path, NULL, (const char *const[]){"Accept: text/event-stream", NULL},
+            &r);
+    ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
+    ck_assert_ptr_nonnull(r.body);
+    /* progress events with non-decreasing steps, then one done event */
+    long last = -1;
+    int progress = 0;
+    const char *p = r.body, *done = strstr(r.body, "event: done\n");
+    ck_assert_msg(done != NULL, "no done event in %s", r.body);
+    while ((p = strstr(p, "event: progress\ndata: ")) != NULL && p < done) {
+        p += strlen("event: progress\ndata: ");
+        json_t *o = json_loadb(p, strcspn(p, "\n"), 0, NULL);
+        ck_assert_ptr_nonnull(o);
+        long step = (long)rpl_num(o, "progress", "step");
+        ck_assert_int_ge(step, last);
+        last = step;
+        progress++;
+        json_decref(o);
+    }
+    ck_assert_int_ge(progress, 1);
+    json_t *fin = json_loadb(done + strlen("event: done\ndata: "),
+                             strcspn(done + strlen("event: done\ndata: "), "\n"), 0, NULL);
+    ck_assert_ptr_nonnull(fin);
+    ck_assert_str_eq(json_string_value(json_object_get(fin, "status")), "succeeded");
+    ck_assert_int_eq((long)rpl_num(fin, "progress", "step"), S);
+    json_decref(fin);
+    pg_resp_free(&r);
+    rpl_down(&C);
+}
+END_TEST
+
+/* ---- drain -------------------------------------------------------------- */
+
+START_TEST(a_woken_replica_shows_the_result_of_the_new_owner)
+{
+    enum { S = 8000, EVERY = 400 };
+    rpl_up(&C, "woken", 4, 1);
+    char ds[64], body[512], id[64];
+    rpl_dataset(&C.r[0], 100.0, ROWS, ds);
+    rpl_job_body(body, sizeof body, ds, S, 5.0, EVERY);
+    rpl_submit(&C.r[0], body, id);
+    pg_job_row row;
+    int x = rpl_wait_running(&C, id, EVERY, 60, &row);
+    kill(C.r[x].pid, SIGSTOP);
+    int y = rpl_wait_new_owner(&C, id, C.node[x], 30, &row);
+    ck_assert_int_ne(y, x);
+    rpl_wait_status(&C, id, "succeeded", 120);
+    kill(C.r[x].pid, SIGCONT);
+    ck_assert_int_eq(rpl_wait_ready(&C.r[x], 20), 0);
+    /* within a few seconds its view is the database's, not its memory's */
+    const char *st = NULL;
+    for (int i = 0; i < 250; i++) {
+        json_t *v = rpl_view(&C.r[x], id);
+        ck_assert_ptr_nonnull(v);
+        int done = !strcmp(json_string_value(json_object_get(v, "status")), "succeeded") &&
+                   !strcmp(json_string_value(json_object_get(v, "node")), C.node[y]);
+        json_decref(v);
+        if (done) st = "succeeded";
+        if (done) break;
+        pg_sleep_ms(20);
+    }
+    ck_assert_ptr_nonnull(st);
+    rpl_down(&C);
+}
+END_TEST
+
+START_TEST(a_stopped_replica_past_its_lease_cannot_overwrite_the_new_owner)
+{
+    enum { S = 8000, EVERY = 400 };
+    rpl_up(&C, "partition", 4, 1);
+    char ds[64], body[512], id[64];
+    rpl_dataset(&C.r[0], 100.0, ROWS, ds);
+    rpl_job_body(body, sizeof body, ds, S, 5.0, EVERY);
+    rpl_submit(&C.r[1], body, id);
+    pg_job_row row;
+    int x = rpl_wait_running(&C, id, EVERY, 60, &row);
+    kill(C.r[x].pid, SIGSTOP); /* cut off: no heartbeat, no step */
+    pg_sleep_ms(300);          /* a write in flight lands or not */
+    pg_job_row left;
+    ck_assert(rpl_row(&C, id, &left));
+    ck_assert_str_eq(left.owner, C.node[x]);
+    int64_t before = left.step;
+    int y = rpl_wait_new_owner(&C, id, C.node[x], 30, &row);
+    ck_assert_int_ne(y, x);
+    /* the new owner writes a checkpoint of its own before the old one wakes */
+    for (int i = 0; i < 3000; i++) {
+        ck_assert(rpl_row(&C, id, &row));
+        if (row.step > before || rpl_terminal(row.status)) break;
+        pg_sleep_ms(20);
+    }
+    ck_assert_int_gt(row.step, before);
+    kill(C.r[x].pid, SIGCONT);
+    rpl_wait_status(&C, id, "succeeded", 120);
+
+    ck_assert(rpl_row(&C, id, &row));
+    /* the final state is the new owner's: it resumed from the stopped
+     * one's checkpoint and ran what its plan had left (as after a kill) */
+    ck_assert_str_eq(row.owner, C.node[y]);
+    ck_assert_int_eq(row.steps_reserved, S);
+    ck_assert_int_eq(row.step, left.step + (S - left.steps_reserved));
+    ck_assert_int_eq(rpl_ledger_rows_of(&C, ds, id), 1);
+    rpl_check_ckpts(&C, id, row.step);
+    /* the woken replica is healthy (that it shows the new owner's result
+     * is in test_replicas_pending.c: it needs cross-replica views) */
+    ck_assert_int_eq(rpl_wait_ready(&C.r[x], 20), 0);
+    rpl_down(&C);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("replicas_pending");
+    TCase *tc = tcase_create("replicas_pending");
+    tcase_set_timeout(tc, 200);
+    tcase_add_test(tc, samples_of_a_finished_job_are_identical_from_every_replica);
+    tcase_add_test(tc, cancel_through_one_replica_stops_the_job_on_another);
+    tcase_add_test(tc, events_on_another_replica_follow_the_job_to_its_end);
+    tcase_add_test(tc, a_woken_replica_shows_the_result_of_the_new_owner);
+    tcase_add_test(tc, a_stopped_replica_past_its_lease_cannot_overwrite_the_new_owner);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return rpl_run_suite(suite());
+}
