@@ -6,41 +6,6 @@
 
 #include "service/db_pg.h"
 
-#define COLS                                                                                       \
-    "j.seq, j.id, j.tenant_id, j.dataset_id, j.method, j.status, j.spec, j.error, "                \
-    "j.created_at, j.started_at, j.finished_at, j.step, j.steps_reserved, j.data_n, "              \
-    "j.public_dataset_id, j.public_n, j.owner"
-
-/* Row i of a result selected with COLS into *j (zeroed first). */
-static int row_at(const PGresult *r, int i, pg_job_row *j, pg_error *err)
-{
-    memset(j, 0, sizeof *j);
-    j->seq = pgb_i64_at(r, i, 0);
-    pgb_str_at(r, i, 1, j->id, sizeof j->id);
-    pgb_str_at(r, i, 2, j->tenant, sizeof j->tenant);
-    pgb_str_at(r, i, 3, j->dataset_id, sizeof j->dataset_id);
-    pgb_str_at(r, i, 4, j->method, sizeof j->method);
-    pgb_str_at(r, i, 5, j->status, sizeof j->status);
-    j->spec = pgb_dup_at(r, i, 6);
-    j->error = pgb_dup_at(r, i, 7);
-    j->created_at = pgb_i64_at(r, i, 8);
-    j->started_at = pgb_i64_at(r, i, 9);
-    j->finished_at = pgb_i64_at(r, i, 10);
-    j->step = pgb_i64_at(r, i, 11);
-    j->steps_reserved = pgb_i64_at(r, i, 12);
-    j->data_n = pgb_i64_at(r, i, 13);
-    pgb_str_at(r, i, 14, j->public_dataset_id, sizeof j->public_dataset_id);
-    j->public_n = pgb_i64_at(r, i, 15);
-    pgb_str_at(r, i, 16, j->owner, sizeof j->owner);
-    if ((!PQgetisnull(r, i, 6) && !j->spec) || (!PQgetisnull(r, i, 7) && !j->error)) {
-        free(j->spec);
-        free(j->error);
-        j->spec = j->error = NULL;
-        return pg_error_set(err, PG_ENOMEM, "out of memory reading a job row");
-    }
-    return PG_OK;
-}
-
 typedef struct read_ctx {
     const char *id;
     pg_job_row *rows;
@@ -62,14 +27,15 @@ static int get_fn(PGconn *c, void *ctx, pg_error *err)
     PGresult *r;
     /* One statement, one snapshot: the row and the document agree. */
     int rc = pgb_q(c,
-                   "SELECT " COLS ", h.doc FROM jobs j LEFT JOIN job_history h ON h.job_id = j.id "
+                   "SELECT " PGB_JOB_COLS_J
+                   ", h.doc FROM jobs j LEFT JOIN job_history h ON h.job_id = j.id "
                    "WHERE j.id = $1",
                    &a, "reading a job", &r, err);
     if (rc) return rc;
     if (PQntuples(r) == 1) {
         if (!(x->rows = calloc(1, sizeof *x->rows)))
             rc = pg_error_set(err, PG_ENOMEM, "out of memory reading a job");
-        if (!rc && !(rc = row_at(r, 0, x->rows, err))) x->n = 1;
+        if (!rc && !(rc = pgb_job_row_at(r, 0, x->rows, err))) x->n = 1;
         if (!rc && !PQgetisnull(r, 0, 17) && !(x->doc = pgb_dup_at(r, 0, 17)))
             rc = pg_error_set(err, PG_ENOMEM, "out of memory reading a job's history");
     }
@@ -100,7 +66,7 @@ static int list_fn(PGconn *c, void *ctx, pg_error *err)
     x->n = 0;
     PGresult *r;
     int rc = pgb_q(c,
-                   "SELECT " COLS " FROM jobs j WHERE j.tenant_id = $1 AND j.seq > $2 "
+                   "SELECT " PGB_JOB_COLS_J " FROM jobs j WHERE j.tenant_id = $1 AND j.seq > $2 "
                    "AND ($3::text IS NULL OR j.status = $3) "
                    "AND ($4::text IS NULL OR j.dataset_id = $4) ORDER BY j.seq LIMIT $5",
                    &x->a, "listing jobs", &r, err);
@@ -109,7 +75,7 @@ static int list_fn(PGconn *c, void *ctx, pg_error *err)
     x->rows = n ? calloc((size_t)n, sizeof *x->rows) : NULL;
     if (n && !x->rows) rc = pg_error_set(err, PG_ENOMEM, "out of memory listing jobs");
     for (int i = 0; !rc && i < n; i++)
-        if (!(rc = row_at(r, i, &x->rows[i], err))) x->n++;
+        if (!(rc = pgb_job_row_at(r, i, &x->rows[i], err))) x->n++;
     PQclear(r);
     return rc;
 }

@@ -148,15 +148,41 @@ typedef struct rows_ctx {
     size_t n;
 } rows_ctx;
 
+int pgb_job_row_at(const PGresult *r, int i, pg_job_row *j, pg_error *err)
+{
+    memset(j, 0, sizeof *j);
+    j->seq = pgb_i64_at(r, i, 0);
+    pgb_str_at(r, i, 1, j->id, sizeof j->id);
+    pgb_str_at(r, i, 2, j->tenant, sizeof j->tenant);
+    pgb_str_at(r, i, 3, j->dataset_id, sizeof j->dataset_id);
+    pgb_str_at(r, i, 4, j->method, sizeof j->method);
+    pgb_str_at(r, i, 5, j->status, sizeof j->status);
+    j->spec = pgb_dup_at(r, i, 6);
+    j->error = pgb_dup_at(r, i, 7);
+    j->created_at = pgb_i64_at(r, i, 8);
+    j->started_at = pgb_i64_at(r, i, 9);
+    j->finished_at = pgb_i64_at(r, i, 10);
+    j->step = pgb_i64_at(r, i, 11);
+    j->steps_reserved = pgb_i64_at(r, i, 12);
+    j->data_n = pgb_i64_at(r, i, 13);
+    pgb_str_at(r, i, 14, j->public_dataset_id, sizeof j->public_dataset_id);
+    j->public_n = pgb_i64_at(r, i, 15);
+    pgb_str_at(r, i, 16, j->owner, sizeof j->owner);
+    if ((!PQgetisnull(r, i, 6) && !j->spec) || (!PQgetisnull(r, i, 7) && !j->error)) {
+        free(j->spec);
+        free(j->error);
+        j->spec = j->error = NULL;
+        return pg_error_set(err, PG_ENOMEM, "out of memory reading a job row");
+    }
+    return PG_OK;
+}
+
 static int load_fn(PGconn *c, void *ctx, pg_error *err)
 {
     rows_ctx *x = ctx;
     PGresult *r;
-    int rc = pgb_q(c,
-                   "SELECT seq, id, tenant_id, dataset_id, method, status, spec, error, "
-                   "created_at, started_at, finished_at, step, steps_reserved, data_n, "
-                   "public_dataset_id, public_n, owner FROM jobs ORDER BY seq",
-                   NULL, "loading jobs", &r, err);
+    int rc =
+        pgb_q(c, "SELECT " PGB_JOB_COLS " FROM jobs ORDER BY seq", NULL, "loading jobs", &r, err);
     if (rc) return rc;
     int n = PQntuples(r);
     pg_job_rows_free(x->rows, x->n);
@@ -164,27 +190,8 @@ static int load_fn(PGconn *c, void *ctx, pg_error *err)
     x->n = 0;
     if (n && !x->rows) rc = pg_error_set(err, PG_ENOMEM, "out of memory loading jobs");
     for (int i = 0; !rc && i < n; i++) {
-        pg_job_row *j = &x->rows[i];
-        j->seq = pgb_i64_at(r, i, 0);
-        pgb_str_at(r, i, 1, j->id, sizeof j->id);
-        pgb_str_at(r, i, 2, j->tenant, sizeof j->tenant);
-        pgb_str_at(r, i, 3, j->dataset_id, sizeof j->dataset_id);
-        pgb_str_at(r, i, 4, j->method, sizeof j->method);
-        pgb_str_at(r, i, 5, j->status, sizeof j->status);
-        j->spec = pgb_dup_at(r, i, 6);
-        j->error = pgb_dup_at(r, i, 7);
-        x->n++;
-        j->created_at = pgb_i64_at(r, i, 8);
-        j->started_at = pgb_i64_at(r, i, 9);
-        j->finished_at = pgb_i64_at(r, i, 10);
-        j->step = pgb_i64_at(r, i, 11);
-        j->steps_reserved = pgb_i64_at(r, i, 12);
-        j->data_n = pgb_i64_at(r, i, 13);
-        pgb_str_at(r, i, 14, j->public_dataset_id, sizeof j->public_dataset_id);
-        j->public_n = pgb_i64_at(r, i, 15);
-        pgb_str_at(r, i, 16, j->owner, sizeof j->owner);
-        if (!j->spec || (!PQgetisnull(r, i, 7) && !j->error))
-            rc = pg_error_set(err, PG_ENOMEM, "out of memory loading jobs");
+        rc = pgb_job_row_at(r, i, &x->rows[i], err);
+        if (!rc) x->n++;
     }
     PQclear(r);
     return rc;
