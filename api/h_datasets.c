@@ -11,6 +11,7 @@
 #include "service/auth.h"
 #include "service/calib.h"
 #include "service/dataset.h"
+#include "service/text.h"
 #include "service/typed.h"
 
 static int get_num(pg_req *r, json_t *o, const char *key, const char *field, int required,
@@ -163,16 +164,6 @@ int pg_api_parse_dataset(pg_req *r, json_t *b, pg_ds_spec *s)
     return parse_privacy(r, p, s);
 }
 
-static json_t *iso_time(int64_t t)
-{
-    char buf[32];
-    time_t tt = (time_t)t;
-    struct tm tm;
-    gmtime_r(&tt, &tm);
-    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return json_string(buf);
-}
-
 /* Central (epsilon, delta) that shuffling the n locally private rows would
  * give (Feldman, McMillan, Talwar 2021, closed form; O(1) per request). Only
  * for pure eps0-LDP (Laplace): the Gaussian mechanism is (eps0, delta0)-LDP,
@@ -254,7 +245,7 @@ static json_t *dataset_json(const pg_db_dataset *d, pg_req *r)
     json_object_set_new(o, "d", json_integer(d->d));
     json_object_set_new(o, "n", json_integer(d->n));
     json_object_set_new(o, "bytes", json_integer(d->bytes));
-    json_object_set_new(o, "created_at", iso_time(d->created_at));
+    json_object_set_new(o, "created_at", pg_text_time(d->created_at));
     json_object_set_new(o, "privacy_report", privacy_report(&s, d->n));
     if (s.typed && typed_encoding(o, d->meta, r)) {
         json_decref(o);

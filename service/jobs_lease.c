@@ -3,6 +3,7 @@
  * what happens when one is lost, and the per-replica queue metrics. */
 #include "service/jobs.h"
 #include "service/jobs_internal.h"
+#include "service/text.h"
 #include "service/log.h"
 
 #include <stdarg.h>
@@ -132,84 +133,67 @@ void pg_jobs_lease_stop(pg_jobs *m)
     if (running) pthread_join(m->hb, NULL);
 }
 
-typedef struct qbuf {
-    char *p;
-    size_t len, cap;
-} qbuf;
-
-__attribute__((format(printf, 2, 3))) static void qput(qbuf *b, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int k = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
-        va_end(ap);
-        if (k < 0) return;
-        if (b->p && b->len + (size_t)k < b->cap) {
-            b->len += (size_t)k;
-            return;
-        }
-        size_t cap = b->cap ? b->cap : 2048;
-        while (cap <= b->len + (size_t)k) cap *= 2;
-        char *np = realloc(b->p, cap);
-        if (!np) return;
-        b->p = np;
-        b->cap = cap;
-    }
-}
-
 char *pg_jobs_queue_metrics(pg_jobs *m)
 {
     int64_t depth = -1;
     pg_db_job_queue_depth(m->db, &depth, NULL); /* -1: the database did not answer */
-    qbuf b = {0};
+    pg_text b = {0};
     pthread_mutex_lock(&m->mu);
     const char *n = m->node;
     size_t held = 0;
     for (size_t i = 0; i < m->n; i++) held += m->all[i]->owned && !m->all[i]->lost;
-    qput(&b,
-         "# HELP privgen_queue_depth Queued jobs in the shared queue (rows of every replica), "
-         "as seen by this replica; -1 when the database did not answer.\n"
-         "# TYPE privgen_queue_depth gauge\nprivgen_queue_depth{node=\"%s\"} %lld\n",
-         n, (long long)depth);
-    qput(&b,
-         "# HELP privgen_leases_held Jobs this replica runs under a lease.\n"
-         "# TYPE privgen_leases_held gauge\nprivgen_leases_held{node=\"%s\"} %zu\n",
-         n, held);
-    qput(&b,
-         "# HELP privgen_lease_losses_total Leases this replica lost (another replica took the "
-         "job over; its worker stopped without writing).\n"
-         "# TYPE privgen_lease_losses_total counter\nprivgen_lease_losses_total{node=\"%s\"} "
-         "%llu\n",
-         n, (unsigned long long)m->lease_losses);
-    qput(&b,
-         "# HELP privgen_claims_total Jobs this replica claimed: start (queued) or resume "
-         "(taken over, or released by a drain or a restart).\n"
-         "# TYPE privgen_claims_total counter\n"
-         "privgen_claims_total{node=\"%s\",kind=\"start\"} %llu\n"
-         "privgen_claims_total{node=\"%s\",kind=\"resume\"} %llu\n",
-         n, (unsigned long long)(m->claims - m->resumes), n, (unsigned long long)m->resumes);
-    qput(&b,
-         "# HELP privgen_claim_latency_seconds From submission to the claim that starts the job.\n"
-         "# TYPE privgen_claim_latency_seconds histogram\n");
+    pg_text_printf(
+        &b,
+        "# HELP privgen_queue_depth Queued jobs in the shared queue (rows of every replica), "
+        "as seen by this replica; -1 when the database did not answer.\n"
+        "# TYPE privgen_queue_depth gauge\nprivgen_queue_depth{node=\"%s\"} %lld\n",
+        n, (long long)depth);
+    pg_text_printf(&b,
+                   "# HELP privgen_leases_held Jobs this replica runs under a lease.\n"
+                   "# TYPE privgen_leases_held gauge\nprivgen_leases_held{node=\"%s\"} %zu\n",
+                   n, held);
+    pg_text_printf(
+        &b,
+        "# HELP privgen_lease_losses_total Leases this replica lost (another replica took the "
+        "job over; its worker stopped without writing).\n"
+        "# TYPE privgen_lease_losses_total counter\nprivgen_lease_losses_total{node=\"%s\"} "
+        "%llu\n",
+        n, (unsigned long long)m->lease_losses);
+    pg_text_printf(
+        &b,
+        "# HELP privgen_claims_total Jobs this replica claimed: start (queued) or resume "
+        "(taken over, or released by a drain or a restart).\n"
+        "# TYPE privgen_claims_total counter\n"
+        "privgen_claims_total{node=\"%s\",kind=\"start\"} %llu\n"
+        "privgen_claims_total{node=\"%s\",kind=\"resume\"} %llu\n",
+        n, (unsigned long long)(m->claims - m->resumes), n, (unsigned long long)m->resumes);
+    pg_text_printf(
+        &b,
+        "# HELP privgen_claim_latency_seconds From submission to the claim that starts the job.\n"
+        "# TYPE privgen_claim_latency_seconds histogram\n");
     uint64_t cum = 0;
     for (int k = 0; k < PG_JOBS_LAT_BUCKETS; k++) {
         cum += m->claim_lat_bucket[k];
-        qput(&b, "privgen_claim_latency_seconds_bucket{node=\"%s\",le=\"%g\"} %llu\n", n, LAT_LE[k],
-             (unsigned long long)cum);
+        pg_text_printf(&b, "privgen_claim_latency_seconds_bucket{node=\"%s\",le=\"%g\"} %llu\n", n,
+                       LAT_LE[k], (unsigned long long)cum);
     }
-    qput(&b,
-         "privgen_claim_latency_seconds_bucket{node=\"%s\",le=\"+Inf\"} %llu\n"
-         "privgen_claim_latency_seconds_sum{node=\"%s\"} %.6f\n"
-         "privgen_claim_latency_seconds_count{node=\"%s\"} %llu\n",
-         n, (unsigned long long)m->claim_lat_n, n, m->claim_lat_sum, n,
-         (unsigned long long)m->claim_lat_n);
-    qput(&b,
-         "# HELP privgen_leases_released_at_start_total Leases this node held when it started "
-         "again (a crash), released so their jobs resume at once.\n"
-         "# TYPE privgen_leases_released_at_start_total counter\n"
-         "privgen_leases_released_at_start_total{node=\"%s\"} %llu\n",
-         n, (unsigned long long)m->released_at_start);
+    pg_text_printf(&b,
+                   "privgen_claim_latency_seconds_bucket{node=\"%s\",le=\"+Inf\"} %llu\n"
+                   "privgen_claim_latency_seconds_sum{node=\"%s\"} %.6f\n"
+                   "privgen_claim_latency_seconds_count{node=\"%s\"} %llu\n",
+                   n, (unsigned long long)m->claim_lat_n, n, m->claim_lat_sum, n,
+                   (unsigned long long)m->claim_lat_n);
+    pg_text_printf(
+        &b,
+        "# HELP privgen_leases_released_at_start_total Leases this node held when it started "
+        "again (a crash), released so their jobs resume at once.\n"
+        "# TYPE privgen_leases_released_at_start_total counter\n"
+        "privgen_leases_released_at_start_total{node=\"%s\"} %llu\n",
+        n, (unsigned long long)m->released_at_start);
     pthread_mutex_unlock(&m->mu);
+    if (b.failed) { /* out of memory: no half-rendered text */
+        free(b.p);
+        return NULL;
+    }
     return b.p;
 }

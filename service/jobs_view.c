@@ -2,6 +2,7 @@
 #include "service/jobdesc.h"
 #include "service/jobs.h"
 #include "service/jobs_internal.h"
+#include "service/text.h"
 #include "service/snapcache.h"
 
 #include <errno.h>
@@ -15,17 +16,6 @@
 
 const char *const pg_jobs_status[ST_COUNT] = {"queued", "running", "succeeded", "failed",
                                               "cancelled"};
-
-static json_t *iso(int64_t t)
-{
-    if (t <= 0) return json_null();
-    char buf[32];
-    time_t tt = (time_t)t;
-    struct tm tm;
-    gmtime_r(&tt, &tm);
-    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return json_string(buf);
-}
 
 static json_t *num(double v)
 {
@@ -60,7 +50,7 @@ json_t *pg_jobs_ckpts_json(const job *j)
     for (size_t i = 0; i < j->nckpts; i++)
         json_array_append_new(a, json_pack("{s:I,s:I,s:o}", "step", (json_int_t)j->ckpts[i].step,
                                            "bytes", (json_int_t)j->ckpts[i].bytes, "created_at",
-                                           iso(j->ckpts[i].created_at)));
+                                           pg_text_time(j->ckpts[i].created_at)));
     return a;
 }
 
@@ -80,8 +70,9 @@ json_t *pg_jobs_job_json(const job *j)
                      "dataset_id", j->dataset_id, "public_dataset_id",
                      j->public_dataset_id[0] ? json_string(j->public_dataset_id) : json_null(),
                      "spec", j->spec, "progress", prog, "privacy", j->privacy, "checkpoints",
-                     pg_jobs_ckpts_json(j), "history", hist, "created_at", iso(j->created_at),
-                     "started_at", iso(j->started_at), "finished_at", iso(j->finished_at), "error",
+                     pg_jobs_ckpts_json(j), "history", hist, "created_at",
+                     pg_text_time(j->created_at), "started_at", pg_text_time(j->started_at),
+                     "finished_at", pg_text_time(j->finished_at), "error",
                      j->error ? json_string(j->error) : json_null(), "warnings",
                      j->warnings ? json_incref(j->warnings) : pg_jobs_warnings_json(j, 0), "node",
                      j->node[0] ? json_string(j->node) : json_null());
@@ -107,37 +98,11 @@ json_t *pg_jobs_quote_json(const pg_ledger_quote *q)
                      num(q->remaining_epsilon), "admissible", q->admit);
 }
 
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-} sbuf;
-
-__attribute__((format(printf, 2, 3))) static void sb_printf(sbuf *b, const char *fmt, ...)
-{
-    va_list ap;
-    for (;;) {
-        va_start(ap, fmt);
-        int k = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
-        va_end(ap);
-        if (k < 0) return;
-        if (b->p && b->len + (size_t)k < b->cap) {
-            b->len += (size_t)k;
-            return;
-        }
-        size_t cap = b->cap ? b->cap : 1024;
-        while (cap <= b->len + (size_t)k) cap *= 2;
-        char *np = realloc(b->p, cap);
-        if (!np) return;
-        b->p = np;
-        b->cap = cap;
-    }
-}
-
-static void pg_jobs_snapcache_metrics(pg_jobs *m, sbuf *b);
+static void pg_jobs_snapcache_metrics(pg_jobs *m, pg_text *b);
 
 char *pg_jobs_metrics(pg_jobs *m)
 {
-    sbuf b = {0};
+    pg_text b = {0};
     size_t by[ST_COUNT] = {0};
     typedef struct dsk {
         char id[PG_ID_MAX];
@@ -146,16 +111,16 @@ char *pg_jobs_metrics(pg_jobs *m)
     dsk *ds = NULL;
     size_t nds = 0;
     pthread_mutex_lock(&m->mu);
-    sb_printf(&b, "# HELP privgen_jobs Jobs by state.\n# TYPE privgen_jobs gauge\n");
+    pg_text_printf(&b, "# HELP privgen_jobs Jobs by state.\n# TYPE privgen_jobs gauge\n");
     for (size_t i = 0; i < m->n; i++) by[m->all[i]->status]++;
     for (int s = 0; s < ST_COUNT; s++)
-        sb_printf(&b, "privgen_jobs{state=\"%s\"} %zu\n", pg_jobs_status[s], by[s]);
-    sb_printf(&b, "# HELP privgen_job_steps_per_second Training speed of running jobs.\n"
-                  "# TYPE privgen_job_steps_per_second gauge\n");
+        pg_text_printf(&b, "privgen_jobs{state=\"%s\"} %zu\n", pg_jobs_status[s], by[s]);
+    pg_text_printf(&b, "# HELP privgen_job_steps_per_second Training speed of running jobs.\n"
+                       "# TYPE privgen_job_steps_per_second gauge\n");
     for (size_t i = 0; i < m->n; i++) {
         job *j = m->all[i];
         if (j->status == ST_RUNNING && isfinite(j->sps))
-            sb_printf(&b, "privgen_job_steps_per_second{job=\"%s\"} %.6g\n", j->id, j->sps);
+            pg_text_printf(&b, "privgen_job_steps_per_second{job=\"%s\"} %.6g\n", j->id, j->sps);
         if (j->desc.model == PG_PRIVACY_CENTRAL) {
             int seen = 0;
             for (size_t k = 0; k < nds && !seen; k++) seen = !strcmp(ds[k].id, j->dataset_id);
@@ -167,36 +132,42 @@ char *pg_jobs_metrics(pg_jobs *m)
             }
         }
     }
-    sb_printf(&b,
-              "# HELP privgen_job_steps_total Training steps run.\n# TYPE privgen_job_steps_total "
-              "counter\nprivgen_job_steps_total %llu\n",
-              (unsigned long long)m->steps_done);
-    sb_printf(&b,
-              "# HELP privgen_samples_served_total Synthetic samples served.\n# TYPE "
-              "privgen_samples_served_total counter\nprivgen_samples_served_total %llu\n",
-              (unsigned long long)m->samples_served);
+    pg_text_printf(
+        &b,
+        "# HELP privgen_job_steps_total Training steps run.\n# TYPE privgen_job_steps_total "
+        "counter\nprivgen_job_steps_total %llu\n",
+        (unsigned long long)m->steps_done);
+    pg_text_printf(&b,
+                   "# HELP privgen_samples_served_total Synthetic samples served.\n# TYPE "
+                   "privgen_samples_served_total counter\nprivgen_samples_served_total %llu\n",
+                   (unsigned long long)m->samples_served);
     pthread_mutex_unlock(&m->mu);
-    sb_printf(&b, "# HELP privgen_dataset_epsilon_spent Composed epsilon reserved per central "
-                  "dataset (at its cap delta).\n# TYPE privgen_dataset_epsilon_spent gauge\n");
+    pg_text_printf(&b, "# HELP privgen_dataset_epsilon_spent Composed epsilon reserved per central "
+                       "dataset (at its cap delta).\n# TYPE privgen_dataset_epsilon_spent gauge\n");
     for (size_t k = 0; k < nds; k++) {
         pg_ledger_curve c;
         double eps;
         if (!pg_ledger_spent(m->db, ds[k].id, &c, NULL) &&
             !pg_ledger_curve_epsilon(&c, ds[k].cap_delta, &eps, NULL))
-            sb_printf(&b, "privgen_dataset_epsilon_spent{dataset=\"%s\"} %.9g\n", ds[k].id, eps);
+            pg_text_printf(&b, "privgen_dataset_epsilon_spent{dataset=\"%s\"} %.9g\n", ds[k].id,
+                           eps);
     }
     free(ds);
     pg_jobs_snapcache_metrics(m, &b);
     char *q = pg_jobs_queue_metrics(m); /* the shared queue, per replica (jobs_lease.c) */
-    if (q) sb_printf(&b, "%s", q);
+    if (q) pg_text_printf(&b, "%s", q);
     free(q);
+    if (b.failed) { /* out of memory: no half-rendered text */
+        free(b.p);
+        return NULL;
+    }
     return b.p;
 }
 
 /* The snapshot cache's counters (r18read): hits and misses of samples
  * requests served from models rebuilt from checkpoints, evictions under
  * --snapshot-cache-mb, and what it holds. */
-static void pg_jobs_snapcache_metrics(pg_jobs *m, sbuf *b)
+static void pg_jobs_snapcache_metrics(pg_jobs *m, pg_text *b)
 {
     pthread_mutex_lock(&m->mu);
     struct pg_snapcache *c = m->snaps;
@@ -204,23 +175,24 @@ static void pg_jobs_snapcache_metrics(pg_jobs *m, sbuf *b)
     pg_snapcache_stats s;
     pg_snapcache_stats_get(c, &s);
     if (!c) s.cap = m->cfg->snapshot_cache_mb > 0 ? (size_t)m->cfg->snapshot_cache_mb << 20 : 0;
-    sb_printf(b,
-              "# HELP privgen_snapshot_cache_hits_total Samples requests served by a cached model "
-              "of a job trained elsewhere.\n# TYPE privgen_snapshot_cache_hits_total counter\n"
-              "privgen_snapshot_cache_hits_total %llu\n"
-              "# HELP privgen_snapshot_cache_misses_total Requests that rebuilt a model from its "
-              "checkpoint.\n# TYPE privgen_snapshot_cache_misses_total counter\n"
-              "privgen_snapshot_cache_misses_total %llu\n"
-              "# HELP privgen_snapshot_cache_evictions_total Models dropped to stay within "
-              "--snapshot-cache-mb.\n# TYPE privgen_snapshot_cache_evictions_total counter\n"
-              "privgen_snapshot_cache_evictions_total %llu\n"
-              "# HELP privgen_snapshot_cache_bytes Checkpoint bytes of the cached models.\n"
-              "# TYPE privgen_snapshot_cache_bytes gauge\nprivgen_snapshot_cache_bytes %zu\n"
-              "# HELP privgen_snapshot_cache_entries Cached models.\n"
-              "# TYPE privgen_snapshot_cache_entries gauge\nprivgen_snapshot_cache_entries %zu\n"
-              "# HELP privgen_snapshot_cache_capacity_bytes The cap (--snapshot-cache-mb).\n"
-              "# TYPE privgen_snapshot_cache_capacity_bytes gauge\n"
-              "privgen_snapshot_cache_capacity_bytes %zu\n",
-              (unsigned long long)s.hits, (unsigned long long)s.misses,
-              (unsigned long long)s.evictions, s.bytes, s.entries, s.cap);
+    pg_text_printf(
+        b,
+        "# HELP privgen_snapshot_cache_hits_total Samples requests served by a cached model "
+        "of a job trained elsewhere.\n# TYPE privgen_snapshot_cache_hits_total counter\n"
+        "privgen_snapshot_cache_hits_total %llu\n"
+        "# HELP privgen_snapshot_cache_misses_total Requests that rebuilt a model from its "
+        "checkpoint.\n# TYPE privgen_snapshot_cache_misses_total counter\n"
+        "privgen_snapshot_cache_misses_total %llu\n"
+        "# HELP privgen_snapshot_cache_evictions_total Models dropped to stay within "
+        "--snapshot-cache-mb.\n# TYPE privgen_snapshot_cache_evictions_total counter\n"
+        "privgen_snapshot_cache_evictions_total %llu\n"
+        "# HELP privgen_snapshot_cache_bytes Checkpoint bytes of the cached models.\n"
+        "# TYPE privgen_snapshot_cache_bytes gauge\nprivgen_snapshot_cache_bytes %zu\n"
+        "# HELP privgen_snapshot_cache_entries Cached models.\n"
+        "# TYPE privgen_snapshot_cache_entries gauge\nprivgen_snapshot_cache_entries %zu\n"
+        "# HELP privgen_snapshot_cache_capacity_bytes The cap (--snapshot-cache-mb).\n"
+        "# TYPE privgen_snapshot_cache_capacity_bytes gauge\n"
+        "privgen_snapshot_cache_capacity_bytes %zu\n",
+        (unsigned long long)s.hits, (unsigned long long)s.misses, (unsigned long long)s.evictions,
+        s.bytes, s.entries, s.cap);
 }

@@ -1,4 +1,5 @@
 #include "service/metrics.h"
+#include "service/text.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -71,81 +72,55 @@ void pg_metrics_observe(pg_metrics *m, const char *method, const char *route, in
     pthread_mutex_unlock(&m->mu);
 }
 
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-    int failed;
-} sbuf;
-
-__attribute__((format(printf, 2, 3))) static void put(sbuf *b, const char *fmt, ...)
-{
-    if (b->failed) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->failed = 1;
-            return;
-        }
-        if ((size_t)n < b->cap - b->len) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t cap = b->cap * 2 + (size_t)n;
-        char *q = realloc(b->p, cap);
-        if (!q) {
-            b->failed = 1;
-            return;
-        }
-        b->p = q, b->cap = cap;
-    }
-}
-
 int pg_metrics_render(pg_metrics *m, const pg_metrics_gauges *g, char **out, size_t *len,
                       pg_error *err)
 {
-    sbuf b = {malloc(8192), 0, 8192, 0};
-    if (!b.p) return pg_error_set(err, PG_ENOMEM, "out of memory rendering metrics");
-    b.p[0] = '\0';
+    pg_text b = {0};
     pthread_mutex_lock(&m->mu);
-    put(&b, "# HELP privgen_http_requests_total HTTP requests by method, route and status.\n"
-            "# TYPE privgen_http_requests_total counter\n");
+    pg_text_printf(&b,
+                   "# HELP privgen_http_requests_total HTTP requests by method, route and status.\n"
+                   "# TYPE privgen_http_requests_total counter\n");
     for (size_t i = 0; i < m->n; i++)
-        put(&b, "privgen_http_requests_total{method=\"%s\",route=\"%s\",code=\"%d\"} %llu\n",
+        pg_text_printf(
+            &b, "privgen_http_requests_total{method=\"%s\",route=\"%s\",code=\"%d\"} %llu\n",
             m->s[i].method, m->s[i].route, m->s[i].code, (unsigned long long)m->s[i].count);
-    put(&b, "# HELP privgen_http_request_duration_seconds Request latency.\n"
-            "# TYPE privgen_http_request_duration_seconds histogram\n");
+    pg_text_printf(&b, "# HELP privgen_http_request_duration_seconds Request latency.\n"
+                       "# TYPE privgen_http_request_duration_seconds histogram\n");
     for (size_t i = 0; i < m->n; i++) {
         const series *s = &m->s[i];
         uint64_t cum = 0;
         for (int k = 0; k < NBUCKETS; k++) {
             cum += s->bucket[k];
-            put(&b,
+            pg_text_printf(
+                &b,
                 "privgen_http_request_duration_seconds_bucket{method=\"%s\",route=\"%s\","
                 "code=\"%d\",le=\"%g\"} %llu\n",
                 s->method, s->route, s->code, BUCKETS[k], (unsigned long long)cum);
         }
-        put(&b,
+        pg_text_printf(
+            &b,
             "privgen_http_request_duration_seconds_bucket{method=\"%s\",route=\"%s\",code=\"%d\","
             "le=\"+Inf\"} %llu\n",
             s->method, s->route, s->code, (unsigned long long)s->count);
-        put(&b,
+        pg_text_printf(
+            &b,
             "privgen_http_request_duration_seconds_sum{method=\"%s\",route=\"%s\",code=\"%d\"} "
             "%.6f\n",
             s->method, s->route, s->code, s->sum);
-        put(&b,
+        pg_text_printf(
+            &b,
             "privgen_http_request_duration_seconds_count{method=\"%s\",route=\"%s\",code=\"%d\"} "
             "%llu\n",
             s->method, s->route, s->code, (unsigned long long)s->count);
     }
-    put(&b,
+    pg_text_printf(
+        &b,
         "# HELP privgen_metrics_dropped_total Observations dropped (series table full).\n"
         "# TYPE privgen_metrics_dropped_total counter\nprivgen_metrics_dropped_total %llu\n",
         (unsigned long long)m->overflow);
     pthread_mutex_unlock(&m->mu);
-    put(&b,
+    pg_text_printf(
+        &b,
         "# HELP privgen_datasets Datasets stored.\n# TYPE privgen_datasets gauge\n"
         "privgen_datasets %lld\n"
         "# HELP privgen_rows Rows stored across all datasets.\n# TYPE privgen_rows gauge\n"

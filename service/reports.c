@@ -1,6 +1,7 @@
 /* service/reports.c - quality reports: requests, views and the worker
  * (service/reports.h). */
 #include "service/reports.h"
+#include "service/text.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -42,17 +43,6 @@ static double mono(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static json_t *iso(int64_t t)
-{
-    if (t <= 0) return json_null();
-    char buf[32];
-    time_t tt = (time_t)t;
-    struct tm tm;
-    gmtime_r(&tt, &tm);
-    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return json_string(buf);
-}
-
 void pg_reports_figures_free(pg_report_figure *f, size_t count)
 {
     for (size_t i = 0; f && i < count; i++) free(f[i].png);
@@ -83,9 +73,10 @@ static json_t *view(const pg_report_row *r, int with_result)
         (json_int_t)r->job_step, "n", (json_int_t)r->n, "seed", (json_int_t)r->seed, "utility",
         r->utility, "status", r->status, "stage",
         running && r->stage[0] ? json_string(r->stage) : json_null(), "progress", r->progress,
-        "created_at", iso(r->created_at), "started_at", iso(r->started_at), "finished_at",
-        iso(r->finished_at), "error", r->error ? json_string(r->error) : json_null(), "private",
-        mk.is_private, "audience", mk.audience, "privacy_note", mk.note, "figures", figs);
+        "created_at", pg_text_time(r->created_at), "started_at", pg_text_time(r->started_at),
+        "finished_at", pg_text_time(r->finished_at), "error",
+        r->error ? json_string(r->error) : json_null(), "private", mk.is_private, "audience",
+        mk.audience, "privacy_note", mk.note, "figures", figs);
     if (!o) return NULL;
     if (mk.quote_epsilon && isfinite(r->job_epsilon) && r->job_epsilon > 0)
         json_object_set_new(o, "epsilon", json_real(r->job_epsilon));
