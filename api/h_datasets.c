@@ -418,14 +418,9 @@ void pg_h_datasets_list(pg_req *r)
         }
         json_array_append_new(items, o);
     }
-    json_t *next = json_null();
-    if (n > (size_t)limit) {
-        char c[32];
-        snprintf(c, sizeof c, "%lld", (long long)list[shown - 1].seq);
-        next = json_string(c);
-    }
+    long long next = n > (size_t)limit ? (long long)list[shown - 1].seq : 0;
     pg_db_dataset_list_free(list, n);
-    pg_api_send_json(r, 200, json_pack("{s:o,s:o}", "items", items, "next_cursor", next));
+    pg_api_send_page(r, items, next);
 }
 
 void pg_h_datasets_delete(pg_req *r)

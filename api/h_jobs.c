@@ -147,13 +147,7 @@ void pg_h_jobs_list(pg_req *r)
         json_t *it;
         json_array_foreach(items, i, it) json_object_del(it, "history");
     }
-    json_t *nc = json_null();
-    if (next) {
-        char c[32];
-        snprintf(c, sizeof c, "%lld", (long long)next);
-        nc = json_string(c);
-    }
-    pg_api_send_json(r, 200, json_pack("{s:o,s:o}", "items", items, "next_cursor", nc));
+    pg_api_send_page(r, items, (long long)next);
 }
 
 void pg_h_jobs_get(pg_req *r)

@@ -98,13 +98,7 @@ void pg_h_reports_list(pg_req *r)
         no_job(r);
         return;
     }
-    json_t *nc = json_null();
-    if (next) {
-        char c[32];
-        snprintf(c, sizeof c, "%lld", (long long)next);
-        nc = json_string(c);
-    }
-    pg_api_send_json(r, 200, json_pack("{s:o,s:o}", "items", items, "next_cursor", nc));
+    pg_api_send_page(r, items, (long long)next);
 }
 
 void pg_h_reports_get(pg_req *r)

@@ -122,14 +122,9 @@ void pg_h_tokens_list(pg_req *r)
     size_t shown = n > (size_t)limit ? (size_t)limit : n;
     for (size_t i = 0; i < shown; i++)
         json_array_append_new(items, token_json(&list[i], now, r->tok.id));
-    json_t *next = json_null();
-    if (n > (size_t)limit) {
-        char c[32];
-        snprintf(c, sizeof c, "%lld", (long long)list[shown - 1].seq);
-        next = json_string(c);
-    }
+    long long next = n > (size_t)limit ? (long long)list[shown - 1].seq : 0;
     free(list);
-    pg_api_send_json(r, 200, json_pack("{s:o,s:o}", "items", items, "next_cursor", next));
+    pg_api_send_page(r, items, next);
 }
 
 void pg_h_tokens_revoke(pg_req *r)

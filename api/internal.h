@@ -110,6 +110,9 @@ const char *pg_api_query(pg_req *r, const char *name);
  * ?cursor= (an opaque non-negative integer this server issued, default 0).
  * Returns 0 with both filled, or -1 after queuing a 400 problem. */
 int pg_api_page_params(pg_req *r, long *limit, long long *after);
+/* 200 with {"items": items (stolen), "next_cursor": the cursor of the next
+ * page as a string, or null when next <= 0 (no more pages)}. */
+void pg_api_send_page(pg_req *r, json_t *items, long long next);
 
 /* Strict JSON objects: fails (422 queued) when obj has a key not in the
  * NULL-terminated list; returns 0 when ok. prefix names the object path. */

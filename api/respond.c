@@ -147,6 +147,17 @@ int pg_api_page_params(pg_req *r, long *limit, long long *after)
     return 0;
 }
 
+void pg_api_send_page(pg_req *r, json_t *items, long long next)
+{
+    json_t *nc = json_null();
+    if (next > 0) {
+        char c[32];
+        snprintf(c, sizeof c, "%lld", next);
+        nc = json_string(c);
+    }
+    pg_api_send_json(r, 200, json_pack("{s:o,s:o}", "items", items, "next_cursor", nc));
+}
+
 int pg_api_only_fields(pg_req *r, json_t *obj, const char *prefix, const char *const *allowed)
 {
     const char *key;
