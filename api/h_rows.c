@@ -275,14 +275,14 @@ void pg_h_rows_begin(pg_req *r)
 }
 
 /* Makes the appended rows visible (durably), or nothing. */
-static void commit(pg_req *r, rows_state *st, const int32_t *labels)
+void pg_rows_commit(pg_req *r, pg_db_append **app, const int32_t *labels, int declared, int local)
 {
     pg_error err = {0};
     int found;
     int64_t rows = 0, n_after = 0;
-    int rc = pg_db_append_commit(st->app, labels, (int64_t)r->app->cfg->max_rows, &found, &rows,
+    int rc = pg_db_append_commit(*app, labels, (int64_t)r->app->cfg->max_rows, &found, &rows,
                                  &n_after, &err);
-    st->app = NULL; /* commit always ends the appender */
+    *app = NULL; /* commit always ends the appender */
     if (rc == PG_ERANGE)
         pg_api_problem(r, 413, err.msg, NULL, NULL);
     else if (rc)
@@ -293,9 +293,14 @@ static void commit(pg_req *r, rows_state *st, const int32_t *labels)
         pg_api_send_json(r, 200,
                          json_pack("{s:s,s:I,s:I,s:s}", "dataset_id", r->params[0], "rows_added",
                                    (json_int_t)rows, "n", (json_int_t)n_after, "declaration",
-                                   st->declared                      ? "matched"
-                                   : st->spec.model == PG_PRIV_LOCAL ? "not checked"
-                                                                     : "not applicable"));
+                                   declared ? "matched"
+                                   : local  ? "not checked"
+                                            : "not applicable"));
+}
+
+static void commit(pg_req *r, rows_state *st, const int32_t *labels)
+{
+    pg_rows_commit(r, &st->app, labels, st->declared, st->spec.model == PG_PRIV_LOCAL);
 }
 
 int pg_api_parse_rows(pg_req *r, json_t *b, const pg_ds_spec *spec, float **xo, int64_t **lo,

@@ -247,22 +247,5 @@ void pg_rows_typed_append(pg_req *r)
         pg_api_problem(r, 422, msg, "declaration.rows", msg);
         return;
     }
-    int found;
-    int64_t added = 0, n_after = 0;
-    rc = pg_db_append_commit(s->app, s->nlab ? s->labels : NULL, (int64_t)r->app->cfg->max_rows,
-                             &found, &added, &n_after, &err);
-    s->app = NULL; /* commit always ends the appender */
-    if (rc == PG_ERANGE)
-        pg_api_problem(r, 413, err.msg, NULL, NULL);
-    else if (rc)
-        pg_api_fail(r, &err);
-    else if (!found)
-        pg_api_problem(r, 404, "no such dataset", NULL, NULL);
-    else
-        pg_api_send_json(r, 200,
-                         json_pack("{s:s,s:I,s:I,s:s}", "dataset_id", r->params[0], "rows_added",
-                                   (json_int_t)added, "n", (json_int_t)n_after, "declaration",
-                                   s->declared ? "matched"
-                                   : s->local  ? "not checked"
-                                               : "not applicable"));
+    pg_rows_commit(r, &s->app, s->nlab ? s->labels : NULL, s->declared, s->local);
 }

@@ -28,6 +28,13 @@ int pg_rows_typed_active(const pg_req *r);
 /* The end of the body: completes the parse and commits, or refuses. */
 void pg_rows_typed_append(pg_req *r);
 
+/* Commits an open appender (*app, always ended: set to NULL) and answers:
+ * 200 {dataset_id, rows_added, n, declaration: "matched" | "not checked"
+ * (local rows sent without a declaration) | "not applicable"}, 413 past
+ * --max-rows, 404 for a dataset deleted meanwhile, or the storage error.
+ * Shared by the untyped (h_rows.c) and typed uploads. */
+void pg_rows_commit(pg_req *r, pg_db_append **app, const int32_t *labels, int declared, int local);
+
 /* problem+json 422 with one errors[] entry per declaration difference
  * (shared with the untyped path in h_rows.c). */
 void pg_rows_decl_mismatch(pg_req *r, const pg_ds_diff *d, int n);
