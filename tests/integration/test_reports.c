@@ -7,8 +7,7 @@
 #include <math.h>
 #include <png.h>
 
-#include "api/openapi_lite.h"
-#include "integration/itest.h"
+#include "integration/isuite.h"
 #include "support/pg_test.h"
 
 static pg_srv srv;
@@ -23,11 +22,7 @@ static char tiny[64];       /* a public 2-D dataset of one row */
 
 static void conform(const pg_resp *r, const char *schema)
 {
-    char why[256];
-    ck_assert_msg(r->json != NULL, "no JSON body (status %ld): %s", r->status,
-                  r->body ? r->body : "");
-    ck_assert_msg(pg_oa_validate(&oa, schema, r->json, why, sizeof why) == 0, "%s: %s", why,
-                  r->body);
+    pg_isuite_conform(&oa, r, schema);
 }
 
 static void req(const char *method, const char *path, const char *tok, const char *body, pg_resp *r)
@@ -94,26 +89,12 @@ static void make_job(const char *ds, char id[64])
 
 static void start_shared(void)
 {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    char path[1024];
-    const char *src = getenv("PRIVGEN_SOURCE_DIR");
-    snprintf(path, sizeof path, "%s/openapi.yaml", src ? src : ".");
-    if (pg_oa_load(&oa, path)) abort();
-    memset(&srv, 0, sizeof srv);
-    if (pg_srv_start(&srv, NULL)) abort();
+    pg_isuite_start(&srv, &oa, NULL);
 }
 
 static void stop_shared(void)
 {
-    int rc = pg_srv_stop(&srv);
-    if (rc != 0) {
-        char cmd[160];
-        snprintf(cmd, sizeof cmd, "cat '%s/privgend.log' >&2", srv.dir);
-        if (system(cmd)) fprintf(stderr, "cannot show the log\n");
-        abort();
-    }
-    pg_srv_cleanup(&srv);
-    pg_oa_free(&oa);
+    pg_isuite_stop(&srv, &oa);
 }
 
 /* Datasets, tokens and the job, once per test process (Check forks per

@@ -16,12 +16,11 @@
 #include <math.h>
 #include <png.h>
 
-#include "api/openapi_lite.h"
 #include "engine/core/rng.h"
 #include "engine/data/records.h"
 #include "engine/data/table.h"
 #include "engine/data/table_ldp.h"
-#include "integration/itest.h"
+#include "integration/isuite.h"
 #include "support/pg_test.h"
 
 static pg_srv srv;
@@ -30,36 +29,18 @@ static pg_oa oa;
 
 static void start_shared(void)
 {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    char path[1024];
-    const char *src = getenv("PRIVGEN_SOURCE_DIR");
-    snprintf(path, sizeof path, "%s/openapi.yaml", src ? src : ".");
-    if (pg_oa_load(&oa, path)) abort();
-    memset(&srv, 0, sizeof srv);
     static const char *const extra[] = {"--workers", "2", "--max-samples", "20000", NULL};
-    if (pg_srv_start(&srv, extra)) abort();
+    pg_isuite_start(&srv, &oa, extra);
 }
 
 static void stop_shared(void)
 {
-    int rc = pg_srv_stop(&srv);
-    if (rc != 0) {
-        char cmd[160];
-        snprintf(cmd, sizeof cmd, "cat '%s/privgend.log' >&2", srv.dir);
-        if (system(cmd)) fprintf(stderr, "privgend exited with %d\n", rc);
-        abort();
-    }
-    pg_srv_cleanup(&srv);
-    pg_oa_free(&oa);
+    pg_isuite_stop(&srv, &oa);
 }
 
 static void conform(const pg_resp *r, const char *schema)
 {
-    char why[256];
-    ck_assert_msg(r->json != NULL, "no JSON body (status %ld): %s", r->status,
-                  r->body ? r->body : "");
-    ck_assert_msg(pg_oa_validate(&oa, schema, r->json, why, sizeof why) == 0, "%s: %s", why,
-                  r->body);
+    pg_isuite_conform(&oa, r, schema);
 }
 
 static void req(const char *method, const char *path, const char *body, pg_resp *r)
