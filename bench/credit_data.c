@@ -3,13 +3,19 @@
  * schema with public bounds).
  *
  *   privgen-bench credit [--csv build/credit_data.csv] [--schema FILE]
- *                        [--methods a,b,...] [--eps 1,5] [--seed S]
+ *                        [--methods a,b,...] [--eps 1,5] [--seed S] [--diag]
+ *                        [--set "path=json;..."]
  *
+ * --methods real: the real 80 % through the decode / re-encode path (must
+ * give acc_real). --diag: per method, the real-trained classifier scored on
+ * the synthetic rows, P(bad | Records, Job, Home) synthetic / real, and the
+ * accuracy without each numeric column (stderr). --set: spec overrides for
+ * experiments only.
  * Rows are read with the schema under PG_TABLE_BOUNDS_REFUSE, shuffled with
  * a fixed seed and split 80/20. The schema's "label" key is dropped, so
  * Status is an ordinary categorical column that every (unconditional) method
  * models jointly with the others; the classifier's target is Status, its
- * features every other encoded unit. Each method trains on the 80 % at
+ * features every other encoded unit. Each central method trains on the 80 % at
  * central (epsilon, delta = 1e-5) and draws as many rows as the 80 % has;
  * the synthetic rows are decoded and re-encoded (what a user downloads as
  * CSV). Printed per method and epsilon, one JSON line each:
@@ -21,10 +27,12 @@
  *               of the synthetic rows and of the real 20 %; tv_floor is the
  *               real 80 % against the real 20 %
  * entropic_gan is a local method: its rows are privatized column by column
- * (Laplace on numbers, randomized response on categories, even split) at
- * the largest eps0 whose shuffle-amplified central epsilon (Feldman,
- * McMillan, Talwar numerical bound, pg_shuffle_numerical) is at most the
- * target, and it trains through the channel (ot.channel true). */
+ * (Laplace on numbers, randomized response on categories, even split, as
+ * privgen privatize --schema) at a LOCAL epsilon per row equal to the
+ * cell's epsilon, and it trains through the channel (ot.channel true).
+ * privgen runs no shuffler: the printed hypothetical_shuffled_central_eps
+ * (Feldman, McMillan, Talwar numerical bound) is what a trusted shuffler
+ * would give, nothing more. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
