@@ -432,6 +432,41 @@ START_TEST(every_method_trains_on_a_mixed_table)
 }
 END_TEST
 
+/* model.logit_gain: refused on untyped rows unless 1; on a typed table a
+ * given value wins over the default. */
+START_TEST(logit_gain_needs_a_table)
+{
+    pg_table *t = table_of(MIXED);
+    pg_dataset ds;
+    make_rows(t, &ds, false);
+    pg_data_desc desc = {.n = ROWS,
+                         .d = t->width,
+                         .ndim = 1,
+                         .shape = {t->width},
+                         .lo = (float)t->lo,
+                         .hi = (float)t->hi,
+                         .model = PG_PRIVACY_CENTRAL,
+                         .cap_epsilon = 100,
+                         .cap_delta = 1e-5};
+    pg_job_data in = {.desc = &desc, .rows = &ds};
+    const pg_method *m = pg_method_find("dp_sinkhorn");
+    const char *spec = "{\"privacy\": {\"epsilon\": 5, \"delta\": 1e-5}, \"model\": "
+                       "{\"logit_gain\": 2}}";
+    pg_spec_errors e;
+    json_t *r = pg_test_resolve(m, spec, &in, &e);
+    ck_assert_ptr_null(r);
+    ck_assert(pg_test_has_error(&e, "model.logit_gain"));
+    desc.table = t;
+    r = pg_test_resolve(m, spec, &in, &e);
+    ck_assert_msg(r != NULL, "%s: %s", e.count ? e.items[0].field : "",
+                  e.count ? e.items[0].message : "");
+    ck_assert(pg_spec_num(r, "model.logit_gain", -1) == 2.0);
+    json_decref(r);
+    pg_dataset_free(&ds);
+    pg_table_free(t);
+}
+END_TEST
+
 /* Item 2: the swd clip radius is the schema's norm bound (clipping never
  * changes a valid row), the release's sensitivity uses the schema's diameter,
  * and the epsilon the plan reports is the Gaussian accountant's for the
@@ -525,6 +560,7 @@ static Suite *suite(void)
     tcase_add_test(tc, heads_cover_every_unit_once);
     tcase_add_loop_test(tc, heads_gradient_matches_finite_differences, 0, 3);
     tcase_add_loop_test(tc, gumbel_heads_draw_the_softmax_law, 0, 2);
+    tcase_add_test(tc, logit_gain_needs_a_table);
     tcase_add_test(tc, generator_parameter_gradient_through_heads);
     tcase_add_loop_test(tc, every_method_trains_on_a_mixed_table, 0, 5);
     tcase_add_loop_test(tc, swd_clip_and_sensitivity_follow_the_schema, 0, 2);
