@@ -120,6 +120,8 @@ int pg_generator_config(const json_t *r, const pg_data_desc *desc, pg_generator 
     json_object_set_new(o, "latent", json_integer(latent));
     g->latent_dim = (size_t)latent;
     set_affine(g, out_act, desc->lo, desc->hi);
+    if (!desc->table && pg_spec_num(r, "model.logit_gain", 1.0) != 1.0)
+        pg_spec_error_add(errors, "model.logit_gain", "applies to typed tables only; must be 1");
     if (desc->table && errors->count == before) {
         if (strcmp(arch, "mlp") != 0)
             pg_spec_error_add(errors, "model.arch", "a typed table needs the mlp generator");
@@ -134,6 +136,7 @@ int pg_generator_config(const json_t *r, const pg_data_desc *desc, pg_generator 
                 pg_generator_free(g);
                 return hrc;
             }
+            g->heads->gain = (float)pg_spec_num(r, "model.logit_gain", 1.0);
             g->table_map = pg_table_to_json(desc->table);
             if (!g->table_map) {
                 json_decref(o);
@@ -236,7 +239,8 @@ json_t *pg_generator_to_json(const pg_generator *gen)
                           "out_scale", (double)gen->out_scale, "out_shift", (double)gen->out_shift);
     if (j && gen->table_map &&
         (json_object_set(j, "table", gen->table_map) ||
-         json_object_set_new(j, "heads_tau", json_real(gen->heads->tau)))) {
+         json_object_set_new(j, "heads_tau", json_real(gen->heads->tau)) ||
+         json_object_set_new(j, "heads_gain", json_real(gen->heads->gain)))) {
         json_decref(j);
         return NULL;
     }
@@ -272,7 +276,13 @@ int pg_generator_from_json(const json_t *j, pg_generator *gen, pg_error *err)
     int rc = pg_table_from_json(map, &t, err);
     if (rc == PG_OK && (t->width != gen->d || !(tau > 0.0) || !isfinite(tau) || tau > 100.0))
         rc = pg_error_set(err, PG_EFORMAT, "checkpoint table map does not match its generator");
+    /* Checkpoints written before the gain existed used 1. */
+    const json_t *gj = json_object_get(j, "heads_gain");
+    double gain = gj ? json_number_value(gj) : 1.0;
+    if (rc == PG_OK && !(gain > 0.0 && gain <= 100.0))
+        rc = pg_error_set(err, PG_EFORMAT, "checkpoint table map does not match its generator");
     if (rc == PG_OK) rc = pg_heads_from_table(t, (float)tau, &gen->heads, err);
+    if (rc == PG_OK) gen->heads->gain = (float)gain;
     pg_table_free(t);
     if (rc) {
         pg_heads_free(gen->heads);

@@ -101,6 +101,17 @@
          "mlp on images: the last layer emits a 1/f-resolution image that a fixed bilinear "        \
          "upsampling maps to full size (1: off). Fewer output values, so the DP noise on "          \
          "image gradients reaches the generator through fewer directions."},                        \
+        {"model.logit_gain",                                                                        \
+         PG_PARAM_NUM,                                                                              \
+         "1",                                                                                       \
+         0,                                                                                         \
+         100,                                                                                       \
+         NULL,                                                                                      \
+         0,                                                                                         \
+         PG_PARAM_EXCLUSIVE_MIN,                                                                    \
+         "Typed tables: factor g on the logits of every categorical, boolean and missing-"          \
+         "indicator head (engine/methods/heads.h); a draw follows softmax(g z). Left out: 10 for "  \
+         "entropic_gan, else 1 (engine/methods/defaults.h). Other data: must stay 1."},             \
     {                                                                                               \
         "model.conditional", PG_PARAM_BOOL, "false", 0, 0, NULL, 0, 0,                              \
             "Condition the generator on the dataset's labels (needs a labelled dataset)."           \

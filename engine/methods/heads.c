@@ -43,6 +43,7 @@ int pg_heads_from_table(const pg_table *t, float tau, pg_heads **out, pg_error *
     h->lo = (float)t->lo;
     h->hi = (float)t->hi;
     h->tau = tau;
+    h->gain = 1.0f;
     *out = h;
     return PG_OK;
 }
@@ -79,7 +80,7 @@ static double gumbel(pg_rng *rng)
 
 /* Tempered (Gumbel-)softmax over the units x[0..w), with an extra state of
  * logit 0 and no unit when ref. */
-static void softmax(float *x, size_t w, int ref, float tau, pg_rng *rng)
+static void softmax(float *x, size_t w, int ref, float gain, float tau, pg_rng *rng)
 {
     double v[64], *buf = w + 1 <= 64 ? v : malloc((w + 1) * sizeof *buf);
     if (!buf) { /* cannot happen in practice; degrade to a uniform output */
@@ -92,7 +93,7 @@ static void softmax(float *x, size_t w, int ref, float tau, pg_rng *rng)
         mx = r0;
     }
     for (size_t k = 0; k < w; k++) {
-        buf[k] = ((double)x[k] + gumbel(rng)) / tau;
+        buf[k] = ((double)gain * x[k] + gumbel(rng)) / tau;
         if (buf[k] > mx) mx = buf[k];
     }
     double s = ref ? exp(r0 - mx) : 0.0;
@@ -112,7 +113,7 @@ void pg_heads_forward(const pg_heads *h, pg_rng *rng, float *x, size_t stride, s
             if (hd->kind == PG_HEAD_NUMERIC)
                 u[0] = (float)(c + half * tanh((double)u[0]));
             else
-                softmax(u, hd->width, hd->kind == PG_HEAD_SOFTMAX_REF, h->tau, rng);
+                softmax(u, hd->width, hd->kind == PG_HEAD_SOFTMAX_REF, h->gain, h->tau, rng);
         }
     }
 }
@@ -138,7 +139,7 @@ void pg_heads_backward(const pg_heads *h, const float *y, size_t ystride, float 
             double dot = 0.0;
             for (size_t k = 0; k < hd->width; k++) dot += (double)u[k] * gu[k];
             for (size_t k = 0; k < hd->width; k++)
-                gu[k] = (float)((double)u[k] * ((double)gu[k] - dot) / h->tau);
+                gu[k] = (float)((double)u[k] * ((double)gu[k] - dot) * h->gain / h->tau);
         }
     }
 }

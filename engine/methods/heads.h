@@ -18,9 +18,16 @@
  *                          (the value unit then carries no meaning; the
  *                          decoder ignores it, the losses see it as is)
  * Softmax heads are Gumbel-softmax relaxations at temperature tau: with a
- * random generator, y = softmax((z + G) / tau), G i.i.d. Gumbel(0, 1), so the
- * largest unit (what table.h's decoder takes) is an exact draw from
- * softmax(z) while y stays close to one-hot and differentiable. The losses
+ * random generator, y = softmax((g z + G) / tau), G i.i.d. Gumbel(0, 1) and
+ * g the logit gain, so the largest unit (what table.h's decoder takes) is an
+ * exact draw from softmax(g z) while y stays close to one-hot and
+ * differentiable. The Gumbel noise of each block is independent of every
+ * other block's: a generator whose logits barely move with the latent
+ * matches each categorical marginal and leaves the blocks independent of
+ * each other. A gain g > 1 (model.logit_gain, generator.h) lets the network
+ * reach logits that decide the category from the latent (where the
+ * dependence between columns lives) with the same weights; the law of a
+ * draw stays exactly softmax(g z). The losses
  * see E[y], which differs from softmax(z) by O(tau): at tau 0.3 the entropic
  * GAN's RR test (test_table_ldp_gan) missed the clean frequencies by 0.013,
  * at 0.1 by 0.001, hence PG_HEADS_TAU 0.1. Without a
@@ -29,8 +36,8 @@
  *
  * Gradients: pg_heads_backward maps dL/dy to dL/dz using only the outputs y
  * (the noise need not be kept): numeric h (1 - t^2) with t = (y - c) / h;
- * softmax (1/tau) y_k (g_k - sum_j y_j g_j), the fixed reference state
- * contributing no gradient term.
+ * softmax (g/tau) y_k (d_k - sum_j y_j d_j), d = dL/dy, the fixed reference
+ * state contributing no gradient term.
  *
  * The layout is a function of the table: it is never stored apart from the
  * table map (pg_table_to_json) that checkpoints carry; equal maps give equal
@@ -65,9 +72,11 @@ typedef struct pg_heads {
     size_t n;
     pg_head *h;
     float lo, hi, tau;
+    float gain; /* logit gain g > 0; pg_heads_from_table sets 1 */
 } pg_heads;
 
-/* Layout for table t with temperature tau > 0. */
+/* Layout for table t with temperature tau > 0 and gain 1 (the creator may
+ * set h->gain before the heads are used or shared). */
 int pg_heads_from_table(const pg_table *t, float tau, pg_heads **out, pg_error *err);
 int pg_heads_copy(const pg_heads *src, pg_heads **out, pg_error *err);
 void pg_heads_free(pg_heads *h);

@@ -102,6 +102,8 @@ START_TEST(heads_gradient_matches_finite_differences)
     /* _i: 0 without noise, 1 with a fixed Gumbel draw (temperature 1 here so
      * that the noise does not saturate every softmax). */
     h->tau = _i == 0 ? PG_HEADS_TAU : 1.0f;
+    /* _i 2: a logit gain (model.logit_gain), with noise */
+    if (_i == 2) h->gain = 3.0f;
     pg_rng noise;
     pg_rng_seeded(&noise, 21, 0);
     const pg_rng *nz = _i ? &noise : NULL;
@@ -135,18 +137,23 @@ START_TEST(heads_gradient_matches_finite_differences)
 }
 END_TEST
 
-/* The Gumbel-max property the decoder relies on: the largest unit of a
- * softmax head is a draw from softmax(z); 200000 rows give a standard error
- * below 0.0011 per frequency, the bound is 0.006. */
+/* The Gumbel-max property the decoder relies on: with logit gain g the
+ * largest unit of a softmax head is a draw from softmax(g z) (_i 0: g = 1;
+ * _i 1: g = 10 on logits z / 10, so the law is softmax(z) in both); 200000
+ * rows give a standard error below 0.0011 per frequency, the bound is 0.006. */
 START_TEST(gumbel_heads_draw_the_softmax_law)
 {
     pg_table *t = table_of(MIXED);
     pg_heads *h;
     ck_assert_int_eq(pg_heads_from_table(t, PG_HEADS_TAU, &h, NULL), PG_OK);
+    ck_assert(h->gain == 1.0f);
+    float gain = _i == 0 ? 1.0f : 10.0f;
+    h->gain = gain;
     enum { N = 200000 };
     float *x = pg_alloc_f32((size_t)N * 12);
-    const float z[12] = {0.4f, -0.2f, 0.3f, 1.0f, 0.0f, -1.0f,
-                         0.5f, -0.5f, 0.2f, 0.5f, 0.3f, -1.0f};
+    float z[12] = {0.4f, -0.2f, 0.3f, 1.0f, 0.0f, -1.0f, 0.5f, -0.5f, 0.2f, 0.5f, 0.3f, -1.0f};
+    /* units 0 and 1 are numeric (no gain), units 2.. are logits */
+    for (int u = 2; u < 12; u++) z[u] /= gain;
     for (size_t i = 0; i < N; i++) memcpy(x + i * 12, z, sizeof z);
     pg_rng r;
     pg_rng_seeded(&r, 4, 0);
@@ -351,6 +358,10 @@ START_TEST(every_method_trains_on_a_mixed_table)
     pg_spec_errors e;
     json_t *r = pg_test_resolve(m, SPECS[_i], &in, &e);
     ck_assert_msg(r != NULL, "%s: %s: %s", METHODS[_i], e.items[0].field, e.items[0].message);
+    /* defaults.h, typed tables: the entropic GAN's logit gain is 10, the
+     * other generators keep 1 */
+    if (strncmp(METHODS[_i], "swd_flow", 8) != 0)
+        ck_assert(pg_spec_num(r, "model.logit_gain", -1) == (local ? 10.0 : 1.0));
     pg_trainer *tr;
     pg_error err = {0};
     ck_assert_msg(m->create(r, &in, 1, &tr, &err) == PG_OK, "%s", err.msg);
@@ -429,6 +440,41 @@ START_TEST(every_method_trains_on_a_mixed_table)
     json_decref(r);
     pg_dataset_free(&ds);
     pg_ldp_plan_free(&plan);
+    pg_table_free(t);
+}
+END_TEST
+
+/* model.logit_gain: refused on untyped rows unless 1; on a typed table a
+ * given value wins over the default. */
+START_TEST(logit_gain_needs_a_table)
+{
+    pg_table *t = table_of(MIXED);
+    pg_dataset ds;
+    make_rows(t, &ds, false);
+    pg_data_desc desc = {.n = ROWS,
+                         .d = t->width,
+                         .ndim = 1,
+                         .shape = {t->width},
+                         .lo = (float)t->lo,
+                         .hi = (float)t->hi,
+                         .model = PG_PRIVACY_CENTRAL,
+                         .cap_epsilon = 100,
+                         .cap_delta = 1e-5};
+    pg_job_data in = {.desc = &desc, .rows = &ds};
+    const pg_method *m = pg_method_find("dp_sinkhorn");
+    const char *spec = "{\"privacy\": {\"epsilon\": 5, \"delta\": 1e-5}, \"model\": "
+                       "{\"logit_gain\": 2}}";
+    pg_spec_errors e;
+    json_t *r = pg_test_resolve(m, spec, &in, &e);
+    ck_assert_ptr_null(r);
+    ck_assert(pg_test_has_error(&e, "model.logit_gain"));
+    desc.table = t;
+    r = pg_test_resolve(m, spec, &in, &e);
+    ck_assert_msg(r != NULL, "%s: %s", e.count ? e.items[0].field : "",
+                  e.count ? e.items[0].message : "");
+    ck_assert(pg_spec_num(r, "model.logit_gain", -1) == 2.0);
+    json_decref(r);
+    pg_dataset_free(&ds);
     pg_table_free(t);
 }
 END_TEST
@@ -524,8 +570,9 @@ static Suite *suite(void)
     TCase *tc = tcase_create("table_methods");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, heads_cover_every_unit_once);
-    tcase_add_loop_test(tc, heads_gradient_matches_finite_differences, 0, 2);
-    tcase_add_test(tc, gumbel_heads_draw_the_softmax_law);
+    tcase_add_loop_test(tc, heads_gradient_matches_finite_differences, 0, 3);
+    tcase_add_loop_test(tc, gumbel_heads_draw_the_softmax_law, 0, 2);
+    tcase_add_test(tc, logit_gain_needs_a_table);
     tcase_add_test(tc, generator_parameter_gradient_through_heads);
     tcase_add_loop_test(tc, every_method_trains_on_a_mixed_table, 0, 5);
     tcase_add_loop_test(tc, swd_clip_and_sensitivity_follow_the_schema, 0, 2);
