@@ -397,6 +397,10 @@ int pg_db_ckpt_delete(pg_db *db, const char *job, int64_t step, pg_error *err);
  * owners, not clocks: a replica whose lease ran out but that nobody has
  * claimed from yet may still write, and one whose clock is wrong cannot
  * write over its successor. A refused write means "stop this job now".
+ * PostgreSQL bounds how long these transactions (and claims) may sit idle
+ * holding the row (1 s): a replica stopped inside one is rolled back by
+ * the server, so the claim's SKIP LOCKED cannot pass its job over for
+ * longer than that after the lease ran out (service/db_pg_queue.c).
  *
  * Privacy of a takeover: the ledger is charged once, by pg_db_job_admit; a
  * claim never touches the ledger, so a job resumed by another replica is
