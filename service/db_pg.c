@@ -167,6 +167,27 @@ int pgb_tx(pgb *b, pgb_fn fn, void *ctx, pg_error *err)
     return rc;
 }
 
+#define ROW_IDLE_MS "1000"
+
+typedef struct row_tx_ctx {
+    pgb_fn fn;
+    void *ctx;
+} row_tx_ctx;
+
+static int row_tx_fn(PGconn *c, void *ctx, pg_error *err)
+{
+    row_tx_ctx *f = ctx;
+    int rc = pgb_q(c, "SET LOCAL idle_in_transaction_session_timeout = " ROW_IDLE_MS, NULL,
+                   "bounding a transaction on a job row", NULL, err);
+    return rc ? rc : f->fn(c, f->ctx, err);
+}
+
+int pgb_tx_row(pgb *b, pgb_fn fn, void *ctx, pg_error *err)
+{
+    row_tx_ctx f = {fn, ctx};
+    return pgb_tx(b, row_tx_fn, &f, err);
+}
+
 /* ---- lifecycle -------------------------------------------------------- */
 
 static void pgb_close(pg_db *db)

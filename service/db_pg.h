@@ -92,6 +92,20 @@ char *pgb_dup_at(const PGresult *r, int row, int col); /* NULL for SQL NULL */
 typedef int (*pgb_fn)(PGconn *c, void *ctx, pg_error *err);
 int pgb_tx(pgb *b, pgb_fn fn, void *ctx, pg_error *err);
 
+/* Transactions that lock a job row (the queue's claim, fenced writes,
+ * heartbeats, releases, cancels; job updates and the queued cancel). A client that stops between
+ * two of its statements (SIGSTOP, a hung VM, a cut network) would leave its session idle in
+ * transaction holding that lock, and the claim's SKIP LOCKED would pass the job over until the
+ * server noticed the dead peer (TCP keepalive: hours). So the server ends such a session after 1000
+ * ms idle in the transaction and rolls it back: an expired lease is then taken over at most that
+ * much later, and the stalled writer's statements never land (rolled back before the claim can lock
+ * the row; on waking its next statement fails, the worker retries on a new connection and the fence
+ * refuses it). A healthy client is idle in these transactions only for a
+ * round trip, so 1 s is far above it, and below the shortest lease the
+ * flags accept (2 s, service/config.c). A healthy writer that is cut off
+ * anyway gets PG_EUNAVAIL and retries like after any lost connection. */
+int pgb_tx_row(pgb *b, pgb_fn fn, void *ctx, pg_error *err);
+
 int64_t pgb_now(void);
 uint32_t pgb_crc32(uint32_t crc, const void *p, size_t n);
 

@@ -136,7 +136,7 @@ static int cancel_fn(PGconn *c, void *ctx, pg_error *err)
 int pgb_job_cancel_queued(pg_db *db, const char *id, int *done, pg_error *err)
 {
     const char *x[2] = {id, NULL};
-    int rc = pgb_tx(PGB(db), cancel_fn, (void *)x, err);
+    int rc = pgb_tx_row(PGB(db), cancel_fn, (void *)x, err);
     *done = !rc && x[1];
     return rc;
 }
@@ -234,7 +234,7 @@ int pgb_job_set_status(pg_db *db, const char *id, const char *status, int starte
     pgb_i64(&x.a, pgb_now());
     pgb_text(&x.a, started ? "true" : "false");
     pgb_text(&x.a, finished ? "true" : "false");
-    return pgb_tx(PGB(db), upd_fn, &x, err);
+    return pgb_tx_row(PGB(db), upd_fn, &x, err);
 }
 
 int pgb_job_set_step(pg_db *db, const char *id, int64_t step, pg_error *err)
@@ -244,7 +244,7 @@ int pgb_job_set_step(pg_db *db, const char *id, int64_t step, pg_error *err)
     pgb_text(&x.a, id);
     pgb_i64(&x.a, step);
     pgb_i64(&x.a, pgb_now());
-    return pgb_tx(PGB(db), upd_fn, &x, err);
+    return pgb_tx_row(PGB(db), upd_fn, &x, err);
 }
 
 int pgb_job_reserve_steps(pg_db *db, const char *id, int64_t steps, pg_error *err)
@@ -254,7 +254,7 @@ int pgb_job_reserve_steps(pg_db *db, const char *id, int64_t steps, pg_error *er
     pgb_text(&x.a, id);
     pgb_i64(&x.a, steps);
     pgb_i64(&x.a, pgb_now());
-    return pgb_tx(PGB(db), upd_fn, &x, err);
+    return pgb_tx_row(PGB(db), upd_fn, &x, err);
 }
 
 /* ---- ledger rows ------------------------------------------------------ */

@@ -19,41 +19,8 @@ typedef struct q_ctx {
     uint32_t crc;
 } q_ctx;
 
-/* Every transaction here locks a job row (the claim, the fenced writes,
- * heartbeats, releases, cancels). A client that stops between two of its
- * statements (SIGSTOP, a hung VM, a cut network) would leave its session
- * idle in transaction holding that lock, and the claim's SKIP LOCKED would
- * pass the job over until the server noticed the dead peer (TCP keepalive:
- * hours). So the server ends such a session after FENCE_IDLE_MS idle in the
- * transaction and rolls it back: an expired lease is then taken over at
- * most that much later, and the stalled writer's statements never land
- * (rolled back before the claim can lock the row; on waking its next
- * statement fails, the worker retries on a new connection and the fence
- * refuses it). A healthy client is idle in these transactions only for a
- * round trip, so 1 s is far above it, and below the shortest lease the
- * flags accept (2 s, service/config.c). A healthy writer that is cut off
- * anyway gets PG_EUNAVAIL and retries like after any lost connection. */
-#define FENCE_IDLE_MS "1000"
-
-typedef struct fence_ctx {
-    pgb_fn fn;
-    void *ctx;
-} fence_ctx;
-
-static int fence_fn(PGconn *c, void *ctx, pg_error *err)
-{
-    fence_ctx *f = ctx;
-    int rc = pgb_q(c, "SET LOCAL idle_in_transaction_session_timeout = " FENCE_IDLE_MS, NULL,
-                   "bounding a transaction on a job row", NULL, err);
-    return rc ? rc : f->fn(c, f->ctx, err);
-}
-
-/* pgb_tx for a transaction that locks a job row (above). */
-static int fence_tx(pg_db *db, pgb_fn fn, void *ctx, pg_error *err)
-{
-    fence_ctx f = {fn, ctx};
-    return pgb_tx(PGB(db), fence_fn, &f, err);
-}
+/* Every transaction here locks a job row: pgb_tx_row (db_pg.h) bounds how
+ * long a stalled client can hold it. */
 
 /* The oldest runnable row, locked, skipping rows other claimers (or fenced
  * writers) hold: concurrent claims each get a different row, none waits. */
@@ -64,8 +31,7 @@ static const char CLAIM_SQL[] =
     "WHERE seq = (SELECT seq FROM jobs WHERE status = 'queued' OR (status = 'running' AND "
     "(lease_until IS NULL OR lease_until <= $1::bigint)) ORDER BY seq LIMIT 1 FOR UPDATE SKIP "
     "LOCKED) "
-    "RETURNING seq, id, tenant_id, dataset_id, method, status, spec, error, created_at, "
-    "started_at, finished_at, step, steps_reserved, data_n, public_dataset_id, public_n, owner";
+    "RETURNING " PGB_JOB_COLS;
 
 static int claim_fn(PGconn *c, void *ctx, pg_error *err)
 {
@@ -84,27 +50,10 @@ static int claim_fn(PGconn *c, void *ctx, pg_error *err)
         PQclear(r);
         return pg_error_set(err, PG_ENOMEM, "out of memory claiming a job");
     }
-    j->seq = pgb_i64_at(r, 0, 0);
-    pgb_str_at(r, 0, 1, j->id, sizeof j->id);
-    pgb_str_at(r, 0, 2, j->tenant, sizeof j->tenant);
-    pgb_str_at(r, 0, 3, j->dataset_id, sizeof j->dataset_id);
-    pgb_str_at(r, 0, 4, j->method, sizeof j->method);
-    pgb_str_at(r, 0, 5, j->status, sizeof j->status);
-    j->spec = pgb_dup_at(r, 0, 6);
-    j->error = pgb_dup_at(r, 0, 7);
-    j->created_at = pgb_i64_at(r, 0, 8);
-    j->started_at = pgb_i64_at(r, 0, 9);
-    j->finished_at = pgb_i64_at(r, 0, 10);
-    j->step = pgb_i64_at(r, 0, 11);
-    j->steps_reserved = pgb_i64_at(r, 0, 12);
-    j->data_n = pgb_i64_at(r, 0, 13);
-    pgb_str_at(r, 0, 14, j->public_dataset_id, sizeof j->public_dataset_id);
-    j->public_n = pgb_i64_at(r, 0, 15);
-    pgb_str_at(r, 0, 16, j->owner, sizeof j->owner);
-    int oom = !j->spec || (!PQgetisnull(r, 0, 7) && !j->error);
+    rc = pgb_job_row_at(r, 0, j, err);
     PQclear(r);
     /* Failing here rolls the claim back: the job stays runnable. */
-    return oom ? pg_error_set(err, PG_ENOMEM, "out of memory claiming a job") : PG_OK;
+    return rc;
 }
 
 int pgb_job_claim(pg_db *db, const char *node, int64_t now, int64_t lease_s, pg_job_row **out,
@@ -114,7 +63,7 @@ int pgb_job_claim(pg_db *db, const char *node, int64_t now, int64_t lease_s, pg_
     pgb_i64(&x.a, now);
     pgb_text(&x.a, node);
     pgb_i64(&x.a, lease_s);
-    int rc = fence_tx(db, claim_fn, &x, err);
+    int rc = pgb_tx_row(PGB(db), claim_fn, &x, err);
     if (rc) {
         pg_job_rows_free(x.row, x.row ? 1 : 0);
         return rc;
@@ -147,7 +96,7 @@ int pgb_job_heartbeat(pg_db *db, const char *id, const char *node, int64_t now, 
     pgb_text(&x.a, node);
     pgb_i64(&x.a, now);
     pgb_i64(&x.a, lease_s);
-    int rc = fence_tx(db, fenced_fn, &x, err);
+    int rc = pgb_tx_row(PGB(db), fenced_fn, &x, err);
     *held = !rc && x.hit;
     return rc;
 }
@@ -183,7 +132,7 @@ int pgb_job_patch_owned(pg_db *db, const char *id, const char *node, const pg_jo
     pgb_i64(&x.a, p->step);
     pgb_i64(&x.a, p->steps_reserved);
     pgb_text(&x.a, p->release || terminal(p->status) ? "true" : "false");
-    int rc = fence_tx(db, fenced_fn, &x, err);
+    int rc = pgb_tx_row(PGB(db), fenced_fn, &x, err);
     *held = !rc && x.hit;
     return rc;
 }
@@ -207,7 +156,7 @@ int pgb_ckpt_put_owned(pg_db *db, const char *job, const char *node, int64_t ste
     q_ctx x = {.job = job, .step = step, .bytes = bytes, .len = len, .crc = crc};
     pgb_text(&x.a, job);
     pgb_text(&x.a, node);
-    int rc = fence_tx(db, put_owned_fn, &x, err);
+    int rc = pgb_tx_row(PGB(db), put_owned_fn, &x, err);
     *held = !rc && x.hit;
     return rc;
 }
@@ -248,7 +197,7 @@ int pgb_job_history_put_owned(pg_db *db, const char *id, const char *node, const
                               int *held, pg_error *err)
 {
     h_ctx x = {.id = id, .node = node, .doc = doc};
-    int rc = fence_tx(db, hist_owned_fn, &x, err);
+    int rc = pgb_tx_row(PGB(db), hist_owned_fn, &x, err);
     *held = !rc && x.hit;
     return rc;
 }
@@ -281,7 +230,7 @@ int pgb_job_release_node(pg_db *db, const char *node, int64_t now, int64_t *rele
                .what = "releasing a node's leases"};
     pgb_text(&x.a, node);
     pgb_i64(&x.a, now);
-    int rc = fence_tx(db, rows_fn, &x, err);
+    int rc = pgb_tx_row(PGB(db), rows_fn, &x, err);
     *released = rc ? 0 : x.n;
     return rc;
 }
@@ -293,7 +242,7 @@ int pgb_job_cancel_running(pg_db *db, const char *id, int64_t now, int *done, pg
                .what = "asking a running job to stop"};
     pgb_text(&x.a, id);
     pgb_i64(&x.a, now);
-    int rc = fence_tx(db, rows_fn, &x, err);
+    int rc = pgb_tx_row(PGB(db), rows_fn, &x, err);
     *done = !rc && x.n == 1;
     return rc;
 }
@@ -366,7 +315,7 @@ int pgb_ckpt_delete_owned(pg_db *db, const char *job, const char *node, int64_t 
                           pg_error *err)
 {
     d_ctx x = {.job = job, .node = node, .step = step};
-    int rc = fence_tx(db, delete_owned_fn, &x, err);
+    int rc = pgb_tx_row(PGB(db), delete_owned_fn, &x, err);
     *held = !rc && x.hit;
     return rc;
 }
