@@ -161,6 +161,25 @@ int pgb_ckpt_put_owned(pg_db *db, const char *job, const char *node, int64_t ste
     return rc;
 }
 
+/* The fence: locks job id's row when node owns it running (*hit = 1);
+ * the row lock orders the write that follows against any claim of the job.
+ * PGB_ROLLBACK (nothing written) when it is not ours any more. */
+static int lock_owned(PGconn *c, const char *id, const char *node, int *hit, pg_error *err)
+{
+    pgb_args a = {0};
+    pgb_text(&a, id);
+    pgb_text(&a, node);
+    PGresult *r;
+    int rc = pgb_q(c,
+                   "SELECT 1 FROM jobs WHERE id = $1 AND owner = $2 AND status = 'running' "
+                   "FOR UPDATE",
+                   &a, "checking a job's owner", &r, err);
+    if (rc) return rc;
+    *hit = PQntuples(r) == 1;
+    PQclear(r);
+    return *hit ? PG_OK : PGB_ROLLBACK;
+}
+
 typedef struct h_ctx {
     const char *id, *node, *doc;
     int hit;
@@ -169,19 +188,8 @@ typedef struct h_ctx {
 static int hist_owned_fn(PGconn *c, void *ctx, pg_error *err)
 {
     h_ctx *x = ctx;
-    pgb_args a = {0};
-    pgb_text(&a, x->id);
-    pgb_text(&a, x->node);
-    PGresult *r;
-    /* The row lock orders this write against any claim of the job. */
-    int rc = pgb_q(c,
-                   "SELECT 1 FROM jobs WHERE id = $1 AND owner = $2 AND status = 'running' "
-                   "FOR UPDATE",
-                   &a, "checking a job's owner", &r, err);
+    int rc = lock_owned(c, x->id, x->node, &x->hit, err);
     if (rc) return rc;
-    x->hit = PQntuples(r) == 1;
-    PQclear(r);
-    if (!x->hit) return PGB_ROLLBACK;
     pgb_args b = {0};
     pgb_text(&b, x->id);
     pgb_text(&b, x->doc);
@@ -292,18 +300,8 @@ typedef struct d_ctx {
 static int delete_owned_fn(PGconn *c, void *ctx, pg_error *err)
 {
     d_ctx *x = ctx;
-    pgb_args a = {0};
-    pgb_text(&a, x->job);
-    pgb_text(&a, x->node);
-    PGresult *r;
-    int rc = pgb_q(c,
-                   "SELECT 1 FROM jobs WHERE id = $1 AND owner = $2 AND status = 'running' "
-                   "FOR UPDATE",
-                   &a, "checking a job's owner", &r, err);
+    int rc = lock_owned(c, x->job, x->node, &x->hit, err);
     if (rc) return rc;
-    x->hit = PQntuples(r) == 1;
-    PQclear(r);
-    if (!x->hit) return PGB_ROLLBACK;
     pgb_args b = {0};
     pgb_text(&b, x->job);
     pgb_i64(&b, x->step);
