@@ -186,7 +186,8 @@ static const char *spec_for(const char *method, double eps, char *buf, size_t le
     else /* entropic_gan */
         snprintf(buf, len,
                  "{\"seed\": 1, \"train\": {\"steps\": 1500, \"batch_size\": 256, \"lr\": "
-                 "0.001}, \"model\": {\"hidden\": [128, 128], \"latent_dim\": 16}}");
+                 "0.001}, \"model\": {\"hidden\": [128, 128], \"latent_dim\": 16, "
+                 "\"logit_gain\": 10}}");
     return buf;
 }
 
