@@ -157,6 +157,21 @@ static int mkdir_one(const char *p, pg_error *err)
     return PG_OK;
 }
 
+/* The fence inside an open BEGIN IMMEDIATE: *owned = node runs job. */
+static int owns(sq_db *s, const char *job, const char *node, int *owned, pg_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_prep(s, "SELECT 1 FROM jobs WHERE id=? AND owner=? AND status='running'", &st, err);
+    if (rc) return rc;
+    sqlite3_bind_text(st, 1, job, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, node, -1, SQLITE_STATIC);
+    int r = sqlite3_step(st);
+    *owned = r == SQLITE_ROW;
+    if (r != SQLITE_ROW && r != SQLITE_DONE) rc = sq_fail(s, err, "checking a job's owner");
+    sqlite3_finalize(st);
+    return rc;
+}
+
 int sq_ckpt_put_owned(pg_db *db, const char *job, const char *node, int64_t step,
                       const unsigned char *bytes, size_t len, uint32_t crc, int *held,
                       pg_error *err)
@@ -170,17 +185,7 @@ int sq_ckpt_put_owned(pg_db *db, const char *job, const char *node, int64_t step
     /* The file is written under the write lock, after the fence: a stale
      * owner never replaces the new owner's file of the same step. */
     int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
-    if (!rc && !(rc = sq_prep(s, "SELECT 1 FROM jobs WHERE id=? AND owner=? AND status='running'",
-                              &st, err))) {
-        sqlite3_bind_text(st, 1, job, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, node, -1, SQLITE_STATIC);
-        int r = sqlite3_step(st);
-        if (r == SQLITE_ROW)
-            owned = 1;
-        else if (r != SQLITE_DONE)
-            rc = sq_fail(s, err, "checking a job's owner");
-        sqlite3_finalize(st);
-    }
+    if (!rc) rc = owns(s, job, node, &owned, err);
     if (!rc && owned) {
         snprintf(dir, sizeof dir, "%s/checkpoints", s->dir);
         rc = mkdir_one(dir, err);
@@ -327,21 +332,10 @@ int sq_ckpt_delete_owned(pg_db *db, const char *job, const char *node, int64_t s
     char path[PATH_MAX];
     if (sq_ckpt_path(s, job, step, path, sizeof path, err)) return PG_EINVAL;
     pthread_mutex_lock(&s->mu);
-    sqlite3_stmt *st;
     int owned = 0;
     int64_t gone = 0;
     int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
-    if (!rc && !(rc = sq_prep(s, "SELECT 1 FROM jobs WHERE id=? AND owner=? AND status='running'",
-                              &st, err))) {
-        sqlite3_bind_text(st, 1, job, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, node, -1, SQLITE_STATIC);
-        int r = sqlite3_step(st);
-        if (r == SQLITE_ROW)
-            owned = 1;
-        else if (r != SQLITE_DONE)
-            rc = sq_fail(s, err, "checking a job's owner");
-        sqlite3_finalize(st);
-    }
+    if (!rc) rc = owns(s, job, node, &owned, err);
     if (!rc && owned)
         rc = run_update(s, "DELETE FROM checkpoints WHERE job_id=?1 AND step=?3", job, NULL, step,
                         "deleting a checkpoint", &gone, err);
