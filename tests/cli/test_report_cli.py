@@ -8,37 +8,24 @@ refused a private dataset, exit 1), --json, --no-wait, --help, usage errors
 Usage: test_report_cli.py PATH_TO_PRIVGEN PATH_TO_PRIVGEND. Exits nonzero on failure."""
 import json
 import os
-import shutil
 import struct
-import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 
 import numpy as np
 
-BIN, DAEMON = sys.argv[1], sys.argv[2]
-TMP = tempfile.mkdtemp(prefix="privgen-report-")
-DATA = os.path.join(TMP, "var")
-FAILS = []
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import live  # noqa: E402
 
-srv = subprocess.Popen([DAEMON, "--listen", "127.0.0.1:0", "--data-dir", DATA,
-                        "--port-file", os.path.join(TMP, "port")],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-for _ in range(400):
-    if os.path.exists(os.path.join(TMP, "port")) and os.path.exists(os.path.join(DATA, "admin.token")):
-        break
-    time.sleep(0.025)
-URL = "http://127.0.0.1:" + open(os.path.join(TMP, "port")).read().strip()
-ADMIN = open(os.path.join(DATA, "admin.token")).read().strip()
+BIN, DAEMON = sys.argv[1], sys.argv[2]
+LIVE = live.Live(DAEMON, "privgen-report-")
+TMP, URL, ADMIN = LIVE.tmp, LIVE.url, LIVE.admin
+FAILS = []
 
 
 def run(*args, token=ADMIN):
-    e = {k: v for k, v in os.environ.items() if not k.startswith("PRIVGEN_")}
-    e.update(XDG_CONFIG_HOME=os.path.join(TMP, "cfg"), PRIVGEN_URL=URL, PRIVGEN_TOKEN=token)
-    p = subprocess.run([BIN, *map(str, args)], capture_output=True, env=e, cwd=TMP, timeout=120)
-    return p.returncode, p.stdout.decode(), p.stderr.decode()
+    return LIVE.run(BIN, args, token, timeout=120)
 
 
 def api(method, path, body=None, token=ADMIN):
@@ -173,12 +160,7 @@ try:
           and j.get("utility") is False
           and j.get("id", "").startswith("rep_"), out + err)
 finally:
-    srv.terminate()
-    try:
-        srv.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        srv.kill()
-    shutil.rmtree(TMP, ignore_errors=True)
+    LIVE.stop()
 
 if FAILS:
     for f in FAILS:

@@ -12,27 +12,14 @@ import csv
 import io
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import live  # noqa: E402
 
 BIN, DAEMON = sys.argv[1], sys.argv[2]
-TMP = tempfile.mkdtemp(prefix="privgen-tables-client-")
-DATA = os.path.join(TMP, "var")
-srv = subprocess.Popen([DAEMON, "--listen", "127.0.0.1:0", "--data-dir", DATA,
-                        "--port-file", os.path.join(TMP, "port")],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-for _ in range(400):
-    if os.path.exists(os.path.join(TMP, "port")) and os.path.exists(os.path.join(DATA, "admin.token")):
-        break
-    time.sleep(0.025)
-PORT = open(os.path.join(TMP, "port")).read().strip()
-ENV = {k: v for k, v in os.environ.items() if not k.startswith("PRIVGEN_")}
-ENV.update(PRIVGEN_URL=f"http://127.0.0.1:{PORT}",
-           PRIVGEN_TOKEN=open(os.path.join(DATA, "admin.token")).read().strip(),
-           XDG_CONFIG_HOME=os.path.join(TMP, "cfg"))
+LIVE = live.Live(DAEMON, "privgen-tables-client-")
+TMP = LIVE.tmp
 
 
 def p(name):
@@ -40,8 +27,7 @@ def p(name):
 
 
 def run(*args):
-    r = subprocess.run([BIN, *map(str, args)], capture_output=True, env=ENV, cwd=TMP, timeout=120)
-    return r.returncode, r.stdout.decode(), r.stderr.decode()
+    return LIVE.run(BIN, args, timeout=120)
 
 
 def ok(*args):
@@ -211,6 +197,4 @@ try:
     assert got["n"] == 600 and got["declaration"] == "matched", got
     print("test_tables_client: ok")
 finally:
-    srv.terminate()
-    srv.wait(timeout=30)
-    shutil.rmtree(TMP, ignore_errors=True)
+    LIVE.stop()

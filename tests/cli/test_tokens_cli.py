@@ -5,33 +5,20 @@ options, revocation taking effect at once, exit codes 0/1/2.
 Usage: test_tokens_cli.py PATH_TO_PRIVGEN PATH_TO_PRIVGEND. Exits nonzero on failure."""
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 
-BIN, DAEMON = sys.argv[1], sys.argv[2]
-TMP = tempfile.mkdtemp(prefix="privgen-tokens-")
-DATA = os.path.join(TMP, "var")
-FAILS = []
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import live  # noqa: E402
 
-srv = subprocess.Popen([DAEMON, "--listen", "127.0.0.1:0", "--data-dir", DATA,
-                        "--port-file", os.path.join(TMP, "port")],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-for _ in range(400):
-    if os.path.exists(os.path.join(TMP, "port")) and os.path.exists(os.path.join(DATA, "admin.token")):
-        break
-    time.sleep(0.025)
-URL = "http://127.0.0.1:" + open(os.path.join(TMP, "port")).read().strip()
-ADMIN = open(os.path.join(DATA, "admin.token")).read().strip()
+BIN, DAEMON = sys.argv[1], sys.argv[2]
+LIVE = live.Live(DAEMON, "privgen-tokens-")
+TMP, URL, ADMIN = LIVE.tmp, LIVE.url, LIVE.admin
+FAILS = []
 
 
 def run(*args, token=ADMIN):
-    e = {k: v for k, v in os.environ.items() if not k.startswith("PRIVGEN_")}
-    e.update(XDG_CONFIG_HOME=os.path.join(TMP, "cfg"), PRIVGEN_URL=URL, PRIVGEN_TOKEN=token)
-    p = subprocess.run([BIN, *map(str, args)], capture_output=True, env=e, cwd=TMP, timeout=60)
-    return p.returncode, p.stdout.decode(), p.stderr.decode()
+    return LIVE.run(BIN, args, token, timeout=60)
 
 
 def check(name, cond, detail=""):
@@ -102,9 +89,7 @@ try:
     rc, out, err = run("tokens", "create", "--scope", "read", "--expires-in", "10")
     check("server 422", rc == 1 and "expires_in" in err, out + err)
 finally:
-    srv.terminate()
-    srv.wait(timeout=30)
-    shutil.rmtree(TMP, ignore_errors=True)
+    LIVE.stop()
 
 for f in FAILS:
     print("FAIL", f)
