@@ -181,6 +181,38 @@ START_TEST(a_woken_replica_shows_the_result_of_the_new_owner)
 }
 END_TEST
 
+/* After replica x (the owner, its row `left`) was stopped: another replica
+ * takes the job over within wait_s and writes past left's step, then x
+ * wakes. The final state is the new owner's: it resumed from the last
+ * checkpoint that landed before the stop (a stopped write, rolled back,
+ * left nothing) and ran what the plan of S steps had left, as after a
+ * kill; one ledger row, every stored checkpoint verifies, and the woken
+ * replica is healthy (that it shows the new owner's result is
+ * a_woken_replica_shows_the_result_of_the_new_owner). */
+static void after_takeover(const char *job, const char *dataset, int x, const pg_job_row *left,
+                           int64_t steps, int wait_s)
+{
+    pg_job_row r;
+    int y = rpl_wait_new_owner(&C, job, C.node[x], wait_s, &r);
+    ck_assert_int_ne(y, x);
+    for (int i = 0; i < 3000; i++) {
+        ck_assert(rpl_row(&C, job, &r));
+        if (r.step > left->step || rpl_terminal(r.status)) break;
+        pg_sleep_ms(20);
+    }
+    ck_assert_int_gt(r.step, left->step);
+    kill(C.r[x].pid, SIGCONT);
+    rpl_wait_status(&C, job, "succeeded", 120);
+    ck_assert(rpl_row(&C, job, &r));
+    ck_assert_str_eq(r.owner, C.node[y]);
+    ck_assert_int_eq(r.steps_reserved, steps);
+    ck_assert_int_eq(r.step, left->step + (steps - left->steps_reserved));
+    ck_assert_int_eq(rpl_ledger_rows_of(&C, dataset, job), 1);
+    rpl_check_ckpts(&C, job, r.step);
+    ck_assert_int_eq(rpl_wait_ready(&C.r[x], 20), 0);
+    rpl_down(&C);
+}
+
 START_TEST(a_stopped_replica_past_its_lease_cannot_overwrite_the_new_owner)
 {
     enum { S = 8000, EVERY = 400 };
@@ -196,31 +228,7 @@ START_TEST(a_stopped_replica_past_its_lease_cannot_overwrite_the_new_owner)
     pg_job_row left;
     ck_assert(rpl_row(&C, id, &left));
     ck_assert_str_eq(left.owner, C.node[x]);
-    int64_t before = left.step;
-    int y = rpl_wait_new_owner(&C, id, C.node[x], 30, &row);
-    ck_assert_int_ne(y, x);
-    /* the new owner writes a checkpoint of its own before the old one wakes */
-    for (int i = 0; i < 3000; i++) {
-        ck_assert(rpl_row(&C, id, &row));
-        if (row.step > before || rpl_terminal(row.status)) break;
-        pg_sleep_ms(20);
-    }
-    ck_assert_int_gt(row.step, before);
-    kill(C.r[x].pid, SIGCONT);
-    rpl_wait_status(&C, id, "succeeded", 120);
-
-    ck_assert(rpl_row(&C, id, &row));
-    /* the final state is the new owner's: it resumed from the stopped
-     * one's checkpoint and ran what its plan had left (as after a kill) */
-    ck_assert_str_eq(row.owner, C.node[y]);
-    ck_assert_int_eq(row.steps_reserved, S);
-    ck_assert_int_eq(row.step, left.step + (S - left.steps_reserved));
-    ck_assert_int_eq(rpl_ledger_rows_of(&C, ds, id), 1);
-    rpl_check_ckpts(&C, id, row.step);
-    /* the woken replica is healthy (that it shows the new owner's result
-     * is a_woken_replica_shows_the_result_of_the_new_owner) */
-    ck_assert_int_eq(rpl_wait_ready(&C.r[x], 20), 0);
-    rpl_down(&C);
+    after_takeover(id, ds, x, &left, S, 30);
 }
 END_TEST
 
@@ -289,26 +297,7 @@ START_TEST(an_owner_stopped_inside_its_checkpoint_write_is_still_taken_over)
     pg_job_row left;
     ck_assert(rpl_row(&C, id, &left));
     ck_assert_str_eq(left.owner, C.node[x]);
-    int y = rpl_wait_new_owner(&C, id, C.node[x], 60, &row);
-    ck_assert_int_ne(y, x);
-    for (int i = 0; i < 3000; i++) {
-        ck_assert(rpl_row(&C, id, &row));
-        if (row.step > left.step || rpl_terminal(row.status)) break;
-        pg_sleep_ms(20);
-    }
-    ck_assert_int_gt(row.step, left.step);
-    kill(C.r[x].pid, SIGCONT);
-    rpl_wait_status(&C, id, "succeeded", 120);
-    ck_assert(rpl_row(&C, id, &row));
-    /* the new owner resumed from the last checkpoint that landed before the
-     * stop; the stopped write (rolled back) left nothing */
-    ck_assert_str_eq(row.owner, C.node[y]);
-    ck_assert_int_eq(row.steps_reserved, S);
-    ck_assert_int_eq(row.step, left.step + (S - left.steps_reserved));
-    ck_assert_int_eq(rpl_ledger_rows_of(&C, ds, id), 1);
-    rpl_check_ckpts(&C, id, row.step);
-    ck_assert_int_eq(rpl_wait_ready(&C.r[x], 20), 0);
-    rpl_down(&C);
+    after_takeover(id, ds, x, &left, S, 60);
 }
 END_TEST
 
