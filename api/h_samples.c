@@ -28,6 +28,7 @@
 #include "api/samples_cache.h"
 #include "api/samples_stream.h"
 #include "engine/core/alloc.h"
+#include "engine/methods/snapshot.h"
 #include "service/jobs.h"
 
 int pg_api_jobs_ready(pg_req *r);
@@ -192,6 +193,12 @@ void pg_h_jobs_samples(pg_req *r)
     if ((geo.table || label_name || format == 4) &&
         pg_h_samples_typed(r, snap, &geo, &kc, format, n, seed, label_name, &has_label, &label))
         return;
+    if (has_label && geo.num_classes > 0 && pg_snapshot_num_classes(snap) == 0) {
+        pg_snapshot_release(snap);
+        pg_api_problem(r, 400, "this job's model does not condition on the label", "label",
+                       "the model is unconditional");
+        return;
+    }
     if (has_label && (geo.num_classes == 0 || label >= (uint64_t)geo.num_classes)) {
         pg_snapshot_release(snap);
         char msg[128];
