@@ -97,33 +97,55 @@ static int query_u64(pg_req *r, const char *name, uint64_t max, int *present, ui
 
 /* ---- streamed bodies -------------------------------------------------- */
 
+/* A stream, and the copy kept for the body cache (NULL: none). */
+typedef struct streamed {
+    pg_samples_stream *st;
+    pg_samples_keep *keep;
+} streamed;
+
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
+    streamed *s = cls;
     (void)pos;
     pg_error err = {0};
-    ssize_t k = pg_samples_stream_read(cls, buf, max, &err);
+    ssize_t k = pg_samples_stream_read(s->st, buf, max, &err);
     if (k < 0) return MHD_CONTENT_READER_END_WITH_ERROR; /* the client sees a cut body */
-    return k ? k : MHD_CONTENT_READER_END_OF_STREAM;
+    if (k == 0) {
+        pg_samples_keep_end(s->keep);
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    }
+    pg_samples_keep_add(s->keep, buf, (size_t)k);
+    return k;
 }
 
 static void stream_free(void *cls)
 {
-    pg_samples_stream_free(cls);
+    streamed *s = cls;
+    pg_samples_stream_free(s->st);
+    pg_samples_keep_free(s->keep);
+    free(s);
 }
 
-static void send_stream(pg_req *r, const pg_samples_spec *sp, pg_snapshot *snap, const char *type)
+static void send_stream(pg_req *r, const pg_samples_spec *sp, pg_snapshot *snap,
+                        const pg_samples_cache *kc, const char *type)
 {
-    pg_samples_stream *st;
+    streamed *s = calloc(1, sizeof *s);
     pg_error err = {0};
-    if (pg_samples_stream_open(sp, snap, &st, &err)) {
+    if (!s) {
+        pg_api_problem(r, 503, "out of memory", NULL, NULL);
+        return;
+    }
+    if (pg_samples_stream_open(sp, snap, &s->st, &err)) {
+        free(s);
         pg_api_problem(r, err.code == PG_ENOMEM ? 503 : 500, err.msg, NULL, NULL);
         return;
     }
     size_t size = pg_samples_body_size(sp);
+    s->keep = pg_samples_keep_open(r, kc, size, sp->n * sp->d);
     struct MHD_Response *resp = MHD_create_response_from_callback(
-        size ? size : MHD_SIZE_UNKNOWN, STREAM_BLOCK, stream_reader, st, stream_free);
+        size ? size : MHD_SIZE_UNKNOWN, STREAM_BLOCK, stream_reader, s, stream_free);
     if (!resp) {
-        pg_samples_stream_free(st);
+        stream_free(s);
         pg_api_problem(r, 503, "out of memory", NULL, NULL);
         return;
     }
@@ -266,7 +288,7 @@ void pg_h_jobs_samples(pg_req *r)
     }
     pg_jobs_count_samples(r->app->jobs, (size_t)n);
     if ((size_t)n * d > STREAM_VALUES) {
-        send_stream(r, &sp, snap, TYPES[format]);
+        send_stream(r, &sp, snap, &kc, TYPES[format]);
         pg_snapshot_release(snap);
         return;
     }

@@ -1,5 +1,6 @@
 #include "api/samples_cache.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,4 +191,83 @@ void pg_samples_cache_send(pg_req *r, const pg_samples_cache *k, const char *typ
     }
     pg_body_cache_put(r->app->body_cache, r->params[0], k->step, k->latest, k->variant, b);
     send_ref(r, b, type);
+}
+
+/* ---- streamed bodies ------------------------------------------------------ */
+
+struct pg_samples_keep {
+    struct pg_body_cache *cache;
+    char job[PG_ID_MAX];
+    pg_samples_cache k;
+    char *buf;
+    size_t len, cap, max;
+    size_t expect; /* the exact length when known, else 0 */
+};
+
+pg_samples_keep *pg_samples_keep_open(pg_req *r, const pg_samples_cache *k, size_t size,
+                                      size_t values)
+{
+    if (!k->seeded || !r->app->body_cache) return NULL;
+    pg_body_cache_stats s;
+    pg_body_cache_stats_get(r->app->body_cache, &s);
+    size_t guess = size ? size : values > s.max_body / 8 ? SIZE_MAX : values * 8;
+    if (guess > s.max_body || guess > s.max_bytes) return NULL;
+    pg_samples_keep *t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    t->cap = size ? size : guess;
+    t->buf = malloc(t->cap ? t->cap : 1);
+    if (!t->buf) {
+        free(t);
+        return NULL;
+    }
+    t->cache = r->app->body_cache;
+    snprintf(t->job, sizeof t->job, "%s", r->params[0]);
+    t->k = *k;
+    t->max = s.max_body;
+    t->expect = size;
+    return t;
+}
+
+void pg_samples_keep_add(pg_samples_keep *t, const char *p, size_t n)
+{
+    if (!t || !t->buf) return;
+    if (n > t->max - t->len) { /* outgrew the cache: give up the copy */
+        free(t->buf);
+        t->buf = NULL;
+        return;
+    }
+    if (t->len + n > t->cap) {
+        size_t cap = t->cap * 2 > t->len + n ? t->cap * 2 : t->len + n;
+        if (cap > t->max) cap = t->max;
+        char *b = realloc(t->buf, cap);
+        if (!b) {
+            free(t->buf);
+            t->buf = NULL;
+            return;
+        }
+        t->buf = b;
+        t->cap = cap;
+    }
+    memcpy(t->buf + t->len, p, n);
+    t->len += n;
+    /* A body of known length ends without a last empty read (the HTTP
+     * library stops asking once it has Content-Length bytes). */
+    if (t->expect && t->len == t->expect) pg_samples_keep_end(t);
+}
+
+void pg_samples_keep_end(pg_samples_keep *t)
+{
+    if (!t || !t->buf) return;
+    pg_body *b = pg_body_wrap(t->buf, t->len);
+    t->buf = NULL;
+    if (!b) return;
+    pg_body_cache_put(t->cache, t->job, t->k.step, t->k.latest, t->k.variant, b);
+    pg_body_release(b);
+}
+
+void pg_samples_keep_free(pg_samples_keep *t)
+{
+    if (!t) return;
+    free(t->buf);
+    free(t);
 }

@@ -50,6 +50,21 @@ int pg_samples_cache_answer(pg_req *r, const pg_samples_cache *k, const char *ty
 void pg_samples_cache_send(pg_req *r, const pg_samples_cache *k, const char *type, char *body,
                            size_t len);
 
+/* Streamed bodies: a copy taken as the bytes go out, kept in the cache
+ * once the body is complete (a cut body is never kept). NULL when k is not
+ * seeded or the body cannot fit the cache's max_body: size is the exact
+ * length when known (NPY), else 0 and values the count of printed values
+ * (text: copied only when about 8 bytes a value would fit, dropped as soon
+ * as it outgrows max_body). Used from libmicrohttpd's threads; the cache
+ * outlives every response (the server stops the daemon first). */
+typedef struct pg_samples_keep pg_samples_keep;
+pg_samples_keep *pg_samples_keep_open(pg_req *r, const pg_samples_cache *k, size_t size,
+                                      size_t values);
+void pg_samples_keep_add(pg_samples_keep *t, const char *p, size_t n);
+/* The body is complete: keep it. */
+void pg_samples_keep_end(pg_samples_keep *t);
+void pg_samples_keep_free(pg_samples_keep *t); /* NULL: no-op */
+
 /* RFC 9110 If-None-Match against one strong ETag (quoted; NULL or "": no
  * validator, only "*" matches). 1 when the condition is false (send 304).
  * Exposed for tests. */

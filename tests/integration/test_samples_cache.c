@@ -138,7 +138,7 @@ static char dataset[64];
 
 static void start_shared(void)
 {
-    static const char *const extra[] = {"--workers", "1", "--max-samples", "50000", NULL};
+    static const char *const extra[] = {"--workers", "1", "--max-samples", "200000", NULL};
     pg_isuite_start(&srv, &oa, extra);
     pg_resp r;
     req("POST", "/v1/datasets",
@@ -452,38 +452,76 @@ START_TEST(new_checkpoint_new_etag_and_deletion)
 }
 END_TEST
 
+/* Bytes and entries of the body cache, and its hit count. */
+static void cache_state(double *bytes, double *entries, double *hits)
+{
+    *bytes = metric("privgen_body_cache_bytes");
+    *entries = metric("privgen_body_cache_entries");
+    *hits = metric("privgen_body_cache_hits_total");
+}
+
+/* GET a seeded path twice: the second answer is the same bytes; returns the
+ * first's length and leaves its ETag in etag. */
+static size_t twice(const char *query, char *etag, size_t cap)
+{
+    char path[256];
+    samples_path(path, sizeof path, job, query);
+    got a, b;
+    get(path, srv.admin, NULL, &a);
+    get(path, srv.admin, NULL, &b);
+    ck_assert_msg(a.status == 200 && b.status == 200, "%s: %ld %ld", query, a.status, b.status);
+    ck_assert_uint_eq(a.len, b.len);
+    ck_assert(!memcmp(a.body, b.body, a.len));
+    snprintf(etag, cap, "%s", a.etag);
+    size_t len = a.len;
+    got_free(&a);
+    got_free(&b);
+    return len;
+}
+
 START_TEST(body_cache_bytes_are_the_bodies)
 {
-    /* distinct seeded bodies add exactly their lengths; a streamed body
-     * (more than 2^16 values) is revalidated by tag but not kept */
-    double b0 = metric("privgen_body_cache_bytes");
-    double e0 = metric("privgen_body_cache_entries");
+    /* distinct seeded bodies add exactly their lengths, and each repeat is
+     * a hit */
+    double b0, e0, h0, b1, e1, h1;
+    cache_state(&b0, &e0, &h0);
     size_t sum = 0;
+    char tag[128];
     for (int i = 0; i < 5; i++) {
-        char q[64], path[256];
+        char q[64];
         snprintf(q, sizeof q, "n=%d&seed=77&format=%s", 30 + i, i % 2 ? "csv" : "json");
-        samples_path(path, sizeof path, job, q);
-        got g;
-        get(path, srv.admin, NULL, &g);
-        ck_assert_int_eq(g.status, 200);
-        sum += g.len;
-        got_free(&g);
+        sum += twice(q, tag, sizeof tag);
     }
-    ck_assert_double_eq(metric("privgen_body_cache_bytes") - b0, (double)sum);
-    ck_assert_double_eq(metric("privgen_body_cache_entries") - e0, 5);
+    cache_state(&b1, &e1, &h1);
+    ck_assert_double_eq(b1 - b0, (double)sum);
+    ck_assert_double_eq(e1 - e0, 5);
+    ck_assert_double_eq(h1 - h0, 5);
+    /* a streamed body (more than 2^16 values) of up to 1 MiB is kept once
+     * it has gone out whole: 40 000 x 2 NPY is 320 128 bytes */
+    size_t len = twice("n=40000&seed=77&format=npy", tag, sizeof tag);
+    ck_assert_uint_eq(len, 128 + 40000 * 2 * 4);
+    cache_state(&b0, &e0, &h0);
+    ck_assert_double_eq(b0 - b1, (double)len);
+    ck_assert_double_eq(h0 - h1, 1);
+    /* a streamed text body is kept when it ends up within 1 MiB */
+    len = twice("n=40000&seed=77&format=json", tag, sizeof tag);
+    cache_state(&b1, &e1, &h1);
+    ck_assert_double_eq(b1 - b0, len <= ((size_t)1 << 20) ? (double)len : 0);
+    ck_assert_double_eq(h1 - h0, len <= ((size_t)1 << 20) ? 1 : 0);
+    /* above 1 MiB: never kept, but revalidated by its ETag */
+    len = twice("n=140000&seed=77&format=npy", tag, sizeof tag);
+    ck_assert_uint_eq(len, 128 + 140000 * 2 * 4);
+    cache_state(&b0, &e0, &h0);
+    ck_assert_double_eq(b0, b1);
+    ck_assert_double_eq(h0, h1);
     char path[256];
-    samples_path(path, sizeof path, job, "n=40000&seed=77&format=npy");
-    got g, h;
-    get(path, srv.admin, NULL, &g);
-    ck_assert_int_eq(g.status, 200);
-    ck_assert_uint_eq(g.len, 128 + 40000 * 2 * 4);
-    get(path, srv.admin, g.etag, &h);
-    ck_assert_int_eq(h.status, 304);
-    ck_assert_double_eq(metric("privgen_body_cache_bytes") - b0, (double)sum);
-    ck_assert_double_le(metric("privgen_body_cache_bytes"),
-                        metric("privgen_body_cache_capacity_bytes"));
+    samples_path(path, sizeof path, job, "n=140000&seed=77&format=npy");
+    got g;
+    get(path, srv.admin, tag, &g);
+    ck_assert_int_eq(g.status, 304);
+    ck_assert_uint_eq(g.len, 0);
     got_free(&g);
-    got_free(&h);
+    ck_assert_double_le(b0, metric("privgen_body_cache_capacity_bytes"));
 }
 END_TEST
 
