@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "api/internal.h"
-#include "api/png_cache.h"
+#include "api/body_cache.h"
 #include "service/jobs.h"
 
 int pg_api_jobs_ready(pg_req *r);
@@ -211,7 +211,7 @@ void pg_h_jobs_delete(pg_req *r)
     }
     /* Its plots could not be served any more (the job lookup comes first);
      * dropping them returns their memory now rather than at eviction. */
-    if (r->app->png_cache) pg_png_cache_forget_job(r->app->png_cache, r->params[0]);
+    if (r->app->body_cache) pg_body_cache_forget_job(r->app->body_cache, r->params[0]);
     pg_api_send_text(r, 204, NULL, NULL, 0);
 }
 

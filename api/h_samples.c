@@ -10,8 +10,10 @@
  * calling thread and keeps the OpenMP team for large blocks;
  * docs/benchmarks.md.) Bodies
  * of more than STREAM_VALUES values are streamed block by block
- * (api/samples_stream.h) so memory stays flat whatever n is; PNGs with an
- * explicit seed are kept in api/png_cache.h. */
+ * (api/samples_stream.h) so memory stays flat whatever n is. Requests with
+ * an explicit seed are cacheable (api/samples_cache.h: ETag, 304, bodies
+ * kept in api/body_cache.h), decided after the job lookup and before any
+ * forward pass. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -22,18 +24,19 @@
 
 #include "api/internal.h"
 #include "api/plot_request.h"
-#include "api/png_cache.h"
 #include "api/render.h"
+#include "api/samples_cache.h"
 #include "api/samples_stream.h"
 #include "engine/core/alloc.h"
+#include "engine/methods/snapshot.h"
 #include "service/jobs.h"
 
 int pg_api_jobs_ready(pg_req *r);
 /* Typed jobs (api/h_samples_typed.c). */
 const char *pg_h_samples_label_name(pg_req *r);
-int pg_h_samples_typed(pg_req *r, pg_snapshot *snap, const pg_job_geometry *geo, int format,
-                       uint64_t n, uint64_t seed, const char *label_name, int *has_label,
-                       uint64_t *label);
+int pg_h_samples_typed(pg_req *r, pg_snapshot *snap, const pg_job_geometry *geo,
+                       const pg_samples_cache *kc, int format, uint64_t n, uint64_t seed,
+                       const char *label_name, int *has_label, uint64_t *label);
 
 /* Above this many values a body is streamed (about 256 KiB of floats). */
 #define STREAM_VALUES ((size_t)1 << 16)
@@ -92,87 +95,57 @@ static int query_u64(pg_req *r, const char *name, uint64_t max, int *present, ui
     return 0;
 }
 
-/* ---- the PNG cache key: every query argument, sorted ---------------------- */
-
-typedef struct args {
-    char *kv[16];
-    size_t n;
-    int overflow;
-} args;
-
-static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *key,
-                               const char *value)
-{
-    args *a = cls;
-    (void)kind;
-    if (a->n == sizeof a->kv / sizeof a->kv[0]) {
-        a->overflow = 1;
-        return MHD_NO;
-    }
-    size_t len = strlen(key) + (value ? strlen(value) : 0) + 2;
-    char *s = malloc(len);
-    if (!s) {
-        a->overflow = 1;
-        return MHD_NO;
-    }
-    snprintf(s, len, "%s=%s", key, value ? value : "");
-    a->kv[a->n++] = s;
-    return MHD_YES;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* "k=v&k=v" of the sorted query; 0 when it cannot serve as a key. */
-static int png_variant(pg_req *r, char *out, size_t cap)
-{
-    args a = {.n = 0};
-    MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, add_arg, &a);
-    qsort(a.kv, a.n, sizeof a.kv[0], cmp_str);
-    size_t k = 0;
-    int ok = !a.overflow;
-    for (size_t i = 0; i < a.n; i++) {
-        int w = snprintf(out + k, cap - k, "%s%s", i ? "&" : "", a.kv[i]);
-        if (w < 0 || (size_t)w >= cap - k)
-            ok = 0;
-        else
-            k += (size_t)w;
-        free(a.kv[i]);
-    }
-    return ok;
-}
-
 /* ---- streamed bodies -------------------------------------------------- */
+
+/* A stream, and the copy kept for the body cache (NULL: none). */
+typedef struct streamed {
+    pg_samples_stream *st;
+    pg_samples_keep *keep;
+} streamed;
 
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
+    streamed *s = cls;
     (void)pos;
     pg_error err = {0};
-    ssize_t k = pg_samples_stream_read(cls, buf, max, &err);
+    ssize_t k = pg_samples_stream_read(s->st, buf, max, &err);
     if (k < 0) return MHD_CONTENT_READER_END_WITH_ERROR; /* the client sees a cut body */
-    return k ? k : MHD_CONTENT_READER_END_OF_STREAM;
+    if (k == 0) {
+        pg_samples_keep_end(s->keep);
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    }
+    pg_samples_keep_add(s->keep, buf, (size_t)k);
+    return k;
 }
 
 static void stream_free(void *cls)
 {
-    pg_samples_stream_free(cls);
+    streamed *s = cls;
+    pg_samples_stream_free(s->st);
+    pg_samples_keep_free(s->keep);
+    free(s);
 }
 
-static void send_stream(pg_req *r, const pg_samples_spec *sp, pg_snapshot *snap, const char *type)
+static void send_stream(pg_req *r, const pg_samples_spec *sp, pg_snapshot *snap,
+                        const pg_samples_cache *kc, const char *type)
 {
-    pg_samples_stream *st;
+    streamed *s = calloc(1, sizeof *s);
     pg_error err = {0};
-    if (pg_samples_stream_open(sp, snap, &st, &err)) {
+    if (!s) {
+        pg_api_problem(r, 503, "out of memory", NULL, NULL);
+        return;
+    }
+    if (pg_samples_stream_open(sp, snap, &s->st, &err)) {
+        free(s);
         pg_api_problem(r, err.code == PG_ENOMEM ? 503 : 500, err.msg, NULL, NULL);
         return;
     }
     size_t size = pg_samples_body_size(sp);
+    s->keep = pg_samples_keep_open(r, kc, size, sp->n * sp->d);
     struct MHD_Response *resp = MHD_create_response_from_callback(
-        size ? size : MHD_SIZE_UNKNOWN, STREAM_BLOCK, stream_reader, st, stream_free);
+        size ? size : MHD_SIZE_UNKNOWN, STREAM_BLOCK, stream_reader, s, stream_free);
     if (!resp) {
-        pg_samples_stream_free(st);
+        stream_free(s);
         pg_api_problem(r, 503, "out of memory", NULL, NULL);
         return;
     }
@@ -234,9 +207,20 @@ void pg_h_jobs_samples(pg_req *r)
         pg_api_problem(r, 404, has_ck ? "no such job or checkpoint" : "no such job", NULL, NULL);
         return;
     }
+    /* A PNG's title comes from the job's view: when it could not be read
+     * the bytes differ, so such a plot is not cacheable. */
+    pg_samples_cache kc;
+    pg_samples_cache_init(r, has_seed && (format != 3 || plot.opt.method), has_ck,
+                          pg_snapshot_step(snap), geo.ended, &kc);
     if ((geo.table || label_name || format == 4) &&
-        pg_h_samples_typed(r, snap, &geo, format, n, seed, label_name, &has_label, &label))
+        pg_h_samples_typed(r, snap, &geo, &kc, format, n, seed, label_name, &has_label, &label))
         return;
+    if (has_label && geo.num_classes > 0 && pg_snapshot_num_classes(snap) == 0) {
+        pg_snapshot_release(snap);
+        pg_api_problem(r, 400, "this job's model does not condition on the label", "label",
+                       "the model is unconditional");
+        return;
+    }
     if (has_label && (geo.num_classes == 0 || label >= (uint64_t)geo.num_classes)) {
         pg_snapshot_release(snap);
         char msg[128];
@@ -267,17 +251,13 @@ void pg_h_jobs_samples(pg_req *r)
                            "format", "png is not available for this job");
             return;
         }
-        char variant[1024];
-        int cacheable = has_seed && png_variant(r, variant, sizeof variant);
-        char *body = NULL;
-        size_t len = 0;
-        if (cacheable &&
-            pg_png_cache_get(r->app->png_cache, r->params[0], step, variant, &body, &len)) {
+        if (pg_samples_cache_answer(r, &kc, "image/png")) {
             pg_snapshot_release(snap);
-            pg_jobs_count_samples(r->app->jobs, (size_t)n);
-            pg_api_send_text(r, 200, "image/png", body, len);
+            if (r->status == 200) pg_jobs_count_samples(r->app->jobs, (size_t)n);
             return;
         }
+        char *body = NULL;
+        size_t len = 0;
         float *x = pg_alloc_f32((size_t)n * d);
         rc = x ? pg_samples_draw(snap, &sp, x, &err)
                : pg_error_set(&err, PG_ENOMEM, "out of memory drawing samples");
@@ -296,16 +276,19 @@ void pg_h_jobs_samples(pg_req *r)
                            err.msg, NULL, NULL);
             return;
         }
-        if (cacheable)
-            pg_png_cache_put(r->app->png_cache, r->params[0], step, !has_ck, variant, body, len);
         pg_jobs_count_samples(r->app->jobs, (size_t)n);
-        pg_api_send_text(r, 200, "image/png", body, len);
+        pg_samples_cache_send(r, &kc, "image/png", body, len);
         return;
     }
     static const char *const TYPES[] = {"application/json", "text/csv", "application/x-npy"};
+    if (pg_samples_cache_answer(r, &kc, TYPES[format])) {
+        pg_snapshot_release(snap);
+        if (r->status == 200) pg_jobs_count_samples(r->app->jobs, (size_t)n);
+        return;
+    }
     pg_jobs_count_samples(r->app->jobs, (size_t)n);
     if ((size_t)n * d > STREAM_VALUES) {
-        send_stream(r, &sp, snap, TYPES[format]);
+        send_stream(r, &sp, snap, &kc, TYPES[format]);
         pg_snapshot_release(snap);
         return;
     }
@@ -320,5 +303,5 @@ void pg_h_jobs_samples(pg_req *r)
         pg_api_problem(r, rc == PG_ENOMEM ? 503 : 500, err.msg, NULL, NULL);
         return;
     }
-    pg_api_send_text(r, 200, TYPES[format], body, len);
+    pg_samples_cache_send(r, &kc, TYPES[format], body, len);
 }

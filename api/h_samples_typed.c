@@ -10,6 +10,7 @@
 
 #include "api/internal.h"
 #include "api/report_png.h"
+#include "api/samples_cache.h"
 #include "api/samples_typed.h"
 #include "engine/core/alloc.h"
 #include "engine/data/records.h"
@@ -45,11 +46,15 @@ static void reader_free(void *cls)
     pg_typed_samples_free(cls);
 }
 
-static void records(pg_req *r, pg_snapshot *snap, const pg_table *t, int format, size_t n,
-                    uint64_t seed, int label)
+static void records(pg_req *r, pg_snapshot *snap, const pg_table *t, const pg_samples_cache *kc,
+                    int format, size_t n, uint64_t seed, int label)
 {
     static const char *const TYPES[] = {NULL, "text/csv", "application/json",
                                         "application/x-ndjson"};
+    if (pg_samples_cache_answer(r, kc, TYPES[format])) {
+        if (r->status == 200) pg_jobs_count_samples(r->app->jobs, n);
+        return;
+    }
     pg_typed_samples *st;
     pg_error err = {0};
     if (pg_typed_samples_open(t, snap, format, n, seed, label, &st, &err)) {
@@ -65,7 +70,7 @@ static void records(pg_req *r, pg_snapshot *snap, const pg_table *t, int format,
         if (rc)
             pg_api_problem(r, rc == PG_ENOMEM ? 503 : 500, err.msg, NULL, NULL);
         else
-            pg_api_send_text(r, 200, TYPES[format], body, len);
+            pg_samples_cache_send(r, kc, TYPES[format], body, len);
         return;
     }
     struct MHD_Response *resp = MHD_create_response_from_callback(
@@ -83,9 +88,13 @@ static void records(pg_req *r, pg_snapshot *snap, const pg_table *t, int format,
  * drawn rows: numbers as values, categories and booleans as codes, missing
  * values counted in the caption (NaN or code k). Model output only: no
  * private rows, so no data-owner mark. */
-static void histograms(pg_req *r, pg_snapshot *snap, const pg_table *t, const char *job_id,
-                       size_t n, uint64_t seed, int label)
+static void histograms(pg_req *r, pg_snapshot *snap, const pg_table *t, const pg_samples_cache *kc,
+                       const char *job_id, size_t n, uint64_t seed, int label)
 {
+    if (pg_samples_cache_answer(r, kc, "image/png")) {
+        if (r->status == 200) pg_jobs_count_samples(r->app->jobs, n);
+        return;
+    }
     pg_table *ot = NULL;
     pg_error err = {0};
     int rc = pg_typed_samples_table(t, snap, &ot, &err);
@@ -138,15 +147,15 @@ static void histograms(pg_req *r, pg_snapshot *snap, const pg_table *t, const ch
         return;
     }
     pg_jobs_count_samples(r->app->jobs, n);
-    pg_api_send_text(r, 200, "image/png", png, len);
+    pg_samples_cache_send(r, kc, "image/png", png, len);
 }
 
 /* format: 0 json, 1 csv, 2 npy, 3 png, 4 ndjson (h_samples.c's codes).
  * Returns 1 when it answered (snap released), 0 for the untyped path with
  * *has_label / *label resolved from a name. */
-int pg_h_samples_typed(pg_req *r, pg_snapshot *snap, const pg_job_geometry *geo, int format,
-                       uint64_t n, uint64_t seed, const char *label_name, int *has_label,
-                       uint64_t *label)
+int pg_h_samples_typed(pg_req *r, pg_snapshot *snap, const pg_job_geometry *geo,
+                       const pg_samples_cache *kc, int format, uint64_t n, uint64_t seed,
+                       const char *label_name, int *has_label, uint64_t *label)
 {
     const pg_table *t = geo->table;
     if (!t && (label_name || format == 4)) {
@@ -190,9 +199,9 @@ int pg_h_samples_typed(pg_req *r, pg_snapshot *snap, const pg_job_geometry *geo,
         return 1;
     }
     if (format == 3)
-        histograms(r, snap, t, r->params[0], (size_t)n, seed, lab);
+        histograms(r, snap, t, kc, r->params[0], (size_t)n, seed, lab);
     else
-        records(r, snap, t,
+        records(r, snap, t, kc,
                 format == 1   ? PG_RECORDS_CSV
                 : format == 0 ? PG_RECORDS_JSON
                               : PG_RECORDS_NDJSON,

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/body_cache.h"
 #include "api/internal.h"
 
 void pg_h_healthz(pg_req *r)
@@ -23,6 +24,34 @@ void pg_h_readyz(pg_req *r)
         return;
     }
     pg_api_send_json(r, 200, json_pack("{s:s,s:s}", "status", "ready", "backend", backend));
+}
+
+/* The seeded samples body cache (api/body_cache.h), malloc'ed. */
+static char *body_cache_metrics(struct pg_body_cache *c)
+{
+    pg_body_cache_stats s;
+    pg_body_cache_stats_get(c, &s);
+    char *out = NULL;
+    if (asprintf(&out,
+                 "# HELP privgen_body_cache_hits_total Seeded samples requests answered with a "
+                 "kept body.\n# TYPE privgen_body_cache_hits_total counter\n"
+                 "privgen_body_cache_hits_total %llu\n"
+                 "# HELP privgen_body_cache_misses_total Seeded samples requests that drew and "
+                 "encoded their body.\n# TYPE privgen_body_cache_misses_total counter\n"
+                 "privgen_body_cache_misses_total %llu\n"
+                 "# HELP privgen_body_cache_evictions_total Bodies dropped to stay within the "
+                 "bounds.\n# TYPE privgen_body_cache_evictions_total counter\n"
+                 "privgen_body_cache_evictions_total %llu\n"
+                 "# HELP privgen_body_cache_bytes Bytes of the kept bodies.\n"
+                 "# TYPE privgen_body_cache_bytes gauge\nprivgen_body_cache_bytes %zu\n"
+                 "# HELP privgen_body_cache_entries Kept bodies.\n"
+                 "# TYPE privgen_body_cache_entries gauge\nprivgen_body_cache_entries %zu\n"
+                 "# HELP privgen_body_cache_capacity_bytes The byte bound.\n"
+                 "# TYPE privgen_body_cache_capacity_bytes gauge\n"
+                 "privgen_body_cache_capacity_bytes %zu\n",
+                 s.hits, s.misses, s.evictions, s.bytes, s.entries, s.max_bytes) < 0)
+        return NULL;
+    return out;
 }
 
 void pg_h_metrics(pg_req *r)
@@ -53,6 +82,17 @@ void pg_h_metrics(pg_req *r)
             len += jl;
         }
         free(jobs);
+    }
+    char *bc = body_cache_metrics(r->app->body_cache);
+    if (bc) {
+        size_t bl = strlen(bc);
+        char *both = realloc(txt, len + bl + 1);
+        if (both) {
+            memcpy(both + len, bc, bl + 1);
+            txt = both;
+            len += bl;
+        }
+        free(bc);
     }
     pg_api_send_text(r, 200, "text/plain; version=0.0.4; charset=utf-8", txt, len);
 }

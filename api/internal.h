@@ -27,9 +27,9 @@ typedef struct pg_api_app {
     pg_metrics *metrics;
     struct pg_jobs *jobs; /* NULL: the job routes answer 503 */
     /* Optional caches (NULL: none), owned by the server: token checks
-     * (service/auth.h) and sample plots (api/png_cache.h). */
+     * (service/auth.h) and seeded samples bodies (api/body_cache.h). */
     struct pg_auth_cache *auth_cache;
-    struct pg_png_cache *png_cache;
+    struct pg_body_cache *body_cache;
     struct pg_reports *reports; /* NULL: the report routes answer 503 */
 } pg_api_app;
 
@@ -87,6 +87,11 @@ struct pg_req {
     int queued;
     char retry_after[16];        /* Retry-After header when set */
     struct MHD_Response *custom; /* a handler-built response (SSE), used as is */
+    /* HTTP caching of a 200 or 304 (other statuses always get no-store):
+     * Cache-Control (a static string; NULL: no-store) and a strong ETag
+     * (quoted; empty: none). */
+    const char *cache_control;
+    char etag[80];
 };
 
 /* Responses. Each replaces any earlier response. */

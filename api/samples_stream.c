@@ -215,6 +215,23 @@ int pg_samples_stream_open(const pg_samples_spec *sp, pg_snapshot *snap, pg_samp
     return PG_OK;
 }
 
+/* Makes sure the current block has rows left to encode (draws the next
+ * block when it is used up); -1 on a sampling error. */
+static int ensure_block(pg_samples_stream *st, pg_error *err)
+{
+    const pg_samples_spec *sp = &st->sp;
+    if (st->used_in_block < st->in_block) return 0;
+    size_t rows = sp->n - st->next_row;
+    if (rows > st->block_rows) rows = st->block_rows;
+    int rc = pg_snapshot_sample(st->snap, rows, pg_samples_block_seed(sp->seed, st->block_index),
+                                sp->label, st->block, err);
+    if (rc) return -1;
+    st->block_index++;
+    st->in_block = rows;
+    st->used_in_block = 0;
+    return 0;
+}
+
 /* Stages the next bytes (src/src_len); 0 at the end, -1 on error. */
 static int refill(pg_samples_stream *st, pg_error *err)
 {
@@ -227,22 +244,12 @@ static int refill(pg_samples_stream *st, pg_error *err)
             st->src_len = put_head(sp, st->text);
             st->phase = PH_ROWS;
             return 1;
-        case PH_ROWS:
+        case PH_ROWS: {
             if (st->next_row == sp->n) {
                 st->phase = PH_TAIL;
                 continue;
             }
-            if (st->used_in_block == st->in_block) {
-                size_t rows = sp->n - st->next_row;
-                if (rows > st->block_rows) rows = st->block_rows;
-                int rc = pg_snapshot_sample(st->snap, rows,
-                                            pg_samples_block_seed(sp->seed, st->block_index),
-                                            sp->label, st->block, err);
-                if (rc) return -1;
-                st->block_index++;
-                st->in_block = rows;
-                st->used_in_block = 0;
-            }
+            if (ensure_block(st, err)) return -1;
             size_t left = st->in_block - st->used_in_block;
             const float *x = st->block + st->used_in_block * sp->d;
             if (sp->format == PG_SAMPLES_NPY) { /* hand out the floats themselves */
@@ -258,6 +265,7 @@ static int refill(pg_samples_stream *st, pg_error *err)
             st->used_in_block += rows;
             st->next_row += rows;
             return 1;
+        }
         case PH_TAIL:
             st->src_len = put_tail(sp, st->text);
             st->phase = PH_DONE;
@@ -269,11 +277,37 @@ static int refill(pg_samples_stream *st, pg_error *err)
     }
 }
 
+/* Text rows printed straight into the caller's buffer (no staging copy)
+ * while whole worst-case rows, and the printer's scratch, fit in it: the
+ * count of bytes written, 0 when not even one row fits (or not in the
+ * rows), -1 on a sampling error. */
+static ssize_t rows_direct(pg_samples_stream *st, char *buf, size_t room, pg_error *err)
+{
+    const pg_samples_spec *sp = &st->sp;
+    size_t rm = row_max(sp);
+    if (sp->format == PG_SAMPLES_NPY || st->phase != PH_ROWS || st->next_row == sp->n ||
+        room < rm + PG_FMT_F32_MAX)
+        return 0;
+    if (ensure_block(st, err)) return -1;
+    size_t left = st->in_block - st->used_in_block, fit = (room - PG_FMT_F32_MAX) / rm;
+    size_t rows = left < fit ? left : fit;
+    size_t k = put_rows(sp, st->block + st->used_in_block * sp->d, rows, st->next_row, buf);
+    st->used_in_block += rows;
+    st->next_row += rows;
+    return (ssize_t)k;
+}
+
 ssize_t pg_samples_stream_read(pg_samples_stream *st, char *buf, size_t cap, pg_error *err)
 {
     size_t done = 0;
     while (done < cap) {
         if (st->src_off == st->src_len) {
+            ssize_t k = rows_direct(st, buf + done, cap - done, err);
+            if (k < 0) return -1;
+            if (k > 0) {
+                done += (size_t)k;
+                continue;
+            }
             int r = refill(st, err);
             if (r < 0) return -1;
             if (r == 0) break;

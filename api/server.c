@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "api/internal.h"
-#include "api/png_cache.h"
+#include "api/body_cache.h"
 #include "api/router.h"
 #include "service/auth.h"
 #include "service/log.h"
@@ -34,6 +34,15 @@ static enum MHD_Result queue(pg_req *r)
     r->custom = NULL;
     if (resp) {
         free(r->resp);
+    } else if (r->status == 304) {
+        /* No body. libmicrohttpd 0.9.75 still writes "Content-Length: 0"
+         * (RFC 9110 8.6 wants none, or the 200's length, and the library
+         * offers no way to drop it: a manual header is sent twice, a
+         * callback response is chunked and writes a terminator after the
+         * 304). Harmless: no client reads a 304 body, and caches do not
+         * take Content-Length from a 304 (RFC 9111 3.2). */
+        free(r->resp);
+        resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
     } else {
         resp = MHD_create_response_from_buffer(r->resp_len, r->resp ? r->resp : (void *)"",
                                                r->resp ? MHD_RESPMEM_MUST_FREE
@@ -47,7 +56,14 @@ static enum MHD_Result queue(pg_req *r)
     if (r->status == 401) MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     if (r->status == 405 && r->allow[0])
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    /* Only a success may be cached (api/h_samples.c decides how long); a
+     * cacheable body depends on who asks only through authorization, so
+     * private caches key it by the Authorization header too. */
+    int cacheable = r->cache_control && (r->status == 200 || r->status == 304);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL,
+                            cacheable ? r->cache_control : "no-store");
+    if (cacheable) MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Authorization");
+    if (cacheable && r->etag[0]) MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, r->etag);
     enum MHD_Result ok = MHD_queue_response(r->conn, (unsigned)r->status, resp);
     MHD_destroy_response(resp);
     r->queued = 1;
@@ -360,13 +376,14 @@ int pg_api_server_start_all(const pg_svc_config *cfg, pg_db *db, pg_metrics *met
     pg_api_server *s = calloc(1, sizeof *s);
     if (!s) return pg_error_set(err, PG_ENOMEM, "out of memory starting the server");
     /* Caches: 1024 token slots kept 10 s at most (see service/auth.h for the
-     * invalidation contract); 32 MiB / 256 sample plots. */
+     * invalidation contract); seeded samples bodies of up to 1 MiB each,
+     * 64 MiB and 1024 bodies in all (api/body_cache.h). */
     s->app = (pg_api_app){cfg,
                           db,
                           metrics,
                           jobs,
                           pg_auth_cache_create(1024, 10.0),
-                          pg_png_cache_create((size_t)32 << 20, 256),
+                          pg_body_cache_create((size_t)64 << 20, 1024, (size_t)1 << 20),
                           reports};
     s->daemon = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0, NULL,
@@ -376,7 +393,7 @@ int pg_api_server_start_all(const pg_svc_config *cfg, pg_db *db, pg_metrics *met
         MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
     if (!s->daemon) {
         pg_auth_cache_free(s->app.auth_cache);
-        pg_png_cache_free(s->app.png_cache);
+        pg_body_cache_free(s->app.body_cache);
         free(s);
         return pg_error_set(err, PG_EIO, "cannot listen on %s (address in use?)", cfg->listen);
     }
@@ -405,6 +422,6 @@ void pg_api_server_stop(pg_api_server *s, int grace_ms)
     MHD_stop_daemon(s->daemon);
     if (fd != MHD_INVALID_SOCKET) close(fd);
     pg_auth_cache_free(s->app.auth_cache);
-    pg_png_cache_free(s->app.png_cache);
+    pg_body_cache_free(s->app.body_cache);
     free(s);
 }

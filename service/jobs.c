@@ -569,6 +569,7 @@ int pg_jobs_snapshot(pg_jobs *m, const char *tenant, const char *id, long checkp
         geo->hi = j->desc.hi;
         geo->num_classes = j->desc.num_classes;
         geo->table = j->desc.table;
+        geo->ended = j->status >= ST_SUCCEEDED;
         const pg_method *mt = j->method;
         long latest = j->nckpts ? (long)j->ckpts[j->nckpts - 1].step : -1, want = checkpoint;
         if (!geo->d) { /* finished before history kept its geometry, and its dataset is gone */

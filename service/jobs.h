@@ -177,6 +177,9 @@ typedef struct pg_job_geometry {
     /* Typed jobs: the schema samples decode with (engine/data/table.h),
      * owned by the job and valid until pg_jobs_destroy; NULL otherwise. */
     const struct pg_table *table;
+    /* 1 when the job had ended (succeeded, failed, cancelled) at the lookup:
+     * its latest snapshot can no longer change (HTTP caching). */
+    int ended;
 } pg_job_geometry;
 
 /* A retained snapshot: the latest (checkpoint < 0) or the one stored in

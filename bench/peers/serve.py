@@ -2,18 +2,30 @@
 """Serving speed (issue 21's table) in one run: starts privgend on loopback
 with a fresh data dir, trains a finished dp_sinkhorn MLP [256, 256] job on a
 2-D and on a 784-D ([1, 28, 28]) dataset, then measures with wrk
-(-t2 -c32 -d5s) /healthz and samples?n=64 as JSON and NPY on both, and the
-throughput of one large NPY response (n = 10000 x 784) next to the forward
-pass alone on the same checkpoint (privgen-bench sample, one thread), whose
-ratio is the share of the request spent generating. Also prints the float
-printer's speed (privgen-bench fmt). Prints JSON lines, with the server's
-CPU per request next to each rate and the load average (the machine is
-shared: rates move with the load, CPU per request much less).
+(-t2 -c32 -d5s) /healthz and samples?n=64 as JSON and NPY on both:
+
+- fresh (the main figures): no seed, every request draws new rows from the
+  secure RNG, so every request runs the forward pass and the encoder;
+- seeded: the same URL with seed=1 again and again, i.e. hits of the
+  server's body cache (api/body_cache.h) after the first request;
+- not_modified: seed=1 with If-None-Match: <its ETag>, answered 304 with no
+  body (a build without ETags reports null).
+
+Next to each rate: the server's CPU per request; for the fresh ones also the
+forward pass alone for n=64 (privgen-bench sample on the job's checkpoint,
+one thread; wall time, and CPU time per call, which a loaded machine inflates
+less) and the overhead beyond the model (request CPU minus forward CPU),
+to compare with /healthz's CPU per request. Then the throughput of one large
+NPY response (n = 10000 x 784) next to the forward pass alone for it, whose
+ratio is the share of the request spent generating, and the float printer's
+speed (privgen-bench fmt). Prints JSON lines with the load average (the
+machine is shared: rates move with the load, CPU per request much less).
 
 Environment: PRIVGEN_BENCH (path of privgen-bench; privgend is its sibling),
 PRIVGEN_SERVE_SECONDS (wrk duration, default 5)."""
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -57,10 +69,10 @@ def cpu_seconds(pid):
         return None
 
 
-def wrk(url, token, pid=None):
+def wrk(url, token, pid=None, headers=()):
     cmd = ["wrk", "-t2", "-c32", f"-d{SECONDS}s", "--latency", url]
-    if token:
-        cmd[1:1] = ["-H", f"Authorization: Bearer {token}"]
+    for h in ([f"Authorization: Bearer {token}"] if token else []) + list(headers):
+        cmd[1:1] = ["-H", h]
     c0 = cpu_seconds(pid) if pid else None
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     c1 = cpu_seconds(pid) if pid else None
@@ -76,11 +88,39 @@ def wrk(url, token, pid=None):
             v = f[1]
             p99 = (float(v[:-2]) if v.endswith("ms") else float(v[:-2]) / 1e3
                    if v.endswith("us") else float(v[:-1]) * 1e3)
-    res = {"rps": rps, "p99_ms": p99, "non_2xx": errors}
+    res = {"rps": rps, "p99_ms": p99, "non_2xx_3xx": errors, "load1": round(os.getloadavg()[0], 2)}
     if c0 is not None and c1 is not None and rps:
         # the server's CPU per request: steadier than rates on a shared machine
         res["server_cpu_us"] = round((c1 - c0) / (rps * SECONDS) * 1e6, 1)
     return res
+
+
+def latest_checkpoint(tmp, job):
+    ck_dir = os.path.join(tmp, "data", "checkpoints", job)
+    return os.path.join(ck_dir, sorted(os.listdir(ck_dir), key=lambda f: int(f.split(".")[0]))[-1])
+
+
+def forward_us(tmp, job, env, n=64, reps=500):
+    """The forward pass alone for n rows on the job's latest checkpoint
+    (privgen-bench sample, one thread): (best wall microseconds per call,
+    CPU microseconds per call over all 3 * reps calls), the latter comparable
+    with the server's CPU per request on a loaded machine; None when
+    unavailable."""
+    c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    fwd = subprocess.run([BENCH, "sample", "--checkpoint", latest_checkpoint(tmp, job), "--n",
+                          str(n), "--reps", str(reps)], env=env, capture_output=True, text=True)
+    c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if fwd.returncode != 0:  # older builds have no `sample` subcommand
+        return None
+    cpu = (c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime) / (3 * reps) * 1e6
+    return round(json.loads(fwd.stdout)["us_per_call"], 1), round(cpu, 1)
+
+
+def etag_of(url, token):
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        r.read()
+        return r.headers.get("ETag")
 
 
 def train(port, token, shape, rng, n):
@@ -128,12 +168,31 @@ def main():
         res = {"bench": "serve", "tool": f"wrk -t2 -c32 -d{SECONDS}s", "model": "dp_sinkhorn [256,256]",
                "load_average_before": round(os.getloadavg()[0], 2)}
         res["healthz"] = wrk(f"{base}/healthz", None, srv.pid)
-        for name, job in (("2d", job2), ("784d", job784)):
+        hz_cpu = res["healthz"].get("server_cpu_us")
+        jobs = (("2d", job2), ("784d", job784))
+        forward = {name: forward_us(tmp, job, env) for name, job in jobs}
+        for name, job in jobs:
             for fmt in ("json", "npy"):
-                res[f"{name}_n64_{fmt}"] = wrk(
+                r = wrk(f"{base}/v1/jobs/{job}/samples?n=64&format={fmt}", token, srv.pid)
+                if forward[name] is not None and "server_cpu_us" in r:
+                    r["forward_us"], r["forward_cpu_us"] = forward[name]
+                    r["overhead_us"] = round(r["server_cpu_us"] - r["forward_cpu_us"], 1)
+                    r["healthz_cpu_us"] = hz_cpu
+                res[f"{name}_n64_{fmt}_fresh"] = r
+        for name, job in jobs:
+            for fmt in ("json", "npy"):
+                res[f"{name}_n64_{fmt}_seeded"] = wrk(
                     f"{base}/v1/jobs/{job}/samples?n=64&format={fmt}&seed=1", token, srv.pid)
-        res["2d_json_over_healthz"] = round(res["2d_n64_json"]["rps"] / res["healthz"]["rps"], 3)
-        res["784d_json_over_npy"] = round(res["784d_n64_json"]["rps"] / res["784d_n64_npy"]["rps"], 3)
+        for name, job in jobs:
+            url = f"{base}/v1/jobs/{job}/samples?n=64&format=json&seed=1"
+            etag = etag_of(url, token)
+            res[f"{name}_n64_json_not_modified"] = (
+                wrk(url, token, srv.pid, [f"If-None-Match: {etag}"]) if etag else None)
+        for kind in ("fresh", "seeded"):
+            res[f"2d_json_over_healthz_{kind}"] = round(
+                res[f"2d_n64_json_{kind}"]["rps"] / res["healthz"]["rps"], 3)
+            res[f"784d_json_over_npy_{kind}"] = round(
+                res[f"784d_n64_json_{kind}"]["rps"] / res[f"784d_n64_npy_{kind}"]["rps"], 3)
         best = None
         for i in range(3):
             t0 = time.perf_counter()
@@ -143,14 +202,10 @@ def main():
             best = dt if best is None or dt < best else best
         res["784d_n10000_npy"] = {"bytes": len(body), "seconds": round(best, 4),
                                   "gb_per_second": round(len(body) / best / 1e9, 3)}
-        ck_dir = os.path.join(tmp, "data", "checkpoints", job784)
-        ck = os.path.join(ck_dir, sorted(os.listdir(ck_dir), key=lambda f: int(f.split(".")[0]))[-1])
-        fwd = subprocess.run([BENCH, "sample", "--checkpoint", ck, "--n", str(LARGE_N), "--reps", "3"],
-                             env=env, capture_output=True, text=True)
-        if fwd.returncode == 0:  # older builds have no `sample` subcommand
-            us = json.loads(fwd.stdout)["us_per_call"]
-            res["784d_n10000_npy"]["forward_seconds"] = round(us / 1e6, 4)
-            res["784d_n10000_npy"]["forward_share"] = round(us / 1e6 / best, 3)
+        fwd = forward_us(tmp, job784, env, LARGE_N, 3)
+        if fwd is not None:
+            res["784d_n10000_npy"]["forward_seconds"] = round(fwd[0] / 1e6, 4)
+            res["784d_n10000_npy"]["forward_share"] = round(fwd[0] / 1e6 / best, 3)
         res["load_average_after"] = round(os.getloadavg()[0], 2)
         print(json.dumps(res))
         fmt = subprocess.run([BENCH, "fmt"], env=env, capture_output=True, text=True)

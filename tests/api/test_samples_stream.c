@@ -77,7 +77,10 @@ static pg_samples_spec spec(int format, size_t n, size_t d)
     return sp;
 }
 
-/* The whole body streamed with read sizes from a small LCG (1 byte to 100 KB). */
+/* The whole body streamed with read sizes from a small LCG (1 byte to 100 KB):
+ * large reads take the path that prints rows straight into the caller's
+ * buffer, small ones the staged path. A canary after each read's window
+ * proves neither writes past it (the printer's scratch included). */
 static char *stream_all(const pg_samples_spec *sp, pg_snapshot *s, size_t *len, unsigned seed)
 {
     pg_samples_stream *st;
@@ -87,12 +90,14 @@ static char *stream_all(const pg_samples_spec *sp, pg_snapshot *s, size_t *len, 
     for (;;) {
         seed = seed * 1103515245u + 12345u;
         size_t want = seed % 5 == 0 ? 1 + seed % 7 : 1 + (seed >> 8) % 100000;
-        if (k + want > cap) {
-            while (k + want > cap) cap *= 2;
+        if (k + want + 64 > cap) {
+            while (k + want + 64 > cap) cap *= 2;
             out = realloc(out, cap);
         }
+        memset(out + k + want, 0xA5, 64);
         ssize_t got = pg_samples_stream_read(st, out + k, want, NULL);
         ck_assert_int_ge(got, 0);
+        for (size_t i = 0; i < 64; i++) ck_assert_int_eq((unsigned char)out[k + want + i], 0xA5);
         if (got == 0) break;
         ck_assert_uint_le((size_t)got, want);
         k += (size_t)got;

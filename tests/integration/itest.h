@@ -250,7 +250,8 @@ typedef struct pg_resp {
     size_t len;
     char location[256];
     char ctype[128];
-    json_t *json; /* parsed body when it is JSON (incl. problem+json) */
+    char etag[128]; /* ETag, empty when none */
+    json_t *json;   /* parsed body when it is JSON (incl. problem+json) */
 } pg_resp;
 
 static size_t pg_itest_body(char *p, size_t sz, size_t n, void *ctx)
@@ -279,6 +280,7 @@ static size_t pg_itest_header(char *p, size_t sz, size_t n, void *ctx)
         snprintf(r->location, sizeof r->location, "%.250s", line + 10);
     if (!strncasecmp(line, "Content-Type: ", 14))
         snprintf(r->ctype, sizeof r->ctype, "%.120s", line + 14);
+    if (!strncasecmp(line, "ETag: ", 6)) snprintf(r->etag, sizeof r->etag, "%.120s", line + 6);
     return k;
 }
 
