@@ -419,163 +419,256 @@ static size_t join_scalar(const float *x, size_t n, char sep, int json_null, cha
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-typedef struct dec_block {
-    unsigned d[JOIN_BLOCK]; /* digits, no trailing zeros */
-    int k[JOIN_BLOCK];      /* decimal exponent of the last digit */
-    /* d as nine ASCII digits: the first, then the next four and last four */
-    uint32_t top[JOIN_BLOCK], mid[JOIN_BLOCK], low[JOIN_BLOCK];
-    unsigned char scalar[JOIN_BLOCK]; /* 1: pass two computes this one alone */
-} dec_block;
+/* The fast path's scale 2^(q-2) 10^-k by biased exponent e (q = e - 150,
+ * k = floor_log10_pow2(q)): the product pg_fmt_f32_decimal forms, exact
+ * (a power of two times a double that stays normal), as hex literals made
+ * with Python's float.hex. e = 0 and 255 (scalar lanes) repeat e = 1 and
+ * 254. */
+static const double JOIN_SCALE[256] = {
+    0x1.66bb7f0435c9ep-2, 0x1.66bb7f0435c9ep-2, 0x1.66bb7f0435c9ep-1, 0x1.66bb7f0435c9ep+0,
+    0x1.1efc659cf7d4cp-2, 0x1.1efc659cf7d4cp-1, 0x1.1efc659cf7d4cp+0, 0x1.1efc659cf7d4cp+1,
+    0x1.cb2d6f618c879p-2, 0x1.cb2d6f618c879p-1, 0x1.cb2d6f618c879p+0, 0x1.6f578c4e0a061p-2,
+    0x1.6f578c4e0a061p-1, 0x1.6f578c4e0a061p+0, 0x1.25dfa371a19e7p-2, 0x1.25dfa371a19e7p-1,
+    0x1.25dfa371a19e7p+0, 0x1.25dfa371a19e7p+1, 0x1.d6329f1c35ca5p-2, 0x1.d6329f1c35ca5p-1,
+    0x1.d6329f1c35ca5p+0, 0x1.78287f49c4a1dp-2, 0x1.78287f49c4a1dp-1, 0x1.78287f49c4a1dp+0,
+    0x1.2ced32a16a1b1p-2, 0x1.2ced32a16a1b1p-1, 0x1.2ced32a16a1b1p+0, 0x1.2ced32a16a1b1p+1,
+    0x1.e17b84357691bp-2, 0x1.e17b84357691bp-1, 0x1.e17b84357691bp+0, 0x1.812f9cf7920e3p-2,
+    0x1.812f9cf7920e3p-1, 0x1.812f9cf7920e3p+0, 0x1.3426172c74d82p-2, 0x1.3426172c74d82p-1,
+    0x1.3426172c74d82p+0, 0x1.3426172c74d82p+1, 0x1.ed09bead87c03p-2, 0x1.ed09bead87c03p-1,
+    0x1.ed09bead87c03p+0, 0x1.8a6e32246c99cp-2, 0x1.8a6e32246c99cp-1, 0x1.8a6e32246c99cp+0,
+    0x1.3b8b5b5056e17p-2, 0x1.3b8b5b5056e17p-1, 0x1.3b8b5b5056e17p+0, 0x1.3b8b5b5056e17p+1,
+    0x1.f8def8808b024p-2, 0x1.f8def8808b024p-1, 0x1.f8def8808b024p+0, 0x1.93e5939a08ceap-2,
+    0x1.93e5939a08ceap-1, 0x1.93e5939a08ceap+0, 0x1.431e0fae6d721p-2, 0x1.431e0fae6d721p-1,
+    0x1.431e0fae6d721p+0, 0x1.027e72f1f1281p-2, 0x1.027e72f1f1281p-1, 0x1.027e72f1f1281p+0,
+    0x1.027e72f1f1281p+1, 0x1.9d971e4fe8402p-2, 0x1.9d971e4fe8402p-1, 0x1.9d971e4fe8402p+0,
+    0x1.4adf4b7320335p-2, 0x1.4adf4b7320335p-1, 0x1.4adf4b7320335p+0, 0x1.08b2a2c280291p-2,
+    0x1.08b2a2c280291p-1, 0x1.08b2a2c280291p+0, 0x1.08b2a2c280291p+1, 0x1.a784379d99db4p-2,
+    0x1.a784379d99db4p-1, 0x1.a784379d99db4p+0, 0x1.52d02c7e14af6p-2, 0x1.52d02c7e14af6p-1,
+    0x1.52d02c7e14af6p+0, 0x1.0f0cf064dd592p-2, 0x1.0f0cf064dd592p-1, 0x1.0f0cf064dd592p+0,
+    0x1.0f0cf064dd592p+1, 0x1.b1ae4d6e2ef50p-2, 0x1.b1ae4d6e2ef50p-1, 0x1.b1ae4d6e2ef50p+0,
+    0x1.5af1d78b58c40p-2, 0x1.5af1d78b58c40p-1, 0x1.5af1d78b58c40p+0, 0x1.158e460913d00p-2,
+    0x1.158e460913d00p-1, 0x1.158e460913d00p+0, 0x1.158e460913d00p+1, 0x1.bc16d674ec800p-2,
+    0x1.bc16d674ec800p-1, 0x1.bc16d674ec800p+0, 0x1.6345785d8a000p-2, 0x1.6345785d8a000p-1,
+    0x1.6345785d8a000p+0, 0x1.1c37937e08000p-2, 0x1.1c37937e08000p-1, 0x1.1c37937e08000p+0,
+    0x1.1c37937e08000p+1, 0x1.c6bf526340000p-2, 0x1.c6bf526340000p-1, 0x1.c6bf526340000p+0,
+    0x1.6bcc41e900000p-2, 0x1.6bcc41e900000p-1, 0x1.6bcc41e900000p+0, 0x1.2309ce5400000p-2,
+    0x1.2309ce5400000p-1, 0x1.2309ce5400000p+0, 0x1.2309ce5400000p+1, 0x1.d1a94a2000000p-2,
+    0x1.d1a94a2000000p-1, 0x1.d1a94a2000000p+0, 0x1.74876e8000000p-2, 0x1.74876e8000000p-1,
+    0x1.74876e8000000p+0, 0x1.2a05f20000000p-2, 0x1.2a05f20000000p-1, 0x1.2a05f20000000p+0,
+    0x1.2a05f20000000p+1, 0x1.dcd6500000000p-2, 0x1.dcd6500000000p-1, 0x1.dcd6500000000p+0,
+    0x1.7d78400000000p-2, 0x1.7d78400000000p-1, 0x1.7d78400000000p+0, 0x1.312d000000000p-2,
+    0x1.312d000000000p-1, 0x1.312d000000000p+0, 0x1.312d000000000p+1, 0x1.e848000000000p-2,
+    0x1.e848000000000p-1, 0x1.e848000000000p+0, 0x1.86a0000000000p-2, 0x1.86a0000000000p-1,
+    0x1.86a0000000000p+0, 0x1.3880000000000p-2, 0x1.3880000000000p-1, 0x1.3880000000000p+0,
+    0x1.3880000000000p+1, 0x1.f400000000000p-2, 0x1.f400000000000p-1, 0x1.f400000000000p+0,
+    0x1.9000000000000p-2, 0x1.9000000000000p-1, 0x1.9000000000000p+0, 0x1.4000000000000p-2,
+    0x1.4000000000000p-1, 0x1.4000000000000p+0, 0x1.0000000000000p-2, 0x1.0000000000000p-1,
+    0x1.0000000000000p+0, 0x1.0000000000000p+1, 0x1.999999999999ap-2, 0x1.999999999999ap-1,
+    0x1.999999999999ap+0, 0x1.47ae147ae147bp-2, 0x1.47ae147ae147bp-1, 0x1.47ae147ae147bp+0,
+    0x1.0624dd2f1a9fcp-2, 0x1.0624dd2f1a9fcp-1, 0x1.0624dd2f1a9fcp+0, 0x1.0624dd2f1a9fcp+1,
+    0x1.a36e2eb1c432dp-2, 0x1.a36e2eb1c432dp-1, 0x1.a36e2eb1c432dp+0, 0x1.4f8b588e368f1p-2,
+    0x1.4f8b588e368f1p-1, 0x1.4f8b588e368f1p+0, 0x1.0c6f7a0b5ed8dp-2, 0x1.0c6f7a0b5ed8dp-1,
+    0x1.0c6f7a0b5ed8dp+0, 0x1.0c6f7a0b5ed8dp+1, 0x1.ad7f29abcaf48p-2, 0x1.ad7f29abcaf48p-1,
+    0x1.ad7f29abcaf48p+0, 0x1.5798ee2308c3ap-2, 0x1.5798ee2308c3ap-1, 0x1.5798ee2308c3ap+0,
+    0x1.12e0be826d695p-2, 0x1.12e0be826d695p-1, 0x1.12e0be826d695p+0, 0x1.12e0be826d695p+1,
+    0x1.b7cdfd9d7bdbbp-2, 0x1.b7cdfd9d7bdbbp-1, 0x1.b7cdfd9d7bdbbp+0, 0x1.5fd7fe1796495p-2,
+    0x1.5fd7fe1796495p-1, 0x1.5fd7fe1796495p+0, 0x1.19799812dea11p-2, 0x1.19799812dea11p-1,
+    0x1.19799812dea11p+0, 0x1.19799812dea11p+1, 0x1.c25c268497682p-2, 0x1.c25c268497682p-1,
+    0x1.c25c268497682p+0, 0x1.6849b86a12b9bp-2, 0x1.6849b86a12b9bp-1, 0x1.6849b86a12b9bp+0,
+    0x1.203af9ee75616p-2, 0x1.203af9ee75616p-1, 0x1.203af9ee75616p+0, 0x1.203af9ee75616p+1,
+    0x1.cd2b297d889bcp-2, 0x1.cd2b297d889bcp-1, 0x1.cd2b297d889bcp+0, 0x1.70ef54646d497p-2,
+    0x1.70ef54646d497p-1, 0x1.70ef54646d497p+0, 0x1.2725dd1d243acp-2, 0x1.2725dd1d243acp-1,
+    0x1.2725dd1d243acp+0, 0x1.2725dd1d243acp+1, 0x1.d83c94fb6d2acp-2, 0x1.d83c94fb6d2acp-1,
+    0x1.d83c94fb6d2acp+0, 0x1.79ca10c924223p-2, 0x1.79ca10c924223p-1, 0x1.79ca10c924223p+0,
+    0x1.2e3b40a0e9b4fp-2, 0x1.2e3b40a0e9b4fp-1, 0x1.2e3b40a0e9b4fp+0, 0x1.2e3b40a0e9b4fp+1,
+    0x1.e392010175ee6p-2, 0x1.e392010175ee6p-1, 0x1.e392010175ee6p+0, 0x1.82db34012b251p-2,
+    0x1.82db34012b251p-1, 0x1.82db34012b251p+0, 0x1.357c299a88ea7p-2, 0x1.357c299a88ea7p-1,
+    0x1.357c299a88ea7p+0, 0x1.357c299a88ea7p+1, 0x1.ef2d0f5da7dd9p-2, 0x1.ef2d0f5da7dd9p-1,
+    0x1.ef2d0f5da7dd9p+0, 0x1.8c240c4aecb14p-2, 0x1.8c240c4aecb14p-1, 0x1.8c240c4aecb14p+0,
+    0x1.3ce9a36f23c10p-2, 0x1.3ce9a36f23c10p-1, 0x1.3ce9a36f23c10p+0, 0x1.3ce9a36f23c10p+1,
+    0x1.fb0f6be506019p-2, 0x1.fb0f6be506019p-1, 0x1.fb0f6be506019p+0, 0x1.95a5efea6b347p-2,
+    0x1.95a5efea6b347p-1, 0x1.95a5efea6b347p+0, 0x1.4484bfeebc2a0p-2, 0x1.4484bfeebc2a0p-1,
+    0x1.4484bfeebc2a0p+0, 0x1.039d665896880p-2, 0x1.039d665896880p-1, 0x1.039d665896880p-1,
+};
 
-/* Values i .. i + 3 of the block. */
-__attribute__((target("avx2,fma"))) static inline void dec4(const float *x, dec_block *b, size_t i)
+/* "e-45" .. "e38" (no NUL) and their lengths, by decimal exponent + 45. */
+static const char EXP_TEXT[84][4] = {
+    "e-45", "e-44", "e-43", "e-42", "e-41", "e-40", "e-39", "e-38", "e-37", "e-36", "e-35", "e-34",
+    "e-33", "e-32", "e-31", "e-30", "e-29", "e-28", "e-27", "e-26", "e-25", "e-24", "e-23", "e-22",
+    "e-21", "e-20", "e-19", "e-18", "e-17", "e-16", "e-15", "e-14", "e-13", "e-12", "e-11", "e-10",
+    "e-9",  "e-8",  "e-7",  "e-6",  "e-5",  "e-4",  "e-3",  "e-2",  "e-1",  "e0",   "e1",   "e2",
+    "e3",   "e4",   "e5",   "e6",   "e7",   "e8",   "e9",   "e10",  "e11",  "e12",  "e13",  "e14",
+    "e15",  "e16",  "e17",  "e18",  "e19",  "e20",  "e21",  "e22",  "e23",  "e24",  "e25",  "e26",
+    "e27",  "e28",  "e29",  "e30",  "e31",  "e32",  "e33",  "e34",  "e35",  "e36",  "e37",  "e38"};
+static const unsigned char EXP_LEN[84] = {
+    4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
+    4, 4, 4, 4, 4, 4, 4, 4, 3, 3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3,
+    3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3};
+
+static const char ZERO_POINT[16] = "0.00000000000000";
+
+/* Pass one's output. Slot i: seven '0's, then the nine digits (leading
+ * zeros as '0') of value i's integer d, not stripped of trailing zeros, so
+ * that pass two can load the text at any offset: bytes before the digits
+ * are zeros for "0.000ddd", the next slot's first seven bytes zeros for
+ * "ddd000" (d has at least six digits, see dec8, and plain notation at
+ * most nine). Two extra slots keep pass two's 16-byte loads inside. */
+typedef struct join_block {
+    _Alignas(32) char ascii[JOIN_BLOCK + 2][16];
+    int e15[JOIN_BLOCK]; /* decimal exponent of d's last digit, plus 15 */
+} join_block;
+
+/* Values i .. i + 7 of the block: returns the mask of those pass two must
+ * compute alone. Eight at a time in 32-bit lanes, four at a time in doubles
+ * where the fast path needs 53 bits. For the lanes it keeps (normal, no
+ * power of two) c >= 2^23 and the scaled value is at least 2^23, so d,
+ * either that value's neighbour or a tenth of a multiple of ten near it, has
+ * six to nine digits. */
+__attribute__((target("avx2,fma"))) static inline unsigned dec8(const float *x, join_block *b,
+                                                                size_t i)
 {
-    __m128i u = _mm_loadu_si128((const __m128i *)(const void *)x);
-    __m128i e = _mm_and_si128(_mm_srli_epi32(u, 23), _mm_set1_epi32(0xff));
-    __m128i t = _mm_and_si128(u, _mm_set1_epi32(0x7fffff));
+    __m256i u = _mm256_loadu_si256((const __m256i *)(const void *)x);
+    __m256i e = _mm256_and_si256(_mm256_srli_epi32(u, 23), _mm256_set1_epi32(0xff));
+    __m256i t = _mm256_and_si256(u, _mm256_set1_epi32(0x7fffff));
     /* Zeros, subnormals, non-finite values and powers of two: scalar. */
-    __m128i odd = _mm_or_si128(_mm_cmpeq_epi32(e, _mm_setzero_si128()),
-                               _mm_cmpeq_epi32(e, _mm_set1_epi32(0xff)));
-    odd = _mm_or_si128(odd, _mm_cmpeq_epi32(t, _mm_setzero_si128()));
-    __m128i c = _mm_or_si128(t, _mm_set1_epi32(1 << 23));
-    /* e = 0 lanes (scalar anyway) computed as e = 1 keep the table index
-     * k + 45 in range. */
-    __m128i q = _mm_sub_epi32(_mm_max_epi32(e, _mm_set1_epi32(1)), _mm_set1_epi32(150));
-    __m128i kk = _mm_srai_epi32(_mm_mullo_epi32(q, _mm_set1_epi32(315653)), 20);
-    __m128i c4 = _mm_slli_epi32(c, 2);
-    __m256d xl = _mm256_cvtepi32_pd(_mm_sub_epi32(c4, _mm_set1_epi32(2)));
-    __m256d xv = _mm256_cvtepi32_pd(c4);
-    __m256d xr = _mm256_cvtepi32_pd(_mm_add_epi32(c4, _mm_set1_epi32(2)));
-    __m256i p2 =
-        _mm256_slli_epi64(_mm256_cvtepi32_epi64(_mm_add_epi32(q, _mm_set1_epi32(1021))), 52);
-    __m256d ten = _mm256_i32gather_pd(TEN_NEG + 45, kk, 8);
-    __m256d sc = _mm256_mul_pd(_mm256_castsi256_pd(p2), ten);
-    __m256d dl = _mm256_mul_pd(xl, sc), dv = _mm256_mul_pd(xv, sc), dr = _mm256_mul_pd(xr, sc);
-    __m128i il = _mm256_cvttpd_epi32(dl), iv = _mm256_cvttpd_epi32(dv),
-            ir = _mm256_cvttpd_epi32(dr);
-    __m256d fl = _mm256_sub_pd(dl, _mm256_cvtepi32_pd(il));
-    __m256d fv = _mm256_sub_pd(dv, _mm256_cvtepi32_pd(iv));
-    __m256d fr = _mm256_sub_pd(dr, _mm256_cvtepi32_pd(ir));
+    __m256i odd = _mm256_or_si256(_mm256_cmpeq_epi32(e, _mm256_setzero_si256()),
+                                  _mm256_cmpeq_epi32(e, _mm256_set1_epi32(0xff)));
+    odd = _mm256_or_si256(odd, _mm256_cmpeq_epi32(t, _mm256_setzero_si256()));
+    __m256i q = _mm256_sub_epi32(e, _mm256_set1_epi32(150));
+    __m256i kk = _mm256_srai_epi32(_mm256_mullo_epi32(q, _mm256_set1_epi32(315653)), 20);
+    __m256i c4 = _mm256_slli_epi32(_mm256_or_si256(t, _mm256_set1_epi32(1 << 23)), 2);
+    __m256i xl8 = _mm256_sub_epi32(c4, _mm256_set1_epi32(2));
+    __m256i xr8 = _mm256_add_epi32(c4, _mm256_set1_epi32(2));
     const __m256d eps = _mm256_set1_pd(1.0 / (1 << 20));
     const __m256d one_eps = _mm256_set1_pd(1 - 1.0 / (1 << 20));
     const __m256d half = _mm256_set1_pd(0.5), one = _mm256_set1_pd(1.0);
-    const __m256d tenf = _mm256_set1_pd(10.0);
-    __m256d dist = _mm256_andnot_pd(_mm256_set1_pd(-0.0), _mm256_sub_pd(fv, half));
-    __m256d ok =
-        _mm256_and_pd(_mm256_cmp_pd(fl, eps, _CMP_GT_OQ), _mm256_cmp_pd(fl, one_eps, _CMP_LT_OQ));
-    ok = _mm256_and_pd(ok, _mm256_cmp_pd(fr, eps, _CMP_GT_OQ));
-    ok = _mm256_and_pd(ok, _mm256_cmp_pd(fr, one_eps, _CMP_LT_OQ));
-    ok = _mm256_and_pd(ok, _mm256_cmp_pd(dist, eps, _CMP_GT_OQ));
-    /* Integer candidates in [lo, hi] = [il + 1, ir] (exact in doubles). */
-    __m256d lo = _mm256_add_pd(_mm256_cvtepi32_pd(il), one);
-    __m256d hi = _mm256_cvtepi32_pd(ir);
-    __m256d near = _mm256_add_pd(_mm256_cvtepi32_pd(iv),
-                                 _mm256_and_pd(_mm256_cmp_pd(fv, half, _CMP_GT_OQ), one));
-    near = _mm256_min_pd(_mm256_max_pd(near, lo), hi);
-    /* floor((lo + 9) / 10) as floor((lo + 9) * 0.1): the doubles nearest
-     * 10^-1, 10^-4 and 10^-8 all lie above the true values, so for the
-     * integers here (below 2^31, 10^8, 10^9) the product is never below the
-     * quotient and stays further below the next integer than the error
-     * of 0.1, 10^-4 or 10^-8 can carry it (a division, exact too, costs
-     * four times the latency). */
-    __m256d q10 =
-        _mm256_floor_pd(_mm256_mul_pd(_mm256_add_pd(lo, _mm256_set1_pd(9.0)), _mm256_set1_pd(0.1)));
-    __m256d has10 = _mm256_cmp_pd(_mm256_mul_pd(q10, tenf), hi, _CMP_LE_OQ);
-    __m256d dd = _mm256_blendv_pd(near, q10, has10);
-    __m256d ek = _mm256_add_pd(_mm256_cvtepi32_pd(kk), _mm256_and_pd(has10, one));
-    /* Trailing zeros (only after a multiple of ten; d < 10^9 has at most
-     * eight): strip 8, 4, 2 and 1 of them where they divide, no branch. A
-     * quotient that is an integer comes out of the rounded product exactly,
-     * and the product back checks it. */
-    static const double STRIP[4][2] = {{1e8, 1e-8}, {1e4, 1e-4}, {1e2, 1e-2}, {10.0, 0.1}};
-    static const double STRIP_Z[4] = {8, 4, 2, 1};
-    for (int st = 0; st < 4; st++) {
-        __m256d dq = _mm256_round_pd(_mm256_mul_pd(dd, _mm256_set1_pd(STRIP[st][1])),
-                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        __m256d hit = _mm256_and_pd(
-            has10, _mm256_cmp_pd(_mm256_mul_pd(dq, _mm256_set1_pd(STRIP[st][0])), dd, _CMP_EQ_OQ));
-        dd = _mm256_blendv_pd(dd, dq, hit);
-        ek = _mm256_add_pd(ek, _mm256_and_pd(hit, _mm256_set1_pd(STRIP_Z[st])));
+    const __m256d p52 = _mm256_set1_pd(4503599627370496.0); /* 2^52 */
+    __m256d has10[2];
+    unsigned okbits = 0;
+    for (int h = 0; h < 2; h++) {
+        __m128i eh = h ? _mm256_extracti128_si256(e, 1) : _mm256_castsi256_si128(e);
+        __m128i xlh = h ? _mm256_extracti128_si256(xl8, 1) : _mm256_castsi256_si128(xl8);
+        __m128i xvh = h ? _mm256_extracti128_si256(c4, 1) : _mm256_castsi256_si128(c4);
+        __m128i xrh = h ? _mm256_extracti128_si256(xr8, 1) : _mm256_castsi256_si128(xr8);
+        __m256d sc = _mm256_i32gather_pd(JOIN_SCALE, eh, 8);
+        __m256d dl = _mm256_mul_pd(_mm256_cvtepi32_pd(xlh), sc);
+        __m256d dv = _mm256_mul_pd(_mm256_cvtepi32_pd(xvh), sc);
+        __m256d dr = _mm256_mul_pd(_mm256_cvtepi32_pd(xrh), sc);
+        /* integer parts (the values are positive and below 2^31) */
+        const int trunc = _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC;
+        __m256d il = _mm256_round_pd(dl, trunc), iv = _mm256_round_pd(dv, trunc),
+                ir = _mm256_round_pd(dr, trunc);
+        __m256d fl = _mm256_sub_pd(dl, il), fv = _mm256_sub_pd(dv, iv), fr = _mm256_sub_pd(dr, ir);
+        __m256d dist = _mm256_andnot_pd(_mm256_set1_pd(-0.0), _mm256_sub_pd(fv, half));
+        __m256d ok = _mm256_and_pd(_mm256_cmp_pd(fl, eps, _CMP_GT_OQ),
+                                   _mm256_cmp_pd(fl, one_eps, _CMP_LT_OQ));
+        ok = _mm256_and_pd(ok, _mm256_cmp_pd(fr, eps, _CMP_GT_OQ));
+        ok = _mm256_and_pd(ok, _mm256_cmp_pd(fr, one_eps, _CMP_LT_OQ));
+        ok = _mm256_and_pd(ok, _mm256_cmp_pd(dist, eps, _CMP_GT_OQ));
+        okbits |= (unsigned)_mm256_movemask_pd(ok) << 4 * h;
+        /* Integer candidates in [lo, hi] = [il + 1, ir] (exact in doubles). */
+        __m256d lo = _mm256_add_pd(il, one);
+        __m256d near = _mm256_add_pd(iv, _mm256_and_pd(_mm256_cmp_pd(fv, half, _CMP_GT_OQ), one));
+        near = _mm256_min_pd(_mm256_max_pd(near, lo), ir);
+        /* floor((lo + 9) / 10) as floor((lo + 9) * 0.1): the doubles nearest
+         * 10^-1, 10^-4 and 10^-8 all lie above the true values, so for the
+         * integers here (below 2^31, 10^8, 10^9) the product is never below
+         * the quotient and stays further below the next integer than the
+         * error of 0.1, 10^-4 or 10^-8 can carry it (a division, exact too,
+         * costs four times the latency). */
+        __m256d q10 = _mm256_floor_pd(
+            _mm256_mul_pd(_mm256_add_pd(lo, _mm256_set1_pd(9.0)), _mm256_set1_pd(0.1)));
+        has10[h] = _mm256_cmp_pd(_mm256_mul_pd(q10, _mm256_set1_pd(10.0)), ir, _CMP_LE_OQ);
+        __m256d dd = _mm256_blendv_pd(near, q10, has10[h]);
+        /* ASCII: d = top 10^8 + mid 10^4 + low; mid | low << 32 made an
+         * integer by adding 2^52 (the double's low mantissa bits are then the
+         * number); each four-digit part splits into two pairs (x * 5243 >> 19
+         * is x / 100 below 43 699) and each pair into digits (y * 6554 >> 16
+         * is y / 10 below 100), bytes most significant first. */
+        __m256d top = _mm256_floor_pd(_mm256_mul_pd(dd, _mm256_set1_pd(1e-8)));
+        __m256d rest = _mm256_fnmadd_pd(top, _mm256_set1_pd(1e8), dd);
+        __m256d mid = _mm256_floor_pd(_mm256_mul_pd(rest, _mm256_set1_pd(1e-4)));
+        __m256d low = _mm256_fnmadd_pd(mid, _mm256_set1_pd(1e4), rest);
+        __m256i w =
+            _mm256_xor_si256(_mm256_castpd_si256(_mm256_fmadd_pd(low, _mm256_set1_pd(4294967296.0),
+                                                                 _mm256_add_pd(mid, p52))),
+                             _mm256_castpd_si256(p52));
+        __m256i hq = _mm256_srli_epi16(_mm256_mulhi_epu16(w, _mm256_set1_epi16(5243)), 3);
+        __m256i lr = _mm256_sub_epi16(w, _mm256_mullo_epi16(hq, _mm256_set1_epi16(100)));
+        __m256i pairs = _mm256_or_si256(hq, _mm256_slli_epi32(lr, 16));
+        __m256i tens = _mm256_mulhi_epu16(pairs, _mm256_set1_epi16(6554));
+        __m256i ones = _mm256_sub_epi16(pairs, _mm256_mullo_epi16(tens, _mm256_set1_epi16(10)));
+        __m256i tail = _mm256_or_si256(_mm256_or_si256(tens, _mm256_slli_epi16(ones, 8)),
+                                       _mm256_set1_epi8('0'));
+        /* seven '0's and the top digit: 2^52 + top has top in its low bits */
+        __m256i head =
+            _mm256_or_si256(_mm256_slli_epi64(_mm256_castpd_si256(_mm256_add_pd(top, p52)), 56),
+                            _mm256_set1_epi8('0'));
+        __m256i s02 = _mm256_unpacklo_epi64(head, tail), s13 = _mm256_unpackhi_epi64(head, tail);
+        _mm256_store_si256((__m256i *)(void *)b->ascii[i + 4 * h],
+                           _mm256_permute2x128_si256(s02, s13, 0x20));
+        _mm256_store_si256((__m256i *)(void *)b->ascii[i + 4 * h + 2],
+                           _mm256_permute2x128_si256(s02, s13, 0x31));
     }
-    _mm_storeu_si128((__m128i *)(void *)(b->d + i), _mm256_cvttpd_epi32(dd));
-    _mm_storeu_si128((__m128i *)(void *)(b->k + i), _mm256_cvtpd_epi32(ek));
-    /* ASCII: d = top 10^8 + mid 10^4 + low; each four-digit part splits into
-     * two pairs (x * 5243 >> 19 is x / 100 below 43 699) and each pair into
-     * digits (y * 6554 >> 16 is y / 10 below 100), bytes most significant
-     * first. */
-    const __m256d e8 = _mm256_set1_pd(1e8), e4 = _mm256_set1_pd(1e4);
-    __m256d top = _mm256_floor_pd(_mm256_mul_pd(dd, _mm256_set1_pd(1e-8)));
-    __m256d rest = _mm256_sub_pd(dd, _mm256_mul_pd(top, e8));
-    __m256d mid = _mm256_floor_pd(_mm256_mul_pd(rest, _mm256_set1_pd(1e-4)));
-    __m256d low = _mm256_sub_pd(rest, _mm256_mul_pd(mid, e4));
-    __m256i w = _mm256_set_m128i(_mm256_cvttpd_epi32(low), _mm256_cvttpd_epi32(mid));
-    __m256i h = _mm256_srli_epi32(_mm256_mullo_epi32(w, _mm256_set1_epi32(5243)), 19);
-    __m256i l = _mm256_sub_epi32(w, _mm256_mullo_epi32(h, _mm256_set1_epi32(100)));
-    __m256i pairs = _mm256_or_si256(h, _mm256_slli_epi32(l, 16));
-    __m256i tens = _mm256_mulhi_epu16(pairs, _mm256_set1_epi16(6554));
-    __m256i ones = _mm256_sub_epi16(pairs, _mm256_mullo_epi16(tens, _mm256_set1_epi16(10)));
-    __m256i ascii =
-        _mm256_add_epi8(_mm256_or_si256(tens, _mm256_slli_epi16(ones, 8)), _mm256_set1_epi8('0'));
-    _mm_storeu_si128((__m128i *)(void *)(b->mid + i), _mm256_castsi256_si128(ascii));
-    _mm_storeu_si128((__m128i *)(void *)(b->low + i), _mm256_extracti128_si256(ascii, 1));
-    _mm_storeu_si128((__m128i *)(void *)(b->top + i),
-                     _mm_add_epi32(_mm256_cvttpd_epi32(top), _mm_set1_epi32('0')));
-    int okm = _mm256_movemask_pd(ok) & ~_mm_movemask_ps(_mm_castsi128_ps(odd));
-    for (int j = 0; j < 4; j++) b->scalar[i + j] = !(okm >> j & 1);
+    /* e15 = k + has10 + 15, the two halves' masks back in value order */
+    __m256i m10 = _mm256_castps_si256(
+        _mm256_shuffle_ps(_mm256_castpd_ps(has10[0]), _mm256_castpd_ps(has10[1]), 0x88));
+    m10 = _mm256_permute4x64_epi64(m10, 0xd8);
+    _mm256_storeu_si256((__m256i *)(void *)(b->e15 + i),
+                        _mm256_sub_epi32(_mm256_add_epi32(kk, _mm256_set1_epi32(15)), m10));
+    return (~okbits | (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(odd))) & 0xff;
 }
 
 __attribute__((target("avx2,fma"))) static size_t join_avx2(const float *x, size_t n, char sep,
                                                             int json_null, char *out)
 {
-    dec_block b;
+    join_block b;
     char *o = out;
-    const __m128i idx = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m128i zc = _mm_set1_epi8('0');
     for (size_t at = 0; at < n; at += JOIN_BLOCK) {
         size_t m = n - at < JOIN_BLOCK ? n - at : JOIN_BLOCK, i = 0;
-        for (; i + 4 <= m; i += 4) dec4(x + at + i, &b, i);
-        for (; i < m; i++) b.scalar[i] = 1;
+        uint64_t scalar = 0;
+        for (; i + 8 <= m; i += 8) scalar |= (uint64_t)dec8(x + at + i, &b, i) << i;
+        if (i < m) scalar |= ~UINT64_C(0) << i;
+        _mm_store_si128((__m128i *)(void *)b.ascii[i], zc);
+        _mm_store_si128((__m128i *)(void *)b.ascii[i + 1], zc);
         for (i = 0; i < m; i++) {
             *o = sep;
             o += at + i > 0;
-            if (__builtin_expect(b.scalar[i], 0)) {
+            if (__builtin_expect(scalar >> i & 1, 0)) {
                 o += put_value(o, x[at + i], json_null);
                 continue;
             }
-            unsigned d = b.d[i];
-            int nd = count_digits(d), E = b.k[i] + nd - 1;
-            if (E < -5 || E > 8) { /* scientific */
-                uint32_t bits;
-                memcpy(&bits, x + at + i, sizeof bits);
-                o += put_dec(o, bits, d, b.k[i]);
-                continue;
-            }
-            /* The nine digits with seven leading '0's: sixteen bytes. */
-            uint64_t head = UINT64_C(0x0030303030303030) | (uint64_t)b.top[i] << 56;
-            uint64_t tail = b.mid[i] | (uint64_t)b.low[i] << 32;
-            __m128i v = _mm_set_epi64x((long long)tail, (long long)head);
+            /* Digits from the first nonzero one to the last (sig of them);
+             * E is the exponent of the first. */
+            const char *slot = b.ascii[i];
+            unsigned nz = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(
+                              _mm_load_si128((const __m128i *)(const void *)slot), zc)) ^
+                          0xffff;
+            int first = __builtin_ctz(nz), sig = 32 - __builtin_clz(nz) - first;
+            int E = b.e15[i] - first;
+            const char *s = slot + first;
+            uint32_t bits;
+            memcpy(&bits, x + at + i, sizeof bits);
             *o = '-';
-            o += x[at + i] < 0.0f;
-            /* The last L bytes of v first, then '0's (byte 0 of v). */
-            int L = E < 0 ? nd - E - 1 : nd;
-            __m128i sel = _mm_and_si128(_mm_add_epi8(idx, _mm_set1_epi8((char)(16 - L))),
-                                        _mm_cmpgt_epi8(_mm_set1_epi8((char)L), idx));
-            __m128i txt = _mm_shuffle_epi8(v, sel);
-            if (E < 0) { /* "0." then the zeros and digits */
-                memcpy(o, "0.", 2);
-                _mm_storeu_si128((__m128i *)(void *)(o + 2), txt);
-                o += 2 + L;
-            } else if (E >= nd - 1) { /* an integer: digits, then zeros */
-                _mm_storeu_si128((__m128i *)(void *)o, txt);
-                o += E + 1;
-            } else { /* the point after E + 1 digits: later bytes move up one */
-                __m128i p = _mm_set1_epi8((char)(E + 1)), at_p = _mm_cmpeq_epi8(idx, p);
-                __m128i mv = _mm_add_epi8(idx, _mm_cmpgt_epi8(idx, p));
-                mv = _mm_or_si128(mv, _mm_and_si128(at_p, _mm_set1_epi8((char)0x80)));
-                txt = _mm_or_si128(_mm_shuffle_epi8(txt, mv),
-                                   _mm_and_si128(at_p, _mm_set1_epi8('.')));
-                _mm_storeu_si128((__m128i *)(void *)o, txt);
-                o += nd + 1;
-            }
+            o += bits >> 31;
+            /* Plain notation puts the point after P + 1 digits ("0." and -P - 1
+             * zeros before them when P < 0); scientific notation after the
+             * first digit, then the exponent. The text is two 16-byte
+             * copies and a point, whatever the layout; what lies past its
+             * length the next value overwrites. */
+            int sci = (unsigned)(E + 5) > 13u;
+            int P = sci ? 0 : E;
+            int a = (P < 0 ? 0 : P) + 2;
+            const char *head = P < 0 ? ZERO_POINT : s;
+            _mm_storeu_si128((__m128i *)(void *)o,
+                             _mm_loadu_si128((const __m128i *)(const void *)head));
+            _mm_storeu_si128((__m128i *)(void *)(o + a),
+                             _mm_loadu_si128((const __m128i *)(const void *)(s + P + 1)));
+            o[a - 1] = '.';
+            int len = P >= sig - 1 ? P + 1 : a + sig - P - 1; /* an integer: no point */
+            memcpy(o + len, EXP_TEXT[E + 45], 4);
+            o += len + (sci ? EXP_LEN[E + 45] : 0);
         }
     }
     return (size_t)(o - out);
