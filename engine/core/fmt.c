@@ -515,7 +515,8 @@ static const char ZERO_POINT[16] = "0.00000000000000";
  * most nine). Two extra slots keep pass two's 16-byte loads inside. */
 typedef struct join_block {
     _Alignas(32) char ascii[JOIN_BLOCK + 2][16];
-    int e15[JOIN_BLOCK]; /* decimal exponent of d's last digit, plus 15 */
+    _Alignas(32) double dd[JOIN_BLOCK]; /* d, from pass one's first loop */
+    int e15[JOIN_BLOCK];                /* decimal exponent of d's last digit, plus 15 */
 } join_block;
 
 /* Values i .. i + 7 of the block: returns the mask of those pass two must
@@ -542,7 +543,6 @@ __attribute__((target("avx2,fma"))) static inline unsigned dec8(const float *x, 
     const __m256d eps = _mm256_set1_pd(1.0 / (1 << 20));
     const __m256d one_eps = _mm256_set1_pd(1 - 1.0 / (1 << 20));
     const __m256d half = _mm256_set1_pd(0.5), one = _mm256_set1_pd(1.0);
-    const __m256d p52 = _mm256_set1_pd(4503599627370496.0); /* 2^52 */
     __m256d has10[2];
     unsigned okbits = 0;
     for (int h = 0; h < 2; h++) {
@@ -579,36 +579,7 @@ __attribute__((target("avx2,fma"))) static inline unsigned dec8(const float *x, 
         __m256d q10 = _mm256_floor_pd(
             _mm256_mul_pd(_mm256_add_pd(lo, _mm256_set1_pd(9.0)), _mm256_set1_pd(0.1)));
         has10[h] = _mm256_cmp_pd(_mm256_mul_pd(q10, _mm256_set1_pd(10.0)), ir, _CMP_LE_OQ);
-        __m256d dd = _mm256_blendv_pd(near, q10, has10[h]);
-        /* ASCII: d = top 10^8 + mid 10^4 + low; mid | low << 32 made an
-         * integer by adding 2^52 (the double's low mantissa bits are then the
-         * number); each four-digit part splits into two pairs (x * 5243 >> 19
-         * is x / 100 below 43 699) and each pair into digits (y * 6554 >> 16
-         * is y / 10 below 100), bytes most significant first. */
-        __m256d top = _mm256_floor_pd(_mm256_mul_pd(dd, _mm256_set1_pd(1e-8)));
-        __m256d rest = _mm256_fnmadd_pd(top, _mm256_set1_pd(1e8), dd);
-        __m256d mid = _mm256_floor_pd(_mm256_mul_pd(rest, _mm256_set1_pd(1e-4)));
-        __m256d low = _mm256_fnmadd_pd(mid, _mm256_set1_pd(1e4), rest);
-        __m256i w =
-            _mm256_xor_si256(_mm256_castpd_si256(_mm256_fmadd_pd(low, _mm256_set1_pd(4294967296.0),
-                                                                 _mm256_add_pd(mid, p52))),
-                             _mm256_castpd_si256(p52));
-        __m256i hq = _mm256_srli_epi16(_mm256_mulhi_epu16(w, _mm256_set1_epi16(5243)), 3);
-        __m256i lr = _mm256_sub_epi16(w, _mm256_mullo_epi16(hq, _mm256_set1_epi16(100)));
-        __m256i pairs = _mm256_or_si256(hq, _mm256_slli_epi32(lr, 16));
-        __m256i tens = _mm256_mulhi_epu16(pairs, _mm256_set1_epi16(6554));
-        __m256i ones = _mm256_sub_epi16(pairs, _mm256_mullo_epi16(tens, _mm256_set1_epi16(10)));
-        __m256i tail = _mm256_or_si256(_mm256_or_si256(tens, _mm256_slli_epi16(ones, 8)),
-                                       _mm256_set1_epi8('0'));
-        /* seven '0's and the top digit: 2^52 + top has top in its low bits */
-        __m256i head =
-            _mm256_or_si256(_mm256_slli_epi64(_mm256_castpd_si256(_mm256_add_pd(top, p52)), 56),
-                            _mm256_set1_epi8('0'));
-        __m256i s02 = _mm256_unpacklo_epi64(head, tail), s13 = _mm256_unpackhi_epi64(head, tail);
-        _mm256_store_si256((__m256i *)(void *)b->ascii[i + 4 * h],
-                           _mm256_permute2x128_si256(s02, s13, 0x20));
-        _mm256_store_si256((__m256i *)(void *)b->ascii[i + 4 * h + 2],
-                           _mm256_permute2x128_si256(s02, s13, 0x31));
+        _mm256_store_pd(b->dd + i + 4 * h, _mm256_blendv_pd(near, q10, has10[h]));
     }
     /* e15 = k + has10 + 15, the two halves' masks back in value order */
     __m256i m10 = _mm256_castps_si256(
@@ -617,6 +588,64 @@ __attribute__((target("avx2,fma"))) static inline unsigned dec8(const float *x, 
     _mm256_storeu_si256((__m256i *)(void *)(b->e15 + i),
                         _mm256_sub_epi32(_mm256_add_epi32(kk, _mm256_set1_epi32(15)), m10));
     return (~okbits | (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(odd))) & 0xff;
+}
+
+/* Slots i .. i + 3 from the integers d: d = top 10^8 + mid 10^4 + low with
+ * top 0 or 1 (d < 10 2^24); mid | low << 32 made an integer by adding 2^52
+ * (the double's low mantissa bits are then the number); each four-digit part
+ * splits into two pairs (x * 5243 >> 19 is x / 100 below 43 699) and each
+ * pair into digits (y * 6554 >> 16 is y / 10 below 100), bytes most
+ * significant first. A loop of its own: with the digits in the same loop as
+ * the fast path, the chain from bits to text outgrew what the core keeps in
+ * flight. */
+__attribute__((target("avx2,fma"))) static inline void ascii4(join_block *b, size_t i)
+{
+    const __m256d p52 = _mm256_set1_pd(4503599627370496.0); /* 2^52 */
+    __m256d dd = _mm256_load_pd(b->dd + i);
+    /* floor(d / 10^4): the double nearest 10^-4 lies above it, and the
+     * product stays below the next integer for d below 10^11 */
+    __m256d hi5 = _mm256_floor_pd(_mm256_mul_pd(dd, _mm256_set1_pd(1e-4)));
+    __m256d low = _mm256_fnmadd_pd(hi5, _mm256_set1_pd(1e4), dd);
+    __m256d top = _mm256_cmp_pd(hi5, _mm256_set1_pd(1e4), _CMP_GE_OQ);
+    __m256d mid = _mm256_sub_pd(hi5, _mm256_and_pd(top, _mm256_set1_pd(1e4)));
+    __m256i w = _mm256_xor_si256(_mm256_castpd_si256(_mm256_fmadd_pd(
+                                     low, _mm256_set1_pd(4294967296.0), _mm256_add_pd(mid, p52))),
+                                 _mm256_castpd_si256(p52));
+    __m256i hq = _mm256_srli_epi16(_mm256_mulhi_epu16(w, _mm256_set1_epi16(5243)), 3);
+    __m256i lr = _mm256_sub_epi16(w, _mm256_mullo_epi16(hq, _mm256_set1_epi16(100)));
+    __m256i pairs = _mm256_or_si256(hq, _mm256_slli_epi32(lr, 16));
+    __m256i tens = _mm256_mulhi_epu16(pairs, _mm256_set1_epi16(6554));
+    __m256i ones = _mm256_sub_epi16(pairs, _mm256_mullo_epi16(tens, _mm256_set1_epi16(10)));
+    __m256i tail =
+        _mm256_or_si256(_mm256_or_si256(tens, _mm256_slli_epi16(ones, 8)), _mm256_set1_epi8('0'));
+    /* seven '0's and the top digit */
+    __m256i head = _mm256_or_si256(
+        _mm256_and_si256(_mm256_castpd_si256(top), _mm256_set1_epi64x((int64_t)1 << 56)),
+        _mm256_set1_epi8('0'));
+    __m256i s02 = _mm256_unpacklo_epi64(head, tail), s13 = _mm256_unpackhi_epi64(head, tail);
+    _mm256_store_si256((__m256i *)(void *)b->ascii[i], _mm256_permute2x128_si256(s02, s13, 0x20));
+    _mm256_store_si256((__m256i *)(void *)b->ascii[i + 2],
+                       _mm256_permute2x128_si256(s02, s13, 0x31));
+}
+
+/* A lane pass one left alone: its text, then sep. */
+__attribute__((noinline, cold)) static char *join_one(char *o, float v, int json_null, char sep)
+{
+    o += put_value(o, v, json_null);
+    *o = sep;
+    return o + 1;
+}
+
+/* Scientific notation from pass one's digits: the first digit, the point
+ * and the others when there are any, then the exponent. */
+static inline char *put_sci(char *o, const char *s, int sig, int E)
+{
+    memcpy(o, s, 16);
+    memcpy(o + 2, s + 1, 16);
+    o[1] = '.';
+    o += sig > 1 ? sig + 1 : 1;
+    memcpy(o, EXP_TEXT[E + 45], 4);
+    return o + EXP_LEN[E + 45];
 }
 
 __attribute__((target("avx2,fma"))) static size_t join_avx2(const float *x, size_t n, char sep,
@@ -629,14 +658,15 @@ __attribute__((target("avx2,fma"))) static size_t join_avx2(const float *x, size
         size_t m = n - at < JOIN_BLOCK ? n - at : JOIN_BLOCK, i = 0;
         uint64_t scalar = 0;
         for (; i + 8 <= m; i += 8) scalar |= (uint64_t)dec8(x + at + i, &b, i) << i;
+        for (size_t j = 0; j < i; j += 4) ascii4(&b, j);
         if (i < m) scalar |= ~UINT64_C(0) << i;
         _mm_store_si128((__m128i *)(void *)b.ascii[i], zc);
         _mm_store_si128((__m128i *)(void *)b.ascii[i + 1], zc);
+        /* Each value's text, then sep (the last one dropped at the end). */
+        const uint32_t *xb = (const uint32_t *)(const void *)(x + at);
         for (i = 0; i < m; i++) {
-            *o = sep;
-            o += at + i > 0;
             if (__builtin_expect(scalar >> i & 1, 0)) {
-                o += put_value(o, x[at + i], json_null);
+                o = join_one(o, x[at + i], json_null, sep);
                 continue;
             }
             /* Digits from the first nonzero one to the last (sig of them);
@@ -648,30 +678,28 @@ __attribute__((target("avx2,fma"))) static size_t join_avx2(const float *x, size
             int first = __builtin_ctz(nz), sig = 32 - __builtin_clz(nz) - first;
             int E = b.e15[i] - first;
             const char *s = slot + first;
-            uint32_t bits;
-            memcpy(&bits, x + at + i, sizeof bits);
             *o = '-';
-            o += bits >> 31;
-            /* Plain notation puts the point after P + 1 digits ("0." and -P - 1
-             * zeros before them when P < 0); scientific notation after the
-             * first digit, then the exponent. The text is two 16-byte
-             * copies and a point, whatever the layout; what lies past its
-             * length the next value overwrites. */
-            int sci = (unsigned)(E + 5) > 13u;
-            int P = sci ? 0 : E;
-            int a = (P < 0 ? 0 : P) + 2;
-            const char *head = P < 0 ? ZERO_POINT : s;
-            _mm_storeu_si128((__m128i *)(void *)o,
-                             _mm_loadu_si128((const __m128i *)(const void *)head));
-            _mm_storeu_si128((__m128i *)(void *)(o + a),
-                             _mm_loadu_si128((const __m128i *)(const void *)(s + P + 1)));
-            o[a - 1] = '.';
-            int len = P >= sig - 1 ? P + 1 : a + sig - P - 1; /* an integer: no point */
-            memcpy(o + len, EXP_TEXT[E + 45], 4);
-            o += len + (sci ? EXP_LEN[E + 45] : 0);
+            o += xb[i] >> 31;
+            if (__builtin_expect((unsigned)(E + 5) > 13u, 0)) {
+                o = put_sci(o, s, sig, E);
+            } else {
+                /* The point after P + 1 digits, P = max(E, 0), and for E < 0
+                 * "0." and -E - 1 zeros (the slot's) before the digits: two
+                 * 16-byte copies and a point, whatever the layout; what lies
+                 * past the text the next value overwrites. */
+                int a = (E < 0 ? 0 : E) + 2;
+                const char *head = E < 0 ? ZERO_POINT : s;
+                _mm_storeu_si128((__m128i *)(void *)o,
+                                 _mm_loadu_si128((const __m128i *)(const void *)head));
+                _mm_storeu_si128((__m128i *)(void *)(o + a),
+                                 _mm_loadu_si128((const __m128i *)(const void *)(s + E + 1)));
+                o[a - 1] = '.';
+                o += E >= sig - 1 ? E + 1 : a + sig - E - 1; /* an integer: no point */
+            }
+            *o++ = sep;
         }
     }
-    return (size_t)(o - out);
+    return o > out ? (size_t)(o - out) - 1 : 0;
 }
 #endif
 
