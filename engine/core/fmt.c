@@ -505,22 +505,25 @@ static const unsigned char EXP_LEN[84] = {
     4, 4, 4, 4, 4, 4, 4, 4, 3, 3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3,
     3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3};
 
-static const char ZERO_POINT[16] = "0.00000000000000";
-
-/* Pass one's output. Slot i: seven '0's, then the nine digits (leading
- * zeros as '0') of value i's integer d, not stripped of trailing zeros, so
- * that pass two can load the text at any offset: bytes before the digits
- * are zeros for "0.000ddd", the next slot's first seven bytes zeros for
- * "ddd000" (d has at least six digits, see dec8, and plain notation at
- * most nine). Two extra slots keep pass two's 16-byte loads inside. */
+/* Pass one's output. Slot i is value i's text for plain notation with a
+ * fractional part: its integer d (not stripped of trailing zeros) as nine
+ * digits (leading zeros as '0') after six '0's, with a point inserted after
+ * the units digit, so "000000.047471486" or "00000003.1415927"; the text is
+ * the run from the first nonzero digit, or from the '0' before the point,
+ * to the last nonzero byte. Values printed otherwise (scientific, or whole
+ * numbers of 10^5 and above, whose units digit can lie past d's) keep the
+ * point at byte 15 after the fifteen digits. The extra slot keeps pass
+ * two's 16-byte loads inside. */
 typedef struct join_block {
-    _Alignas(32) char ascii[JOIN_BLOCK + 2][16];
+    _Alignas(32) char ascii[JOIN_BLOCK + 1][16];
     _Alignas(32) double dd[JOIN_BLOCK]; /* d, from pass one's first loop */
-    int e15[JOIN_BLOCK];                /* decimal exponent of d's last digit, plus 15 */
+    int point[JOIN_BLOCK];              /* byte of the point in the slot */
+    int u14[JOIN_BLOCK];                /* exponent of d's last digit, plus 14 */
 } join_block;
 
 /* Values i .. i + 7 of the block: returns the mask of those pass two must
- * compute alone. Eight at a time in 32-bit lanes, four at a time in doubles
+ * compute alone, and above it (bits 8-15) that of those not in plain
+ * notation with a fractional part. Eight at a time in 32-bit lanes, four at a time in doubles
  * where the fast path needs 53 bits. For the lanes it keeps (normal, no
  * power of two) c >= 2^23 and the scaled value is at least 2^23, so d,
  * either that value's neighbour or a tenth of a multiple of ten near it, has
@@ -581,13 +584,27 @@ __attribute__((target("avx2,fma"))) static inline unsigned dec8(const float *x, 
         has10[h] = _mm256_cmp_pd(_mm256_mul_pd(q10, _mm256_set1_pd(10.0)), ir, _CMP_LE_OQ);
         _mm256_store_pd(b->dd + i + 4 * h, _mm256_blendv_pd(near, q10, has10[h]));
     }
-    /* e15 = k + has10 + 15, the two halves' masks back in value order */
+    /* ek = k + has10, the exponent of d's last digit (the two halves'
+     * masks back in value order); E = ek + nd - 1 that of its first */
     __m256i m10 = _mm256_castps_si256(
         _mm256_shuffle_ps(_mm256_castpd_ps(has10[0]), _mm256_castpd_ps(has10[1]), 0x88));
-    m10 = _mm256_permute4x64_epi64(m10, 0xd8);
-    _mm256_storeu_si256((__m256i *)(void *)(b->e15 + i),
-                        _mm256_sub_epi32(_mm256_add_epi32(kk, _mm256_set1_epi32(15)), m10));
-    return (~okbits | (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(odd))) & 0xff;
+    __m256i ek = _mm256_sub_epi32(kk, _mm256_permute4x64_epi64(m10, 0xd8));
+    __m256i di = _mm256_set_m128i(_mm256_cvttpd_epi32(_mm256_load_pd(b->dd + i + 4)),
+                                  _mm256_cvttpd_epi32(_mm256_load_pd(b->dd + i)));
+    __m256i more = _mm256_add_epi32(_mm256_cmpgt_epi32(di, _mm256_set1_epi32(999999)),
+                                    _mm256_cmpgt_epi32(di, _mm256_set1_epi32(9999999)));
+    more = _mm256_add_epi32(more, _mm256_cmpgt_epi32(di, _mm256_set1_epi32(99999999)));
+    __m256i E = _mm256_sub_epi32(_mm256_add_epi32(ek, _mm256_set1_epi32(5)), more);
+    /* plain with a units digit among d's: -5 <= E <= 8 and ek < 0 */
+    __m256i plain = _mm256_and_si256(_mm256_cmpgt_epi32(E, _mm256_set1_epi32(-6)),
+                                     _mm256_cmpgt_epi32(_mm256_set1_epi32(9), E));
+    plain = _mm256_and_si256(plain, _mm256_cmpgt_epi32(_mm256_setzero_si256(), ek));
+    _mm256_storeu_si256((__m256i *)(void *)(b->point + i),
+                        _mm256_add_epi32(_mm256_set1_epi32(15), _mm256_and_si256(ek, plain)));
+    _mm256_storeu_si256((__m256i *)(void *)(b->u14 + i),
+                        _mm256_add_epi32(ek, _mm256_set1_epi32(14)));
+    unsigned scalar = (~okbits | (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(odd))) & 0xff;
+    return scalar | (unsigned)(_mm256_movemask_ps(_mm256_castsi256_ps(plain)) ^ 0xff) << 8;
 }
 
 /* Slots i .. i + 3 from the integers d: d = top 10^8 + mid 10^4 + low with
@@ -623,9 +640,23 @@ __attribute__((target("avx2,fma"))) static inline void ascii4(join_block *b, siz
         _mm256_and_si256(_mm256_castpd_si256(top), _mm256_set1_epi64x((int64_t)1 << 56)),
         _mm256_set1_epi8('0'));
     __m256i s02 = _mm256_unpacklo_epi64(head, tail), s13 = _mm256_unpackhi_epi64(head, tail);
-    _mm256_store_si256((__m256i *)(void *)b->ascii[i], _mm256_permute2x128_si256(s02, s13, 0x20));
-    _mm256_store_si256((__m256i *)(void *)b->ascii[i + 2],
-                       _mm256_permute2x128_si256(s02, s13, 0x31));
+    /* Two slots a register: byte j takes byte j + 1 before the point, the
+     * point, then byte j (one '0' of seven dropped). */
+    const __m256i idx = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1,
+                                         2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4,
+                                            4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4);
+    for (int h = 0; h < 2; h++) {
+        __m256i v = _mm256_permute2x128_si256(s02, s13, h ? 0x31 : 0x20);
+        int64_t pp;
+        memcpy(&pp, b->point + i + 2 * h, sizeof pp);
+        __m256i pt = _mm256_shuffle_epi8(_mm256_set1_epi64x(pp), spread);
+        __m256i at = _mm256_cmpeq_epi8(idx, pt);
+        __m256i sel = _mm256_or_si256(_mm256_sub_epi8(idx, _mm256_cmpgt_epi8(pt, idx)), at);
+        v = _mm256_or_si256(_mm256_shuffle_epi8(v, sel),
+                            _mm256_and_si256(at, _mm256_set1_epi8('.')));
+        _mm256_store_si256((__m256i *)(void *)b->ascii[i + 2 * h], v);
+    }
 }
 
 /* A lane pass one left alone: its text, then sep. */
@@ -648,6 +679,24 @@ static inline char *put_sci(char *o, const char *s, int sig, int E)
     return o + EXP_LEN[E + 45];
 }
 
+/* A value that is no plain decimal with a fractional part: its digits are
+ * slot bytes 0-14. */
+static inline char *put_other(char *o, const char *slot, int u14)
+{
+    unsigned nz = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(
+                      _mm_load_si128((const __m128i *)(const void *)slot), _mm_set1_epi8('0'))) ^
+                  0x7fff;
+    nz &= 0x7fff;
+    int first = __builtin_ctz(nz), last = 31 ^ __builtin_clz(nz);
+    int E = u14 - first;
+    if ((unsigned)(E + 5) <= 13u) { /* a whole number, up to three zeros after d */
+        memcpy(o, slot + first, 16);
+        memcpy(o + 15 - first, "000", 4);
+        return o + E + 1;
+    }
+    return put_sci(o, slot + first, last - first + 1, E);
+}
+
 __attribute__((target("avx2,fma"))) static size_t join_avx2(const float *x, size_t n, char sep,
                                                             int json_null, char *out)
 {
@@ -656,46 +705,42 @@ __attribute__((target("avx2,fma"))) static size_t join_avx2(const float *x, size
     const __m128i zc = _mm_set1_epi8('0');
     for (size_t at = 0; at < n; at += JOIN_BLOCK) {
         size_t m = n - at < JOIN_BLOCK ? n - at : JOIN_BLOCK, i = 0;
-        uint64_t scalar = 0;
-        for (; i + 8 <= m; i += 8) scalar |= (uint64_t)dec8(x + at + i, &b, i) << i;
+        uint64_t scalar = 0, other = 0;
+        for (; i + 8 <= m; i += 8) {
+            unsigned r = dec8(x + at + i, &b, i);
+            scalar |= (uint64_t)(r & 0xff) << i;
+            other |= (uint64_t)((r | r >> 8) & 0xff) << i;
+        }
         for (size_t j = 0; j < i; j += 4) ascii4(&b, j);
-        if (i < m) scalar |= ~UINT64_C(0) << i;
+        if (i < m) scalar |= ~UINT64_C(0) << i, other |= ~UINT64_C(0) << i;
         _mm_store_si128((__m128i *)(void *)b.ascii[i], zc);
-        _mm_store_si128((__m128i *)(void *)b.ascii[i + 1], zc);
         /* Each value's text, then sep (the last one dropped at the end). */
         const uint32_t *xb = (const uint32_t *)(const void *)(x + at);
         for (i = 0; i < m; i++) {
-            if (__builtin_expect(scalar >> i & 1, 0)) {
-                o = join_one(o, x[at + i], json_null, sep);
+            if (__builtin_expect(other >> i & 1, 0)) {
+                if (scalar >> i & 1) {
+                    o = join_one(o, x[at + i], json_null, sep);
+                    continue;
+                }
+                *o = '-';
+                o += xb[i] >> 31;
+                o = put_other(o, b.ascii[i], b.u14[i]);
+                *o++ = sep;
                 continue;
             }
-            /* Digits from the first nonzero one to the last (sig of them);
-             * E is the exponent of the first. */
+            /* From the first nonzero byte (the '0' before it if that is the
+             * point) to the last (the one before it if that is the point). */
             const char *slot = b.ascii[i];
             unsigned nz = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(
                               _mm_load_si128((const __m128i *)(const void *)slot), zc)) ^
                           0xffff;
-            int first = __builtin_ctz(nz), sig = 32 - __builtin_clz(nz) - first;
-            int E = b.e15[i] - first;
-            const char *s = slot + first;
+            int first = __builtin_ctz(nz), last = 31 ^ __builtin_clz(nz), pt = b.point[i];
+            int start = first - (first == pt);
             *o = '-';
             o += xb[i] >> 31;
-            if (__builtin_expect((unsigned)(E + 5) > 13u, 0)) {
-                o = put_sci(o, s, sig, E);
-            } else {
-                /* The point after P + 1 digits, P = max(E, 0), and for E < 0
-                 * "0." and -E - 1 zeros (the slot's) before the digits: two
-                 * 16-byte copies and a point, whatever the layout; what lies
-                 * past the text the next value overwrites. */
-                int a = (E < 0 ? 0 : E) + 2;
-                const char *head = E < 0 ? ZERO_POINT : s;
-                _mm_storeu_si128((__m128i *)(void *)o,
-                                 _mm_loadu_si128((const __m128i *)(const void *)head));
-                _mm_storeu_si128((__m128i *)(void *)(o + a),
-                                 _mm_loadu_si128((const __m128i *)(const void *)(s + E + 1)));
-                o[a - 1] = '.';
-                o += E >= sig - 1 ? E + 1 : a + sig - E - 1; /* an integer: no point */
-            }
+            _mm_storeu_si128((__m128i *)(void *)o,
+                             _mm_loadu_si128((const __m128i *)(const void *)(slot + start)));
+            o += last + 1 - start - (last == pt);
             *o++ = sep;
         }
     }
