@@ -541,47 +541,40 @@ __attribute__((target("avx2,fma"))) static inline unsigned dec8(const float *x, 
     __m256i q = _mm256_sub_epi32(e, _mm256_set1_epi32(150));
     __m256i kk = _mm256_srai_epi32(_mm256_mullo_epi32(q, _mm256_set1_epi32(315653)), 20);
     __m256i c4 = _mm256_slli_epi32(_mm256_or_si256(t, _mm256_set1_epi32(1 << 23)), 2);
-    __m256i xl8 = _mm256_sub_epi32(c4, _mm256_set1_epi32(2));
-    __m256i xr8 = _mm256_add_epi32(c4, _mm256_set1_epi32(2));
     const __m256d eps = _mm256_set1_pd(1.0 / (1 << 20));
-    const __m256d one_eps = _mm256_set1_pd(1 - 1.0 / (1 << 20));
-    const __m256d half = _mm256_set1_pd(0.5), one = _mm256_set1_pd(1.0);
+    const __m256d half_eps = _mm256_set1_pd(0.5 - 1.0 / (1 << 20));
+    const __m256d two = _mm256_set1_pd(2.0), sign = _mm256_set1_pd(-0.0);
+    const int nearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
     __m256d has10[2];
     unsigned okbits = 0;
     for (int h = 0; h < 2; h++) {
         __m128i eh = h ? _mm256_extracti128_si256(e, 1) : _mm256_castsi256_si128(e);
-        __m128i xlh = h ? _mm256_extracti128_si256(xl8, 1) : _mm256_castsi256_si128(xl8);
-        __m128i xvh = h ? _mm256_extracti128_si256(c4, 1) : _mm256_castsi256_si128(c4);
-        __m128i xrh = h ? _mm256_extracti128_si256(xr8, 1) : _mm256_castsi256_si128(xr8);
+        __m128i xh = h ? _mm256_extracti128_si256(c4, 1) : _mm256_castsi256_si128(c4);
         __m256d sc = _mm256_i32gather_pd(JOIN_SCALE, eh, 8);
-        __m256d dl = _mm256_mul_pd(_mm256_cvtepi32_pd(xlh), sc);
-        __m256d dv = _mm256_mul_pd(_mm256_cvtepi32_pd(xvh), sc);
-        __m256d dr = _mm256_mul_pd(_mm256_cvtepi32_pd(xrh), sc);
-        /* integer parts (the values are positive and below 2^31) */
-        const int trunc = _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC;
-        __m256d il = _mm256_round_pd(dl, trunc), iv = _mm256_round_pd(dv, trunc),
-                ir = _mm256_round_pd(dr, trunc);
-        __m256d fl = _mm256_sub_pd(dl, il), fv = _mm256_sub_pd(dv, iv), fr = _mm256_sub_pd(dr, ir);
-        __m256d dist = _mm256_andnot_pd(_mm256_set1_pd(-0.0), _mm256_sub_pd(fv, half));
-        __m256d ok = _mm256_and_pd(_mm256_cmp_pd(fl, eps, _CMP_GT_OQ),
-                                   _mm256_cmp_pd(fl, one_eps, _CMP_LT_OQ));
-        ok = _mm256_and_pd(ok, _mm256_cmp_pd(fr, eps, _CMP_GT_OQ));
-        ok = _mm256_and_pd(ok, _mm256_cmp_pd(fr, one_eps, _CMP_LT_OQ));
-        ok = _mm256_and_pd(ok, _mm256_cmp_pd(dist, eps, _CMP_GT_OQ));
+        __m256d xv = _mm256_cvtepi32_pd(xh);
+        __m256d dl = _mm256_mul_pd(_mm256_sub_pd(xv, two), sc);
+        __m256d dv = _mm256_mul_pd(xv, sc);
+        __m256d dr = _mm256_mul_pd(_mm256_add_pd(xv, two), sc);
+        /* The fast path's test in other words: the bounds' fractional parts
+         * are in (eps, 1 - eps) when they lie further than eps from the
+         * nearest integer, and the value's is not within eps of 1/2 when it
+         * lies nearer than 1/2 - eps to the nearest integer. */
+        __m256d near = _mm256_round_pd(dv, nearest);
+        __m256d gl = _mm256_andnot_pd(sign, _mm256_sub_pd(dl, _mm256_round_pd(dl, nearest)));
+        __m256d gr = _mm256_andnot_pd(sign, _mm256_sub_pd(dr, _mm256_round_pd(dr, nearest)));
+        __m256d gv = _mm256_andnot_pd(sign, _mm256_sub_pd(dv, near));
+        __m256d ok = _mm256_and_pd(_mm256_cmp_pd(_mm256_min_pd(gl, gr), eps, _CMP_GT_OQ),
+                                   _mm256_cmp_pd(gv, half_eps, _CMP_LT_OQ));
         okbits |= (unsigned)_mm256_movemask_pd(ok) << 4 * h;
-        /* Integer candidates in [lo, hi] = [il + 1, ir] (exact in doubles). */
-        __m256d lo = _mm256_add_pd(il, one);
-        __m256d near = _mm256_add_pd(iv, _mm256_and_pd(_mm256_cmp_pd(fv, half, _CMP_GT_OQ), one));
-        near = _mm256_min_pd(_mm256_max_pd(near, lo), ir);
-        /* floor((lo + 9) / 10) as floor((lo + 9) * 0.1): the doubles nearest
-         * 10^-1, 10^-4 and 10^-8 all lie above the true values, so for the
-         * integers here (below 2^31, 10^8, 10^9) the product is never below
-         * the quotient and stays further below the next integer than the
-         * error of 0.1, 10^-4 or 10^-8 can carry it (a division, exact too,
-         * costs four times the latency). */
-        __m256d q10 = _mm256_floor_pd(
-            _mm256_mul_pd(_mm256_add_pd(lo, _mm256_set1_pd(9.0)), _mm256_set1_pd(0.1)));
-        has10[h] = _mm256_cmp_pd(_mm256_mul_pd(q10, _mm256_set1_pd(10.0)), ir, _CMP_LE_OQ);
+        /* Where the test passes: the integers in the interval are
+         * [floor(dl) + 1, floor(dr)], none of them a bound, and the one
+         * nearest the value, near, is among them (the interval is at least
+         * one wide). The first multiple of ten in it is 10 floor(dl / 10 + 1);
+         * dl's distance from every integer keeps the rounded fma on the
+         * right side of the floor (0.1 is the double just above a tenth). */
+        __m256d q10 =
+            _mm256_floor_pd(_mm256_fmadd_pd(dl, _mm256_set1_pd(0.1), _mm256_set1_pd(1.0)));
+        has10[h] = _mm256_cmp_pd(_mm256_mul_pd(q10, _mm256_set1_pd(10.0)), dr, _CMP_LT_OQ);
         _mm256_store_pd(b->dd + i + 4 * h, _mm256_blendv_pd(near, q10, has10[h]));
     }
     /* ek = k + has10, the exponent of d's last digit (the two halves'
