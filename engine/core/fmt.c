@@ -517,7 +517,7 @@ static const unsigned char EXP_LEN[84] = {
 typedef struct join_block {
     _Alignas(32) char ascii[JOIN_BLOCK + 1][16];
     _Alignas(32) double dd[JOIN_BLOCK]; /* d, from pass one's first loop */
-    int point[JOIN_BLOCK];              /* byte of the point in the slot */
+    int pm1[JOIN_BLOCK];                /* byte of the point in the slot, minus one */
     int u14[JOIN_BLOCK];                /* exponent of d's last digit, plus 14 */
 } join_block;
 
@@ -592,8 +592,8 @@ __attribute__((target("avx2,fma"))) static inline unsigned dec8(const float *x, 
     __m256i plain = _mm256_and_si256(_mm256_cmpgt_epi32(E, _mm256_set1_epi32(-6)),
                                      _mm256_cmpgt_epi32(_mm256_set1_epi32(9), E));
     plain = _mm256_and_si256(plain, _mm256_cmpgt_epi32(_mm256_setzero_si256(), ek));
-    _mm256_storeu_si256((__m256i *)(void *)(b->point + i),
-                        _mm256_add_epi32(_mm256_set1_epi32(15), _mm256_and_si256(ek, plain)));
+    _mm256_storeu_si256((__m256i *)(void *)(b->pm1 + i),
+                        _mm256_add_epi32(_mm256_set1_epi32(14), _mm256_and_si256(ek, plain)));
     _mm256_storeu_si256((__m256i *)(void *)(b->u14 + i),
                         _mm256_add_epi32(ek, _mm256_set1_epi32(14)));
     unsigned scalar = (~okbits | (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(odd))) & 0xff;
@@ -633,19 +633,21 @@ __attribute__((target("avx2,fma"))) static inline void ascii4(join_block *b, siz
         _mm256_and_si256(_mm256_castpd_si256(top), _mm256_set1_epi64x((int64_t)1 << 56)),
         _mm256_set1_epi8('0'));
     __m256i s02 = _mm256_unpacklo_epi64(head, tail), s13 = _mm256_unpackhi_epi64(head, tail);
-    /* Two slots a register: byte j takes byte j + 1 before the point, the
-     * point, then byte j (one '0' of seven dropped). */
-    const __m256i idx = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1,
-                                         2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    /* Two slots a register: byte j takes byte j + 1 before the point, then
+     * the point, then byte j (one '0' of seven dropped). */
+    const __m256i idx1 = _mm256_setr_epi8(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 1,
+                                          2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
+    const __m256i idx = _mm256_sub_epi8(idx1, _mm256_set1_epi8(1));
+    const __m256i idxm1 = _mm256_sub_epi8(idx, _mm256_set1_epi8(1));
     const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4,
                                             4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4);
     for (int h = 0; h < 2; h++) {
         __m256i v = _mm256_permute2x128_si256(s02, s13, h ? 0x31 : 0x20);
         int64_t pp;
-        memcpy(&pp, b->point + i + 2 * h, sizeof pp);
-        __m256i pt = _mm256_shuffle_epi8(_mm256_set1_epi64x(pp), spread);
-        __m256i at = _mm256_cmpeq_epi8(idx, pt);
-        __m256i sel = _mm256_or_si256(_mm256_sub_epi8(idx, _mm256_cmpgt_epi8(pt, idx)), at);
+        memcpy(&pp, b->pm1 + i + 2 * h, sizeof pp);
+        __m256i pm = _mm256_shuffle_epi8(_mm256_set1_epi64x(pp), spread);
+        __m256i at = _mm256_cmpeq_epi8(idxm1, pm);
+        __m256i sel = _mm256_or_si256(_mm256_add_epi8(idx1, _mm256_cmpgt_epi8(idx, pm)), at);
         v = _mm256_or_si256(_mm256_shuffle_epi8(v, sel),
                             _mm256_and_si256(at, _mm256_set1_epi8('.')));
         _mm256_store_si256((__m256i *)(void *)b->ascii[i + 2 * h], v);
@@ -676,10 +678,8 @@ static inline char *put_sci(char *o, const char *s, int sig, int E)
  * slot bytes 0-14. */
 static inline char *put_other(char *o, const char *slot, int u14)
 {
-    unsigned nz = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(
-                      _mm_load_si128((const __m128i *)(const void *)slot), _mm_set1_epi8('0'))) ^
-                  0x7fff;
-    nz &= 0x7fff;
+    unsigned nz = (unsigned)_mm_movemask_epi8(
+        _mm_cmpgt_epi8(_mm_load_si128((const __m128i *)(const void *)slot), _mm_set1_epi8('0')));
     int first = __builtin_ctz(nz), last = 31 ^ __builtin_clz(nz);
     int E = u14 - first;
     if ((unsigned)(E + 5) <= 13u) { /* a whole number, up to three zeros after d */
@@ -696,6 +696,10 @@ __attribute__((target("avx2,fma"))) static size_t join_avx2(const float *x, size
     join_block b;
     char *o = out;
     const __m128i zc = _mm_set1_epi8('0');
+    /* After each value sep and a '-' the next value keeps if it is
+     * negative (the last sep is dropped at the end). */
+    const uint16_t sep_minus = (uint16_t)((unsigned char)sep | '-' << 8);
+    *o = '-';
     for (size_t at = 0; at < n; at += JOIN_BLOCK) {
         size_t m = n - at < JOIN_BLOCK ? n - at : JOIN_BLOCK, i = 0;
         uint64_t scalar = 0, other = 0;
@@ -707,34 +711,38 @@ __attribute__((target("avx2,fma"))) static size_t join_avx2(const float *x, size
         for (size_t j = 0; j < i; j += 4) ascii4(&b, j);
         if (i < m) scalar |= ~UINT64_C(0) << i, other |= ~UINT64_C(0) << i;
         _mm_store_si128((__m128i *)(void *)b.ascii[i], zc);
-        /* Each value's text, then sep (the last one dropped at the end). */
         const uint32_t *xb = (const uint32_t *)(const void *)(x + at);
-        for (i = 0; i < m; i++) {
-            if (__builtin_expect(other >> i & 1, 0)) {
-                if (scalar >> i & 1) {
-                    o = join_one(o, x[at + i], json_null, sep);
-                    continue;
-                }
-                *o = '-';
+        for (i = 0; i < m;) {
+            /* the plain values up to the next other one */
+            uint64_t rest = other >> i;
+            size_t stop = rest ? i + (size_t)__builtin_ctzll(rest) : m;
+            for (; i < stop; i++) {
+                /* From the first nonzero digit (or the '0' before the point)
+                 * to the last (or the byte before the point). */
+                const char *slot = b.ascii[i];
+                unsigned nz = (unsigned)_mm_movemask_epi8(
+                    _mm_cmpgt_epi8(_mm_load_si128((const __m128i *)(const void *)slot), zc));
+                unsigned first = (unsigned)__builtin_ctz(nz),
+                         last = 31u ^ (unsigned)__builtin_clz(nz);
+                unsigned pm = b.pm1[i];
+                unsigned start = first < pm ? first : pm, end = (last > pm ? last : pm) + 1;
+                o += xb[i] >> 31;
+                _mm_storeu_si128((__m128i *)(void *)o,
+                                 _mm_loadu_si128((const __m128i *)(const void *)(slot + start)));
+                o += end - start;
+                memcpy(o, &sep_minus, 2);
+                o++;
+            }
+            if (i == m) break;
+            if (scalar >> i & 1) {
+                o = join_one(o, x[at + i], json_null, sep);
+            } else {
                 o += xb[i] >> 31;
                 o = put_other(o, b.ascii[i], b.u14[i]);
                 *o++ = sep;
-                continue;
             }
-            /* From the first nonzero byte (the '0' before it if that is the
-             * point) to the last (the one before it if that is the point). */
-            const char *slot = b.ascii[i];
-            unsigned nz = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(
-                              _mm_load_si128((const __m128i *)(const void *)slot), zc)) ^
-                          0xffff;
-            int first = __builtin_ctz(nz), last = 31 ^ __builtin_clz(nz), pt = b.point[i];
-            int start = first - (first == pt);
             *o = '-';
-            o += xb[i] >> 31;
-            _mm_storeu_si128((__m128i *)(void *)o,
-                             _mm_loadu_si128((const __m128i *)(const void *)(slot + start)));
-            o += last + 1 - start - (last == pt);
-            *o++ = sep;
+            i++;
         }
     }
     return o > out ? (size_t)(o - out) - 1 : 0;
