@@ -379,18 +379,24 @@ const char *pg_fmt_f64(double v, char out[PG_FMT_F64_MAX])
 }
 
 /* ---- many values at once -------------------------------------------------
- * pg_fmt_f32_join runs in blocks of JOIN_BLOCK values. With AVX2, a first
- * pass computes four values at a time: the double-precision fast path of
- * pg_fmt_f32_decimal operation for operation (same roundings, so the same
- * digits), then the digits as ASCII (floor divisions exact in doubles, then
- * multiply-shift splits in 32- and 16-bit lanes). A second pass places each
- * value's text with byte shuffles: "0.000ddd", "ddd.ddd" and "ddd000" need
- * no loop and no branch on the digit count. A lane whose fast path is
- * undecided, and zeros, subnormals, non-finite values and powers of two, go
- * through pg_fmt_f32_decimal and put_dec, as does scientific notation. One
- * value at a time, the long chain from bits to text left most of the core
- * idle; `privgen-bench fmt --exhaustive --join` compares the two printers on
- * all 2^32 inputs. */
+ * pg_fmt_f32_join runs in blocks of JOIN_BLOCK values. With AVX2, pass one
+ * has two loops over the block. The first, eight values at a time (field
+ * extraction in 32-bit lanes, the scaled products in doubles, four a
+ * register), decides each value's digits by the double-precision fast path
+ * of pg_fmt_f32_decimal: the same products, and the same test written with
+ * distances to the nearest integer; where it passes, its answers are the
+ * exact ones, as in the scalar code. It keeps d unstripped (a multiple of
+ * ten's tenth may still end in zeros) and classifies the lane. The second
+ * loop writes d as ASCII with the decimal point already in place (see
+ * join_block). Pass two then finds each text's ends in its slot with one
+ * byte compare and copies it with one 16-byte store: no loop and no branch
+ * on the digit count or layout. Scientific notation and whole numbers of
+ * 10^5 and above take a short path from the same digits; a lane whose fast
+ * path is undecided, and zeros, subnormals, non-finite values and powers of
+ * two, go through pg_fmt_f32_decimal and put_dec. Split so, each loop's
+ * chain from input to output stays short enough for the core to overlap
+ * iterations; `privgen-bench fmt --exhaustive --join` compares the two
+ * printers on all 2^32 inputs. */
 enum { JOIN_BLOCK = 64 };
 
 static size_t put_value(char *o, float v, int json_null)
@@ -505,15 +511,16 @@ static const unsigned char EXP_LEN[84] = {
     4, 4, 4, 4, 4, 4, 4, 4, 3, 3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3,
     3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3};
 
-/* Pass one's output. Slot i is value i's text for plain notation with a
- * fractional part: its integer d (not stripped of trailing zeros) as nine
- * digits (leading zeros as '0') after six '0's, with a point inserted after
- * the units digit, so "000000.047471486" or "00000003.1415927"; the text is
- * the run from the first nonzero digit, or from the '0' before the point,
- * to the last nonzero byte. Values printed otherwise (scientific, or whole
- * numbers of 10^5 and above, whose units digit can lie past d's) keep the
- * point at byte 15 after the fifteen digits. The extra slot keeps pass
- * two's 16-byte loads inside. */
+/* Pass one's output. Slot i is value i's text in plain notation when its
+ * units digit is one of d's digits (so every plain value below 10^5): d,
+ * not stripped of trailing zeros, as nine digits (leading zeros as '0')
+ * after six '0's, with a point after the units digit, as "000000.047471486",
+ * "00000003.1415927" or "000000001200.000". The text runs from the first
+ * nonzero digit, or the '0' before the point when that comes first, to the
+ * last nonzero digit, or the byte before the point when that comes last.
+ * The others (scientific notation, whole numbers of 10^5 and above) keep
+ * the fifteen digits in bytes 0-14 and the point at byte 15. The extra slot
+ * keeps pass two's 16-byte loads inside. */
 typedef struct join_block {
     _Alignas(32) char ascii[JOIN_BLOCK + 1][16];
     _Alignas(32) double dd[JOIN_BLOCK]; /* d, from pass one's first loop */
@@ -522,8 +529,8 @@ typedef struct join_block {
 } join_block;
 
 /* Values i .. i + 7 of the block: returns the mask of those pass two must
- * compute alone, and above it (bits 8-15) that of those not in plain
- * notation with a fractional part. Eight at a time in 32-bit lanes, four at a time in doubles
+ * compute alone, and above it (bits 8-15) that of those whose slot does not
+ * hold their text (see join_block). Eight at a time in 32-bit lanes, four at a time in doubles
  * where the fast path needs 53 bits. For the lanes it keeps (normal, no
  * power of two) c >= 2^23 and the scaled value is at least 2^23, so d,
  * either that value's neighbour or a tenth of a multiple of ten near it, has
@@ -593,7 +600,7 @@ __attribute__((target("avx2,fma"))) static inline unsigned dec8(const float *x, 
                                     _mm256_cmpgt_epi32(di, _mm256_set1_epi32(9999999)));
     more = _mm256_add_epi32(more, _mm256_cmpgt_epi32(di, _mm256_set1_epi32(99999999)));
     __m256i E = _mm256_sub_epi32(_mm256_add_epi32(ek, _mm256_set1_epi32(5)), more);
-    /* plain with a units digit among d's: -5 <= E <= 8 and ek < 0 */
+    /* plain (-5 <= E <= 8) with the units digit among d's (ek < 0) */
     __m256i plain = _mm256_and_si256(_mm256_cmpgt_epi32(E, _mm256_set1_epi32(-6)),
                                      _mm256_cmpgt_epi32(_mm256_set1_epi32(9), E));
     plain = _mm256_and_si256(plain, _mm256_cmpgt_epi32(_mm256_setzero_si256(), ek));
