@@ -640,13 +640,13 @@ __attribute__((target("avx2,fma"))) static inline void ascii4(join_block *b, siz
     __m256i ones = _mm256_sub_epi16(pairs, _mm256_mullo_epi16(tens, _mm256_set1_epi16(10)));
     __m256i tail =
         _mm256_or_si256(_mm256_or_si256(tens, _mm256_slli_epi16(ones, 8)), _mm256_set1_epi8('0'));
-    /* seven '0's and the top digit */
+    /* a '.', six '0's and the top digit */
     __m256i head = _mm256_or_si256(
         _mm256_and_si256(_mm256_castpd_si256(top), _mm256_set1_epi64x((int64_t)1 << 56)),
-        _mm256_set1_epi8('0'));
+        _mm256_set1_epi64x(0x303030303030302e));
     __m256i s02 = _mm256_unpacklo_epi64(head, tail), s13 = _mm256_unpackhi_epi64(head, tail);
     /* Two slots a register: byte j takes byte j + 1 before the point, then
-     * the point, then byte j (one '0' of seven dropped). */
+     * the point (byte 0), then byte j. */
     const __m256i idx1 = _mm256_setr_epi8(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 1,
                                           2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
     const __m256i idx = _mm256_sub_epi8(idx1, _mm256_set1_epi8(1));
@@ -658,11 +658,9 @@ __attribute__((target("avx2,fma"))) static inline void ascii4(join_block *b, siz
         int64_t pp;
         memcpy(&pp, b->pm1 + i + 2 * h, sizeof pp);
         __m256i pm = _mm256_shuffle_epi8(_mm256_set1_epi64x(pp), spread);
-        __m256i at = _mm256_cmpeq_epi8(idxm1, pm);
-        __m256i sel = _mm256_or_si256(_mm256_add_epi8(idx1, _mm256_cmpgt_epi8(idx, pm)), at);
-        v = _mm256_or_si256(_mm256_shuffle_epi8(v, sel),
-                            _mm256_and_si256(at, _mm256_set1_epi8('.')));
-        _mm256_store_si256((__m256i *)(void *)b->ascii[i + 2 * h], v);
+        __m256i sel = _mm256_andnot_si256(_mm256_cmpeq_epi8(idxm1, pm),
+                                          _mm256_add_epi8(idx1, _mm256_cmpgt_epi8(idx, pm)));
+        _mm256_store_si256((__m256i *)(void *)b->ascii[i + 2 * h], _mm256_shuffle_epi8(v, sel));
     }
 }
 
