@@ -684,8 +684,8 @@ static inline char *put_sci(char *o, const char *s, int sig, int E)
     return o + EXP_LEN[E + 45];
 }
 
-/* A value that is no plain decimal with a fractional part: its digits are
- * slot bytes 0-14. */
+/* A value whose slot does not hold its text (scientific notation, or a
+ * whole number of 10^5 and above): its digits are slot bytes 0-14. */
 static inline char *put_other(char *o, const char *slot, int u14)
 {
     unsigned nz = (unsigned)_mm_movemask_epi8(
