@@ -718,14 +718,22 @@ __attribute__((target("avx2,fma"))) static size_t join_avx2(const float *x, size
             scalar |= (uint64_t)(r & 0xff) << i;
             other |= (uint64_t)((r | r >> 8) & 0xff) << i;
         }
+        if (i < m) { /* the last few of a short block, padded with zeros (scalar lanes) */
+            float pad[8] = {0};
+            memcpy(pad, x + at + i, (m - i) * sizeof *pad);
+            unsigned r = dec8(pad, &b, i);
+            scalar |= (uint64_t)(r & 0xff) << i;
+            other |= (uint64_t)((r | r >> 8) & 0xff) << i;
+            i += 8;
+        }
         for (size_t j = 0; j < i; j += 4) ascii4(&b, j);
-        if (i < m) scalar |= ~UINT64_C(0) << i, other |= ~UINT64_C(0) << i;
         _mm_store_si128((__m128i *)(void *)b.ascii[i], zc);
         const uint32_t *xb = (const uint32_t *)(const void *)(x + at);
         for (i = 0; i < m;) {
             /* the plain values up to the next other one */
             uint64_t rest = other >> i;
             size_t stop = rest ? i + (size_t)__builtin_ctzll(rest) : m;
+            stop = stop < m ? stop : m;
             for (; i < stop; i++) {
                 /* From the first nonzero digit (or the '0' before the point)
                  * to the last (or the byte before the point). */
