@@ -511,6 +511,13 @@ static const unsigned char EXP_LEN[84] = {
     4, 4, 4, 4, 4, 4, 4, 4, 3, 3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3,
     3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3};
 
+static inline uint32_t bits_of(const float *p)
+{
+    uint32_t u;
+    memcpy(&u, p, sizeof u);
+    return u;
+}
+
 /* Pass one's output. Slot i is value i's text in plain notation when its
  * units digit is one of d's digits (so every plain value below 10^5): d,
  * not stripped of trailing zeros, as nine digits (leading zeros as '0')
@@ -557,11 +564,11 @@ __attribute__((target("avx2,fma"))) static inline unsigned dec8(const float *x, 
     for (int h = 0; h < 2; h++) {
         __m128i xh = h ? _mm256_extracti128_si256(c4, 1) : _mm256_castsi256_si128(c4);
         /* the scale by scalar loads: a gather costs more on the machines measured */
-        const uint32_t *xu = (const uint32_t *)(const void *)(x + 4 * h);
-        __m128d s01 = _mm_loadh_pd(_mm_load_sd(JOIN_SCALE + (uint8_t)(xu[0] >> 23)),
-                                   JOIN_SCALE + (uint8_t)(xu[1] >> 23));
-        __m128d s23 = _mm_loadh_pd(_mm_load_sd(JOIN_SCALE + (uint8_t)(xu[2] >> 23)),
-                                   JOIN_SCALE + (uint8_t)(xu[3] >> 23));
+        const float *xh4 = x + 4 * h;
+        __m128d s01 = _mm_loadh_pd(_mm_load_sd(JOIN_SCALE + (uint8_t)(bits_of(xh4) >> 23)),
+                                   JOIN_SCALE + (uint8_t)(bits_of(xh4 + 1) >> 23));
+        __m128d s23 = _mm_loadh_pd(_mm_load_sd(JOIN_SCALE + (uint8_t)(bits_of(xh4 + 2) >> 23)),
+                                   JOIN_SCALE + (uint8_t)(bits_of(xh4 + 3) >> 23));
         __m256d sc = _mm256_insertf128_pd(_mm256_castpd128_pd256(s01), s23, 1);
         __m256d xv = _mm256_cvtepi32_pd(xh);
         __m256d dl = _mm256_mul_pd(_mm256_sub_pd(xv, two), sc);
@@ -728,7 +735,7 @@ __attribute__((target("avx2,fma"))) static size_t join_avx2(const float *x, size
         }
         for (size_t j = 0; j < i; j += 4) ascii4(&b, j);
         _mm_store_si128((__m128i *)(void *)b.ascii[i], zc);
-        const uint32_t *xb = (const uint32_t *)(const void *)(x + at);
+        const float *xb = x + at;
         for (i = 0; i < m;) {
             /* the plain values up to the next other one */
             uint64_t rest = other >> i;
@@ -744,7 +751,7 @@ __attribute__((target("avx2,fma"))) static size_t join_avx2(const float *x, size
                          last = 31u ^ (unsigned)__builtin_clz(nz);
                 unsigned pm = (unsigned)b.pm1[i];
                 unsigned start = first < pm ? first : pm, end = (last > pm ? last : pm) + 1;
-                o += xb[i] >> 31;
+                o += bits_of(xb + i) >> 31;
                 _mm_storeu_si128((__m128i *)(void *)o,
                                  _mm_loadu_si128((const __m128i *)(const void *)(slot + start)));
                 o += end - start;
@@ -755,7 +762,7 @@ __attribute__((target("avx2,fma"))) static size_t join_avx2(const float *x, size
             if (scalar >> i & 1) {
                 o = join_one(o, x[at + i], json_null, sep);
             } else {
-                o += xb[i] >> 31;
+                o += bits_of(xb + i) >> 31;
                 o = put_other(o, b.ascii[i], b.u14[i]);
                 *o++ = sep;
             }
