@@ -511,6 +511,9 @@ static const unsigned char EXP_LEN[84] = {
     4, 4, 4, 4, 4, 4, 4, 4, 3, 3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3,
     3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3};
 
+/* an immediate, also without optimization */
+#define JOIN_NEAREST (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+
 static inline uint32_t bits_of(const float *p)
 {
     uint32_t u;
@@ -558,7 +561,6 @@ __attribute__((target("avx2,fma"))) static inline unsigned dec8(const float *x, 
     const __m256d eps = _mm256_set1_pd(1.0 / (1 << 20));
     const __m256d half_eps = _mm256_set1_pd(0.5 - 1.0 / (1 << 20));
     const __m256d two = _mm256_set1_pd(2.0), sign = _mm256_set1_pd(-0.0);
-    const int nearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
     __m256d has10[2];
     unsigned okbits = 0;
     for (int h = 0; h < 2; h++) {
@@ -578,9 +580,9 @@ __attribute__((target("avx2,fma"))) static inline unsigned dec8(const float *x, 
          * are in (eps, 1 - eps) when they lie further than eps from the
          * nearest integer, and the value's is not within eps of 1/2 when it
          * lies nearer than 1/2 - eps to the nearest integer. */
-        __m256d near = _mm256_round_pd(dv, nearest);
-        __m256d gl = _mm256_andnot_pd(sign, _mm256_sub_pd(dl, _mm256_round_pd(dl, nearest)));
-        __m256d gr = _mm256_andnot_pd(sign, _mm256_sub_pd(dr, _mm256_round_pd(dr, nearest)));
+        __m256d near = _mm256_round_pd(dv, JOIN_NEAREST);
+        __m256d gl = _mm256_andnot_pd(sign, _mm256_sub_pd(dl, _mm256_round_pd(dl, JOIN_NEAREST)));
+        __m256d gr = _mm256_andnot_pd(sign, _mm256_sub_pd(dr, _mm256_round_pd(dr, JOIN_NEAREST)));
         __m256d gv = _mm256_andnot_pd(sign, _mm256_sub_pd(dv, near));
         __m256d ok = _mm256_and_pd(_mm256_cmp_pd(_mm256_min_pd(gl, gr), eps, _CMP_GT_OQ),
                                    _mm256_cmp_pd(gv, half_eps, _CMP_LT_OQ));
@@ -660,8 +662,10 @@ __attribute__((target("avx2,fma"))) static inline void ascii4(join_block *b, siz
     const __m256i idxm1 = _mm256_sub_epi8(idx, _mm256_set1_epi8(1));
     const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4,
                                             4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4);
+    const __m256i slots[2] = {_mm256_permute2x128_si256(s02, s13, 0x20),
+                              _mm256_permute2x128_si256(s02, s13, 0x31)};
     for (int h = 0; h < 2; h++) {
-        __m256i v = _mm256_permute2x128_si256(s02, s13, h ? 0x31 : 0x20);
+        __m256i v = slots[h];
         int64_t pp;
         memcpy(&pp, b->pm1 + i + 2 * h, sizeof pp);
         __m256i pm = _mm256_shuffle_epi8(_mm256_set1_epi64x(pp), spread);
