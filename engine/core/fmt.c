@@ -379,18 +379,24 @@ const char *pg_fmt_f64(double v, char out[PG_FMT_F64_MAX])
 }
 
 /* ---- many values at once -------------------------------------------------
- * pg_fmt_f32_join runs in blocks of JOIN_BLOCK values. With AVX2, a first
- * pass computes four values at a time: the double-precision fast path of
- * pg_fmt_f32_decimal operation for operation (same roundings, so the same
- * digits), then the digits as ASCII (floor divisions exact in doubles, then
- * multiply-shift splits in 32- and 16-bit lanes). A second pass places each
- * value's text with byte shuffles: "0.000ddd", "ddd.ddd" and "ddd000" need
- * no loop and no branch on the digit count. A lane whose fast path is
- * undecided, and zeros, subnormals, non-finite values and powers of two, go
- * through pg_fmt_f32_decimal and put_dec, as does scientific notation. One
- * value at a time, the long chain from bits to text left most of the core
- * idle; `privgen-bench fmt --exhaustive --join` compares the two printers on
- * all 2^32 inputs. */
+ * pg_fmt_f32_join runs in blocks of JOIN_BLOCK values. With AVX2, pass one
+ * has two loops over the block. The first, eight values at a time (field
+ * extraction in 32-bit lanes, the scaled products in doubles, four a
+ * register), decides each value's digits by the double-precision fast path
+ * of pg_fmt_f32_decimal: the same products, and the same test written with
+ * distances to the nearest integer; where it passes, its answers are the
+ * exact ones, as in the scalar code. It keeps d unstripped (a multiple of
+ * ten's tenth may still end in zeros) and classifies the lane. The second
+ * loop writes d as ASCII with the decimal point already in place (see
+ * join_block). Pass two then finds each text's ends in its slot with one
+ * byte compare and copies it with one 16-byte store: no loop and no branch
+ * on the digit count or layout. Scientific notation and whole numbers of
+ * 10^5 and above take a short path from the same digits; a lane whose fast
+ * path is undecided, and zeros, subnormals, non-finite values and powers of
+ * two, go through pg_fmt_f32_decimal and put_dec. Split so, each loop's
+ * chain from input to output stays short enough for the core to overlap
+ * iterations; `privgen-bench fmt --exhaustive --join` compares the two
+ * printers on all 2^32 inputs. */
 enum { JOIN_BLOCK = 64 };
 
 static size_t put_value(char *o, float v, int json_null)
@@ -419,166 +425,356 @@ static size_t join_scalar(const float *x, size_t n, char sep, int json_null, cha
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-typedef struct dec_block {
-    unsigned d[JOIN_BLOCK]; /* digits, no trailing zeros */
-    int k[JOIN_BLOCK];      /* decimal exponent of the last digit */
-    /* d as nine ASCII digits: the first, then the next four and last four */
-    uint32_t top[JOIN_BLOCK], mid[JOIN_BLOCK], low[JOIN_BLOCK];
-    unsigned char scalar[JOIN_BLOCK]; /* 1: pass two computes this one alone */
-} dec_block;
+/* The fast path's scale 2^(q-2) 10^-k by biased exponent e (q = e - 150,
+ * k = floor_log10_pow2(q)): the product pg_fmt_f32_decimal forms, exact
+ * (a power of two times a double that stays normal), as hex literals made
+ * with Python's float.hex. e = 0 and 255 (scalar lanes) repeat e = 1 and
+ * 254. */
+static const double JOIN_SCALE[256] = {
+    0x1.66bb7f0435c9ep-2, 0x1.66bb7f0435c9ep-2, 0x1.66bb7f0435c9ep-1, 0x1.66bb7f0435c9ep+0,
+    0x1.1efc659cf7d4cp-2, 0x1.1efc659cf7d4cp-1, 0x1.1efc659cf7d4cp+0, 0x1.1efc659cf7d4cp+1,
+    0x1.cb2d6f618c879p-2, 0x1.cb2d6f618c879p-1, 0x1.cb2d6f618c879p+0, 0x1.6f578c4e0a061p-2,
+    0x1.6f578c4e0a061p-1, 0x1.6f578c4e0a061p+0, 0x1.25dfa371a19e7p-2, 0x1.25dfa371a19e7p-1,
+    0x1.25dfa371a19e7p+0, 0x1.25dfa371a19e7p+1, 0x1.d6329f1c35ca5p-2, 0x1.d6329f1c35ca5p-1,
+    0x1.d6329f1c35ca5p+0, 0x1.78287f49c4a1dp-2, 0x1.78287f49c4a1dp-1, 0x1.78287f49c4a1dp+0,
+    0x1.2ced32a16a1b1p-2, 0x1.2ced32a16a1b1p-1, 0x1.2ced32a16a1b1p+0, 0x1.2ced32a16a1b1p+1,
+    0x1.e17b84357691bp-2, 0x1.e17b84357691bp-1, 0x1.e17b84357691bp+0, 0x1.812f9cf7920e3p-2,
+    0x1.812f9cf7920e3p-1, 0x1.812f9cf7920e3p+0, 0x1.3426172c74d82p-2, 0x1.3426172c74d82p-1,
+    0x1.3426172c74d82p+0, 0x1.3426172c74d82p+1, 0x1.ed09bead87c03p-2, 0x1.ed09bead87c03p-1,
+    0x1.ed09bead87c03p+0, 0x1.8a6e32246c99cp-2, 0x1.8a6e32246c99cp-1, 0x1.8a6e32246c99cp+0,
+    0x1.3b8b5b5056e17p-2, 0x1.3b8b5b5056e17p-1, 0x1.3b8b5b5056e17p+0, 0x1.3b8b5b5056e17p+1,
+    0x1.f8def8808b024p-2, 0x1.f8def8808b024p-1, 0x1.f8def8808b024p+0, 0x1.93e5939a08ceap-2,
+    0x1.93e5939a08ceap-1, 0x1.93e5939a08ceap+0, 0x1.431e0fae6d721p-2, 0x1.431e0fae6d721p-1,
+    0x1.431e0fae6d721p+0, 0x1.027e72f1f1281p-2, 0x1.027e72f1f1281p-1, 0x1.027e72f1f1281p+0,
+    0x1.027e72f1f1281p+1, 0x1.9d971e4fe8402p-2, 0x1.9d971e4fe8402p-1, 0x1.9d971e4fe8402p+0,
+    0x1.4adf4b7320335p-2, 0x1.4adf4b7320335p-1, 0x1.4adf4b7320335p+0, 0x1.08b2a2c280291p-2,
+    0x1.08b2a2c280291p-1, 0x1.08b2a2c280291p+0, 0x1.08b2a2c280291p+1, 0x1.a784379d99db4p-2,
+    0x1.a784379d99db4p-1, 0x1.a784379d99db4p+0, 0x1.52d02c7e14af6p-2, 0x1.52d02c7e14af6p-1,
+    0x1.52d02c7e14af6p+0, 0x1.0f0cf064dd592p-2, 0x1.0f0cf064dd592p-1, 0x1.0f0cf064dd592p+0,
+    0x1.0f0cf064dd592p+1, 0x1.b1ae4d6e2ef50p-2, 0x1.b1ae4d6e2ef50p-1, 0x1.b1ae4d6e2ef50p+0,
+    0x1.5af1d78b58c40p-2, 0x1.5af1d78b58c40p-1, 0x1.5af1d78b58c40p+0, 0x1.158e460913d00p-2,
+    0x1.158e460913d00p-1, 0x1.158e460913d00p+0, 0x1.158e460913d00p+1, 0x1.bc16d674ec800p-2,
+    0x1.bc16d674ec800p-1, 0x1.bc16d674ec800p+0, 0x1.6345785d8a000p-2, 0x1.6345785d8a000p-1,
+    0x1.6345785d8a000p+0, 0x1.1c37937e08000p-2, 0x1.1c37937e08000p-1, 0x1.1c37937e08000p+0,
+    0x1.1c37937e08000p+1, 0x1.c6bf526340000p-2, 0x1.c6bf526340000p-1, 0x1.c6bf526340000p+0,
+    0x1.6bcc41e900000p-2, 0x1.6bcc41e900000p-1, 0x1.6bcc41e900000p+0, 0x1.2309ce5400000p-2,
+    0x1.2309ce5400000p-1, 0x1.2309ce5400000p+0, 0x1.2309ce5400000p+1, 0x1.d1a94a2000000p-2,
+    0x1.d1a94a2000000p-1, 0x1.d1a94a2000000p+0, 0x1.74876e8000000p-2, 0x1.74876e8000000p-1,
+    0x1.74876e8000000p+0, 0x1.2a05f20000000p-2, 0x1.2a05f20000000p-1, 0x1.2a05f20000000p+0,
+    0x1.2a05f20000000p+1, 0x1.dcd6500000000p-2, 0x1.dcd6500000000p-1, 0x1.dcd6500000000p+0,
+    0x1.7d78400000000p-2, 0x1.7d78400000000p-1, 0x1.7d78400000000p+0, 0x1.312d000000000p-2,
+    0x1.312d000000000p-1, 0x1.312d000000000p+0, 0x1.312d000000000p+1, 0x1.e848000000000p-2,
+    0x1.e848000000000p-1, 0x1.e848000000000p+0, 0x1.86a0000000000p-2, 0x1.86a0000000000p-1,
+    0x1.86a0000000000p+0, 0x1.3880000000000p-2, 0x1.3880000000000p-1, 0x1.3880000000000p+0,
+    0x1.3880000000000p+1, 0x1.f400000000000p-2, 0x1.f400000000000p-1, 0x1.f400000000000p+0,
+    0x1.9000000000000p-2, 0x1.9000000000000p-1, 0x1.9000000000000p+0, 0x1.4000000000000p-2,
+    0x1.4000000000000p-1, 0x1.4000000000000p+0, 0x1.0000000000000p-2, 0x1.0000000000000p-1,
+    0x1.0000000000000p+0, 0x1.0000000000000p+1, 0x1.999999999999ap-2, 0x1.999999999999ap-1,
+    0x1.999999999999ap+0, 0x1.47ae147ae147bp-2, 0x1.47ae147ae147bp-1, 0x1.47ae147ae147bp+0,
+    0x1.0624dd2f1a9fcp-2, 0x1.0624dd2f1a9fcp-1, 0x1.0624dd2f1a9fcp+0, 0x1.0624dd2f1a9fcp+1,
+    0x1.a36e2eb1c432dp-2, 0x1.a36e2eb1c432dp-1, 0x1.a36e2eb1c432dp+0, 0x1.4f8b588e368f1p-2,
+    0x1.4f8b588e368f1p-1, 0x1.4f8b588e368f1p+0, 0x1.0c6f7a0b5ed8dp-2, 0x1.0c6f7a0b5ed8dp-1,
+    0x1.0c6f7a0b5ed8dp+0, 0x1.0c6f7a0b5ed8dp+1, 0x1.ad7f29abcaf48p-2, 0x1.ad7f29abcaf48p-1,
+    0x1.ad7f29abcaf48p+0, 0x1.5798ee2308c3ap-2, 0x1.5798ee2308c3ap-1, 0x1.5798ee2308c3ap+0,
+    0x1.12e0be826d695p-2, 0x1.12e0be826d695p-1, 0x1.12e0be826d695p+0, 0x1.12e0be826d695p+1,
+    0x1.b7cdfd9d7bdbbp-2, 0x1.b7cdfd9d7bdbbp-1, 0x1.b7cdfd9d7bdbbp+0, 0x1.5fd7fe1796495p-2,
+    0x1.5fd7fe1796495p-1, 0x1.5fd7fe1796495p+0, 0x1.19799812dea11p-2, 0x1.19799812dea11p-1,
+    0x1.19799812dea11p+0, 0x1.19799812dea11p+1, 0x1.c25c268497682p-2, 0x1.c25c268497682p-1,
+    0x1.c25c268497682p+0, 0x1.6849b86a12b9bp-2, 0x1.6849b86a12b9bp-1, 0x1.6849b86a12b9bp+0,
+    0x1.203af9ee75616p-2, 0x1.203af9ee75616p-1, 0x1.203af9ee75616p+0, 0x1.203af9ee75616p+1,
+    0x1.cd2b297d889bcp-2, 0x1.cd2b297d889bcp-1, 0x1.cd2b297d889bcp+0, 0x1.70ef54646d497p-2,
+    0x1.70ef54646d497p-1, 0x1.70ef54646d497p+0, 0x1.2725dd1d243acp-2, 0x1.2725dd1d243acp-1,
+    0x1.2725dd1d243acp+0, 0x1.2725dd1d243acp+1, 0x1.d83c94fb6d2acp-2, 0x1.d83c94fb6d2acp-1,
+    0x1.d83c94fb6d2acp+0, 0x1.79ca10c924223p-2, 0x1.79ca10c924223p-1, 0x1.79ca10c924223p+0,
+    0x1.2e3b40a0e9b4fp-2, 0x1.2e3b40a0e9b4fp-1, 0x1.2e3b40a0e9b4fp+0, 0x1.2e3b40a0e9b4fp+1,
+    0x1.e392010175ee6p-2, 0x1.e392010175ee6p-1, 0x1.e392010175ee6p+0, 0x1.82db34012b251p-2,
+    0x1.82db34012b251p-1, 0x1.82db34012b251p+0, 0x1.357c299a88ea7p-2, 0x1.357c299a88ea7p-1,
+    0x1.357c299a88ea7p+0, 0x1.357c299a88ea7p+1, 0x1.ef2d0f5da7dd9p-2, 0x1.ef2d0f5da7dd9p-1,
+    0x1.ef2d0f5da7dd9p+0, 0x1.8c240c4aecb14p-2, 0x1.8c240c4aecb14p-1, 0x1.8c240c4aecb14p+0,
+    0x1.3ce9a36f23c10p-2, 0x1.3ce9a36f23c10p-1, 0x1.3ce9a36f23c10p+0, 0x1.3ce9a36f23c10p+1,
+    0x1.fb0f6be506019p-2, 0x1.fb0f6be506019p-1, 0x1.fb0f6be506019p+0, 0x1.95a5efea6b347p-2,
+    0x1.95a5efea6b347p-1, 0x1.95a5efea6b347p+0, 0x1.4484bfeebc2a0p-2, 0x1.4484bfeebc2a0p-1,
+    0x1.4484bfeebc2a0p+0, 0x1.039d665896880p-2, 0x1.039d665896880p-1, 0x1.039d665896880p-1,
+};
 
-/* Values i .. i + 3 of the block. */
-__attribute__((target("avx2,fma"))) static inline void dec4(const float *x, dec_block *b, size_t i)
+/* "e-45" .. "e38" (no NUL) and their lengths, by decimal exponent + 45. */
+static const char EXP_TEXT[84][4] = {
+    "e-45", "e-44", "e-43", "e-42", "e-41", "e-40", "e-39", "e-38", "e-37", "e-36", "e-35", "e-34",
+    "e-33", "e-32", "e-31", "e-30", "e-29", "e-28", "e-27", "e-26", "e-25", "e-24", "e-23", "e-22",
+    "e-21", "e-20", "e-19", "e-18", "e-17", "e-16", "e-15", "e-14", "e-13", "e-12", "e-11", "e-10",
+    "e-9",  "e-8",  "e-7",  "e-6",  "e-5",  "e-4",  "e-3",  "e-2",  "e-1",  "e0",   "e1",   "e2",
+    "e3",   "e4",   "e5",   "e6",   "e7",   "e8",   "e9",   "e10",  "e11",  "e12",  "e13",  "e14",
+    "e15",  "e16",  "e17",  "e18",  "e19",  "e20",  "e21",  "e22",  "e23",  "e24",  "e25",  "e26",
+    "e27",  "e28",  "e29",  "e30",  "e31",  "e32",  "e33",  "e34",  "e35",  "e36",  "e37",  "e38"};
+static const unsigned char EXP_LEN[84] = {
+    4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
+    4, 4, 4, 4, 4, 4, 4, 4, 3, 3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3,
+    3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3};
+
+/* an immediate, also without optimization */
+#define JOIN_NEAREST (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+
+static inline uint32_t bits_of(const float *p)
 {
-    __m128i u = _mm_loadu_si128((const __m128i *)(const void *)x);
-    __m128i e = _mm_and_si128(_mm_srli_epi32(u, 23), _mm_set1_epi32(0xff));
-    __m128i t = _mm_and_si128(u, _mm_set1_epi32(0x7fffff));
+    uint32_t u;
+    memcpy(&u, p, sizeof u);
+    return u;
+}
+
+/* Pass one's output. Slot i is value i's text in plain notation when its
+ * units digit is one of d's digits (so every plain value below 10^5): d,
+ * not stripped of trailing zeros, as nine digits (leading zeros as '0')
+ * after six '0's, with a point after the units digit, as "000000.047471486",
+ * "00000003.1415927" or "000000001200.000". The text runs from the first
+ * nonzero digit, or the '0' before the point when that comes first, to the
+ * last nonzero digit, or the byte before the point when that comes last.
+ * The others (scientific notation, whole numbers of 10^5 and above) keep
+ * the fifteen digits in bytes 0-14 and the point at byte 15. The extra slot
+ * keeps pass two's 16-byte loads inside. */
+typedef struct join_block {
+    _Alignas(32) char ascii[JOIN_BLOCK + 1][16];
+    _Alignas(32) double dd[JOIN_BLOCK]; /* d, from pass one's first loop */
+    int pm1[JOIN_BLOCK];                /* byte of the point in the slot, minus one */
+    int u14[JOIN_BLOCK];                /* exponent of d's last digit, plus 14 */
+} join_block;
+
+/* Values i .. i + 7 of the block: returns the mask of those pass two must
+ * compute alone, and above it (bits 8-15) that of those whose slot does not
+ * hold their text (see join_block). Eight at a time in 32-bit lanes, four at a time in doubles
+ * where the fast path needs 53 bits. For the lanes it keeps (normal, no
+ * power of two) c >= 2^23 and the scaled value is at least 2^23, so d,
+ * either that value's neighbour or a tenth of a multiple of ten near it, has
+ * six to nine digits. */
+__attribute__((target("avx2,fma"))) static inline unsigned dec8(const float *x, join_block *b,
+                                                                size_t i)
+{
+    __m256i u = _mm256_loadu_si256((const __m256i *)(const void *)x);
+    __m256i e = _mm256_and_si256(_mm256_srli_epi32(u, 23), _mm256_set1_epi32(0xff));
+    __m256i t = _mm256_and_si256(u, _mm256_set1_epi32(0x7fffff));
     /* Zeros, subnormals, non-finite values and powers of two: scalar. */
-    __m128i odd = _mm_or_si128(_mm_cmpeq_epi32(e, _mm_setzero_si128()),
-                               _mm_cmpeq_epi32(e, _mm_set1_epi32(0xff)));
-    odd = _mm_or_si128(odd, _mm_cmpeq_epi32(t, _mm_setzero_si128()));
-    __m128i c = _mm_or_si128(t, _mm_set1_epi32(1 << 23));
-    /* e = 0 lanes (scalar anyway) computed as e = 1 keep the table index
-     * k + 45 in range. */
-    __m128i q = _mm_sub_epi32(_mm_max_epi32(e, _mm_set1_epi32(1)), _mm_set1_epi32(150));
-    __m128i kk = _mm_srai_epi32(_mm_mullo_epi32(q, _mm_set1_epi32(315653)), 20);
-    __m128i c4 = _mm_slli_epi32(c, 2);
-    __m256d xl = _mm256_cvtepi32_pd(_mm_sub_epi32(c4, _mm_set1_epi32(2)));
-    __m256d xv = _mm256_cvtepi32_pd(c4);
-    __m256d xr = _mm256_cvtepi32_pd(_mm_add_epi32(c4, _mm_set1_epi32(2)));
-    __m256i p2 =
-        _mm256_slli_epi64(_mm256_cvtepi32_epi64(_mm_add_epi32(q, _mm_set1_epi32(1021))), 52);
-    __m256d ten = _mm256_i32gather_pd(TEN_NEG + 45, kk, 8);
-    __m256d sc = _mm256_mul_pd(_mm256_castsi256_pd(p2), ten);
-    __m256d dl = _mm256_mul_pd(xl, sc), dv = _mm256_mul_pd(xv, sc), dr = _mm256_mul_pd(xr, sc);
-    __m128i il = _mm256_cvttpd_epi32(dl), iv = _mm256_cvttpd_epi32(dv),
-            ir = _mm256_cvttpd_epi32(dr);
-    __m256d fl = _mm256_sub_pd(dl, _mm256_cvtepi32_pd(il));
-    __m256d fv = _mm256_sub_pd(dv, _mm256_cvtepi32_pd(iv));
-    __m256d fr = _mm256_sub_pd(dr, _mm256_cvtepi32_pd(ir));
+    __m256i odd = _mm256_or_si256(_mm256_cmpeq_epi32(e, _mm256_setzero_si256()),
+                                  _mm256_cmpeq_epi32(e, _mm256_set1_epi32(0xff)));
+    odd = _mm256_or_si256(odd, _mm256_cmpeq_epi32(t, _mm256_setzero_si256()));
+    __m256i q = _mm256_sub_epi32(e, _mm256_set1_epi32(150));
+    __m256i kk = _mm256_srai_epi32(_mm256_mullo_epi32(q, _mm256_set1_epi32(315653)), 20);
+    __m256i c4 = _mm256_slli_epi32(_mm256_or_si256(t, _mm256_set1_epi32(1 << 23)), 2);
     const __m256d eps = _mm256_set1_pd(1.0 / (1 << 20));
-    const __m256d one_eps = _mm256_set1_pd(1 - 1.0 / (1 << 20));
-    const __m256d half = _mm256_set1_pd(0.5), one = _mm256_set1_pd(1.0);
-    const __m256d tenf = _mm256_set1_pd(10.0);
-    __m256d dist = _mm256_andnot_pd(_mm256_set1_pd(-0.0), _mm256_sub_pd(fv, half));
-    __m256d ok =
-        _mm256_and_pd(_mm256_cmp_pd(fl, eps, _CMP_GT_OQ), _mm256_cmp_pd(fl, one_eps, _CMP_LT_OQ));
-    ok = _mm256_and_pd(ok, _mm256_cmp_pd(fr, eps, _CMP_GT_OQ));
-    ok = _mm256_and_pd(ok, _mm256_cmp_pd(fr, one_eps, _CMP_LT_OQ));
-    ok = _mm256_and_pd(ok, _mm256_cmp_pd(dist, eps, _CMP_GT_OQ));
-    /* Integer candidates in [lo, hi] = [il + 1, ir] (exact in doubles). */
-    __m256d lo = _mm256_add_pd(_mm256_cvtepi32_pd(il), one);
-    __m256d hi = _mm256_cvtepi32_pd(ir);
-    __m256d near = _mm256_add_pd(_mm256_cvtepi32_pd(iv),
-                                 _mm256_and_pd(_mm256_cmp_pd(fv, half, _CMP_GT_OQ), one));
-    near = _mm256_min_pd(_mm256_max_pd(near, lo), hi);
-    /* floor((lo + 9) / 10) as floor((lo + 9) * 0.1): the doubles nearest
-     * 10^-1, 10^-4 and 10^-8 all lie above the true values, so for the
-     * integers here (below 2^31, 10^8, 10^9) the product is never below the
-     * quotient and stays further below the next integer than the error
-     * of 0.1, 10^-4 or 10^-8 can carry it (a division, exact too, costs
-     * four times the latency). */
-    __m256d q10 =
-        _mm256_floor_pd(_mm256_mul_pd(_mm256_add_pd(lo, _mm256_set1_pd(9.0)), _mm256_set1_pd(0.1)));
-    __m256d has10 = _mm256_cmp_pd(_mm256_mul_pd(q10, tenf), hi, _CMP_LE_OQ);
-    __m256d dd = _mm256_blendv_pd(near, q10, has10);
-    __m256d ek = _mm256_add_pd(_mm256_cvtepi32_pd(kk), _mm256_and_pd(has10, one));
-    /* Trailing zeros (only after a multiple of ten; d < 10^9 has at most
-     * eight): strip 8, 4, 2 and 1 of them where they divide, no branch. A
-     * quotient that is an integer comes out of the rounded product exactly,
-     * and the product back checks it. */
-    static const double STRIP[4][2] = {{1e8, 1e-8}, {1e4, 1e-4}, {1e2, 1e-2}, {10.0, 0.1}};
-    static const double STRIP_Z[4] = {8, 4, 2, 1};
-    for (int st = 0; st < 4; st++) {
-        __m256d dq = _mm256_round_pd(_mm256_mul_pd(dd, _mm256_set1_pd(STRIP[st][1])),
-                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        __m256d hit = _mm256_and_pd(
-            has10, _mm256_cmp_pd(_mm256_mul_pd(dq, _mm256_set1_pd(STRIP[st][0])), dd, _CMP_EQ_OQ));
-        dd = _mm256_blendv_pd(dd, dq, hit);
-        ek = _mm256_add_pd(ek, _mm256_and_pd(hit, _mm256_set1_pd(STRIP_Z[st])));
+    const __m256d half_eps = _mm256_set1_pd(0.5 - 1.0 / (1 << 20));
+    const __m256d two = _mm256_set1_pd(2.0), sign = _mm256_set1_pd(-0.0);
+    __m256d has10[2];
+    unsigned okbits = 0;
+    for (int h = 0; h < 2; h++) {
+        __m128i xh = h ? _mm256_extracti128_si256(c4, 1) : _mm256_castsi256_si128(c4);
+        /* the scale by scalar loads: a gather costs more on the machines measured */
+        const float *xh4 = x + 4 * h;
+        __m128d s01 = _mm_loadh_pd(_mm_load_sd(JOIN_SCALE + (uint8_t)(bits_of(xh4) >> 23)),
+                                   JOIN_SCALE + (uint8_t)(bits_of(xh4 + 1) >> 23));
+        __m128d s23 = _mm_loadh_pd(_mm_load_sd(JOIN_SCALE + (uint8_t)(bits_of(xh4 + 2) >> 23)),
+                                   JOIN_SCALE + (uint8_t)(bits_of(xh4 + 3) >> 23));
+        __m256d sc = _mm256_insertf128_pd(_mm256_castpd128_pd256(s01), s23, 1);
+        __m256d xv = _mm256_cvtepi32_pd(xh);
+        __m256d dl = _mm256_mul_pd(_mm256_sub_pd(xv, two), sc);
+        __m256d dv = _mm256_mul_pd(xv, sc);
+        __m256d dr = _mm256_mul_pd(_mm256_add_pd(xv, two), sc);
+        /* The fast path's test in other words: the bounds' fractional parts
+         * are in (eps, 1 - eps) when they lie further than eps from the
+         * nearest integer, and the value's is not within eps of 1/2 when it
+         * lies nearer than 1/2 - eps to the nearest integer. */
+        __m256d near = _mm256_round_pd(dv, JOIN_NEAREST);
+        __m256d gl = _mm256_andnot_pd(sign, _mm256_sub_pd(dl, _mm256_round_pd(dl, JOIN_NEAREST)));
+        __m256d gr = _mm256_andnot_pd(sign, _mm256_sub_pd(dr, _mm256_round_pd(dr, JOIN_NEAREST)));
+        __m256d gv = _mm256_andnot_pd(sign, _mm256_sub_pd(dv, near));
+        __m256d ok = _mm256_and_pd(_mm256_cmp_pd(_mm256_min_pd(gl, gr), eps, _CMP_GT_OQ),
+                                   _mm256_cmp_pd(gv, half_eps, _CMP_LT_OQ));
+        okbits |= (unsigned)_mm256_movemask_pd(ok) << 4 * h;
+        /* Where the test passes: the integers in the interval are
+         * [floor(dl) + 1, floor(dr)], none of them a bound, and the one
+         * nearest the value, near, is among them (the interval is at least
+         * one wide). The first multiple of ten in it is 10 floor(dl / 10 + 1);
+         * dl's distance from every integer keeps the rounded fma on the
+         * right side of the floor (0.1 is the double just above a tenth). */
+        __m256d q10 =
+            _mm256_floor_pd(_mm256_fmadd_pd(dl, _mm256_set1_pd(0.1), _mm256_set1_pd(1.0)));
+        has10[h] = _mm256_cmp_pd(_mm256_mul_pd(q10, _mm256_set1_pd(10.0)), dr, _CMP_LT_OQ);
+        _mm256_store_pd(b->dd + i + 4 * h, _mm256_blendv_pd(near, q10, has10[h]));
     }
-    _mm_storeu_si128((__m128i *)(void *)(b->d + i), _mm256_cvttpd_epi32(dd));
-    _mm_storeu_si128((__m128i *)(void *)(b->k + i), _mm256_cvtpd_epi32(ek));
-    /* ASCII: d = top 10^8 + mid 10^4 + low; each four-digit part splits into
-     * two pairs (x * 5243 >> 19 is x / 100 below 43 699) and each pair into
-     * digits (y * 6554 >> 16 is y / 10 below 100), bytes most significant
-     * first. */
-    const __m256d e8 = _mm256_set1_pd(1e8), e4 = _mm256_set1_pd(1e4);
-    __m256d top = _mm256_floor_pd(_mm256_mul_pd(dd, _mm256_set1_pd(1e-8)));
-    __m256d rest = _mm256_sub_pd(dd, _mm256_mul_pd(top, e8));
-    __m256d mid = _mm256_floor_pd(_mm256_mul_pd(rest, _mm256_set1_pd(1e-4)));
-    __m256d low = _mm256_sub_pd(rest, _mm256_mul_pd(mid, e4));
-    __m256i w = _mm256_set_m128i(_mm256_cvttpd_epi32(low), _mm256_cvttpd_epi32(mid));
-    __m256i h = _mm256_srli_epi32(_mm256_mullo_epi32(w, _mm256_set1_epi32(5243)), 19);
-    __m256i l = _mm256_sub_epi32(w, _mm256_mullo_epi32(h, _mm256_set1_epi32(100)));
-    __m256i pairs = _mm256_or_si256(h, _mm256_slli_epi32(l, 16));
+    /* ek = k + has10, the exponent of d's last digit (the two halves'
+     * masks back in value order); E = ek + nd - 1 that of its first */
+    __m256i m10 = _mm256_castps_si256(
+        _mm256_shuffle_ps(_mm256_castpd_ps(has10[0]), _mm256_castpd_ps(has10[1]), 0x88));
+    __m256i ek = _mm256_sub_epi32(kk, _mm256_permute4x64_epi64(m10, 0xd8));
+    __m256i di = _mm256_set_m128i(_mm256_cvttpd_epi32(_mm256_load_pd(b->dd + i + 4)),
+                                  _mm256_cvttpd_epi32(_mm256_load_pd(b->dd + i)));
+    __m256i more = _mm256_add_epi32(_mm256_cmpgt_epi32(di, _mm256_set1_epi32(999999)),
+                                    _mm256_cmpgt_epi32(di, _mm256_set1_epi32(9999999)));
+    more = _mm256_add_epi32(more, _mm256_cmpgt_epi32(di, _mm256_set1_epi32(99999999)));
+    __m256i E = _mm256_sub_epi32(_mm256_add_epi32(ek, _mm256_set1_epi32(5)), more);
+    /* plain (-5 <= E <= 8) with the units digit among d's (ek < 0) */
+    __m256i plain = _mm256_and_si256(_mm256_cmpgt_epi32(E, _mm256_set1_epi32(-6)),
+                                     _mm256_cmpgt_epi32(_mm256_set1_epi32(9), E));
+    plain = _mm256_and_si256(plain, _mm256_cmpgt_epi32(_mm256_setzero_si256(), ek));
+    _mm256_storeu_si256((__m256i *)(void *)(b->pm1 + i),
+                        _mm256_add_epi32(_mm256_set1_epi32(14), _mm256_and_si256(ek, plain)));
+    _mm256_storeu_si256((__m256i *)(void *)(b->u14 + i),
+                        _mm256_add_epi32(ek, _mm256_set1_epi32(14)));
+    unsigned scalar = (~okbits | (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(odd))) & 0xff;
+    return scalar | (unsigned)(_mm256_movemask_ps(_mm256_castsi256_ps(plain)) ^ 0xff) << 8;
+}
+
+/* Slots i .. i + 3 from the integers d: d = top 10^8 + mid 10^4 + low with
+ * top 0 or 1 (d < 10 2^24); mid | low << 32 made an integer by adding 2^52
+ * (the double's low mantissa bits are then the number); each four-digit part
+ * splits into two pairs (x * 5243 >> 19 is x / 100 below 43 699) and each
+ * pair into digits (y * 6554 >> 16 is y / 10 below 100), bytes most
+ * significant first. A loop of its own: with the digits in the same loop as
+ * the fast path, the chain from bits to text outgrew what the core keeps in
+ * flight. */
+__attribute__((target("avx2,fma"))) static inline void ascii4(join_block *b, size_t i)
+{
+    const __m256d p52 = _mm256_set1_pd(4503599627370496.0); /* 2^52 */
+    __m256d dd = _mm256_load_pd(b->dd + i);
+    /* floor(d / 10^4): the double nearest 10^-4 lies above it, and the
+     * product stays below the next integer for d below 10^11 */
+    __m256d hi5 = _mm256_floor_pd(_mm256_mul_pd(dd, _mm256_set1_pd(1e-4)));
+    __m256d low = _mm256_fnmadd_pd(hi5, _mm256_set1_pd(1e4), dd);
+    __m256d top = _mm256_cmp_pd(hi5, _mm256_set1_pd(1e4), _CMP_GE_OQ);
+    __m256d mid = _mm256_sub_pd(hi5, _mm256_and_pd(top, _mm256_set1_pd(1e4)));
+    __m256i w = _mm256_xor_si256(_mm256_castpd_si256(_mm256_fmadd_pd(
+                                     low, _mm256_set1_pd(4294967296.0), _mm256_add_pd(mid, p52))),
+                                 _mm256_castpd_si256(p52));
+    __m256i hq = _mm256_srli_epi16(_mm256_mulhi_epu16(w, _mm256_set1_epi16(5243)), 3);
+    __m256i lr = _mm256_sub_epi16(w, _mm256_mullo_epi16(hq, _mm256_set1_epi16(100)));
+    __m256i pairs = _mm256_or_si256(hq, _mm256_slli_epi32(lr, 16));
     __m256i tens = _mm256_mulhi_epu16(pairs, _mm256_set1_epi16(6554));
     __m256i ones = _mm256_sub_epi16(pairs, _mm256_mullo_epi16(tens, _mm256_set1_epi16(10)));
-    __m256i ascii =
-        _mm256_add_epi8(_mm256_or_si256(tens, _mm256_slli_epi16(ones, 8)), _mm256_set1_epi8('0'));
-    _mm_storeu_si128((__m128i *)(void *)(b->mid + i), _mm256_castsi256_si128(ascii));
-    _mm_storeu_si128((__m128i *)(void *)(b->low + i), _mm256_extracti128_si256(ascii, 1));
-    _mm_storeu_si128((__m128i *)(void *)(b->top + i),
-                     _mm_add_epi32(_mm256_cvttpd_epi32(top), _mm_set1_epi32('0')));
-    int okm = _mm256_movemask_pd(ok) & ~_mm_movemask_ps(_mm_castsi128_ps(odd));
-    for (int j = 0; j < 4; j++) b->scalar[i + j] = !(okm >> j & 1);
+    __m256i tail =
+        _mm256_or_si256(_mm256_or_si256(tens, _mm256_slli_epi16(ones, 8)), _mm256_set1_epi8('0'));
+    /* a '.', six '0's and the top digit */
+    __m256i head = _mm256_or_si256(
+        _mm256_and_si256(_mm256_castpd_si256(top), _mm256_set1_epi64x((int64_t)1 << 56)),
+        _mm256_set1_epi64x(0x303030303030302e));
+    __m256i s02 = _mm256_unpacklo_epi64(head, tail), s13 = _mm256_unpackhi_epi64(head, tail);
+    /* Two slots a register: byte j takes byte j + 1 before the point, then
+     * the point (byte 0), then byte j. */
+    const __m256i idx1 = _mm256_setr_epi8(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 1,
+                                          2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
+    const __m256i idx = _mm256_sub_epi8(idx1, _mm256_set1_epi8(1));
+    const __m256i idxm1 = _mm256_sub_epi8(idx, _mm256_set1_epi8(1));
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4,
+                                            4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4);
+    const __m256i slots[2] = {_mm256_permute2x128_si256(s02, s13, 0x20),
+                              _mm256_permute2x128_si256(s02, s13, 0x31)};
+    for (int h = 0; h < 2; h++) {
+        __m256i v = slots[h];
+        int64_t pp;
+        memcpy(&pp, b->pm1 + i + 2 * h, sizeof pp);
+        __m256i pm = _mm256_shuffle_epi8(_mm256_set1_epi64x(pp), spread);
+        __m256i sel = _mm256_andnot_si256(_mm256_cmpeq_epi8(idxm1, pm),
+                                          _mm256_add_epi8(idx1, _mm256_cmpgt_epi8(idx, pm)));
+        _mm256_store_si256((__m256i *)(void *)b->ascii[i + 2 * h], _mm256_shuffle_epi8(v, sel));
+    }
+}
+
+/* A lane pass one left alone: its text, then sep. */
+__attribute__((noinline, cold)) static char *join_one(char *o, float v, int json_null, char sep)
+{
+    o += put_value(o, v, json_null);
+    *o = sep;
+    return o + 1;
+}
+
+/* Scientific notation from pass one's digits: the first digit, the point
+ * and the others when there are any, then the exponent. */
+static inline char *put_sci(char *o, const char *s, int sig, int E)
+{
+    memcpy(o, s, 16);
+    memcpy(o + 2, s + 1, 16);
+    o[1] = '.';
+    o += sig > 1 ? sig + 1 : 1;
+    memcpy(o, EXP_TEXT[E + 45], 4);
+    return o + EXP_LEN[E + 45];
+}
+
+/* A value whose slot does not hold its text (scientific notation, or a
+ * whole number of 10^5 and above): its digits are slot bytes 0-14. */
+static inline char *put_other(char *o, const char *slot, int u14)
+{
+    unsigned nz = (unsigned)_mm_movemask_epi8(
+        _mm_cmpgt_epi8(_mm_load_si128((const __m128i *)(const void *)slot), _mm_set1_epi8('0')));
+    int first = __builtin_ctz(nz), last = 31 ^ __builtin_clz(nz);
+    int E = u14 - first;
+    if ((unsigned)(E + 5) <= 13u) { /* a whole number, up to three zeros after d */
+        memcpy(o, slot + first, 16);
+        memcpy(o + 15 - first, "000", 4);
+        return o + E + 1;
+    }
+    return put_sci(o, slot + first, last - first + 1, E);
 }
 
 __attribute__((target("avx2,fma"))) static size_t join_avx2(const float *x, size_t n, char sep,
                                                             int json_null, char *out)
 {
-    dec_block b;
+    join_block b;
     char *o = out;
-    const __m128i idx = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m128i zc = _mm_set1_epi8('0');
+    /* After each value sep and a '-' the next value keeps if it is
+     * negative (the last sep is dropped at the end). */
+    const uint16_t sep_minus = (uint16_t)((unsigned char)sep | '-' << 8);
+    *o = '-';
     for (size_t at = 0; at < n; at += JOIN_BLOCK) {
         size_t m = n - at < JOIN_BLOCK ? n - at : JOIN_BLOCK, i = 0;
-        for (; i + 4 <= m; i += 4) dec4(x + at + i, &b, i);
-        for (; i < m; i++) b.scalar[i] = 1;
-        for (i = 0; i < m; i++) {
-            *o = sep;
-            o += at + i > 0;
-            if (__builtin_expect(b.scalar[i], 0)) {
-                o += put_value(o, x[at + i], json_null);
-                continue;
+        uint64_t scalar = 0, other = 0;
+        for (; i + 8 <= m; i += 8) {
+            unsigned r = dec8(x + at + i, &b, i);
+            scalar |= (uint64_t)(r & 0xff) << i;
+            other |= (uint64_t)((r | r >> 8) & 0xff) << i;
+        }
+        if (i < m) { /* the last few of a short block, padded with zeros (scalar lanes) */
+            float pad[8] = {0};
+            memcpy(pad, x + at + i, (m - i) * sizeof *pad);
+            unsigned r = dec8(pad, &b, i);
+            scalar |= (uint64_t)(r & 0xff) << i;
+            other |= (uint64_t)((r | r >> 8) & 0xff) << i;
+            i += 8;
+        }
+        for (size_t j = 0; j < i; j += 4) ascii4(&b, j);
+        _mm_store_si128((__m128i *)(void *)b.ascii[i], zc);
+        const float *xb = x + at;
+        for (i = 0; i < m;) {
+            /* the plain values up to the next other one */
+            uint64_t rest = other >> i;
+            size_t stop = rest ? i + (size_t)__builtin_ctzll(rest) : m;
+            stop = stop < m ? stop : m;
+            for (; i < stop; i++) {
+                /* From the first nonzero digit (or the '0' before the point)
+                 * to the last (or the byte before the point). */
+                const char *slot = b.ascii[i];
+                unsigned nz = (unsigned)_mm_movemask_epi8(
+                    _mm_cmpgt_epi8(_mm_load_si128((const __m128i *)(const void *)slot), zc));
+                unsigned first = (unsigned)__builtin_ctz(nz),
+                         last = 31u ^ (unsigned)__builtin_clz(nz);
+                unsigned pm = (unsigned)b.pm1[i];
+                unsigned start = first < pm ? first : pm, end = (last > pm ? last : pm) + 1;
+                o += bits_of(xb + i) >> 31;
+                _mm_storeu_si128((__m128i *)(void *)o,
+                                 _mm_loadu_si128((const __m128i *)(const void *)(slot + start)));
+                o += end - start;
+                memcpy(o, &sep_minus, 2);
+                o++;
             }
-            unsigned d = b.d[i];
-            int nd = count_digits(d), E = b.k[i] + nd - 1;
-            if (E < -5 || E > 8) { /* scientific */
-                uint32_t bits;
-                memcpy(&bits, x + at + i, sizeof bits);
-                o += put_dec(o, bits, d, b.k[i]);
-                continue;
+            if (i == m) break;
+            if (scalar >> i & 1) {
+                o = join_one(o, x[at + i], json_null, sep);
+            } else {
+                o += bits_of(xb + i) >> 31;
+                o = put_other(o, b.ascii[i], b.u14[i]);
+                *o++ = sep;
             }
-            /* The nine digits with seven leading '0's: sixteen bytes. */
-            uint64_t head = UINT64_C(0x0030303030303030) | (uint64_t)b.top[i] << 56;
-            uint64_t tail = b.mid[i] | (uint64_t)b.low[i] << 32;
-            __m128i v = _mm_set_epi64x((long long)tail, (long long)head);
             *o = '-';
-            o += x[at + i] < 0.0f;
-            /* The last L bytes of v first, then '0's (byte 0 of v). */
-            int L = E < 0 ? nd - E - 1 : nd;
-            __m128i sel = _mm_and_si128(_mm_add_epi8(idx, _mm_set1_epi8((char)(16 - L))),
-                                        _mm_cmpgt_epi8(_mm_set1_epi8((char)L), idx));
-            __m128i txt = _mm_shuffle_epi8(v, sel);
-            if (E < 0) { /* "0." then the zeros and digits */
-                memcpy(o, "0.", 2);
-                _mm_storeu_si128((__m128i *)(void *)(o + 2), txt);
-                o += 2 + L;
-            } else if (E >= nd - 1) { /* an integer: digits, then zeros */
-                _mm_storeu_si128((__m128i *)(void *)o, txt);
-                o += E + 1;
-            } else { /* the point after E + 1 digits: later bytes move up one */
-                __m128i p = _mm_set1_epi8((char)(E + 1)), at_p = _mm_cmpeq_epi8(idx, p);
-                __m128i mv = _mm_add_epi8(idx, _mm_cmpgt_epi8(idx, p));
-                mv = _mm_or_si128(mv, _mm_and_si128(at_p, _mm_set1_epi8((char)0x80)));
-                txt = _mm_or_si128(_mm_shuffle_epi8(txt, mv),
-                                   _mm_and_si128(at_p, _mm_set1_epi8('.')));
-                _mm_storeu_si128((__m128i *)(void *)o, txt);
-                o += nd + 1;
-            }
+            i++;
         }
     }
-    return (size_t)(o - out);
+    return o > out ? (size_t)(o - out) - 1 : 0;
 }
 #endif
 

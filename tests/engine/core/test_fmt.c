@@ -282,6 +282,66 @@ START_TEST(join_equals_one_at_a_time)
 }
 END_TEST
 
+/* The batch printer's own corners, each value in every position of runs
+ * that cross its blocks of 64 and groups of 8: digits that end in zeros
+ * (0.5, 1200, powers of ten), the edges between plain and scientific
+ * notation (1e-5, 1e9) and between fractions and whole numbers of 10^5 and
+ * above (printed from other bytes), the shortest and longest texts, signs,
+ * zeros, subnormals and non-finite values with and without json_null; then
+ * the 4000 bit patterns around every power of ten from 10^-8 to 10^10 and
+ * every whole number up to 2^20. */
+static void join_runs(const float *v, size_t nv, char *text)
+{
+    enum { RUN = 150 };
+    float x[RUN];
+    for (size_t k = 0; k < nv; k++) {
+        for (size_t pos = 0; pos < RUN; pos += (pos < 70 ? 1 : 13)) {
+            for (size_t i = 0; i < RUN; i++) x[i] = (float)(0.0123456 * (double)(i % 7) - 0.03);
+            x[pos] = v[k];
+            if (pos + 1 < RUN) x[pos + 1] = -v[k];
+            join_check(x, RUN, ',', (int)(pos & 1), text);
+            join_check(x, pos + 1, '\n', (int)(pos & 1) ^ 1, text);
+        }
+    }
+}
+
+START_TEST(join_corners)
+{
+    char *text = malloc(300 * 17 + PG_FMT_F32_MAX);
+    const float corners[] = {
+        0.5f,         0.25f,         0.125f,         0.75f,       1e-5f,        9.99999e-6f,
+        1.00001e-5f,  1.2e-5f,       0.0001f,        0.001f,      0.01f,        0.1f,
+        0.2f,         0.3f,          1.5f,           2.5f,        3.0f,         10.0f,
+        100.0f,       1200.0f,       99999.99f,      100000.0f,   100001.0f,    123456.8f,
+        123456.0f,    999999.9f,     1e6f,           1234567.0f,  9999999.0f,   1e7f,
+        12345678.0f,  16777215.0f,   16777216.0f,    16777218.0f, 99999990.0f,  1e8f,
+        123456790.0f, 999999900.0f,  999999940.0f,   1e9f,        1.0000001e9f, 4e9f,
+        1e10f,        3.4028235e38f, 1.1754944e-38f, 1e-38f,      1e-7f,        1.2345678e-6f,
+        0.047471486f, 0.0059820376f, 0.1999999f,     3.1415927f,  0.33333334f,  7.0e-6f,
+        0.00012f,     5e-5f,         0.00099999f,    1.0e-45f,    0.0f,         NAN,
+        INFINITY,     -0.0f,         1.0f,           2.0f,        0.099999994f};
+    join_runs(corners, sizeof corners / sizeof corners[0], text);
+    enum { AROUND = 2000, RUN = 250 };
+    float x[RUN];
+    for (int p = -8; p <= 10; p++) {
+        float t = (float)pow(10.0, p);
+        uint32_t u;
+        memcpy(&u, &t, sizeof u);
+        for (uint32_t b = u - AROUND; b < u + AROUND; b += RUN) {
+            for (size_t i = 0; i < RUN; i++)
+                x[i] = from_bits((b + (uint32_t)i) ^ (i % 3 == 0 ? 0x80000000u : 0));
+            join_check(x, RUN, ',', 1, text);
+        }
+    }
+    for (uint32_t w = 1; w < (1u << 20); w += RUN) {
+        for (size_t i = 0; i < RUN; i++)
+            x[i] = (float)(w + (uint32_t)i) * (i % 5 == 0 ? -1.0f : 1.0f);
+        join_check(x, RUN, ',', 0, text);
+    }
+    free(text);
+}
+END_TEST
+
 static Suite *fmt_suite(void)
 {
     Suite *s = suite_create("core/fmt");
@@ -292,6 +352,7 @@ static Suite *fmt_suite(void)
     tcase_add_test(tc, decimal_inputs);
     tcase_add_test(tc, random_million);
     tcase_add_test(tc, join_equals_one_at_a_time);
+    tcase_add_test(tc, join_corners);
     tcase_add_test(tc, doubles_for_people);
     suite_add_tcase(s, tc);
     return s;
