@@ -3,8 +3,8 @@
  * by 3-ary randomized response at epsilon 2 (keep 0.787: privatized
  * frequencies about (0.583, 0.243, 0.174), total variation 0.117 from the
  * clean ones). Trained through the channel, the decoded samples recover the
- * clean frequencies within 0.02; trained without it (ot.channel false) they
- * land on the privatized ones and miss that bound.
+ * clean frequencies within 0.03; trained without it (ot.channel false) they
+ * land on the privatized ones, about 0.11 away.
  *
  * Sampling error budget. The clean rows have exact counts, so the only data
  * noise is the randomized response (from the secure generator: it differs
@@ -15,7 +15,16 @@
  * same rows (pg_rr_estimate) is within 0.01 (5.4 standard deviations): the
  * data carry the answer. At N = 40000 that check sat at 2.7 standard
  * deviations and the suite failed about once in twenty runs; the training
- * cost does not depend on N (steps x batch). */
+ * cost does not depend on N (steps x batch).
+ *
+ * Fitting error budget. With the training seed fixed, the fit still moves
+ * with the data draw: the run without the channel lands 0.005-0.015 from
+ * its own target (the privatized frequencies), and the run through it
+ * 0.007-0.015 from the clean ones over ten runs (2026-11-25), with one
+ * 0.022 in CI-loaded runs. The bound of 0.03 is twice the largest fit error
+ * seen plus the data and sampling noise above; it stays a quarter of the
+ * error without the channel, which the second assertion pins above 0.08.
+ * (At 0.02 it failed in two of the full runs of 2026-11-25, at 0.0222.) */
 #include <jansson.h>
 #include <math.h>
 
@@ -154,8 +163,8 @@ START_TEST(recovers_clean_frequencies_through_the_channel)
         worst_with = fmax(worst_with, fabs(with[k] - CLEAN[k]));
         worst_without = fmax(worst_without, fabs(without[k] - CLEAN[k]));
     }
-    ck_assert_msg(worst_with < 0.02, "through the channel: max error %.4f", worst_with);
-    ck_assert_msg(worst_without > 0.02, "without the channel: max error %.4f", worst_without);
+    ck_assert_msg(worst_with < 0.03, "through the channel: max error %.4f", worst_with);
+    ck_assert_msg(worst_without > 0.08, "without the channel: max error %.4f", worst_without);
     unmake(&f);
 }
 END_TEST
