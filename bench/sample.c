@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <omp.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "bench/bench.h"
 #include "engine/core/alloc.h"
@@ -57,6 +58,10 @@ static int bench_sample(int argc, char **argv)
     size_t d = pg_snapshot_dim(s);
     float *x = pg_alloc_f32(n * d);
     double best = 1e300;
+    /* Process CPU time over all calls: comparable with a server's CPU per
+     * request (the OpenMP team included), without the start and load. */
+    struct timespec c0, c1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
     for (int round = 0; round < 3; round++) {
         double t0 = pg_bench_now_ms();
         for (long r = 0; r < reps; r++)
@@ -67,10 +72,15 @@ static int bench_sample(int argc, char **argv)
         double us = (pg_bench_now_ms() - t0) * 1e3 / (double)reps;
         if (us < best) best = us;
     }
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+    double cpu_us =
+        ((double)(c1.tv_sec - c0.tv_sec) * 1e6 + (double)(c1.tv_nsec - c0.tv_nsec) / 1e3) /
+        (3.0 * (double)reps);
     printf("{\"bench\":\"sample\",\"method\":\"%s\",\"n\":%zu,\"d\":%zu,\"threads\":%d,"
            "\"omp_threads\":%d,"
-           "\"us_per_call\":%.1f,\"rows_per_second\":%.0f,\"output_gb_per_second\":%.3f}\n",
-           name, n, d, threads, omp, best, (double)n / best * 1e6,
+           "\"us_per_call\":%.1f,\"cpu_us_per_call\":%.1f,\"rows_per_second\":%.0f,\"output_gb_per_"
+           "second\":%.3f}\n",
+           name, n, d, threads, omp, best, cpu_us, (double)n / best * 1e6,
            (double)(n * d * 4) / best / 1e3);
     pg_free(x);
     pg_snapshot_release(s);
