@@ -194,7 +194,11 @@ static inline int pg_srv_start(pg_srv *s, const char *const *extra)
     s->pid = pid;
     pg_itest_dir *reg = pg_itest_dir_of(s->dir);
     if (reg) reg->pid = pid;
-    for (int i = 0; i < 1000; i++) {
+    /* A deadline, not a count of sleeps: on a loaded machine a start
+     * (exec, migrations, workers) takes seconds, not milliseconds. */
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (t = t0; t.tv_sec - t0.tv_sec < 60; clock_gettime(CLOCK_MONOTONIC, &t)) {
         FILE *f = fopen(port_file, "r");
         if (f) {
             int ok = fscanf(f, "%u", &s->port) == 1;
