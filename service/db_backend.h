@@ -23,6 +23,8 @@ typedef struct pg_db_ops {
 
     int (*token_count)(pg_db *db, int64_t *n, pg_error *err);
     int (*token_insert)(pg_db *db, const pg_token *t, int new_tenant, pg_error *err);
+    int (*token_bootstrap)(pg_db *db, const pg_token *t, int *created, pg_token *first,
+                           int *has_first, pg_error *err);
     int (*token_get)(pg_db *db, const char *id, pg_token *out, int *found, pg_error *err);
     int (*token_list)(pg_db *db, const char *tenant, int64_t after, size_t limit, pg_token **out,
                       size_t *count, pg_error *err);
