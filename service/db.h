@@ -573,6 +573,13 @@ int pg_db_report_finish(pg_db *db, const char *id, const char *status, const cha
  * foreign or unknown id; *done = 0 when it had already ended. */
 int pg_db_report_cancel(pg_db *db, const char *tenant, const char *id, int64_t now, int *found,
                         int *done, pg_error *err);
+/* One transaction: deletes report id of tenant with its figures. *found = 0
+ * for a foreign or unknown id; *conflict = 1 (nothing deleted) while it is
+ * running: cancel it first. A queued one is deleted before any worker can
+ * claim it (the claim takes the same row lock, or on SQLite the same write
+ * lock), so no worker ever starts on a deleted report. */
+int pg_db_report_delete(pg_db *db, const char *tenant, const char *id, int *found, int *conflict,
+                        pg_error *err);
 /* One figure's bytes (malloc'ed); *found = 0 when there is none. PG_ENOMEM
  * beyond max_bytes. */
 int pg_db_report_figure_get(pg_db *db, const char *id, const char *name, size_t max_bytes,

@@ -119,6 +119,8 @@ typedef struct pg_db_ops {
                          int *held, pg_error *err);
     int (*report_cancel)(pg_db *db, const char *tenant, const char *id, int64_t now, int *found,
                          int *done, pg_error *err);
+    int (*report_delete)(pg_db *db, const char *tenant, const char *id, int *found, int *conflict,
+                         pg_error *err);
     int (*report_figure_get)(pg_db *db, const char *id, const char *name, size_t max_bytes,
                              unsigned char **bytes, size_t *len, int *found, pg_error *err);
 } pg_db_ops;

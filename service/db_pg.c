@@ -406,6 +406,7 @@ static const pg_db_ops PGB_OPS = {
     .report_progress = pgb_report_progress,
     .report_finish = pgb_report_finish,
     .report_cancel = pgb_report_cancel,
+    .report_delete = pgb_report_delete,
     .report_figure_get = pgb_report_figure_get,
 };
 

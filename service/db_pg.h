@@ -233,6 +233,8 @@ int pgb_report_finish(pg_db *db, const char *id, const char *status, const char 
                       int *held, pg_error *err);
 int pgb_report_cancel(pg_db *db, const char *tenant, const char *id, int64_t now, int *found,
                       int *done, pg_error *err);
+int pgb_report_delete(pg_db *db, const char *tenant, const char *id, int *found, int *conflict,
+                      pg_error *err);
 int pgb_report_figure_get(pg_db *db, const char *id, const char *name, size_t max_bytes,
                           unsigned char **bytes, size_t *len, int *found, pg_error *err);
 

@@ -406,6 +406,7 @@ static const pg_db_ops SQ_OPS = {
     .report_progress = sq_report_progress,
     .report_finish = sq_report_finish,
     .report_cancel = sq_report_cancel,
+    .report_delete = sq_report_delete,
     .report_figure_get = sq_report_figure_get,
 };
 
