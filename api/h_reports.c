@@ -142,6 +142,34 @@ void pg_h_reports_figure(pg_req *r)
     pg_api_send_text(r, 200, "image/png", (char *)png, len);
 }
 
+void pg_h_reports_delete(pg_req *r)
+{
+    if (!ready(r)) return;
+    int found, forbidden, conflict;
+    pg_error err = {0};
+    if (pg_reports_delete(r->app->reports, r->tok.tenant, r->tok.scope, r->params[0], r->params[1],
+                          &found, &forbidden, &conflict, &err)) {
+        pg_api_fail(r, &err);
+        return;
+    }
+    if (!found) {
+        no_report(r);
+        return;
+    }
+    if (forbidden) {
+        pg_api_problem(r, 403, "deleting a report needs an admin token", NULL, NULL);
+        return;
+    }
+    if (conflict) {
+        pg_api_problem(r, 409,
+                       "the report is running: cancel it (POST /v1/jobs/{id}/reports/{rid}/cancel) "
+                       "and delete it once it has stopped",
+                       NULL, NULL);
+        return;
+    }
+    pg_api_send_text(r, 204, NULL, NULL, 0);
+}
+
 void pg_h_reports_cancel(pg_req *r)
 {
     if (!ready(r)) return;

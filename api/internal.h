@@ -171,6 +171,7 @@ void pg_h_reports_list(pg_req *r);
 void pg_h_reports_get(pg_req *r);
 void pg_h_reports_figure(pg_req *r);
 void pg_h_reports_cancel(pg_req *r);
+void pg_h_reports_delete(pg_req *r);
 
 /* service/jobs.h's /metrics text (malloc'ed, may be NULL); declared here
  * too because jobs.h cannot meet service/dataset.h in one file (see

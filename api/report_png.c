@@ -356,12 +356,22 @@ static int hist_panel(canvas *c, const pg_report_png_in *in, size_t j, int x, in
     }
     for (int px = L - 1; px < L + W; px++) put(c, px, T + H, AXIS);
     for (int py = T; py <= T + H; py++) put(c, L - 1, py, AXIS);
-    if (hs.categorical) { /* code labels where they fit, else every k-th */
+    if (hs.categorical) { /* names (or codes) where they fit, else every k-th */
+        const pg_eval_column *col = &in->columns[j];
+        int widest = pg_font_width("0000", 1);
+        if (col->category_names) { /* what the drawn bars' names need, up to 3 chars + ".." */
+            widest = 0;
+            for (int b = 0; b < hs.B; b++) {
+                pg_report_png_bar_label(col, hs.code[b], 1 << 20, lab, sizeof lab);
+                int wl = pg_font_width(lab, 1), cut = pg_font_width("abc..", 1);
+                widest = wl > widest ? (wl < cut ? wl : cut > widest ? cut : widest) : widest;
+            }
+        }
         int bw = W / hs.B, every = 1;
-        while (every < hs.B && every * bw < pg_font_width("0000", 1) + 4) every++;
+        while (every < hs.B && every * bw < widest + 4) every++;
         for (int b = 0; b < hs.B; b += every) {
             int xa = L + (int)((long)b * W / hs.B), xb = L + (int)((long)(b + 1) * W / hs.B);
-            snprintf(lab, sizeof lab, "%d", (int)hs.code[b]);
+            pg_report_png_bar_label(col, hs.code[b], every * bw - 4, lab, sizeof lab);
             text(c, (xa + xb) / 2 - pg_font_width(lab, 1) / 2, T + H + 6, lab, 1, INK);
         }
     } else {
@@ -376,6 +386,35 @@ static int hist_panel(canvas *c, const pg_report_png_in *in, size_t j, int x, in
     }
     hist_free(&hs);
     return PG_OK;
+}
+
+/* The label of categorical bar `code` in at most max_px pixels: its
+ * category name when the column has names, else the code; a name too long
+ * is cut at a character boundary and ends in "..". */
+void pg_report_png_bar_label(const pg_eval_column *col, int32_t code, int max_px, char *buf,
+                             size_t cap)
+{
+    const char *name = col && col->category_names && code >= 0 && code < col->categories
+                           ? col->category_names[code]
+                           : NULL;
+    if (!name) {
+        snprintf(buf, cap, "%d", (int)code);
+        return;
+    }
+    snprintf(buf, cap, "%s", name);
+    if (pg_font_width(buf, 1) <= max_px) return;
+    /* the longest run of whole characters that fits with ".." after it */
+    size_t keep = 0;
+    for (const char *q = name; pg_font_next(&q);) {
+        size_t k = (size_t)(q - name);
+        if (k + 3 > cap) break;
+        memcpy(buf, name, k);
+        memcpy(buf + k, "..", 3);
+        if (pg_font_width(buf, 1) > max_px) break;
+        keep = k;
+    }
+    memcpy(buf, name, keep);
+    memcpy(buf + keep, "..", 3);
 }
 
 /* What the bars mean, right-aligned on the counts line (y: under it; xend:

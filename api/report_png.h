@@ -109,6 +109,13 @@ int pg_report_png_grid(const pg_report_png_in *in, char **out, size_t *len, pg_e
 int pg_report_png_figures(void *ctx, const pg_reports_fig_in *in, pg_report_figure **out,
                           size_t *count, pg_error *err);
 
+/* The label of categorical bar `code` of column col in at most max_px
+ * pixels (font scale 1): the category's name when col->category_names is
+ * set, else the code; a longer name is cut at a character boundary and ends
+ * in "..". Bars too narrow for their labels are labelled every k-th. */
+void pg_report_png_bar_label(const pg_eval_column *col, int32_t code, int max_px, char *buf,
+                             size_t cap);
+
 /* The heatmap's colour-scale limit L for the largest finite |v| (NaN: 0.1). */
 double pg_report_heat_limit(double max_abs);
 

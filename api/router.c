@@ -40,6 +40,7 @@ static const pg_route ROUTES[] = {
     {"GET", "/v1/jobs/{id}/reports/{rid}/figures/{name}", PG_AUTH_READ, 0, NULL,
      pg_h_reports_figure},
     {"POST", "/v1/jobs/{id}/reports/{rid}/cancel", PG_AUTH_READ, 0, NULL, pg_h_reports_cancel},
+    {"DELETE", "/v1/jobs/{id}/reports/{rid}", PG_AUTH_READ, 0, NULL, pg_h_reports_delete},
 };
 #define NROUTES (sizeof ROUTES / sizeof ROUTES[0])
 

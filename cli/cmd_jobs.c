@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -146,13 +147,22 @@ typedef struct watch {
     char line[1 << 20];
     size_t len;
     char event[32];
+    char id[128];      /* the SSE "last event ID buffer": the latest id: line */
+    char last_id[128]; /* the id of the last event handled: Last-Event-ID */
     json_t *last;
     int tty, quiet, done;
+    long events; /* events handled so far */
 } watch;
 
 static void on_line(watch *w)
 {
-    if (!strncmp(w->line, "event:", 6)) {
+    if (!w->line[0]) { /* end of an event */
+        w->event[0] = '\0';
+    } else if (!strncmp(w->line, "id:", 3)) {
+        const char *e = w->line + 3;
+        if (*e == ' ') e++;
+        snprintf(w->id, sizeof w->id, "%s", e);
+    } else if (!strncmp(w->line, "event:", 6)) {
         const char *e = w->line + 6;
         while (*e == ' ') e++;
         snprintf(w->event, sizeof w->event, "%s", e);
@@ -162,6 +172,10 @@ static void on_line(watch *w)
         int same = w->last && json_equal(w->last, j); /* `done` repeats the last update */
         json_decref(w->last);
         w->last = j;
+        /* Only now, with its data handled, is the event seen: a stream cut
+         * between its id and its data resumes before it. */
+        snprintf(w->last_id, sizeof w->last_id, "%s", w->id);
+        w->events++;
         if (!w->quiet && !same) render(stderr, j, w->tty);
         if (!strcmp(w->event, "done")) w->done = 1;
     }
@@ -189,8 +203,25 @@ static int is_terminal(const char *st)
     return st && (!strcmp(st, "succeeded") || !strcmp(st, "failed") || !strcmp(st, "cancelled"));
 }
 
-/* Follows the SSE stream until the job ends (reconnecting if the stream
- * closes early), then prints the final job. Exit 1 unless it succeeded. */
+/* How long a watch keeps trying to reach a server it was connected to
+ * (a restart, a failover behind a balancer) before it gives up. */
+#define WATCH_OUTAGE_S 60
+
+static double mono_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* Follows the SSE stream until the job ends, then prints the final job. Exit
+ * 1 unless it succeeded. The stream may end early (a replica shutting down,
+ * a proxy's timeout, a cut connection): the watch reconnects, sending the
+ * id of the last event it handled as Last-Event-ID, so the server (any
+ * replica) sends only later states: none is shown twice and none after it
+ * is skipped. A server that stops answering, or a balancer answering 502 to
+ * 504 meanwhile, is retried every second for WATCH_OUTAGE_S; a server that
+ * cannot be reached at the first attempt is an error at once. */
 static int do_watch(pg_http *h, const char *id)
 {
     watch *w = calloc(1, sizeof *w);
@@ -198,11 +229,39 @@ static int do_watch(pg_http *h, const char *id)
     w->tty = isatty(2);
     char path[256];
     snprintf(path, sizeof path, "/v1/jobs/%s/events", id);
-    int rc = PG_CLI_OK;
-    for (int attempt = 0; attempt < 1000 && !w->done; attempt++) {
-        long status = 0;
+    int rc = PG_CLI_OK, connected = 0, idle = 0;
+    double down_since = -1;
+    while (!w->done) {
+        char hdr[160];
+        const char *hdrs[2] = {NULL, NULL};
+        if (w->last_id[0]) {
+            snprintf(hdr, sizeof hdr, "Last-Event-ID: %s", w->last_id);
+            hdrs[0] = hdr;
+        }
+        long status = 0, before = w->events;
+        const char *why = NULL;
         w->len = 0;
-        if ((rc = pg_http_stream(h, path, on_sse, w, &status))) break;
+        w->event[0] = '\0';
+        int unreachable = pg_http_stream(h, path, hdrs, on_sse, w, &status, &why) != PG_CLI_OK;
+        int transient = unreachable || status == 502 || status == 503 || status == 504;
+        if (transient && !connected) {
+            rc = unreachable
+                     ? pg_cli_error(PG_CLI_FAIL,
+                                    "cannot reach %s: %s (is privgend running? see --url)", h->url,
+                                    why)
+                     : pg_cli_error(PG_CLI_FAIL, "the event stream answered HTTP %ld", status);
+            break;
+        }
+        if (transient) {
+            if (down_since < 0) down_since = mono_s();
+            if (mono_s() - down_since > WATCH_OUTAGE_S) {
+                rc = pg_cli_error(PG_CLI_FAIL, "lost %s for more than %d s (%s)", h->url,
+                                  WATCH_OUTAGE_S, why ? why : "no answer");
+                break;
+            }
+            sleep(1);
+            continue;
+        }
         if (status != 200) {
             json_t *j = NULL;
             snprintf(path, sizeof path, "/v1/jobs/%s", id);
@@ -211,7 +270,16 @@ static int do_watch(pg_http *h, const char *id)
             if (!rc) rc = pg_cli_error(PG_CLI_FAIL, "the event stream answered HTTP %ld", status);
             break;
         }
+        connected = 1;
+        down_since = -1;
         if (w->last && is_terminal(json_string_value(json_object_get(w->last, "status")))) break;
+        /* A stream that keeps ending without anything new (a server that
+         * answers and closes) is not followed forever. */
+        idle = w->events > before ? 0 : idle + 1;
+        if (idle >= 1000) {
+            rc = pg_cli_error(PG_CLI_FAIL, "the event stream keeps ending without news");
+            break;
+        }
         if (!w->done) sleep(1);
     }
     if (w->tty && !w->quiet) fputc('\n', stderr);
@@ -268,7 +336,8 @@ static const char HELP[] =
     "                    one is cancelled and refunded first; a running one is\n"
     "                    refused: cancel it first). Its ledger entry stays: the\n"
     "                    dataset's budget is unchanged\n"
-    "  watch ID          follow progress until the job ends (exit 1 unless it succeeded)\n"
+    "  watch ID          follow progress until the job ends (exit 1 unless it succeeded);\n"
+    "                    a dropped stream is resumed after its last event (Last-Event-ID)\n"
     "Without --json, create prints the job id, and show, dry-run, cancel and list a\n"
     "few readable lines; --json prints the server's JSON response instead.\n"
     "The parameters --set accepts, with their defaults: privgen methods METHOD.\n";

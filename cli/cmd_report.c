@@ -1,6 +1,6 @@
 /* cli/cmd_report.c - `privgen report`: start a quality report of a job
  * against a dataset, follow it, and write report.json and its figures into
- * a directory (docs/reports.md). */
+ * a directory (docs/reports.md); `privgen report delete` removes one. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +24,35 @@ static const char help[] =
     "  skips the train-on-synthetic accuracy (about half the time on images).\n"
     "  Against a public dataset any token that reads the job may ask; against a\n"
     "  private one only an admin token, and the report is not differentially\n"
-    "  private (it says so in report.json and on every figure).\n";
+    "  private (it says so in report.json and on every figure).\n"
+    "usage: privgen report delete JOB_ID REPORT_ID [--json]\n"
+    "  Deletes the report and its figures (admin token). A running report is\n"
+    "  refused: cancel it first (POST .../reports/REPORT_ID/cancel).\n";
+
+/* `privgen report delete JOB_ID REPORT_ID`. */
+static int delete_report(pg_args *a)
+{
+    if (a->npos != 3 || pg_args_get(a, "against") || pg_args_get(a, "n") ||
+        pg_args_get(a, "seed") || pg_args_get(a, "out") || pg_args_has(a, "no-wait") ||
+        pg_args_has(a, "no-utility"))
+        return pg_cli_error(PG_CLI_USAGE, "usage: privgen report delete JOB_ID REPORT_ID [--json]");
+    if (pg_http_check_id(a->pos[1]) || pg_http_check_id(a->pos[2])) return PG_CLI_USAGE;
+    pg_http h;
+    int rc = pg_http_open(a, &h);
+    if (rc) return rc;
+    char path[512];
+    snprintf(path, sizeof path, "/v1/jobs/%s/reports/%s", a->pos[1], a->pos[2]);
+    json_t *out = NULL;
+    rc = pg_http_json(&h, "DELETE", path, NULL, &out);
+    json_decref(out);
+    pg_http_close(&h);
+    if (rc) return rc;
+    if (!h.json) {
+        printf("%s deleted\n", a->pos[2]);
+        return PG_CLI_OK;
+    }
+    return pg_http_print(&h, json_pack("{s:s,s:b}", "id", a->pos[2], "deleted", 1));
+}
 
 static int mkdir_p(const char *dir)
 {
@@ -93,6 +121,8 @@ int pg_cli_report(int argc, char **argv)
     pg_args a;
     int prc = pg_args_parse(argc, argv, valued, flags, help, &a);
     if (prc) return prc == PG_ARGS_HELP ? PG_CLI_OK : prc;
+    /* No job id reads "delete" (ids are job_<hex>). */
+    if (a.npos >= 1 && !strcmp(a.pos[0], "delete")) return delete_report(&a);
     if (a.npos != 1 || !pg_args_get(&a, "against"))
         return pg_cli_error(PG_CLI_USAGE, "usage: privgen report JOB_ID --against DATASET_ID "
                                           "[-n N] [--seed S] [-o DIR] (see --help)");

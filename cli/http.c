@@ -359,19 +359,21 @@ int pg_http_slurp(const char *path, char **buf, size_t *len)
     return PG_CLI_OK;
 }
 
-int pg_http_stream(pg_http *h, const char *path, size_t (*fn)(char *, size_t, size_t, void *),
-                   void *ctx, long *status)
+int pg_http_stream(pg_http *h, const char *path, const char *const *headers,
+                   size_t (*fn)(char *, size_t, size_t, void *), void *ctx, long *status,
+                   const char **why)
 {
     struct curl_slist *hs = setup(h, "GET", path, NULL);
+    for (int i = 0; headers && headers[i]; i++) hs = curl_slist_append(hs, headers[i]);
+    curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, hs);
     curl_easy_setopt(h->curl, CURLOPT_WRITEFUNCTION, fn);
     curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, ctx);
     CURLcode cc = curl_easy_perform(h->curl);
     curl_slist_free_all(hs);
     *status = 0;
     curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, status);
-    if (cc != CURLE_OK && cc != CURLE_WRITE_ERROR)
-        return pg_cli_error(PG_CLI_FAIL, "cannot reach %s: %s", h->url, curl_easy_strerror(cc));
-    return PG_CLI_OK;
+    *why = cc == CURLE_OK ? NULL : curl_easy_strerror(cc);
+    return *status || cc == CURLE_OK ? PG_CLI_OK : PG_CLI_FAIL;
 }
 
 char *pg_http_escape(const char *s)

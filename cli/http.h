@@ -86,10 +86,14 @@ int pg_http_print(const pg_http *h, json_t *v);
 /* Reads a whole file ("-" = stdin), malloc'ed; 0 or PG_CLI_USAGE. */
 int pg_http_slurp(const char *path, char **buf, size_t *len);
 
-/* Streams GET path into a callback as it arrives (for SSE); returns like
- * pg_http_do, with the status in *status. */
-int pg_http_stream(pg_http *h, const char *path, size_t (*fn)(char *, size_t, size_t, void *),
-                   void *ctx, long *status);
+/* Streams GET path into a callback as it arrives (for SSE), with the extra
+ * request headers (e.g. {"Last-Event-ID: x", NULL}; may be NULL). Prints
+ * nothing: 0 when a response arrived (*status set; the body may have been
+ * cut short, *why then says how), PG_CLI_FAIL with *status = 0 and *why when
+ * the server could not be reached. */
+int pg_http_stream(pg_http *h, const char *path, const char *const *headers,
+                   size_t (*fn)(char *, size_t, size_t, void *), void *ctx, long *status,
+                   const char **why);
 
 /* PG_CLI_USAGE (with a message) unless id is 1-64 of [A-Za-z0-9_-]: ids go
  * into URL paths verbatim. */

@@ -105,9 +105,10 @@ const pg_cli_subhelp pg_cli_jobs_subhelp[] = {
                "cancelled and refunded first; a running one is refused (cancel it first). Its\n"
                "ledger entry stays: the dataset's budget is unchanged.\n" CONN "Example:\n"
                "  privgen jobs delete $JOB\n"},
-    {"watch",
-     "usage: privgen jobs watch ID\n"
-     "Follows progress until the job ends; exits 1 unless it succeeded.\n" CONN "Example:\n"
-     "  privgen jobs watch $JOB\n"},
+    {"watch", "usage: privgen jobs watch ID\n"
+              "Follows progress until the job ends; exits 1 unless it succeeded. A dropped\n"
+              "stream (a restart, a proxy's timeout) is resumed after the last event received\n"
+              "(Last-Event-ID); a server lost mid-watch is retried for 60 s.\n" CONN "Example:\n"
+              "  privgen jobs watch $JOB\n"},
     {NULL, NULL},
 };

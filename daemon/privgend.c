@@ -73,6 +73,32 @@ static int write_port_file(const char *path, unsigned port, pg_error *err)
     return PG_OK;
 }
 
+/* Where the admin token is. Only the replica that created it has its
+ * plaintext (DATA_DIR/admin.token); one that finds the tokens already there
+ * and no such file here (a replica started after the first, or one that lost
+ * the race of a simultaneous first start) says which token that is and
+ * where to look, since it cannot know the token itself. */
+static void log_bootstrap(const char *data_dir, int created, const pg_token *first, char *extra,
+                          size_t cap)
+{
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/admin.token", data_dir);
+    log_safe(path);
+    if (created) {
+        snprintf(extra, cap, "\"path\":\"%s\",\"token_id\":\"%s\"", path, first->id);
+        pg_log_event("info", "created the admin token", extra);
+        return;
+    }
+    struct stat st;
+    if (!first || stat(path, &st) == 0) return;
+    snprintf(extra, cap,
+             "\"token_id\":\"%s\",\"created_at\":%lld,\"hint\":\"the token is in admin.token "
+             "in the data dir of the replica that created it (or mint one with another admin "
+             "token)\"",
+             first->id, (long long)first->created_at);
+    pg_log_event("info", "an admin token already exists", extra);
+}
+
 /* OpenMP's default active waiting spins at every barrier; with jobs, HTTP
  * threads and other processes sharing cores that collapses throughput. The
  * policy is read once when libgomp initializes (before main), so when it is
@@ -127,16 +153,14 @@ int main(int argc, char **argv)
         pg_error_wrap(&err, "%s", shown);
         return fail("cannot open the database", &err);
     }
-    int created;
-    if (pg_auth_bootstrap(db, cfg.data_dir, &created, &err)) {
+    int created, has_first;
+    pg_token first;
+    if (pg_auth_bootstrap(db, cfg.data_dir, &created, &first, &has_first, &err)) {
         pg_db_close(db);
         return fail("cannot create the admin token", &err);
     }
-    char extra[PATH_MAX + 64];
-    if (created) {
-        snprintf(extra, sizeof extra, "\"path\":\"%s/admin.token\"", cfg.data_dir);
-        pg_log_event("info", "created the admin token", extra);
-    }
+    char extra[PATH_MAX + 256];
+    log_bootstrap(cfg.data_dir, created, has_first ? &first : NULL, extra, sizeof extra);
     if (pg_metrics_create(&metrics, &err)) {
         pg_db_close(db);
         return fail("cannot start", &err);

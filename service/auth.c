@@ -72,16 +72,21 @@ int pg_auth_mint_until(pg_db *db, int scope, const char *tenant, int64_t expires
     return rc;
 }
 
-int pg_auth_bootstrap(pg_db *db, const char *data_dir, int *created, pg_error *err)
+int pg_auth_bootstrap(pg_db *db, const char *data_dir, int *created, pg_token *first,
+                      int *has_first, pg_error *err)
 {
-    *created = 0;
+    *created = *has_first = 0;
+    memset(first, 0, sizeof *first);
     int64_t n;
     int rc = pg_db_token_count(db, &n, err);
     if (rc) return rc;
-    if (n > 0) return PG_OK;
-    char path[PATH_MAX], tmp[PATH_MAX + 8];
+    if (n > 0) return pg_db_token_bootstrap(db, NULL, created, first, has_first, err);
+    char path[PATH_MAX], tmp[PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/admin.token", data_dir);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    /* A name of this process's own: replicas sharing a data dir may all get
+     * here at once, and one fixed name would let one rename another's file
+     * (with a token that never got stored) over admin.token. */
+    snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path);
     char token[PG_TOKEN_MAX + 1];
     pg_token rec;
     if (make_token(PG_SCOPE_ADMIN, NULL, 0, token, &rec, err)) return PG_EIO;
@@ -89,8 +94,11 @@ int pg_auth_bootstrap(pg_db *db, const char *data_dir, int *created, pg_error *e
      * never leaves a stored admin token whose plaintext exists nowhere. */
     size_t len = strlen(token);
     token[len] = '\n';
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) return pg_error_set(err, PG_EIO, "cannot create %s: %s", tmp, strerror(errno));
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0) {
+        memset(token, 0, sizeof token);
+        return pg_error_set(err, PG_EIO, "cannot create %s: %s", tmp, strerror(errno));
+    }
     int bad = write(fd, token, len + 1) != (ssize_t)(len + 1) || fchmod(fd, 0600) || fsync(fd);
     bad |= close(fd) != 0;
     memset(token, 0, sizeof token);
@@ -98,13 +106,15 @@ int pg_auth_bootstrap(pg_db *db, const char *data_dir, int *created, pg_error *e
         unlink(tmp);
         return pg_error_set(err, PG_EIO, "cannot write %s: %s", tmp, strerror(errno));
     }
-    if ((rc = pg_db_token_insert(db, &rec, 1, err))) {
+    /* Another replica may have stored the first token since the count: the
+     * bootstrap transaction decides, and the loser's file goes. */
+    rc = pg_db_token_bootstrap(db, &rec, created, first, has_first, err);
+    if (rc || !*created) {
         unlink(tmp);
         return rc;
     }
     if (rename(tmp, path))
         return pg_error_set(err, PG_EIO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-    *created = 1;
     return PG_OK;
 }
 

@@ -36,8 +36,13 @@ int pg_auth_mint_until(pg_db *db, int scope, const char *tenant, int64_t expires
                        char token_out[PG_TOKEN_MAX], pg_token *rec, pg_error *err);
 
 /* On the first start (no tokens at all) mints an admin token in a new tenant
- * and writes it to DATA_DIR/admin.token with mode 0600. *created says so. */
-int pg_auth_bootstrap(pg_db *db, const char *data_dir, int *created, pg_error *err);
+ * and writes it to DATA_DIR/admin.token with mode 0600; *created says so.
+ * Replicas starting at once on one empty database race safely: exactly one
+ * creates the token (pg_db_token_bootstrap), the others store and write
+ * nothing. *first is then the oldest admin token (*has_first = 0: none),
+ * whose plaintext only the data dir of the replica that created it has. */
+int pg_auth_bootstrap(pg_db *db, const char *data_dir, int *created, pg_token *first,
+                      int *has_first, pg_error *err);
 
 /* What pg_auth_check found. REVOKED and EXPIRED are reported only for a
  * token whose secret matched: whoever learns them already holds the token,

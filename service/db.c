@@ -145,6 +145,14 @@ int pg_db_token_insert(pg_db *db, const pg_token *t, int new_tenant, pg_error *e
     return db->ops->token_insert(db, t, new_tenant, err);
 }
 
+int pg_db_token_bootstrap(pg_db *db, const pg_token *t, int *created, pg_token *first,
+                          int *has_first, pg_error *err)
+{
+    *created = *has_first = 0;
+    memset(first, 0, sizeof *first);
+    return db->ops->token_bootstrap(db, t, created, first, has_first, err);
+}
+
 int pg_db_token_get(pg_db *db, const char *id, pg_token *out, int *found, pg_error *err)
 {
     *found = 0;

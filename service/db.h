@@ -136,6 +136,15 @@ int pg_db_token_count(pg_db *db, int64_t *n, pg_error *err);
 /* One transaction: creates tenant t->tenant when new_tenant, then the token
  * (t->seq and t->revoked_at are ignored; a token is born unrevoked). */
 int pg_db_token_insert(pg_db *db, const pg_token *t, int new_tenant, pg_error *err);
+/* The first start's token, race-free: one transaction serialized against
+ * every other bootstrap on the same storage (PostgreSQL: a transaction
+ * advisory lock; SQLite: BEGIN IMMEDIATE) stores t in a new tenant t->tenant
+ * when no token exists at all (*created = 1, *first = *t). Otherwise, or
+ * when t is NULL, it stores nothing (*created = 0) and *first is the oldest
+ * admin token (*has_first = 0 when there is none). However many replicas
+ * bootstrap at once on one empty database, exactly one creates. */
+int pg_db_token_bootstrap(pg_db *db, const pg_token *t, int *created, pg_token *first,
+                          int *has_first, pg_error *err);
 /* Token by id, revoked or expired ones included (revoked_at, expires_at say
  * so: the caller decides, with its own clock). */
 int pg_db_token_get(pg_db *db, const char *id, pg_token *out, int *found, pg_error *err);
@@ -360,9 +369,9 @@ int pg_db_job_history_get(pg_db *db, const char *id, char **doc, int *found, pg_
 /* One transaction: deletes a finished job's row, history, checkpoints and
  * quality reports (rows and figures). Its ledger row stays (privacy spent
  * is never given back once the data was read). *found = 0 for an unknown
- * job; *conflict = 1 (nothing deleted) while it is queued or running. SQLite removes the checkpoint files after
- * the commit (a crash in between leaves unreferenced files, never a row
- * without its file). */
+ * job; *conflict = 1 (nothing deleted) while it is queued or running. SQLite removes the checkpoint
+ * files after the commit (a crash in between leaves unreferenced files, never a row without its
+ * file). */
 int pg_db_job_delete(pg_db *db, const char *id, int *found, int *conflict, pg_error *err);
 /* Deletes one checkpoint of a job (PG_OK when there is none at step). */
 int pg_db_ckpt_delete(pg_db *db, const char *job, int64_t step, pg_error *err);
@@ -564,6 +573,13 @@ int pg_db_report_finish(pg_db *db, const char *id, const char *status, const cha
  * foreign or unknown id; *done = 0 when it had already ended. */
 int pg_db_report_cancel(pg_db *db, const char *tenant, const char *id, int64_t now, int *found,
                         int *done, pg_error *err);
+/* One transaction: deletes report id of tenant with its figures. *found = 0
+ * for a foreign or unknown id; *conflict = 1 (nothing deleted) while it is
+ * running: cancel it first. A queued one is deleted before any worker can
+ * claim it (the claim takes the same row lock, or on SQLite the same write
+ * lock), so no worker ever starts on a deleted report. */
+int pg_db_report_delete(pg_db *db, const char *tenant, const char *id, int *found, int *conflict,
+                        pg_error *err);
 /* One figure's bytes (malloc'ed); *found = 0 when there is none. PG_ENOMEM
  * beyond max_bytes. */
 int pg_db_report_figure_get(pg_db *db, const char *id, const char *name, size_t max_bytes,

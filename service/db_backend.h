@@ -23,6 +23,8 @@ typedef struct pg_db_ops {
 
     int (*token_count)(pg_db *db, int64_t *n, pg_error *err);
     int (*token_insert)(pg_db *db, const pg_token *t, int new_tenant, pg_error *err);
+    int (*token_bootstrap)(pg_db *db, const pg_token *t, int *created, pg_token *first,
+                           int *has_first, pg_error *err);
     int (*token_get)(pg_db *db, const char *id, pg_token *out, int *found, pg_error *err);
     int (*token_list)(pg_db *db, const char *tenant, int64_t after, size_t limit, pg_token **out,
                       size_t *count, pg_error *err);
@@ -117,6 +119,8 @@ typedef struct pg_db_ops {
                          int *held, pg_error *err);
     int (*report_cancel)(pg_db *db, const char *tenant, const char *id, int64_t now, int *found,
                          int *done, pg_error *err);
+    int (*report_delete)(pg_db *db, const char *tenant, const char *id, int *found, int *conflict,
+                         pg_error *err);
     int (*report_figure_get)(pg_db *db, const char *id, const char *name, size_t max_bytes,
                              unsigned char **bytes, size_t *len, int *found, pg_error *err);
 } pg_db_ops;

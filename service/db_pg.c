@@ -355,6 +355,7 @@ static const pg_db_ops PGB_OPS = {
     .gauges = pgb_gauges,
     .token_count = pgb_token_count,
     .token_insert = pgb_token_insert,
+    .token_bootstrap = pgb_token_bootstrap,
     .token_get = pgb_token_get,
     .token_list = pgb_token_list,
     .token_revoke = pgb_token_revoke,
@@ -405,6 +406,7 @@ static const pg_db_ops PGB_OPS = {
     .report_progress = pgb_report_progress,
     .report_finish = pgb_report_finish,
     .report_cancel = pgb_report_cancel,
+    .report_delete = pgb_report_delete,
     .report_figure_get = pgb_report_figure_get,
 };
 

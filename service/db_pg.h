@@ -112,6 +112,8 @@ uint32_t pgb_crc32(uint32_t crc, const void *p, size_t n);
 /* Areas (db_pg_tokens.c, db_pg_rows.c, db_pg_jobs.c): ops table entries. */
 int pgb_token_count(pg_db *db, int64_t *n, pg_error *err);
 int pgb_token_insert(pg_db *db, const pg_token *t, int new_tenant, pg_error *err);
+int pgb_token_bootstrap(pg_db *db, const pg_token *t, int *created, pg_token *first, int *has_first,
+                        pg_error *err);
 int pgb_token_get(pg_db *db, const char *id, pg_token *out, int *found, pg_error *err);
 int pgb_token_list(pg_db *db, const char *tenant, int64_t after, size_t limit, pg_token **out,
                    size_t *count, pg_error *err);
@@ -231,6 +233,8 @@ int pgb_report_finish(pg_db *db, const char *id, const char *status, const char 
                       int *held, pg_error *err);
 int pgb_report_cancel(pg_db *db, const char *tenant, const char *id, int64_t now, int *found,
                       int *done, pg_error *err);
+int pgb_report_delete(pg_db *db, const char *tenant, const char *id, int *found, int *conflict,
+                      pg_error *err);
 int pgb_report_figure_get(pg_db *db, const char *id, const char *name, size_t max_bytes,
                           unsigned char **bytes, size_t *len, int *found, pg_error *err);
 

@@ -370,6 +370,44 @@ int pgb_report_cancel(pg_db *db, const char *tenant, const char *id, int64_t now
     return rc;
 }
 
+/* The row lock (FOR UPDATE) orders the delete against a claim of the same
+ * report: the claim either took it first (running: refused here) or finds
+ * it gone. */
+static int delete_fn(PGconn *c, void *ctx, pg_error *err)
+{
+    rep_ctx *x = ctx;
+    x->found = x->done = 0; /* done: it is running (a conflict) */
+    pgb_args a = {0};
+    pgb_text(&a, x->id);
+    pgb_text(&a, x->tenant);
+    PGresult *r;
+    int rc = pgb_q(c, "SELECT status FROM reports WHERE id = $1 AND tenant_id = $2 FOR UPDATE", &a,
+                   "reading a report", &r, err);
+    if (rc) return rc;
+    x->found = PQntuples(r) == 1;
+    x->done = x->found && !strcmp(PQgetvalue(r, 0, 0), "running");
+    PQclear(r);
+    if (!x->found || x->done) return PGB_ROLLBACK;
+    a = (pgb_args){0};
+    pgb_text(&a, x->id);
+    if ((rc = pgb_q(c, "DELETE FROM report_figures WHERE report_id = $1", &a,
+                    "deleting a report's figures", NULL, err)))
+        return rc;
+    return pgb_q(c, "DELETE FROM reports WHERE id = $1", &a, "deleting a report", NULL, err);
+}
+
+int pgb_report_delete(pg_db *db, const char *tenant, const char *id, int *found, int *conflict,
+                      pg_error *err)
+{
+    rep_ctx x = {.tenant = tenant, .id = id};
+    int rc = pgb_tx(PGB(db), delete_fn, &x, err);
+    if (!rc) {
+        *found = x.found;
+        *conflict = x.done;
+    }
+    return rc;
+}
+
 static int figure_fn(PGconn *c, void *ctx, pg_error *err)
 {
     rep_ctx *x = ctx;

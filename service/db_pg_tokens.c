@@ -63,6 +63,7 @@ typedef struct token_ctx {
     pg_token *out, *list;
     size_t count;
     int found, last_admin;
+    int created, has_first; /* bootstrap */
 } token_ctx;
 
 static int insert_fn(PGconn *c, void *ctx, pg_error *err)
@@ -95,6 +96,53 @@ int pgb_token_insert(pg_db *db, const pg_token *t, int new_tenant, pg_error *err
 {
     token_ctx x = {.t = t, .new_tenant = new_tenant};
     return pgb_tx(PGB(db), insert_fn, &x, err);
+}
+
+/* Bootstraps on one database queue on this lock (an arbitrary constant of
+ * privgen's own, next to the schema lock's), so the count and the insert
+ * below are one step for every replica: exactly one of them sees no token
+ * and inserts. Without it two READ COMMITTED transactions could both count
+ * zero. */
+#define BOOTSTRAP_LOCK "8245935278387130114"
+
+static int bootstrap_fn(PGconn *c, void *ctx, pg_error *err)
+{
+    token_ctx *x = ctx;
+    x->created = x->has_first = 0; /* a rerun (pgb_tx retry) starts over */
+    memset(x->out, 0, sizeof *x->out);
+    PGresult *r;
+    int rc = pgb_q(c, "SELECT pg_advisory_xact_lock(" BOOTSTRAP_LOCK ")", NULL,
+                   "taking the bootstrap lock", NULL, err);
+    if (rc) return rc;
+    if ((rc = pgb_q(c, "SELECT 1 FROM tokens LIMIT 1", NULL, "looking for tokens", &r, err)))
+        return rc;
+    int any = PQntuples(r) > 0;
+    PQclear(r);
+    if (any || !x->t) {
+        if ((rc = pgb_q(c,
+                        "SELECT " TOKEN_COLS " FROM tokens WHERE scope = 'admin' "
+                        "ORDER BY seq LIMIT 1",
+                        NULL, "reading the first admin token", &r, err)))
+            return rc;
+        x->has_first = PQntuples(r) == 1 && token_from(r, 0, x->out);
+        PQclear(r);
+        return PGB_ROLLBACK;
+    }
+    if ((rc = insert_fn(c, x, err))) return rc;
+    x->created = 1;
+    return PG_OK;
+}
+
+int pgb_token_bootstrap(pg_db *db, const pg_token *t, int *created, pg_token *first, int *has_first,
+                        pg_error *err)
+{
+    token_ctx x = {.t = t, .new_tenant = 1, .out = first};
+    int rc = pgb_tx(PGB(db), bootstrap_fn, &x, err);
+    if (rc) return rc;
+    *created = x.created;
+    *has_first = x.created || x.has_first;
+    if (x.created) *first = *t;
+    return PG_OK;
 }
 
 static int get_fn(PGconn *c, void *ctx, pg_error *err)

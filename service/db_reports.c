@@ -103,6 +103,15 @@ int pg_db_report_cancel(pg_db *db, const char *tenant, const char *id, int64_t n
     return db->ops->report_cancel(db, tenant, id, now, found, done, err);
 }
 
+int pg_db_report_delete(pg_db *db, const char *tenant, const char *id, int *found, int *conflict,
+                        pg_error *err)
+{
+    *found = 0;
+    *conflict = 0;
+    if (!rid_ok(id)) return PG_OK;
+    return db->ops->report_delete(db, tenant, id, found, conflict, err);
+}
+
 int pg_db_report_figure_get(pg_db *db, const char *id, const char *name, size_t max_bytes,
                             unsigned char **bytes, size_t *len, int *found, pg_error *err)
 {

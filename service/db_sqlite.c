@@ -170,33 +170,49 @@ static int version_of(sq_db *s)
     return v;
 }
 
+/* Every step reads the version inside its own BEGIN IMMEDIATE, i.e. under
+ * the database's write lock: processes opening one new file at once (two
+ * privgend on one data dir, or sharing a --db file) then run each migration
+ * once, in turn, instead of both running migration 1 from a version read
+ * before either took the lock ("table already exists"). */
 static int migrate(sq_db *s, pg_error *err)
 {
-    if (sq_exec(s, "CREATE TABLE IF NOT EXISTS schema_version(version INTEGER NOT NULL);", err))
+    if (sq_exec(s, "BEGIN IMMEDIATE;", err)) return PG_EIO;
+    int rc =
+        sq_exec(s, "CREATE TABLE IF NOT EXISTS schema_version(version INTEGER NOT NULL);", err);
+    if (!rc && version_of(s) < 0)
+        rc = sq_exec(s, "INSERT INTO schema_version(version) VALUES(0);", err);
+    if (!rc) rc = sq_exec(s, "COMMIT;", err);
+    if (rc) {
+        sq_rollback(s);
         return PG_EIO;
-    int v = version_of(s);
-    if (v < 0) {
-        if (sq_exec(s, "INSERT INTO schema_version(version) VALUES(0);", err)) return PG_EIO;
-        v = 0;
     }
-    if (v > NMIGRATIONS)
-        return pg_error_set(err, PG_ENOTSUP,
-                            "database schema version %d is newer than this privgend (%d)", v,
-                            NMIGRATIONS);
-    for (; v < NMIGRATIONS; v++) {
+    for (;;) {
+        if (sq_exec(s, "BEGIN IMMEDIATE;", err)) return PG_EIO;
+        int v = version_of(s);
+        if (v < 0 || v >= NMIGRATIONS) {
+            sq_rollback(s);
+            if (v < 0) return pg_error_set(err, PG_EIO, "cannot read the schema version");
+            if (v > NMIGRATIONS)
+                return pg_error_set(err, PG_ENOTSUP,
+                                    "database schema version %d is newer than this privgend (%d)",
+                                    v, NMIGRATIONS);
+            return PG_OK;
+        }
         char bump[96];
         snprintf(bump, sizeof bump, "UPDATE schema_version SET version=%d;", v + 1);
-        if (sq_exec(s, "BEGIN IMMEDIATE;", err)) return PG_EIO;
-        int rc = sq_exec(s, MIGRATIONS[v], err);
+        rc = sq_exec(s, MIGRATIONS[v], err);
         if (!rc) rc = sq_exec(s, bump, err);
         if (rc) {
             sq_rollback(s);
             pg_error_wrap(err, "migration %d", v + 1);
             return rc;
         }
-        if (sq_exec(s, "COMMIT;", err)) return PG_EIO;
+        if (sq_exec(s, "COMMIT;", err)) {
+            sq_rollback(s);
+            return PG_EIO;
+        }
     }
-    return PG_OK;
 }
 
 static void sq_close(pg_db *db)
@@ -339,6 +355,7 @@ static const pg_db_ops SQ_OPS = {
     .gauges = sq_gauges,
     .token_count = sq_token_count,
     .token_insert = sq_token_insert,
+    .token_bootstrap = sq_token_bootstrap,
     .token_get = sq_token_get,
     .token_list = sq_token_list,
     .token_revoke = sq_token_revoke,
@@ -389,6 +406,7 @@ static const pg_db_ops SQ_OPS = {
     .report_progress = sq_report_progress,
     .report_finish = sq_report_finish,
     .report_cancel = sq_report_cancel,
+    .report_delete = sq_report_delete,
     .report_figure_get = sq_report_figure_get,
 };
 

@@ -67,6 +67,8 @@ int sq_fsync_dir(const char *dir);
 /* Ops of the other files. */
 int sq_token_count(pg_db *db, int64_t *n, pg_error *err);
 int sq_token_insert(pg_db *db, const pg_token *t, int new_tenant, pg_error *err);
+int sq_token_bootstrap(pg_db *db, const pg_token *t, int *created, pg_token *first, int *has_first,
+                       pg_error *err);
 int sq_token_get(pg_db *db, const char *id, pg_token *out, int *found, pg_error *err);
 int sq_token_list(pg_db *db, const char *tenant, int64_t after, size_t limit, pg_token **out,
                   size_t *count, pg_error *err);
@@ -166,6 +168,8 @@ int sq_report_finish(pg_db *db, const char *id, const char *status, const char *
                      int *held, pg_error *err);
 int sq_report_cancel(pg_db *db, const char *tenant, const char *id, int64_t now, int *found,
                      int *done, pg_error *err);
+int sq_report_delete(pg_db *db, const char *tenant, const char *id, int *found, int *conflict,
+                     pg_error *err);
 int sq_report_figure_get(pg_db *db, const char *id, const char *name, size_t max_bytes,
                          unsigned char **bytes, size_t *len, int *found, pg_error *err);
 

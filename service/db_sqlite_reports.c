@@ -373,6 +373,44 @@ int sq_report_cancel(pg_db *db, const char *tenant, const char *id, int64_t now,
     return rc;
 }
 
+int sq_report_delete(pg_db *db, const char *tenant, const char *id, int *found, int *conflict,
+                     pg_error *err)
+{
+    sq_db *s = SQ(db);
+    pthread_mutex_lock(&s->mu);
+    sqlite3_stmt *st;
+    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
+    if (!rc &&
+        !(rc = sq_prep(s, "SELECT status FROM reports WHERE id=? AND tenant_id=?", &st, err))) {
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, tenant, -1, SQLITE_STATIC);
+        int r = sqlite3_step(st);
+        if (r == SQLITE_ROW) {
+            *found = 1;
+            const char *stt = (const char *)sqlite3_column_text(st, 0);
+            *conflict = stt && !strcmp(stt, "running");
+        } else if (r != SQLITE_DONE) {
+            rc = sq_fail(s, err, "reading a report");
+        }
+        sqlite3_finalize(st);
+    }
+    static const char *const del[] = {"DELETE FROM report_figures WHERE report_id=?",
+                                      "DELETE FROM reports WHERE id=?"};
+    for (int i = 0; !rc && *found && !*conflict && i < 2; i++) {
+        if ((rc = sq_prep(s, del[i], &st, err))) break;
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "deleting a report");
+        sqlite3_finalize(st);
+    }
+    if (!rc) rc = sq_exec(s, "COMMIT;", err);
+    if (rc) {
+        sq_rollback(s);
+        *found = *conflict = 0;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
 int sq_report_figure_get(pg_db *db, const char *id, const char *name, size_t max_bytes,
                          unsigned char **bytes, size_t *len, int *found, pg_error *err)
 {

@@ -44,11 +44,10 @@ int sq_token_count(pg_db *db, int64_t *n, pg_error *err)
     return rc;
 }
 
-int sq_token_insert(pg_db *db, const pg_token *t, int new_tenant, pg_error *err)
+/* The statements of sq_token_insert, inside the caller's BEGIN IMMEDIATE. */
+static int insert_in_tx(sq_db *s, const pg_token *t, int new_tenant, pg_error *err)
 {
-    sq_db *s = SQ(db);
-    pthread_mutex_lock(&s->mu);
-    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
+    int rc = PG_OK;
     sqlite3_stmt *st = NULL;
     if (!rc && new_tenant) {
         rc = sq_prep(s, "INSERT INTO tenants(id, created_at) VALUES(?,?)", &st, err);
@@ -79,7 +78,61 @@ int sq_token_insert(pg_db *db, const pg_token *t, int new_tenant, pg_error *err)
         if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "storing a token");
         sqlite3_finalize(st);
     }
+    return rc;
+}
+
+int sq_token_insert(pg_db *db, const pg_token *t, int new_tenant, pg_error *err)
+{
+    sq_db *s = SQ(db);
+    pthread_mutex_lock(&s->mu);
+    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
+    if (!rc) rc = insert_in_tx(s, t, new_tenant, err);
     if (!rc) rc = sq_exec(s, "COMMIT;", err);
+    if (rc) sq_rollback(s);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+/* BEGIN IMMEDIATE takes the database's write lock before the count, so of
+ * two processes bootstrapping on one file (two privgend on one data dir, or
+ * sharing a --db file) exactly one sees no token and inserts; the other
+ * waits for the lock (busy timeout) and then sees that token. */
+int sq_token_bootstrap(pg_db *db, const pg_token *t, int *created, pg_token *first, int *has_first,
+                       pg_error *err)
+{
+    sq_db *s = SQ(db);
+    pthread_mutex_lock(&s->mu);
+    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
+    sqlite3_stmt *st = NULL;
+    int any = 0;
+    if (!rc && !(rc = sq_prep(s, "SELECT 1 FROM tokens LIMIT 1", &st, err))) {
+        int r = sqlite3_step(st);
+        if (r == SQLITE_ROW)
+            any = 1;
+        else if (r != SQLITE_DONE)
+            rc = sq_fail(s, err, "looking for tokens");
+        sqlite3_finalize(st);
+    }
+    if (!rc && !any && t) {
+        rc = insert_in_tx(s, t, 1, err);
+        if (!rc && !(rc = sq_exec(s, "COMMIT;", err))) {
+            *created = *has_first = 1;
+            *first = *t;
+        }
+    } else if (!rc) {
+        rc = sq_prep(s,
+                     "SELECT " TOKEN_COLS " FROM tokens WHERE scope = 'admin' ORDER BY seq LIMIT 1",
+                     &st, err);
+        if (!rc) {
+            int r = sqlite3_step(st);
+            if (r == SQLITE_ROW)
+                *has_first = token_row(st, first);
+            else if (r != SQLITE_DONE)
+                rc = sq_fail(s, err, "reading the first admin token");
+            sqlite3_finalize(st);
+        }
+        if (!rc) rc = sq_exec(s, "COMMIT;", err);
+    }
     if (rc) sq_rollback(s);
     pthread_mutex_unlock(&s->mu);
     return rc;

@@ -219,6 +219,20 @@ int pg_reports_cancel(pg_reports *m, const char *tenant, int scope, const char *
     return *out ? PG_OK : pg_error_set(err, PG_ENOMEM, "out of memory");
 }
 
+int pg_reports_delete(pg_reports *m, const char *tenant, int scope, const char *job_id,
+                      const char *id, int *found, int *forbidden, int *conflict, pg_error *err)
+{
+    *conflict = 0;
+    pg_report_row row;
+    int rc = load_for(m, tenant, scope, job_id, id, PG_REPORT_DELETE, &row, found, forbidden, err);
+    if (rc || !*found) return rc;
+    pg_report_rows_free(&row, 1);
+    if (*forbidden) return PG_OK;
+    /* Gone since the lookup (deleted through another request or replica,
+     * or with its job): a 404 like any missing report. */
+    return pg_db_report_delete(m->db, tenant, id, found, conflict, err);
+}
+
 /* ---- creation --------------------------------------------------------------- */
 
 static void job_ds_from_geometry(const pg_job_geometry *g, pg_ds_spec *s)

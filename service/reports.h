@@ -16,7 +16,7 @@
  * snapshot at the step stored at creation with the stored seed, read the
  * first against_n rows of `against`, run engine/eval/report.h with a progress
  * hook that stores stage and progress at most once a second and stops when
- * the report was cancelled (any replica: the write is refused), then store
+ * the report was cancelled or deleted (any replica: the write is refused), then store
  * the JSON with its marks and the figures in one transaction. Figures are
  * drawn by a callback given at creation (the PNG code lives in api/, which
  * service/ must not include); its inputs are engine types only. At
@@ -108,5 +108,11 @@ int pg_reports_figure(pg_reports *m, const char *tenant, int scope, const char *
 /* Cancels a queued or running report; *conflict = 1 when it had ended. */
 int pg_reports_cancel(pg_reports *m, const char *tenant, int scope, const char *job_id,
                       const char *id, json_t **out, int *found, int *conflict, pg_error *err);
+/* Deletes a report with its figures (pg_db_report_delete). *found = 0 for a
+ * missing or hidden one (then nothing else is said); *forbidden = 1 when the
+ * caller may see it but not delete it; *conflict = 1 while it is running
+ * (cancel it first). Nothing is deleted unless all three are clear. */
+int pg_reports_delete(pg_reports *m, const char *tenant, int scope, const char *job_id,
+                      const char *id, int *found, int *forbidden, int *conflict, pg_error *err);
 
 #endif

@@ -622,29 +622,61 @@ function stopStream() {
   if (state.imgTimer) { clearInterval(state.imgTimer); state.imgTimer = null; }
 }
 
-// Server-Sent Events over fetch (EventSource cannot send the Authorization header).
+// Server-Sent Events over fetch: EventSource can send neither the
+// Authorization header nor, then, resume. The stream is followed until the job
+// ends. When it drops (a server restart, a proxy's timeout, a replica
+// draining) the page reconnects with Last-Event-ID, the id of the last event it
+// showed, so the server sends only later states: none shown twice, none after
+// it skipped. A server that cannot be reached is retried, 1 s then up to 10 s
+// apart, while the job stays open on the page.
+const FINISHED = ['succeeded', 'failed', 'cancelled'];
 async function follow(id) {
   const ctrl = new AbortController();
   state.stream = ctrl;
-  try {
-    const res = await api(`/v1/jobs/${id}/events`, { signal: ctrl.signal, headers: { Accept: 'text/event-stream' } });
-    if (!res.ok || !res.body) return;
-    const reader = res.body.getReader(), dec = new TextDecoder();
-    let buf = '';
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buf += dec.decode(value, { stream: true });
-      let cut;
-      while ((cut = buf.indexOf('\n\n')) >= 0) {
-        const block = buf.slice(0, cut); buf = buf.slice(cut + 2);
-        const data = block.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('\n');
-        if (!data) continue;
-        try { showJob(JSON.parse(data)); } catch (_) { /* keep-alive or partial */ }
+  let lastId = '', pause = 1000, ended = false;
+  const live = () => state.stream === ctrl && state.selected === id && !ctrl.signal.aborted;
+  while (!ended && live()) {
+    let got = 0;
+    try {
+      const headers = { Accept: 'text/event-stream' };
+      if (lastId) headers['Last-Event-ID'] = lastId;
+      const res = await api(`/v1/jobs/${id}/events`, { signal: ctrl.signal, headers });
+      if (!res.ok && res.status < 500) return; // gone, or not ours: nothing to follow
+      if (res.ok && res.body) {
+        const reader = res.body.getReader(), dec = new TextDecoder();
+        let buf = '';
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buf += dec.decode(value, { stream: true });
+          let cut;
+          while ((cut = buf.indexOf('\n\n')) >= 0) {
+            const block = buf.slice(0, cut); buf = buf.slice(cut + 2);
+            const lines = block.split('\n');
+            const field = (f) => lines.filter((l) => l.startsWith(f + ':')).map((l) => l.slice(f.length + 1).replace(/^ /, ''));
+            const data = field('data').join('\n');
+            if (!data) continue; // keep-alive comment
+            let j;
+            try { j = JSON.parse(data); } catch (_) { continue; }
+            showJob(j);
+            got++;
+            const eid = field('id').pop();
+            if (eid) lastId = eid; // seen in full: a resume starts after it
+            if (field('event').pop() === 'done' || FINISHED.includes(j.status)) ended = true;
+          }
+        }
       }
+    } catch (e) {
+      if (e.name === 'AbortError') return;
+      if (e.message === 'unauthorized') return;
     }
-  } catch (e) { if (e.name !== 'AbortError') console.warn(e); return; }
-  if (state.selected === id) {
+    if (ended || !live()) break;
+    $('jd-error').textContent = got ? '' : 'The event stream was cut: reconnecting…';
+    pause = got ? 1000 : Math.min(pause * 2, 10000);
+    await new Promise((r) => setTimeout(r, pause));
+  }
+  if (live()) {
+    $('jd-error').textContent = '';
     const j = await apiJSON(`/v1/jobs/${id}`);
     showJob(j); loadSamples(id); renderJobs().then(schedulePoll).catch(() => {});
     if (state.imgTimer) { clearInterval(state.imgTimer); state.imgTimer = null; }

@@ -86,6 +86,9 @@ typedef struct pg_eval_column {
     pg_eval_kind kind;
     int32_t categories; /* categorical: codes 0..categories-1 */
     const char *name;   /* optional, copied into JSON only */
+    /* categorical, optional: the name of each code (`categories` entries),
+     * for figures only (they label the bars; NULL: the codes do) */
+    const char *const *category_names;
 } pg_eval_column;
 
 typedef struct pg_eval_input {

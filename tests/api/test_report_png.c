@@ -270,7 +270,8 @@ START_TEST(categorical_bars_and_code_cap)
         sr[(int)real[2 * i + 1]] += 1.0 / N;
         if (i > 1) ss[(int)syn[2 * i + 1]] += 1.0 / N;
     }
-    pg_eval_column cols[2] = {{PG_EVAL_NUMERIC, 0, "x"}, {PG_EVAL_CATEGORICAL, 4, "colour"}};
+    pg_eval_column cols[2] = {{PG_EVAL_NUMERIC, 0, "x", NULL},
+                              {PG_EVAL_CATEGORICAL, 4, "colour", NULL}};
     pg_report_png_in in;
     pg_report_png_defaults(&in);
     in.real = real, in.syn = syn, in.n_real = N, in.n_syn = N, in.d = 2, in.columns = cols;
@@ -559,7 +560,7 @@ START_TEST(hostile_inputs)
     in.level = 0;
     ck_assert_int_eq(pg_report_png_scatter(&in, &png, &len, &err), PG_ENOTSUP); /* d = 3 */
     ck_assert_ptr_null(png);
-    pg_eval_column bad[3] = {{PG_EVAL_CATEGORICAL, 0, "c"}};
+    pg_eval_column bad[3] = {{PG_EVAL_CATEGORICAL, 0, "c", NULL}};
     in.columns = bad;
     ck_assert_int_eq(pg_report_png_hist(&in, 0, &png, &len, &err), PG_EINVAL);
     in.columns = NULL;
@@ -651,11 +652,11 @@ START_TEST(figures_of_a_real_report)
             x[i * D + 4] = (float)((x[i * D + 0] > 40) ^ (set && unif(&s) < 0.3));
         }
     }
-    pg_eval_column cols[D] = {{PG_EVAL_NUMERIC, 0, "age"},
-                              {PG_EVAL_NUMERIC, 0, "income_k"},
-                              {PG_EVAL_NUMERIC, 0, "score"},
-                              {PG_EVAL_CATEGORICAL, 4, "region"},
-                              {PG_EVAL_CATEGORICAL, 2, "smoker"}};
+    pg_eval_column cols[D] = {{PG_EVAL_NUMERIC, 0, "age", NULL},
+                              {PG_EVAL_NUMERIC, 0, "income_k", NULL},
+                              {PG_EVAL_NUMERIC, 0, "score", NULL},
+                              {PG_EVAL_CATEGORICAL, 4, "region", NULL},
+                              {PG_EVAL_CATEGORICAL, 2, "smoker", NULL}};
     pg_eval_input ein = {
         .syn = syn, .ref = real, .n_syn = NS, .n_ref = NR, .d = D, .columns = cols};
     pg_eval_opts opts;
@@ -726,6 +727,90 @@ START_TEST(figures_of_a_real_report)
 }
 END_TEST
 
+/* Categorical bars carry their category names (when the column has them):
+ * every name is drawn under its bar in a large figure; a name too long for
+ * its room is cut at a character boundary, as long as fits, ending in "..";
+ * without names, or for a code outside them, the code is the label. */
+START_TEST(categorical_bars_are_labelled_by_name)
+{
+    enum { N = 120 };
+    float real[N], syn[N];
+    for (int i = 0; i < N; i++) real[i] = syn[i] = (float)(i % 4);
+    static const char *const names[4] = {"red", "green", "blue", "cyan"};
+    pg_eval_column col = {PG_EVAL_CATEGORICAL, 4, "colour", names};
+    pg_report_png_in in;
+    pg_report_png_defaults(&in);
+    in.real = real, in.syn = syn, in.n_real = N, in.n_syn = N, in.d = 1, in.columns = &col;
+    char *png;
+    size_t len;
+    ck_assert_int_eq(pg_report_png_hist(&in, 0, &png, &len, NULL), PG_OK);
+    img m = decode(png, len);
+    for (int k = 0; k < 4; k++)
+        ck_assert_msg(has_text(&m, names[k], 1, (const uint8_t[3]){20, 20, 20}), "no label %s",
+                      names[k]);
+    free(m.px);
+    /* the same column without names: codes */
+    col.category_names = NULL;
+    ck_assert_int_eq(pg_report_png_hist(&in, 0, &png, &len, NULL), PG_OK);
+    m = decode(png, len);
+    ck_assert(!has_text(&m, "green", 1, (const uint8_t[3]){20, 20, 20}));
+    free(m.px);
+
+    /* a small-multiples page of long names and many codes draws (saved for
+     * a look with PG_REPORT_PNG_DIR) */
+    static const char *const many[12] = {
+        "agriculture",   "construction", "education",     "finance", "health",     "hospitality",
+        "manufacturing", "mining",       "public-sector", "retail",  "technology", "transport"};
+    float rows[N * 2];
+    for (int i = 0; i < N; i++) rows[2 * i] = (float)(i % 12), rows[2 * i + 1] = (float)(i % 2);
+    static const char *const yn[2] = {"false", "true"};
+    pg_eval_column two[2] = {{PG_EVAL_CATEGORICAL, 12, "sector", many},
+                             {PG_EVAL_CATEGORICAL, 2, "owner", yn}};
+    in.real = rows, in.syn = rows, in.d = 2, in.columns = two;
+    ck_assert_int_eq(pg_report_png_hist_page(&in, 0, 2, &png, &len, NULL), PG_OK);
+    save("categorical_names.png", png, len);
+    m = decode(png, len);
+    ck_assert(has_text(&m, "false", 1, (const uint8_t[3]){20, 20, 20}));
+    ck_assert(has_text(&m, "true", 1, (const uint8_t[3]){20, 20, 20}));
+    free(m.px);
+    in.real = real, in.syn = syn, in.d = 1, in.columns = &col;
+
+    char buf[64];
+    col.category_names = names;
+    pg_report_png_bar_label(&col, 1, 200, buf, sizeof buf);
+    ck_assert_str_eq(buf, "green");
+    pg_report_png_bar_label(&col, 7, 200, buf, sizeof buf); /* not a declared code */
+    ck_assert_str_eq(buf, "7");
+    pg_report_png_bar_label(NULL, 3, 200, buf, sizeof buf);
+    ck_assert_str_eq(buf, "3");
+    /* cut: the longest prefix of whole characters that fits with ".." */
+    static const char *const longn[2] = {"freelance-contractor",
+                                         "\xce\xb5\xce\xb5\xce\xb5\xce\xb5"};
+    pg_eval_column lc = {PG_EVAL_CATEGORICAL, 2, "job", longn};
+    for (int px = 11; px <= 130; px++) {
+        for (int32_t code = 0; code < 2; code++) {
+            pg_report_png_bar_label(&lc, code, px, buf, sizeof buf);
+            const char *name = longn[code];
+            if (pg_font_width(name, 1) <= px) {
+                ck_assert_str_eq(buf, name);
+                continue;
+            }
+            size_t n = strlen(buf);
+            ck_assert(n >= 2 && !strcmp(buf + n - 2, ".."));
+            ck_assert_int_eq(strncmp(buf, name, n - 2), 0);
+            ck_assert((buf[n - 3 < n ? n - 3 : 0] & 0xC0) != 0xC0 || n == 2); /* whole chars */
+            ck_assert_int_le(pg_font_width(buf, 1), px);
+            /* one more character would not fit */
+            const char *q = name + (n - 2);
+            pg_font_next(&q);
+            char more[64];
+            snprintf(more, sizeof more, "%.*s..", (int)(q - name), name);
+            ck_assert_int_gt(pg_font_width(more, 1), px);
+        }
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("report_png");
@@ -734,6 +819,7 @@ static Suite *suite(void)
     tcase_add_test(tc, numeric_bars_match_counted_shares);
     tcase_add_test(tc, data_range_and_auto_bins);
     tcase_add_test(tc, categorical_bars_and_code_cap);
+    tcase_add_test(tc, categorical_bars_are_labelled_by_name);
     tcase_add_test(tc, heatmap_cells_follow_the_colour_scale);
     tcase_add_test(tc, heatmap_refuses_what_it_cannot_show);
     tcase_add_test(tc, scatter_points_in_two_colours);

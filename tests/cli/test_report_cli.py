@@ -3,7 +3,7 @@ temporary data dir): the files it writes (report.json equal to the server's
 view, decodable PNGs), per-column means and stds of the reference rows
 recomputed with numpy, the privacy rule seen from the CLI (a read token is
 refused a private dataset, exit 1), --json, --no-wait, --help, usage errors
-(exit 2).
+(exit 2), and `privgen report delete`.
 
 Usage: test_report_cli.py PATH_TO_PRIVGEN PATH_TO_PRIVGEND. Exits nonzero on failure."""
 import json
@@ -159,6 +159,45 @@ try:
     check("no-wait", rc == 0 and j.get("status") in ("queued", "running", "succeeded")
           and j.get("utility") is False
           and j.get("id", "").startswith("rep_"), out + err)
+
+    # delete: a read token is refused (exit 1), the admin deletes (the
+    # report is gone from the server), a second delete is "no such report";
+    # usage errors exit 2 before any request
+    if rc == 0:
+        rid = j["id"]
+        for _ in range(600):
+            st, v = api("GET", f"/v1/jobs/{job}/reports/{rid}")
+            if v.get("status") not in ("queued", "running"):
+                break
+            time.sleep(0.1)
+        rc, out, err = run("report", "delete", job, rid, token=reader)
+        check("delete read token", rc == 1 and "admin" in err, out + err)
+        rc, out, err = run("report", "delete", job, rid)
+        check("delete", rc == 0 and out.strip() == f"{rid} deleted", out + err)
+        st, v = api("GET", f"/v1/jobs/{job}/reports/{rid}")
+        check("deleted on the server", st == 404, v)
+        rc, out, err = run("report", "delete", job, rid, "--json")
+        check("delete again", rc == 1 and "no such report" in err, out + err)
+    st, d = api("POST", f"/v1/jobs/{job}/reports", {"against": pub, "n": 100, "utility": False})
+    if st == 202:
+        for _ in range(600):
+            st, v = api("GET", f"/v1/jobs/{job}/reports/{d['id']}")
+            if v.get("status") not in ("queued", "running"):
+                break
+            time.sleep(0.1)
+        rc, out, err = run("report", "delete", job, d["id"], "--json")
+        check("delete json", rc == 0 and json.loads(out or "{}") == {"id": d["id"],
+                                                                     "deleted": True}, out + err)
+    else:
+        check("second report", False, d)
+    rc, out, err = run("report", "delete", job)
+    check("delete usage", rc == 2 and "REPORT_ID" in err, err)
+    rc, out, err = run("report", "delete", job, "rep_1", "--against", pub)
+    check("delete with --against", rc == 2, err)
+    rc, out, err = run("report", "delete", job, "../x")
+    check("delete bad id", rc == 2, err)
+    rc, out, err = run("report", "--help")
+    check("help names delete", "report delete JOB_ID REPORT_ID" in out, out)
 finally:
     LIVE.stop()
 

@@ -152,24 +152,31 @@ static inline void pg_itest_dir_add(const char *dir)
     }
 }
 
-/* Creates s->dir on first use (s->dir[0] == 0); extra args NULL-terminated. */
-static inline int pg_srv_start(pg_srv *s, const char *const *extra)
+/* Creates s->dir (and, on a server backend, s's database) unless s->dir is
+ * set already. */
+static inline int pg_srv_prepare(pg_srv *s)
 {
-    if (!s->dir[0]) {
-        snprintf(s->dir, sizeof s->dir, "/tmp/pgitest-XXXXXX");
-        if (!mkdtemp(s->dir)) return -1;
-        pg_itest_dir_add(s->dir);
-        snprintf(s->data, sizeof s->data, "%s/data", s->dir);
-        const char *create = getenv("PRIVGEN_TEST_DB_CREATE");
-        if (!pg_itest_sqlite() && create && *create) {
-            char name[64], cmd[512];
-            pg_srv_db_name(s, name, sizeof name);
-            snprintf(cmd, sizeof cmd, "%s %s", create, name);
-            if (system(cmd) != 0) return -1;
-        }
+    if (s->dir[0]) return 0;
+    snprintf(s->dir, sizeof s->dir, "/tmp/pgitest-XXXXXX");
+    if (!mkdtemp(s->dir)) return -1;
+    pg_itest_dir_add(s->dir);
+    snprintf(s->data, sizeof s->data, "%s/data", s->dir);
+    const char *create = getenv("PRIVGEN_TEST_DB_CREATE");
+    if (!pg_itest_sqlite() && create && *create) {
+        char name[64], cmd[512];
+        pg_srv_db_name(s, name, sizeof name);
+        snprintf(cmd, sizeof cmd, "%s %s", create, name);
+        if (system(cmd) != 0) return -1;
     }
-    char db_url[512];
-    pg_srv_db_url(s, db_url, sizeof db_url);
+    return 0;
+}
+
+/* Launches privgend for s (prepared) without waiting: storage db_url (NULL:
+ * s's own, as pg_srv_db_url says), extra args NULL-terminated. */
+static inline int pg_srv_spawn(pg_srv *s, const char *db_url, const char *const *extra)
+{
+    char own[512];
+    pg_srv_db_url(s, own, sizeof own);
     char port_file[128], log[128];
     snprintf(port_file, sizeof port_file, "%s/port", s->dir);
     snprintf(log, sizeof log, "%s/privgend.log", s->dir);
@@ -177,12 +184,13 @@ static inline int pg_srv_start(pg_srv *s, const char *const *extra)
     const char *argv[32] = {PRIVGEND_PATH, "--listen",    "127.0.0.1:0", "--data-dir",
                             s->data,       "--port-file", port_file};
     int argc = 7;
-    if (!pg_itest_sqlite()) {
+    if (db_url || !pg_itest_sqlite()) {
         argv[argc++] = "--db";
-        argv[argc++] = db_url;
+        argv[argc++] = db_url ? db_url : own;
     }
     for (int i = 0; extra && extra[i] && argc < 31; i++) argv[argc++] = extra[i];
     argv[argc] = NULL;
+    s->port = 0;
     pid_t pid = fork();
     if (pid < 0) return -1;
     if (pid == 0) {
@@ -194,7 +202,20 @@ static inline int pg_srv_start(pg_srv *s, const char *const *extra)
     s->pid = pid;
     pg_itest_dir *reg = pg_itest_dir_of(s->dir);
     if (reg) reg->pid = pid;
-    for (int i = 0; i < 1000; i++) {
+    return 0;
+}
+
+/* Waits for the port file of s's spawned server: 0 and s->port, or -1 when
+ * the server exited or wrote none within 60 s. A deadline, not a count of
+ * sleeps: on a loaded machine a start (exec, migrations, workers) takes
+ * seconds, not milliseconds. */
+static inline int pg_srv_wait_port(pg_srv *s)
+{
+    char port_file[128];
+    snprintf(port_file, sizeof port_file, "%s/port", s->dir);
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (t = t0; t.tv_sec - t0.tv_sec < 60; clock_gettime(CLOCK_MONOTONIC, &t)) {
         FILE *f = fopen(port_file, "r");
         if (f) {
             int ok = fscanf(f, "%u", &s->port) == 1;
@@ -202,10 +223,15 @@ static inline int pg_srv_start(pg_srv *s, const char *const *extra)
             if (ok) break;
         }
         int st;
-        if (waitpid(pid, &st, WNOHANG) == pid) return -1;
+        if (waitpid(s->pid, &st, WNOHANG) == s->pid) return -1;
         pg_sleep_ms(10);
     }
-    if (!s->port) return -1;
+    return s->port ? 0 : -1;
+}
+
+/* s->admin from DATA_DIR/admin.token; -1 when there is none. */
+static inline int pg_srv_read_admin(pg_srv *s)
+{
     char tp[128];
     snprintf(tp, sizeof tp, "%s/admin.token", s->data);
     FILE *f = fopen(tp, "r");
@@ -216,6 +242,13 @@ static inline int pg_srv_start(pg_srv *s, const char *const *extra)
     fclose(f);
     s->admin[strcspn(s->admin, "\n")] = '\0';
     return 0;
+}
+
+/* Creates s->dir on first use (s->dir[0] == 0); extra args NULL-terminated. */
+static inline int pg_srv_start(pg_srv *s, const char *const *extra)
+{
+    if (pg_srv_prepare(s) || pg_srv_spawn(s, NULL, extra) || pg_srv_wait_port(s)) return -1;
+    return pg_srv_read_admin(s);
 }
 
 /* SIGTERM and wait; returns the exit status (0 for a clean shutdown). */

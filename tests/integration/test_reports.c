@@ -2,10 +2,12 @@
  * works for a read token and is reproducible from its seed; one against
  * private data is admin-only (403 on create for a read token, then 404 on
  * every read, exactly like a missing report) and carries the marks; cancel
- * of a queued and a running report; hostile requests are 4xx with field
- * errors and store nothing. Bodies are checked against openapi.yaml. */
+ * of a queued and a running report; delete (admin only, never a running
+ * report, 204 then 404); hostile requests are 4xx with field errors and
+ * store nothing. Bodies are checked against openapi.yaml. */
 #include <math.h>
 #include <png.h>
+#include <time.h>
 
 #include "integration/isuite.h"
 #include "support/pg_test.h"
@@ -556,6 +558,143 @@ START_TEST(a_report_running_at_shutdown_resumes_after_restart)
 }
 END_TEST
 
+/* DELETE of one report: the rule of report_rules.h (admin only; a read
+ * token gets 403 for a report it can read and 404, like a missing one, for
+ * one it cannot), 204 then 404 everywhere, other reports untouched. */
+START_TEST(delete_a_report)
+{
+    char keep_rid[64], rid[64], prid[64], body[128];
+    snprintf(body, sizeof body, "{\"against\":\"%s\",\"n\":200,\"seed\":3}", pub);
+    ck_assert_int_eq(create(reader, body, keep_rid, NULL), 202);
+    ck_assert_int_eq(create(reader, body, rid, NULL), 202);
+    json_decref(wait_report(reader, keep_rid));
+    json_t *v = wait_report(reader, rid);
+    ck_assert_str_eq(json_string_value(json_object_get(v, "status")), "succeeded");
+    json_decref(v);
+    char path[256], missing[256];
+    snprintf(path, sizeof path, "/v1/jobs/%s/reports/%s", job, rid);
+    snprintf(missing, sizeof missing, "/v1/jobs/%s/reports/rep_00000000deadbeef", job);
+    pg_resp r, m;
+    req("DELETE", path, reader, NULL, &r);
+    ck_assert_int_eq(r.status, 403);
+    conform(&r, "Problem");
+    pg_resp_free(&r);
+    unsigned w, h;
+    ck_assert_int_eq(figure(reader, rid, "scatter.png", &w, &h), 200); /* still there */
+    req("DELETE", path, srv.admin, NULL, &r);
+    ck_assert_msg(r.status == 204, "%ld %s", r.status, r.body);
+    ck_assert_uint_eq(r.len, 0);
+    pg_resp_free(&r);
+    /* gone for every read, and a second DELETE is a 404 like a missing id */
+    req("GET", path, srv.admin, NULL, &r);
+    ck_assert_int_eq(r.status, 404);
+    pg_resp_free(&r);
+    ck_assert_int_eq(figure(srv.admin, rid, "scatter.png", &w, &h), 404);
+    int has;
+    list_count(srv.admin, rid, &has);
+    ck_assert(!has);
+    req("DELETE", path, srv.admin, NULL, &r);
+    req("DELETE", missing, srv.admin, NULL, &m);
+    ck_assert_int_eq(r.status, 404);
+    ck_assert_int_eq(m.status, 404);
+    conform(&r, "Problem");
+    ck_assert_str_eq(r.body, m.body);
+    pg_resp_free(&r);
+    pg_resp_free(&m);
+    /* the other report of the job is untouched */
+    list_count(reader, keep_rid, &has);
+    ck_assert(has);
+    ck_assert_int_eq(figure(reader, keep_rid, "scatter.png", &w, &h), 200);
+    /* against private data: a read token cannot tell it from a missing one */
+    snprintf(body, sizeof body, "{\"against\":\"%s\",\"n\":200}", priv);
+    ck_assert_int_eq(create(srv.admin, body, prid, NULL), 202);
+    json_decref(wait_report(srv.admin, prid));
+    snprintf(path, sizeof path, "/v1/jobs/%s/reports/%s", job, prid);
+    req("DELETE", path, reader, NULL, &r);
+    req("DELETE", missing, reader, NULL, &m);
+    ck_assert_int_eq(r.status, 404);
+    ck_assert_str_eq(r.body, m.body);
+    pg_resp_free(&r);
+    pg_resp_free(&m);
+    req("GET", path, srv.admin, NULL, &r);
+    ck_assert_int_eq(r.status, 200);
+    pg_resp_free(&r);
+    req("DELETE", path, srv.admin, NULL, &r);
+    ck_assert_int_eq(r.status, 204);
+    pg_resp_free(&r);
+    /* another job's path does not reach the report */
+    snprintf(path, sizeof path, "/v1/jobs/job_00000000deadbeef/reports/%s", keep_rid);
+    req("DELETE", path, srv.admin, NULL, &r);
+    ck_assert_int_eq(r.status, 404);
+    pg_resp_free(&r);
+    list_count(reader, keep_rid, &has);
+    ck_assert(has);
+}
+END_TEST
+
+/* With no report worker on the server, the test plays the worker through
+ * the store: a queued report is deleted at once; a running one is refused
+ * (409) until it is cancelled, and then deleted. */
+START_TEST(delete_a_queued_or_running_report)
+{
+    pg_srv keep = srv;
+    memset(&srv, 0, sizeof srv);
+    const char *extra[] = {"--report-workers", "0", NULL};
+    ck_assert_int_eq(pg_srv_start(&srv, extra), 0);
+    char ds[64], lds[64], rq[64], rr[64], body[128], path[256];
+    dataset(srv.admin, "{\"model\":\"public\"}", 2, 300, 0.0, ds);
+    dataset(srv.admin,
+            "{\"model\":\"local\",\"mechanism\":\"gaussian\",\"epsilon\":1,\"delta\":1e-5,"
+            "\"sensitivity\":0.5,\"noise_scale\":2.5}",
+            2, 300, 0.0, lds);
+    make_job(lds, job);
+    snprintf(body, sizeof body, "{\"against\":\"%s\",\"n\":100}", ds);
+    ck_assert_int_eq(create(srv.admin, body, rr, NULL), 202);
+    ck_assert_int_eq(create(srv.admin, body, rq, NULL), 202);
+    pg_db *db = pg_srv_db(&srv);
+    ck_assert_ptr_nonnull(db);
+    pg_report_row *row = NULL;
+    int found = 0;
+    ck_assert_int_eq(pg_db_report_claim(db, (int64_t)time(NULL), 600, &row, &found, NULL), PG_OK);
+    ck_assert(found);
+    ck_assert_str_eq(row->id, rr); /* oldest first */
+    pg_report_rows_free(row, 1);
+    free(row);
+    pg_resp r;
+    snprintf(path, sizeof path, "/v1/jobs/%s/reports/%s", job, rq);
+    req("DELETE", path, srv.admin, NULL, &r);
+    ck_assert_int_eq(r.status, 204);
+    pg_resp_free(&r);
+    req("GET", path, srv.admin, NULL, &r);
+    ck_assert_int_eq(r.status, 404);
+    pg_resp_free(&r);
+    snprintf(path, sizeof path, "/v1/jobs/%s/reports/%s", job, rr);
+    req("DELETE", path, srv.admin, NULL, &r);
+    ck_assert_int_eq(r.status, 409);
+    conform(&r, "Problem");
+    ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(r.json, "detail")), "cancel"));
+    pg_resp_free(&r);
+    req("GET", path, srv.admin, NULL, &r);
+    ck_assert_str_eq(json_string_value(json_object_get(r.json, "status")), "running");
+    pg_resp_free(&r);
+    snprintf(path, sizeof path, "/v1/jobs/%s/reports/%s/cancel", job, rr);
+    req("POST", path, srv.admin, NULL, &r);
+    ck_assert_int_eq(r.status, 202);
+    pg_resp_free(&r);
+    snprintf(path, sizeof path, "/v1/jobs/%s/reports/%s", job, rr);
+    req("DELETE", path, srv.admin, NULL, &r);
+    ck_assert_int_eq(r.status, 204);
+    pg_resp_free(&r);
+    /* nothing is left to claim: the deleted queued report never runs */
+    ck_assert_int_eq(pg_db_report_claim(db, (int64_t)time(NULL), 600, &row, &found, NULL), PG_OK);
+    ck_assert(!found);
+    pg_db_close(db);
+    ck_assert_int_eq(pg_srv_stop(&srv), 0);
+    pg_srv_cleanup(&srv);
+    srv = keep;
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("integration_reports");
@@ -569,6 +708,8 @@ static Suite *suite(void)
     tcase_add_test(t, cancel_a_running_report);
     tcase_add_test(t, queued_reports_cancel_at_once_without_workers);
     tcase_add_test(t, a_report_running_at_shutdown_resumes_after_restart);
+    tcase_add_test(t, delete_a_report);
+    tcase_add_test(t, delete_a_queued_or_running_report);
     suite_add_tcase(s, t);
     return s;
 }

@@ -552,14 +552,21 @@ START_TEST(pagination)
 }
 END_TEST
 
+/* A running job blocks the deletion of its dataset. The job is admitted and
+ * claimed under a lease of a node that is not the server's, with the server
+ * stopped: a job the server can claim (queued, or running without a lease)
+ * would be run and failed by its worker (the spec is empty) at its next
+ * poll, and the DELETE would then rightly succeed. */
 START_TEST(delete_and_job_conflict)
 {
+    pg_srv s = {0};
+    ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
     char id[64], path[128];
-    create_ds(&srv, srv.admin, DS_PUBLIC2, id);
+    create_ds(&s, s.admin, DS_PUBLIC2, id);
     snprintf(path, sizeof path, "/v1/datasets/%s", id);
-    /* a running job (admitted and started the way the job layer does it,
-     * behind the server's back) blocks deletion */
-    pg_db *db = pg_srv_db(&srv);
+    char *reader = mint(&s, s.admin, "{\"scope\":\"read\"}");
+    ck_assert_int_eq(pg_srv_stop(&s), 0);
+    pg_db *db = pg_srv_db(&s);
     ck_assert_ptr_nonnull(db);
     pg_job_row job;
     memset(&job, 0, sizeof job);
@@ -571,28 +578,42 @@ START_TEST(delete_and_job_conflict)
     memset(&none, 0, sizeof none);
     pg_ledger_quote q;
     ck_assert_int_eq(pg_db_job_admit(db, &job, &none, 1.0, 1e-5, &q, NULL), PG_OK);
-    ck_assert_int_eq(pg_db_job_set_status(db, job.id, "running", 1, 0, NULL, NULL), PG_OK);
+    const char *holder = "itest-holder";
+    int64_t now = (int64_t)time(NULL);
+    pg_job_row *claimed = NULL;
+    int found = 0;
+    ck_assert_int_eq(pg_db_job_claim(db, holder, now, 86400, &claimed, &found, NULL), PG_OK);
+    ck_assert(found);
+    ck_assert_str_eq(claimed->id, job.id);
+    ck_assert_str_eq(claimed->status, "running");
+    pg_job_rows_free(claimed, 1);
+    ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
     pg_resp r;
-    pg_http(&srv, "DELETE", path, srv.admin, NULL, NULL, 0, NULL, &r);
+    pg_http(&s, "DELETE", path, s.admin, NULL, NULL, 0, NULL, &r);
     expect_problem(&r, 409, NULL);
-    ck_assert_int_eq(ds_n(&srv, srv.admin, id), 0);
-    ck_assert_int_eq(pg_db_job_set_status(db, job.id, "succeeded", 0, 1, NULL, NULL), PG_OK);
+    ck_assert_int_eq(ds_n(&s, s.admin, id), 0);
+    pg_job_patch done = {
+        .now = now, .status = "succeeded", .finished = 1, .step = -1, .steps_reserved = -1};
+    int held = 0;
+    ck_assert_int_eq(pg_db_job_patch_owned(db, job.id, holder, &done, &held, NULL), PG_OK);
+    ck_assert(held);
     pg_db_close(db);
-    char *reader = mint(&srv, srv.admin, "{\"scope\":\"read\"}");
-    pg_http(&srv, "DELETE", path, reader, NULL, NULL, 0, NULL, &r);
+    pg_http(&s, "DELETE", path, reader, NULL, NULL, 0, NULL, &r);
     expect_problem(&r, 403, NULL);
     free(reader);
-    pg_http(&srv, "DELETE", path, srv.admin, NULL, NULL, 0, NULL, &r);
+    pg_http(&s, "DELETE", path, s.admin, NULL, NULL, 0, NULL, &r);
     ck_assert_int_eq(r.status, 204);
     pg_resp_free(&r);
-    pg_http(&srv, "GET", path, srv.admin, NULL, NULL, 0, NULL, &r);
+    pg_http(&s, "GET", path, s.admin, NULL, NULL, 0, NULL, &r);
     expect_problem(&r, 404, NULL);
     if (pg_itest_sqlite()) { /* its files went with it */
         char dir[200];
-        snprintf(dir, sizeof dir, "%s/datasets/%s", srv.data, id);
+        snprintf(dir, sizeof dir, "%s/datasets/%s", s.data, id);
         struct stat st;
         ck_assert_int_eq(stat(dir, &st), -1);
     }
+    ck_assert_int_eq(pg_srv_stop(&s), 0);
+    pg_srv_cleanup(&s);
 }
 END_TEST
 
@@ -894,20 +915,67 @@ typedef struct slow_body {
     const unsigned char *p;
     size_t len, at;
     pid_t server;
-    int signalled;
+    unsigned port; /* the server's */
+    CURL *curl;
+    int accepted, signalled;
 } slow_body;
 
-/* Sends the body in small pieces and SIGTERMs the server once the request is
- * under way. curl may hand the first piece to the kernel together with the
- * headers before the server has accepted the connection; a SIGTERM then would
- * close the listen socket on a connection still in the backlog (a reset, not
- * the case under test). So the signal goes out on the second piece, after a
- * pause that lets the server accept and start reading. */
+/* 1 once process pid holds the server end of the TCP connection from client
+ * port `client` to port `server` on 127.0.0.1, i.e. it has accepted it. A
+ * connection still in the listen backlog is listed in /proc/net/tcp with
+ * inode 0 (no socket file yet); the accepted one has the inode of a socket
+ * among pid's descriptors. */
+static int server_accepted(pid_t pid, unsigned server, unsigned client)
+{
+    FILE *f = fopen("/proc/net/tcp", "r");
+    if (!f) return 0;
+    char line[512];
+    unsigned long inode = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned lport, rport;
+        unsigned long ino;
+        if (sscanf(line, " %*d: %*x:%x %*x:%x %*x %*x:%*x %*x:%*x %*x %*u %*d %lu", &lport, &rport,
+                   &ino) == 3 &&
+            lport == server && rport == client)
+            inode = ino;
+    }
+    fclose(f);
+    if (!inode) return 0;
+    char dir[64], want[64], link[64], p[320];
+    snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
+    snprintf(want, sizeof want, "socket:[%lu]", inode);
+    DIR *d = opendir(dir);
+    int found = 0;
+    struct dirent *e;
+    while (d && !found && (e = readdir(d))) {
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        ssize_t n = readlink(p, link, sizeof link - 1);
+        if (n > 0) {
+            link[n] = '\0';
+            found = !strcmp(link, want);
+        }
+    }
+    if (d) closedir(d);
+    return found;
+}
+
+/* Sends the body in small pieces and SIGTERMs the server once it has
+ * accepted the connection. curl may hand the first piece to the kernel
+ * together with the headers before the server has accepted the connection;
+ * a SIGTERM then would close the listen socket on a connection still in the
+ * backlog (a reset, not the case under test), and how long accepting takes
+ * depends on the load. So the signal goes out on the second piece, once
+ * /proc shows the connection accepted (a deadline of 30 s, not a sleep). */
 static size_t slow_read(char *buf, size_t sz, size_t n, void *ctx)
 {
     slow_body *b = ctx;
     if (!b->signalled && b->at > 0) {
-        pg_sleep_ms(300);
+        long client = 0;
+        curl_easy_getinfo(b->curl, CURLINFO_LOCAL_PORT, &client);
+        for (int i = 0; i < 3000 && !b->accepted; i++) {
+            b->accepted = server_accepted(b->server, b->port, (unsigned)client);
+            if (!b->accepted) pg_sleep_ms(10);
+        }
         kill(b->server, SIGTERM);
         b->signalled = 1;
         pg_sleep_ms(200); /* the server is now shutting down mid-request */
@@ -931,14 +999,14 @@ START_TEST(shutdown_finishes_inflight_request)
     snprintf(url, sizeof url, "http://127.0.0.1:%u%s", s.port, path);
     static float raw[512];
     for (int i = 0; i < 512; i++) raw[i] = (float)i;
-    slow_body b = {(const unsigned char *)raw, sizeof raw, 0, s.pid, 0};
+    CURL *c = curl_easy_init();
+    slow_body b = {(const unsigned char *)raw, sizeof raw, 0, s.pid, s.port, c, 0, 0};
     char auth[160];
     snprintf(auth, sizeof auth, "Authorization: Bearer %s", s.admin);
     struct curl_slist *h = curl_slist_append(NULL, auth);
     h = curl_slist_append(h, "Content-Type: application/octet-stream");
     h = curl_slist_append(h, "X-Rows: 256");
     h = curl_slist_append(h, "Expect:");
-    CURL *c = curl_easy_init();
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_POST, 1L);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
@@ -955,7 +1023,7 @@ START_TEST(shutdown_finishes_inflight_request)
     curl_easy_cleanup(c);
     curl_slist_free_all(h);
     fclose(devnull);
-    ck_assert(b.signalled);
+    ck_assert(b.accepted && b.signalled);
     ck_assert_int_eq(status, 200);
     ck_assert_int_eq(pg_srv_stop(&s), 0);
     ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
@@ -1047,7 +1115,6 @@ static Suite *suite(void)
     tcase_add_test(t, every_rejection_stores_nothing);
     tcase_add_test(t, idempotent_retries);
     tcase_add_test(t, pagination);
-    tcase_add_test(t, delete_and_job_conflict);
     tcase_add_test(t, concurrent_appends);
     tcase_add_test(t, shuffle_report_follows_n);
     tcase_add_test(t, csv_and_idx_uploads);
@@ -1056,6 +1123,7 @@ static Suite *suite(void)
     tcase_add_unchecked_fixture(own, start_shared, stop_shared);
     tcase_set_timeout(own, 60);
     tcase_add_test(own, limits_413);
+    tcase_add_test(own, delete_and_job_conflict);
     tcase_add_test(own, restart_keeps_everything);
     tcase_add_test(own, readyz_turns_503);
     tcase_add_test(own, npy_100mb_streams_in_bounded_memory);

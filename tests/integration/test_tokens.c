@@ -2,11 +2,16 @@
  * (at once, by an admin or by the token itself, never across tenants, never
  * the tenant's last admin), expiry (expires_in / expires_at on create; an
  * expired token is refused), and 401 details that name revoked or expired
- * only to a caller holding the whole token. Bodies checked against
- * openapi.yaml's schemas. */
+ * only to a caller holding the whole token, and the first start's admin
+ * token created exactly once however many replicas start at once on one
+ * empty storage. Bodies checked against openapi.yaml's schemas. */
+#include <dirent.h>
+#include <pthread.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "integration/isuite.h"
+#include "service/auth.h"
 #include "service/sha256.h"
 #include "support/pg_test.h"
 
@@ -274,6 +279,214 @@ START_TEST(expired_token_is_refused)
 }
 END_TEST
 
+/* ---- bootstrap: many first starts at once on one empty storage --------- */
+
+#define BOOT_N 4
+
+/* Data dirs of a race: 0 and 1 share one (replicas on one data dir), 2 and
+ * 3 have their own, and all use the storage of `home` (SQLite: the file in
+ * the shared dir; PostgreSQL: home's fresh database). */
+static void boot_dirs(pg_srv *home, char dirs[BOOT_N][128])
+{
+    ck_assert_int_eq(pg_srv_prepare(home), 0);
+    ck_assert_int_eq(mkdir(home->data, 0700), 0);
+    for (int k = 0; k < BOOT_N; k++) {
+        if (k < 2)
+            snprintf(dirs[k], sizeof dirs[k], "%s", home->data);
+        else
+            snprintf(dirs[k], sizeof dirs[k], "%s/data%d", home->dir, k);
+        if (k >= 2) ck_assert_int_eq(mkdir(dirs[k], 0700), 0);
+    }
+}
+
+/* Files of dir whose name starts with prefix. */
+static int files_named(const char *dir, const char *prefix)
+{
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (!strncmp(e->d_name, prefix, strlen(prefix))) n++;
+    closedir(d);
+    return n;
+}
+
+/* After a race: the storage holds exactly one token, an admin token whose
+ * id is `id`; exactly one of the data dirs (the winner's, `winner`) has an
+ * admin.token and its text is that token; no temporary file is left. */
+static void boot_check(pg_srv *home, char dirs[BOOT_N][128], int winner, const char *id)
+{
+    pg_db *db = pg_srv_db(home);
+    ck_assert_ptr_nonnull(db);
+    int64_t n = -1;
+    ck_assert_int_eq(pg_db_token_count(db, &n, NULL), PG_OK);
+    ck_assert_int_eq(n, 1);
+    for (int k = 0; k < BOOT_N; k++) {
+        if (k == 1) continue; /* dir 1 is dir 0 */
+        ck_assert_int_eq(files_named(dirs[k], "admin.token.tmp"), 0);
+        int shares = k == winner || (k == 0 && winner == 1);
+        ck_assert_int_eq(files_named(dirs[k], "admin.token"), shares);
+    }
+    char path[160], text[96], auth[128];
+    snprintf(path, sizeof path, "%s/admin.token", dirs[winner]);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_ptr_nonnull(fgets(text, sizeof text, f));
+    fclose(f);
+    text[strcspn(text, "\n")] = '\0';
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_int_eq(st.st_mode & 0777, 0600);
+    snprintf(auth, sizeof auth, "Bearer %s", text);
+    pg_token rec;
+    int ok = 0;
+    ck_assert_int_eq(pg_auth_verify(db, auth, &rec, &ok, NULL), PG_OK);
+    ck_assert(ok);
+    ck_assert_str_eq(rec.id, id);
+    ck_assert_int_eq(rec.scope, PG_SCOPE_ADMIN);
+    pg_db_close(db);
+}
+
+typedef struct boot_arg {
+    pg_db *db;
+    const char *data;
+    pthread_barrier_t *go;
+    int rc, created, has_first;
+    pg_token first;
+} boot_arg;
+
+static void *boot_run(void *p)
+{
+    boot_arg *a = p;
+    pg_error err = {0};
+    pthread_barrier_wait(a->go);
+    a->rc = pg_auth_bootstrap(a->db, a->data, &a->created, &a->first, &a->has_first, &err);
+    if (a->rc) fprintf(stderr, "bootstrap: %s\n", err.msg);
+    return NULL;
+}
+
+/* BOOT_N bootstraps released together, each on a connection of its own,
+ * several rounds on fresh storage: one creates, every other one stores and
+ * writes nothing and names the winner's token. */
+START_TEST(bootstrap_races_create_one_admin_token)
+{
+    for (int round = 0; round < 8; round++) {
+        pg_srv home = {0};
+        char dirs[BOOT_N][128];
+        boot_dirs(&home, dirs);
+        pthread_barrier_t go;
+        pthread_barrier_init(&go, NULL, BOOT_N);
+        boot_arg a[BOOT_N];
+        pthread_t th[BOOT_N];
+        for (int k = 0; k < BOOT_N; k++) {
+            a[k] = (boot_arg){.db = pg_srv_db(&home), .data = dirs[k], .go = &go};
+            ck_assert_ptr_nonnull(a[k].db);
+        }
+        for (int k = 0; k < BOOT_N; k++) pthread_create(&th[k], NULL, boot_run, &a[k]);
+        int winner = -1, created = 0;
+        for (int k = 0; k < BOOT_N; k++) {
+            pthread_join(th[k], NULL);
+            ck_assert_int_eq(a[k].rc, PG_OK);
+            created += a[k].created;
+            if (a[k].created) winner = k;
+        }
+        pthread_barrier_destroy(&go);
+        ck_assert_int_eq(created, 1);
+        for (int k = 0; k < BOOT_N; k++) {
+            ck_assert(a[k].has_first);
+            ck_assert_str_eq(a[k].first.id, a[winner].first.id);
+            pg_db_close(a[k].db);
+        }
+        boot_check(&home, dirs, winner, a[winner].first.id);
+        pg_srv_cleanup(&home);
+    }
+}
+END_TEST
+
+/* The log line privgend writes for msg, or "" (first match). */
+static void log_line(const pg_srv *s, const char *msg, char *out, size_t cap)
+{
+    char path[128], line[2048], want[160];
+    snprintf(path, sizeof path, "%s/privgend.log", s->dir);
+    snprintf(want, sizeof want, "\"msg\":\"%s\"", msg);
+    out[0] = '\0';
+    FILE *f = fopen(path, "r");
+    while (f && fgets(line, sizeof line, f))
+        if (strstr(line, want)) {
+            snprintf(out, cap, "%s", line);
+            break;
+        }
+    if (f) fclose(f);
+}
+
+/* The same race with real processes: BOOT_N privgend started at once on one
+ * empty storage (two of them on one data dir). One token exists afterwards;
+ * its file is where its creator said; it works on every replica; a replica
+ * without the file in its data dir logs that the token exists, and which. */
+START_TEST(simultaneous_first_starts_create_one_admin_token)
+{
+    pg_srv s[BOOT_N];
+    memset(s, 0, sizeof s);
+    char dirs[BOOT_N][128], url[512];
+    boot_dirs(&s[0], dirs);
+    pg_srv_db_url(&s[0], url, sizeof url);
+    for (int k = 1; k < BOOT_N; k++) {
+        snprintf(s[k].dir, sizeof s[k].dir, "/tmp/pgitest-XXXXXX");
+        ck_assert_ptr_nonnull(mkdtemp(s[k].dir));
+        pg_itest_dir_add(s[k].dir);
+        snprintf(s[k].data, sizeof s[k].data, "%s", dirs[k]);
+    }
+    for (int k = 0; k < BOOT_N; k++) {
+        char node[16];
+        snprintf(node, sizeof node, "boot%d", k);
+        const char *extra[] = {"--node-id", node, NULL};
+        ck_assert_int_eq(pg_srv_spawn(&s[k], url, extra), 0);
+    }
+    for (int k = 0; k < BOOT_N; k++) ck_assert_int_eq(pg_srv_wait_port(&s[k]), 0);
+    int winner = -1, created = 0;
+    char line[2048];
+    for (int k = 0; k < BOOT_N; k++) {
+        log_line(&s[k], "created the admin token", line, sizeof line);
+        if (line[0]) created++, winner = k;
+    }
+    ck_assert_int_eq(created, 1);
+    log_line(&s[winner], "created the admin token", line, sizeof line);
+    json_t *o = json_loads(line, 0, NULL);
+    ck_assert_ptr_nonnull(o);
+    char want_path[160], id[64];
+    snprintf(want_path, sizeof want_path, "%s/admin.token", dirs[winner]);
+    ck_assert_str_eq(json_string_value(json_object_get(o, "path")), want_path);
+    snprintf(id, sizeof id, "%s", json_string_value(json_object_get(o, "token_id")));
+    json_decref(o);
+    boot_check(&s[0], dirs, winner, id);
+    ck_assert_int_eq(pg_srv_read_admin(&s[winner]), 0);
+    char admin[96];
+    snprintf(admin, sizeof admin, "%s", s[winner].admin);
+    for (int k = 0; k < BOOT_N; k++) {
+        snprintf(s[k].admin, sizeof s[k].admin, "%s", admin);
+        pg_resp r;
+        pg_http(&s[k], "GET", "/v1/tokens", s[k].admin, NULL, NULL, 0, NULL, &r);
+        ck_assert_msg(r.status == 200, "replica %d (winner %d): %ld %s", k, winner, r.status,
+                      r.body);
+        pg_resp_free(&r);
+        int has_file = k == winner || (k < 2 && winner < 2);
+        log_line(&s[k], "an admin token already exists", line, sizeof line);
+        if (has_file) {
+            ck_assert_str_eq(line, "");
+            continue;
+        }
+        o = json_loads(line, 0, NULL);
+        ck_assert_msg(o != NULL, "replica %d did not say where the token is", k);
+        ck_assert_str_eq(json_string_value(json_object_get(o, "token_id")), id);
+        ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(o, "hint")), "admin.token"));
+        json_decref(o);
+    }
+    for (int k = 0; k < BOOT_N; k++) ck_assert_int_eq(pg_srv_stop(&s[k]), 0);
+    for (int k = BOOT_N - 1; k >= 0; k--) pg_srv_cleanup(&s[k]);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("integration_tokens");
@@ -285,6 +498,11 @@ static Suite *suite(void)
     tcase_add_test(t, revocation_is_immediate_and_tenant_bound);
     tcase_add_test(t, expired_token_is_refused);
     suite_add_tcase(s, t);
+    TCase *boot = tcase_create("bootstrap");
+    tcase_set_timeout(boot, 120);
+    tcase_add_test(boot, bootstrap_races_create_one_admin_token);
+    tcase_add_test(boot, simultaneous_first_starts_create_one_admin_token);
+    suite_add_tcase(s, boot);
     return s;
 }
 

@@ -2,7 +2,8 @@
  * PRIVGEN_TEST_DB names: tenancy and the public-only list filter, the queue
  * bound, claims (oldest first, never twice, stale ones taken over), the
  * running-only fence of progress and finish that a cancel trips, figure
- * bytes round trips. Every test ends all of its reports, because a server
+ * bytes round trips, delete (never a running report, atomic against a
+ * claim). Every test ends all of its reports, because a server
  * database is shared by the run and claims are global. */
 #include <math.h>
 #include <pthread.h>
@@ -415,6 +416,146 @@ START_TEST(concurrent_claims_take_each_report_once)
 }
 END_TEST
 
+/* Delete: a report and its figures go in one step; a running one is
+ * refused; a foreign tenant's or an unknown id is "not found"; deleting
+ * again is "not found"; a deleted queued report is never claimed. */
+START_TEST(delete_removes_report_and_figures_never_a_running_one)
+{
+    pg_db *db = pg_test_db_open();
+    char ten[PG_ID_MAX], job[PG_ID_MAX];
+    pg_test_uid(ten, sizeof ten, "ten_");
+    pg_test_uid(job, sizeof job, "job_");
+    pg_report_row a, b, got;
+    put_report(db, ten, job, PG_PRIV_PUBLIC, 1, &a);
+    put_report(db, ten, job, PG_PRIV_LOCAL, 2, &b);
+    ck_assert(claim_one(db, 3000, 600, &got));
+    ck_assert_str_eq(got.id, a.id);
+    pg_report_rows_free(&got, 1);
+    int found = -1, conflict = -1, held;
+    ck_assert_int_eq(pg_db_report_delete(db, ten, a.id, &found, &conflict, NULL), PG_OK);
+    ck_assert(found && conflict); /* running: refused, nothing deleted */
+    ck_assert_int_eq(pg_db_report_get(db, ten, a.id, &got, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 1);
+    ck_assert_str_eq(got.status, "running");
+    pg_report_rows_free(&got, 1);
+    unsigned char png[5] = {1, 2, 0, 4, 5};
+    pg_report_figure fig = {"scatter.png", png, sizeof png};
+    ck_assert_int_eq(
+        pg_db_report_finish(db, a.id, "succeeded", NULL, "{}", &fig, 1, 3010, &held, NULL), PG_OK);
+    ck_assert_int_eq(held, 1);
+    /* another tenant's id, a malformed id: not found, nothing deleted */
+    ck_assert_int_eq(pg_db_report_delete(db, "ten_other", a.id, &found, &conflict, NULL), PG_OK);
+    ck_assert(!found && !conflict);
+    ck_assert_int_eq(pg_db_report_delete(db, ten, "../rep", &found, &conflict, NULL), PG_OK);
+    ck_assert(!found && !conflict);
+    ck_assert_int_eq(pg_db_report_get(db, ten, a.id, &got, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 1);
+    pg_report_rows_free(&got, 1);
+    /* the owner deletes it: row and figure bytes are gone */
+    ck_assert_int_eq(pg_db_report_delete(db, ten, a.id, &found, &conflict, NULL), PG_OK);
+    ck_assert(found && !conflict);
+    ck_assert_int_eq(pg_db_report_get(db, ten, a.id, &got, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 0);
+    unsigned char *bytes = NULL;
+    size_t len;
+    ck_assert_int_eq(
+        pg_db_report_figure_get(db, a.id, "scatter.png", 1 << 20, &bytes, &len, &found, NULL),
+        PG_OK);
+    ck_assert_int_eq(found, 0);
+    ck_assert_int_eq(pg_db_report_delete(db, ten, a.id, &found, &conflict, NULL), PG_OK);
+    ck_assert(!found && !conflict);
+    /* a queued report goes before any worker takes it */
+    ck_assert_int_eq(pg_db_report_delete(db, ten, b.id, &found, &conflict, NULL), PG_OK);
+    ck_assert(found && !conflict);
+    ck_assert(!claim_one(db, 3020, 600, &got));
+    pg_report_row *list = NULL;
+    size_t n = 9;
+    ck_assert_int_eq(pg_db_report_list(db, ten, job, 0, 0, 100, &list, &n, NULL), PG_OK);
+    ck_assert_uint_eq(n, 0);
+    free(list);
+    pg_db_close(db);
+}
+END_TEST
+
+typedef struct del_race {
+    pthread_barrier_t *go;
+    const char *tenant, *id;
+    int claimed, found, conflict;
+    char claimed_id[PG_ID_MAX];
+} del_race;
+
+static void *race_claim(void *p)
+{
+    del_race *x = p;
+    pg_db *db = pg_test_db_open();
+    pg_report_row *r = NULL;
+    int found = 0;
+    pthread_barrier_wait(x->go);
+    ck_assert_int_eq(pg_db_report_claim(db, 4000, 600, &r, &found, NULL), PG_OK);
+    x->claimed = found;
+    if (found) {
+        snprintf(x->claimed_id, sizeof x->claimed_id, "%s", r->id);
+        pg_report_rows_free(r, 1);
+        free(r);
+    }
+    pg_db_close(db);
+    return NULL;
+}
+
+static void *race_delete(void *p)
+{
+    del_race *x = p;
+    pg_db *db = pg_test_db_open();
+    pthread_barrier_wait(x->go);
+    ck_assert_int_eq(pg_db_report_delete(db, x->tenant, x->id, &x->found, &x->conflict, NULL),
+                     PG_OK);
+    pg_db_close(db);
+    return NULL;
+}
+
+/* A delete and a claim of one queued report at once, on two connections:
+ * either the claim wins (the delete is refused, the report runs) or the
+ * delete does (the claim finds nothing); never both, never neither. */
+START_TEST(delete_and_claim_race_one_winner)
+{
+    pg_db *db = pg_test_db_open();
+    char ten[PG_ID_MAX], job[PG_ID_MAX];
+    pg_test_uid(ten, sizeof ten, "ten_");
+    pg_test_uid(job, sizeof job, "job_");
+    int claims = 0, deletes = 0;
+    for (int round = 0; round < 20; round++) {
+        pg_report_row r;
+        put_report(db, ten, job, PG_PRIV_PUBLIC, round, &r);
+        pthread_barrier_t go;
+        pthread_barrier_init(&go, NULL, 2);
+        del_race x = {.go = &go, .tenant = ten, .id = r.id};
+        pthread_t tc, td;
+        pthread_create(&tc, NULL, race_claim, &x);
+        pthread_create(&td, NULL, race_delete, &x);
+        pthread_join(tc, NULL);
+        pthread_join(td, NULL);
+        pthread_barrier_destroy(&go);
+        ck_assert_int_eq(x.found, 1);
+        ck_assert_int_eq(x.claimed, x.conflict); /* claimed iff the delete was refused */
+        pg_report_row got;
+        int found;
+        ck_assert_int_eq(pg_db_report_get(db, ten, r.id, &got, &found, NULL), PG_OK);
+        ck_assert_int_eq(found, x.claimed);
+        if (x.claimed) {
+            ck_assert_str_eq(x.claimed_id, r.id);
+            ck_assert_str_eq(got.status, "running");
+            pg_report_rows_free(&got, 1);
+            cancel(db, &r);
+            claims++;
+        } else {
+            deletes++;
+        }
+    }
+    fprintf(stderr, "delete vs claim: %d claims won, %d deletes won\n", claims, deletes);
+    pg_db_close(db);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("db_reports");
@@ -426,6 +567,8 @@ static Suite *suite(void)
     tcase_add_test(t, claim_progress_finish_and_figures);
     tcase_add_test(t, cancel_reaches_a_running_report_and_stale_ones_are_taken_over);
     tcase_add_test(t, concurrent_claims_take_each_report_once);
+    tcase_add_test(t, delete_removes_report_and_figures_never_a_running_one);
+    tcase_add_test(t, delete_and_claim_race_one_winner);
     suite_add_tcase(s, t);
     return s;
 }

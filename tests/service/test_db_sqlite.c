@@ -403,11 +403,16 @@ END_TEST
 START_TEST(bootstrap_token_and_no_plaintext)
 {
     pg_db *db = open_db();
-    int created;
-    ck_assert_int_eq(pg_auth_bootstrap(db, dir, &created, NULL), PG_OK);
+    int created, has_first;
+    pg_token first, again;
+    ck_assert_int_eq(pg_auth_bootstrap(db, dir, &created, &first, &has_first, NULL), PG_OK);
     ck_assert_int_eq(created, 1);
-    ck_assert_int_eq(pg_auth_bootstrap(db, dir, &created, NULL), PG_OK);
+    ck_assert_int_eq(has_first, 1);
+    ck_assert_int_eq(pg_auth_bootstrap(db, dir, &created, &again, &has_first, NULL), PG_OK);
     ck_assert_int_eq(created, 0);
+    ck_assert_int_eq(has_first, 1); /* the second start names the first's token */
+    ck_assert_str_eq(again.id, first.id);
+    ck_assert_int_eq(again.created_at, first.created_at);
     char path[128], token[128] = {0}, hdr[160];
     snprintf(path, sizeof path, "%s/admin.token", dir);
     struct stat st;

@@ -10,7 +10,8 @@
 // and PNG samples download (status, type, PNG
 // signature); the ledger lists the job with the API's epsilon; deleting a
 // dataset with a running job is refused with the server's reason, then
-// succeeds once the job is cancelled; a typed table (created with the CLI)
+// succeeds once the job is cancelled (its page, meanwhile, resumes a cut event
+// stream with Last-Event-ID); a typed table (created with the CLI)
 // shows its schema, and its job a histogram per column and its first rows
 // decoded; the page fits a 390 px phone screen.
 // Quality reports: one against a public holdout and one against the central
@@ -329,8 +330,37 @@ try {
   await page.click(`#jobs tr[data-id="${long.id}"]`);
   await page.waitForFunction((id) => document.getElementById('jd-id').textContent === id, long.id);
 
-  step('job delete: confirmed, refused with the server\'s reason while it runs, done once cancelled');
+  step('the job page resumes its event stream with Last-Event-ID after a cut and after a failed connection');
   for (let i = 0; i < 200 && (await apiGet(`/v1/jobs/${long.id}`)).status !== 'running'; i++) await new Promise((r) => setTimeout(r, 100));
+  const evPath = (u) => u.pathname === `/v1/jobs/${long.id}/events`;
+  const sent = []; // the Last-Event-ID of each stream request
+  let cutId = '', cutStep = -1;
+  await page.route(evPath, async (route) => {
+    const k = sent.length;
+    sent.push(route.request().headers()['last-event-id'] || '');
+    if (k === 0) { // one event in full, then half of the next (id and type, no data), then the end
+      const v = await apiGet(`/v1/jobs/${long.id}`);
+      const cks = v.checkpoints || [];
+      cutStep = v.progress.step;
+      cutId = `${v.status}:${cutStep}:${cks.length ? cks[cks.length - 1].step : -1}`;
+      await route.fulfill({ status: 200, headers: { 'content-type': 'text/event-stream' },
+                            body: `id: ${cutId}\nevent: progress\ndata: ${JSON.stringify(v)}\n\nid: running:999999999:-1\nevent: progress\n` });
+    } else if (k === 1) {
+      await route.abort('connectionreset');
+    } else {
+      await route.continue();
+    }
+  });
+  await page.click(`#jobs tr[data-id="${long.id}"]`);
+  await waitFor(() => sent.length >= 3, 'three event stream requests', 30000);
+  if (sent[0] !== '' || sent[1] !== cutId || sent[2] !== cutId)
+    fail(`Last-Event-ID sent: ${JSON.stringify(sent)}, the last full event was ${cutId}`);
+  // the resumed (real) stream moves the page past the state it was cut at
+  await page.waitForFunction((s) => { const m = /(\d+) \/ 1000000/.exec(document.getElementById('jd-facts').textContent);
+                                      return m && Number(m[1]) > s; }, cutStep, { timeout: 30000 });
+  await page.unroute(evPath);
+
+  step('job delete: confirmed, refused with the server\'s reason while it runs, done once cancelled');
   await page.click('#jd-delete');
   await page.waitForSelector('#jd-confirm:not([hidden])');
   if (!(await page.textContent('#jd-confirm-text')).includes(long.id)) fail('the job confirmation does not name the job');

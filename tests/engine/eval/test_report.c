@@ -146,9 +146,10 @@ END_TEST
 START_TEST(mixed_columns)
 {
     data t = make(500, 700, 6, 0.0f, true, 4);
-    pg_eval_column cols[6] = {{PG_EVAL_NUMERIC, 0, "x0"},    {PG_EVAL_NUMERIC, 0, "x1"},
-                              {PG_EVAL_NUMERIC, 0, NULL},    {PG_EVAL_NUMERIC, 0, NULL},
-                              {PG_EVAL_CATEGORICAL, 3, "c"}, {PG_EVAL_CATEGORICAL, 4, "u"}};
+    pg_eval_column cols[6] = {
+        {PG_EVAL_NUMERIC, 0, "x0", NULL},    {PG_EVAL_NUMERIC, 0, "x1", NULL},
+        {PG_EVAL_NUMERIC, 0, NULL, NULL},    {PG_EVAL_NUMERIC, 0, NULL, NULL},
+        {PG_EVAL_CATEGORICAL, 3, "c", NULL}, {PG_EVAL_CATEGORICAL, 4, "u", NULL}};
     pg_eval_input in = input(&t, cols);
     pg_eval_opts o = quick();
     pg_eval_report r;
@@ -253,8 +254,9 @@ START_TEST(hostile_inputs)
     ck_assert_int_eq(pg_eval_report_run(&in, &o, &r, &e), PG_EINVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "synthetic row 3"));
     t.syn[10] = 0.0f;
-    pg_eval_column cols[3] = {
-        {PG_EVAL_NUMERIC, 0, NULL}, {PG_EVAL_NUMERIC, 0, NULL}, {PG_EVAL_CATEGORICAL, 2, NULL}};
+    pg_eval_column cols[3] = {{PG_EVAL_NUMERIC, 0, NULL, NULL},
+                              {PG_EVAL_NUMERIC, 0, NULL, NULL},
+                              {PG_EVAL_CATEGORICAL, 2, NULL, NULL}};
     in.columns = cols; /* column 2 holds Gaussian noise, not codes */
     ck_assert_int_eq(pg_eval_report_run(&in, &o, &r, &e), PG_EINVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "column 2"));
