@@ -85,9 +85,12 @@ static void records(pg_req *r, pg_snapshot *snap, const pg_table *t, const pg_sa
 }
 
 /* Histograms of the decoded columns (the first PG_REPORT_PAGE_MAX), from n
- * drawn rows: numbers as values, categories and booleans as codes, missing
- * values counted in the caption (NaN or code k). Model output only: no
+ * drawn rows: numbers as values, categories and booleans as bars labelled
+ * by name (the schema's categories; false/true), missing values counted in
+ * the caption (NaN or code k). Model output only: no
  * private rows, so no data-owner mark. */
+static const char *const BOOL_NAMES[2] = {"false", "true"};
+
 static void histograms(pg_req *r, pg_snapshot *snap, const pg_table *t, const pg_samples_cache *kc,
                        const char *job_id, size_t n, uint64_t seed, int label)
 {
@@ -115,6 +118,9 @@ static void histograms(pg_req *r, pg_snapshot *snap, const pg_table *t, const pg
             ec[j].kind = cat ? PG_EVAL_CATEGORICAL : PG_EVAL_NUMERIC;
             ec[j].categories = (int32_t)(col->type == PG_COL_CATEGORICAL ? col->ncat : 2);
             ec[j].name = col->name;
+            ec[j].category_names = col->type == PG_COL_CATEGORICAL ? (const char *const *)col->cats
+                                   : col->type == PG_COL_BOOLEAN   ? BOOL_NAMES
+                                                                   : NULL;
             for (size_t i = 0; i < n; i++) {
                 pg_table_value v = {0};
                 if (j == ot->label)
