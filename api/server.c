@@ -269,6 +269,13 @@ static void replay_or_handle(pg_req *r)
         pg_log_event("error", "cannot record an idempotent response", NULL);
 }
 
+static void release_slot(pg_req *r)
+{
+    if (!r->upload_slot) return;
+    pg_upload_gate_leave(r->app->uploads, r->tok.id);
+    r->upload_slot = 0;
+}
+
 /* A body must average --min-body-rate bytes a second once its first
  * --body-grace-seconds are over: a client trickling bytes (each byte resets
  * the idle timeout) would otherwise keep its connection and everything its
@@ -298,7 +305,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         begin(r, url);
         /* Answer early (auth failure, 413 by Content-Length): MHD then skips
          * the body and closes the connection after the response. */
-        return r->status ? queue(r) : MHD_YES;
+        if (!r->status) return MHD_YES;
+        release_slot(r);
+        return queue(r);
     }
     if (*upload_data_size) {
         size_t len = *upload_data_size;
@@ -317,6 +326,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     if (r->queued) return MHD_YES;
     if (!r->status) replay_or_handle(r);
+    /* The body is in and handled: the slot is free before the client can
+     * see the answer (and send its next upload). */
+    release_slot(r);
     if (r->stream_free) {
         r->stream_free(r);
         r->stream_free = NULL;
@@ -336,7 +348,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     /* 499: the client went away before an answer was sent (nginx's code);
      * 408: we closed a connection whose body came too slowly. */
     int status = r->cut ? 408 : r->queued ? r->status : 499;
-    if (r->upload_slot) pg_upload_gate_leave(app->uploads, r->tok.id);
+    release_slot(r);
     (void)toe;
     pg_log_request(r->method, r->route_label, status, ms, r->authed ? r->tok.id : NULL);
     pg_metrics_observe(app->metrics, r->method, r->route_label, status, ms / 1e3);
