@@ -23,6 +23,7 @@
 #include "engine/data/npy.h"
 #include "service/dataset.h"
 #include "api/rows_typed.h"
+#include "api/upload_gate.h"
 
 #include "engine/data/rows.h"
 
@@ -190,11 +191,39 @@ static const char *media_type(pg_req *r, char *buf, size_t cap)
     return buf;
 }
 
+/* Takes an upload slot (api/upload_gate.h); 0, or -1 after queuing the
+ * refusal. Checked before anything else so a refused client costs nothing. */
+static int take_slot(pg_req *r)
+{
+    if (!r->app->uploads) return 0;
+    int why = pg_upload_gate_enter(r->app->uploads, r->tok.id);
+    if (why == PG_UPLOAD_OK) {
+        r->upload_slot = 1;
+        return 0;
+    }
+    char msg[200];
+    if (why == PG_UPLOAD_TOKEN_FULL) {
+        snprintf(msg, sizeof msg,
+                 "this token already has %d uploads in flight (--max-uploads-per-token); retry "
+                 "when one ends",
+                 r->app->cfg->max_uploads_per_token);
+        pg_api_problem(r, 429, msg, NULL, NULL);
+    } else {
+        snprintf(msg, sizeof msg,
+                 "the server has %d uploads in flight (--max-uploads); retry shortly",
+                 r->app->cfg->max_uploads);
+        pg_api_problem(r, 503, msg, NULL, NULL);
+    }
+    snprintf(r->retry_after, sizeof r->retry_after, "5");
+    return -1;
+}
+
 void pg_h_rows_begin(pg_req *r)
 {
     pg_db_dataset d;
     int found;
     pg_error err = {0};
+    if (take_slot(r)) return;
     if (pg_db_dataset_get(r->app->db, r->tok.tenant, r->params[0], &d, &found, &err)) {
         pg_api_fail(r, &err);
         return;

@@ -5,6 +5,7 @@
 
 #include "api/body_cache.h"
 #include "api/internal.h"
+#include "api/upload_gate.h"
 
 void pg_h_healthz(pg_req *r)
 {
@@ -54,6 +55,32 @@ static char *body_cache_metrics(struct pg_body_cache *c)
     return out;
 }
 
+/* The upload gate (api/upload_gate.h), malloc'ed; NULL when there is none. */
+static char *upload_metrics(struct pg_upload_gate *g)
+{
+    if (!g) return NULL;
+    pg_upload_gate_stats s;
+    pg_upload_gate_stats_get(g, &s);
+    char *out = NULL;
+    if (asprintf(&out,
+                 "# HELP privgen_uploads_in_flight Row uploads whose body is being received.\n"
+                 "# TYPE privgen_uploads_in_flight gauge\nprivgen_uploads_in_flight %zu\n"
+                 "# HELP privgen_uploads_max The bound on uploads in flight (--max-uploads).\n"
+                 "# TYPE privgen_uploads_max gauge\nprivgen_uploads_max %zu\n"
+                 "# HELP privgen_uploads_refused_total Uploads refused at a bound: 503 for "
+                 "--max-uploads, 429 for --max-uploads-per-token.\n"
+                 "# TYPE privgen_uploads_refused_total counter\n"
+                 "privgen_uploads_refused_total{limit=\"total\"} %llu\n"
+                 "privgen_uploads_refused_total{limit=\"token\"} %llu\n"
+                 "# HELP privgen_bodies_cut_total Requests whose body came slower than "
+                 "--min-body-rate; their connection was closed.\n"
+                 "# TYPE privgen_bodies_cut_total counter\nprivgen_bodies_cut_total %llu\n",
+                 s.in_flight, s.max_total, (unsigned long long)s.refused_full,
+                 (unsigned long long)s.refused_token, (unsigned long long)s.cut_slow) < 0)
+        return NULL;
+    return out;
+}
+
 void pg_h_metrics(pg_req *r)
 {
     pg_metrics_gauges g = {0};
@@ -83,16 +110,17 @@ void pg_h_metrics(pg_req *r)
         }
         free(jobs);
     }
-    char *bc = body_cache_metrics(r->app->body_cache);
-    if (bc) {
-        size_t bl = strlen(bc);
+    char *extra[2] = {body_cache_metrics(r->app->body_cache), upload_metrics(r->app->uploads)};
+    for (int i = 0; i < 2; i++) {
+        if (!extra[i]) continue;
+        size_t bl = strlen(extra[i]);
         char *both = realloc(txt, len + bl + 1);
         if (both) {
-            memcpy(both + len, bc, bl + 1);
+            memcpy(both + len, extra[i], bl + 1);
             txt = both;
             len += bl;
         }
-        free(bc);
+        free(extra[i]);
     }
     pg_api_send_text(r, 200, "text/plain; version=0.0.4; charset=utf-8", txt, len);
 }

@@ -30,7 +30,8 @@ typedef struct pg_api_app {
      * (service/auth.h) and seeded samples bodies (api/body_cache.h). */
     struct pg_auth_cache *auth_cache;
     struct pg_body_cache *body_cache;
-    struct pg_reports *reports; /* NULL: the report routes answer 503 */
+    struct pg_reports *reports;     /* NULL: the report routes answer 503 */
+    struct pg_upload_gate *uploads; /* row uploads in flight (api/upload_gate.h); NULL: no bound */
 } pg_api_app;
 
 typedef struct pg_req pg_req;
@@ -71,7 +72,9 @@ struct pg_req {
     int (*feed)(pg_req *req, const char *data, size_t len); /* streaming consumer */
     void (*stream_free)(pg_req *req);
     void *stream;
-    int failed; /* a consumer already set the error response; discard the rest */
+    int failed;      /* a consumer already set the error response; discard the rest */
+    int upload_slot; /* holds a slot of app->uploads until the request ends */
+    int cut;         /* the body came too slowly: the connection was closed */
 
     /* idempotency */
     char idem_key[129];

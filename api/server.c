@@ -12,6 +12,7 @@
 #include "api/internal.h"
 #include "api/body_cache.h"
 #include "api/router.h"
+#include "api/upload_gate.h"
 #include "service/auth.h"
 #include "service/log.h"
 
@@ -268,6 +269,25 @@ static void replay_or_handle(pg_req *r)
         pg_log_event("error", "cannot record an idempotent response", NULL);
 }
 
+static void release_slot(pg_req *r)
+{
+    if (!r->upload_slot) return;
+    pg_upload_gate_leave(r->app->uploads, r->tok.id);
+    r->upload_slot = 0;
+}
+
+/* A body must average --min-body-rate bytes a second once its first
+ * --body-grace-seconds are over: a client trickling bytes (each byte resets
+ * the idle timeout) would otherwise keep its connection and everything its
+ * request holds for as long as it likes. */
+static int body_too_slow(const pg_req *r, size_t len)
+{
+    const pg_svc_config *cfg = r->app->cfg;
+    if (cfg->min_body_rate <= 0) return 0;
+    double late = (now_ms() - r->t0) / 1e3 - cfg->body_grace_s;
+    return late > 0 && (double)(r->received + len) < late * cfg->min_body_rate;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **con_cls)
@@ -285,16 +305,30 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         begin(r, url);
         /* Answer early (auth failure, 413 by Content-Length): MHD then skips
          * the body and closes the connection after the response. */
-        return r->status ? queue(r) : MHD_YES;
+        if (!r->status) return MHD_YES;
+        release_slot(r);
+        return queue(r);
     }
     if (*upload_data_size) {
         size_t len = *upload_data_size;
         *upload_data_size = 0;
+        if (body_too_slow(r, len)) {
+            /* No response can be queued mid-body (libmicrohttpd 0.9.75):
+             * closing the connection is the answer, as nginx does. */
+            r->cut = 1;
+            if (r->app->uploads) pg_upload_gate_count_cut(r->app->uploads);
+            pg_log_event("warn", "request body arrived too slowly; connection closed",
+                         "\"reason\":\"min_body_rate\"");
+            return MHD_NO;
+        }
         if (!r->queued) consume(r, upload_data, len);
         return MHD_YES;
     }
     if (r->queued) return MHD_YES;
     if (!r->status) replay_or_handle(r);
+    /* The body is in and handled: the slot is free before the client can
+     * see the answer (and send its next upload). */
+    release_slot(r);
     if (r->stream_free) {
         r->stream_free(r);
         r->stream_free = NULL;
@@ -311,8 +345,10 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     *con_cls = NULL;
     if (r->stream_free) r->stream_free(r);
     double ms = now_ms() - r->t0;
-    /* 499: the client went away before an answer was sent (nginx's code). */
-    int status = r->queued ? r->status : 499;
+    /* 499: the client went away before an answer was sent (nginx's code);
+     * 408: we closed a connection whose body came too slowly. */
+    int status = r->cut ? 408 : r->queued ? r->status : 499;
+    release_slot(r);
     (void)toe;
     pg_log_request(r->method, r->route_label, status, ms, r->authed ? r->tok.id : NULL);
     pg_metrics_observe(app->metrics, r->method, r->route_label, status, ms / 1e3);
@@ -378,20 +414,24 @@ int pg_api_server_start_all(const pg_svc_config *cfg, pg_db *db, pg_metrics *met
     /* Caches: 1024 token slots kept 10 s at most (see service/auth.h for the
      * invalidation contract); seeded samples bodies of up to 1 MiB each,
      * 64 MiB and 1024 bodies in all (api/body_cache.h). */
-    s->app = (pg_api_app){cfg,
-                          db,
-                          metrics,
-                          jobs,
-                          pg_auth_cache_create(1024, 10.0),
-                          pg_body_cache_create((size_t)64 << 20, 1024, (size_t)1 << 20),
-                          reports};
+    s->app = (pg_api_app){
+        cfg, db, metrics, jobs, pg_auth_cache_create(1024, 10.0),
+        pg_body_cache_create((size_t)64 << 20, 1024, (size_t)1 << 20), reports,
+        /* NULL (no bound) when a caller's config leaves them 0. */
+        cfg->max_uploads > 0 && cfg->max_uploads_per_token > 0
+            ? pg_upload_gate_create((size_t)cfg->max_uploads, (size_t)cfg->max_uploads_per_token)
+            : NULL};
     s->daemon = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0, NULL,
         NULL, on_request, &s->app, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR,
         (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->http_threads,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s->app, MHD_OPTION_CONNECTION_TIMEOUT, 120u,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s->app, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)cfg->http_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
+        cfg->max_connections > 0 ? (unsigned)cfg->max_connections : 1000u,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_conns_per_ip,
         MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
     if (!s->daemon) {
+        pg_upload_gate_free(s->app.uploads);
         pg_auth_cache_free(s->app.auth_cache);
         pg_body_cache_free(s->app.body_cache);
         free(s);
@@ -423,5 +463,6 @@ void pg_api_server_stop(pg_api_server *s, int grace_ms)
     if (fd != MHD_INVALID_SOCKET) close(fd);
     pg_auth_cache_free(s->app.auth_cache);
     pg_body_cache_free(s->app.body_cache);
+    pg_upload_gate_free(s->app.uploads);
     free(s);
 }

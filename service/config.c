@@ -38,6 +38,13 @@ void pg_svc_config_defaults(pg_svc_config *c)
     c->progress_s = 2;
     c->report_workers = 1;
     c->max_queued_reports = 16;
+    c->http_timeout_s = 30;
+    c->max_connections = 1000;
+    c->max_conns_per_ip = 0;
+    c->max_uploads = 16;
+    c->max_uploads_per_token = 4;
+    c->min_body_rate = 1024;
+    c->body_grace_s = 10;
 }
 
 const char *pg_svc_config_usage(void)
@@ -83,7 +90,23 @@ const char *pg_svc_config_usage(void)
            "  --report-workers N      quality-report worker threads, 0..16; 0: another replica "
            "computes them (PRIVGEN_REPORT_WORKERS, default 1)\n"
            "  --max-queued-reports N  reports waiting for a worker (PRIVGEN_MAX_QUEUED_REPORTS, "
-           "default 16)\n";
+           "default 16)\n"
+           "  --http-timeout-seconds N  close a connection idle this long: no request, or no "
+           "byte of its headers or body (PRIVGEN_HTTP_TIMEOUT_SECONDS, default 30)\n"
+           "  --max-connections N     open HTTP connections in all (PRIVGEN_MAX_CONNECTIONS, "
+           "default 1000)\n"
+           "  --max-connections-per-ip N  open HTTP connections of one client address, 0: no "
+           "limit (PRIVGEN_MAX_CONNECTIONS_PER_IP, default 0; behind a proxy every client has "
+           "its address)\n"
+           "  --max-uploads N         row uploads in flight in all, 503 beyond "
+           "(PRIVGEN_MAX_UPLOADS, default 16)\n"
+           "  --max-uploads-per-token N  row uploads in flight of one token, 429 beyond "
+           "(PRIVGEN_MAX_UPLOADS_PER_TOKEN, default 4)\n"
+           "  --min-body-rate BYTES   a request body slower than this on average (bytes/s, "
+           "after the grace) is cut and its connection closed; 0: off (PRIVGEN_MIN_BODY_RATE, "
+           "default 1K)\n"
+           "  --body-grace-seconds N  time a body may take before its rate is checked "
+           "(PRIVGEN_BODY_GRACE_SECONDS, default 10)\n";
 }
 
 /* Parses a positive integer with an optional K/M/G (binary) suffix. */
@@ -152,6 +175,16 @@ static const opt OPTS[] = {
     {"--progress-seconds", "PRIVGEN_PROGRESS_SECONDS", OPT_ZINT, OFF(progress_s), 0, 3600},
     {"--report-workers", "PRIVGEN_REPORT_WORKERS", OPT_INT, OFF(report_workers), 0, 16},
     {"--max-queued-reports", "PRIVGEN_MAX_QUEUED_REPORTS", OPT_SIZE, OFF(max_queued_reports), 1, 0},
+    {"--http-timeout-seconds", "PRIVGEN_HTTP_TIMEOUT_SECONDS", OPT_INT, OFF(http_timeout_s), 1,
+     86400},
+    {"--max-connections", "PRIVGEN_MAX_CONNECTIONS", OPT_INT, OFF(max_connections), 1, 1000000},
+    {"--max-connections-per-ip", "PRIVGEN_MAX_CONNECTIONS_PER_IP", OPT_ZINT, OFF(max_conns_per_ip),
+     0, 1000000},
+    {"--max-uploads", "PRIVGEN_MAX_UPLOADS", OPT_INT, OFF(max_uploads), 1, 100000},
+    {"--max-uploads-per-token", "PRIVGEN_MAX_UPLOADS_PER_TOKEN", OPT_INT,
+     OFF(max_uploads_per_token), 1, 100000},
+    {"--min-body-rate", "PRIVGEN_MIN_BODY_RATE", OPT_ZINT, OFF(min_body_rate), 0, 1 << 30},
+    {"--body-grace-seconds", "PRIVGEN_BODY_GRACE_SECONDS", OPT_INT, OFF(body_grace_s), 1, 86400},
 };
 #define NOPTS (sizeof OPTS / sizeof OPTS[0])
 

@@ -40,6 +40,14 @@ typedef struct pg_svc_config {
     /* Quality reports (service/reports.h). */
     int report_workers;        /* report worker threads; 0: this replica computes none */
     size_t max_queued_reports; /* reports waiting for a worker, all tenants (503 beyond) */
+    /* Slow and hostile clients (api/server.c, api/upload_gate.h). */
+    int http_timeout_s;        /* an idle connection (no byte either way) is closed after this */
+    int max_connections;       /* open HTTP connections, all clients */
+    int max_conns_per_ip;      /* open HTTP connections of one address; 0: no limit */
+    int max_uploads;           /* row uploads in flight, all tokens (503 beyond) */
+    int max_uploads_per_token; /* row uploads in flight of one token (429 beyond) */
+    int min_body_rate;         /* bytes/s a request body must average after the grace; 0: off */
+    int body_grace_s;          /* seconds a body may take before its rate is checked */
 } pg_svc_config;
 
 void pg_svc_config_defaults(pg_svc_config *c);

@@ -15,9 +15,10 @@
  *
  * Threads: a pg_db is shared by every HTTP and worker thread; every function
  * may be called from any thread at any time (SQLite serializes on one
- * connection, PostgreSQL draws from a pool). An open appender or block
- * iterator may keep one backend connection until it ends; its thread may
- * make other pg_db calls meanwhile (pools are sized for that).
+ * connection, PostgreSQL draws from a pool). An open block iterator may
+ * keep one backend connection until it ends; its thread may make other
+ * pg_db calls meanwhile (pools are sized for that). An open appender keeps
+ * none (see below).
  *
  * Errors (every int-returning function; err may be NULL):
  *   PG_OK        done. Lookups that find nothing return PG_OK, *found = 0.
@@ -201,13 +202,16 @@ int pg_db_dataset_delete(pg_db *db, const char *tenant, const char *id, int *fou
 /* ---- appending rows: a streaming, all-or-nothing append --------------- */
 
 /* begin -> write ... -> commit | abort. Memory stays constant whatever the
- * size (values go to the backend as they arrive). Nothing is visible to any
- * reader until commit returns PG_OK; commit and abort always end the
+ * size (values are spooled to a local file as they arrive: SQLite's block
+ * file, PostgreSQL's unlinked temporary file in $TMPDIR). Nothing is visible
+ * to any reader until commit returns PG_OK; commit and abort always end the
  * appender (it is freed, also on failure), and a failed commit or an abort
  * leaves the dataset exactly as before (no rows, n unchanged, no files).
- * An open appender holds no lock on the dataset (uploads may be slow: it
- * must not hold up admissions or deletes); the dataset's existence, tenant
- * and max_rows are checked, and n updated, inside commit's transaction. */
+ * Between begin and commit an appender holds no lock on the dataset, no
+ * backend connection and no transaction (uploads may be slow or hostile:
+ * they must not hold up admissions, deletes or the pool); the dataset's
+ * existence, tenant and max_rows are checked, and n updated, inside
+ * commit's transaction, the only time it uses a connection. */
 typedef struct pg_db_append pg_db_append;
 
 /* Starts an append of rows of width d (> 0) to dataset id of tenant. */

@@ -2,9 +2,11 @@
  * row reads. A block's payload is the row-block file's payload (n*d
  * float32, then n int32 labels when labelled) cut into PGB_CHUNK-byte bytea
  * rows; the block row keeps its length, CRC-32 and SHA-256. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine/core/alloc.h"
 #include "service/db_pg.h"
@@ -214,26 +216,63 @@ int pgb_gauges(pg_db *db, pg_db_gauges *g, pg_error *err)
 
 /* ---- appends ---------------------------------------------------------- */
 
+/* An upload may take minutes (a slow or hostile client trickling bytes):
+ * holding a pooled connection and an open transaction for that long lets a
+ * few such clients exhaust the pool and stall every request. So the payload
+ * is spooled to an unlinked temporary file (gone with the process, whatever
+ * happens) and a connection is taken only at commit, where the chunks go
+ * in at local-disk speed within the one transaction that records the block:
+ * still all or nothing. */
 typedef struct pgb_append {
     pg_db_append base;
-    PGconn *c; /* holds the open transaction from begin to commit/abort */
+    int fd; /* the spool, -1 when none */
     char tenant[PG_ID_MAX], id[PG_ID_MAX];
     size_t d;
-    int64_t block_id;
-    unsigned char *buf;
+    unsigned char *buf; /* write buffer of the spool, then the chunk read back */
     size_t fill;
-    int chunks;
     uint64_t values, payload;
     uint32_t crc;
     pg_sha256 sha;
-    int broken; /* status of a failed write: the transaction is lost */
+    int broken; /* status of a failed write: nothing can be committed */
 } pgb_append;
 
 static void append_free(pgb_append *a)
 {
-    if (a->c) pg_pgpool_release(PGB(a->base.db)->pool, a->c); /* rolls back */
+    if (a->fd >= 0) close(a->fd);
     free(a->buf);
     free(a);
+}
+
+static int spool_open(pg_error *err)
+{
+    const char *dir = getenv("TMPDIR");
+    char path[512];
+    snprintf(path, sizeof path, "%s/privgen-rows-XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        pg_error_set(err, PG_EIO, "cannot create a spool file for rows in %s: %s",
+                     dir && *dir ? dir : "/tmp", strerror(errno));
+        return -1;
+    }
+    unlink(path);
+    return fd;
+}
+
+static int spool_put(pgb_append *a, const void *src, size_t n, pg_error *err)
+{
+    const unsigned char *p = src;
+    while (n) {
+        ssize_t w = write(a->fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            a->broken = PG_EIO;
+            return pg_error_set(err, PG_EIO, "cannot spool rows: %s",
+                                w < 0 ? strerror(errno) : "short write");
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return PG_OK;
 }
 
 int pgb_append_begin(pg_db *db, const char *tenant, const char *id, size_t d, pg_db_append **out,
@@ -246,50 +285,21 @@ int pgb_append_begin(pg_db *db, const char *tenant, const char *id, size_t d, pg
         return pg_error_set(err, PG_ENOMEM, "out of memory starting an append");
     }
     a->base.db = db;
+    a->fd = spool_open(err);
+    if (a->fd < 0) {
+        append_free(a);
+        return PG_EIO;
+    }
     snprintf(a->tenant, sizeof a->tenant, "%s", tenant);
     snprintf(a->id, sizeof a->id, "%s", id);
     a->d = d;
     a->crc = pgb_crc32(0, NULL, 0);
     pg_sha256_init(&a->sha);
-    int rc = pg_pgpool_acquire(PGB(db)->pool, &a->c, err);
-    if (rc) {
-        a->c = NULL;
-        append_free(a);
-        return rc;
-    }
-    PGresult *r;
-    rc = pgb_q(a->c, "BEGIN", NULL, "starting an append", NULL, err);
-    if (!rc)
-        rc = pgb_q(a->c, "SELECT nextval('row_block_ids')", NULL, "starting an append", &r, err);
-    if (rc) {
-        append_free(a);
-        return rc;
-    }
-    a->block_id = pgb_i64_at(r, 0, 0);
-    PQclear(r);
     *out = &a->base;
     return PG_OK;
 }
 
-static int flush_chunk(pgb_append *a, pg_error *err)
-{
-    if (!a->fill) return PG_OK;
-    pgb_args p = {0};
-    pgb_i64(&p, a->block_id);
-    pgb_i64(&p, a->chunks);
-    pgb_bin(&p, a->buf, a->fill);
-    int rc = pgb_q(a->c, "INSERT INTO row_chunks(block_id, i, data) VALUES ($1, $2, $3)", &p,
-                   "writing rows", NULL, err);
-    if (rc) {
-        a->broken = rc;
-        return rc;
-    }
-    a->chunks++;
-    a->fill = 0;
-    return PG_OK;
-}
-
-/* Adds payload bytes, hashing them and sending each full chunk. */
+/* Adds payload bytes, hashing them; buffered writes to the spool. */
 static int put_bytes(pgb_append *a, const void *src, size_t n, pg_error *err)
 {
     const unsigned char *p = src;
@@ -304,8 +314,9 @@ static int put_bytes(pgb_append *a, const void *src, size_t n, pg_error *err)
         p += take;
         n -= take;
         if (a->fill == PGB_CHUNK) {
-            int rc = flush_chunk(a, err);
+            int rc = spool_put(a, a->buf, a->fill, err);
             if (rc) return rc;
+            a->fill = 0;
         }
     }
     return PG_OK;
@@ -322,13 +333,42 @@ int pgb_append_write(pg_db_append *pa, const float *x, size_t count, pg_error *e
     return rc;
 }
 
+/* Sends the spooled payload as chunks of block_id; *chunks is their count. */
+static int send_chunks(pgb_append *a, PGconn *c, int64_t block_id, int *chunks, pg_error *err)
+{
+    if (lseek(a->fd, 0, SEEK_SET) < 0)
+        return pg_error_set(err, PG_EIO, "cannot read the row spool: %s", strerror(errno));
+    *chunks = 0;
+    for (uint64_t left = a->payload; left;) {
+        size_t want = left < PGB_CHUNK ? (size_t)left : PGB_CHUNK, got = 0;
+        while (got < want) {
+            ssize_t rd = read(a->fd, a->buf + got, want - got);
+            if (rd < 0 && errno == EINTR) continue;
+            if (rd <= 0)
+                return pg_error_set(err, PG_EIO, "cannot read the row spool: %s",
+                                    rd < 0 ? strerror(errno) : "short read");
+            got += (size_t)rd;
+        }
+        pgb_args p = {0};
+        pgb_i64(&p, block_id);
+        pgb_i64(&p, *chunks);
+        pgb_bin(&p, a->buf, want);
+        int rc = pgb_q(c, "INSERT INTO row_chunks(block_id, i, data) VALUES ($1, $2, $3)", &p,
+                       "writing rows", NULL, err);
+        if (rc) return rc;
+        (*chunks)++;
+        left -= want;
+    }
+    return PG_OK;
+}
+
 typedef struct commit_res {
     int found;
     int64_t rows, new_n;
 } commit_res;
 
-static int commit_tx(pgb_append *a, const int32_t *labels, int64_t max_rows, commit_res *res,
-                     pg_error *err)
+static int commit_tx(pgb_append *a, PGconn *c, const int32_t *labels, int64_t max_rows,
+                     commit_res *res, pg_error *err)
 {
     if (a->values % a->d)
         return pg_error_set(err, PG_EINVAL, "%llu values are not a whole number of rows of %zu",
@@ -336,23 +376,33 @@ static int commit_tx(pgb_append *a, const int32_t *labels, int64_t max_rows, com
     uint64_t n = a->values / a->d;
     int rc;
     if (labels && n && (rc = put_bytes(a, labels, (size_t)n * sizeof *labels, err))) return rc;
-    if ((rc = flush_chunk(a, err))) return rc;
+    if (a->fill && (rc = spool_put(a, a->buf, a->fill, err))) return rc;
+    a->fill = 0;
     unsigned char digest[32];
     pg_sha256_final(&a->sha, digest);
 
+    PGresult *r;
+    if ((rc = pgb_q(c, "BEGIN", NULL, "starting an append", NULL, err))) return rc;
+    if ((rc = pgb_q(c, "SELECT nextval('row_block_ids')", NULL, "starting an append", &r, err)))
+        return rc;
+    int64_t block_id = pgb_i64_at(r, 0, 0);
+    PQclear(r);
+    /* The chunks go in before the dataset's row lock is taken, so
+     * admissions and deletes wait only for the short bookkeeping below. */
+    int chunks = 0;
+    if (n && (rc = send_chunks(a, c, block_id, &chunks, err))) return rc;
     pgb_args p = {0};
     pgb_text(&p, a->id);
     pgb_text(&p, a->tenant);
-    PGresult *r;
     /* The dataset's row lock: appends, admissions and deletes of this
      * dataset queue here, so k and n advance one commit at a time. */
-    if ((rc = pgb_q(a->c,
+    if ((rc = pgb_q(c,
                     "SELECT n, blocks, d FROM datasets WHERE id = $1 AND tenant_id = $2 FOR UPDATE",
                     &p, "locking a dataset", &r, err)))
         return rc;
     if (PQntuples(r) != 1) {
         PQclear(r);
-        return PG_OK; /* vanished: found = 0, the caller's abort rolls back */
+        return PG_OK; /* vanished: found = 0, the release rolls back */
     }
     int64_t cur = pgb_i64_at(r, 0, 0), k = pgb_i64_at(r, 0, 1), dd = pgb_i64_at(r, 0, 2);
     PQclear(r);
@@ -371,7 +421,7 @@ static int commit_tx(pgb_append *a, const int32_t *labels, int64_t max_rows, com
                             (long long)(cur + (int64_t)n), (long long)max_rows);
     int64_t bytes = PG_BLOCK_HEADER + (int64_t)a->payload;
     p = (pgb_args){0};
-    pgb_i64(&p, a->block_id);
+    pgb_i64(&p, block_id);
     pgb_text(&p, a->id);
     pgb_i64(&p, k);
     pgb_i64(&p, (int64_t)n);
@@ -379,11 +429,11 @@ static int commit_tx(pgb_append *a, const int32_t *labels, int64_t max_rows, com
     pgb_text(&p, labels ? "true" : "false");
     pgb_i64(&p, (int64_t)a->payload);
     pgb_i64(&p, bytes);
-    pgb_i64(&p, a->chunks);
+    pgb_i64(&p, chunks);
     pgb_i64(&p, a->crc);
     pgb_bin(&p, digest, 32);
     pgb_i64(&p, pgb_now());
-    if ((rc = pgb_q(a->c,
+    if ((rc = pgb_q(c,
                     "INSERT INTO row_blocks(id, dataset_id, k, n, d, has_labels, payload, bytes, "
                     "chunks, crc32, sha256, created_at) "
                     "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
@@ -393,12 +443,12 @@ static int commit_tx(pgb_append *a, const int32_t *labels, int64_t max_rows, com
     pgb_i64(&p, (int64_t)n);
     pgb_i64(&p, bytes);
     pgb_text(&p, a->id);
-    if ((rc = pgb_q(a->c,
+    if ((rc = pgb_q(c,
                     "UPDATE datasets SET n = n + $1, blocks = blocks + 1, bytes = bytes + $2 "
                     "WHERE id = $3",
                     &p, "counting rows", NULL, err)))
         return rc;
-    if ((rc = pgb_q(a->c, "COMMIT", NULL, "committing an append", NULL, err))) return rc;
+    if ((rc = pgb_q(c, "COMMIT", NULL, "committing an append", NULL, err))) return rc;
     res->rows = (int64_t)n;
     res->new_n = cur + (int64_t)n;
     return PG_OK;
@@ -409,9 +459,13 @@ int pgb_append_commit(pg_db_append *pa, const int32_t *labels, int64_t max_rows,
 {
     pgb_append *a = (pgb_append *)pa;
     commit_res res = {0};
+    PGconn *c = NULL;
     int rc = a->broken ? pg_error_set(err, a->broken, "append failed earlier; nothing was stored")
-                       : commit_tx(a, labels, max_rows, &res, err);
-    append_free(a); /* after a failure this rolls the transaction back */
+                       : pg_pgpool_acquire(PGB(a->base.db)->pool, &c, err);
+    if (!rc) rc = commit_tx(a, c, labels, max_rows, &res, err);
+    /* After a failure (or a vanished dataset) the release rolls back. */
+    if (c) pg_pgpool_release(PGB(a->base.db)->pool, c);
+    append_free(a);
     if (rc) return rc;
     *found = res.found;
     if (res.found) {

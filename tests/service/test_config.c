@@ -235,6 +235,51 @@ START_TEST(report_flags)
 }
 END_TEST
 
+/* Slow-client bounds: defaults, flags, env, 0 where it means "off". */
+START_TEST(slow_client_flags)
+{
+    pg_svc_config c;
+    pg_svc_config_defaults(&c);
+    ck_assert_int_eq(c.http_timeout_s, 30);
+    ck_assert_int_eq(c.max_connections, 1000);
+    ck_assert_int_eq(c.max_conns_per_ip, 0);
+    ck_assert_int_eq(c.max_uploads, 16);
+    ck_assert_int_eq(c.max_uploads_per_token, 4);
+    ck_assert_int_eq(c.min_body_rate, 1024);
+    ck_assert_int_eq(c.body_grace_s, 10);
+    int help;
+    pg_error err;
+    char *ok[] = {"privgend", "--http-timeout-seconds",   "5", "--max-connections",
+                  "50",       "--max-connections-per-ip", "8", "--max-uploads",
+                  "3",        "--max-uploads-per-token",  "2", "--min-body-rate",
+                  "0",        "--body-grace-seconds",     "4", NULL};
+    ck_assert_int_eq(pg_svc_config_parse(&c, 15, ok, &help, &err), PG_OK);
+    ck_assert_int_eq(c.http_timeout_s, 5);
+    ck_assert_int_eq(c.max_connections, 50);
+    ck_assert_int_eq(c.max_conns_per_ip, 8);
+    ck_assert_int_eq(c.max_uploads, 3);
+    ck_assert_int_eq(c.max_uploads_per_token, 2);
+    ck_assert_int_eq(c.min_body_rate, 0);
+    ck_assert_int_eq(c.body_grace_s, 4);
+    static const char *const bad[][2] = {
+        {"--http-timeout-seconds", "0"},  {"--max-connections", "0"}, {"--max-uploads", "0"},
+        {"--max-uploads-per-token", "0"}, {"--min-body-rate", "-1"},  {"--body-grace-seconds", "0"},
+        {"--max-connections-per-ip", "x"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *a[] = {"privgend", (char *)bad[i][0], (char *)bad[i][1], NULL};
+        ck_assert_int_eq(pg_svc_config_parse(&c, 3, a, &help, &err), PG_EINVAL);
+        ck_assert_ptr_nonnull(strstr(err.msg, bad[i][0]));
+        ck_assert_ptr_nonnull(strstr(pg_svc_config_usage(), bad[i][0]));
+    }
+    setenv("PRIVGEN_MIN_BODY_RATE", "4K", 1);
+    pg_svc_config_defaults(&c);
+    char *none[] = {"privgend", NULL};
+    ck_assert_int_eq(pg_svc_config_parse(&c, 1, none, &help, &err), PG_OK);
+    unsetenv("PRIVGEN_MIN_BODY_RATE");
+    ck_assert_int_eq(c.min_body_rate, 4096);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("config");
@@ -245,6 +290,7 @@ static Suite *suite(void)
     tcase_add_test(t, database_selection);
     tcase_add_test(t, snapshot_cache_flag);
     tcase_add_test(t, report_flags);
+    tcase_add_test(t, slow_client_flags);
     suite_add_tcase(s, t);
     return s;
 }
