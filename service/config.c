@@ -54,7 +54,7 @@ const char *pg_svc_config_usage(void)
            "job and report worker threads + 2)\n"
            "  --db-timeout-ms N       statement timeout, PostgreSQL (PRIVGEN_DB_TIMEOUT_MS, "
            "default 30000)\n"
-           "  --ledger-cache-rows N   decoded ledger rows kept in memory, about 8 KiB each "
+           "  --ledger-cache-rows N   decoded ledger rows kept in memory, about 6 KiB each "
            "(PRIVGEN_LEDGER_CACHE_ROWS, default 8192; 0 = off)\n"
            "  --workers N             job worker threads (PRIVGEN_WORKERS, default 1)\n"
            "  --threads-per-job N     cores per job (PRIVGEN_THREADS_PER_JOB, default 1)\n"

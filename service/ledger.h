@@ -78,7 +78,7 @@ void pg_ledger_curve_add_encoded(pg_ledger_curve *c, const char *text);
  * text is byte-for-byte the text just read, so a hit adds exactly the
  * doubles decoding would (a tampered or rewritten row is decoded again).
  * Bounded: at most `slots` entries of about 1.3 KiB plus their text (about
- * 6.5 KiB for a default-grid plan; texts over 64 KiB are never kept).
+ * 5 KiB for a default-grid plan; texts over 64 KiB are never kept).
  * Thread-safe (one mutex, never held while parsing). Owned by the pg_db
  * handle (pg_db_ledger_cache). */
 typedef struct pg_ledger_cache pg_ledger_cache;
