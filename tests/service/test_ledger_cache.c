@@ -8,8 +8,11 @@
  * cache) quote and admit a random sequence of plans with refunds and job
  * deletions in between; every quote, spent curve and admission decision
  * agrees to the bit across the handles and with a brute-force sum of the
- * non-refunded rows. */
+ * non-refunded rows; a row rewritten in the database behind the cache's
+ * back (plain SQL) is decoded again. */
+#include <libpq-fe.h>
 #include <math.h>
+#include <sqlite3.h>
 
 #include "db_support.h"
 #include "engine/privacy/privacy.h"
@@ -410,6 +413,95 @@ START_TEST(refunded_rows_are_excluded_through_the_cache)
 }
 END_TEST
 
+/* Rewrites a ledger row's stored text with plain SQL, outside privgen's
+ * handles (as an operator or an attacker with database access could). */
+static void tamper(const char *job_id, const char *text)
+{
+    if (!strncmp(pg_test_db_url, "sqlite:", 7)) {
+        sqlite3 *h;
+        ck_assert_int_eq(sqlite3_open(pg_test_db_url + 7, &h), SQLITE_OK);
+        sqlite3_busy_timeout(h, 5000);
+        sqlite3_stmt *st;
+        ck_assert_int_eq(
+            sqlite3_prepare_v2(h, "UPDATE ledger SET rdp=? WHERE job_id=?", -1, &st, NULL),
+            SQLITE_OK);
+        sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, job_id, -1, SQLITE_STATIC);
+        ck_assert_int_eq(sqlite3_step(st), SQLITE_DONE);
+        ck_assert_int_eq(sqlite3_changes(h), 1);
+        sqlite3_finalize(st);
+        sqlite3_close(h);
+        return;
+    }
+    PGconn *c = PQconnectdb(pg_test_db_url);
+    ck_assert_msg(PQstatus(c) == CONNECTION_OK, "%s", PQerrorMessage(c));
+    const char *v[2] = {text, job_id};
+    PGresult *r =
+        PQexecParams(c, "UPDATE ledger SET rdp = $1 WHERE job_id = $2", 2, NULL, v, NULL, NULL, 0);
+    ck_assert_msg(PQresultStatus(r) == PGRES_COMMAND_OK, "%s", PQerrorMessage(c));
+    ck_assert_str_eq(PQcmdTuples(r), "1");
+    PQclear(r);
+    PQfinish(c);
+}
+
+static int admit_on(pg_db *db, const pg_privacy_plan *p, double cap, char *id, pg_ledger_quote *q)
+{
+    pg_job_row row;
+    memset(&row, 0, sizeof row);
+    pg_test_uid(row.id, sizeof row.id, "job_");
+    snprintf(row.tenant, sizeof row.tenant, "%s", tenant);
+    snprintf(row.dataset_id, sizeof row.dataset_id, "%s", ds);
+    snprintf(row.method, sizeof row.method, "m");
+    row.spec = "{}";
+    if (id) strcpy(id, row.id);
+    return pg_db_job_admit(db, &row, p, cap, CAP_DELTA, q, NULL);
+}
+
+START_TEST(a_row_rewritten_in_the_database_is_decoded_again)
+{
+    pg_db *db = open_slots(0), *plain = open_slots(-1);
+    pg_test_dataset(db, tenant, ds, 2);
+    pg_privacy_plan small = sgm_plan(0.01, 2.0, 50), big = sgm_plan(0.05, 1.0, 400);
+    char id[2][PG_ID_MAX];
+    pg_ledger_quote q;
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(admit_on(db, &small, 1000.0, id[i], &q), PG_OK);
+        ck_assert(q.admit);
+    }
+    pg_ledger_curve before, after, brute;
+    ck_assert_int_eq(pg_ledger_spent(db, ds, &before, NULL), PG_OK); /* both rows cached */
+    pg_ledger_cache_stats st0, st1;
+    pg_ledger_cache_get_stats(pg_db_ledger_cache(db), &st0);
+    /* A larger charge written over row 0: the cache must not keep the old
+     * decode (which would under-count). */
+    char *tb = pg_ledger_plan_encode(&big);
+    tamper(id[0], tb);
+    ck_assert_int_eq(pg_ledger_spent(db, ds, &after, NULL), PG_OK);
+    ck_assert_int_eq(pg_ledger_spent(plain, ds, &brute, NULL), PG_OK);
+    assert_same_curve(&after, &brute);
+    ck_assert(after.rdp[10] > before.rdp[10]);
+    pg_ledger_cache_get_stats(pg_db_ledger_cache(db), &st1);
+    ck_assert_uint_eq(st1.misses, st0.misses + 1); /* row 0 decoded again, row 1 a hit */
+    ck_assert_uint_eq(st1.hits, st0.hits + 1);
+    /* The admission through the cached handle quotes the rewritten spend. */
+    pg_ledger_quote dry, q2;
+    ck_assert_int_eq(pg_ledger_quote_plan(&brute, &small, 1000.0, CAP_DELTA, &dry, NULL), PG_OK);
+    ck_assert_int_eq(admit_on(db, &small, 1000.0, NULL, &q2), PG_OK);
+    assert_same_quote(&q2, &dry);
+    /* Rewritten to garbage: an infinite spend, refused, through the cache
+     * as without it. */
+    tamper(id[1], "{\"orders\":[2,3],\"rdp\":[0.1]}");
+    ck_assert_int_eq(admit_on(db, &small, 1000.0, NULL, &q2), PG_OK);
+    ck_assert_int_eq(q2.admit, 0);
+    ck_assert(isinf(q2.spent_epsilon));
+    ck_assert_int_eq(admit_on(plain, &small, 1000.0, NULL, &q), PG_OK);
+    assert_same_quote(&q2, &q);
+    free(tb);
+    pg_db_close(plain);
+    pg_db_close(db);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("ledger_cache");
@@ -424,6 +516,7 @@ static Suite *suite(void)
     tcase_set_timeout(db, 120);
     tcase_add_loop_test(db, admissions_agree_with_and_without_the_cache, 0, 3);
     tcase_add_test(db, refunded_rows_are_excluded_through_the_cache);
+    tcase_add_test(db, a_row_rewritten_in_the_database_is_decoded_again);
     suite_add_tcase(s, db);
     return s;
 }
