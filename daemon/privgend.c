@@ -148,7 +148,8 @@ int main(int argc, char **argv)
     pg_db_url_redact(url, shown, sizeof shown);
     log_safe(shown);
     pg_db_options dbo = {.pool_size = pg_svc_config_db_pool(&cfg),
-                         .statement_timeout_ms = cfg.db_timeout_ms};
+                         .statement_timeout_ms = cfg.db_timeout_ms,
+                         .ledger_cache_slots = cfg.ledger_cache_rows ? cfg.ledger_cache_rows : -1};
     if (pg_db_open(url, &dbo, &db, &err)) {
         pg_error_wrap(&err, "%s", shown);
         return fail("cannot open the database", &err);

@@ -18,6 +18,7 @@ void pg_svc_config_defaults(pg_svc_config *c)
     c->db_url = NULL;
     c->db_pool = 0;
     c->db_timeout_ms = 30000;
+    c->ledger_cache_rows = 8192;
     c->workers = 1;
     c->threads_per_job = 1;
     c->http_threads = 4;
@@ -60,6 +61,8 @@ const char *pg_svc_config_usage(void)
            "job and report worker threads + 2)\n"
            "  --db-timeout-ms N       statement timeout, PostgreSQL (PRIVGEN_DB_TIMEOUT_MS, "
            "default 30000)\n"
+           "  --ledger-cache-rows N   decoded ledger rows kept in memory, about 6 KiB each "
+           "(PRIVGEN_LEDGER_CACHE_ROWS, default 8192; 0 = off)\n"
            "  --workers N             job worker threads (PRIVGEN_WORKERS, default 1)\n"
            "  --threads-per-job N     cores per job (PRIVGEN_THREADS_PER_JOB, default 1)\n"
            "  --http-threads N        HTTP thread pool size (PRIVGEN_HTTP_THREADS, default 4)\n"
@@ -157,6 +160,8 @@ static const opt OPTS[] = {
     {"--db", "PRIVGEN_DB", OPT_STR, OFF(db_url), 0, 0},
     {"--db-pool", "PRIVGEN_DB_POOL", OPT_INT, OFF(db_pool), 1, 1024},
     {"--db-timeout-ms", "PRIVGEN_DB_TIMEOUT_MS", OPT_INT, OFF(db_timeout_ms), 1, 3600000},
+    {"--ledger-cache-rows", "PRIVGEN_LEDGER_CACHE_ROWS", OPT_INT, OFF(ledger_cache_rows), 0,
+     1048576},
     {"--workers", "PRIVGEN_WORKERS", OPT_INT, OFF(workers), 1, 256},
     {"--threads-per-job", "PRIVGEN_THREADS_PER_JOB", OPT_INT, OFF(threads_per_job), 1, 1024},
     {"--http-threads", "PRIVGEN_HTTP_THREADS", OPT_INT, OFF(http_threads), 1, 256},

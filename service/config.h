@@ -19,6 +19,7 @@ typedef struct pg_svc_config {
                             * sqlite:DATA_DIR/privgen.db */
     int db_pool;           /* database connections; 0: HTTP + job + report threads + 2 */
     int db_timeout_ms;     /* per-statement timeout (PostgreSQL) */
+    int ledger_cache_rows; /* ledger parse cache slots (service/ledger.h); 0: off */
     const char *port_file; /* when set, the bound port is written here (tests) */
     int workers;           /* job worker threads */
     int threads_per_job;   /* cores per job (OpenMP + BLAS) */

@@ -30,8 +30,17 @@ int pg_db_open(const char *url, const pg_db_options *opt, pg_db **out, pg_error 
     if (o.statement_timeout_ms <= 0) o.statement_timeout_ms = 30000;
     if (o.connect_timeout_s <= 0) o.connect_timeout_s = 5;
     for (size_t i = 0; i < sizeof BACKENDS / sizeof BACKENDS[0]; i++)
-        if (!strncmp(url, BACKENDS[i].prefix, strlen(BACKENDS[i].prefix)))
-            return BACKENDS[i].open(url, &o, out, err);
+        if (!strncmp(url, BACKENDS[i].prefix, strlen(BACKENDS[i].prefix))) {
+            pg_ledger_cache *lc;
+            int rc = pg_ledger_cache_new(o.ledger_cache_slots, &lc, err);
+            if (rc) return rc;
+            if ((rc = BACKENDS[i].open(url, &o, out, err))) {
+                pg_ledger_cache_free(lc);
+                return rc;
+            }
+            (*out)->ledger_cache = lc;
+            return PG_OK;
+        }
     size_t scheme = strcspn(url, ":");
     return pg_error_set(err, PG_EINVAL,
                         "unsupported database URL scheme '%.*s' (expected sqlite:PATH or "
@@ -41,7 +50,15 @@ int pg_db_open(const char *url, const pg_db_options *opt, pg_db **out, pg_error 
 
 void pg_db_close(pg_db *db)
 {
-    if (db) db->ops->close(db);
+    if (!db) return;
+    pg_ledger_cache *lc = db->ledger_cache;
+    db->ops->close(db);
+    pg_ledger_cache_free(lc);
+}
+
+pg_ledger_cache *pg_db_ledger_cache(pg_db *db)
+{
+    return db ? db->ledger_cache : NULL;
 }
 
 const char *pg_db_backend(const pg_db *db)

@@ -85,6 +85,7 @@ typedef struct pg_db_options {
     int pool_size;            /* PostgreSQL connections; <= 0: 8. SQLite: ignored */
     int statement_timeout_ms; /* per statement; <= 0: 30000. SQLite: ignored (5 s lock wait) */
     int connect_timeout_s;    /* PostgreSQL connect; <= 0: 5. SQLite: ignored */
+    int ledger_cache_slots;   /* parsed ledger rows kept (service/ledger.h); 0: 4096; < 0: off */
 } pg_db_options;
 
 /* Opens the backend named by url (opt may be NULL for defaults), creating
@@ -330,6 +331,7 @@ int pg_db_job_reserve_steps(pg_db *db, const char *id, int64_t steps, pg_error *
  * curve text of pg_ledger_plan_encode (decoded by pg_ledger_curve_add_encoded
  * and pg_ledger_budget_json). */
 typedef struct pg_ledger_entry {
+    int64_t seq; /* the row's identity (never reused) */
     char job_id[PG_ID_MAX];
     int refunded; /* 0: reserved (counts towards the spend) */
     char *plan;
@@ -340,6 +342,9 @@ typedef struct pg_ledger_entry {
 int pg_db_ledger_entries(pg_db *db, const char *dataset_id, pg_ledger_entry **out, size_t *count,
                          pg_error *err);
 void pg_ledger_entries_free(pg_ledger_entry *e, size_t count);
+/* The handle's ledger parse cache (service/ledger.h; NULL when
+ * pg_db_options.ledger_cache_slots < 0). Owned by the handle. */
+struct pg_ledger_cache *pg_db_ledger_cache(pg_db *db);
 
 /* ---- checkpoints ------------------------------------------------------ */
 

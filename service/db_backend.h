@@ -127,6 +127,7 @@ typedef struct pg_db_ops {
 
 struct pg_db {
     const pg_db_ops *ops;
+    struct pg_ledger_cache *ledger_cache; /* set by pg_db_open, freed by pg_db_close */
 };
 struct pg_db_append {
     pg_db *db;

@@ -11,6 +11,7 @@
 /* ---- admission -------------------------------------------------------- */
 
 typedef struct admit_ctx {
+    pg_db *db;
     pg_job_row *job;
     const pg_privacy_plan *plan;
     double cap_epsilon, cap_delta;
@@ -71,13 +72,22 @@ static int admit_fn(PGconn *c, void *ctx, pg_error *err)
         x->q->admit = 1;
         return insert_job(c, x->job, err);
     }
-    if ((rc = pgb_q(c, "SELECT rdp FROM ledger WHERE dataset_id = $1 AND state = 'reserved'", &a,
-                    "reading the ledger", &r, err)))
+    /* Oldest first, as pg_db_ledger_entries: the per-order sums (rounded
+     * doubles) then do not depend on the plan PostgreSQL picks, and a dry
+     * run's quote is the admission's to the bit. */
+    if ((rc = pgb_q(c,
+                    "SELECT seq, rdp FROM ledger WHERE dataset_id = $1 AND state = 'reserved' "
+                    "ORDER BY seq",
+                    &a, "reading the ledger", &r, err)))
         return rc;
+    pg_ledger_cache *lc = pg_db_ledger_cache(x->db);
     pg_ledger_curve spent;
     pg_ledger_curve_init(&spent);
-    for (int i = 0; i < PQntuples(r); i++)
-        pg_ledger_curve_add_encoded(&spent, PQgetisnull(r, i, 0) ? NULL : PQgetvalue(r, i, 0));
+    for (int i = 0; i < PQntuples(r); i++) {
+        int null = PQgetisnull(r, i, 1);
+        pg_ledger_curve_add_row(&spent, lc, pgb_i64_at(r, i, 0), null ? NULL : PQgetvalue(r, i, 1),
+                                null ? 0 : (size_t)PQgetlength(r, i, 1));
+    }
     PQclear(r);
     if ((rc = pg_ledger_quote_plan(&spent, x->plan, x->cap_epsilon, x->cap_delta, x->q, err)))
         return rc;
@@ -103,8 +113,12 @@ int pgb_job_admit(pg_db *db, pg_job_row *job, const pg_privacy_plan *plan, doubl
                   double cap_delta, struct pg_ledger_quote *q, pg_error *err)
 {
     pg_job_row row = *job;
-    admit_ctx x = {
-        .job = &row, .plan = plan, .cap_epsilon = cap_epsilon, .cap_delta = cap_delta, .q = q};
+    admit_ctx x = {.db = db,
+                   .job = &row,
+                   .plan = plan,
+                   .cap_epsilon = cap_epsilon,
+                   .cap_delta = cap_delta,
+                   .q = q};
     int rc = pgb_tx(PGB(db), admit_fn, &x, err);
     if (!rc && q->admit) *job = row;
     return rc;
@@ -272,8 +286,8 @@ static int ledger_fn(PGconn *c, void *ctx, pg_error *err)
     pgb_text(&a, x->dataset_id);
     PGresult *r;
     int rc = pgb_q(c,
-                   "SELECT job_id, state, rdp, epsilon, delta FROM ledger WHERE dataset_id = $1 "
-                   "ORDER BY seq",
+                   "SELECT job_id, state, rdp, epsilon, delta, seq FROM ledger "
+                   "WHERE dataset_id = $1 ORDER BY seq",
                    &a, "reading the ledger", &r, err);
     if (rc) return rc;
     int n = PQntuples(r);
@@ -289,6 +303,7 @@ static int ledger_fn(PGconn *c, void *ctx, pg_error *err)
         e->plan = pgb_dup_at(r, i, 2);
         e->epsilon = pgb_f64_at(r, i, 3);
         e->delta = pgb_f64_at(r, i, 4);
+        e->seq = pgb_i64_at(r, i, 5);
         x->n++;
         if (!PQgetisnull(r, i, 2) && !e->plan)
             rc = pg_error_set(err, PG_ENOMEM, "out of memory reading the ledger");

@@ -56,17 +56,25 @@ int sq_job_row_read(sqlite3_stmt *st, pg_job_row *j, pg_error *err)
 
 /* ---- admission -------------------------------------------------------- */
 
-/* Composed curve of the reserved rows (inside the caller's transaction). */
+/* Composed curve of the reserved rows (inside the caller's transaction),
+ * oldest first as pg_db_ledger_entries (the same rounded sums as a dry
+ * run's quote). */
 static int spent_curve(sq_db *s, const char *dataset_id, pg_ledger_curve *c, pg_error *err)
 {
     pg_ledger_curve_init(c);
     sqlite3_stmt *st;
-    if (sq_prep(s, "SELECT rdp FROM ledger WHERE dataset_id=? AND state='reserved'", &st, err))
+    if (sq_prep(s,
+                "SELECT seq, rdp FROM ledger WHERE dataset_id=? AND state='reserved' ORDER BY seq",
+                &st, err))
         return PG_EIO;
     sqlite3_bind_text(st, 1, dataset_id, -1, SQLITE_STATIC);
+    pg_ledger_cache *lc = pg_db_ledger_cache(&s->base);
     int r;
-    while ((r = sqlite3_step(st)) == SQLITE_ROW)
-        pg_ledger_curve_add_encoded(c, (const char *)sqlite3_column_text(st, 0));
+    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *txt = (const char *)sqlite3_column_text(st, 1);
+        size_t len = txt ? (size_t)sqlite3_column_bytes(st, 1) : 0;
+        pg_ledger_curve_add_row(c, lc, sqlite3_column_int64(st, 0), txt, len);
+    }
     sqlite3_finalize(st);
     return r == SQLITE_DONE ? PG_OK : sq_fail(s, err, "reading the ledger");
 }
@@ -288,8 +296,8 @@ int sq_ledger_entries(pg_db *db, const char *dataset_id, pg_ledger_entry **out, 
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
     int rc = sq_prep(s,
-                     "SELECT job_id, state, rdp, epsilon, delta FROM ledger WHERE dataset_id=? "
-                     "ORDER BY seq",
+                     "SELECT job_id, state, rdp, epsilon, delta, seq FROM ledger "
+                     "WHERE dataset_id=? ORDER BY seq",
                      &st, err);
     if (!rc) {
         sqlite3_bind_text(st, 1, dataset_id, -1, SQLITE_STATIC);
@@ -313,6 +321,7 @@ int sq_ledger_entries(pg_db *db, const char *dataset_id, pg_ledger_entry **out, 
             x->plan = dup_col(st, 2);
             x->epsilon = sqlite3_column_double(st, 3);
             x->delta = sqlite3_column_double(st, 4);
+            x->seq = sqlite3_column_int64(st, 5);
         }
         if (!rc && r != SQLITE_DONE) rc = sq_fail(s, err, "reading the ledger");
         sqlite3_finalize(st);

@@ -153,6 +153,21 @@ char *pg_jobs_metrics(pg_jobs *m)
                            eps);
     }
     free(ds);
+    pg_ledger_cache_stats lc;
+    pg_ledger_cache_get_stats(pg_db_ledger_cache(m->db), &lc);
+    pg_text_printf(&b,
+                   "# HELP privgen_ledger_cache_hits_total Ledger rows composed from their cached "
+                   "decode (same row, same text).\n# TYPE privgen_ledger_cache_hits_total counter\n"
+                   "privgen_ledger_cache_hits_total %llu\n"
+                   "# HELP privgen_ledger_cache_misses_total Ledger rows decoded from their JSON.\n"
+                   "# TYPE privgen_ledger_cache_misses_total counter\n"
+                   "privgen_ledger_cache_misses_total %llu\n"
+                   "# HELP privgen_ledger_cache_rows Decoded ledger rows held "
+                   "(--ledger-cache-rows).\n# TYPE privgen_ledger_cache_rows gauge\n"
+                   "privgen_ledger_cache_rows %zu\n"
+                   "# HELP privgen_ledger_cache_bytes Memory they hold.\n"
+                   "# TYPE privgen_ledger_cache_bytes gauge\nprivgen_ledger_cache_bytes %zu\n",
+                   lc.hits, lc.misses, lc.entries, lc.bytes);
     pg_jobs_snapcache_metrics(m, &b);
     char *q = pg_jobs_queue_metrics(m); /* the shared queue, per replica (jobs_lease.c) */
     if (q) pg_text_printf(&b, "%s", q);

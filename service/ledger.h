@@ -26,6 +26,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "engine/core/error.h"
 #include "engine/methods/method.h"
@@ -67,6 +68,33 @@ char *pg_ledger_plan_encode(const pg_privacy_plan *p);
 /* Adds a stored row's curve to c; a missing or corrupt text counts as an
  * infinite spend (never as nothing). */
 void pg_ledger_curve_add_encoded(pg_ledger_curve *c, const char *text);
+
+/* The parse cache: a stored row's decoded curve, kept in process so an
+ * admission does not re-parse every row's JSON. The database stays the
+ * only source of which rows exist and which are refunded (read on every
+ * admission); the cache only replaces parsing. An entry is found by the
+ * row's identity (ledger seq, direct-mapped: seq mod slots, a newer row
+ * replaces the one in its slot) and used only when its saved copy of the
+ * text is byte-for-byte the text just read, so a hit adds exactly the
+ * doubles decoding would (a tampered or rewritten row is decoded again).
+ * Bounded: at most `slots` entries of about 1.3 KiB plus their text (about
+ * 5 KiB for a default-grid plan; texts over 64 KiB are never kept).
+ * Thread-safe (one mutex, never held while parsing). Owned by the pg_db
+ * handle (pg_db_ledger_cache). */
+typedef struct pg_ledger_cache pg_ledger_cache;
+typedef struct pg_ledger_cache_stats {
+    unsigned long long hits, misses, evictions;
+    size_t entries, bytes;
+} pg_ledger_cache_stats;
+
+/* slots 0: the default (8192); < 0: no cache (*out = NULL, PG_OK). */
+int pg_ledger_cache_new(int slots, pg_ledger_cache **out, pg_error *err);
+void pg_ledger_cache_free(pg_ledger_cache *lc);
+void pg_ledger_cache_get_stats(pg_ledger_cache *lc, pg_ledger_cache_stats *s);
+/* Exactly pg_ledger_curve_add_encoded(c, text) (text of len bytes, or
+ * NULL), through lc when it is not NULL and seq > 0. */
+void pg_ledger_curve_add_row(pg_ledger_curve *c, pg_ledger_cache *lc, int64_t seq, const char *text,
+                             size_t len);
 
 /* Composed curve of a dataset's reserved rows (pg_db_ledger_entries). */
 int pg_ledger_spent(struct pg_db *db, const char *dataset_id, pg_ledger_curve *c, pg_error *err);

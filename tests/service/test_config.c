@@ -78,6 +78,12 @@ START_TEST(database_selection)
     ck_assert_int_eq(pg_svc_config_db_url(&c, url, sizeof url, NULL), PG_OK);
     ck_assert_str_eq(url, "sqlite:/tmp/x.db");
     ck_assert_int_eq(c.db_timeout_ms, 2500);
+    ck_assert_int_eq(c.ledger_cache_rows, 8192);
+    char *a6[] = {"privgend", "--ledger-cache-rows", "0", NULL};
+    ck_assert_int_eq(pg_svc_config_parse(&c, 3, a6, &help, NULL), PG_OK);
+    ck_assert_int_eq(c.ledger_cache_rows, 0);
+    char *a7[] = {"privgend", "--ledger-cache-rows", "-1", NULL};
+    ck_assert_int_eq(pg_svc_config_parse(&c, 3, a7, &help, NULL), PG_EINVAL);
     unsetenv("PRIVGEN_DB");
     unsetenv("PRIVGEN_DB_POOL");
     pg_error err;
