@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
+#include "bench/pgcluster.h"
 #include "engine/privacy/privacy.h"
 #include "service/db.h"
 #include "service/ledger.h"
@@ -150,13 +151,6 @@ static int run(const char *url, int is_pg, const char *sizes, int nadmit, int sl
     return rc ? 1 : 0;
 }
 
-static int sh(const char *script, const char *action, const char *dir)
-{
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "'%s' %s '%s' >&2", script, action, dir);
-    return system(cmd);
-}
-
 static int bench_ledger(int argc, char **argv)
 {
     const char *sizes = pg_bench_opt(argc, argv, "--sizes", "0,100,1000,5000");
@@ -178,24 +172,16 @@ static int bench_ledger(int argc, char **argv)
         snprintf(url, sizeof url, "sqlite:%s/privgen.db", tmp);
         status |= run(url, 0, sizes, nadmit, slots, "sqlite");
     }
-    char script[1024] = "", cluster[160] = "", uri[1024] = "";
+    char uri[1024] = "";
+    pg_bench_pg cl = {.script = "", .cluster = ""};
     if (!pg && !pg_bench_has(argc, argv, "--skip-pg")) {
-        snprintf(script, sizeof script, "%s/scripts/pgtest.sh", src ? src : PRIVGEN_SOURCE_DIR);
-        snprintf(cluster, sizeof cluster, "%s/pg", tmp);
-        if (sh(script, "start", cluster)) {
-            fprintf(stderr, "privgen-bench ledger: could not start a PostgreSQL cluster\n");
+        if (pg_bench_pg_start(&cl, src, tmp, "ledger", uri, sizeof uri))
             status = 1;
-        } else {
-            char path[256];
-            snprintf(path, sizeof path, "%s/uri", cluster);
-            FILE *f = fopen(path, "r");
-            if (f && fgets(uri, sizeof uri, f)) uri[strcspn(uri, "\n")] = '\0';
-            if (f) fclose(f);
+        else
             pg = uri;
-        }
     }
     if (pg && pg[0]) status |= run(pg, 1, sizes, nadmit, slots, "postgres");
-    if (cluster[0]) sh(script, "stop", cluster);
+    pg_bench_pg_stop(&cl);
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
     if (system(cmd)) status = 1;

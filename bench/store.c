@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
+#include "bench/pgcluster.h"
 #include "engine/core/alloc.h"
 #include "engine/privacy/privacy.h"
 #include "service/db.h"
@@ -187,13 +188,6 @@ static void report(const char *backend, size_t rows, size_t d, int nadmit, int t
     fflush(stdout);
 }
 
-static int sh(const char *script, const char *action, const char *dir)
-{
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "'%s' %s '%s' >&2", script, action, dir);
-    return system(cmd);
-}
-
 static int bench_store(int argc, char **argv)
 {
     size_t rows = strtoull(pg_bench_opt(argc, argv, "--rows", "60000"), NULL, 10);
@@ -224,21 +218,13 @@ static int bench_store(int argc, char **argv)
             report("sqlite", rows, d, nadmit, threads, &r);
         }
     }
-    char script[1024] = "", cluster[160] = "", uri[1024] = "";
+    char uri[1024] = "";
+    pg_bench_pg cl = {.script = "", .cluster = ""};
     if (!pg) {
-        snprintf(script, sizeof script, "%s/scripts/pgtest.sh", src ? src : PRIVGEN_SOURCE_DIR);
-        snprintf(cluster, sizeof cluster, "%s/pg", tmp);
-        if (sh(script, "start", cluster)) {
-            fprintf(stderr, "privgen-bench store: could not start a PostgreSQL cluster\n");
+        if (pg_bench_pg_start(&cl, src, tmp, "store", uri, sizeof uri))
             status = 1;
-        } else {
-            char path[256];
-            snprintf(path, sizeof path, "%s/uri", cluster);
-            FILE *f = fopen(path, "r");
-            if (f && fgets(uri, sizeof uri, f)) uri[strcspn(uri, "\n")] = '\0';
-            if (f) fclose(f);
+        else
             pg = uri;
-        }
     }
     if (pg && pg[0]) {
         r = (res){0};
@@ -250,7 +236,7 @@ static int bench_store(int argc, char **argv)
             report("postgres", rows, d, nadmit, threads, &r);
         }
     }
-    if (cluster[0]) sh(script, "stop", cluster);
+    pg_bench_pg_stop(&cl);
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
     if (system(cmd)) status = 1;
