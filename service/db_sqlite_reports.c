@@ -332,12 +332,13 @@ int sq_report_finish(pg_db *db, const char *id, const char *status, const char *
     return rc;
 }
 
-int sq_report_cancel(pg_db *db, const char *tenant, const char *id, int64_t now, int *found,
-                     int *done, pg_error *err)
+/* Begins a write transaction and reads the report's status into stt (cap
+ * bytes; "" when absent): cancel and delete decide under the same lock. */
+static int begin_status(sq_db *s, const char *tenant, const char *id, char *stt, size_t cap,
+                        int *found, pg_error *err)
 {
-    sq_db *s = SQ(db);
-    pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
+    stt[0] = '\0';
     int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
     if (!rc &&
         !(rc = sq_prep(s, "SELECT status FROM reports WHERE id=? AND tenant_id=?", &st, err))) {
@@ -346,13 +347,25 @@ int sq_report_cancel(pg_db *db, const char *tenant, const char *id, int64_t now,
         int r = sqlite3_step(st);
         if (r == SQLITE_ROW) {
             *found = 1;
-            const char *stt = (const char *)sqlite3_column_text(st, 0);
-            *done = stt && (!strcmp(stt, "queued") || !strcmp(stt, "running"));
+            const char *t = (const char *)sqlite3_column_text(st, 0);
+            snprintf(stt, cap, "%s", t ? t : "");
         } else if (r != SQLITE_DONE) {
             rc = sq_fail(s, err, "reading a report");
         }
         sqlite3_finalize(st);
     }
+    return rc;
+}
+
+int sq_report_cancel(pg_db *db, const char *tenant, const char *id, int64_t now, int *found,
+                     int *done, pg_error *err)
+{
+    sq_db *s = SQ(db);
+    pthread_mutex_lock(&s->mu);
+    sqlite3_stmt *st;
+    char stt[16];
+    int rc = begin_status(s, tenant, id, stt, sizeof stt, found, err);
+    *done = !rc && (!strcmp(stt, "queued") || !strcmp(stt, "running"));
     if (!rc && *done &&
         !(rc = sq_prep(s,
                        "UPDATE reports SET status='cancelled', finished_at=?, updated_at=? "
@@ -379,21 +392,9 @@ int sq_report_delete(pg_db *db, const char *tenant, const char *id, int *found, 
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
-    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
-    if (!rc &&
-        !(rc = sq_prep(s, "SELECT status FROM reports WHERE id=? AND tenant_id=?", &st, err))) {
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, tenant, -1, SQLITE_STATIC);
-        int r = sqlite3_step(st);
-        if (r == SQLITE_ROW) {
-            *found = 1;
-            const char *stt = (const char *)sqlite3_column_text(st, 0);
-            *conflict = stt && !strcmp(stt, "running");
-        } else if (r != SQLITE_DONE) {
-            rc = sq_fail(s, err, "reading a report");
-        }
-        sqlite3_finalize(st);
-    }
+    char stt[16];
+    int rc = begin_status(s, tenant, id, stt, sizeof stt, found, err);
+    *conflict = !rc && !strcmp(stt, "running");
     static const char *const del[] = {"DELETE FROM report_figures WHERE report_id=?",
                                       "DELETE FROM reports WHERE id=?"};
     for (int i = 0; !rc && *found && !*conflict && i < 2; i++) {
