@@ -20,16 +20,18 @@ START_TEST(test_gaussian_noise_ks)
 {
     pg_rng r;
     ck_assert_int_eq(pg_rng_secure(&r, NULL), PG_OK);
-    enum { N = 20000 };
+    enum { N = 200000 }; /* power: see the wrong-scale check */
     float *x = calloc(N, sizeof *x);
     double *xs = malloc(N * sizeof *xs), sigma = 2.5;
     ck_assert_int_eq(pg_privacy_gaussian_noise(&r, x, N, sigma, NULL), PG_OK);
     for (int i = 0; i < N; i++) xs[i] = x[i];
-    ck_assert_double_lt(sqrt((double)N) * pg_test_ks(xs, N, normal_cdf, &sigma), 1.95);
-    /* A wrong scale must be detected by the same statistic. */
+    ck_assert_double_lt(sqrt((double)N) * pg_test_ks(xs, N, normal_cdf, &sigma), PG_TEST_KS_SECURE);
+    /* A wrong scale must be detected by the same statistic: N(0, 1.1 sigma)
+     * is D = 0.023 from N(0, sigma) in sup distance, sqrt(N) D = 10.3, so the
+     * check fails with probability <= 2 exp(-2 (10.3 - 3)^2) (pg_test.h). */
     double wrong = sigma * 1.1;
     for (int i = 0; i < N; i++) xs[i] = x[i];
-    ck_assert_double_gt(sqrt((double)N) * pg_test_ks(xs, N, normal_cdf, &wrong), 1.95);
+    ck_assert_double_gt(sqrt((double)N) * pg_test_ks(xs, N, normal_cdf, &wrong), PG_TEST_KS_SECURE);
     free(x);
     free(xs);
 }
@@ -39,7 +41,7 @@ START_TEST(test_laplace_mech_ks_and_scale)
 {
     pg_rng r;
     ck_assert_int_eq(pg_rng_secure(&r, NULL), PG_OK);
-    enum { N = 20000 };
+    enum { N = 200000 }; /* power: see the wrong-scale check */
     float *x = calloc(N, sizeof *x);
     double *xs = malloc(N * sizeof *xs), b;
     ck_assert_int_eq(pg_privacy_laplace_mech(&r, x, N / 4, 4, 2.0, 0.5, &b, NULL), PG_OK);
@@ -47,10 +49,13 @@ START_TEST(test_laplace_mech_ks_and_scale)
     ck_assert_double_ge(b, 4.0);
     ck_assert_double_le(b, 4.0 * (1 + 1e-8));
     for (int i = 0; i < N; i++) xs[i] = x[i];
-    ck_assert_double_lt(sqrt((double)N) * pg_test_ks(xs, N, laplace_cdf, &b), 1.95);
+    ck_assert_double_lt(sqrt((double)N) * pg_test_ks(xs, N, laplace_cdf, &b), PG_TEST_KS_SECURE);
+    /* Laplace(1.1 b) is D = 0.0175 from Laplace(b) (at |x| = b),
+     * sqrt(N) D = 7.8. */
     double wrong = b * 1.1;
     for (int i = 0; i < N; i++) xs[i] = x[i];
-    ck_assert_double_gt(sqrt((double)N) * pg_test_ks(xs, N, laplace_cdf, &wrong), 1.95);
+    ck_assert_double_gt(sqrt((double)N) * pg_test_ks(xs, N, laplace_cdf, &wrong),
+                        PG_TEST_KS_SECURE);
     free(x);
     free(xs);
 }
