@@ -1000,7 +1000,8 @@ if (state.token) signIn(state.token); else signOut();
 
 // ---- quality reports (issue 20): list, create, progress, figures ---------------
 
-const reports = { job: null, open: null, timer: null, shape: null, names: new Map() };
+const reports = { job: null, open: null, timer: null, shape: null, names: new Map(), picked: null };
+$('rp-against').addEventListener('change', () => { reports.picked = { job: reports.job, id: $('rp-against').value }; });
 const reportAgainst = (id) => reports.names.get(id) || datasetName(id) || id;
 
 function reportDistance(r) {
@@ -1018,7 +1019,9 @@ async function loadReports(id, job) {
     reports.names = new Map(all.map((d) => [d.id, d.name]));
     const own = all.find((d) => d.id === job.dataset_id);
     if (own) reports.shape = JSON.stringify(own.shape);
-    const sel = $('rp-against'), keep = sel.value, sameJob = sel.dataset.job === id;
+    const sel = $('rp-against');
+    // What the user picked for this job stays; otherwise a public dataset.
+    const keep = reports.picked && reports.picked.job === id ? reports.picked.id : null;
     // Public datasets first: comparing with them costs nothing and anyone may read the result.
     const fit = all.filter((d) => !reports.shape || JSON.stringify(d.shape) === reports.shape);
     const isPub = (d) => (d.privacy || {}).model === 'public';
@@ -1027,8 +1030,7 @@ async function loadReports(id, job) {
       const m = (d.privacy || {}).model;
       return el('option', { value: d.id, text: m === 'public' ? `${d.name} (public)` : `${d.name} (${m}: admin only, not DP)` });
     }));
-    sel.dataset.job = id;
-    if (sameJob && [...sel.options].some((o) => o.value === keep)) sel.value = keep;
+    if (keep && fit.some((d) => d.id === keep)) sel.value = keep;
     else if (fit.length) sel.value = (fit.find(isPub) || fit[0]).id;
   } catch (_) { /* the list below still loads */ }
   let items = [];
