@@ -84,7 +84,8 @@ int pg_cli_stream_file(const char *path,
 /* ---- propose -------------------------------------------------------------- */
 
 /* Integer columns with at most this many distinct values, all within
- * [-INT_CAT_ABS, INT_CAT_ABS], are proposed as categories. */
+ * [-INT_CAT_ABS, INT_CAT_ABS], each seen 4 times on average (so a short
+ * file's handful of ages stays a number), are proposed as categories. */
 #define INT_CATS    10
 #define INT_CAT_ABS 100
 
@@ -268,7 +269,7 @@ static json_t *guess(colstat *c, const char **why, const char **note)
         return NULL;
     }
     if (c->numeric && c->integral && c->smallint && !c->overflow && c->ndistinct >= 2 &&
-        c->ndistinct <= INT_CATS) {
+        c->ndistinct <= INT_CATS && c->present >= 4 * (uint64_t)c->ndistinct) {
         json_object_set_new(j, "type", json_string("categorical"));
         json_object_set_new(j, "categories", categories(c, 1));
         *note = "holds a few small integers: proposed as categorical (codes); make it an integer "

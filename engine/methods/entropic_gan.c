@@ -23,8 +23,9 @@
  * baseline that learns the privatized frequencies). The label column is not
  * modelled (conditional generators condition on the privatized labels).
  *
- * Defaults: on small vector data (engine/methods/defaults.h) a [64, 64]
- * generator with a d-dimensional latent, and batches of min(256, n) rows.
+ * Defaults: on small untyped vector data (engine/methods/defaults.h) a
+ * [128, 128] generator with a d-dimensional latent, and batches of
+ * min(256, n) rows.
  *
  * Privacy: the rows were privatized on the clients, so training is
  * post-processing and charges nothing. Batch selection therefore uses the
@@ -37,6 +38,7 @@
 #include "engine/core/alloc.h"
 #include "engine/data/dataset.h"
 #include "engine/methods/defaults.h"
+#include "engine/methods/dp_sinkhorn.h"
 #include "engine/methods/generator.h"
 #include "engine/methods/ldp_cost.h"
 #include "engine/methods/trainer.h"
@@ -50,6 +52,7 @@
 static const char *const OPTIMIZERS[] = {"adam", "rmsprop", "sgd", "adamw", NULL};
 static const char *const REG_WORDS[] = {"auto", "tiny", NULL};
 static const char *const VARIANTS[] = {"entropic", "noisy_w1", NULL};
+static const char *const LR_DECAYS[] = {"none", "cosine", "linear", NULL};
 
 static const pg_param EGAN_PARAMS[] = {
     PG_GENERATOR_PARAM_ROWS,
@@ -58,6 +61,9 @@ static const pg_param EGAN_PARAMS[] = {
      "Generated and data samples per step (default: min(256, rows))."},
     {"train.optimizer", PG_PARAM_STR, "\"adam\"", 0, 0, OPTIMIZERS, 0, 0, "Optimizer."},
     {"train.lr", PG_PARAM_NUM, "0.001", 0, 10, NULL, 0, PG_PARAM_EXCLUSIVE_MIN, "Learning rate."},
+    {"train.lr_decay", PG_PARAM_STR, "\"none\"", 0, 0, LR_DECAYS, 0, 0,
+     "Learning-rate schedule over train.steps: none (constant), cosine or linear decay to 0 "
+     "(small untyped vector data: cosine, so the last iterate settles)."},
     {"train.weight_decay", PG_PARAM_NUM, "0", 0, 1, NULL, 0, 0,
      "Weight decay (L2 for adam/rmsprop/sgd, decoupled for adamw)."},
     {"ot.p", PG_PARAM_INT, NULL, 1, 2, NULL, 0, PG_PARAM_OPTIONAL,
@@ -101,6 +107,8 @@ typedef struct egan {
     double noise_scale;
     size_t batch, d;
     long step, steps;
+    double lr;    /* train.lr, the schedule's start */
+    int lr_decay; /* index into LR_DECAYS */
     pg_rng latent_rng, batch_rng, noise_rng;
     float *z, *y, *grad, *xbuf;
     int32_t *labels;
@@ -293,6 +301,9 @@ static int egan_common(const json_t *r, const pg_job_data *in, int threads, egan
     if (g->batch > data->n) g->batch = data->n;
     g->d = desc->d;
     g->steps = pg_spec_int(r, "train.steps", 1);
+    g->lr = pg_spec_num(r, "train.lr", 1e-3);
+    const char *decay = pg_spec_str(r, "train.lr_decay", "none");
+    g->lr_decay = !strcmp(decay, "cosine") ? 1 : !strcmp(decay, "linear") ? 2 : 0;
     g->mechanism = desc->mechanism;
     g->noise_scale = desc->noise_scale;
     g->noisy_w1 = strcmp(pg_spec_str(r, "variant", "entropic"), "noisy_w1") == 0;
@@ -413,6 +424,9 @@ backward:
     pg_generator_grad_to_net(&g->gen, g->xgen, d, g->grad, b);
     pg_nn_zero_grad(g->net);
     rc = pg_nn_backward(g->net, g->grad, NULL, err);
+    /* The rate is a function of the step, so a restored job continues the
+     * same schedule (dp_sinkhorn.h has the shapes). */
+    pg_nn_opt_set_lr(g->opt, (float)pg_dp_sinkhorn_lr(g->lr, g->lr_decay, g->step, g->steps));
     if (rc == PG_OK) rc = pg_nn_opt_step_net(g->opt, g->net, err);
     if (rc) return rc;
     g->step++;

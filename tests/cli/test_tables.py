@@ -152,6 +152,12 @@ def propose_keeps_the_tables_words():
     assert cols["churn_flag"]["categories"] == ["0", "1"], cols["churn_flag"]
     # an exact outcome name beats a name that only contains one
     assert j["label"] == "Attrition", j
+    # a short file's handful of distinct numbers stays numeric (each code must
+    # be seen 4 times on average)
+    with open(path("short.csv"), "w") as f:
+        f.write("age\n" + "".join(f"{a}\n" for a in (27, 30, 32, 33, 37, 38, 41, 49, 59)))
+    j, _ = ok("schema", "propose", "--in", path("short.csv"))
+    assert j["columns"][0]["type"] == "integer", j
     # no outcome-like column: no label, and a note says how to set one
     with open(path("plain.csv"), "w") as f:
         f.write("x,y\n1.5,a\n2.5,b\n")

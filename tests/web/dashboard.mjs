@@ -194,6 +194,13 @@ try {
   if (!/required/.test(await page.getAttribute('[data-name="privacy.epsilon"]', 'placeholder'))) fail('epsilon placeholder');
   if (/server default/.test(await page.$eval('#job-form', (f) => f.innerHTML))) fail('a "server default" is left in the job form');
 
+  step('no epsilon on central data: the server\'s message, beside the epsilon field, says what to give');
+  await page.click('#jf-dry');
+  const epsErr = await page.waitForSelector('[data-name="privacy.epsilon"].invalid ~ .field-error');
+  const epsMsg = await epsErr.textContent();
+  if (!/privacy\.epsilon = 1 \(privacy\.delta defaults to the dataset's cap delta\)/.test(epsMsg) || /[{}]/.test(epsMsg))
+    fail('missing epsilon: ' + epsMsg);
+
   step('a field error from the server lands beside its field (inside the advanced section)');
   await page.fill('[data-name="train.steps"]', '20');
   await page.fill('[data-name="train.batch_size"]', '50');
