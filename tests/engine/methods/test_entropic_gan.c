@@ -109,7 +109,8 @@ static unsigned char *run_steps(const pg_method *m, pg_trainer *t, long k, size_
 
 /* Checkpoint -> restore -> continue reproduces the uninterrupted run exactly:
  * the state saved after 2 x 15 steps is byte-identical either way (under a
- * cosine learning-rate decay too: the rate follows the step). */
+ * cosine learning-rate decay too: the rate follows the step; and the
+ * parameter average the snapshots serve is saved and restored with it). */
 START_TEST(resume_continues_exactly)
 {
     pg_threads_set(2);
@@ -122,7 +123,7 @@ START_TEST(resume_continues_exactly)
         resolve(m,
                 "{\"model\": {\"hidden\": [32, 32], \"batchnorm\": true},"
                 " \"train\": {\"steps\": 100, \"batch_size\": 64, \"optimizer\": \"rmsprop\","
-                " \"lr_decay\": \"cosine\"},"
+                " \"lr_decay\": \"cosine\", \"ema\": 0.99},"
                 " \"seed\": 11}",
                 &desc, &e);
     ck_assert_ptr_nonnull(r);
