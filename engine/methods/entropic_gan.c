@@ -24,8 +24,8 @@
  * modelled (conditional generators condition on the privatized labels).
  *
  * Defaults: on small untyped vector data (engine/methods/defaults.h) a
- * [128, 128] generator with a d-dimensional latent, and batches of
- * min(256, n) rows.
+ * [128, 128] generator with a d-dimensional latent whose parameter average
+ * (train.ema 0.999) the snapshots serve, and batches of min(256, n) rows.
  *
  * Privacy: the rows were privatized on the clients, so training is
  * post-processing and charges nothing. Batch selection therefore uses the

@@ -126,6 +126,7 @@ START_TEST(entropic_gan_rule)
     ck_assert_int_eq((int)json_array_size(h), 2);
     ck_assert_int_eq((int)json_integer_value(json_array_get(h, 0)), 128);
     ck_assert_int_eq((int)json_integer_value(json_array_get(h, 1)), 128);
+    ck_assert_double_eq(pg_spec_num(r, "train.ema", 0), 0.999);
     json_decref(r);
     r = ok("entropic_gan", "{\"model\": {\"hidden\": [32]}}", &desc); /* given wins */
     ck_assert_int_eq((int)json_array_size(pg_spec_get(r, "model.hidden")), 1);
