@@ -90,9 +90,16 @@ void pg_h_tokens_create(pg_req *r)
     char token[PG_TOKEN_MAX];
     pg_token rec;
     pg_error err = {0};
-    if (pg_auth_mint_until(r->app->db, !strcmp(scope, "admin") ? PG_SCOPE_ADMIN : PG_SCOPE_READ,
-                           fresh ? NULL : r->tok.tenant, expires_at, token, &rec, &err)) {
-        pg_api_fail(r, &err);
+    /* The caller's own revocation or expiry is re-read inside the insert's
+     * transaction: one committed on another replica after this request's
+     * token check still stops the mint. */
+    if (pg_auth_mint_by(r->app->db, r->tok.id,
+                        !strcmp(scope, "admin") ? PG_SCOPE_ADMIN : PG_SCOPE_READ,
+                        fresh ? NULL : r->tok.tenant, expires_at, token, &rec, &err)) {
+        if (err.code == PG_ESTATE)
+            pg_api_problem(r, 401, "this token has been revoked or has expired", NULL, NULL);
+        else
+            pg_api_fail(r, &err);
         goto out;
     }
     pg_api_send_json(r, 201,

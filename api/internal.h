@@ -36,7 +36,13 @@ typedef struct pg_api_app {
 
 typedef struct pg_req pg_req;
 
-enum pg_auth_need { PG_AUTH_NONE = 0, PG_AUTH_READ, PG_AUTH_ADMIN };
+/* PG_AUTH_READ and PG_AUTH_ADMIN check the token in the database on every
+ * request, so a revocation committed through any replica is seen at once.
+ * PG_AUTH_READ_CACHED (read scope) may answer from this process's token
+ * cache (service/auth.h, up to its TTL behind a revocation made elsewhere):
+ * only for routes that write nothing and return no private data, only
+ * post-processed DP output (samples of a job). */
+enum pg_auth_need { PG_AUTH_NONE = 0, PG_AUTH_READ, PG_AUTH_ADMIN, PG_AUTH_READ_CACHED };
 
 typedef struct pg_route {
     const char *method, *pattern;
