@@ -108,15 +108,25 @@ struct pg_req {
 /* Responses. Each replaces any earlier response. */
 void pg_api_send_json(pg_req *r, int status, json_t *body); /* steals body */
 void pg_api_send_text(pg_req *r, int status, const char *type, char *text, size_t len); /* steals */
-/* problem+json; field/message optional (one validation error entry). */
+/* problem+json; field/message optional (one validation error entry). A
+ * 500's detail is never sent: the client gets PG_API_INTERNAL_DETAIL and
+ * the log the text (pg_api_log_detail). */
 void pg_api_problem(pg_req *r, int status, const char *detail, const char *field,
                     const char *message);
+#define PG_API_INTERNAL_DETAIL                                                                     \
+    "the server failed to handle this request; its log has the details (retry, or report the "     \
+    "time and route to the operator)"
+#define PG_API_UNAVAIL_DETAIL                                                                      \
+    "the database is unavailable; retry after the number of seconds in Retry-After"
+/* Logs a server-side failure's text (never sent to the client). */
+void pg_api_log_detail(pg_req *r, int status, const char *detail);
 /* problem+json for a status code from pg_error (EIO -> 500, ...). */
 void pg_api_problem_err(pg_req *r, int status, const char *field, const char *detail);
 
 /* problem+json for a failed storage or service call, by err->code:
- * PG_EUNAVAIL -> 503 with Retry-After (the database is unreachable),
- * PG_ENOMEM -> 503, anything else -> 500. */
+ * PG_EUNAVAIL -> 503 with Retry-After (the database is unreachable; the
+ * detail says only that, err->msg goes to the log), PG_ENOMEM -> 503 with
+ * err->msg (a limit the client can act on), anything else -> 500. */
 void pg_api_fail(pg_req *r, const pg_error *err);
 
 const char *pg_api_header(pg_req *r, const char *name);

@@ -506,14 +506,14 @@ int pg_db_ckpt_delete(pg_db *db, const char *job, int64_t step, pg_error *err)
     return db->ops->ckpt_delete(db, job, step, err);
 }
 
-int pg_db_job_get(pg_db *db, const char *id, pg_job_row **row, char **doc, int *found,
-                  pg_error *err)
+int pg_db_job_get(pg_db *db, const char *tenant, const char *id, pg_job_row **row, char **doc,
+                  int *found, pg_error *err)
 {
     *row = NULL;
     *doc = NULL;
     *found = 0;
     if (!job_id_ok(id)) return PG_OK;
-    return db->ops->job_get(db, id, row, doc, found, err);
+    return db->ops->job_get(db, tenant, id, row, doc, found, err);
 }
 
 int pg_db_job_list(pg_db *db, const char *tenant, const char *status, const char *dataset_id,

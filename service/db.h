@@ -515,9 +515,11 @@ int pg_db_job_queue_depth(pg_db *db, int64_t *queued, pg_error *err);
  * jobs_sync.c). Plain reads: no lock is taken, nothing is written. */
 /* A job's row (*row: pg_job_rows_free(*row, 1)) and its history document
  * (*doc malloc'ed, NULL when none was written yet), read in one statement
- * so the two agree. *found = 0 (outputs untouched) for an unknown id. */
-int pg_db_job_get(pg_db *db, const char *id, pg_job_row **row, char **doc, int *found,
-                  pg_error *err);
+ * so the two agree. *found = 0 (outputs untouched) for an unknown id, and
+ * for another tenant's when tenant is not NULL: the statement filters by
+ * tenant, so both read nothing. */
+int pg_db_job_get(pg_db *db, const char *tenant, const char *id, pg_job_row **row, char **doc,
+                  int *found, pg_error *err);
 /* Up to `limit` jobs of tenant with seq > after, oldest first; status and
  * dataset_id filter when non-NULL. *out: pg_job_rows_free(*out, *count),
  * NULL when count is 0. */

@@ -90,8 +90,8 @@ typedef struct pg_db_ops {
                           const unsigned char *bytes, size_t len, uint32_t crc, int *held,
                           pg_error *err);
     /* Reading jobs from any replica (issue 18, r18read). */
-    int (*job_get)(pg_db *db, const char *id, pg_job_row **row, char **doc, int *found,
-                   pg_error *err);
+    int (*job_get)(pg_db *db, const char *tenant, const char *id, pg_job_row **row, char **doc,
+                   int *found, pg_error *err);
     int (*job_list)(pg_db *db, const char *tenant, const char *status, const char *dataset_id,
                     int64_t after, size_t limit, pg_job_row **out, size_t *count, pg_error *err);
     int (*job_history_put_owned)(pg_db *db, const char *id, const char *node, const char *doc,

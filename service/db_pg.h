@@ -208,7 +208,8 @@ int pgb_ckpt_delete_owned(pg_db *db, const char *job, const char *node, int64_t 
                           pg_error *err);
 
 /* db_pg_jobread.c: reading jobs from any replica. */
-int pgb_job_get(pg_db *db, const char *id, pg_job_row **row, char **doc, int *found, pg_error *err);
+int pgb_job_get(pg_db *db, const char *tenant, const char *id, pg_job_row **row, char **doc,
+                int *found, pg_error *err);
 int pgb_job_list(pg_db *db, const char *tenant, const char *status, const char *dataset_id,
                  int64_t after, size_t limit, pg_job_row **out, size_t *count, pg_error *err);
 

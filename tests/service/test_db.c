@@ -875,7 +875,7 @@ static int64_t seq_of(pg_db *db, const char *id)
     pg_job_row *r;
     char *doc;
     int found;
-    ck_assert_int_eq(pg_db_job_get(db, id, &r, &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_job_get(db, NULL, id, &r, &doc, &found, NULL), PG_OK);
     ck_assert_int_eq(found, 1);
     int64_t s = r->seq;
     pg_job_rows_free(r, 1);
@@ -907,7 +907,7 @@ START_TEST(job_get_and_list_for_other_replicas)
     pg_job_row *r;
     char *doc;
     int found;
-    ck_assert_int_eq(pg_db_job_get(db, ids[2], &r, &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_job_get(db, NULL, ids[2], &r, &doc, &found, NULL), PG_OK);
     ck_assert_int_eq(found, 1);
     ck_assert_ptr_null(doc);
     ck_assert_str_eq(r->id, ids[2]);
@@ -920,15 +920,26 @@ START_TEST(job_get_and_list_for_other_replicas)
     pg_job_rows_free(r, 1);
     const char *d = "{\"v\":1,\"step\":7,\"s\":\"\\u00e9\"}";
     ck_assert_int_eq(pg_db_job_history_put(db, ids[2], d, NULL), PG_OK);
-    ck_assert_int_eq(pg_db_job_get(db, ids[2], &r, &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_job_get(db, NULL, ids[2], &r, &doc, &found, NULL), PG_OK);
     ck_assert_int_eq(found, 1);
     ck_assert_str_eq(doc, d);
     free(doc);
     pg_job_rows_free(r, 1);
-    ck_assert_int_eq(pg_db_job_get(db, "job_nope_nope", &r, &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_job_get(db, NULL, "job_nope_nope", &r, &doc, &found, NULL), PG_OK);
     ck_assert_int_eq(found, 0);
-    ck_assert_int_eq(pg_db_job_get(db, "bad id!", &r, &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_job_get(db, NULL, "bad id!", &r, &doc, &found, NULL), PG_OK);
     ck_assert_int_eq(found, 0);
+    /* filtered by tenant: the owner finds it, another tenant reads nothing,
+     * exactly as for an unknown id (issue 30) */
+    ck_assert_int_eq(pg_db_job_get(db, t, ids[2], &r, &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 1);
+    free(doc);
+    pg_job_rows_free(r, 1);
+    r = (pg_job_row *)&found; /* outputs must come back NULL, not untouched garbage */
+    ck_assert_int_eq(pg_db_job_get(db, other, ids[2], &r, &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 0);
+    ck_assert_ptr_null(r);
+    ck_assert_ptr_null(doc);
 
     /* lists: the tenant's jobs only, oldest first, pages, filters */
     const char *all[5] = {ids[0], ids[1], ids[2], ids[3], ids[4]};
@@ -950,7 +961,7 @@ START_TEST(job_get_and_list_for_other_replicas)
     int conflict;
     ck_assert_int_eq(pg_db_job_delete(db, ids[2], &found, &conflict, NULL), PG_OK);
     ck_assert_int_eq(found, 1);
-    ck_assert_int_eq(pg_db_job_get(db, ids[2], &r, &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_job_get(db, NULL, ids[2], &r, &doc, &found, NULL), PG_OK);
     ck_assert_int_eq(found, 0);
     const char *left[4] = {ids[0], ids[1], ids[3], ids[4]};
     expect_list(db, t, NULL, NULL, 0, 100, left, 4);
