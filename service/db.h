@@ -132,8 +132,9 @@ typedef struct pg_token {
     int64_t expires_at;   /* unix seconds; 0: never */
     int64_t revoked_at;   /* unix seconds; 0: not revoked */
     int64_t last_used_at; /* unix seconds, to the minute (pg_db_token_touch); 0: never */
-    /* The token whose request minted this one ("": none, e.g. the first
-     * start's token, or one inserted directly). */
+    /* The token of the same tenant whose request minted this one ("":
+     * none: the first start's token, one starting a new tenant (its minter
+     * is checked, not recorded), or one inserted directly). */
     char minted_by[PG_ID_MAX];
 } pg_token;
 

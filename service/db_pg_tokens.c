@@ -108,7 +108,9 @@ static int insert_fn(PGconn *c, void *ctx, pg_error *err)
     pgb_bin(&a, x->t->hash, 32);
     pgb_i64(&a, created);
     pgb_i64(&a, x->t->expires_at > 0 ? x->t->expires_at : 0);
-    pgb_text(&a, x->t->minted_by);
+    /* A token starting a new tenant records no minter: that tenant sees
+     * nothing of the minter's (the check above still ran). */
+    pgb_text(&a, x->new_tenant ? "" : x->t->minted_by);
     return pgb_q(c,
                  "INSERT INTO tokens(id, tenant_id, scope, hash, created_at, expires_at, "
                  "minted_by) VALUES ($1, $2, $3, $4, $5, nullif($6::bigint, 0), nullif($7, ''))",

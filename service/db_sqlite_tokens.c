@@ -97,7 +97,8 @@ static int insert_in_tx(sq_db *s, const pg_token *t, int new_tenant, pg_error *e
             sqlite3_bind_int64(st, 6, t->expires_at);
         else
             sqlite3_bind_null(st, 6);
-        sqlite3_bind_text(st, 7, t->minted_by, -1, SQLITE_STATIC);
+        /* a token starting a new tenant records no minter (db.h) */
+        sqlite3_bind_text(st, 7, new_tenant ? "" : t->minted_by, -1, SQLITE_STATIC);
         if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "storing a token");
         sqlite3_finalize(st);
     }

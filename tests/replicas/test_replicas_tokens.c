@@ -77,6 +77,24 @@ START_TEST(revocation_through_one_replica_holds_on_all_before_it_returns)
         ck_assert_int_eq(call(&C.r[k], rd, "GET", dpath, NULL), 200);
     }
     int before = tenant_tokens(&C.r[0], C.admin);
+    /* the list names T's minter: the admin token (the caller's, "current") */
+    pg_resp l;
+    pg_http(&C.r[1], "GET", "/v1/tokens?limit=500", C.admin, NULL, NULL, 0, NULL, &l);
+    ck_assert_int_eq(l.status, 200);
+    const char *me = NULL, *tby = NULL;
+    size_t i;
+    json_t *it;
+    json_array_foreach(json_object_get(l.json, "items"), i, it)
+    {
+        if (json_is_true(json_object_get(it, "current")))
+            me = json_string_value(json_object_get(it, "id"));
+        if (!strcmp(json_string_value(json_object_get(it, "id")), tid))
+            tby = json_string_value(json_object_get(it, "minted_by"));
+    }
+    ck_assert_ptr_nonnull(me);
+    ck_assert_ptr_nonnull(tby);
+    ck_assert_str_eq(tby, me);
+    pg_resp_free(&l);
 
     char path[96];
     snprintf(path, sizeof path, "/v1/tokens/%.64s", tid);

@@ -106,6 +106,11 @@ START_TEST(mint_by_a_revoked_token_stores_nothing)
     ck_assert_str_eq(got.minted_by, b.id);
     ck_assert_int_eq(pg_db_token_get(db, a.id, &got, &found, NULL), PG_OK);
     ck_assert_str_eq(got.minted_by, "");
+    /* a token starting a new tenant: checked, not recorded */
+    pg_token fresh;
+    ck_assert_int_eq(pg_auth_mint_by(db, b.id, PG_SCOPE_ADMIN, NULL, 0, tok, &fresh, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_token_get(db, fresh.id, &got, &found, NULL), PG_OK);
+    ck_assert_str_eq(got.minted_by, "");
     int last;
     ck_assert_int_eq(
         pg_db_token_revoke(db, a.tenant, b.id, (int64_t)time(NULL), &found, &last, NULL), PG_OK);
@@ -133,6 +138,7 @@ START_TEST(mint_by_a_revoked_token_stores_nothing)
                      PG_ESTATE);
     ck_assert_int_eq(pg_db_token_count(db, &n1, NULL), PG_OK);
     ck_assert_int_eq(n1, n0 + 1); /* e only */
+    (void)fresh;
     pg_db_close(db);
 }
 END_TEST
