@@ -490,11 +490,14 @@ int pg_api_server_start_all(const pg_svc_config *cfg, pg_db *db, pg_metrics *met
             : NULL,
         /* Connections waiting for request headers may hold all but a tenth
          * of the slots (at least 2 kept free): a health check still gets in
-         * while slow clients fill the rest (api/header_guard.h). */
-        pg_header_guard_create(max_conns - (max_conns / 10 > 2 ? max_conns / 10
-                                            : max_conns > 2    ? 2
-                                                               : 0),
-                               (double)cfg->header_timeout_s)};
+         * while slow clients fill the rest (api/header_guard.h). NULL (no
+         * bound) when a caller's config leaves the timeout 0. */
+        cfg->header_timeout_s > 0
+            ? pg_header_guard_create(max_conns - (max_conns / 10 > 2 ? max_conns / 10
+                                                  : max_conns > 2    ? 2
+                                                                     : 0),
+                                     (double)cfg->header_timeout_s)
+            : NULL};
     s->daemon = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0, NULL,
         NULL, on_request, &s->app, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
