@@ -49,6 +49,11 @@ typedef struct pg_svc_config {
     int max_uploads_per_token; /* row uploads in flight of one token (429 beyond) */
     int min_body_rate;         /* bytes/s a request body must average after the grace; 0: off */
     int body_grace_s;          /* seconds a body may take before its rate is checked */
+    int header_timeout_s;      /* a connection's wait for a request's complete headers (from its
+                                * start, or the end of its previous response), however the bytes
+                                * trickle: cut beyond it (api/header_guard.h) */
+    int reuse_port;            /* 1: share the port with other listeners (SO_REUSEPORT); 0: a port
+                                * in use is an error at start */
 } pg_svc_config;
 
 void pg_svc_config_defaults(pg_svc_config *c);

@@ -141,6 +141,13 @@ char *pg_jobs_metrics(pg_jobs *m)
                    "# HELP privgen_samples_served_total Synthetic samples served.\n# TYPE "
                    "privgen_samples_served_total counter\nprivgen_samples_served_total %llu\n",
                    (unsigned long long)m->samples_served);
+    pg_text_printf(&b,
+                   "# HELP privgen_job_lookups_total Job lookups of requests, by where they were "
+                   "answered (memory: the tenant's own job in this replica's table).\n"
+                   "# TYPE privgen_job_lookups_total counter\n"
+                   "privgen_job_lookups_total{source=\"memory\"} %llu\n"
+                   "privgen_job_lookups_total{source=\"storage\"} %llu\n",
+                   (unsigned long long)m->lookups_memory, (unsigned long long)m->lookups_storage);
     pthread_mutex_unlock(&m->mu);
     pg_text_printf(&b, "# HELP privgen_dataset_epsilon_spent Composed epsilon reserved per central "
                        "dataset (at its cap delta).\n# TYPE privgen_dataset_epsilon_spent gauge\n");
