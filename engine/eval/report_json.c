@@ -56,6 +56,14 @@ static json_t *columns_json(const pg_eval_report *r, const pg_eval_column *cols)
             json_object_set_new(o, "tv", num(c->tv));
             json_object_set_new(o, "freq_real", vec(c->freq_real, (size_t)c->categories));
             json_object_set_new(o, "freq_synthetic", vec(c->freq_syn, (size_t)c->categories));
+            if (cols && cols[j].category_names) {
+                json_t *names = json_array();
+                for (int32_t k = 0; names && k < c->categories; k++)
+                    json_array_append_new(
+                        names,
+                        json_string(cols[j].category_names[k] ? cols[j].category_names[k] : ""));
+                json_object_set_new(o, "categories", names);
+            }
         } else {
             json_object_set_new(o, "kind", json_string("numeric"));
             json_object_set_new(o, "ks", num(c->ks));
