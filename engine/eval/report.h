@@ -100,6 +100,9 @@ typedef struct pg_eval_column {
 typedef struct pg_eval_input {
     const float *syn, *ref; /* n_syn x d and n_ref x d, row-major */
     size_t n_syn, n_ref, d;
+    const pg_eval_column *columns;          /* d entries; NULL = all numeric */
+    const int32_t *syn_labels, *ref_labels; /* both or neither */
+    int num_classes;                        /* >= 2 when labels are given */
     /* Optional: the same rows as the model encodes them (n_syn x units and
      * n_ref x units; both or neither). When given, syn/ref are the table's
      * decoded columns (numbers in their own units, categories as codes),
@@ -109,9 +112,6 @@ typedef struct pg_eval_input {
      * and every value must be finite. */
     const float *syn_units, *ref_units;
     size_t units;
-    const pg_eval_column *columns;          /* d entries; NULL = all numeric */
-    const int32_t *syn_labels, *ref_labels; /* both or neither */
-    int num_classes;                        /* >= 2 when labels are given */
 } pg_eval_input;
 
 typedef struct pg_eval_opts {

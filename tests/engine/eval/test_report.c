@@ -47,7 +47,7 @@ static void drop(data *t)
 
 static pg_eval_input input(const data *t, const pg_eval_column *cols)
 {
-    return (pg_eval_input){t->syn, t->ref, t->ns, t->nr, t->d, cols, t->ys, t->yr, 2};
+    return (pg_eval_input){t->syn, t->ref, t->ns, t->nr, t->d, cols, t->ys, t->yr, 2, NULL, NULL, 0};
 }
 
 static pg_eval_opts quick(void)
