@@ -288,6 +288,15 @@ try:
             check(f"std col {j_}", min(abs(c["std_real"] - s) for s in sd) < 1e-5, (c, sd))
         check("n", view["n"] == 500 and view["against_n"] == 300
               and view["result"]["split"]["n_synthetic"] == 500, view)
+        # the synthetic rows are /samples?seed=9&n=500's (engine/methods/draw.h)
+        text_ = get_text(f"/v1/jobs/{job}/samples?seed=9&n=500&format=csv")
+        rows_ = np.array([[float(v) for v in l.split(",")] for l in text_.splitlines()
+                          if l and (l[0].isdigit() or l[0] == "-")])
+        for j_ in range(2):
+            c = cols[j_]
+            check(f"untyped same rows {j_}", rows_.shape == (500, 2)
+                  and abs(c["mean_synthetic"] - rows_[:, j_].astype(np.float32).astype(np.float64)
+                          .mean()) < 1e-9, (c, rows_.shape))
 
     # readable mode: the headline figures on stderr, the files in the id's dir
     rc, out, err = run("report", job, "--against", pub, "-n", 300, token=reader)

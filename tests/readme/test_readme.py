@@ -40,7 +40,7 @@ import urllib.request
 def check_tutorial3(tut, stderr):
     """Tutorial 3 (attrition, 1470 rows x 31 columns, dp_sinkhorn conditioned
     on Attrition, central eps 1): the report speaks the schema and its
-    figures are what the README states (TUTORIAL3_NOTE)."""
+    figures are what the README states."""
     m = re.search(r"utility: accuracy of Attrition trained on synthetic ([0-9.]+), on real "
                   r"([0-9.]+); always guessing the most frequent class ([0-9.]+)", stderr)
     assert m, "tutorial 3's report printed no utility of Attrition"
@@ -62,7 +62,12 @@ def check_tutorial3(tut, stderr):
     # 1470 rows, seed 1): 0.842 of them are "no", and logistic regression
     # trained on the other half scores 0.860.
     assert abs(majority - 0.842) < 0.001 and abs(acc_real - 0.860) < 0.001, (majority, acc_real)
-    TUTORIAL3_ASSERTS
+    # dp_sinkhorn, central eps 1: mean TV 0.236 to 0.252 over 7 runs (README); a
+    # model that ignored the data's categories entirely would still sit near
+    # 0.25 here, so this bound only catches a broken pipeline (TV 1 when
+    # codes are misread), and accuracy is only held to be a share.
+    assert mean_tv <= 0.30 and ncat >= 15, (mean_tv, ncat)
+    assert 0.0 <= acc_syn <= 1.0, acc_syn
     # The report's synthetic rows are the CSV's: the label's frequencies agree.
     import csv
     with open(os.path.join(tut, "attrition-synthetic.csv")) as f:
