@@ -488,6 +488,19 @@ static int draw(const pg_snapshot *snap, size_t n, size_t d, uint64_t seed, int 
 {
     enum { CHUNK = 2048 };
     size_t at = 0;
+    if (labels && pg_snapshot_has_joint_labels(snap)) {
+        /* The model draws classes with the rows (mst, aim): the report sees
+         * its class balance, not one imposed by the server. */
+        for (size_t i = 0, blk = 0; i < n; i += CHUNK, blk++) {
+            size_t r = n - i < CHUNK ? n - i : CHUNK;
+            uint64_t s = mix64(seed ^ mix64(blk));
+            int rc = pg_snapshot_sample_labeled(snap, r, s, x + i * d, labels + i, err);
+            if (rc) return rc;
+            if (on_progress(rc_ctx, "sampling", (double)(i + r) / (double)n))
+                return pg_error_set(err, PG_ECANCELLED, "cancelled");
+        }
+        return PG_OK;
+    }
     int k = labels ? classes : 1;
     for (int c = 0; c < k; c++) {
         size_t nc = labels ? n / (size_t)k + ((size_t)c < n % (size_t)k) : n;
