@@ -30,10 +30,16 @@
  * weighting that lets measurements of different precision (AIM's annealed
  * rounds) count by their precision. L depends on p only through marginals of
  * the junction tree's cliques, so its minimum over tree models equals its
- * minimum over all joint distributions. Method: entropic mirror descent on
- * theta (theta_C -= step * dL/dmu_C) with a backtracking step size, stopped
- * when the Frank-Wolfe duality gap (an upper bound on L(mu) - min L, computed
- * exactly by a min-sum pass over the tree) is <= tol * (1 + L(mu)).
+ * minimum over all joint distributions. Method: accelerated entropic mirror
+ * descent on theta with a backtracked step and restarts (pgm.c explains),
+ * stopped when the Frank-Wolfe duality gap (a certified bound on
+ * L - min L) is <= tol * (1 + L), or when less than tol * (1 + L) was gained
+ * per iteration over the last 8, or after max_iters. The returned model is
+ * the last iterate x (its clique marginals factor over the tree).
+ *
+ * Memory: a fit holds about 6 tables of the model's cells (doubles) plus 6
+ * copies of the measurements; a fitted model 3 (potentials, marginals,
+ * sampling tables).
  *
  * Errors: PG_EINVAL for malformed arguments (unsorted set, attribute out of
  * range, sigma <= 0 or non-finite, non-finite y), PG_ERANGE when a model or
@@ -74,7 +80,7 @@ typedef struct pg_pgm_measure {
 } pg_pgm_measure;
 
 typedef struct pg_pgm_fit_opts {
-    size_t max_iters; /* mirror-descent iterations; 0: 2000 */
+    size_t max_iters; /* iterations (one BP each, more when backtracking); 0: 2000 */
     double tol;       /* relative duality-gap target; 0: 1e-6 */
     double max_cells; /* model-size bound; 0: PG_PGM_DEFAULT_MAX_CELLS */
     int threads;      /* OpenMP threads for large cliques; 0 or 1: one */
