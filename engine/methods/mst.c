@@ -1436,6 +1436,14 @@ static int common_restore(const json_t *r, const pg_job_data *in, int threads, b
                 (size_t)json_integer_value(json_object_get(h, "nattr")) != g->nattr))
         rc = pg_error_set(err, PG_EFORMAT, "not a %s checkpoint of this dataset",
                           is_aim ? "aim" : "mst");
+    if (!rc) {
+        /* The checkpoint's codes mean nothing under another schema. */
+        json_t *mine = g->t ? pg_table_to_json(g->t) : json_null();
+        const json_t *theirs = json_object_get(h, "table");
+        if (!mine || !theirs || !json_equal(mine, (json_t *)theirs))
+            rc = pg_error_set(err, PG_EFORMAT, "the checkpoint was made for another table schema");
+        json_decref(mine);
+    }
     if (!rc && (!same(json_number_value(json_object_get(h, "rho")), g->rho) ||
                 !same(json_number_value(json_object_get(h, "delta")), g->delta)))
         rc = pg_error_set(err, PG_EPRIVACY,
