@@ -68,6 +68,17 @@ int pg_draw_table_block(const pg_table *t, const pg_snapshot *snap, size_t m, ui
         for (size_t i = 0; labels && i < m; i++) labels[i] = label;
         return rc;
     }
+    if (pg_snapshot_has_joint_labels(snap)) {
+        /* Models of the label as one more column (mst, aim) draw each row's
+         * class with it: the classes follow the model's distribution instead
+         * of being balanced here. */
+        int32_t *cls = pg_alloc(m * sizeof *cls);
+        if (!cls) return pg_error_set(err, PG_ENOMEM, "out of memory drawing samples");
+        int rc = pg_snapshot_sample_labeled(snap, m, seed, x, cls, err);
+        for (size_t i = 0; !rc && i < m; i++) labels[i] = cls[i];
+        pg_free(cls);
+        return rc;
+    }
     for (size_t k = 0; k < classes && k < m; k++) {
         size_t cnt = (m - k + classes - 1) / classes; /* rows i = k, k + C, ... */
         int rc = pg_snapshot_sample(snap, cnt, class_seed(seed, k), (int)k, tmp, err);
