@@ -104,8 +104,6 @@ def typed_report():
     names, categories named, missing as a level, the label's utility with
     the majority rate), its synthetic rows are the rows /samples?seed=S
     serves, and its per-column figures match SciPy on those rows."""
-    from scipy.stats import ks_2samp, wasserstein_distance
-    from scipy.stats.contingency import association
     schema = {"columns": [
         {"name": "age", "type": "integer", "min": 18, "max": 90},
         {"name": "income", "type": "continuous", "min": 0, "max": 1000, "nullable": True},
@@ -135,9 +133,24 @@ def typed_report():
     assert st == 201, d
     st, r = post_csv(f"/v1/datasets/{d['id']}/rows", text)
     assert st == 200, r
-    st, j = api("POST", "/v1/jobs", {"dataset_id": d["id"], "method": "swd_flow", "seed": 3,
-                                     "privacy": {"noise_multiplier": 5},
-                                     "flow": {"steps": 10, "particles": 100}})
+    # swd_flow: a conditional model (classes balanced by the server);
+    # aim: classes drawn with the rows (engine/methods/draw.h).
+    for spec in ({"method": "swd_flow", "seed": 3, "privacy": {"noise_multiplier": 5},
+                  "flow": {"steps": 10, "particles": 100}},
+                 {"method": "aim", "seed": 3, "privacy": {"epsilon": 1, "delta": 1e-6}}):
+        typed_job(spec, d["id"], tds, text, schema)
+
+
+def typed_job(spec, central, tds, text, schema):
+    from scipy.stats import ks_2samp, wasserstein_distance
+    from scipy.stats.contingency import association
+    d = {"id": central}
+    m_ = spec["method"]
+
+    def chk(name, cond, detail=""):
+        check(f"{m_}: {name}", cond, detail)
+
+    st, j = api("POST", "/v1/jobs", dict(spec, dataset_id=d["id"]))
     assert st == 202, j
     tjob = j["id"]
     for _ in range(600):
@@ -146,26 +159,26 @@ def typed_report():
             break
         time.sleep(0.1)
     assert j["status"] == "succeeded", j
-    d3 = os.path.join(TMP, "typed")
+    d3 = os.path.join(TMP, "typed-" + m_)
     rc, out, err = run("report", tjob, "--against", tds, "-n", 600, "--seed", 21, "-o", d3)
-    check("typed report", rc == 0, out + err)
+    chk("typed report", rc == 0, out + err)
     if rc != 0:
         return
-    check("typed summary", "by column" in err and "utility: accuracy of grade" in err
+    chk("typed summary", "by column" in err and "utility: accuracy of grade" in err
           and "always guessing the most frequent class" in err and "mean TV" in err
           and "Cramer's V" in err, err)
     res = json.load(open(os.path.join(d3, "report.json")))["result"]
     cols = res["marginals"]["columns"]
-    check("typed columns", [c.get("name") for c in cols] == ["age", "income", "color", "member",
+    chk("typed columns", [c.get("name") for c in cols] == ["age", "income", "color", "member",
                                                              "grade"], cols)
-    check("typed kinds", [c["kind"] for c in cols] == ["numeric", "numeric", "categorical",
+    chk("typed kinds", [c["kind"] for c in cols] == ["numeric", "numeric", "categorical",
                                                         "categorical", "categorical"], cols)
-    check("category names", cols[2].get("categories") == ["red", "green", "blue", "(missing)"]
+    chk("category names", cols[2].get("categories") == ["red", "green", "blue", "(missing)"]
           and cols[3].get("categories") == ["false", "true"]
           and cols[4].get("categories") == ["A", "B", "C"], cols)
-    check("units", res["split"]["d"] == 5 and res["split"]["units"] == 1 + 2 + 4 + 1, res["split"])
+    chk("units", res["split"]["d"] == 5 and res["split"]["units"] == 1 + 2 + 4 + 1, res["split"])
     u = res.get("utility", {})
-    check("utility label", u.get("label") == "grade" and u.get("classes") == 3
+    chk("utility label", u.get("label") == "grade" and u.get("classes") == 3
           and 0.5 < u.get("majority_rate", 0) < 0.9 and u.get("majority_class") == "A", u)
     # The same rows as /samples?seed=21&n=600 (CSV), decoded the same way.
     syn = decoded(get_text(f"/v1/jobs/{tjob}/samples?seed=21&n=600&format=csv"), schema)
@@ -174,26 +187,26 @@ def typed_report():
         if c["kind"] == "numeric":
             s_, r_ = syn[:, j_], ref[:, j_]
             sp, rp = s_[~np.isnan(s_)], r_[~np.isnan(r_)]
-            check(f"same rows: mean {c['name']}", abs(c["mean_synthetic"] - sp.mean())
+            chk(f"same rows: mean {c['name']}", abs(c["mean_synthetic"] - sp.mean())
                   <= 1e-6 * max(1, abs(sp.mean())), (c, sp.mean()))
-            check(f"missing {c['name']}", abs(c["missing_synthetic"] - np.isnan(s_).mean()) < 1e-12
+            chk(f"missing {c['name']}", abs(c["missing_synthetic"] - np.isnan(s_).mean()) < 1e-12
                   and abs(c["missing_real"] - np.isnan(r_).mean()) < 1e-12, c)
             # KS exact up to 1e-12 (an order statistic). W1 and the means to
             # 1e-6 relative: the report decodes the float32 units into float32
             # values while the CSV prints each decoded double shortest (and
             # the reference text has 2 decimals), about 2^-24 apart.
-            check(f"KS {c['name']}", abs(c["ks"] - ks_2samp(sp, rp).statistic) < 1e-12, c)
+            chk(f"KS {c['name']}", abs(c["ks"] - ks_2samp(sp, rp).statistic) < 1e-12, c)
             w = wasserstein_distance(sp, rp)
-            check(f"W1 {c['name']}", abs(c["w1"] - w) <= 1e-6 * max(1, w), (c["w1"], w))
+            chk(f"W1 {c['name']}", abs(c["w1"] - w) <= 1e-6 * max(1, w), (c["w1"], w))
         else:
             k = len(c["freq_real"])
             p_ = np.bincount(ref[:, j_].astype(int), minlength=k) / len(ref)
             q_ = np.bincount(syn[:, j_].astype(int), minlength=k) / len(syn)
-            check(f"same rows: freq {c['name']}", np.allclose(c["freq_synthetic"], q_, atol=1e-15),
+            chk(f"same rows: freq {c['name']}", np.allclose(c["freq_synthetic"], q_, atol=1e-15),
                   (c["freq_synthetic"], q_))
-            check(f"TV {c['name']}", abs(c["tv"] - 0.5 * np.abs(p_ - q_).sum()) < 1e-14, c)
+            chk(f"TV {c['name']}", abs(c["tv"] - 0.5 * np.abs(p_ - q_).sum()) < 1e-14, c)
     tvs = [c["tv"] for c in cols if c["kind"] == "categorical"]
-    check("mean TV", abs(res["marginals"]["mean_tv"] - np.mean(tvs)) < 1e-12, res["marginals"])
+    chk("mean TV", abs(res["marginals"]["mean_tv"] - np.mean(tvs)) < 1e-12, res["marginals"])
 
     def cramer(a, b):
         _, ia = np.unique(a, return_inverse=True)
@@ -203,22 +216,22 @@ def typed_report():
         return association(tab, method="cramer")
 
     pw = res["pairwise"]
-    check("pair counts", pw["cramer_pairs"] == 3 and pw["pearson_pairs"] == 1, pw)
+    chk("pair counts", pw["cramer_pairs"] == 3 and pw["pearson_pairs"] == 1, pw)
     diffs = []
     for a in (2, 3, 4):
         for b in (2, 3, 4):
             if a < b:
                 vr, vs = cramer(ref[:, a], ref[:, b]), cramer(syn[:, a], syn[:, b])
-                check(f"Cramer real {a},{b}", abs(pw["real"][a][b] - vr) < 1e-12, (pw["real"][a][b], vr))
-                check(f"Cramer syn {a},{b}", abs(pw["synthetic"][a][b] - vs) < 1e-12, (pw["synthetic"][a][b], vs))
+                chk(f"Cramer real {a},{b}", abs(pw["real"][a][b] - vr) < 1e-12, (pw["real"][a][b], vr))
+                chk(f"Cramer syn {a},{b}", abs(pw["synthetic"][a][b] - vs) < 1e-12, (pw["synthetic"][a][b], vs))
                 diffs.append(abs(vs - vr))
-    check("Cramer mean", abs(pw["cramer_mean_abs_diff"] - np.mean(diffs)) < 1e-12, pw)
+    chk("Cramer mean", abs(pw["cramer_mean_abs_diff"] - np.mean(diffs)) < 1e-12, pw)
     # Pearson of age and income over the rows where both are present (numpy.corrcoef).
     for name, x in (("real", ref), ("synthetic", syn)):
         ok_ = ~np.isnan(x[:, 1])
         want = np.corrcoef(x[ok_, 0], x[ok_, 1])[0, 1]
-        check(f"Pearson {name}", abs(pw[name][0][1] - want) < 1e-6, (pw[name][0][1], want))
-    check("typed figures", os.path.exists(os.path.join(d3, "histograms-1.png"))
+        chk(f"Pearson {name}", abs(pw[name][0][1] - want) < 1e-6, (pw[name][0][1], want))
+    chk("typed figures", os.path.exists(os.path.join(d3, "histograms-1.png"))
           and os.path.exists(os.path.join(d3, "correlation.png")), os.listdir(d3))
 
 
