@@ -62,13 +62,14 @@ def check_tutorial3(tut, stderr):
     # 1470 rows, seed 1): 0.842 of them are "no", and logistic regression
     # trained on the other half scores 0.860.
     assert abs(majority - 0.842) < 0.001 and abs(acc_real - 0.860) < 0.001, (majority, acc_real)
-    # aim, central eps 1, defaults, 8 runs (README): accuracy trained on
-    # synthetic 0.814 to 0.837, mean TV 0.043 to 0.065. Held to >= 0.75 and
-    # <= 0.10: a model that loses the columns fails (dp_sinkhorn on this
-    # table, categories nearly uniform: mean TV 0.235 to 0.256, accuracy 0.22
-    # to 0.81 over 9 runs).
-    assert mean_tv <= 0.10 and ncat >= 15, f"tutorial 3's mean TV {mean_tv} over {ncat} columns"
-    assert acc_syn >= 0.75, f"tutorial 3's accuracy trained on synthetic rows is {acc_syn}"
+    # aim, central eps 1, defaults, 21 runs (README): accuracy trained on
+    # synthetic 0.752 to 0.839 (median 0.823), mean TV 0.041 to 0.071. Held
+    # to >= 0.65 and <= 0.12: a model that loses the columns fails the TV
+    # bound (dp_sinkhorn on this table, categories nearly uniform: mean TV
+    # 0.235 to 0.256 over 9 runs; its accuracy, 0.22 to 0.81, mostly fails
+    # the accuracy bound too).
+    assert mean_tv <= 0.12 and ncat >= 15, f"tutorial 3's mean TV {mean_tv} over {ncat} columns"
+    assert acc_syn >= 0.65, f"tutorial 3's accuracy trained on synthetic rows is {acc_syn}"
     # The report's synthetic rows are the CSV's: the label's frequencies agree.
     import csv
     with open(os.path.join(tut, "attrition-synthetic.csv")) as f:
