@@ -511,7 +511,7 @@ static int draw_typed(const pg_table *t, const pg_snapshot *snap, size_t n, uint
     if ((*ot)->label != PG_TABLE_NONE && !l64)
         return pg_error_set(err, PG_ENOMEM, "out of memory drawing %zu samples", n);
     rc = pg_draw_table_rows(*ot, snap, n, seed, -1, x, l64, err);
-    for (size_t i = 0; !rc && l64 && i < n; i++) labels[i] = (int32_t)l64[i];
+    for (size_t i = 0; !rc && l64 && labels && i < n; i++) labels[i] = (int32_t)l64[i];
     pg_free(l64);
     if (!rc && on_progress(rc_ctx, "sampling", 1.0))
         rc = pg_error_set(err, PG_ECANCELLED, "cancelled");

@@ -138,7 +138,23 @@ def typed_report():
     for spec in ({"method": "swd_flow", "seed": 3, "privacy": {"noise_multiplier": 5},
                   "flow": {"steps": 10, "particles": 100}},
                  {"method": "aim", "seed": 3, "privacy": {"epsilon": 1, "delta": 1e-6}}):
-        typed_job(spec, d["id"], tds, text, schema)
+        tjob = typed_job(spec, d["id"], tds, text, schema)
+    # Against an untyped, unlabelled dataset of the same width: no utility,
+    # the label column left out (the report once wrote the drawn classes
+    # through a NULL pointer here).
+    st, u = api("POST", "/v1/datasets", {"name": "u", "shape": [8], "range": [-1, 1],
+                                         "privacy": {"model": "public"}})
+    assert st == 201, u
+    st, r = api("POST", f"/v1/datasets/{u['id']}/rows",
+                {"rows": np.random.default_rng(2).uniform(-1, 1, (50, 8)).round(3).tolist()})
+    assert st == 200, r
+    rc, out, err = run("report", tjob, "--against", u["id"], "-n", 100, "--seed", 1, "-o",
+                       os.path.join(TMP, "typed-untyped"))
+    check("typed job vs unlabelled rows", rc == 0 and "utility" not in err, out + err)
+    if rc == 0:
+        res = json.load(open(os.path.join(TMP, "typed-untyped", "report.json")))["result"]
+        check("no label column", [c.get("name") for c in res["marginals"]["columns"]]
+              == ["age", "income", "color", "member"] and "utility" not in res, res)
 
 
 def typed_job(spec, central, tds, text, schema):
@@ -233,6 +249,7 @@ def typed_job(spec, central, tds, text, schema):
         chk(f"Pearson {name}", abs(pw[name][0][1] - want) < 1e-6, (pw[name][0][1], want))
     chk("typed figures", os.path.exists(os.path.join(d3, "histograms-1.png"))
           and os.path.exists(os.path.join(d3, "correlation.png")), os.listdir(d3))
+    return tjob
 
 
 try:
