@@ -183,6 +183,14 @@ static const char *spec_for(const char *method, double eps, char *buf, size_t le
                  "{\"seed\": 1, \"privacy\": {\"epsilon\": %g, \"delta\": %g}, \"flow\": "
                  "{\"steps\": 100, \"particles\": 2000}, \"projections\": {\"per_step\": %zu}}",
                  eps, DELTA, d);
+    else if (strcmp(method, "aim") == 0) /* the classifier's target: its triples */
+        snprintf(buf, len,
+                 "{\"seed\": 1, \"privacy\": {\"epsilon\": %g, \"delta\": %g}, \"aim\": "
+                 "{\"target\": \"Status\"}}",
+                 eps, DELTA);
+    else if (strcmp(method, "mst") == 0)
+        snprintf(buf, len, "{\"seed\": 1, \"privacy\": {\"epsilon\": %g, \"delta\": %g}}", eps,
+                 DELTA);
     else /* entropic_gan */
         snprintf(buf, len,
                  "{\"seed\": 1, \"train\": {\"steps\": 1500, \"batch_size\": 256, \"lr\": "
