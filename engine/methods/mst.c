@@ -103,8 +103,8 @@ extern const pg_method pg_method_mst, pg_method_aim;
          NULL,                                                                                     \
          0,                                                                                        \
          0,                                                                                        \
-         "Bins of each number between its declared bounds (0: auto, 16 below 2000 rows, 32 up "    \
-         "to 100000, 64 above; integer columns with a small span get one code per value; "         \
+         "Bins of each number between its declared bounds (0: auto, 16 below 10000 rows, 32 up "   \
+         "to 200000, 64 above; integer columns with a small span get one code per value; "         \
          "\"scale\": \"log\" in the schema spaces bins in log(1 + x - min))."},                    \
         {"model.max_cells",                                                                        \
          PG_PARAM_NUM,                                                                             \
@@ -147,7 +147,10 @@ static const pg_param AIM_PARAMS[] = {
      "T, the round budget that sets the initial noise (0: auto, 16 x attributes as the paper); "
      "rounds end early as budget annealing spends faster."},
     {"aim.label_weight", PG_PARAM_NUM, "1", 0, 1000, NULL, 0, 0,
-     "Weight of the label triples in the workload (0: pairs only)."},
+     "Weight of the target's triples in the workload (0: pairs only)."},
+    {"aim.target", PG_PARAM_STR, NULL, 0, 0, NULL, 0, PG_PARAM_OPTIONAL,
+     "Column whose triples (target, a, b) join the workload, e.g. the column a downstream model "
+     "predicts (default: the schema's label; none without one)."},
     {"aim.round_iters", PG_PARAM_INT, "250", 10, 100000, NULL, 0, 0,
      "Mirror-descent iterations of the warm-started refit after each round."},
     {0},
@@ -160,7 +163,8 @@ static const char *const IGNORED[] = {"dataset_id", "method", "public_dataset_id
 
 static int auto_bins(size_t n)
 {
-    return n < 2000 ? 16 : n <= 100000 ? 32 : 64;
+    /* Few rows: coarse bins keep each cell's count above the noise. */
+    return n < 10000 ? 16 : n <= 200000 ? 32 : 64;
 }
 
 static int spec_bins(const json_t *r, size_t n)
@@ -557,11 +561,20 @@ static size_t overlap(const size_t *a, size_t ka, const size_t *b, size_t kb)
     return o;
 }
 
+/* The attribute of aim.target (a table column name), else the label's. */
+static size_t target_attr(const json_t *r, const pg_disc *D, const pg_table *t)
+{
+    const char *name = pg_spec_str(r, "aim.target", NULL);
+    if (!name || !t) return D->label;
+    return pg_table_find(t, name, strlen(name));
+}
+
 /* The workload's downward closure (sets of 1..3 attributes) with weights
  * w(cl) = sum over workload sets q of w_q |cl & q|, and their true marginals. */
-static int aim_workload(mtr *g, double label_weight, size_t cell_cap, pg_error *err)
+static int aim_workload(mtr *g, const json_t *r, size_t cell_cap, pg_error *err)
 {
-    size_t d = g->nattr, L = g->D.label;
+    double label_weight = pg_spec_num(r, "aim.label_weight", 1);
+    size_t d = g->nattr, L = target_attr(r, &g->D, g->t);
     bool triples = L != PG_TABLE_NONE && label_weight > 0 && d >= 3;
     size_t nw = d * (d - 1) / 2 + (triples ? (d - 1) * (d - 2) / 2 : 0);
     meas *W = calloc(nw ? nw : 1, sizeof *W);
@@ -771,6 +784,10 @@ static int common_validate(const pg_param *params, const char *name, const json_
         pg_spec_error_add(errors, "privacy.delta",
                           "the dataset declares no cap delta: give privacy.delta");
     if (desc->n == 0) pg_spec_error_add(errors, "dataset_id", "the dataset has no rows");
+    const char *target = pg_spec_str(r, "aim.target", NULL);
+    if (target &&
+        (!desc->table || pg_table_find(desc->table, target, strlen(target)) == PG_TABLE_NONE))
+        pg_spec_error_add(errors, "aim.target", "names no column of the dataset's schema");
     long bins = pg_spec_int(r, "discretize.bins", 0);
     if (bins == 1) pg_spec_error_add(errors, "discretize.bins", "must be 0 (auto) or >= 2");
     if (errors->count != before) {
@@ -989,8 +1006,7 @@ static int common_create(const json_t *r, const pg_job_data *in, int threads, bo
     mtr *g;
     int rc = common_new(r, in, is_aim, threads, &g, err);
     if (!rc) rc = encode_rows(g, in->rows, err);
-    if (!rc && is_aim)
-        rc = aim_workload(g, pg_spec_num(r, "aim.label_weight", 1), (size_t)g->max_cells, err);
+    if (!rc && is_aim) rc = aim_workload(g, r, (size_t)g->max_cells, err);
     if (rc) {
         if (g) mtr_destroy(&g->base);
         return rc;
@@ -1492,8 +1508,7 @@ static int common_restore(const json_t *r, const pg_job_data *in, int threads, b
     if (!rc)
         rc = load_model(&c, (size_t)json_integer_value(json_object_get(h, "model_len")), &g->model,
                         err);
-    if (!rc && is_aim)
-        rc = aim_workload(g, pg_spec_num(r, "aim.label_weight", 1), (size_t)g->max_cells, err);
+    if (!rc && is_aim) rc = aim_workload(g, r, (size_t)g->max_cells, err);
     json_decref(h);
     pg_ckpt_free(&c);
     if (rc) {

@@ -300,7 +300,10 @@ int pgm_structure_explicit(pg_pgm_model *m, pg_error *err)
     for (size_t j = 0; j < m->nc; j++) {
         const pgm_clique *c = &m->c[j];
         int rc = pgm_check_set(m->sizes, m->nattr, c->attrs, c->k, "clique", err);
-        if (rc) return pg_error_set(err, PG_EFORMAT, "%s", err ? err->msg : "pgm: bad clique");
+        if (rc) {
+            if (err) err->code = PG_EFORMAT; /* keep the message, the blob is at fault */
+            return PG_EFORMAT;
+        }
         if (j == 0 ? c->parent != SIZE_MAX : c->parent >= j)
             return pg_error_set(err, PG_EFORMAT, "pgm: clique %zu has an invalid parent", j);
     }
@@ -321,10 +324,11 @@ int pgm_structure_explicit(pg_pgm_model *m, pg_error *err)
     }
     for (size_t i = 0; i < m->nattr; i++)
         if (tops[i] != 1) {
+            size_t parts = tops[i];
             free(tops);
             return pg_error_set(err, PG_EFORMAT,
                                 "pgm: attribute %zu is in %zu disconnected parts of the tree", i,
-                                tops[i]);
+                                parts);
         }
     free(tops);
     return fill_layout(m, err);

@@ -41,10 +41,10 @@ static const tu_struct TU_STRUCTS[] = {
 #define TU_NSTRUCTS (sizeof TU_STRUCTS / sizeof *TU_STRUCTS)
 
 /* A model on the structure with potentials N(0, scale^2), or NULL. */
-static pg_pgm_model *tu_random_model(const tu_struct *s, uint64_t seed, double scale,
-                                     double max_cells, double total)
+static inline pg_pgm_model *tu_random_model(const tu_struct *s, uint64_t seed, double scale,
+                                            double max_cells, double total)
 {
-    const size_t *sets[12];
+    const size_t *sets[12] = {0};
     for (size_t i = 0; i < s->nsets; i++) sets[i] = s->sets[i];
     pg_pgm_model *m = NULL;
     pg_error err = {0};
@@ -61,7 +61,7 @@ static pg_pgm_model *tu_random_model(const tu_struct *s, uint64_t seed, double s
     return m;
 }
 
-static size_t tu_cells(const size_t *sizes, const size_t *a, size_t k)
+static inline size_t tu_cells(const size_t *sizes, const size_t *a, size_t k)
 {
     size_t c = 1;
     for (size_t j = 0; j < k; j++) c *= sizes[a[j]];
@@ -69,7 +69,7 @@ static size_t tu_cells(const size_t *sizes, const size_t *a, size_t k)
 }
 
 /* Joint probabilities of m (row-major over all attributes). */
-static double *tu_joint(const pg_pgm_model *m, size_t *ncells)
+static inline double *tu_joint(const pg_pgm_model *m, size_t *ncells)
 {
     size_t n = 1;
     for (size_t i = 0; i < m->nattr; i++) n *= m->sizes[i];
@@ -97,8 +97,8 @@ static double *tu_joint(const pg_pgm_model *m, size_t *ncells)
 }
 
 /* Marginal of a joint over `sizes` onto attrs, scaled by `scale`. */
-static void tu_marg(const size_t *sizes, size_t nattr, const double *joint, const size_t *attrs,
-                    size_t k, double scale, double *out)
+static inline void tu_marg(const size_t *sizes, size_t nattr, const double *joint,
+                           const size_t *attrs, size_t k, double scale, double *out)
 {
     size_t n = 1;
     for (size_t i = 0; i < nattr; i++) n *= sizes[i];
