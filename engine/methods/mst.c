@@ -103,8 +103,9 @@ extern const pg_method pg_method_mst, pg_method_aim;
          NULL,                                                                                     \
          0,                                                                                        \
          0,                                                                                        \
-         "Bins of each number between its declared bounds (0: auto, 16 below 10000 rows, 32 up "   \
-         "to 200000, 64 above; integer columns with a small span get one code per value; "         \
+         "Bins of each number between its declared bounds (0: auto: 8 below 5000 rows, 16 below "  \
+         "50000, 32 up to 500000, 64 above; integer columns with a small span get one code per "   \
+         "value; "                                                                                 \
          "\"scale\": \"log\" in the schema spaces bins in log(1 + x - min))."},                    \
         {"model.max_cells",                                                                        \
          PG_PARAM_NUM,                                                                             \
@@ -146,7 +147,7 @@ static const pg_param AIM_PARAMS[] = {
     {"aim.rounds", PG_PARAM_INT, "0", 0, 100000, NULL, 0, 0,
      "T, the round budget that sets the initial noise (0: auto, 16 x attributes as the paper); "
      "rounds end early as budget annealing spends faster."},
-    {"aim.label_weight", PG_PARAM_NUM, "1", 0, 1000, NULL, 0, 0,
+    {"aim.label_weight", PG_PARAM_NUM, "4", 0, 1000, NULL, 0, 0,
      "Weight of the target's triples in the workload (0: pairs only)."},
     {"aim.target", PG_PARAM_STR, NULL, 0, 0, NULL, 0, PG_PARAM_OPTIONAL,
      "Column whose triples (target, a, b) join the workload, e.g. the column a downstream model "
@@ -164,7 +165,7 @@ static const char *const IGNORED[] = {"dataset_id", "method", "public_dataset_id
 static int auto_bins(size_t n)
 {
     /* Few rows: coarse bins keep each cell's count above the noise. */
-    return n < 10000 ? 16 : n <= 200000 ? 32 : 64;
+    return n < 5000 ? 8 : n < 50000 ? 16 : n <= 500000 ? 32 : 64;
 }
 
 static int spec_bins(const json_t *r, size_t n)
@@ -573,7 +574,7 @@ static size_t target_attr(const json_t *r, const pg_disc *D, const pg_table *t)
  * w(cl) = sum over workload sets q of w_q |cl & q|, and their true marginals. */
 static int aim_workload(mtr *g, const json_t *r, size_t cell_cap, pg_error *err)
 {
-    double label_weight = pg_spec_num(r, "aim.label_weight", 1);
+    double label_weight = pg_spec_num(r, "aim.label_weight", 4);
     size_t d = g->nattr, L = target_attr(r, &g->D, g->t);
     bool triples = L != PG_TABLE_NONE && label_weight > 0 && d >= 3;
     size_t nw = d * (d - 1) / 2 + (triples ? (d - 1) * (d - 2) / 2 : 0);
