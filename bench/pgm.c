@@ -143,9 +143,12 @@ static int bench_pgm(int argc, char **argv)
             if (*only && strcmp(only, "aim")) continue;
             p.name = "aim";
             p.nattr = 20;
-            for (size_t i = 0; i < 20; i++) p.sizes[i] = 6 + (i * 5) % 11;
-            size_t tri[6][3] = {{0, 1, 2}, {1, 2, 3}, {3, 4, 5}, {5, 6, 7}, {7, 8, 9}, {9, 10, 11}};
-            for (size_t t = 0; t < 6; t++) add(&p, 3, tri[t][0], tri[t][1], tri[t][2]);
+            for (size_t i = 0; i < 20; i++) p.sizes[i] = 8 + (i * 7) % 17;
+            /* Overlapping triples around a cycle (fill edges make 4-cliques)
+             * and a chain of pairs. */
+            size_t tri[7][3] = {{0, 1, 2}, {1, 2, 3}, {3, 4, 5},  {5, 6, 7},
+                                {7, 8, 9}, {0, 5, 9}, {9, 10, 11}};
+            for (size_t t = 0; t < 7; t++) add(&p, 3, tri[t][0], tri[t][1], tri[t][2]);
             for (size_t i = 11; i < 19; i++) add(&p, 2, i, i + 1, 0);
             for (size_t i = 0; i < 6; i++) add(&p, 1, 2 * i, 0, 0);
         }
