@@ -35,29 +35,52 @@
 
 /* ---- table kernels along a projection ---------------------------------- */
 
+/* The kernels walk the source in blocks (see pgm_proj): per block one
+ * target base index j, then a contiguous inner loop. */
+#define PGM_BLOCKS(p, n, BODY)                                                                     \
+    do {                                                                                           \
+        size_t idx_[PGM_CHUNK];                                                                    \
+        pgm_odo o_;                                                                                \
+        pgm_odo_start(&o_, (p));                                                                   \
+        const size_t L_ = (p)->inner, nb_ = (n) / L_;                                              \
+        for (size_t b_ = 0; b_ < nb_; b_ += PGM_CHUNK) {                                           \
+            size_t len_ = nb_ - b_ < PGM_CHUNK ? nb_ - b_ : PGM_CHUNK;                             \
+            pgm_odo_fill_k(&o_, (p), (p)->ko, idx_, len_);                                         \
+            for (size_t u_ = 0; u_ < len_; u_++) {                                                 \
+                const size_t j = idx_[u_], base = (b_ + u_) * L_;                                  \
+                BODY                                                                               \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
 static void sum_project(const double *src, const pgm_proj *p, size_t n, double *out, size_t outn)
 {
-    size_t idx[PGM_CHUNK];
-    pgm_odo o;
-    pgm_odo_start(&o, p);
     memset(out, 0, outn * sizeof *out);
-    for (size_t b = 0; b < n; b += PGM_CHUNK) {
-        size_t len = n - b < PGM_CHUNK ? n - b : PGM_CHUNK;
-        pgm_odo_fill(&o, p, idx, len);
-        for (size_t t = 0; t < len; t++) out[idx[t]] += src[b + t];
-    }
+    const size_t L = p->inner;
+    if (p->inner_kept)
+        PGM_BLOCKS(p, n, {
+            for (size_t t = 0; t < L; t++) out[j + t] += src[base + t];
+        });
+    else
+        PGM_BLOCKS(p, n, {
+            double s = 0;
+            for (size_t t = 0; t < L; t++) s += src[base + t];
+            out[j] += s;
+        });
 }
 
 static void bcast_add(double *dst, const pgm_proj *p, size_t n, const double *v, double scale)
 {
-    size_t idx[PGM_CHUNK];
-    pgm_odo o;
-    pgm_odo_start(&o, p);
-    for (size_t b = 0; b < n; b += PGM_CHUNK) {
-        size_t len = n - b < PGM_CHUNK ? n - b : PGM_CHUNK;
-        pgm_odo_fill(&o, p, idx, len);
-        for (size_t t = 0; t < len; t++) dst[b + t] += scale * v[idx[t]];
-    }
+    const size_t L = p->inner;
+    if (p->inner_kept)
+        PGM_BLOCKS(p, n, {
+            for (size_t t = 0; t < L; t++) dst[base + t] += scale * v[j + t];
+        });
+    else
+        PGM_BLOCKS(p, n, {
+            const double x = scale * v[j];
+            for (size_t t = 0; t < L; t++) dst[base + t] += x;
+        });
 }
 
 /* out = log sum_{cells mapping to j} exp(src). Two passes: the largest
@@ -66,24 +89,27 @@ static void bcast_add(double *dst, const pgm_proj *p, size_t n, const double *v,
 static void lse_project(const double *src, const pgm_proj *p, size_t n, double *out, size_t outn,
                         double *acc)
 {
-    size_t idx[PGM_CHUNK];
-    double tmp[PGM_CHUNK];
-    pgm_odo o;
+    const size_t L = p->inner;
     for (size_t j = 0; j < outn; j++) out[j] = -INFINITY, acc[j] = 0;
-    pgm_odo_start(&o, p);
-    for (size_t b = 0; b < n; b += PGM_CHUNK) {
-        size_t len = n - b < PGM_CHUNK ? n - b : PGM_CHUNK;
-        pgm_odo_fill(&o, p, idx, len);
-        for (size_t t = 0; t < len; t++)
-            if (src[b + t] > out[idx[t]]) out[idx[t]] = src[b + t];
-    }
-    pgm_odo_start(&o, p);
-    for (size_t b = 0; b < n; b += PGM_CHUNK) {
-        size_t len = n - b < PGM_CHUNK ? n - b : PGM_CHUNK;
-        pgm_odo_fill(&o, p, idx, len);
-        for (size_t t = 0; t < len; t++) tmp[t] = src[b + t] - out[idx[t]];
-        for (size_t t = 0; t < len; t++) tmp[t] = exp(tmp[t]);
-        for (size_t t = 0; t < len; t++) acc[idx[t]] += tmp[t];
+    if (p->inner_kept) {
+        PGM_BLOCKS(p, n, {
+            for (size_t t = 0; t < L; t++) out[j + t] = fmax(out[j + t], src[base + t]);
+        });
+        PGM_BLOCKS(p, n, {
+            for (size_t t = 0; t < L; t++) acc[j + t] += exp(src[base + t] - out[j + t]);
+        });
+    } else {
+        PGM_BLOCKS(p, n, {
+            double mx = out[j];
+            for (size_t t = 0; t < L; t++) mx = fmax(mx, src[base + t]);
+            out[j] = mx;
+        });
+        PGM_BLOCKS(p, n, {
+            double s = 0;
+            const double mx = out[j];
+            for (size_t t = 0; t < L; t++) s += exp(src[base + t] - mx);
+            acc[j] += s;
+        });
     }
     for (size_t j = 0; j < outn; j++)
         if (out[j] > -INFINITY) out[j] += log(acc[j]);
@@ -91,16 +117,18 @@ static void lse_project(const double *src, const pgm_proj *p, size_t n, double *
 
 static void min_project(const double *src, const pgm_proj *p, size_t n, double *out, size_t outn)
 {
-    size_t idx[PGM_CHUNK];
-    pgm_odo o;
+    const size_t L = p->inner;
     for (size_t j = 0; j < outn; j++) out[j] = INFINITY;
-    pgm_odo_start(&o, p);
-    for (size_t b = 0; b < n; b += PGM_CHUNK) {
-        size_t len = n - b < PGM_CHUNK ? n - b : PGM_CHUNK;
-        pgm_odo_fill(&o, p, idx, len);
-        for (size_t t = 0; t < len; t++)
-            if (src[b + t] < out[idx[t]]) out[idx[t]] = src[b + t];
-    }
+    if (p->inner_kept)
+        PGM_BLOCKS(p, n, {
+            for (size_t t = 0; t < L; t++) out[j + t] = fmin(out[j + t], src[base + t]);
+        });
+    else
+        PGM_BLOCKS(p, n, {
+            double mn = out[j];
+            for (size_t t = 0; t < L; t++) mn = fmin(mn, src[base + t]);
+            out[j] = mn;
+        });
 }
 
 /* ---- belief propagation -------------------------------------------------- */
