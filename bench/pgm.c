@@ -1,12 +1,17 @@
 /* privgen-bench pgm: cost of the graphical-model fit (engine/pgm).
  *
- * Two problems with a known truth (a random model on a fixed structure,
- * N rows' worth of exact marginals plus Gaussian noise of std sigma):
+ * Problems with a known truth (a random model on a fixed structure, N rows'
+ * worth of its exact marginals plus Gaussian noise of std sigma; the tree's
+ * truth has random potentials, the others are a short fit to skewed random
+ * tables):
  *   tree: credit_data-sized, 14 attributes of 4..32 levels, the 13 pairs of
  *         a spanning tree and all 14 one-way marginals measured (MST's shape);
  *   aim:  20 attributes of 6..16 levels, 6 triples and 14 pairs (AIM-like
  *         cliques of 10^3-10^4 cells, ~10^5 cells in all), cold fit then a
- *         warm refit after one more measured pair.
+ *         warm refit after one more measured pair;
+ *   big:  (only with --only big) 7 attributes of 24 levels, two pairs of
+ *         triangles of triples: two 4-cliques of 331776 cells (663552 in
+ *         all), cold, warm after one more pair, cold again.
  * Prints one JSON line per problem: CPU ms (process), iterations, final loss,
  * duality gap, model cells, and the largest error of the fitted measured
  * marginals against the truth relative to N. Options: --sigma S (default
@@ -18,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <zlib.h>
 
 #include "bench/bench.h"
 #include "engine/core/rng.h"
@@ -58,6 +64,45 @@ static int make_truth(problem *p, pg_rng *r, double rows, pg_pgm_model **truth, 
     pg_pgm_fit_opts o = {.max_iters = 50, .total = rows};
     int rc = pg_pgm_fit(p->sizes, p->nattr, p->m, p->nm, &o, NULL, truth, err);
     for (size_t i = 0; i < p->nm; i++) free(tmp[i]);
+    return rc;
+}
+
+/* The tree problem's truth, independent of the fit: a model blob written
+ * here (format in engine/pgm/pgm_io.c) on the junction tree of the pairs
+ * {(i-1)/2, i}, clique i-1 holding pair i, with N(0, 1) potentials. */
+static void put32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static void put64(unsigned char *p, double d)
+{
+    uint64_t v;
+    memcpy(&v, &d, 8);
+    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static int tree_truth(const problem *p, pg_rng *r, double rows, pg_pgm_model **truth, pg_error *err)
+{
+    size_t cells = 0, d = p->nattr;
+    for (size_t i = 1; i < d; i++) cells += p->sizes[(i - 1) / 2] * p->sizes[i];
+    size_t n = 8 + 4 + 4 + 4 * d + 16 + 4 + (d - 1) * 13 + 8 * cells + 4;
+    unsigned char *b = malloc(n), *q = b;
+    memcpy(q, "PGPGM\r\n\0", 8), q += 8;
+    put32(q, 1), q += 4;
+    put32(q, (uint32_t)d), q += 4;
+    for (size_t i = 0; i < d; i++) put32(q, (uint32_t)p->sizes[i]), q += 4;
+    put64(q, rows), q += 8;
+    put64(q, 1e9), q += 8;
+    put32(q, (uint32_t)(d - 1)), q += 4;
+    for (size_t i = 1; i < d; i++) {
+        size_t pa = (i - 1) / 2;
+        *q++ = 2;
+        put32(q, (uint32_t)pa), put32(q + 4, (uint32_t)i), q += 8;
+        put32(q, i == 1 ? 0xffffffffu : (uint32_t)(pa == 0 ? 0 : pa - 1)), q += 4;
+    }
+    for (size_t c = 0; c < cells; c++) put64(q, 1.0 * pg_rng_normal(r)), q += 8;
+    put32(q, (uint32_t)crc32(crc32(0L, Z_NULL, 0), b, (uInt)(n - 4)));
+    int rc = pg_pgm_load(b, n, truth, err);
+    free(b);
     return rc;
 }
 
@@ -129,7 +174,7 @@ static int bench_pgm(int argc, char **argv)
     pg_rng r;
     pg_rng_seeded(&r, seed, 0);
     pg_error err = {0};
-    for (int which = 0; which < 2; which++) {
+    for (int which = 0; which < 3; which++) {
         problem p;
         memset(&p, 0, sizeof p);
         if (which == 0) {
@@ -139,18 +184,34 @@ static int bench_pgm(int argc, char **argv)
             for (size_t i = 0; i < 14; i++) p.sizes[i] = 4 + (i * 7) % 29;
             for (size_t i = 1; i < 14; i++) add(&p, 2, (i - 1) / 2, i, 0);
             for (size_t i = 0; i < 14; i++) add(&p, 1, i, 0, 0);
+        } else if (which == 2) {
+            if (!*only || strcmp(only, "big")) continue; /* only on request */
+            p.name = "big";
+            p.nattr = 7;
+            for (size_t i = 0; i < 7; i++) p.sizes[i] = 24;
+            add(&p, 3, 0, 1, 2);
+            add(&p, 3, 1, 2, 3);
+            add(&p, 3, 0, 1, 3);
+            add(&p, 3, 3, 4, 5);
+            add(&p, 3, 4, 5, 6);
+            add(&p, 3, 3, 5, 6);
         } else {
             if (*only && strcmp(only, "aim")) continue;
             p.name = "aim";
             p.nattr = 20;
-            for (size_t i = 0; i < 20; i++) p.sizes[i] = 6 + (i * 5) % 11;
-            size_t tri[6][3] = {{0, 1, 2}, {1, 2, 3}, {3, 4, 5}, {5, 6, 7}, {7, 8, 9}, {9, 10, 11}};
-            for (size_t t = 0; t < 6; t++) add(&p, 3, tri[t][0], tri[t][1], tri[t][2]);
+            for (size_t i = 0; i < 20; i++) p.sizes[i] = 8 + (i * 7) % 17;
+            /* Overlapping triples around a cycle (fill edges make 4-cliques)
+             * and a chain of pairs. */
+            size_t tri[7][3] = {{0, 1, 2}, {1, 2, 3}, {3, 4, 5},  {5, 6, 7},
+                                {7, 8, 9}, {0, 5, 9}, {9, 10, 11}};
+            for (size_t t = 0; t < 7; t++) add(&p, 3, tri[t][0], tri[t][1], tri[t][2]);
             for (size_t i = 11; i < 19; i++) add(&p, 2, i, i + 1, 0);
             for (size_t i = 0; i < 6; i++) add(&p, 1, 2 * i, 0, 0);
         }
         pg_pgm_model *truth = NULL, *fit = NULL, *warm = NULL;
-        if (make_truth(&p, &r, rows, &truth, &err) || measure(&p, 0, truth, &r, sigma, &err)) {
+        int trc = which == 0 ? tree_truth(&p, &r, rows, &truth, &err)
+                             : make_truth(&p, &r, rows, &truth, &err);
+        if (trc || measure(&p, 0, truth, &r, sigma, &err)) {
             fprintf(stderr, "privgen-bench pgm: %s\n", err.msg);
             return 1;
         }
@@ -161,9 +222,9 @@ static int bench_pgm(int argc, char **argv)
             return 1;
         }
         report(p.name, "cold", cpu_ms() - t0, fit, max_err(&p, fit, rows));
-        if (which == 1) {
+        if (which >= 1) {
             /* One more measured pair (AIM's next round), warm from the fit. */
-            add(&p, 2, 0, 19, 0);
+            add(&p, 2, 0, p.nattr - 1, 0);
             if (measure(&p, 0, truth, &r, sigma, &err)) return 1;
             t0 = cpu_ms();
             if (pg_pgm_fit(p.sizes, p.nattr, p.m, p.nm, &o, fit, &warm, &err)) {

@@ -103,8 +103,9 @@ extern const pg_method pg_method_mst, pg_method_aim;
          NULL,                                                                                     \
          0,                                                                                        \
          0,                                                                                        \
-         "Bins of each number between its declared bounds (0: auto, 16 below 10000 rows, 32 up "   \
-         "to 200000, 64 above; integer columns with a small span get one code per value; "         \
+         "Bins of each number between its declared bounds (0: auto: 8 below 5000 rows, 16 below "  \
+         "50000, 32 up to 500000, 64 above; integer columns with a small span get one code per "   \
+         "value; "                                                                                 \
          "\"scale\": \"log\" in the schema spaces bins in log(1 + x - min))."},                    \
         {"model.max_cells",                                                                        \
          PG_PARAM_NUM,                                                                             \
@@ -146,7 +147,7 @@ static const pg_param AIM_PARAMS[] = {
     {"aim.rounds", PG_PARAM_INT, "0", 0, 100000, NULL, 0, 0,
      "T, the round budget that sets the initial noise (0: auto, 16 x attributes as the paper); "
      "rounds end early as budget annealing spends faster."},
-    {"aim.label_weight", PG_PARAM_NUM, "1", 0, 1000, NULL, 0, 0,
+    {"aim.label_weight", PG_PARAM_NUM, "4", 0, 1000, NULL, 0, 0,
      "Weight of the target's triples in the workload (0: pairs only)."},
     {"aim.target", PG_PARAM_STR, NULL, 0, 0, NULL, 0, PG_PARAM_OPTIONAL,
      "Column whose triples (target, a, b) join the workload, e.g. the column a downstream model "
@@ -164,7 +165,7 @@ static const char *const IGNORED[] = {"dataset_id", "method", "public_dataset_id
 static int auto_bins(size_t n)
 {
     /* Few rows: coarse bins keep each cell's count above the noise. */
-    return n < 10000 ? 16 : n <= 200000 ? 32 : 64;
+    return n < 5000 ? 8 : n < 50000 ? 16 : n <= 500000 ? 32 : 64;
 }
 
 static int spec_bins(const json_t *r, size_t n)
@@ -188,10 +189,13 @@ typedef struct meas {
 
 /* Per attribute: the compressed domain. sup[c] is the original level of
  * compressed code c < nsup; code nsup (when nrare > 0) stands for the nrare
- * levels rare[]. NULL maps mean the identity. */
+ * levels rare[], decoded in proportion to cum[] (cumulative weights: the
+ * levels' clipped noisy one-way counts, post-processing of that release;
+ * uniform when all clip to 0). NULL maps mean the identity. */
 typedef struct cmap {
     size_t nsup, nrare;
     uint32_t *sup, *rare, *fwd; /* fwd: original level -> compressed code */
+    double *cum;                /* nrare cumulative weights, last = 1 */
 } cmap;
 
 typedef struct mtr {
@@ -232,6 +236,7 @@ static void cmap_free(cmap *c)
     free(c->sup);
     free(c->rare);
     free(c->fwd);
+    free(c->cum);
     memset(c, 0, sizeof *c);
 }
 
@@ -292,7 +297,9 @@ static int cmap_set(cmap *c, size_t levels, const unsigned char *supported, size
     c->sup = malloc((ns ? ns : 1) * sizeof *c->sup);
     c->rare = malloc((levels - ns) * sizeof *c->rare);
     c->fwd = malloc(levels * sizeof *c->fwd);
-    if (!c->sup || !c->rare || !c->fwd) return pg_error_set(err, PG_ENOMEM, "out of memory");
+    c->cum = malloc((levels - ns) * sizeof *c->cum);
+    if (!c->sup || !c->rare || !c->fwd || !c->cum)
+        return pg_error_set(err, PG_ENOMEM, "out of memory");
     for (size_t l = 0; l < levels; l++) {
         if (supported[l]) {
             c->fwd[l] = (uint32_t)c->nsup;
@@ -302,8 +309,31 @@ static int cmap_set(cmap *c, size_t levels, const unsigned char *supported, size
             c->rare[c->nrare++] = (uint32_t)l;
         }
     }
+    for (size_t i = 0; i < c->nrare; i++) c->cum[i] = (double)(i + 1) / (double)c->nrare;
     *newsize = ns + 1;
     return PG_OK;
+}
+
+/* Cumulative decoding weights from the rare levels' weights w (clipped at 0;
+ * uniform when none is positive). */
+static void cmap_weights(cmap *c, const double *w)
+{
+    double tot = 0;
+    for (size_t i = 0; i < c->nrare; i++) tot += w[i] > 0 ? w[i] : 0;
+    double acc = 0;
+    for (size_t i = 0; i < c->nrare; i++) {
+        acc += tot > 0 ? (w[i] > 0 ? w[i] : 0) / tot : 1.0 / (double)c->nrare;
+        c->cum[i] = acc;
+    }
+    if (c->nrare) c->cum[c->nrare - 1] = 1.0;
+}
+
+static uint32_t cmap_draw_rare(const cmap *c, pg_rng *rng)
+{
+    double u = pg_rng_uniform(rng);
+    size_t i = 0;
+    while (i + 1 < c->nrare && c->cum[i] < u) i++;
+    return c->rare[i];
 }
 
 /* Discretizes the rows once into compact codes (original levels, then the
@@ -461,13 +491,20 @@ static int measure_oneways(mtr *g, double sigma, bool compress, pg_error *err)
          * if it were as precise as the others. */
         float *ny = malloc(newL * sizeof *ny);
         if (!ny) return pg_error_set(err, PG_ENOMEM, "out of memory");
-        double rare = 0;
+        double rare = 0, *w = malloc(L * sizeof *w);
+        if (!w) {
+            free(ny);
+            return pg_error_set(err, PG_ENOMEM, "out of memory");
+        }
+        size_t nr = 0;
         for (size_t l = 0; l < L; l++) {
             if (g->cm[a].fwd[l] < g->cm[a].nsup)
                 ny[g->cm[a].fwd[l]] = y[l];
             else
-                rare += y[l];
+                rare += y[l], w[nr++] = y[l];
         }
+        cmap_weights(&g->cm[a], w);
+        free(w);
         ny[newL - 1] = (float)rare;
         memcpy(y, ny, newL * sizeof *ny);
         free(ny);
@@ -573,7 +610,7 @@ static size_t target_attr(const json_t *r, const pg_disc *D, const pg_table *t)
  * w(cl) = sum over workload sets q of w_q |cl & q|, and their true marginals. */
 static int aim_workload(mtr *g, const json_t *r, size_t cell_cap, pg_error *err)
 {
-    double label_weight = pg_spec_num(r, "aim.label_weight", 1);
+    double label_weight = pg_spec_num(r, "aim.label_weight", 4);
     size_t d = g->nattr, L = target_attr(r, &g->D, g->t);
     bool triples = L != PG_TABLE_NONE && label_weight > 0 && d >= 3;
     size_t nw = d * (d - 1) / 2 + (triples ? (d - 1) * (d - 2) / 2 : 0);
@@ -1142,8 +1179,7 @@ static int msnap_draw(const msnap *s, size_t n, uint64_t seed, int label, float 
             for (size_t a = 0; a < A; a++) {
                 const cmap *cm = &s->cm[a];
                 uint32_t v = c[a];
-                if (cm->fwd)
-                    v = v < cm->nsup ? cm->sup[v] : cm->rare[pg_rng_below(&rng, cm->nrare)];
+                if (cm->fwd) v = v < cm->nsup ? cm->sup[v] : cmap_draw_rare(cm, &rng);
                 orig[a] = v;
             }
             int32_t cls = 0;
@@ -1202,7 +1238,10 @@ static int cmap_copy(const cmap *src, size_t levels, cmap *dst, pg_error *err)
     dst->sup = malloc((src->nsup ? src->nsup : 1) * sizeof *dst->sup);
     dst->rare = malloc((src->nrare ? src->nrare : 1) * sizeof *dst->rare);
     dst->fwd = malloc(levels * sizeof *dst->fwd);
-    if (!dst->sup || !dst->rare || !dst->fwd) return pg_error_set(err, PG_ENOMEM, "out of memory");
+    dst->cum = malloc((src->nrare ? src->nrare : 1) * sizeof *dst->cum);
+    if (!dst->sup || !dst->rare || !dst->fwd || !dst->cum)
+        return pg_error_set(err, PG_ENOMEM, "out of memory");
+    memcpy(dst->cum, src->cum, src->nrare * sizeof *dst->cum);
     memcpy(dst->sup, src->sup, src->nsup * sizeof *dst->sup);
     memcpy(dst->rare, src->rare, src->nrare * sizeof *dst->rare);
     memcpy(dst->fwd, src->fwd, levels * sizeof *dst->fwd);
@@ -1280,6 +1319,13 @@ static json_t *size_array(const size_t *v, size_t n)
     return a;
 }
 
+static json_t *real_array(const double *v, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++) json_array_append_new(a, json_real(v[i]));
+    return a;
+}
+
 static json_t *u32_array(const uint32_t *v, size_t n)
 {
     json_t *a = json_array();
@@ -1325,8 +1371,9 @@ static int common_save(pg_trainer *tr, unsigned char **bytes, size_t *len, pg_er
         for (size_t a = 0; a < g->nattr; a++)
             json_array_append_new(
                 cms, g->cm[a].fwd
-                         ? json_pack("{s:o,s:o}", "sup", u32_array(g->cm[a].sup, g->cm[a].nsup),
-                                     "rare", u32_array(g->cm[a].rare, g->cm[a].nrare))
+                         ? json_pack("{s:o,s:o,s:o}", "sup", u32_array(g->cm[a].sup, g->cm[a].nsup),
+                                     "rare", u32_array(g->cm[a].rare, g->cm[a].nrare), "cum",
+                                     real_array(g->cm[a].cum, g->cm[a].nrare))
                          : json_null());
         json_object_set_new(h, "compress", cms);
         json_t *ms = json_array();
@@ -1427,8 +1474,17 @@ static int read_cmaps(const json_t *h, const pg_disc *D, cmap *cm, size_t *sizes
         int rc = bad ? PG_EFORMAT : cmap_set(&cm[a], L, s, &newL, err);
         free(s);
         free(v);
-        if (rc || newL != ns + 1)
+        const json_t *cum = json_object_get(o, "cum");
+        if (rc || newL != ns + 1 || json_array_size(cum) != nr)
             return pg_error_set(err, PG_EFORMAT, "the checkpoint's compression maps are malformed");
+        /* the order of rare[] is the levels' order, as cmap_set makes it */
+        for (size_t i = 0; i < nr; i++) {
+            double c = json_number_value(json_array_get(cum, i));
+            if (!(c >= (i ? cm[a].cum[i - 1] : 0.0) && c <= 1.0) || (i + 1 == nr && c != 1.0))
+                return pg_error_set(err, PG_EFORMAT,
+                                    "the checkpoint's compression weights are malformed");
+            cm[a].cum[i] = c;
+        }
         sizes[a] = newL;
     }
     return PG_OK;

@@ -35,55 +35,81 @@
 
 /* ---- table kernels along a projection ---------------------------------- */
 
+/* The kernels walk the source in blocks (see pgm_proj): per block one
+ * target base index j, then a contiguous inner loop. */
+#define PGM_BLOCKS(p, n, BODY)                                                                     \
+    do {                                                                                           \
+        size_t idx_[PGM_CHUNK];                                                                    \
+        pgm_odo o_;                                                                                \
+        pgm_odo_start(&o_, (p));                                                                   \
+        const size_t L_ = (p)->inner, nb_ = (n) / L_;                                              \
+        for (size_t b_ = 0; b_ < nb_; b_ += PGM_CHUNK) {                                           \
+            size_t len_ = nb_ - b_ < PGM_CHUNK ? nb_ - b_ : PGM_CHUNK;                             \
+            pgm_odo_fill_k(&o_, (p), (p)->ko, idx_, len_);                                         \
+            for (size_t u_ = 0; u_ < len_; u_++) {                                                 \
+                const size_t j = idx_[u_], base = (b_ + u_) * L_;                                  \
+                BODY                                                                               \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
 static void sum_project(const double *src, const pgm_proj *p, size_t n, double *out, size_t outn)
 {
-    size_t idx[PGM_CHUNK];
-    pgm_odo o;
-    pgm_odo_start(&o, p);
     memset(out, 0, outn * sizeof *out);
-    for (size_t b = 0; b < n; b += PGM_CHUNK) {
-        size_t len = n - b < PGM_CHUNK ? n - b : PGM_CHUNK;
-        pgm_odo_fill(&o, p, idx, len);
-        for (size_t t = 0; t < len; t++) out[idx[t]] += src[b + t];
-    }
+    const size_t L = p->inner;
+    if (p->inner_kept)
+        PGM_BLOCKS(p, n, {
+            for (size_t t = 0; t < L; t++) out[j + t] += src[base + t];
+        });
+    else
+        PGM_BLOCKS(p, n, {
+            double s = 0;
+            for (size_t t = 0; t < L; t++) s += src[base + t];
+            out[j] += s;
+        });
 }
 
 static void bcast_add(double *dst, const pgm_proj *p, size_t n, const double *v, double scale)
 {
-    size_t idx[PGM_CHUNK];
-    pgm_odo o;
-    pgm_odo_start(&o, p);
-    for (size_t b = 0; b < n; b += PGM_CHUNK) {
-        size_t len = n - b < PGM_CHUNK ? n - b : PGM_CHUNK;
-        pgm_odo_fill(&o, p, idx, len);
-        for (size_t t = 0; t < len; t++) dst[b + t] += scale * v[idx[t]];
-    }
+    const size_t L = p->inner;
+    if (p->inner_kept)
+        PGM_BLOCKS(p, n, {
+            for (size_t t = 0; t < L; t++) dst[base + t] += scale * v[j + t];
+        });
+    else
+        PGM_BLOCKS(p, n, {
+            const double x = scale * v[j];
+            for (size_t t = 0; t < L; t++) dst[base + t] += x;
+        });
 }
 
-/* out = log sum_{cells mapping to j} exp(src - sub[j]) (sub may be NULL). */
-static void lse_project(const double *src, const double *sub, const pgm_proj *p, size_t n,
-                        double *out, size_t outn, double *acc)
+/* out = log sum_{cells mapping to j} exp(src). Two passes: the largest
+ * value per target cell (so no exp overflows or loses everything to
+ * underflow), then the shifted exps. */
+static void lse_project(const double *src, const pgm_proj *p, size_t n, double *out, size_t outn,
+                        double *acc)
 {
-    size_t idx[PGM_CHUNK];
-    pgm_odo o;
+    const size_t L = p->inner;
     for (size_t j = 0; j < outn; j++) out[j] = -INFINITY, acc[j] = 0;
-    pgm_odo_start(&o, p);
-    for (size_t b = 0; b < n; b += PGM_CHUNK) {
-        size_t len = n - b < PGM_CHUNK ? n - b : PGM_CHUNK;
-        pgm_odo_fill(&o, p, idx, len);
-        for (size_t t = 0; t < len; t++) {
-            double v = src[b + t] - (sub ? sub[idx[t]] : 0);
-            if (v > out[idx[t]]) out[idx[t]] = v;
-        }
-    }
-    pgm_odo_start(&o, p);
-    for (size_t b = 0; b < n; b += PGM_CHUNK) {
-        size_t len = n - b < PGM_CHUNK ? n - b : PGM_CHUNK;
-        pgm_odo_fill(&o, p, idx, len);
-        for (size_t t = 0; t < len; t++) {
-            size_t j = idx[t];
-            acc[j] += exp(src[b + t] - (sub ? sub[j] : 0) - out[j]);
-        }
+    if (p->inner_kept) {
+        PGM_BLOCKS(p, n, {
+            for (size_t t = 0; t < L; t++) out[j + t] = fmax(out[j + t], src[base + t]);
+        });
+        PGM_BLOCKS(p, n, {
+            for (size_t t = 0; t < L; t++) acc[j + t] += exp(src[base + t] - out[j + t]);
+        });
+    } else {
+        PGM_BLOCKS(p, n, {
+            double mx = out[j];
+            for (size_t t = 0; t < L; t++) mx = fmax(mx, src[base + t]);
+            out[j] = mx;
+        });
+        PGM_BLOCKS(p, n, {
+            double s = 0;
+            const double mx = out[j];
+            for (size_t t = 0; t < L; t++) s += exp(src[base + t] - mx);
+            acc[j] += s;
+        });
     }
     for (size_t j = 0; j < outn; j++)
         if (out[j] > -INFINITY) out[j] += log(acc[j]);
@@ -91,16 +117,18 @@ static void lse_project(const double *src, const double *sub, const pgm_proj *p,
 
 static void min_project(const double *src, const pgm_proj *p, size_t n, double *out, size_t outn)
 {
-    size_t idx[PGM_CHUNK];
-    pgm_odo o;
+    const size_t L = p->inner;
     for (size_t j = 0; j < outn; j++) out[j] = INFINITY;
-    pgm_odo_start(&o, p);
-    for (size_t b = 0; b < n; b += PGM_CHUNK) {
-        size_t len = n - b < PGM_CHUNK ? n - b : PGM_CHUNK;
-        pgm_odo_fill(&o, p, idx, len);
-        for (size_t t = 0; t < len; t++)
-            if (src[b + t] < out[idx[t]]) out[idx[t]] = src[b + t];
-    }
+    if (p->inner_kept)
+        PGM_BLOCKS(p, n, {
+            for (size_t t = 0; t < L; t++) out[j + t] = fmin(out[j + t], src[base + t]);
+        });
+    else
+        PGM_BLOCKS(p, n, {
+            double mn = out[j];
+            for (size_t t = 0; t < L; t++) mn = fmin(mn, src[base + t]);
+            out[j] = mn;
+        });
 }
 
 /* ---- belief propagation -------------------------------------------------- */
@@ -135,23 +163,33 @@ void pgm_bp(const pg_pgm_model *m, const double *theta, double *prob, double *lo
     for (size_t j = m->nc; j-- > 1;) {
         const pgm_clique *c = &m->c[j], *p = &m->c[c->parent];
         double *up = w->up + c->sep_off;
-        lse_project(prob + c->off, NULL, &c->down, c->cells, up, c->sep_cells, w->scratch);
+        lse_project(prob + c->off, &c->down, c->cells, up, c->sep_cells, w->scratch);
         bcast_add(prob + p->off, &c->up, p->cells, up, 1.0);
     }
     const pgm_clique *r = &m->c[0];
     pgm_proj all;
     pgm_proj_make(m->sizes, r->attrs, r->k, NULL, 0, &all);
     double lz;
-    lse_project(prob + r->off, NULL, &all, r->cells, &lz, 1, w->scratch);
-    /* Distribute: the parent's full belief minus what the child sent. */
-    for (size_t j = 1; j < m->nc; j++) {
-        const pgm_clique *c = &m->c[j], *p = &m->c[c->parent];
-        double *down = w->down + c->sep_off;
-        lse_project(prob + p->off, w->up + c->sep_off, &c->up, p->cells, down, c->sep_cells,
-                    w->scratch);
-        bcast_add(prob + c->off, &c->down, c->cells, down, 1.0);
+    lse_project(prob + r->off, &all, r->cells, &lz, 1, w->scratch);
+    /* Distribute, root first. The message to a child is
+     *   log sum_{parent \ sep} exp(b_parent - up_child) = lse(b_parent) - up_child
+     * (the child's own message depends on the separator only), and lse of
+     * the parent's final belief is log(N_sep) + logZ where N_sep is the sum
+     * of its probabilities: so each clique needs one exp per cell, taken
+     * when its belief is final. */
+    for (size_t j = 0; j < m->nc; j++) {
+        const pgm_clique *c = &m->c[j];
+        double *b = prob + c->off;
+        if (j) {
+            const pgm_clique *p = &m->c[c->parent];
+            double *down = w->down + c->sep_off;
+            sum_project(prob + p->off, &c->up, p->cells, down, c->sep_cells);
+            const double *up = w->up + c->sep_off;
+            for (size_t i = 0; i < c->sep_cells; i++) down[i] = log(down[i]) + lz - up[i];
+            bcast_add(b, &c->down, c->cells, down, 1.0);
+        }
+        for (size_t i = 0; i < c->cells; i++) b[i] = exp(b[i] - lz);
     }
-    for (size_t i = 0; i < m->cells; i++) prob[i] = exp(prob[i] - lz);
     *logz = lz;
 }
 

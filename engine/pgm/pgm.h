@@ -66,8 +66,9 @@
 /* Largest number of attributes and of levels of one attribute a model holds. */
 #define PG_PGM_MAX_ATTRS  4096
 #define PG_PGM_MAX_LEVELS ((size_t)1 << 24)
-/* Default model-size bound (cells, 8 bytes each, about four live copies in
- * the fit): 2^24 cells. */
+/* Default model-size bound: 2^24 cells. A fit peaks near 6 double tables of
+ * the model's cells (about 800 MB at this bound), so callers that run
+ * several fits at once should pass a lower one. */
 #define PG_PGM_DEFAULT_MAX_CELLS 16777216.0
 
 /* One noisy marginal: y has prod(sizes[attrs[j]]) cells laid out as above;
@@ -83,7 +84,7 @@ typedef struct pg_pgm_fit_opts {
     size_t max_iters; /* iterations (one BP each, more when backtracking); 0: 2000 */
     double tol;       /* relative duality-gap target; 0: 1e-6 */
     double max_cells; /* model-size bound; 0: PG_PGM_DEFAULT_MAX_CELLS */
-    int threads;      /* OpenMP threads for large cliques; 0 or 1: one */
+    int threads;      /* reserved: the fit runs on the caller's thread today */
     double total;     /* > 0: known total count; otherwise estimated */
 } pg_pgm_fit_opts;
 
@@ -115,8 +116,8 @@ int pg_pgm_fit(const size_t *sizes, size_t nattr, const pg_pgm_measure *m, size_
                const pg_pgm_fit_opts *opts, const pg_pgm_model *warm, pg_pgm_model **out,
                pg_error *err);
 
-/* Exact marginal on any set of k attributes (strictly increasing, k may be 0:
- * the total), as counts summing to the model's total, written to out
+/* Exact marginal on any set of k <= PG_PGM_MAX_CLIQUE attributes (strictly
+ * increasing, k may be 0: the total), as counts summing to the model's total, written to out
  * (prod of their sizes cells). Sets spanning several cliques are computed by
  * variable elimination over the smallest subtree covering them; PG_ERANGE if
  * an intermediate table would exceed max(model's cell bound, out's cells). */

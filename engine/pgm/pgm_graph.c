@@ -66,6 +66,13 @@ void pgm_proj_make(const size_t *sizes, const size_t *a, size_t ka, const size_t
         while (jb < kb && b[jb] < a[i]) jb++;
         p->stride[i] = (jb < kb && b[jb] == a[i]) ? sb[jb] : 0;
     }
+    p->inner = 1;
+    p->ko = ka;
+    p->inner_kept = ka == 0 || p->stride[ka - 1] != 0;
+    while (p->ko > 0 && (p->stride[p->ko - 1] != 0) == p->inner_kept) {
+        p->ko--;
+        p->inner *= p->dim[p->ko];
+    }
 }
 
 /* The triangulation's maximal cliques: sets in a pool, ncl of them. */

@@ -27,6 +27,12 @@ typedef struct pgm_proj {
     size_t k;
     size_t dim[PGM_VE_MAX];
     size_t stride[PGM_VE_MAX];
+    /* Block form: the trailing dims that are all kept (then contiguous in
+     * the target too) or all dropped make one inner block of `inner` cells;
+     * the first `ko` dims are walked by the odometer, one target base index
+     * per block. */
+    size_t inner, ko;
+    int inner_kept;
 } pgm_proj;
 
 typedef struct pgm_odo {
@@ -42,14 +48,15 @@ static inline void pgm_odo_start(pgm_odo *o, const pgm_proj *p)
     for (size_t a = 0; a < p->k; a++) o->x[a] = 0;
     o->j = 0;
 }
-/* Next n target indices into idx, advancing the odometer. */
-static inline void pgm_odo_fill(pgm_odo *o, const pgm_proj *p, size_t *idx, size_t n)
+/* Next n target indices into idx, advancing an odometer over the first k
+ * dims of p. */
+static inline void pgm_odo_fill_k(pgm_odo *o, const pgm_proj *p, size_t k, size_t *idx, size_t n)
 {
-    if (p->k == 0) {
+    if (k == 0) {
         for (size_t t = 0; t < n; t++) idx[t] = 0;
         return;
     }
-    const size_t last = p->k - 1, dl = p->dim[last], sl = p->stride[last];
+    const size_t last = k - 1, dl = p->dim[last], sl = p->stride[last];
     for (size_t t = 0; t < n; t++) {
         idx[t] = o->j;
         if (++o->x[last] < dl) {
@@ -67,6 +74,10 @@ static inline void pgm_odo_fill(pgm_odo *o, const pgm_proj *p, size_t *idx, size
             o->j -= p->stride[a] * (p->dim[a] - 1);
         }
     }
+}
+static inline void pgm_odo_fill(pgm_odo *o, const pgm_proj *p, size_t *idx, size_t n)
+{
+    pgm_odo_fill_k(o, p, p->k, idx, n);
 }
 #define PGM_CHUNK 512
 
