@@ -1,7 +1,8 @@
 /* api/samples_stream.h - samples response bodies (JSON, CSV, NPY), whole or
  * streamed in constant memory.
  *
- * Rows are drawn in blocks of pg_samples_block_rows(d) rows: block 0 with the
+ * Rows follow engine/methods/draw.h (the rule reports share): blocks of
+ * pg_samples_block_rows(d) rows, block 0 with the
  * request's seed, block b > 0 with pg_samples_block_seed(seed, b). A given
  * (snapshot, seed, label, n) therefore names the same rows whether the body
  * is built at once or streamed, and the first block's rows are what a single

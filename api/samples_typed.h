@@ -1,14 +1,14 @@
 /* api/samples_typed.h - decoded samples of a typed job (docs/tables.md).
  *
- * Rows are drawn in blocks of pg_samples_block_rows(width) rows with the
- * block seeds of api/samples_stream.h, so the same (snapshot, seed, label,
- * n) gives the same records whether the body is built whole or streamed.
- * The label column: with label >= 0 every row has that class; otherwise,
- * when the model is conditional, row i of a block has class i mod C (C the
- * label's classes) and each class's rows are one pg_snapshot_sample call
- * (seed: the block's seed mixed with the class), i.e. classes are balanced,
- * as the models' own "uniform over classes" draw is; an unconditional model
- * of a labelled table produces no label column (pg_typed_samples_table).
+ * Rows follow engine/methods/draw.h (pg_draw_table_rows), the rule quality
+ * reports share, so the same (snapshot, seed, label, n) gives the same
+ * records whether the body is built whole or streamed, and a report's rows
+ * are /samples?seed=S's. The label column: with label >= 0 every row has
+ * that class; a model that draws classes with its rows (mst, aim) gives
+ * them; otherwise, when the model is conditional, row i of a block has
+ * class i mod C (balanced, as the models' own "uniform over classes" draw
+ * is); an unconditional model of a labelled table produces no label column
+ * (pg_typed_samples_table).
  *
  * Formats: CSV with a header (category names, integers, true/false, empty
  * for missing), JSON (one array of records) and NDJSON, through
