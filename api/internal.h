@@ -32,6 +32,7 @@ typedef struct pg_api_app {
     struct pg_body_cache *body_cache;
     struct pg_reports *reports;     /* NULL: the report routes answer 503 */
     struct pg_upload_gate *uploads; /* row uploads in flight (api/upload_gate.h); NULL: no bound */
+    struct pg_cpu_budget *cpu;      /* the jobs' CPU budget, sampling shares it; NULL: none */
 } pg_api_app;
 
 typedef struct pg_req pg_req;

@@ -37,8 +37,9 @@ int pg_samples_draw(const pg_snapshot *s, const pg_samples_spec *sp, float *x, p
     size_t b = pg_samples_block_rows(sp->d);
     for (size_t at = 0, blk = 0; at < sp->n; at += b, blk++) {
         size_t rows = sp->n - at < b ? sp->n - at : b;
-        int rc = pg_snapshot_sample(s, rows, pg_samples_block_seed(sp->seed, blk), sp->label,
-                                    x + at * sp->d, err);
+        int rc = pg_snapshot_sample_cpu(s, sp->cpu, sp->cpu_cap, rows,
+                                        pg_samples_block_seed(sp->seed, blk), sp->label,
+                                        x + at * sp->d, err);
         if (rc) return rc;
     }
     return PG_OK;
@@ -223,8 +224,9 @@ static int ensure_block(pg_samples_stream *st, pg_error *err)
     if (st->used_in_block < st->in_block) return 0;
     size_t rows = sp->n - st->next_row;
     if (rows > st->block_rows) rows = st->block_rows;
-    int rc = pg_snapshot_sample(st->snap, rows, pg_samples_block_seed(sp->seed, st->block_index),
-                                sp->label, st->block, err);
+    int rc = pg_snapshot_sample_cpu(st->snap, sp->cpu, sp->cpu_cap, rows,
+                                    pg_samples_block_seed(sp->seed, st->block_index), sp->label,
+                                    st->block, err);
     if (rc) return -1;
     st->block_index++;
     st->in_block = rows;

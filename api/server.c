@@ -14,6 +14,7 @@
 #include "api/router.h"
 #include "api/upload_gate.h"
 #include "service/auth.h"
+#include "service/jobs.h"
 #include "service/log.h"
 
 struct pg_api_server {
@@ -420,7 +421,8 @@ int pg_api_server_start_all(const pg_svc_config *cfg, pg_db *db, pg_metrics *met
         /* NULL (no bound) when a caller's config leaves them 0. */
         cfg->max_uploads > 0 && cfg->max_uploads_per_token > 0
             ? pg_upload_gate_create((size_t)cfg->max_uploads, (size_t)cfg->max_uploads_per_token)
-            : NULL};
+            : NULL,
+        pg_jobs_cpu(jobs)};
     s->daemon = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0, NULL,
         NULL, on_request, &s->app, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR,

@@ -40,11 +40,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/core/cpu.h"
 #include "engine/core/error.h"
 
 struct pg_table;    /* engine/data/table.h */
 struct pg_ldp_plan; /* engine/data/table_ldp.h */
-struct pg_dataset; /* engine/data/dataset.h */
+struct pg_dataset;  /* engine/data/dataset.h */
 
 /* ---- what a trainer may know about its data before reading it ----------- */
 
@@ -212,6 +213,13 @@ typedef struct pg_method {
  * request threads may sample one snapshot at once. */
 int pg_snapshot_sample(const pg_snapshot *s, size_t n, uint64_t seed, int label, float *out,
                        pg_error *err);
+/* The same under a share of the process's CPU budget (engine/core/cpu.h): an
+ * urgent user (sampling is short and latency-bound) that takes at most `cap`
+ * cores (0: no cap) for this call and leaves; the calling thread's OpenMP
+ * team size is restored afterwards. cpu NULL: exactly pg_snapshot_sample.
+ * The rows do not depend on the grant. */
+int pg_snapshot_sample_cpu(const pg_snapshot *s, pg_cpu_budget *cpu, int cap, size_t n,
+                           uint64_t seed, int label, float *out, pg_error *err);
 
 /* Output geometry of a snapshot (d, shape, num_classes). */
 size_t pg_snapshot_dim(const pg_snapshot *s);

@@ -1,5 +1,6 @@
 #include "engine/methods/snapshot.h"
 
+#include <omp.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -74,6 +75,20 @@ int pg_snapshot_sample(const pg_snapshot *s, size_t n, uint64_t seed, int label,
                             s->num_classes);
     if (label < -1) return pg_error_set(err, PG_EINVAL, "label %d is invalid", label);
     return s->ops->sample(s->impl, n, seed, label, out, err);
+}
+
+int pg_snapshot_sample_cpu(const pg_snapshot *s, pg_cpu_budget *cpu, int cap, size_t n,
+                           uint64_t seed, int label, float *out, pg_error *err)
+{
+    if (!cpu) return pg_snapshot_sample(s, n, seed, label, out, err);
+    int before = omp_get_max_threads();
+    pg_cpu_share share;
+    pg_cpu_join(cpu, true, &share);
+    pg_cpu_use(pg_cpu_acquire(&share, cap));
+    int rc = pg_snapshot_sample(s, n, seed, label, out, err);
+    pg_cpu_leave(&share);
+    pg_cpu_use(before);
+    return rc;
 }
 
 typedef struct clamp_snap {
