@@ -37,8 +37,9 @@ void pg_bench_contend_stop(int pid);
 
 /* --budget: the engine's CPU budget (engine/core/cpu.h) of `threads` cores,
  * following the machine's load as privgend's does; NULL without the flag
- * (the kernel then runs `threads` threads whatever else runs). The caller
- * destroys it. */
+ * (the kernel then runs `threads` threads whatever else runs). Takes its
+ * first load estimate before returning (0.3 s): start any contender first.
+ * The caller destroys it. */
 struct pg_cpu_budget;
 struct pg_cpu_budget *pg_bench_budget(int argc, char **argv, int threads);
 

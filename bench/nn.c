@@ -52,10 +52,6 @@ static int bench_nn(int argc, char **argv)
         fprintf(stderr, "nn: --batch and --steps must be positive\n");
         return 2;
     }
-    pg_cpu_budget *budget = pg_bench_budget(argc, argv, threads);
-    pg_cpu_share share;
-    pg_cpu_join(budget, false, &share);
-    double granted = 0;
     char opts[512];
     if (!strcmp(arch, "mlp")) {
         char hidden[256];
@@ -79,6 +75,11 @@ static int bench_nn(int argc, char **argv)
         pg_nn_free(net);
         return 1;
     }
+    int contender = pg_bench_contend_start(argc, argv);
+    pg_cpu_budget *budget = pg_bench_budget(argc, argv, threads);
+    pg_cpu_share share;
+    pg_cpu_join(budget, false, &share);
+    double granted = 0;
     size_t in = pg_nn_in_size(net), out = pg_nn_out_size(net), b = (size_t)batch;
     float *z = pg_alloc_f32(b * in), *g = pg_alloc_f32(b * out);
     int32_t *lab = calloc(b, sizeof *lab);
@@ -90,7 +91,6 @@ static int bench_nn(int argc, char **argv)
            *to = calloc((size_t)steps, sizeof *to), *tt = calloc((size_t)steps, sizeof *tt);
     double blas = 0, prof_total = 0;
     int rc = 0;
-    int contender = pg_bench_contend_start(argc, argv);
     /* pass 0: warmup; pass 1: timed; pass 2: profiled (SGEMM share). */
     for (int pass = 0; pass < 3 && !rc; pass++) {
         int n = pass == 0 ? warmup : steps;

@@ -123,10 +123,10 @@ static int bench_sinkhorn(int argc, char **argv)
     use_cpu_clock = pg_bench_has(argc, argv, "--cpu-clock");
     threads = pg_threads_set(threads);
     if (reps > 64) reps = 64;
+    int contender = pg_bench_contend_start(argc, argv);
     pg_cpu_budget *budget = pg_bench_budget(argc, argv, threads);
     pg_cpu_share share;
     pg_cpu_join(budget, false, &share);
-    int contender = pg_bench_contend_start(argc, argv);
     double solves[64], granted = 0;
     pg_mat x, y;
     float *xo = NULL, *yo = NULL;
