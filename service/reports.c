@@ -693,7 +693,11 @@ int pg_reports_create(const pg_svc_config *cfg, pg_db *db, struct pg_jobs *jobs,
     m->fig = fig;
     m->fig_ctx = fig_ctx;
     m->nworkers = cfg->report_workers;
-    m->threads = cfg->threads_per_job; /* 0: as many as the budget grants */
+    /* One thread, whatever the budget could lend: the metrics' sums are
+     * split by thread (logistic regression's loss, for one), and a report
+     * must reproduce from its seed. It still takes its core from the budget
+     * (and waits for one) like any computation of the process. */
+    m->threads = 1;
     m->max_queued = (int64_t)cfg->max_queued_reports;
     pthread_mutex_init(&m->mu, NULL);
     pthread_cond_init(&m->cv, NULL);
