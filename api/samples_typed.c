@@ -34,17 +34,18 @@ static uint64_t class_seed(uint64_t block_seed, size_t k)
 
 /* One block of m rows: x (m * w), labels (m, or NULL without a label). */
 static int draw_block(const pg_table *t, const pg_snapshot *snap, size_t m, uint64_t seed,
-                      int label, float *x, int64_t *labels, float *tmp, pg_error *err)
+                      int label, float *x, int64_t *labels, float *tmp, pg_cpu_budget *cpu, int cap,
+                      pg_error *err)
 {
     size_t w = t->width, classes = labels ? pg_table_num_classes(t) : 0;
     if (!classes || label >= 0) {
-        int rc = pg_snapshot_sample(snap, m, seed, classes ? label : -1, x, err);
+        int rc = pg_snapshot_sample_cpu(snap, cpu, cap, m, seed, classes ? label : -1, x, err);
         for (size_t i = 0; labels && i < m; i++) labels[i] = label;
         return rc;
     }
     for (size_t k = 0; k < classes && k < m; k++) {
         size_t cnt = (m - k + classes - 1) / classes; /* rows i = k, k + C, ... */
-        int rc = pg_snapshot_sample(snap, cnt, class_seed(seed, k), (int)k, tmp, err);
+        int rc = pg_snapshot_sample_cpu(snap, cpu, cap, cnt, class_seed(seed, k), (int)k, tmp, err);
         if (rc) return rc;
         for (size_t j = 0; j < cnt; j++) {
             size_t i = k + j * classes;
@@ -56,7 +57,8 @@ static int draw_block(const pg_table *t, const pg_snapshot *snap, size_t m, uint
 }
 
 int pg_typed_samples_draw(const pg_table *t, const pg_snapshot *snap, size_t n, uint64_t seed,
-                          int label, float *x, int64_t *labels, pg_error *err)
+                          int label, float *x, int64_t *labels, pg_cpu_budget *cpu, int cap,
+                          pg_error *err)
 {
     size_t b = pg_samples_block_rows(t->width);
     int has_label = t->label != PG_TABLE_NONE;
@@ -66,7 +68,7 @@ int pg_typed_samples_draw(const pg_table *t, const pg_snapshot *snap, size_t n, 
     for (size_t at = 0, blk = 0; !rc && at < n; at += b, blk++) {
         size_t m = n - at < b ? n - at : b;
         rc = draw_block(t, snap, m, pg_samples_block_seed(seed, blk), label, x + at * t->width,
-                        has_label ? labels + at : NULL, tmp, err);
+                        has_label ? labels + at : NULL, tmp, cpu, cap, err);
     }
     pg_free(tmp);
     return rc;
@@ -75,6 +77,8 @@ int pg_typed_samples_draw(const pg_table *t, const pg_snapshot *snap, size_t n, 
 struct pg_typed_samples {
     pg_table *t;
     pg_snapshot *snap;
+    pg_cpu_budget *cpu; /* blocks are drawn under it (NULL: none) */
+    int cap;
     int format;
     size_t n, block_rows, next_row, block_index;
     uint64_t seed;
@@ -99,7 +103,8 @@ void pg_typed_samples_free(pg_typed_samples *st)
 }
 
 int pg_typed_samples_open(const pg_table *t, pg_snapshot *snap, int format, size_t n, uint64_t seed,
-                          int label, pg_typed_samples **out, pg_error *err)
+                          int label, pg_cpu_budget *cpu, int cap, pg_typed_samples **out,
+                          pg_error *err)
 {
     *out = NULL;
     if (format < PG_RECORDS_CSV || format > PG_RECORDS_NDJSON || n == 0)
@@ -119,6 +124,8 @@ int pg_typed_samples_open(const pg_table *t, pg_snapshot *snap, int format, size
     st->n = n;
     st->seed = seed;
     st->label = label;
+    st->cpu = cpu;
+    st->cap = cap;
     st->block_rows = pg_samples_block_rows(t->width);
     size_t rows = n < st->block_rows ? n : st->block_rows;
     st->x = pg_alloc_f32(rows * t->width);
@@ -185,7 +192,7 @@ static int refill(pg_typed_samples *st, pg_error *err)
     size_t m = st->n - st->next_row;
     if (m > st->block_rows) m = st->block_rows;
     if (draw_block(st->t, st->snap, m, pg_samples_block_seed(st->seed, st->block_index), st->label,
-                   st->x, st->labels, st->tmp, err))
+                   st->x, st->labels, st->tmp, st->cpu, st->cap, err))
         return -1;
     int first = st->block_index == 0;
     int rc;

@@ -92,7 +92,7 @@ int pg_jobs_create(const pg_svc_config *cfg, pg_db *db, pg_jobs **out, pg_error 
 int pg_jobs_start(pg_jobs *m, pg_error *err);
 /* The process's CPU budget (engine/core/cpu.h), set before pg_jobs_start
  * and outliving the jobs; NULL (the default): every job runs with
- * --threads-per-job threads (0: all cores) whatever else runs. With a budget
+ * --threads-per-job threads (0: one) whatever else runs. With a budget
  * a job joins it while it runs and acquires its cores step by step (at most
  * --threads-per-job, 0: no cap). */
 void pg_jobs_set_cpu(pg_jobs *m, pg_cpu_budget *cpu);

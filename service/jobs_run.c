@@ -367,11 +367,12 @@ static void hist_truncate(job *j, long k)
 }
 
 /* The largest team a job of this replica runs: --threads-per-job capped by
- * the budget (0: the budget's cores, or every core without a budget). */
+ * the budget (0: the budget's cores; without a budget, one thread as before
+ * the budget existed). */
 static int team_cap(const pg_jobs *m)
 {
     int cap = m->cfg->threads_per_job;
-    if (!m->cpu) return cap > 0 ? cap : pg_threads_set(0);
+    if (!m->cpu) return cap > 0 ? cap : 1;
     int cores = pg_cpu_budget_cores(m->cpu);
     return cap > 0 && cap < cores ? cap : cores;
 }
