@@ -8,7 +8,7 @@
 # Env:
 #   PRIVGEN_BASELINE=path/to/old/privgend  time "one job alone" with it too
 #                                          (e.g. main's build before the budget)
-#   PRIVGEN_LOAD_STEPS=N   steps per service job (default 1000: ~10-20 s a job)
+#   PRIVGEN_LOAD_STEPS=N   steps per service job (default 2000: ~10-20 s a job, quiet)
 #   CONTEND_ROUNDS=R       alternating rounds of the kernel benches (default 5)
 #   CONTEND_PEERS=0        skip the POT/PyTorch ratio runs
 #
@@ -29,7 +29,7 @@ rounds=${CONTEND_ROUNDS:-5}
 py=/usr/bin/python3
 out=$(mktemp /tmp/contend.XXXXXX)
 trap 'rm -f "$out"' EXIT
-export PRIVGEN_LOAD_STEPS=${PRIVGEN_LOAD_STEPS:-1000}
+export PRIVGEN_LOAD_STEPS=${PRIVGEN_LOAD_STEPS:-2000}
 
 emit() { # tags a JSON line with its configuration, prints and keeps it
   local tag=$1

@@ -236,7 +236,7 @@ def main():
     p.add_argument("--scenario", choices=["seq", "par", "alone", "sampling"], required=True)
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--jobs", type=int, default=0)
-    p.add_argument("--steps", type=int, default=int(os.environ.get("PRIVGEN_LOAD_STEPS", "300")))
+    p.add_argument("--steps", type=int, default=int(os.environ.get("PRIVGEN_LOAD_STEPS", "2000")))
     p.add_argument("--rate", type=float, default=100.0)
     p.add_argument("--privgend", default=os.environ.get("PRIVGEND", "build/bin/privgend"))
     p.add_argument("--extra", default="", help="more privgend flags, one string")

@@ -176,7 +176,7 @@ int main(int argc, char **argv)
         return fail("cannot start", &err);
     }
     /* Cores other processes keep busy are not lent out (engine/core/cpu.h). */
-    pg_cpu_budget_follow_load(cpu, true);
+    pg_cpu_budget_follow_load(cpu, cfg.cpu_follow_load != 0);
     if (pg_jobs_create(&cfg, db, &jobs, &err) ||
         (pg_jobs_set_cpu(jobs, cpu), pg_jobs_start(jobs, &err))) {
         pg_jobs_destroy(jobs);

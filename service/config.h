@@ -23,6 +23,7 @@ typedef struct pg_svc_config {
     const char *port_file; /* when set, the bound port is written here (tests) */
     int workers;           /* job worker threads */
     int cpus;              /* CPU budget of the process; 0: online cores */
+    int cpu_follow_load;   /* the budget leaves out other processes' load */
     int threads_per_job;   /* most cores a job/report/sampling call takes; 0: no cap */
     int http_threads;      /* libmicrohttpd thread pool size */
     size_t max_body;       /* largest accepted request body, bytes */

@@ -138,8 +138,9 @@ int pg_cpu_budget_cores(const pg_cpu_budget *b)
 
 void pg_cpu_budget_stats(const pg_cpu_budget *b, pg_cpu_stats *out)
 {
-    pg_cpu_budget *m = (pg_cpu_budget *)b; /* the lock is not part of the value */
+    pg_cpu_budget *m = (pg_cpu_budget *)b; /* the lock and the probe are not its value */
     pthread_mutex_lock(&m->mu);
+    refresh(m);
     *out = (pg_cpu_stats){.cores = m->cores,
                           .lendable = m->lendable,
                           .external = m->external,
