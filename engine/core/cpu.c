@@ -11,7 +11,8 @@ struct pg_cpu_budget {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int cores, in_use, users, waiting;
-    int lendable; /* cores less the foreign load, >= 1 */
+    int online;   /* the machine's cores (>= cores) */
+    int lendable; /* min(cores, online less the foreign load), >= 1 */
     long grants, waits;
     bool follow;     /* re-estimate the foreign load from /proc/stat */
     bool fixed;      /* external set by the caller */
@@ -54,6 +55,15 @@ static double self_cpu_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Caller holds the lock. What other processes leave of the machine, at
+ * most the budget. */
+static void set_lendable(pg_cpu_budget *b)
+{
+    int keep = (int)(b->external + 0.5);
+    int left = b->online - keep;
+    b->lendable = left < 1 ? 1 : left > b->cores ? b->cores : left;
+}
+
 /* Caller holds the lock. Foreign load = (machine busy - own CPU) / wall
  * over the last interval; the lendable cores follow it, rounded so that a
  * process using half a core or more counts as holding one. */
@@ -67,8 +77,7 @@ static void refresh(pg_cpu_budget *b)
     if (b->probed) {
         double ext = (busy - b->probe_busy - (self - b->probe_self)) / (t - b->probe_t);
         b->external = ext > 0 ? ext : 0;
-        int keep = (int)(b->external + 0.5);
-        b->lendable = b->cores - keep >= 1 ? b->cores - keep : 1;
+        set_lendable(b);
         pthread_cond_broadcast(&b->cv);
     }
     b->probe_t = t, b->probe_busy = busy, b->probe_self = self;
@@ -93,8 +102,7 @@ void pg_cpu_budget_set_external(pg_cpu_budget *b, double busy_cores)
     b->fixed = busy_cores >= 0;
     b->probed = false;
     b->external = b->fixed ? busy_cores : 0;
-    int keep = (int)(b->external + 0.5);
-    b->lendable = b->cores - keep >= 1 ? b->cores - keep : 1;
+    set_lendable(b);
     pthread_cond_broadcast(&b->cv);
     pthread_mutex_unlock(&b->mu);
 }
@@ -102,10 +110,9 @@ void pg_cpu_budget_set_external(pg_cpu_budget *b, double busy_cores)
 int pg_cpu_budget_create(int cores, pg_cpu_budget **out, pg_error *err)
 {
     *out = NULL;
-    if (cores <= 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        cores = n > 0 ? (int)n : 1;
-    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    int online = n > 0 ? (int)n : 1;
+    if (cores <= 0) cores = online;
     pg_cpu_budget *b = calloc(1, sizeof *b);
     if (!b) return pg_error_set(err, PG_ENOMEM, "out of memory creating the CPU budget");
     if (pthread_mutex_init(&b->mu, NULL)) {
@@ -118,6 +125,7 @@ int pg_cpu_budget_create(int cores, pg_cpu_budget **out, pg_error *err)
         return pg_error_set(err, PG_ENOMEM, "cannot create the CPU budget's condition");
     }
     b->cores = cores;
+    b->online = online > cores ? online : cores;
     b->lendable = cores;
     *out = b;
     return PG_OK;

@@ -55,12 +55,13 @@ int pg_cpu_budget_cores(const pg_cpu_budget *b);
 /* Other processes' load: with following on, the budget reads the machine's
  * busy time (/proc/stat) at most every 200 ms, subtracts this process's own
  * CPU time, and lends out only the cores the rest of the machine leaves
- * free (rounded, at least 1): on a box where another process keeps a core
- * busy, a job alone gets cores - 1, so no team waits at a barrier for a
- * worker the kernel gave to someone else. Off by default; no effect where
- * /proc/stat cannot be read. pg_cpu_budget_set_external fixes the foreign
- * load instead (cores kept busy by others, >= 0; negative: follow again):
- * for tests, and for callers that know better. */
+ * free: min(cores, online cores - the foreign load rounded), at least 1. On
+ * a 2-core box where another process keeps a core busy a job alone gets 1,
+ * so no team waits at a barrier for a worker the kernel gave to someone
+ * else. Off by default; no effect where /proc/stat cannot be read.
+ * pg_cpu_budget_set_external fixes the foreign load instead (cores of the
+ * machine kept busy by others, >= 0; negative: follow again): for tests,
+ * and for callers that know better. */
 void pg_cpu_budget_follow_load(pg_cpu_budget *b, bool on);
 void pg_cpu_budget_set_external(pg_cpu_budget *b, double busy_cores);
 
