@@ -34,6 +34,7 @@ typedef struct pg_api_app {
     struct pg_upload_gate *uploads; /* row uploads in flight (api/upload_gate.h); NULL: no bound */
     struct pg_header_guard
         *headers; /* the header phase's bounds (api/header_guard.h); NULL: none */
+    struct pg_cpu_budget *cpu;      /* the jobs' CPU budget, sampling shares it; NULL: none */
 } pg_api_app;
 
 typedef struct pg_req pg_req;

@@ -24,7 +24,11 @@ uint64_t pg_samples_block_seed(uint64_t seed, size_t block)
 
 int pg_samples_draw(const pg_snapshot *s, const pg_samples_spec *sp, float *x, pg_error *err)
 {
-    return pg_draw_rows(s, sp->n, sp->d, sp->seed, sp->label, x, err);
+    pg_cpu_scope sc;
+    pg_cpu_scope_begin(sp->cpu, sp->cpu_cap, &sc);
+    int rc = pg_draw_rows(s, sp->n, sp->d, sp->seed, sp->label, x, err);
+    pg_cpu_scope_end(&sc);
+    return rc;
 }
 
 /* ---- encoders: head, rows, tail ------------------------------------------ */
@@ -206,8 +210,11 @@ static int ensure_block(pg_samples_stream *st, pg_error *err)
     if (st->used_in_block < st->in_block) return 0;
     size_t rows = sp->n - st->next_row;
     if (rows > st->block_rows) rows = st->block_rows;
+    pg_cpu_scope sc;
+    pg_cpu_scope_begin(sp->cpu, sp->cpu_cap, &sc);
     int rc = pg_snapshot_sample(st->snap, rows, pg_samples_block_seed(sp->seed, st->block_index),
                                 sp->label, st->block, err);
+    pg_cpu_scope_end(&sc);
     if (rc) return -1;
     st->block_index++;
     st->in_block = rows;

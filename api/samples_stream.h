@@ -36,6 +36,10 @@ typedef struct pg_samples_spec {
     long step;     /* JSON: echoed */
     uint64_t seed; /* drawing seed; JSON echoes it when below 2^53 */
     int label;     /* -1: none */
+    /* The process's CPU budget each block is drawn under (NULL: none) and
+     * the most cores a block takes (0: no cap); see pg_cpu_scope_begin. */
+    pg_cpu_budget *cpu;
+    int cpu_cap;
 } pg_samples_spec;
 
 size_t pg_samples_block_rows(size_t d);

@@ -16,14 +16,21 @@ int pg_typed_samples_table(const pg_table *t, const pg_snapshot *snap, pg_table 
 }
 
 int pg_typed_samples_draw(const pg_table *t, const pg_snapshot *snap, size_t n, uint64_t seed,
-                          int label, float *x, int64_t *labels, pg_error *err)
+                          int label, float *x, int64_t *labels, pg_cpu_budget *cpu, int cap,
+                          pg_error *err)
 {
-    return pg_draw_table_rows(t, snap, n, seed, label, x, labels, err);
+    pg_cpu_scope sc;
+    pg_cpu_scope_begin(cpu, cap, &sc);
+    int rc = pg_draw_table_rows(t, snap, n, seed, label, x, labels, err);
+    pg_cpu_scope_end(&sc);
+    return rc;
 }
 
 struct pg_typed_samples {
     pg_table *t;
     pg_snapshot *snap;
+    pg_cpu_budget *cpu; /* blocks are drawn under it (NULL: none) */
+    int cap;
     int format;
     size_t n, block_rows, next_row, block_index;
     uint64_t seed;
@@ -48,7 +55,8 @@ void pg_typed_samples_free(pg_typed_samples *st)
 }
 
 int pg_typed_samples_open(const pg_table *t, pg_snapshot *snap, int format, size_t n, uint64_t seed,
-                          int label, pg_typed_samples **out, pg_error *err)
+                          int label, pg_cpu_budget *cpu, int cap, pg_typed_samples **out,
+                          pg_error *err)
 {
     *out = NULL;
     if (format < PG_RECORDS_CSV || format > PG_RECORDS_NDJSON || n == 0)
@@ -68,6 +76,8 @@ int pg_typed_samples_open(const pg_table *t, pg_snapshot *snap, int format, size
     st->n = n;
     st->seed = seed;
     st->label = label;
+    st->cpu = cpu;
+    st->cap = cap;
     st->block_rows = pg_samples_block_rows(t->width);
     size_t rows = n < st->block_rows ? n : st->block_rows;
     st->x = pg_alloc_f32(rows * t->width);
@@ -133,9 +143,13 @@ static int refill(pg_typed_samples *st, pg_error *err)
     }
     size_t m = st->n - st->next_row;
     if (m > st->block_rows) m = st->block_rows;
-    if (pg_draw_table_block(st->t, st->snap, m, pg_samples_block_seed(st->seed, st->block_index),
-                            st->label, st->x, st->labels, st->tmp, err))
-        return -1;
+    pg_cpu_scope sc;
+    pg_cpu_scope_begin(st->cpu, st->cap, &sc);
+    int brc =
+        pg_draw_table_block(st->t, st->snap, m, pg_samples_block_seed(st->seed, st->block_index),
+                            st->label, st->x, st->labels, st->tmp, err);
+    pg_cpu_scope_end(&sc);
+    if (brc) return -1;
     int first = st->block_index == 0;
     int rc;
     if (st->format == PG_RECORDS_JSON) {

@@ -18,6 +18,7 @@
 #include "api/router.h"
 #include "api/upload_gate.h"
 #include "service/auth.h"
+#include "service/jobs.h"
 #include "service/log.h"
 
 struct pg_api_server {
@@ -497,7 +498,8 @@ int pg_api_server_start_all(const pg_svc_config *cfg, pg_db *db, pg_metrics *met
                                                   : max_conns > 2    ? 2
                                                                      : 0),
                                      (double)cfg->header_timeout_s)
-            : NULL};
+            : NULL,
+        pg_jobs_cpu(jobs)};
     s->daemon = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0, NULL,
         NULL, on_request, &s->app, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,

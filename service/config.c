@@ -20,7 +20,9 @@ void pg_svc_config_defaults(pg_svc_config *c)
     c->db_timeout_ms = 30000;
     c->ledger_cache_rows = 8192;
     c->workers = 1;
-    c->threads_per_job = 1;
+    c->threads_per_job = 0;
+    c->cpus = 0;
+    c->cpu_follow_load = 1;
     c->http_threads = 4;
     /* Bounds buffered bodies (JSON, CSV, IDX and every non-row route), which
      * are held in memory whole. NPY and raw float32 rows are streamed to disk
@@ -66,7 +68,13 @@ const char *pg_svc_config_usage(void)
            "  --ledger-cache-rows N   decoded ledger rows kept in memory, about 6 KiB each "
            "(PRIVGEN_LEDGER_CACHE_ROWS, default 8192; 0 = off)\n"
            "  --workers N             job worker threads (PRIVGEN_WORKERS, default 1)\n"
-           "  --threads-per-job N     cores per job (PRIVGEN_THREADS_PER_JOB, default 1)\n"
+           "  --cpus N                cores of the process's CPU budget (PRIVGEN_CPUS; 0: the\n"
+           "                          machine's online cores, default)\n"
+           "  --cpu-follow-load 0|1   lend only the cores other processes leave free, read\n"
+           "                          from /proc/stat (PRIVGEN_CPU_FOLLOW_LOAD, default 1)\n"
+           "  --threads-per-job N     most cores one job step or sampling call takes from\n"
+           "                          the process's CPU budget (PRIVGEN_THREADS_PER_JOB; 0: no\n"
+           "                          cap, default); reports run one thread\n"
            "  --http-threads N        HTTP thread pool size (PRIVGEN_HTTP_THREADS, default 4)\n"
            "  --max-body BYTES        largest buffered body (PRIVGEN_MAX_BODY, default 32M; "
            "K/M/G suffixes)\n"
@@ -172,7 +180,9 @@ static const opt OPTS[] = {
     {"--ledger-cache-rows", "PRIVGEN_LEDGER_CACHE_ROWS", OPT_INT, OFF(ledger_cache_rows), 0,
      1048576},
     {"--workers", "PRIVGEN_WORKERS", OPT_INT, OFF(workers), 1, 256},
-    {"--threads-per-job", "PRIVGEN_THREADS_PER_JOB", OPT_INT, OFF(threads_per_job), 1, 1024},
+    {"--cpus", "PRIVGEN_CPUS", OPT_INT, OFF(cpus), 0, 4096},
+    {"--cpu-follow-load", "PRIVGEN_CPU_FOLLOW_LOAD", OPT_INT, OFF(cpu_follow_load), 0, 1},
+    {"--threads-per-job", "PRIVGEN_THREADS_PER_JOB", OPT_INT, OFF(threads_per_job), 0, 1024},
     {"--http-threads", "PRIVGEN_HTTP_THREADS", OPT_INT, OFF(http_threads), 1, 256},
     {"--max-body", "PRIVGEN_MAX_BODY", OPT_SIZE, OFF(max_body), 1024, 0},
     {"--max-rows", "PRIVGEN_MAX_ROWS", OPT_SIZE, OFF(max_rows), 1, 0},

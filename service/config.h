@@ -22,7 +22,9 @@ typedef struct pg_svc_config {
     int ledger_cache_rows; /* ledger parse cache slots (service/ledger.h); 0: off */
     const char *port_file; /* when set, the bound port is written here (tests) */
     int workers;           /* job worker threads */
-    int threads_per_job;   /* cores per job (OpenMP + BLAS) */
+    int cpus;              /* CPU budget of the process; 0: online cores */
+    int cpu_follow_load;   /* the budget leaves out other processes' load */
+    int threads_per_job;   /* most cores a job/report/sampling call takes; 0: no cap */
     int http_threads;      /* libmicrohttpd thread pool size */
     size_t max_body;       /* largest accepted request body, bytes */
     size_t max_rows;       /* most rows a dataset may hold */

@@ -89,6 +89,7 @@ typedef struct job {
 struct pg_jobs {
     const pg_svc_config *cfg;
     pg_db *db;
+    pg_cpu_budget *cpu; /* NULL: unbudgeted (pg_jobs_set_cpu) */
     pthread_mutex_t mu;
     pthread_cond_t work, update;
     job **all;

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "engine/core/alloc.h"
+#include "engine/core/cpu.h"
 #include "engine/core/mat.h"
 #include "engine/eval/table_cols.h"
 #include "engine/methods/draw.h"
@@ -390,6 +391,8 @@ typedef struct run_ctx {
     double last;     /* monotonic time of the last stored progress */
     char stage[24];
     int cancelled, stopping;
+    pg_cpu_share cpu; /* the report's share of the CPU budget */
+    int cap;          /* most cores it asks for */
 } run_ctx;
 
 static int stopping(pg_reports *m)
@@ -406,6 +409,10 @@ static int stopping(pg_reports *m)
 static int on_progress(void *arg, const char *stage, double f)
 {
     run_ctx *c = arg;
+    /* The hook runs between pieces of work, outside any parallel region: a
+     * report gives its cores back here and takes its current share, so it
+     * never holds them for a whole report while jobs and samples wait. */
+    pg_cpu_use(pg_cpu_acquire(&c->cpu, c->cap));
     if (stopping(c->m)) return c->stopping = 1;
     double t = mono();
     int new_stage = strncmp(stage, c->stage, sizeof c->stage - 1) != 0;
@@ -533,7 +540,9 @@ static int conditional(const pg_snapshot *snap, size_t d, int k)
 
 static void run_one(pg_reports *m, pg_report_row *row)
 {
-    run_ctx rc_ctx = {.m = m, .id = row->id, .lo = 0, .span = 0.05};
+    run_ctx rc_ctx = {.m = m, .id = row->id, .lo = 0, .span = 0.05, .cap = m->threads};
+    pg_cpu_join(pg_jobs_cpu(m->jobs), false, &rc_ctx.cpu);
+    pg_cpu_use(pg_cpu_acquire(&rc_ctx.cpu, rc_ctx.cap));
     pg_error err = {0};
     pg_snapshot *snap = NULL;
     pg_job_geometry geo;
@@ -702,6 +711,7 @@ static void run_one(pg_reports *m, pg_report_row *row)
     pg_eval_table_columns_free(cols, dc);
     pg_table_free(ot);
     if (snap) pg_snapshot_release(snap);
+    pg_cpu_leave(&rc_ctx.cpu);
 }
 
 static void *worker(void *arg)
@@ -745,7 +755,11 @@ int pg_reports_create(const pg_svc_config *cfg, pg_db *db, struct pg_jobs *jobs,
     m->fig = fig;
     m->fig_ctx = fig_ctx;
     m->nworkers = cfg->report_workers;
-    m->threads = cfg->threads_per_job > 0 ? cfg->threads_per_job : 1;
+    /* One thread, whatever the budget could lend: the metrics' sums are
+     * split by thread (logistic regression's loss, for one), and a report
+     * must reproduce from its seed. It still takes its core from the budget
+     * (and waits for one) like any computation of the process. */
+    m->threads = 1;
     m->max_queued = (int64_t)cfg->max_queued_reports;
     pthread_mutex_init(&m->mu, NULL);
     pthread_cond_init(&m->cv, NULL);

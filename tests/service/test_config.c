@@ -184,6 +184,34 @@ START_TEST(replica_flags)
 }
 END_TEST
 
+/* The CPU budget's flags: --cpus (0: online cores), --cpu-follow-load 0|1,
+ * --threads-per-job now a cap with 0 (none) as default; bounds refused. */
+START_TEST(cpu_budget_flags)
+{
+    pg_svc_config c;
+    pg_svc_config_defaults(&c);
+    ck_assert_int_eq(c.cpus, 0);
+    ck_assert_int_eq(c.cpu_follow_load, 1);
+    ck_assert_int_eq(c.threads_per_job, 0);
+    int help;
+    char *a[] = {"privgend",          "--cpus", "3", "--cpu-follow-load", "0",
+                 "--threads-per-job", "0",      NULL};
+    ck_assert_int_eq(pg_svc_config_parse(&c, 7, a, &help, NULL), PG_OK);
+    ck_assert_int_eq(c.cpus, 3);
+    ck_assert_int_eq(c.cpu_follow_load, 0);
+    ck_assert_int_eq(c.threads_per_job, 0);
+    char *b[] = {"privgend", "--cpu-follow-load", "2", NULL};
+    pg_svc_config_defaults(&c);
+    ck_assert_int_eq(pg_svc_config_parse(&c, 3, b, &help, NULL), PG_EINVAL);
+    char *d[] = {"privgend", "--cpus", "-1", NULL};
+    pg_svc_config_defaults(&c);
+    ck_assert_int_eq(pg_svc_config_parse(&c, 3, d, &help, NULL), PG_EINVAL);
+    const char *u = pg_svc_config_usage();
+    ck_assert_ptr_nonnull(strstr(u, "--cpus"));
+    ck_assert_ptr_nonnull(strstr(u, "--cpu-follow-load"));
+}
+END_TEST
+
 /* The snapshot cache's memory cap (r18read): MiB, 0 allowed, bounded. */
 START_TEST(snapshot_cache_flag)
 {
@@ -331,6 +359,7 @@ static Suite *suite(void)
     tcase_add_test(t, replica_flags);
     tcase_add_test(t, database_selection);
     tcase_add_test(t, snapshot_cache_flag);
+    tcase_add_test(t, cpu_budget_flags);
     tcase_add_test(t, report_flags);
     tcase_add_test(t, slow_client_flags);
     tcase_add_test(t, header_timeout_and_reuse_port_flags);
