@@ -42,6 +42,16 @@ static int draw_block(const pg_table *t, const pg_snapshot *snap, size_t m, uint
         for (size_t i = 0; labels && i < m; i++) labels[i] = label;
         return rc;
     }
+    if (pg_snapshot_class_weights(snap)) {
+        /* The model's class proportions (a DP count of the label): classes
+         * are drawn from them, never forced uniform. */
+        int32_t *lab = malloc((m ? m : 1) * sizeof *lab);
+        if (!lab) return pg_error_set(err, PG_ENOMEM, "out of memory drawing samples");
+        int rc = pg_snapshot_sample_labelled(snap, m, seed, x, lab, err);
+        for (size_t i = 0; rc == PG_OK && i < m; i++) labels[i] = lab[i];
+        free(lab);
+        return rc;
+    }
     for (size_t k = 0; k < classes && k < m; k++) {
         size_t cnt = (m - k + classes - 1) / classes; /* rows i = k, k + C, ... */
         int rc = pg_snapshot_sample(snap, cnt, class_seed(seed, k), (int)k, tmp, err);

@@ -84,6 +84,10 @@ struct pg_table;
  * classes (0: unlabelled) and a spec that may give labels.class_alpha. */
 double pg_defaults_table_clip(const struct pg_table *t, int num_classes, const json_t *spec);
 
+/* The table rules of the paper methods (defaults_table.c), applied to
+ * `spec` in place on a typed table; called by pg_defaults_fill. */
+void pg_defaults_table_fill(json_t *spec, const char *method, const pg_data_desc *desc);
+
 /* True for rows of at most PG_DEFAULTS_SMALL_D values without image shape. */
 bool pg_defaults_small(const pg_data_desc *desc);
 
