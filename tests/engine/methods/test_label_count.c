@@ -48,13 +48,11 @@ static void rows(const pg_table *t, pg_dataset *ds)
     for (size_t i = 0; i < ROWS; i++) {
         if (lab) lab[i] = i < YES;
         pg_table_value v = {.num = -5 + 10 * pg_rng_uniform(&r)};
-        ck_assert_int_eq(pg_table_encode_value(t, 0, &v, PG_TABLE_BOUNDS_REFUSE,
-                                               x + i * t->width, NULL),
-                         PG_OK);
+        ck_assert_int_eq(
+            pg_table_encode_value(t, 0, &v, PG_TABLE_BOUNDS_REFUSE, x + i * t->width, NULL), PG_OK);
         v.cat = (i < YES ? 0 : 1) + pg_rng_below(&r, 2);
-        ck_assert_int_eq(pg_table_encode_value(t, 1, &v, PG_TABLE_BOUNDS_REFUSE,
-                                               x + i * t->width, NULL),
-                         PG_OK);
+        ck_assert_int_eq(
+            pg_table_encode_value(t, 1, &v, PG_TABLE_BOUNDS_REFUSE, x + i * t->width, NULL), PG_OK);
     }
     size_t shape[1] = {t->width};
     ck_assert_int_eq(pg_dataset_adopt(ds, x, lab, ROWS, shape, 1, labelled ? 2 : 0, (float)t->lo,
@@ -105,7 +103,8 @@ static int plan_for(int method, const pg_table *t, double s, pg_privacy_plan *pl
     pg_spec_errors e;
     json_t *r = pg_test_resolve(m, text, &in, &e);
     ck_assert_msg(r != NULL, "%s: %s", e.items[0].field, e.items[0].message);
-    if (method == 0) ck_assert(pg_spec_bool(r, "model.conditional", false) == (desc.num_classes > 0));
+    if (method == 0)
+        ck_assert(pg_spec_bool(r, "model.conditional", false) == (desc.num_classes > 0));
     pg_error err = {0};
     int rc = m->plan(r, &in, plan, &err);
     ck_assert_msg(rc == PG_OK, "%s", err.msg);
