@@ -128,7 +128,8 @@ static int accuracy(const pg_table *t, size_t status, const split *train, const 
     pg_logreg m = {0};
     pg_logreg_report rep;
     pg_error err = {0};
-    int rc = pg_logreg_fit(&m, xa, ya, train->n, d, (int)t->cols[status].ncat, &o, &rep, &err);
+    int classes = train->y ? (int)pg_table_num_classes(t) : (int)t->cols[status].ncat;
+    int rc = pg_logreg_fit(&m, xa, ya, train->n, d, classes, &o, &rep, &err);
     if (rc == PG_OK) rc = pg_logreg_accuracy(&m, xb, yb, test->n, acc, &err);
     if (rc) fprintf(stderr, "credit: logreg: %s\n", err.msg);
     pg_logreg_free(&m);
@@ -176,9 +177,18 @@ static void reencode(const pg_table *t, float *x, size_t n)
         }
 }
 
+static bool opt_defaults;
+
 static const char *spec_for(const char *method, double eps, char *buf, size_t len, size_t d)
 {
-    if (strcmp(method, "dp_sinkhorn") == 0)
+    /* --defaults: only the privacy target, the way a user's first job on a
+     * table looks; the method's table defaults do the rest (issue 28) */
+    if (opt_defaults && strcmp(method, "entropic_gan") != 0)
+        snprintf(buf, len, "{\"seed\": 1, \"privacy\": {\"epsilon\": %g, \"delta\": %g}}", eps,
+                 DELTA);
+    else if (opt_defaults)
+        snprintf(buf, len, "{\"seed\": 1}");
+    else if (strcmp(method, "dp_sinkhorn") == 0)
         snprintf(buf, len,
                  "{\"seed\": 1, \"privacy\": {\"epsilon\": %g, \"delta\": %g}, \"train\": "
                  "{\"steps\": 1500, \"batch_size\": 64, \"lr\": 0.001}, \"model\": {\"hidden\": "
@@ -438,6 +448,26 @@ static int run_one(const char *method, double eps, const pg_table *t, size_t sta
                     "credit: diag %s eps %g: categorical only %.4f, real->syn %.4f, good %.3f\n",
                     method, eps, ac, rev, good / (double)n);
             pg_free(a.x), pg_free(b.x);
+            /* per class, each numeric unit's mean and sd: synthetic / real */
+            for (size_t c = 0; c < t->ncols; c++) {
+                const pg_table_col *col = &t->cols[c];
+                if (col->type != PG_COL_INTEGER && col->type != PG_COL_CONTINUOUS) continue;
+                fprintf(stderr, "  %-10s", col->name);
+                for (int cls = 0; cls < K; cls++)
+                    for (int side = 0; side < 2; side++) {
+                        const split *sp = side ? train : &syn;
+                        double s1 = 0, s2 = 0, cn = 0;
+                        for (size_t i = 0; i < sp->n; i++) {
+                            if (sp->y[i] != cls) continue;
+                            double v = sp->x[i * w + col->offset];
+                            s1 += v, s2 += v * v, cn++;
+                        }
+                        double mu = cn ? s1 / cn : 0;
+                        fprintf(stderr, " %s%d %.3f(%.3f)", side ? "real" : "syn", cls, mu,
+                                cn ? sqrt(fmax(s2 / cn - mu * mu, 0)) : 0);
+                    }
+                fprintf(stderr, "\n");
+            }
         }
         if (!rc && opt_diag && !K) {
             /* the real-trained classifier scored on the synthetic rows: high
@@ -543,6 +573,7 @@ static int bench_credit(int argc, char **argv)
     opt_set = pg_bench_opt(argc, argv, "--set", NULL);
     opt_diag = pg_bench_has(argc, argv, "--diag");
     opt_label = pg_bench_has(argc, argv, "--label");
+    opt_defaults = pg_bench_has(argc, argv, "--defaults");
     pg_threads_set(1);
     json_t *sj = json_load_file(schema_path, 0, NULL);
     if (!sj) {
@@ -557,8 +588,14 @@ static int bench_credit(int argc, char **argv)
         return 2;
     }
     json_decref(sj);
-    size_t status = pg_table_find(t, "Status", 6);
-    if (status == PG_TABLE_NONE || t->cols[status].type != PG_COL_CATEGORICAL) {
+    /* --label: the schema's label is the target (any labelled table, e.g.
+     * bench/attrition.schema.json); otherwise Status */
+    size_t status = opt_label ? t->label : pg_table_find(t, "Status", 6);
+    if (opt_label && status == PG_TABLE_NONE) {
+        fprintf(stderr, "credit: --label needs a schema with a label\n");
+        return 2;
+    }
+    if (!opt_label && (status == PG_TABLE_NONE || t->cols[status].type != PG_COL_CATEGORICAL)) {
         fprintf(stderr, "credit: the schema needs a categorical Status column\n");
         return 2;
     }
@@ -615,7 +652,8 @@ static int bench_credit(int argc, char **argv)
                 pg_table_decode_value(t, status, test.x + i * w, 1, &v);
             cnt[v.cat]++;
         }
-        for (size_t k = 0; k < t->cols[status].ncat; k++) best = fmax(best, cnt[k]);
+        for (size_t k = 0; k < pg_table_num_classes(t) || k < t->cols[status].ncat; k++)
+            best = fmax(best, cnt[k]);
         acc_majority = best / (double)test.n;
     }
     fprintf(stderr, "credit: %zu rows, width %zu, train %zu, test %zu, real accuracy %.4f\n", n, w,
