@@ -247,9 +247,21 @@ static void qmap_fit(const pg_table *t, float *x, size_t n)
             float *row = x + i * t->width + col->offset;
             if (col->nullable && row[1] > 0.5f) continue;
             size_t lo = 0, hi = m;
-            while (lo < hi) { size_t md = (lo + hi) / 2; if (q[md] < row[0]) lo = md + 1; else hi = md; }
+            while (lo < hi) {
+                size_t md = (lo + hi) / 2;
+                if (q[md] < row[0])
+                    lo = md + 1;
+                else
+                    hi = md;
+            }
             size_t l2 = lo, h2 = m;
-            while (l2 < h2) { size_t md = (l2 + h2) / 2; if (q[md] <= row[0]) l2 = md + 1; else h2 = md; }
+            while (l2 < h2) {
+                size_t md = (l2 + h2) / 2;
+                if (q[md] <= row[0])
+                    l2 = md + 1;
+                else
+                    h2 = md;
+            }
             row[0] = (float)(-1.0 + 2.0 * (0.5 * (double)(lo + l2)) / (double)m);
         }
     }
@@ -266,7 +278,8 @@ static void qmap_back(const pg_table *t, float *x, size_t n)
             if (p > (double)(qmap_m[c] - 1)) p = (double)(qmap_m[c] - 1);
             size_t k = (size_t)p;
             double f = p - (double)k;
-            row[0] = (float)(qmap_q[c][k] + (k + 1 < qmap_m[c] ? f * (qmap_q[c][k + 1] - qmap_q[c][k]) : 0));
+            row[0] = (float)(qmap_q[c][k] +
+                             (k + 1 < qmap_m[c] ? f * (qmap_q[c][k + 1] - qmap_q[c][k]) : 0));
         }
     }
 }
@@ -482,7 +495,8 @@ static int run_one(const char *method, double eps, const pg_table *t, size_t sta
             fprintf(stderr, "credit: diag %s eps %g: real->syn acc %.4f, syn good %.3f\n", method,
                     eps, rev, good / (double)n);
             {
-                split a = {n, w, pg_alloc_f32(n * w), NULL}, b = {test->n, w, pg_alloc_f32(test->n * w), NULL};
+                split a = {n, w, pg_alloc_f32(n * w), NULL},
+                      b = {test->n, w, pg_alloc_f32(test->n * w), NULL};
                 memcpy(a.x, syn.x, n * w * sizeof(float));
                 memcpy(b.x, test->x, test->n * w * sizeof(float));
                 for (size_t c = 0; c < t->ncols; c++) {
@@ -499,7 +513,8 @@ static int run_one(const char *method, double eps, const pg_table *t, size_t sta
             for (size_t c0 = 0; c0 < t->ncols; c0++) {
                 const pg_table_col *col = &t->cols[c0];
                 if (col->type != PG_COL_INTEGER && col->type != PG_COL_CONTINUOUS) continue;
-                split a = {n, w, pg_alloc_f32(n * w), NULL}, b = {test->n, w, pg_alloc_f32(test->n * w), NULL};
+                split a = {n, w, pg_alloc_f32(n * w), NULL},
+                      b = {test->n, w, pg_alloc_f32(test->n * w), NULL};
                 memcpy(a.x, syn.x, n * w * sizeof(float));
                 memcpy(b.x, test->x, test->n * w * sizeof(float));
                 for (size_t i = 0; i < a.n; i++) a.x[i * w + col->offset] = 0;

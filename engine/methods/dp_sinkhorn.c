@@ -894,10 +894,9 @@ static int dps_restore(const json_t *r, const pg_job_data *in, int threads,
                                        json_object_get(priv, "calibration_noise_multiplier")),
                                    g->calib_sigma)
                            : json_object_get(priv, "calibration_noise_multiplier") != NULL) ||
-                 (g->counted
-                      ? !same(json_number_value(json_object_get(priv, "label_count_noise")),
-                              g->count_sigma)
-                      : json_object_get(priv, "label_count_noise") != NULL))
+                 (g->counted ? !same(json_number_value(json_object_get(priv, "label_count_noise")),
+                                     g->count_sigma)
+                             : json_object_get(priv, "label_count_noise") != NULL))
             rc = pg_error_set(err, PG_EPRIVACY,
                               "the checkpoint was accounted under a different sampling rate, "
                               "noise multiplier, delta, class-mean calibration or label count "
@@ -910,10 +909,9 @@ static int dps_restore(const json_t *r, const pg_job_data *in, int threads,
             ;
         else if (g->calib && (rc = restore_means(g, &rest, err)))
             ;
-        else if (g->counted &&
-                 (rc = pg_generator_label_counts_from_json(
-                      json_object_get(extra, PG_GENERATOR_LABEL_COUNTS), g->gen.num_classes,
-                      g->label_counts, err)))
+        else if (g->counted && (rc = pg_generator_label_counts_from_json(
+                                    json_object_get(extra, PG_GENERATOR_LABEL_COUNTS),
+                                    g->gen.num_classes, g->label_counts, err)))
             ;
         else {
             if (g->counted) pg_label_count_weights(g->label_counts, g->gen.num_classes, g->label_w);

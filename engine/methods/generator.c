@@ -372,8 +372,7 @@ int pg_generator_load_snapshot(const unsigned char *bytes, size_t len, const cha
     return rc;
 }
 
-int pg_generator_label_counts_from_json(const json_t *a, int classes, double *counts,
-                                        pg_error *err)
+int pg_generator_label_counts_from_json(const json_t *a, int classes, double *counts, pg_error *err)
 {
     bool ok = json_is_array(a) && classes > 0 && json_array_size(a) == (size_t)classes;
     for (int k = 0; ok && k < classes; k++) {

@@ -103,7 +103,7 @@ typedef struct sgen {
     uint64_t seed;
     long step, steps;
     float *y, *ybat, *theta, *z, *xbuf, *px, *gp, *grad;
-    int32_t *labels; /* generated labels of a step (conditional) */
+    int32_t *labels;                /* generated labels of a step (conditional) */
     double *label_counts, *label_w; /* released class counts, proportions (or NULL) */
     uint32_t *rowperm;
     pg_swd_ws rel; /* release workspace: ws.py holds the noisy projections */
@@ -538,10 +538,9 @@ static int gen_restore(const json_t *r, const pg_job_data *in, int threads,
                                               err)) ||
                  (rc = pg_rng_state_from_json(json_object_get(rng, "noise"), &g->noise_rng, err)))
             ;
-        else if (g->label_counts &&
-                 (rc = pg_generator_label_counts_from_json(
-                      json_object_get(extra, PG_GENERATOR_LABEL_COUNTS), (int)g->classes,
-                      g->label_counts, err)))
+        else if (g->label_counts && (rc = pg_generator_label_counts_from_json(
+                                         json_object_get(extra, PG_GENERATOR_LABEL_COUNTS),
+                                         (int)g->classes, g->label_counts, err)))
             ;
         else {
             if (g->label_counts)

@@ -125,12 +125,12 @@ static void categorical_rule(const pg_table *t, size_t c, const float *x, size_t
         add(out, added,
             "Column '%s' looks collapsed: %.1f%% of a test draw of %d rows take one value; the "
             "model may have stopped learning it (check it against what you expect).",
-            col->name, 100.0 * top, PG_COLLAPSE_DRAW);
+            col->name, 100.0 * top, (int)n);
     else if (k >= 3 && tv <= PG_COLLAPSE_UNIFORM)
         add(out, added,
             "Column '%s' looks almost uniform over its %zu values in a test draw of %d rows "
             "(total variation %.3f from uniform): the model may not have learned it.",
-            col->name, k, PG_COLLAPSE_DRAW, tv);
+            col->name, k, (int)n, tv);
 }
 
 /* One numeric column: the largest pile on one value, and at the midpoint. */
@@ -160,19 +160,23 @@ static void numeric_rule(const pg_table *t, size_t c, const float *x, size_t n, 
             add(out, added,
                 "Column '%s' looks collapsed: %.0f%% of its values in a test draw of %d rows sit "
                 "at the midpoint of its range (%g); the model may not have learned it.",
-                col->name, 100.0 * (double)atmid / (double)m, PG_COLLAPSE_DRAW, mid);
+                col->name, 100.0 * (double)atmid / (double)m, (int)n, mid);
         else if ((double)best >= PG_COLLAPSE_PILE * (double)m)
             add(out, added,
                 "Column '%s' looks collapsed: %.0f%% of its values in a test draw of %d rows pile "
                 "on one value (%g); the model may not have learned it.",
-                col->name, 100.0 * (double)best / (double)m, PG_COLLAPSE_DRAW, at);
+                col->name, 100.0 * (double)best / (double)m, (int)n, at);
     }
     free(v);
 }
 
 int pg_collapse_warnings(const pg_snapshot *snap, const pg_table *t, json_t *out, pg_error *err)
 {
-    size_t n = PG_COLLAPSE_DRAW, w = t->width;
+    size_t w = t->width;
+    /* Wide tables draw fewer rows: at most PG_COLLAPSE_MAX_UNITS floats. */
+    size_t n = w * PG_COLLAPSE_DRAW <= PG_COLLAPSE_MAX_UNITS ? PG_COLLAPSE_DRAW
+                                                             : PG_COLLAPSE_MAX_UNITS / w;
+    if (n < 100) return 0; /* too wide for a meaningful draw */
     if (pg_snapshot_dim(snap) != w)
         return -pg_error_set(err, PG_EINVAL, "the model's rows are not the table's width");
     float *x = pg_alloc_f32(n * w);

@@ -14,7 +14,8 @@
  * rows wider than PG_RANGE_MAX_D (images: cost) and for unbounded ranges.
  *
  * Collapse rules (typed tables, issue 28): a fixed-seed draw of
- * PG_COLLAPSE_DRAW rows from the model alone (no data, no privacy cost),
+ * PG_COLLAPSE_DRAW rows (fewer on tables wider than 2097 units, none below
+ * 100 rows) from the model alone (no data, no privacy cost),
  * decoded as a user downloads them. A model collapsed when
  *   - a categorical or boolean column (missing counted as one more state)
  *     puts at least PG_COLLAPSE_CONST of its rows on one state ("almost
@@ -53,6 +54,8 @@
 #define PG_COLLAPSE_CONST   0.99
 #define PG_COLLAPSE_UNIFORM 0.02
 #define PG_COLLAPSE_PILE    0.5
+#define PG_COLLAPSE_MAX_UNITS                                                                      \
+    ((size_t)4 << 20) /* floats of one draw: wide tables draw fewer rows */
 
 typedef struct pg_trend {
     size_t n;        /* points fitted */
@@ -84,7 +87,8 @@ int pg_collapse_warnings(const pg_snapshot *snap, const struct pg_table *t, json
 
 /* Appends the warnings (JSON strings) that apply to `out`: the trend over
  * the history (steps, loss: n points, may be 0) and, when snap is not NULL,
- * the range draw and, on a typed table, the collapse rules. Returns the number appended, or a negative pg_status. */
+ * the range draw and, on a typed table, the collapse rules. Returns the number appended, or a
+ * negative pg_status. */
 int pg_warnings_append(const long *steps, const double *loss, size_t n, const pg_snapshot *snap,
                        const pg_data_desc *desc, json_t *out, pg_error *err);
 

@@ -211,12 +211,14 @@ static int fake_sample(const void *impl, size_t n, uint64_t seed, int label, flo
     for (size_t i = 0; i < n && f->mode != 1; i++) {
         float *row = out + i * t->width;
         double u = pg_rng_uniform(&r);
-        pg_table_value v[4] = {
-            {.num = -5 + 10 * pg_rng_uniform(&r)},
-            {.missing = pg_rng_uniform(&r) < 0.1,
-             .num = f->mode == 2 ? 100 : (double)pg_rng_below(&r, 101)},
-            {.cat = f->mode == 2 ? pg_rng_below(&r, 3) : u < 0.6 ? 0 : u < 0.9 ? 1 : 2},
-            {.cat = pg_rng_uniform(&r) < 0.3}};
+        pg_table_value v[4] = {{.num = -5 + 10 * pg_rng_uniform(&r)},
+                               {.missing = pg_rng_uniform(&r) < 0.1,
+                                .num = f->mode == 2 ? 100 : (double)pg_rng_below(&r, 101)},
+                               {.cat = f->mode == 2 ? pg_rng_below(&r, 3)
+                                       : u < 0.6    ? 0
+                                       : u < 0.9    ? 1
+                                                    : 2},
+                               {.cat = pg_rng_uniform(&r) < 0.3}};
         for (size_t c = 0; c < 4; c++)
             ck_assert_int_eq(pg_table_encode_value(t, c, &v[c], PG_TABLE_BOUNDS_REFUSE, row, NULL),
                              PG_OK);
@@ -239,9 +241,15 @@ static json_t *collapse_of(const pg_table *t, int mode)
     ck_assert_int_eq(pg_snapshot_new(&FAKE_OPS, f, 1, t->width, 2, &s, NULL), PG_OK);
     const double w[2] = {0.7, 0.3};
     ck_assert_int_eq(pg_snapshot_set_class_weights(s, w, NULL), PG_OK);
-    pg_data_desc desc = {.n = 100, .d = t->width, .ndim = 1, .shape = {t->width},
-                         .lo = (float)t->lo, .hi = (float)t->hi, .num_classes = 2,
-                         .model = PG_PRIVACY_CENTRAL, .table = t};
+    pg_data_desc desc = {.n = 100,
+                         .d = t->width,
+                         .ndim = 1,
+                         .shape = {t->width},
+                         .lo = (float)t->lo,
+                         .hi = (float)t->hi,
+                         .num_classes = 2,
+                         .model = PG_PRIVACY_CENTRAL,
+                         .table = t};
     json_t *out = json_array();
     pg_error err = {0};
     ck_assert_msg(pg_warnings_append(NULL, NULL, 0, s, &desc, out, &err) >= 0, "%s", err.msg);
