@@ -191,15 +191,10 @@ static int gen_plan(const json_t *r, const pg_job_data *in, pg_privacy_plan *pla
     long releases;
     shape_of(r, desc->n, &k, &releases, &m);
     double gamma = (double)m / (double)desc->n;
-    double alpha;
-    bool count = pg_swd_spec_classes(r, desc, &alpha) > 0 && desc->table &&
-                 desc->table->label != PG_TABLE_NONE;
-    char mech[64];
-    snprintf(mech, sizeof mech, "%s%s",
-             gamma < 1.0 ? "gaussian_projection_per_step_subsampled_wor"
-                         : "gaussian_projection_per_step",
-             count ? "+label_counts" : "");
-    return pg_swd_spec_plan(r, desc, k, releases, releases, gamma, mech, plan, err);
+    return pg_swd_spec_plan(r, desc, k, releases, releases, gamma,
+                            gamma < 1.0 ? "gaussian_projection_per_step_subsampled_wor"
+                                        : "gaussian_projection_per_step",
+                            plan, err);
 }
 
 static void gen_destroy(pg_trainer *t)

@@ -123,7 +123,7 @@ static int resolve(const json_t *r, const pg_data_desc *desc, size_t k, long rel
     /* A conditional model on a labelled typed table releases a DP count of
      * the label (methods whose spec has labels.count_noise: swd_gen). */
     if (dim > desc->d && desc->table && desc->table->label != PG_TABLE_NONE &&
-        pg_spec_get(r, "labels.count_noise"))
+        !pg_latent_spec_on(r) && pg_spec_get(r, "labels.count_noise"))
         p->count_noise = pg_spec_num(r, "labels.count_noise", PG_LABEL_COUNT_NOISE);
     pg_error e = {0};
     *field = "privacy";
@@ -210,7 +210,8 @@ int pg_swd_spec_plan(const json_t *r, const pg_data_desc *desc, size_t k, long r
      * mechanism name says whether that is one or one per step). */
     plan->steps = steps;
     plan->approximate = p.approximate != 0;
-    snprintf(plan->mechanism, sizeof plan->mechanism, "%s", mechanism);
+    snprintf(plan->mechanism, sizeof plan->mechanism, "%s%s", mechanism,
+             p.count_noise > 0.0 ? "+label_counts" : "");
     snprintf(plan->neighbouring, sizeof plan->neighbouring, "replace_one");
     return PG_OK;
 }

@@ -75,7 +75,7 @@ static pg_data_desc desc_of(const pg_table *t)
                           .table = t};
 }
 
-static const char *const METHODS[] = {"dp_sinkhorn", "swd_gen"};
+static const char *const METHODS[] = {"dp_sinkhorn", "swd_gen", "swd_flow", "swd_flow_r"};
 /* A fixed noise multiplier: the plan is not recalibrated, so the count's
  * curve is exactly what it adds. */
 static const char *const SPECS[] = {
@@ -85,11 +85,17 @@ static const char *const SPECS[] = {
     "{\"seed\": 1, \"privacy\": {\"noise_multiplier\": 1.5, \"delta\": 1e-5}, \"train\": "
     "{\"steps\": 3, \"batch_size\": 100}, \"model\": {\"hidden\": [16]}, \"labels\": "
     "{\"count_noise\": %g}}",
+    "{\"seed\": 1, \"privacy\": {\"noise_multiplier\": 1.5, \"delta\": 1e-5}, \"flow\": "
+    "{\"steps\": 3, \"particles\": 200}, \"projections\": {\"per_step\": 6}, \"labels\": "
+    "{\"count_noise\": %g}}",
+    "{\"seed\": 1, \"privacy\": {\"noise_multiplier\": 1.5, \"delta\": 1e-5}, \"flow\": "
+    "{\"steps\": 3, \"particles\": 200}, \"projections\": {\"per_step\": 6}, \"labels\": "
+    "{\"count_noise\": %g}}",
 };
 /* RDP of the count at order alpha, written out: add/remove changes one count
  * by 1 (dp_sinkhorn), replace-one two counts by 1 (swd_gen): alpha Delta^2 /
  * (2 s^2) with Delta^2 = 1 or 2. */
-static const double SENS2[] = {1.0, 2.0};
+static const double SENS2[] = {1.0, 2.0, 2.0, 2.0};
 
 static int plan_for(int method, const pg_table *t, double s, pg_privacy_plan *plan)
 {
@@ -254,8 +260,8 @@ static Suite *suite(void)
     Suite *s = suite_create("methods/label_count");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 120);
-    tcase_add_loop_test(tc, label_count_cost_is_in_the_plan, 0, 2);
-    tcase_add_loop_test(tc, sampled_classes_follow_the_released_counts, 0, 2);
+    tcase_add_loop_test(tc, label_count_cost_is_in_the_plan, 0, 4);
+    tcase_add_loop_test(tc, sampled_classes_follow_the_released_counts, 0, 4);
     tcase_add_test(tc, release_is_the_count_plus_noise);
     suite_add_tcase(s, tc);
     return s;
