@@ -100,6 +100,22 @@ struct pg_req {
 /* Responses. Each replaces any earlier response. */
 void pg_api_send_json(pg_req *r, int status, json_t *body); /* steals body */
 void pg_api_send_text(pg_req *r, int status, const char *type, char *text, size_t len); /* steals */
+
+/* Streamed bodies whose rows take long to draw (a swd_flow replaying its
+ * flow for more samples than particles): MHD would count the drawing time as
+ * the connection's idleness and cut the body after --http-timeout-seconds.
+ * A stream calls pg_api_busy_begin before it draws and pg_api_busy_end after,
+ * which grants the connection that drawing time on top of its idle timeout
+ * (the client's own idleness stays bounded by the timeout). */
+typedef struct pg_api_busy {
+    struct MHD_Connection *conn;
+    int idle_s;   /* --http-timeout-seconds */
+    unsigned set; /* the timeout last given to the connection, 0: the daemon's */
+    double t0;
+} pg_api_busy;
+void pg_api_busy_init(pg_api_busy *b, pg_req *r);
+void pg_api_busy_begin(pg_api_busy *b);
+void pg_api_busy_end(pg_api_busy *b);
 /* problem+json; field/message optional (one validation error entry). */
 void pg_api_problem(pg_req *r, int status, const char *detail, const char *field,
                     const char *message);
