@@ -754,6 +754,54 @@ START_TEST(schema_size_limit_and_wide_schemas)
 }
 END_TEST
 
+/* Issue 32.7: a whole synthetic table in one download. The suite's server
+ * runs with --max-samples 20000: streamed formats are no longer held to it
+ * (--max-stream-samples, default 1000000), png still is, and each 400 names
+ * its limit. */
+START_TEST(streamed_samples_follow_their_own_limit)
+{
+    char ds[64], job[64], path[160], body[512];
+    make_central(ds);
+    size_t len;
+    char *csv = clean_csv(0, 300, &len);
+    pg_resp r;
+    upload(ds, "text/csv", csv, len, NULL, &r);
+    free(csv);
+    ck_assert_msg(r.status == 200, "%s", r.body);
+    pg_resp_free(&r);
+    snprintf(body, sizeof body,
+             "{\"dataset_id\":\"%s\",\"method\":\"swd_flow\",\"privacy\":{\"noise_"
+             "multiplier\":5},\"flow\":{\"steps\":10,\"particles\":100},\"seed\":3}",
+             ds);
+    submit(body, job);
+    wait_done(job);
+    static const char *const fmts[] = {"csv", "npy"};
+    for (int f = 0; f < 2; f++) {
+        snprintf(path, sizeof path, "/v1/jobs/%s/samples?n=25000&seed=2&format=%s", job, fmts[f]);
+        req("GET", path, NULL, &r);
+        ck_assert_msg(r.status == 200, "%s: %ld %.200s", fmts[f], r.status, r.body);
+        if (f == 0) {
+            size_t lines = 0;
+            for (size_t i = 0; i < r.len; i++) lines += r.body[i] == '\n';
+            ck_assert_uint_eq(lines, 25001);
+        } else {
+            ck_assert_uint_ge(r.len, (size_t)25000 * WIDTH * 4);
+        }
+        pg_resp_free(&r);
+    }
+    snprintf(path, sizeof path, "/v1/jobs/%s/samples?n=25000&format=png", job);
+    req("GET", path, NULL, &r);
+    ck_assert_int_eq(r.status, 400);
+    ck_assert_ptr_nonnull(strstr(r.body, "--max-samples"));
+    pg_resp_free(&r);
+    snprintf(path, sizeof path, "/v1/jobs/%s/samples?n=1000001&format=csv", job);
+    req("GET", path, NULL, &r);
+    ck_assert_int_eq(r.status, 400);
+    ck_assert_ptr_nonnull(strstr(r.body, "--max-stream-samples"));
+    pg_resp_free(&r);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("integration_typed");
@@ -762,6 +810,7 @@ static Suite *make_suite(void)
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, schema_in_the_views);
     tcase_add_test(tc, schema_size_limit_and_wide_schemas);
+    tcase_add_test(tc, streamed_samples_follow_their_own_limit);
     tcase_add_test(tc, uploads_and_hostile_uploads);
     tcase_add_test(tc, every_central_method_serves_valid_records);
     tcase_add_test(tc, local_typed_dataset_with_declaration);
