@@ -33,9 +33,17 @@ static pg_oa oa;
 
 static void start_shared(void)
 {
-    static const char *const extra[] = {
-        "--workers", "1", "--max-queued", "3", "--max-samples", "5000", "--max-job-memory",
-        "64M",       NULL};
+    static const char *const extra[] = {"--workers",
+                                        "1",
+                                        "--max-queued",
+                                        "3",
+                                        "--max-samples",
+                                        "5000",
+                                        "--max-stream-samples",
+                                        "8000",
+                                        "--max-job-memory",
+                                        "64M",
+                                        NULL};
     pg_isuite_start(&srv, &oa, extra);
 }
 
@@ -296,10 +304,23 @@ START_TEST(entropic_gan_lifecycle)
     pg_resp_free(&b);
     pg_resp_free(&a);
 
-    /* bounds */
-    snprintf(path, sizeof path, "/v1/jobs/%s/samples?n=5001", job);
+    /* bounds: streamed formats --max-stream-samples, png --max-samples
+     * (issue 32.7: both used to be --max-samples) */
+    snprintf(path, sizeof path, "/v1/jobs/%s/samples?n=8001", job);
     req(&srv, "GET", path, NULL, &r);
+    ck_assert_ptr_nonnull(strstr(r.body, "--max-stream-samples"));
     expect_problem(&r, 400, "n");
+    snprintf(path, sizeof path, "/v1/jobs/%s/samples?n=5001&format=png", job);
+    req(&srv, "GET", path, NULL, &r);
+    ck_assert_ptr_nonnull(strstr(r.body, "--max-samples"));
+    expect_problem(&r, 400, "n");
+    snprintf(path, sizeof path, "/v1/jobs/%s/samples?n=8000&format=csv&seed=2", job);
+    req(&srv, "GET", path, NULL, &r);
+    ck_assert_int_eq(r.status, 200);
+    size_t lines = 0;
+    for (size_t c = 0; c < r.len; c++) lines += r.body[c] == '\n';
+    ck_assert_uint_eq(lines, 8001); /* header + rows */
+    pg_resp_free(&r);
     snprintf(path, sizeof path, "/v1/jobs/%s/samples?label=0", job);
     req(&srv, "GET", path, NULL, &r);
     expect_problem(&r, 400, "label");

@@ -770,8 +770,9 @@ START_TEST(streamed_samples_follow_their_own_limit)
     ck_assert_msg(r.status == 200, "%s", r.body);
     pg_resp_free(&r);
     snprintf(body, sizeof body,
-             "{\"dataset_id\":\"%s\",\"method\":\"swd_flow\",\"privacy\":{\"noise_"
-             "multiplier\":5},\"flow\":{\"steps\":10,\"particles\":100},\"seed\":3}",
+             "{\"dataset_id\":\"%s\",\"method\":\"dp_sinkhorn\",\"model\":{\"hidden\":[16]},"
+             "\"train\":{\"steps\":20,\"batch_size\":20},\"ot\":{\"max_iter\":20},"
+             "\"privacy\":{\"noise_multiplier\":2},\"seed\":3}",
              ds);
     submit(body, job);
     wait_done(job);
