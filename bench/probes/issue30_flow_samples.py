@@ -1,6 +1,8 @@
 #!/usr/bin/python3
 """30.10 probe: GET samples?n=N on a swd_flow job, then `privgen samples`.
-usage: issue30_flow_samples.py PRIVGEND PRIVGEN N [rows]"""
+usage: FLOW='{"steps": 3000}' issue30_flow_samples.py PRIVGEND PRIVGEN N [rows] [privgend flags...]
+e.g. ... 40000 500 --http-timeout-seconds 5 --max-samples 100000 (a block of 4096 rows then
+takes longer than the 5 s idle timeout)"""
 import json, os, subprocess, sys, tempfile, time, urllib.request, math
 BIN, CLI, N = sys.argv[1], sys.argv[2], int(sys.argv[3])
 ROWS = int(sys.argv[4]) if len(sys.argv) > 4 else 2000
@@ -30,8 +32,12 @@ try:
     job = json.loads(b)["id"]
     while json.loads(call("GET", "/v1/jobs/" + job)[1])["status"] in ("queued", "running"): time.sleep(0.5)
     j = json.loads(call("GET", "/v1/jobs/" + job)[1]); print("job", j["status"], j["spec"].get("flow"))
-    t = time.time(); st, b = call("GET", "/v1/jobs/%s/samples?n=%d&format=csv&seed=1" % (job, N))
-    print("GET samples n=%d: HTTP %d, %d bytes, %.1f s: %s" % (N, st, len(b), time.time() - t, b[:200]))
+    t = time.time()
+    try:
+        st, b = call("GET", "/v1/jobs/%s/samples?n=%d&format=csv&seed=1" % (job, N))
+        print("GET samples n=%d: HTTP %d, %d bytes, %.1f s" % (N, st, len(b), time.time() - t))
+    except Exception as ex:  # a body cut mid-way
+        print("GET samples n=%d: cut after %.1f s: %r" % (N, time.time() - t, ex))
     t = time.time()
     p = subprocess.run([CLI, "samples", job, "-n", str(N), "--format", "csv", "--url", url, "--token", tok, "-o", os.path.join(d, "s.csv")],
                        capture_output=True, text=True)
