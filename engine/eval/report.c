@@ -161,7 +161,7 @@ static int check_input(const pg_eval_input *in, pg_error *err)
         for (size_t i = 0; i < ns[s] * in->d; i++)
             if (!isfinite(sets[s][i]))
                 return pg_error_set(err, PG_EINVAL, "%s row %zu column %zu is not finite",
-                                    s ? "reference" : "synthetic", i / in->d, i % in->d);
+                                    s ? "reference" : "synthetic", i / in->d + 1, i % in->d + 1);
     if ((in->syn_labels == NULL) != (in->ref_labels == NULL))
         return pg_error_set(err, PG_EINVAL, "labels must be given for both sets or neither");
     if (in->syn_labels) {
