@@ -247,7 +247,9 @@ static json_t *dataset_json(const pg_db_dataset *d, pg_req *r)
     json_object_set_new(o, "bytes", json_integer(d->bytes));
     json_object_set_new(o, "created_at", pg_text_time(d->created_at));
     json_object_set_new(o, "privacy_report", privacy_report(&s, d->n));
-    if (s.typed && typed_encoding(o, d->meta, r)) {
+    /* Stored with the meta since issue 30.5; older typed datasets rebuild
+     * it from their schema. */
+    if (s.typed && !json_object_get(o, "encoding") && typed_encoding(o, d->meta, r)) {
         json_decref(o);
         return NULL;
     }
@@ -320,7 +322,11 @@ static void create_typed(pg_req *r, json_t *b)
     char field[PG_FIELD_MAX];
     pg_error err = {0};
     if (pg_typed_schema(b, &s, &t, field, &err)) {
-        pg_api_problem(r, err.code == PG_ENOMEM ? 503 : 422, err.msg, field, err.msg);
+        pg_api_problem(r,
+                       err.code == PG_ENOMEM   ? 503
+                       : err.code == PG_ERANGE ? 413
+                                               : 422,
+                       err.msg, field, err.msg);
         return;
     }
     json_t *p = json_object_get(b, "privacy");

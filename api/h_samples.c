@@ -95,12 +95,34 @@ static int query_u64(pg_req *r, const char *name, uint64_t max, int *present, ui
     return 0;
 }
 
+/* n, whose refusal names the limit that applies and its flag. */
+static int query_n(pg_req *r, uint64_t max, int buffered, int *present, uint64_t *out)
+{
+    const char *s = pg_api_query(r, "n");
+    *present = s != NULL;
+    if (!s) return 0;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (!*s || *end || errno || s[0] == '-' || v > max) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "n must be an integer in [1, %llu] (%s)", (unsigned long long)max,
+                 buffered ? "--max-samples: format=png is drawn whole in memory"
+                          : "--max-stream-samples: streamed formats json, csv, ndjson, npy");
+        pg_api_problem(r, 400, msg, "n", msg);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
 /* ---- streamed bodies -------------------------------------------------- */
 
 /* A stream, and the copy kept for the body cache (NULL: none). */
 typedef struct streamed {
     pg_samples_stream *st;
     pg_samples_keep *keep;
+    pg_api_busy busy;
 } streamed;
 
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
@@ -108,7 +130,9 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
     streamed *s = cls;
     (void)pos;
     pg_error err = {0};
+    pg_api_busy_begin(&s->busy);
     ssize_t k = pg_samples_stream_read(s->st, buf, max, &err);
+    pg_api_busy_end(&s->busy);
     if (k < 0) return MHD_CONTENT_READER_END_WITH_ERROR; /* the client sees a cut body */
     if (k == 0) {
         pg_samples_keep_end(s->keep);
@@ -135,6 +159,7 @@ static void send_stream(pg_req *r, const pg_samples_spec *sp, pg_snapshot *snap,
         pg_api_problem(r, 503, "out of memory", NULL, NULL);
         return;
     }
+    pg_api_busy_init(&s->busy, r);
     if (pg_samples_stream_open(sp, snap, &s->st, &err)) {
         free(s);
         pg_api_problem(r, err.code == PG_ENOMEM ? 503 : 500, err.msg, NULL, NULL);
@@ -173,7 +198,10 @@ void pg_h_jobs_samples(pg_req *r)
     uint64_t n = 64, seed = 0, label = 0, ck = 0;
     const char *label_name = pg_h_samples_label_name(r);
     has_label = 0;
-    if (query_u64(r, "n", r->app->cfg->max_samples, &has_n, &n) ||
+    /* PNG is drawn and rendered whole in memory; the other formats stream
+     * in constant memory, so their limit can be much larger (issue 32.7). */
+    size_t max_n = format == 3 ? r->app->cfg->max_samples : r->app->cfg->max_stream_samples;
+    if (query_n(r, max_n, format == 3, &has_n, &n) ||
         query_u64(r, "seed", UINT64_MAX, &has_seed, &seed) ||
         (!label_name && query_u64(r, "label", 1000000, &has_label, &label)) ||
         query_u64(r, "checkpoint", INT32_MAX, &has_ck, &ck))

@@ -32,18 +32,28 @@ const char *pg_h_samples_label_name(pg_req *r)
     return NULL;
 }
 
+typedef struct typed_stream {
+    pg_typed_samples *st;
+    pg_api_busy busy;
+} typed_stream;
+
 static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
     (void)pos;
+    typed_stream *s = cls;
     pg_error err = {0};
-    ssize_t k = pg_typed_samples_read(cls, buf, max, &err);
+    pg_api_busy_begin(&s->busy);
+    ssize_t k = pg_typed_samples_read(s->st, buf, max, &err);
+    pg_api_busy_end(&s->busy);
     if (k < 0) return MHD_CONTENT_READER_END_WITH_ERROR; /* the client sees a cut body */
     return k ? k : MHD_CONTENT_READER_END_OF_STREAM;
 }
 
 static void reader_free(void *cls)
 {
-    pg_typed_samples_free(cls);
+    typed_stream *s = cls;
+    pg_typed_samples_free(s->st);
+    free(s);
 }
 
 static void records(pg_req *r, pg_snapshot *snap, const pg_table *t, const pg_samples_cache *kc,
@@ -74,13 +84,19 @@ static void records(pg_req *r, pg_snapshot *snap, const pg_table *t, const pg_sa
             pg_samples_cache_send(r, kc, TYPES[format], body, len);
         return;
     }
-    struct MHD_Response *resp = MHD_create_response_from_callback(
-        MHD_SIZE_UNKNOWN, TYPED_STREAM_BLOCK, reader, st, reader_free);
+    typed_stream *ts = calloc(1, sizeof *ts);
+    struct MHD_Response *resp =
+        ts ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, TYPED_STREAM_BLOCK, reader, ts,
+                                               reader_free)
+           : NULL;
     if (!resp) {
+        free(ts);
         pg_typed_samples_free(st);
         pg_api_problem(r, 503, "out of memory", NULL, NULL);
         return;
     }
+    ts->st = st;
+    pg_api_busy_init(&ts->busy, r);
     pg_api_send_text(r, 200, TYPES[format], NULL, 0);
     r->custom = resp;
 }

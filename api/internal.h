@@ -33,8 +33,8 @@ typedef struct pg_api_app {
     struct pg_reports *reports;     /* NULL: the report routes answer 503 */
     struct pg_upload_gate *uploads; /* row uploads in flight (api/upload_gate.h); NULL: no bound */
     struct pg_header_guard
-        *headers; /* the header phase's bounds (api/header_guard.h); NULL: none */
-    struct pg_cpu_budget *cpu;      /* the jobs' CPU budget, sampling shares it; NULL: none */
+        *headers;              /* the header phase's bounds (api/header_guard.h); NULL: none */
+    struct pg_cpu_budget *cpu; /* the jobs' CPU budget, sampling shares it; NULL: none */
 } pg_api_app;
 
 typedef struct pg_req pg_req;
@@ -109,6 +109,22 @@ struct pg_req {
 /* Responses. Each replaces any earlier response. */
 void pg_api_send_json(pg_req *r, int status, json_t *body); /* steals body */
 void pg_api_send_text(pg_req *r, int status, const char *type, char *text, size_t len); /* steals */
+
+/* Streamed bodies whose rows take long to draw (a swd_flow replaying its
+ * flow for more samples than particles): MHD would count the drawing time as
+ * the connection's idleness and cut the body after --http-timeout-seconds.
+ * A stream calls pg_api_busy_begin before it draws and pg_api_busy_end after,
+ * which grants the connection that drawing time on top of its idle timeout
+ * (the client's own idleness stays bounded by the timeout). */
+typedef struct pg_api_busy {
+    struct MHD_Connection *conn;
+    int idle_s;   /* --http-timeout-seconds */
+    unsigned set; /* the timeout last given to the connection, 0: the daemon's */
+    double t0;
+} pg_api_busy;
+void pg_api_busy_init(pg_api_busy *b, pg_req *r);
+void pg_api_busy_begin(pg_api_busy *b);
+void pg_api_busy_end(pg_api_busy *b);
 /* problem+json; field/message optional (one validation error entry). A
  * 500's detail is never sent: the client gets PG_API_INTERNAL_DETAIL and
  * the log the text (pg_api_log_detail). */

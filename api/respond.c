@@ -1,7 +1,9 @@
 /* Response builders and small request accessors shared by the handlers. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api/internal.h"
 #include "service/log.h"
@@ -233,4 +235,37 @@ json_t *pg_api_body_json(pg_req *r)
         return NULL;
     }
     return o;
+}
+
+static double busy_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void pg_api_busy_init(pg_api_busy *b, pg_req *r)
+{
+    memset(b, 0, sizeof *b);
+    b->conn = r->conn;
+    b->idle_s = r->app->cfg->http_timeout_s;
+}
+
+void pg_api_busy_begin(pg_api_busy *b)
+{
+    b->t0 = busy_now();
+}
+
+void pg_api_busy_end(pg_api_busy *b)
+{
+    if (!b->conn || b->idle_s <= 0) return;
+    double busy = busy_now() - b->t0;
+    /* Drawing under a second changes nothing worth a call; after a long
+     * draw the connection may wait idle_s more for the client, counted from
+     * the end of the draw (MHD counts from the last byte it moved). */
+    unsigned want = busy < 1.0 ? 0u : (unsigned)b->idle_s + (unsigned)ceil(busy);
+    if (want == b->set || (want == 0 && b->set == 0)) return;
+    MHD_set_connection_option(b->conn, MHD_CONNECTION_OPTION_TIMEOUT,
+                              want ? want : (unsigned)b->idle_s);
+    b->set = want;
 }

@@ -115,6 +115,30 @@ static int job_is_typed(pg_http *h, const char *id, int *typed)
     return PG_CLI_OK;
 }
 
+/* The row count of the job's dataset (--rows-like-dataset). */
+static int dataset_rows(pg_http *h, const char *job, long long *rows)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/v1/jobs/%s", job);
+    json_t *j, *d;
+    int rc = pg_http_json(h, "GET", path, NULL, &j);
+    if (rc) return rc;
+    const char *ds = json_string_value(json_object_get(j, "dataset_id"));
+    if (!ds || pg_http_check_id(ds)) {
+        json_decref(j);
+        return pg_cli_error(PG_CLI_FAIL, "job %s names no dataset", job);
+    }
+    snprintf(path, sizeof path, "/v1/datasets/%s", ds);
+    json_decref(j);
+    rc = pg_http_json(h, "GET", path, NULL, &d); /* a deleted dataset: its 404 is printed */
+    if (rc) return rc;
+    json_t *n = json_object_get(d, "n");
+    *rows = json_is_integer(n) ? (long long)json_integer_value(n) : 0;
+    json_decref(d);
+    if (*rows < 1) return pg_cli_error(PG_CLI_FAIL, "the job's dataset holds no rows: give -n");
+    return PG_CLI_OK;
+}
+
 /* Writes a successful body to -o or stdout; with --json reports where. */
 static int deliver(pg_http *h, const pg_args *a, pg_http_resp *r, int binary)
 {
@@ -161,11 +185,16 @@ int pg_cli_samples(int argc, char **argv)
         "  category name of the label column.\n"
         "  png: an image grid, or for 2-D rows a scatter plot framed on the samples\n"
         "  (--frame data, the default) or on the dataset's declared range (--frame\n"
-        "  range); the range is drawn and the samples outside it are counted.\n";
+        "  range); the range is drawn and the samples outside it are counted.\n"
+        "  --rows-like-dataset: as many rows as the job's dataset holds (instead of\n"
+        "  -n): a whole synthetic table in one download. Streamed formats (json, csv,\n"
+        "  ndjson, npy) allow up to the server's --max-stream-samples (default\n"
+        "  1000000) rows, png up to --max-samples (default 10000).\n";
     static const char *const valued[] = {"n",          "format", "seed",  "label",
                                          "checkpoint", "out",    "frame", NULL};
+    static const char *const flags[] = {"rows-like-dataset", NULL};
     pg_args a;
-    int prc = pg_args_parse(argc, argv, valued, NULL, help, &a);
+    int prc = pg_args_parse(argc, argv, valued, flags, help, &a);
     if (prc) return prc == PG_ARGS_HELP ? PG_CLI_OK : prc;
     if (a.npos != 1)
         return pg_cli_error(PG_CLI_USAGE,
@@ -203,9 +232,23 @@ int pg_cli_samples(int argc, char **argv)
                                 v);
         k += (size_t)snprintf(path + k, sizeof path - k, "&%s=%s", q[i], v);
     }
+    int like = pg_args_has(&a, "rows-like-dataset");
+    if (like && pg_args_get(&a, "n"))
+        return pg_cli_error(PG_CLI_USAGE, "give -n or --rows-like-dataset, not both");
     pg_http h;
     int rc = pg_http_open(&a, &h);
     if (rc) return rc;
+    char nbuf[32];
+    if (like) {
+        long long rows = 0;
+        rc = dataset_rows(&h, a.pos[0], &rows);
+        if (rc) {
+            pg_http_close(&h);
+            return rc;
+        }
+        snprintf(nbuf, sizeof nbuf, "%lld", rows);
+        k += (size_t)snprintf(path + k, sizeof path - k, "&n=%s", nbuf);
+    }
     int typed = 0;
     if (!fmt_given && !pg_args_get(&a, "out") && !h.json) rc = job_is_typed(&h, a.pos[0], &typed);
     if (!rc && typed) {
@@ -213,7 +256,7 @@ int pg_cli_samples(int argc, char **argv)
         char tpath[1100];
         const char *rest = strchr(path, '&');
         snprintf(tpath, sizeof tpath, "/v1/jobs/%s/samples?format=csv%s%s", a.pos[0],
-                 pg_args_get(&a, "n") ? "" : "&n=10", rest ? rest : "");
+                 pg_args_get(&a, "n") || like ? "" : "&n=10", rest ? rest : "");
         pg_http_resp r;
         rc = pg_http_do(&h, "GET", tpath, NULL, NULL, 0, &r);
         if (!rc) {

@@ -211,10 +211,36 @@ static size_t on_read(char *p, size_t size, size_t nmemb, void *ctx)
     return n == 0 && ferror(f) ? CURL_READFUNC_ABORT : n;
 }
 
+/* A failure after the server answered (or at least took the connection and
+ * then closed it) is the server's doing, not an unreachable server: say so,
+ * with what arrived, instead of "is privgend running?" (issue 30.10). */
+static int cut_by_server(pg_http *h, CURLcode cc, const sink *s)
+{
+    long status = 0;
+    curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &status);
+    int connected = cc == CURLE_GOT_NOTHING || cc == CURLE_PARTIAL_FILE || cc == CURLE_RECV_ERROR ||
+                    cc == CURLE_SEND_ERROR || status > 0 || s->len > 0;
+    if (!connected) return 0;
+    if (status > 0 || s->len > 0)
+        pg_cli_error(PG_CLI_FAIL,
+                     "%s cut its answer short (HTTP %ld, %zu bytes received): %s; the server "
+                     "ended the response (a server limit such as --http-timeout-seconds, or a "
+                     "restart); ask for less (e.g. a smaller -n) or see the server's log",
+                     h->url, status, s->len, curl_easy_strerror(cc));
+    else
+        pg_cli_error(PG_CLI_FAIL,
+                     "%s accepted the connection but closed it without an answer (%s): the "
+                     "server ended the request (a server limit, or a restart); see its log",
+                     h->url, curl_easy_strerror(cc));
+    return 1;
+}
+
 static int finish(pg_http *h, CURLcode cc, sink *s, pg_http_resp *r)
 {
     if (cc != CURLE_OK) {
+        int cut = cut_by_server(h, cc, s);
         free(s->buf);
+        if (cut) return PG_CLI_FAIL;
         return pg_cli_error(PG_CLI_FAIL, "cannot reach %s: %s (is privgend running? see --url)",
                             h->url, curl_easy_strerror(cc));
     }

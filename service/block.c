@@ -4,7 +4,10 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -54,6 +57,17 @@ int pg_block_open(pg_block_writer *w, const char *dir, size_t d, pg_error *err)
     w->fd = open(w->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (w->fd < 0)
         return pg_error_set(err, PG_EIO, "cannot create %s: %s", w->path, strerror(errno));
+    /* Held until the file is renamed or removed: pg_block_sweep leaves a
+     * locked file alone. The header is written only once the lock is ours,
+     * so an unlocked file with a header belongs to no live writer. */
+    int lk;
+    while ((lk = flock(w->fd, LOCK_EX)) != 0 && errno == EINTR) {
+    }
+    if (lk) {
+        pg_error_set(err, PG_EIO, "cannot lock %s: %s", w->path, strerror(errno));
+        pg_block_abort(w);
+        return PG_EIO;
+    }
     unsigned char zero[PG_BLOCK_HEADER] = {0};
     if (write_all(w->fd, zero, sizeof zero)) {
         pg_error_set(err, PG_EIO, "cannot write %s: %s", w->path, strerror(errno));
@@ -106,13 +120,44 @@ int pg_block_finish(pg_block_writer *w, const int32_t *labels, uint64_t *rows, u
     put32(h + 28, crc_update((uint32_t)crc32(0L, Z_NULL, 0), h, 28));
     if (pwrite(w->fd, h, sizeof h, 0) != (ssize_t)sizeof h || fsync(w->fd) != 0)
         return pg_error_set(err, PG_EIO, "cannot finish %s: %s", w->path, strerror(errno));
-    if (close(w->fd) != 0) {
-        w->fd = -1;
-        return pg_error_set(err, PG_EIO, "cannot close %s: %s", w->path, strerror(errno));
-    }
-    w->fd = -1;
     *rows = n;
     *bytes = PG_BLOCK_HEADER + w->values * 4 + (labels ? n * 4 : 0);
+    return PG_OK;
+}
+
+void pg_block_close(pg_block_writer *w)
+{
+    if (w->fd >= 0) close(w->fd);
+    w->fd = -1;
+    w->path[0] = '\0';
+}
+
+int pg_block_sweep(const char *dir, int min_age_s, size_t *removed, pg_error *err)
+{
+    *removed = 0;
+    DIR *dh = opendir(dir);
+    if (!dh) {
+        if (errno == ENOENT) return PG_OK;
+        return pg_error_set(err, PG_EIO, "cannot read %s: %s", dir, strerror(errno));
+    }
+    struct dirent *e;
+    time_t now = time(NULL);
+    while ((e = readdir(dh))) {
+        if (strncmp(e->d_name, ".tmp-", 5)) continue;
+        char path[4096];
+        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path) continue;
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0) continue;
+        struct stat st;
+        /* Locked: a writer (this process or another sharing the dir) is at
+         * work. Unlocked and empty: maybe a writer between its open and its
+         * lock, so only an old one goes. */
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+            (st.st_size >= PG_BLOCK_HEADER || now - st.st_mtime >= min_age_s) && unlink(path) == 0)
+            (*removed)++;
+        close(fd); /* releases the lock */
+    }
+    closedir(dh);
     return PG_OK;
 }
 

@@ -5,7 +5,8 @@
  *   24 u32 CRC-32 of the payload | 28 u32 CRC-32 of header bytes 0..27
  *   payload: n*d float32, then n int32 labels when has_labels.
  *
- * Writing streams values into a temporary file in the dataset directory,
+ * Writing streams values into a temporary file (".tmp-<random>", locked by
+ * its writer) in the dataset directory,
  * computing the CRC on the fly (constant memory whatever the size); finish
  * patches the header and fsyncs; the store renames it into place. Reading
  * checks magic, version, both CRCs and that the file length matches n and d
@@ -33,13 +34,26 @@ typedef struct pg_block_writer {
 int pg_block_open(pg_block_writer *w, const char *dir, size_t d, pg_error *err);
 /* Appends `count` float32 values (any split across calls). */
 int pg_block_write(pg_block_writer *w, const float *x, size_t count, pg_error *err);
-/* Writes labels (NULL for none) for all rows, the header, fsyncs and closes.
+/* Writes labels (NULL for none) for all rows, the header and fsyncs.
  * Fails when the values written are not a whole number of rows. On success
- * the file at w->path is complete; *rows and *bytes describe it. */
+ * the file at w->path is complete; *rows and *bytes describe it. It stays
+ * open (and locked) until pg_block_close (after the store renamed it) or
+ * pg_block_abort. */
 int pg_block_finish(pg_block_writer *w, const int32_t *labels, uint64_t *rows, uint64_t *bytes,
                     pg_error *err);
+/* Closes the file without removing it (it has been renamed into place). */
+void pg_block_close(pg_block_writer *w);
 /* Closes and removes the temporary file (safe after a failed finish). */
 void pg_block_abort(pg_block_writer *w);
+
+/* Removes the temporary files (".tmp-*") in dir that no writer owns: a
+ * writer holds an exclusive flock on its file from creation to rename, and
+ * the lock dies with its process (kill -9 included), so a file that can be
+ * locked is left over from a crash, whichever process sharing the data dir
+ * made it. An empty unlocked file is removed only once min_age_s old (a
+ * writer may be between its open and its lock). *removed counts them. A
+ * missing dir is fine; PG_EIO when it cannot be read. */
+int pg_block_sweep(const char *dir, int min_age_s, size_t *removed, pg_error *err);
 
 typedef struct pg_block {
     uint64_t n;

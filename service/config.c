@@ -32,6 +32,7 @@ void pg_svc_config_defaults(pg_svc_config *c)
     c->max_dim = 65536;
     c->max_queued = 64;
     c->max_samples = 10000;
+    c->max_stream_samples = 1000000;
     c->max_job_memory = (size_t)4 << 30;
     c->node_id = NULL;
     c->lease_s = 30;
@@ -81,8 +82,10 @@ const char *pg_svc_config_usage(void)
            "  --max-rows N            most rows per dataset (PRIVGEN_MAX_ROWS, default 10000000)\n"
            "  --max-dim N             widest row (PRIVGEN_MAX_DIM, default 65536)\n"
            "  --max-queued N          jobs waiting for a worker (PRIVGEN_MAX_QUEUED, default 64)\n"
-           "  --max-samples N         largest samples request (PRIVGEN_MAX_SAMPLES, default "
-           "10000)\n"
+           "  --max-samples N         largest samples request built whole in memory: format=png "
+           "(PRIVGEN_MAX_SAMPLES, default 10000)\n"
+           "  --max-stream-samples N  largest samples request of a streamed format: json, csv, "
+           "ndjson, npy (PRIVGEN_MAX_STREAM_SAMPLES, default 1000000)\n"
            "  --max-job-memory BYTES  largest job memory estimate (PRIVGEN_MAX_JOB_MEMORY, "
            "default 4G)\n"
            "  --port-file PATH        write the bound port to PATH (PRIVGEN_PORT_FILE)\n"
@@ -189,6 +192,7 @@ static const opt OPTS[] = {
     {"--max-dim", "PRIVGEN_MAX_DIM", OPT_SIZE, OFF(max_dim), 1, 0},
     {"--max-queued", "PRIVGEN_MAX_QUEUED", OPT_SIZE, OFF(max_queued), 1, 0},
     {"--max-samples", "PRIVGEN_MAX_SAMPLES", OPT_SIZE, OFF(max_samples), 1, 0},
+    {"--max-stream-samples", "PRIVGEN_MAX_STREAM_SAMPLES", OPT_SIZE, OFF(max_stream_samples), 1, 0},
     {"--max-job-memory", "PRIVGEN_MAX_JOB_MEMORY", OPT_SIZE, OFF(max_job_memory), 1 << 20, 0},
     {"--node-id", "PRIVGEN_NODE_ID", OPT_STR, OFF(node_id), 0, 0},
     {"--lease-seconds", "PRIVGEN_LEASE_SECONDS", OPT_INT, OFF(lease_s), 2, 86400},

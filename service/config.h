@@ -12,26 +12,27 @@
 #include "engine/core/error.h"
 
 typedef struct pg_svc_config {
-    const char *listen;    /* "host:port"; port 0 picks a free port */
-    const char *data_dir;  /* created if missing; holds admin.token (and, by
-                            * default, the SQLite database) */
-    const char *db_url;    /* storage URL (service/db.h); NULL: the default,
-                            * sqlite:DATA_DIR/privgen.db */
-    int db_pool;           /* database connections; 0: HTTP + job + report threads + 2 */
-    int db_timeout_ms;     /* per-statement timeout (PostgreSQL) */
-    int ledger_cache_rows; /* ledger parse cache slots (service/ledger.h); 0: off */
-    const char *port_file; /* when set, the bound port is written here (tests) */
-    int workers;           /* job worker threads */
-    int cpus;              /* CPU budget of the process; 0: online cores */
-    int cpu_follow_load;   /* the budget leaves out other processes' load */
-    int threads_per_job;   /* most cores a job/report/sampling call takes; 0: no cap */
-    int http_threads;      /* libmicrohttpd thread pool size */
-    size_t max_body;       /* largest accepted request body, bytes */
-    size_t max_rows;       /* most rows a dataset may hold */
-    size_t max_dim;        /* largest row width (product of the shape) */
-    size_t max_queued;     /* jobs waiting for a worker (503 beyond) */
-    size_t max_samples;    /* largest n of one samples request */
-    size_t max_job_memory; /* largest memory estimate of an admitted job, bytes */
+    const char *listen;        /* "host:port"; port 0 picks a free port */
+    const char *data_dir;      /* created if missing; holds admin.token (and, by
+                                * default, the SQLite database) */
+    const char *db_url;        /* storage URL (service/db.h); NULL: the default,
+                                * sqlite:DATA_DIR/privgen.db */
+    int db_pool;               /* database connections; 0: HTTP + job + report threads + 2 */
+    int db_timeout_ms;         /* per-statement timeout (PostgreSQL) */
+    int ledger_cache_rows;     /* ledger parse cache slots (service/ledger.h); 0: off */
+    const char *port_file;     /* when set, the bound port is written here (tests) */
+    int workers;               /* job worker threads */
+    int cpus;                  /* CPU budget of the process; 0: online cores */
+    int cpu_follow_load;       /* the budget leaves out other processes' load */
+    int threads_per_job;       /* most cores a job/report/sampling call takes; 0: no cap */
+    int http_threads;          /* libmicrohttpd thread pool size */
+    size_t max_body;           /* largest accepted request body, bytes */
+    size_t max_rows;           /* most rows a dataset may hold */
+    size_t max_dim;            /* largest row width (product of the shape) */
+    size_t max_queued;         /* jobs waiting for a worker (503 beyond) */
+    size_t max_samples;        /* largest n of a samples request built whole (png) */
+    size_t max_stream_samples; /* largest n of a streamed one (json, csv, ndjson, npy) */
+    size_t max_job_memory;     /* largest memory estimate of an admitted job, bytes */
     /* Many replicas on one database (service/db.h, "the shared job queue"). */
     const char *node_id; /* this replica's name; NULL: hostname:port (pg_svc_config_node_id) */
     int lease_s;         /* a claimed job's lease, seconds */

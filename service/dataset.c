@@ -41,6 +41,12 @@ int pg_ds_spec_check(pg_ds_spec *s, size_t max_dim, char field[PG_FIELD_MAX], pg
     s->d = d;
     if (!isfinite(s->lo) || !isfinite(s->hi) || !(s->lo < s->hi))
         return bad(field, "range", err, PG_EINVAL, "range must be [lo, hi] with finite lo < hi");
+    /* Rows are float32 and trainers square distances within the range: a
+     * range like [-1e308, 1e308] (width inf) broke every job much later. */
+    if (!(fabs(s->lo) <= PG_DS_RANGE_MAX && fabs(s->hi) <= PG_DS_RANGE_MAX) ||
+        !isfinite(s->hi - s->lo))
+        return bad(field, "range", err, PG_EINVAL,
+                   "range must lie within [-1e15, 1e15] (rows are float32): rescale the data");
     if (s->num_classes < 0 || s->num_classes == 1 || s->num_classes > 1000000)
         return bad(field, "num_classes", err, PG_EINVAL, "num_classes must be in [2, 1000000]");
     switch (s->model) {

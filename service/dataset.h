@@ -17,8 +17,9 @@
 
 enum pg_svc_privacy_model { PG_PRIV_LOCAL = 1, PG_PRIV_CENTRAL = 2, PG_PRIV_PUBLIC = 3 };
 
-#define PG_DS_NAME_MAX 200
-#define PG_FIELD_MAX   64
+#define PG_DS_NAME_MAX  200
+#define PG_DS_RANGE_MAX 1e15 /* |lo|, |hi| of a declared range (float32 rows) */
+#define PG_FIELD_MAX    64
 
 typedef struct pg_ds_spec {
     char name[PG_DS_NAME_MAX + 1];

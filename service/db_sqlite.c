@@ -2,7 +2,9 @@
  * idempotency keys; tokens are in db_sqlite_tokens.c (see db_sqlite.h for
  * the locking and file rules). */
 #include "service/db_sqlite.h"
+#include "service/block.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -428,6 +430,31 @@ static const pg_db_ops SQ_OPS = {
     .report_figure_get = sq_report_figure_get,
 };
 
+/* An unlocked empty spool file younger than this may be a writer's between
+ * its open and its lock (microseconds in practice). */
+#define SPOOL_MIN_AGE_S 60
+
+/* Temporary row-block files left by a process that died mid-upload (kill -9,
+ * power loss) are never renamed nor recorded: nothing refers to them. Files
+ * another live process sharing this data dir is writing are locked and kept
+ * (pg_block_sweep). A failure here only leaves files behind. */
+static void sweep_spools(const sq_db *s)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/datasets", s->dir);
+    DIR *dh = opendir(dir);
+    if (!dh) return;
+    struct dirent *e;
+    while ((e = readdir(dh))) {
+        if (e->d_name[0] == '.') continue;
+        char sub[PATH_MAX + 256];
+        size_t removed;
+        if (snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name) < (int)sizeof sub)
+            pg_block_sweep(sub, SPOOL_MIN_AGE_S, &removed, NULL);
+    }
+    closedir(dh);
+}
+
 int pg_db_sqlite_open(const char *url, const pg_db_options *opt, pg_db **out, pg_error *err)
 {
     (void)opt;
@@ -466,6 +493,7 @@ int pg_db_sqlite_open(const char *url, const pg_db_options *opt, pg_db **out, pg
                      err);
     if (!rc) rc = migrate(s, err);
     if (!rc) rc = sq_exec(s, "DELETE FROM idempotency WHERE status=0;", err);
+    if (!rc) sweep_spools(s);
     if (rc) {
         pg_error_wrap(err, "opening %s", path);
         sq_close(&s->base);

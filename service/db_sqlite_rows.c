@@ -338,11 +338,13 @@ int sq_append_commit(pg_db_append *pa, const int32_t *labels, int64_t max_rows, 
             *new_n = d.n;
             pg_db_dataset_free(&d);
         }
-    } else if (!rc)
+    } else if (!rc) {
         rc = record(s, a, a->w.path, (int64_t)n, (int64_t)bytes, labels != NULL, max_rows, found,
                     new_n, err);
-    else
+        pg_block_close(&a->w); /* renamed, or removed by record: only unlock */
+    } else {
         pg_block_abort(&a->w);
+    }
     if (!rc && *found) *rows = (int64_t)n;
     free(a);
     return rc;

@@ -142,8 +142,23 @@ static void finish(pg_jobs *m, job *j, int st, const char *error)
     pthread_mutex_lock(&m->mu);
     j->ending = 1;
     json_t *w = pg_jobs_warnings_json(j, st == ST_SUCCEEDED);
+    if (w && st == ST_SUCCEEDED && j->step < j->total) {
+        /* Only a crash or a lost lease does this (jobs.h, write-ahead
+         * reservation): say so instead of a silent "succeeded". */
+        char msg[512];
+        snprintf(msg, sizeof msg,
+                 "ended at step %ld of %ld planned: a crash or takeover re-ran the steps since "
+                 "the last checkpoint, and the plan's charge already counted them, so the run "
+                 "stopped where the charged steps ran out",
+                 j->step, j->total);
+        json_array_append_new(w, json_string(msg));
+    }
     json_decref(j->warnings);
     j->warnings = w;
+    /* Charged in full when the job started and never refunded: what the
+     * ledger holds for it is the plan's epsilon, whatever step it ended at
+     * (after a crash the trainer's own count misses the lost steps). */
+    if (j->plan.charges && isfinite(j->plan.epsilon)) j->eps_spent = j->plan.epsilon;
     pthread_mutex_unlock(&m->mu);
     int rc = hist_save(m, j, &e);
     if (rc) pg_log_job("error", m->node, j->id, "cannot store the job's history: %s", e.msg);

@@ -14,6 +14,24 @@
 #include <time.h>
 #include <sys/random.h>
 
+/* A privacy accountant that overflows (a noise multiplier like 1e-300 makes
+ * every Renyi order infinite or NaN) is refused as the spec's fault, on the
+ * noise multiplier the spec gave, whichever method runs it (issue 30.6). */
+static void numeric_refusal(const json_t *spec, pg_spec_errors *fe, const pg_error *err)
+{
+    const json_t *cal = json_object_get(json_object_get(spec, "calibration"), "noise_multiplier");
+    const json_t *nm = json_object_get(json_object_get(spec, "privacy"), "noise_multiplier");
+    /* Both given: the smaller one overflowed. */
+    int use_cal = cal && (!nm || json_number_value(cal) < json_number_value(nm));
+    const char *field = use_cal ? "calibration.noise_multiplier"
+                        : nm    ? "privacy.noise_multiplier"
+                                : "privacy";
+    pg_spec_error_add(fe, field,
+                      "is too small: the privacy loss it gives is not a finite number (%s); "
+                      "raise it, or give a target epsilon",
+                      err && err->msg[0] ? err->msg : "the accountant overflowed");
+}
+
 static int draw_seed(uint64_t *seed, pg_error *err)
 {
     uint64_t v;
@@ -166,6 +184,10 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
         pg_spec_error_add(fe, "privacy", "%s", err ? err->msg : "the spec cannot be planned");
         return PG_OK;
     }
+    if (rc == PG_ENUMERIC) { /* the accountant overflowed: a spec problem, never a 500 */
+        numeric_refusal(spec, fe, err);
+        return PG_OK;
+    }
     if (rc) return rc;
     json_object_set_new(resolved, "dataset_id", json_string(ds_id));
     json_object_set_new(resolved, "method", json_string(mt->name));
@@ -176,6 +198,11 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
     rc = mt->plan(resolved, &in, &plan, err);
     if (rc == PG_EINVAL || rc == PG_ERANGE) {
         pg_spec_error_add(fe, "privacy", "%s", err ? err->msg : "the spec cannot be planned");
+        rc = PG_OK;
+        goto out;
+    }
+    if (rc == PG_ENUMERIC || (rc == PG_OK && plan.charges && !isfinite(plan.epsilon))) {
+        numeric_refusal(spec, fe, err);
         rc = PG_OK;
         goto out;
     }

@@ -61,10 +61,12 @@ json_t *pg_jobs_job_json(const job *j)
         json_array_append_new(hist, json_pack("{s:I,s:o,s:o}", "step", (json_int_t)j->hist[i].step,
                                               "loss", num(j->hist[i].loss), "epsilon_spent",
                                               num(j->hist[i].eps)));
-    json_t *prog = json_pack("{s:I,s:I,s:o,s:o,s:o,s:o}", "step", (json_int_t)j->step,
-                             "total_steps", (json_int_t)j->total, "loss", num(j->loss),
-                             "epsilon_spent", num(j->eps_spent), "steps_per_second", num(j->sps),
-                             "eta_seconds", j->status == ST_RUNNING ? num(j->eta) : json_null());
+    long short_by = j->status == ST_SUCCEEDED && j->step < j->total ? j->total - j->step : 0;
+    json_t *prog =
+        json_pack("{s:I,s:I,s:I,s:o,s:o,s:o,s:o}", "step", (json_int_t)j->step, "total_steps",
+                  (json_int_t)j->total, "steps_short", (json_int_t)short_by, "loss", num(j->loss),
+                  "epsilon_spent", num(j->eps_spent), "steps_per_second", num(j->sps),
+                  "eta_seconds", j->status == ST_RUNNING ? num(j->eta) : json_null());
     return json_pack("{s:s,s:s,s:s,s:s,s:o,s:O,s:o,s:O,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "id",
                      j->id, "status", pg_jobs_status[j->status], "method", j->method_name,
                      "dataset_id", j->dataset_id, "public_dataset_id",

@@ -44,7 +44,8 @@ int pg_typed_schema(const json_t *body, pg_ds_spec *s, pg_table **t, char field[
             !strncmp(e.msg, "schema: label", 13) || !strncmp(e.msg, "schema: 'label'", 15) ? "label"
             : !strncmp(e.msg, "schema: 'range'", 15)                                       ? "range"
                                                      : "columns";
-        return fail(field, f, err, rc == PG_ENOMEM ? PG_ENOMEM : PG_EINVAL, e.msg);
+        /* PG_ERANGE: over the schema size limit (the API's 413). */
+        return fail(field, f, err, rc == PG_ENOMEM || rc == PG_ERANGE ? rc : PG_EINVAL, e.msg);
     }
     s->typed = 1;
     s->ndim = 1;
@@ -85,6 +86,13 @@ int pg_typed_meta(const pg_ds_spec *s, const pg_table *t, const json_t *decl, ch
     int bad = !o || !map || json_object_set(o, "columns", json_object_get(map, "columns"));
     json_t *label = json_object_get(map, "label");
     if (!bad && label) bad = json_object_set(o, "label", label);
+    /* The encoding (width, range, blocks) the dataset view shows, stored
+     * once here so that no read parses the schema again. */
+    json_t *enc =
+        bad ? NULL
+            : json_pack("{s:O,s:O,s:O}", "width", json_object_get(map, "width"), "range",
+                        json_object_get(map, "range"), "blocks", json_object_get(map, "blocks"));
+    if (!bad) bad = !enc || json_object_set_new(o, "encoding", enc);
     if (!bad && s->model == PG_PRIV_LOCAL) {
         json_t *priv = json_deep_copy(decl);
         bad = !priv;

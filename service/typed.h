@@ -3,7 +3,9 @@
  * A typed dataset's meta JSON (service/dataset.h) is the usual one with
  * shape [encoded width], range and num_classes taken from the schema, plus
  * the schema's "columns" (the normalized column list of pg_table_to_json)
- * and "label" (a column name, absent without one). No new storage: the
+ * and "label" (a column name, absent without one), and its "encoding"
+ * ({width, range, blocks} of the map, what the dataset view shows: stored
+ * so a read never parses the schema; older metas lack it). No new storage: the
  * schema lives in the meta. A local typed dataset's "privacy" object is the
  * per-column declaration `privgen privatize --schema` prints, without its
  * "rows" (table_ldp.h), so pg_ldp_check_declaration reads it as it is.
@@ -25,7 +27,9 @@
 
 /* The schema part of a POST /v1/datasets body ({columns, label, range}) as a
  * table; fills s's typed geometry (typed, ndim, shape, d, lo, hi,
- * num_classes). PG_EINVAL with field "columns", "label" or "range". */
+ * num_classes). PG_EINVAL with field "columns", "label" or "range";
+ * PG_ERANGE (field "columns") when names and categories exceed
+ * PG_TABLE_MAX_TEXT. */
 int pg_typed_schema(const json_t *body, pg_ds_spec *s, pg_table **t, char field[PG_FIELD_MAX],
                     pg_error *err);
 

@@ -73,7 +73,63 @@ static int number_field(const json_t *col, const char *key, const char *cname, d
     return PG_OK;
 }
 
-static int parse_categories(const json_t *arr, pg_table_col *c, pg_error *err)
+static int text_limit(pg_error *err)
+{
+    return pg_error_set(err, PG_ERANGE,
+                        "schema: column names and categories total more than %d bytes (the "
+                        "schema size limit)",
+                        PG_TABLE_MAX_TEXT);
+}
+
+/* Merge sort of indices by their strings (ties by index, so the order is
+ * total and the run deterministic): at most n ceil(log2 n) comparisons
+ * whatever the strings, where hashing could be driven to n^2 by chosen
+ * collisions. */
+static void sort_idx(const char *const *s, size_t *a, size_t *tmp, size_t n, uint64_t *cmp)
+{
+    if (n < 2) return;
+    size_t h = n / 2;
+    sort_idx(s, a, tmp, h, cmp);
+    sort_idx(s, a + h, tmp, n - h, cmp);
+    size_t i = 0, j = h, k = 0;
+    while (i < h && j < n) {
+        (*cmp)++;
+        int c = strcmp(s[a[i]], s[a[j]]);
+        tmp[k++] = c < 0 || (c == 0 && a[i] < a[j]) ? a[i++] : a[j++];
+    }
+    while (i < h) tmp[k++] = a[i++];
+    while (j < n) tmp[k++] = a[j++];
+    memcpy(a, tmp, n * sizeof *a);
+}
+
+int pg_table_first_duplicate(const char *const *s, size_t n, size_t *dup, uint64_t *compares,
+                             pg_error *err)
+{
+    *dup = PG_TABLE_NONE;
+    uint64_t cmp = 0;
+    if (n >= 2) {
+        size_t *a = malloc(n * sizeof *a), *tmp = malloc(n * sizeof *tmp);
+        if (!a || !tmp) {
+            free(a);
+            free(tmp);
+            return pg_error_set(err, PG_ENOMEM, "out of memory");
+        }
+        for (size_t i = 0; i < n; i++) a[i] = i;
+        sort_idx(s, a, tmp, n, &cmp);
+        /* Equal strings are adjacent, earliest index first: the later one of
+         * each pair is a repeat; report the first repeat in input order. */
+        for (size_t i = 1; i < n; i++) {
+            cmp++;
+            if (strcmp(s[a[i - 1]], s[a[i]]) == 0 && a[i] < *dup) *dup = a[i];
+        }
+        free(a);
+        free(tmp);
+    }
+    if (compares) *compares = cmp;
+    return PG_OK;
+}
+
+static int parse_categories(const json_t *arr, pg_table_col *c, size_t *text, pg_error *err)
 {
     if (!json_is_array(arr))
         return pg_error_set(err, PG_EINVAL, "column '%s': 'categories' must be an array of strings",
@@ -96,17 +152,20 @@ static int parse_categories(const json_t *arr, pg_table_col *c, pg_error *err)
             return pg_error_set(err, PG_EINVAL,
                                 "column '%s': category %zu must be at most %d bytes, without NUL",
                                 c->name, i + 1, PG_TABLE_NAME_MAX);
-        for (size_t j = 0; j < c->ncat; j++)
-            if (strcmp(c->cats[j], txt) == 0)
-                return pg_error_set(err, PG_EINVAL, "column '%s': category '%s' appears twice",
-                                    c->name, txt);
+        if ((*text += n) > PG_TABLE_MAX_TEXT) return text_limit(err);
         if (!(c->cats[i] = dup_n(txt, n))) return pg_error_set(err, PG_ENOMEM, "out of memory");
         c->ncat++;
     }
+    size_t dup;
+    int rc = pg_table_first_duplicate((const char *const *)c->cats, k, &dup, NULL, err);
+    if (rc) return rc;
+    if (dup != PG_TABLE_NONE)
+        return pg_error_set(err, PG_EINVAL, "column '%s': category '%s' appears twice", c->name,
+                            c->cats[dup]);
     return PG_OK;
 }
 
-static int parse_column(const json_t *col, size_t idx, pg_table_col *c, pg_error *err)
+static int parse_column(const json_t *col, size_t idx, pg_table_col *c, size_t *text, pg_error *err)
 {
     if (!json_is_object(col))
         return pg_error_set(err, PG_EINVAL, "column %zu must be an object", idx + 1);
@@ -117,6 +176,7 @@ static int parse_column(const json_t *col, size_t idx, pg_table_col *c, pg_error
     size_t nlen = json_string_length(nm);
     const char *why = memchr(name, '\0', nlen) ? "contains a NUL" : name_problem(name, nlen);
     if (why) return pg_error_set(err, PG_EINVAL, "column %zu: name %s", idx + 1, why);
+    if ((*text += nlen) > PG_TABLE_MAX_TEXT) return text_limit(err);
     if (!(c->name = dup_n(name, nlen))) return pg_error_set(err, PG_ENOMEM, "out of memory");
 
     const json_t *ty = json_object_get(col, "type");
@@ -186,7 +246,7 @@ static int parse_column(const json_t *col, size_t idx, pg_table_col *c, pg_error
         c->width = 1;
         break;
     case PG_COL_CATEGORICAL:
-        if ((rc = parse_categories(json_object_get(col, "categories"), c, err))) return rc;
+        if ((rc = parse_categories(json_object_get(col, "categories"), c, text, err))) return rc;
         c->width = c->ncat;
         break;
     default:
@@ -272,15 +332,21 @@ static int parse_table(const json_t *schema, pg_table *t, pg_error *err)
     t->cols = calloc(n, sizeof *t->cols);
     if (!t->cols) return pg_error_set(err, PG_ENOMEM, "out of memory");
     t->label = PG_TABLE_NONE;
+    size_t text = 0;
     for (size_t i = 0; i < n; i++) {
         t->ncols = i + 1; /* the partial column is freed with the table */
-        int rc = parse_column(json_array_get(cols, i), i, &t->cols[i], err);
+        int rc = parse_column(json_array_get(cols, i), i, &t->cols[i], &text, err);
         if (rc) return rc;
-        for (size_t j = 0; j < i; j++)
-            if (strcmp(t->cols[j].name, t->cols[i].name) == 0)
-                return pg_error_set(err, PG_EINVAL, "column '%s' is declared twice",
-                                    t->cols[i].name);
     }
+    const char **names = malloc(n * sizeof *names);
+    if (!names) return pg_error_set(err, PG_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) names[i] = t->cols[i].name;
+    size_t dup;
+    int drc = pg_table_first_duplicate(names, n, &dup, NULL, err);
+    free(names);
+    if (drc) return drc;
+    if (dup != PG_TABLE_NONE)
+        return pg_error_set(err, PG_EINVAL, "column '%s' is declared twice", t->cols[dup].name);
     const json_t *lab = json_object_get(schema, "label");
     if (lab && !json_is_null(lab)) {
         if (!json_is_string(lab))

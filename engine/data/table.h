@@ -19,9 +19,12 @@
  * Limits: PG_TABLE_MAX_COLS columns, names of 1 .. PG_TABLE_NAME_MAX bytes without control
  * characters, unique per schema; 2 .. PG_TABLE_MAX_CATS categories per column, unique, of 0 ..
  * PG_TABLE_NAME_MAX bytes (any text but NUL),
- * finite min < max with a finite span, integer bounds integral with max - min <= 2^22 (so every
- * integer survives float32 encoding exactly), range lo <= 0 and hi >= 1.
- * Every error names the column ("column 'age': ...").
+ * names and categories together at most PG_TABLE_MAX_TEXT bytes (1 MiB; over
+ * it: PG_ERANGE, the schema size limit), finite min < max with a finite span, integer bounds
+ * integral with max - min <= 2^22 (so every integer survives float32 encoding exactly), range lo <=
+ * 0 and hi >= 1. Every error names the column ("column 'age': ..."). Parsing costs O(L log L) in
+ * the schema's size L: names and categories are checked for repeats by sorting
+ * (pg_table_first_duplicate), never pairwise.
  *
  * Encoding of one row (units in column order, label column excluded):
  *   continuous, integer   1 unit, affine [min, max] -> [lo, hi]
@@ -68,6 +71,7 @@
 #define PG_TABLE_MAX_COLS    1024
 #define PG_TABLE_MAX_CATS    4096
 #define PG_TABLE_NAME_MAX    128
+#define PG_TABLE_MAX_TEXT    (1 << 20) /* bytes of all names and categories */
 #define PG_TABLE_MAX_WIDTH   ((size_t)1 << 20)
 #define PG_TABLE_INT_SPAN    4194304.0 /* 2^22 */
 #define PG_TABLE_NONE        ((size_t)-1)
@@ -115,6 +119,13 @@ int pg_table_from_json(const json_t *schema, pg_table **out, pg_error *err);
  * New object owned by the caller; NULL on allocation failure. */
 json_t *pg_table_to_json(const pg_table *t);
 void pg_table_free(pg_table *t);
+
+/* The repeat check the parser runs: *dup = the index of the first string
+ * (in input order) equal to an earlier one, PG_TABLE_NONE when all differ.
+ * A merge sort: at most about n log2 n + n strcmp calls for any input, their
+ * number stored in *compares (may be NULL). PG_ENOMEM only. */
+int pg_table_first_duplicate(const char *const *s, size_t n, size_t *dup, uint64_t *compares,
+                             pg_error *err);
 
 /* Column index by name (exact bytes), PG_TABLE_NONE when absent. */
 size_t pg_table_find(const pg_table *t, const char *name, size_t len);

@@ -494,6 +494,45 @@ def warnings_are_shown():
 
 
 @case
+def server_cut_is_not_blamed_on_the_connection():
+    # Issue 30.10: a server that ends the answer early (its own idle timeout
+    # cut a long sample) was reported as "cannot reach ... is privgend
+    # running?". A stand-in server: a samples body cut after 10 bytes, and a
+    # connection closed without any answer.
+    import socket
+    import threading
+    lsock = socket.socket()
+    lsock.bind(("127.0.0.1", 0))
+    lsock.listen(8)
+
+    def serve():
+        while True:
+            try:
+                c, _ = lsock.accept()
+            except OSError:
+                return
+            req = c.recv(65536)
+            if b"/samples" in req:
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/csv\r\n"
+                          b"Content-Length: 100000\r\n\r\nx0,x1\n0.1,")
+            c.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        e = env(PRIVGEN_URL=f"http://127.0.0.1:{lsock.getsockname()[1]}", PRIVGEN_TOKEN="t")
+        err = code(1, "samples", "job_cut", "-n", 5000, "--format", "csv", "-o", p("cut.csv"), e=e)
+        assert "cut its answer short (HTTP 200, 10 bytes received)" in err, err
+        assert "is privgend running" not in err, err
+        err = code(1, "jobs", "show", "job_cut", e=e)
+        assert "closed it without an answer" in err and "is privgend running" not in err, err
+        # a dead port is still "cannot reach"
+        err = code(1, "jobs", "show", "job_cut", e=env(PRIVGEN_URL=DEAD, PRIVGEN_TOKEN="t"))
+        assert "is privgend running" in err, err
+    finally:
+        lsock.close()
+
+
+@case
 def login_and_precedence():
     cfg = os.path.join(TMP, "cfg")
     work = os.path.join(TMP, "work")

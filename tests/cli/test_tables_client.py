@@ -169,6 +169,23 @@ try:
     assert rc == 0 and [json.loads(l)["status"] for l in out.splitlines()] == ["good"] * 5, out
     rc, _, err = run("samples", job["id"], "-n", 5, "--label", "ugly")
     assert rc == 1 and "ugly" in err, err
+    # issue 32.7: a whole synthetic table in one download. Streamed formats
+    # follow --max-stream-samples (default 1000000), not --max-samples
+    # (10000, png only); --rows-like-dataset asks for the dataset's rows.
+    ok("samples", job["id"], "-n", 16000, "--format", "csv", "--seed", 7, "-o", p("big.csv"))
+    assert len(from_csv_text(open(p("big.csv")).read())) == 16000
+    got = ok("samples", job["id"], "--rows-like-dataset", "--format", "csv", "--seed", 7,
+             "-o", p("like.csv"))
+    like = from_csv_text(open(p("like.csv")).read())
+    assert len(like) == 850, len(like)
+    for r in like[:50]:
+        valid(r)
+    rc, _, err = run("samples", job["id"], "-n", 16000, "--format", "png", "-o", p("big.png"))
+    assert rc == 1 and "--max-samples" in err, (rc, err)
+    rc, _, err = run("samples", job["id"], "-n", 1000001, "--format", "csv", "-o", p("x.csv"))
+    assert rc == 1 and "--max-stream-samples" in err, (rc, err)
+    rc, _, err = run("samples", job["id"], "-n", 5, "--rows-like-dataset")
+    assert rc == 2 and "not both" in err, (rc, err)
 
     # a local typed dataset: privatize --schema, its declaration at creation and upload
     write_csv(p("clean.csv"), rows(600, 9), order=("age", "income", "job", "owner", "status"))

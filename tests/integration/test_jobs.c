@@ -33,9 +33,17 @@ static pg_oa oa;
 
 static void start_shared(void)
 {
-    static const char *const extra[] = {
-        "--workers", "1", "--max-queued", "3", "--max-samples", "5000", "--max-job-memory",
-        "64M",       NULL};
+    static const char *const extra[] = {"--workers",
+                                        "1",
+                                        "--max-queued",
+                                        "3",
+                                        "--max-samples",
+                                        "5000",
+                                        "--max-stream-samples",
+                                        "8000",
+                                        "--max-job-memory",
+                                        "64M",
+                                        NULL};
     pg_isuite_start(&srv, &oa, extra);
 }
 
@@ -296,10 +304,23 @@ START_TEST(entropic_gan_lifecycle)
     pg_resp_free(&b);
     pg_resp_free(&a);
 
-    /* bounds */
-    snprintf(path, sizeof path, "/v1/jobs/%s/samples?n=5001", job);
+    /* bounds: streamed formats --max-stream-samples, png --max-samples
+     * (issue 32.7: both used to be --max-samples) */
+    snprintf(path, sizeof path, "/v1/jobs/%s/samples?n=8001", job);
     req(&srv, "GET", path, NULL, &r);
+    ck_assert_ptr_nonnull(strstr(r.body, "--max-stream-samples"));
     expect_problem(&r, 400, "n");
+    snprintf(path, sizeof path, "/v1/jobs/%s/samples?n=5001&format=png", job);
+    req(&srv, "GET", path, NULL, &r);
+    ck_assert_ptr_nonnull(strstr(r.body, "--max-samples"));
+    expect_problem(&r, 400, "n");
+    snprintf(path, sizeof path, "/v1/jobs/%s/samples?n=8000&format=csv&seed=2", job);
+    req(&srv, "GET", path, NULL, &r);
+    ck_assert_int_eq(r.status, 200);
+    size_t lines = 0;
+    for (size_t c = 0; c < r.len; c++) lines += r.body[c] == '\n';
+    ck_assert_uint_eq(lines, 8001); /* header + rows */
+    pg_resp_free(&r);
     snprintf(path, sizeof path, "/v1/jobs/%s/samples?label=0", job);
     req(&srv, "GET", path, NULL, &r);
     expect_problem(&r, 400, "label");
@@ -1282,6 +1303,18 @@ START_TEST(central_kill9_resumes_with_one_charge)
      * is left of the plan, so it ends one checkpoint interval short unless
      * the crash fell exactly on a checkpoint. */
     ck_assert_msg(step == 2500 || step == 3000, "final step %ld", step);
+    /* Issue 30.11: a short end is said, in the view and its warnings, and
+     * the spent figure is what the ledger charged (the plan's epsilon). */
+    json_t *prog = json_object_get(j, "progress");
+    ck_assert_int_eq((int)json_integer_value(json_object_get(prog, "steps_short")),
+                     (int)(3000 - step));
+    double plan_eps = json_number_value(json_object_get(json_object_get(j, "privacy"), "epsilon"));
+    ck_assert_double_eq(json_number_value(json_object_get(prog, "epsilon_spent")), plan_eps);
+    int said = 0;
+    for (size_t i = 0; i < json_array_size(json_object_get(j, "warnings")); i++)
+        said |= strstr(json_string_value(json_array_get(json_object_get(j, "warnings"), i)),
+                       "ended at step 2500 of 3000 planned") != NULL;
+    ck_assert_msg(said == (step == 2500), "shortfall warning %d at step %ld", said, step);
     ck_assert_msg(hist_break(j) < 0, "not resumed mid-run: history steps repeat at %ld",
                   hist_break(j));
     ck_assert_msg(first_hist(j) < 1000, "the history before the restart is lost: starts at %ld",
@@ -1300,6 +1333,8 @@ START_TEST(central_kill9_resumes_with_one_charge)
     j = poll_job(&s, second, "succeeded", 0);
     ck_assert_int_eq(
         (int)json_integer_value(json_object_get(json_object_get(j, "progress"), "step")), 3000);
+    ck_assert_int_eq(
+        (int)json_integer_value(json_object_get(json_object_get(j, "progress"), "steps_short")), 0);
     ck_assert_msg(hist_break(j) < 0, "not resumed mid-run: history steps repeat at %ld",
                   hist_break(j));
     ck_assert_msg(first_hist(j) < 1000, "the history before the restart is lost: starts at %ld",
@@ -1310,6 +1345,65 @@ START_TEST(central_kill9_resumes_with_one_charge)
     json_decref(bj);
     ck_assert_int_eq(pg_srv_stop(&s), 0);
     pg_srv_cleanup(&s);
+}
+END_TEST
+
+/* Issue 30.6: a noise multiplier of 1e-300 made the accountant overflow
+ * ("RDP evaluated to NaN", a 500). Every method that takes one refuses it
+ * at validation with a 422 naming the field; nothing is charged. */
+START_TEST(tiny_noise_multipliers_are_422_for_every_method)
+{
+    char ds[64], body[768];
+    make_central(&srv, 100.0, 200, ds);
+    static const char *const specs[][2] = {
+        {"dp_sinkhorn", "\"privacy\":{\"noise_multiplier\":1e-300}"},
+        {"dp_sinkhorn", "\"privacy\":{\"noise_multiplier\":1e-30}"},
+        {"swd_flow", "\"privacy\":{\"noise_multiplier\":1e-300}"},
+        {"swd_flow_r", "\"privacy\":{\"noise_multiplier\":1e-300}"},
+        {"swd_gen", "\"privacy\":{\"noise_multiplier\":1e-300}"},
+    };
+    pg_resp r;
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        snprintf(body, sizeof body, "{\"dataset_id\":\"%s\",\"method\":\"%s\",%s}", ds, specs[i][0],
+                 specs[i][1]);
+        req(&srv, "POST", "/v1/jobs", body, &r);
+        ck_assert_msg(r.status == 422, "%s: %ld %s", specs[i][0], (long)r.status, r.body);
+        expect_problem(&r, 422, "privacy.noise_multiplier");
+    }
+    snprintf(body, sizeof body,
+             "{\"dataset_id\":\"%s\",\"method\":\"dp_sinkhorn\",\"privacy\":{\"noise_"
+             "multiplier\":2},\"calibration\":{\"class_means\":true,\"noise_multiplier\":1e-300}}",
+             ds);
+    req(&srv, "POST", "/v1/jobs", body, &r);
+    expect_problem(&r, 422, "calibration.noise_multiplier");
+    json_t *bj = budget(&srv, ds);
+    ck_assert_int_eq((int)json_array_size(json_object_get(bj, "entries")), 0);
+    json_decref(bj);
+}
+END_TEST
+
+/* Issue 30.7: a range of [-1e308, 1e308] was accepted, then every job on it
+ * failed with 503 "out of memory". Refused at create, naming the field. */
+START_TEST(ranges_beyond_float32_are_refused_at_create)
+{
+    static const char *const bad[] = {"[-1e308,1e308]", "[-1e300,1e300]", "[0,1e16]", "[-1e16,0]"};
+    char body[256];
+    pg_resp r;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(body, sizeof body,
+                 "{\"name\":\"r\",\"shape\":[2],\"range\":%s,\"privacy\":{\"model\":"
+                 "\"public\"}}",
+                 bad[i]);
+        req(&srv, "POST", "/v1/datasets", body, &r);
+        ck_assert_msg(r.status == 422, "%s: %ld", bad[i], (long)r.status);
+        expect_problem(&r, 422, "range");
+    }
+    req(&srv, "POST", "/v1/datasets",
+        "{\"name\":\"r\",\"shape\":[2],\"range\":[-1e15,1e15],\"privacy\":{\"model\":"
+        "\"public\"}}",
+        &r);
+    ck_assert_int_eq(r.status, 201);
+    pg_resp_free(&r);
 }
 END_TEST
 
@@ -1328,6 +1422,8 @@ static Suite *suite(void)
     tcase_add_test(tc, central_ledger_through_dp_sinkhorn);
     tcase_add_test(tc, calibrated_dp_sinkhorn_charges_its_release);
     tcase_add_test(tc, central_kill9_resumes_with_one_charge);
+    tcase_add_test(tc, tiny_noise_multipliers_are_422_for_every_method);
+    tcase_add_test(tc, ranges_beyond_float32_are_refused_at_create);
     tcase_add_test(tc, public_dataset_for_latent_flows);
     suite_add_tcase(s, tc);
     return s;

@@ -1,6 +1,11 @@
 /* Row-block files: round trip, and every kind of damage is an error. */
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <utime.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "service/block.h"
@@ -38,6 +43,8 @@ static void write_block(size_t n, size_t d, size_t chunk, int labeled, char *pat
     ck_assert_int_eq(stat(w.path, &st), 0);
     ck_assert_uint_eq((uint64_t)st.st_size, bytes);
     snprintf(path, cap, "%s", w.path);
+    pg_block_close(&w);
+    ck_assert_int_eq(access(path, F_OK), 0); /* closing keeps the file */
     free(x);
     free(lab);
 }
@@ -115,6 +122,83 @@ START_TEST(partial_row_refused_and_abort_removes)
 }
 END_TEST
 
+static void plant(const char *name, size_t bytes, int age_s, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/%s", dir, name);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ck_assert_int_ge(fd, 0);
+    char zero[64] = {0};
+    ck_assert_int_eq((int)write(fd, zero, bytes), (int)bytes);
+    close(fd);
+    struct utimbuf t = {time(NULL) - age_s, time(NULL) - age_s};
+    ck_assert_int_eq(utime(path, &t), 0);
+}
+
+/* A spool file left by a writer that died (kill -9 mid-upload) is removed;
+ * one a live writer holds (this process, or another sharing the data dir)
+ * stays, and so does a just-created empty one; finished blocks are never
+ * touched. Fails on the old code: no sweep, no lock. */
+START_TEST(sweep_removes_only_dead_spools)
+{
+    char stale[4096], stale_empty[4096], fresh_empty[4096], kept[4096];
+    plant(".tmp-00000000deadbeef", 48, 5, stale, sizeof stale); /* crashed seconds ago */
+    plant(".tmp-00000000deadbee0", 0, 3600, stale_empty, sizeof stale_empty);
+    plant(".tmp-00000000deadbee1", 0, 0, fresh_empty, sizeof fresh_empty);
+    char tmp[4096];
+    write_block(3, 2, 6, 0, tmp, sizeof tmp);
+    snprintf(kept, sizeof kept, "%s/rows-0.f32", dir);
+    ck_assert_int_eq(rename(tmp, kept), 0);
+    /* a live writer's file, and one held by another process's lock */
+    pg_block_writer w;
+    ck_assert_int_eq(pg_block_open(&w, dir, 2, NULL), PG_OK);
+    float x[4] = {1, 2, 3, 4};
+    ck_assert_int_eq(pg_block_write(&w, x, 4, NULL), PG_OK);
+    char held[4096];
+    plant(".tmp-00000000deadbee2", 48, 3600, held, sizeof held);
+    int pipefd[2];
+    ck_assert_int_eq(pipe(pipefd), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(held, O_RDONLY);
+        char c = flock(fd, LOCK_EX) == 0 ? 'y' : 'n';
+        if (write(pipefd[1], &c, 1) != 1) _exit(1);
+        pause();
+        _exit(0);
+    }
+    char c = 0;
+    ck_assert_int_eq((int)read(pipefd[0], &c, 1), 1);
+    ck_assert_int_eq(c, 'y');
+    size_t removed = 99;
+    ck_assert_int_eq(pg_block_sweep(dir, 60, &removed, NULL), PG_OK);
+    ck_assert_uint_eq(removed, 2);
+    ck_assert_int_eq(access(stale, F_OK), -1);
+    ck_assert_int_eq(access(stale_empty, F_OK), -1);
+    ck_assert_int_eq(access(fresh_empty, F_OK), 0);
+    ck_assert_int_eq(access(held, F_OK), 0);
+    ck_assert_int_eq(access(w.path, F_OK), 0);
+    ck_assert_int_eq(access(kept, F_OK), 0);
+    /* the live writer goes on and finishes normally */
+    uint64_t rows, bytes;
+    ck_assert_int_eq(pg_block_write(&w, x, 2, NULL), PG_OK);
+    ck_assert_int_eq(pg_block_finish(&w, NULL, &rows, &bytes, NULL), PG_OK);
+    ck_assert_uint_eq(rows, 3);
+    pg_block_abort(&w);
+    /* once the other process died its file is stale */
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    ck_assert_int_eq(pg_block_sweep(dir, 60, &removed, NULL), PG_OK);
+    ck_assert_uint_eq(removed, 1);
+    ck_assert_int_eq(access(held, F_OK), -1);
+    /* a missing directory is no error */
+    char none[4200];
+    snprintf(none, sizeof none, "%s/absent", dir);
+    ck_assert_int_eq(pg_block_sweep(none, 60, &removed, NULL), PG_OK);
+    ck_assert_uint_eq(removed, 0);
+    close(pipefd[0]);
+    close(pipefd[1]);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("block");
@@ -123,6 +207,7 @@ static Suite *suite(void)
     tcase_add_test(t, round_trip);
     tcase_add_test(t, damage_detected);
     tcase_add_test(t, partial_row_refused_and_abort_removes);
+    tcase_add_test(t, sweep_removes_only_dead_spools);
     suite_add_tcase(s, t);
     return s;
 }

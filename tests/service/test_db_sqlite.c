@@ -148,6 +148,7 @@ START_TEST(old_data_dir_opens_and_works)
     char final[600];
     snprintf(final, sizeof final, "%s/rows-0.f32", p);
     ck_assert_int_eq(rename(w.path, final), 0);
+    pg_block_close(&w);
     const unsigned char ck[4] = {9, 8, 7, 6};
     snprintf(p, sizeof p, "%s/checkpoints/job_old", dir);
     char c1[128];
@@ -482,6 +483,31 @@ START_TEST(probe_fails_when_blocks_dir_is_not_a_dir)
 }
 END_TEST
 
+/* Issue 30.8: kill -9 during an upload left datasets/<id>/.tmp-* for ever.
+ * Opening the data dir removes such a spool file, and keeps the one a live
+ * writer (here: a writer sharing the data dir) holds. */
+START_TEST(open_sweeps_dead_upload_spools)
+{
+    pg_db *db = open_db();
+    pg_db_close(db);
+    char d[256], stale[512];
+    snprintf(d, sizeof d, "%s/datasets/ds_spool", dir);
+    ck_assert_int_eq(mkdir(d, 0700), 0);
+    snprintf(stale, sizeof stale, "%s/.tmp-0123456789abcdef", d);
+    FILE *f = fopen(stale, "wb");
+    char junk[4096] = {1};
+    ck_assert_uint_eq(fwrite(junk, 1, sizeof junk, f), sizeof junk);
+    fclose(f);
+    pg_block_writer w;
+    ck_assert_int_eq(pg_block_open(&w, d, 2, NULL), PG_OK);
+    db = open_db();
+    ck_assert_int_eq(access(stale, F_OK), -1);
+    ck_assert_int_eq(access(w.path, F_OK), 0);
+    pg_db_close(db);
+    pg_block_abort(&w);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("db_sqlite");
@@ -495,6 +521,7 @@ static Suite *suite(void)
     tcase_add_test(t, bootstrap_token_and_no_plaintext);
     tcase_add_test(t, idempotency_reservation_dropped_on_reopen);
     tcase_add_test(t, probe_fails_when_blocks_dir_is_not_a_dir);
+    tcase_add_test(t, open_sweeps_dead_upload_spools);
     suite_add_tcase(s, t);
     return s;
 }

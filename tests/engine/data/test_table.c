@@ -1,4 +1,6 @@
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "engine/core/rng.h"
 #include "engine/data/table.h"
@@ -406,6 +408,101 @@ START_TEST(bounds_match_brute_force)
 }
 END_TEST
 
+/* A schema of ncols categorical columns of k categories, each category
+ * `len` bytes (a shared prefix, so comparisons run long). */
+static char *wide_schema(size_t ncols, size_t k, size_t len, int dup_at_end)
+{
+    size_t cap = 64 + ncols * (64 + k * (len + 4));
+    char *b = malloc(cap), *p = b;
+    p += sprintf(p, "{\"columns\":[");
+    for (size_t c = 0; c < ncols; c++) {
+        p += sprintf(p, "%s{\"name\":\"c%zu\",\"type\":\"categorical\",\"categories\":[",
+                     c ? "," : "", c);
+        for (size_t i = 0; i < k; i++) {
+            size_t v = dup_at_end && c == ncols - 1 && i == k - 1 ? 0 : i;
+            p += sprintf(p, "%s\"", i ? "," : "");
+            for (size_t j = 0; j + 8 < len; j++) *p++ = 'x';
+            p += sprintf(p, "%08zx\"", v);
+        }
+        p += sprintf(p, "]}");
+    }
+    p += sprintf(p, "]}");
+    ck_assert_uint_lt((size_t)(p - b), cap);
+    return b;
+}
+
+/* Issue 30.5: repeats were found by comparing every pair (16 x 4096
+ * categories: 134 M strcmp, 12.9 s of CPU); the sort finds them in at most
+ * n ceil(log2 n) + n comparisons, whatever the strings. */
+START_TEST(repeat_check_is_n_log_n)
+{
+    enum { N = 4096 };
+    static char buf[N][24];
+    const char *s[N];
+    for (int round = 0; round < 3; round++) {
+        for (size_t i = 0; i < N; i++) {
+            /* ascending, descending, and a shuffled order */
+            size_t v = round == 0 ? i : round == 1 ? N - i : (i * 2654435761u) % N;
+            snprintf(buf[i], sizeof buf[i], "cat-%016zx", v);
+            s[i] = buf[i];
+        }
+        size_t dup;
+        uint64_t cmp = 0;
+        ck_assert_int_eq(pg_table_first_duplicate(s, N, &dup, &cmp, NULL), PG_OK);
+        ck_assert_uint_eq(dup, PG_TABLE_NONE);
+        ck_assert_msg(cmp <= (uint64_t)N * 12 + N, "%llu comparisons for %d strings",
+                      (unsigned long long)cmp, N);
+    }
+    /* repeats: the first repeat in input order is named */
+    const char *r[] = {"b", "a", "c", "a", "b", "a"};
+    size_t dup;
+    ck_assert_int_eq(pg_table_first_duplicate(r, 6, &dup, NULL, NULL), PG_OK);
+    ck_assert_uint_eq(dup, 3);
+    const char *one[] = {"x"};
+    ck_assert_int_eq(pg_table_first_duplicate(one, 1, &dup, NULL, NULL), PG_OK);
+    ck_assert_uint_eq(dup, PG_TABLE_NONE);
+    const char *empty_twice[] = {"", "z", ""};
+    ck_assert_int_eq(pg_table_first_duplicate(empty_twice, 3, &dup, NULL, NULL), PG_OK);
+    ck_assert_uint_eq(dup, 2);
+}
+END_TEST
+
+/* 16 x 4096 categories parse (short names), a repeat in the very last
+ * category is still found, and 16 x 4096 categories of 128 bytes (8.6 MB,
+ * the issue's probe) are over the size limit: PG_ERANGE naming it. */
+START_TEST(wide_schemas_and_the_size_limit)
+{
+    pg_error err = {0};
+    char *txt = wide_schema(16, 4096, 12, 0);
+    pg_table *t = load(txt, &err);
+    ck_assert_msg(t != NULL, "%s", err.msg);
+    ck_assert_uint_eq(t->width, 16 * 4096);
+    pg_table_free(t);
+    free(txt);
+    txt = wide_schema(16, 4096, 12, 1);
+    ck_assert_ptr_null(load(txt, &err));
+    ck_assert_int_eq(err.code, PG_EINVAL);
+    ck_assert_msg(strstr(err.msg, "column 'c15': category") && strstr(err.msg, "appears twice"),
+                  "%s", err.msg);
+    free(txt);
+    txt = wide_schema(16, 4096, 128, 0);
+    ck_assert_ptr_null(load(txt, &err));
+    ck_assert_int_eq(err.code, PG_ERANGE);
+    ck_assert_msg(strstr(err.msg, "1048576 bytes"), "%s", err.msg);
+    free(txt);
+    /* repeated column names among many */
+    char *big = malloc(100000), *p = big;
+    p += sprintf(p, "{\"columns\":[");
+    for (int i = 0; i < 1000; i++)
+        p += sprintf(p, "%s{\"name\":\"n%d\",\"type\":\"boolean\"}", i ? "," : "",
+                     i == 999 ? 500 : i);
+    sprintf(p, "]}");
+    ck_assert_ptr_null(load(big, &err));
+    ck_assert_msg(strstr(err.msg, "column 'n500' is declared twice"), "%s", err.msg);
+    free(big);
+}
+END_TEST
+
 static Suite *table_suite(void)
 {
     Suite *s = suite_create("data/table");
@@ -417,6 +514,8 @@ static Suite *table_suite(void)
     tcase_add_test(tc, integer_span_limit_exact);
     tcase_add_test(tc, decode_rules);
     tcase_add_test(tc, bounds_match_brute_force);
+    tcase_add_test(tc, repeat_check_is_n_log_n);
+    tcase_add_test(tc, wide_schemas_and_the_size_limit);
     suite_add_tcase(s, tc);
     return s;
 }
