@@ -540,6 +540,10 @@ static void run_joined(pg_jobs *m, job *j, pg_cpu_share *cpu)
         double el = mono() - t0;
         pthread_mutex_lock(&m->mu);
         j->step = step;
+        /* A trainer that reaches its end before the plan's step bound (aim
+         * stops when its budget is spent, the bound being its most rounds)
+         * ended as planned: its total is where it ended, not a shortfall. */
+        if (rep.done && step < j->total) j->total = step;
         j->loss = rep.loss;
         j->eps_spent = rep.epsilon_spent;
         j->sps = el > 0 ? (double)ran / el : NAN;
