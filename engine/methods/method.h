@@ -40,6 +40,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/core/cpu.h"
 #include "engine/core/error.h"
 
 struct pg_table;    /* engine/data/table.h */
@@ -212,7 +213,6 @@ typedef struct pg_method {
  * request threads may sample one snapshot at once. */
 int pg_snapshot_sample(const pg_snapshot *s, size_t n, uint64_t seed, int label, float *out,
                        pg_error *err);
-
 /* Whether the snapshot draws classes jointly with rows (its classes follow
  * the model's class distribution), and such a draw: n rows into out and
  * their classes into labels (PG_ENOTSUP when it does not). Serving uses it

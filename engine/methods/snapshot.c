@@ -1,5 +1,6 @@
 #include "engine/methods/snapshot.h"
 
+#include <omp.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
