@@ -54,6 +54,7 @@
 #include "engine/eval/logreg.h"
 #include "engine/eval/marginal.h"
 #include "engine/methods/method.h"
+#include "engine/methods/snapshot.h"
 #include "engine/methods/spec.h"
 #include "engine/privacy/privacy.h"
 
@@ -80,8 +81,14 @@ static int read_file(const char *path, char **buf, size_t *len)
 
 typedef struct split {
     size_t n, w;
-    float *x; /* n x w */
+    float *x;   /* n x w */
+    int32_t *y; /* --label: the label (Status) of each row; NULL otherwise */
 } split;
+
+/* --label: the schema keeps Status as its label (issue 28): rows have no
+ * Status units, every conditional method models it as the class, and the
+ * classifier reads it from split.y. */
+static bool opt_label;
 
 /* Classifier data: features = every unit but the status block; target =
  * its category. */
@@ -89,6 +96,14 @@ static void features(const pg_table *t, size_t status, const split *s, float **f
                      size_t *fd)
 {
     const pg_table_col *sc = &t->cols[status];
+    if (s->y) { /* the label: every unit is a feature */
+        *fd = s->w;
+        *fx = pg_alloc_f32(s->n * s->w);
+        *fy = pg_calloc(s->n, sizeof(int32_t));
+        memcpy(*fx, s->x, s->n * s->w * sizeof(float));
+        memcpy(*fy, s->y, s->n * sizeof(int32_t));
+        return;
+    }
     size_t d = s->w - sc->width;
     *fd = d;
     *fx = pg_alloc_f32(s->n * d);
@@ -117,7 +132,8 @@ static int accuracy(const pg_table *t, size_t status, const split *train, const 
     pg_logreg m = {0};
     pg_logreg_report rep;
     pg_error err = {0};
-    int rc = pg_logreg_fit(&m, xa, ya, train->n, d, (int)t->cols[status].ncat, &o, &rep, &err);
+    int classes = train->y ? (int)pg_table_num_classes(t) : (int)t->cols[status].ncat;
+    int rc = pg_logreg_fit(&m, xa, ya, train->n, d, classes, &o, &rep, &err);
     if (rc == PG_OK) rc = pg_logreg_accuracy(&m, xb, yb, test->n, acc, &err);
     if (rc) fprintf(stderr, "credit: logreg: %s\n", err.msg);
     pg_logreg_free(&m);
@@ -139,8 +155,11 @@ static double tv_mean(const pg_table *t, const split *a, const split *b)
             const split *s = side ? b : a;
             double *f = side ? fb : fa;
             for (size_t i = 0; i < s->n; i++) {
-                pg_table_value v;
-                pg_table_decode_value(t, c, s->x + i * s->w, 1, &v);
+                pg_table_value v = {0};
+                if (c == t->label)
+                    v.cat = s->y ? (size_t)s->y[i] : 0;
+                else
+                    pg_table_decode_value(t, c, s->x + i * s->w, 1, &v);
                 f[v.missing ? k - 1 : v.cat] += 1.0 / (double)s->n;
             }
         }
@@ -163,10 +182,18 @@ static void reencode(const pg_table *t, float *x, size_t n)
 }
 
 static const char *opt_target = "Status";
+static bool opt_defaults;
 
 static const char *spec_for(const char *method, double eps, char *buf, size_t len, size_t d)
 {
-    if (strcmp(method, "dp_sinkhorn") == 0)
+    /* --defaults: only the privacy target, the way a user's first job on a
+     * table looks; the method's table defaults do the rest (issue 28) */
+    if (opt_defaults && strcmp(method, "entropic_gan") != 0)
+        snprintf(buf, len, "{\"seed\": 1, \"privacy\": {\"epsilon\": %g, \"delta\": %g}}", eps,
+                 DELTA);
+    else if (opt_defaults)
+        snprintf(buf, len, "{\"seed\": 1}");
+    else if (strcmp(method, "dp_sinkhorn") == 0)
         snprintf(buf, len,
                  "{\"seed\": 1, \"privacy\": {\"epsilon\": %g, \"delta\": %g}, \"train\": "
                  "{\"steps\": 1500, \"batch_size\": 64, \"lr\": 0.001}, \"model\": {\"hidden\": "
@@ -205,6 +232,71 @@ static const char *spec_for(const char *method, double eps, char *buf, size_t le
     return buf;
 }
 
+/* Experiment (PG_BENCH_QMAP=1, not private): numeric units through the
+ * empirical quantile map of the training rows before training, and back
+ * after sampling. */
+static int cmpf(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+static float *qmap_q[64];
+static size_t qmap_m[64];
+static void qmap_fit(const pg_table *t, float *x, size_t n)
+{
+    for (size_t c = 0; c < t->ncols; c++) {
+        const pg_table_col *col = &t->cols[c];
+        if (col->type != PG_COL_INTEGER && col->type != PG_COL_CONTINUOUS) continue;
+        float *q = malloc(n * sizeof *q);
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++) {
+            const float *row = x + i * t->width + col->offset;
+            if (col->nullable && row[1] > 0.5f) continue;
+            q[m++] = row[0];
+        }
+        qsort(q, m, sizeof *q, cmpf);
+        qmap_q[c] = q, qmap_m[c] = m;
+        for (size_t i = 0; i < n; i++) {
+            float *row = x + i * t->width + col->offset;
+            if (col->nullable && row[1] > 0.5f) continue;
+            size_t lo = 0, hi = m;
+            while (lo < hi) {
+                size_t md = (lo + hi) / 2;
+                if (q[md] < row[0])
+                    lo = md + 1;
+                else
+                    hi = md;
+            }
+            size_t l2 = lo, h2 = m;
+            while (l2 < h2) {
+                size_t md = (l2 + h2) / 2;
+                if (q[md] <= row[0])
+                    l2 = md + 1;
+                else
+                    h2 = md;
+            }
+            row[0] = (float)(-1.0 + 2.0 * (0.5 * (double)(lo + l2)) / (double)m);
+        }
+    }
+}
+static void qmap_back(const pg_table *t, float *x, size_t n)
+{
+    for (size_t c = 0; c < t->ncols; c++) {
+        if (!qmap_q[c]) continue;
+        const pg_table_col *col = &t->cols[c];
+        for (size_t i = 0; i < n; i++) {
+            float *row = x + i * t->width + col->offset;
+            double p = (row[0] + 1.0) / 2.0 * (double)(qmap_m[c] - 1);
+            if (p < 0) p = 0;
+            if (p > (double)(qmap_m[c] - 1)) p = (double)(qmap_m[c] - 1);
+            size_t k = (size_t)p;
+            double f = p - (double)k;
+            row[0] = (float)(qmap_q[c][k] +
+                             (k + 1 < qmap_m[c] ? f * (qmap_q[c][k + 1] - qmap_q[c][k]) : 0));
+        }
+    }
+}
+
 static double acc_majority;
 static const char *opt_set;
 static bool opt_diag;
@@ -217,7 +309,7 @@ static int run_one(const char *method, double eps, const pg_table *t, size_t sta
     if (strcmp(method, "real") == 0) {
         /* Sanity check of the bench: the real 80 % through the same
          * decode / re-encode path must give acc_real. */
-        split cp = {n, w, pg_alloc_f32(n * w)};
+        split cp = {n, w, pg_alloc_f32(n * w), train->y};
         memcpy(cp.x, train->x, n * w * sizeof(float));
         reencode(t, cp.x, n);
         double acc = 0;
@@ -278,9 +370,16 @@ static int run_one(const char *method, double eps, const pg_table *t, size_t sta
             return 1;
         }
     }
+    if (getenv("PG_BENCH_QMAP")) qmap_fit(t, x, n);
     pg_dataset ds;
     size_t shape[1] = {w};
-    if (pg_dataset_adopt(&ds, x, NULL, n, shape, 1, 0, local ? -1e30f : (float)t->lo,
+    int K = opt_label ? (int)pg_table_num_classes(t) : 0;
+    int32_t *dl = NULL;
+    if (K) {
+        dl = pg_calloc(n, sizeof *dl);
+        memcpy(dl, train->y, n * sizeof *dl);
+    }
+    if (pg_dataset_adopt(&ds, x, dl, n, shape, 1, K, local ? -1e30f : (float)t->lo,
                          local ? 1e30f : (float)t->hi, &err)) {
         fprintf(stderr, "credit: %s\n", err.msg);
         return 1;
@@ -295,6 +394,7 @@ static int run_one(const char *method, double eps, const pg_table *t, size_t sta
                          .epsilon = local ? plan.epsilon : 0,
                          .cap_epsilon = 1e3,
                          .cap_delta = DELTA,
+                         .num_classes = K,
                          .table = t,
                          .ldp = local ? &plan : NULL};
     pg_job_data in = {.desc = &desc, .rows = &ds};
@@ -329,6 +429,9 @@ static int run_one(const char *method, double eps, const pg_table *t, size_t sta
     pg_privacy_plan pp;
     rc = m->plan(r, &in, &pp, &err);
     pg_trainer *tr = NULL;
+    if (!rc && opt_diag)
+        fprintf(stderr, "credit: %s plan: noise multiplier %.4g, rate %.4g, steps %ld, %s\n",
+                method, pp.noise_multiplier, pp.sampling_rate, pp.steps, pp.mechanism);
     if (!rc) rc = m->create(r, &in, 1, &tr, &err);
     pg_step_report rep = {0};
     long steps = 0;
@@ -338,15 +441,61 @@ static int run_one(const char *method, double eps, const pg_table *t, size_t sta
     }
     pg_snapshot *snap = NULL;
     if (!rc) rc = m->snapshot(tr, &snap, &err);
-    split syn = {n, w, pg_alloc_f32(n * w)};
-    if (!rc) rc = pg_snapshot_sample(snap, n, 99, -1, syn.x, &err);
+    split syn = {n, w, pg_alloc_f32(n * w), K ? pg_calloc(n, sizeof(int32_t)) : NULL};
+    if (!rc && K && pg_snapshot_num_classes(snap) == 0)
+        rc = pg_error_set(&err, PG_EINVAL, "--label needs a conditional model");
+    if (!rc && K) rc = pg_snapshot_sample_labelled(snap, n, 99, syn.x, syn.y, &err);
+    if (!rc && !K) rc = pg_snapshot_sample(snap, n, 99, -1, syn.x, &err);
     double secs = (pg_bench_now_ms() - t0) / 1000.0;
     double acc = 0, tv = 0;
+    if (!rc && getenv("PG_BENCH_QMAP")) qmap_back(t, syn.x, n);
     if (!rc) {
         reencode(t, syn.x, n);
         rc = accuracy(t, status, &syn, test, &acc);
         tv = tv_mean(t, &syn, test);
-        if (!rc && opt_diag) {
+        if (!rc && opt_diag && K) {
+            /* where the synthetic signal lives: numerics zeroed on both sides,
+             * and the synthetic class balance */
+            split a = {n, w, pg_alloc_f32(n * w), syn.y},
+                  b = {test->n, w, pg_alloc_f32(test->n * w), test->y};
+            memcpy(a.x, syn.x, n * w * sizeof(float));
+            memcpy(b.x, test->x, test->n * w * sizeof(float));
+            for (size_t c = 0; c < t->ncols; c++) {
+                const pg_table_col *col = &t->cols[c];
+                if (col->type != PG_COL_INTEGER && col->type != PG_COL_CONTINUOUS) continue;
+                for (size_t i = 0; i < a.n; i++) a.x[i * w + col->offset] = 0;
+                for (size_t i = 0; i < b.n; i++) b.x[i * w + col->offset] = 0;
+            }
+            double ac = 0, rev = 0, good = 0;
+            accuracy(t, status, &a, &b, &ac);
+            accuracy(t, status, train, &syn, &rev);
+            for (size_t i = 0; i < n; i++) good += syn.y[i] == 1;
+            fprintf(stderr,
+                    "credit: diag %s eps %g: categorical only %.4f, real->syn %.4f, good %.3f\n",
+                    method, eps, ac, rev, good / (double)n);
+            pg_free(a.x), pg_free(b.x);
+            /* per class, each numeric unit's mean and sd: synthetic / real */
+            for (size_t c = 0; c < t->ncols; c++) {
+                const pg_table_col *col = &t->cols[c];
+                if (col->type != PG_COL_INTEGER && col->type != PG_COL_CONTINUOUS) continue;
+                fprintf(stderr, "  %-10s", col->name);
+                for (int cls = 0; cls < K; cls++)
+                    for (int side = 0; side < 2; side++) {
+                        const split *sp = side ? train : &syn;
+                        double s1 = 0, s2 = 0, cn = 0;
+                        for (size_t i = 0; i < sp->n; i++) {
+                            if (sp->y[i] != cls) continue;
+                            double v = sp->x[i * w + col->offset];
+                            s1 += v, s2 += v * v, cn++;
+                        }
+                        double mu = cn ? s1 / cn : 0;
+                        fprintf(stderr, " %s%d %.3f(%.3f)", side ? "real" : "syn", cls, mu,
+                                cn ? sqrt(fmax(s2 / cn - mu * mu, 0)) : 0);
+                    }
+                fprintf(stderr, "\n");
+            }
+        }
+        if (!rc && opt_diag && !K) {
             /* the real-trained classifier scored on the synthetic rows: high
              * when the synthetic rows carry the real dependence */
             double rev = 0, good = 0;
@@ -359,7 +508,8 @@ static int run_one(const char *method, double eps, const pg_table *t, size_t sta
             fprintf(stderr, "credit: diag %s eps %g: real->syn acc %.4f, syn good %.3f\n", method,
                     eps, rev, good / (double)n);
             {
-                split a = {n, w, pg_alloc_f32(n * w)}, b = {test->n, w, pg_alloc_f32(test->n * w)};
+                split a = {n, w, pg_alloc_f32(n * w), NULL},
+                      b = {test->n, w, pg_alloc_f32(test->n * w), NULL};
                 memcpy(a.x, syn.x, n * w * sizeof(float));
                 memcpy(b.x, test->x, test->n * w * sizeof(float));
                 for (size_t c = 0; c < t->ncols; c++) {
@@ -376,7 +526,8 @@ static int run_one(const char *method, double eps, const pg_table *t, size_t sta
             for (size_t c0 = 0; c0 < t->ncols; c0++) {
                 const pg_table_col *col = &t->cols[c0];
                 if (col->type != PG_COL_INTEGER && col->type != PG_COL_CONTINUOUS) continue;
-                split a = {n, w, pg_alloc_f32(n * w)}, b = {test->n, w, pg_alloc_f32(test->n * w)};
+                split a = {n, w, pg_alloc_f32(n * w), NULL},
+                      b = {test->n, w, pg_alloc_f32(test->n * w), NULL};
                 memcpy(a.x, syn.x, n * w * sizeof(float));
                 memcpy(b.x, test->x, test->n * w * sizeof(float));
                 for (size_t i = 0; i < a.n; i++) a.x[i * w + col->offset] = 0;
@@ -429,6 +580,7 @@ static int run_one(const char *method, double eps, const pg_table *t, size_t sta
                tv_floor, secs);
     fflush(stdout);
     pg_free(syn.x);
+    pg_free(syn.y);
     pg_snapshot_release(snap);
     if (tr) m->destroy(tr);
     json_decref(r);
@@ -448,6 +600,8 @@ static int bench_credit(int argc, char **argv)
     uint64_t seed = strtoull(pg_bench_opt(argc, argv, "--seed", "19"), NULL, 10);
     opt_set = pg_bench_opt(argc, argv, "--set", NULL);
     opt_diag = pg_bench_has(argc, argv, "--diag");
+    opt_label = pg_bench_has(argc, argv, "--label");
+    opt_defaults = pg_bench_has(argc, argv, "--defaults");
     pg_threads_set(1);
     json_t *sj = json_load_file(schema_path, 0, NULL);
     if (!sj) {
@@ -455,7 +609,7 @@ static int bench_credit(int argc, char **argv)
         return 2;
     }
     const char *target = opt_target = pg_bench_opt(argc, argv, "--target", "Status");
-    json_object_del(sj, "label"); /* the target is modelled like any column */
+    if (!opt_label) json_object_del(sj, "label"); /* the target is modelled like any column */
     pg_table *t = NULL;
     pg_error err = {0};
     if (pg_table_from_json(sj, &t, &err)) {
@@ -463,8 +617,14 @@ static int bench_credit(int argc, char **argv)
         return 2;
     }
     json_decref(sj);
-    size_t status = pg_table_find(t, target, strlen(target));
-    if (status == PG_TABLE_NONE || t->cols[status].type != PG_COL_CATEGORICAL) {
+    /* --label: the schema's label is the target (any labelled table, e.g.
+     * bench/attrition.schema.json); otherwise --target (Status) */
+    size_t status = opt_label ? t->label : pg_table_find(t, target, strlen(target));
+    if (opt_label && status == PG_TABLE_NONE) {
+        fprintf(stderr, "credit: --label needs a schema with a label\n");
+        return 2;
+    }
+    if (!opt_label && (status == PG_TABLE_NONE || t->cols[status].type != PG_COL_CATEGORICAL)) {
         fprintf(stderr, "credit: the schema needs a categorical %s column\n", target);
         return 2;
     }
@@ -488,15 +648,25 @@ static int bench_credit(int argc, char **argv)
     pg_rng r;
     pg_rng_seeded(&r, seed, 0);
     float *tmp = malloc(w * sizeof *tmp);
+    int32_t *y = NULL;
+    if (opt_label) {
+        y = pg_calloc(n, sizeof *y);
+        for (size_t i = 0; i < n; i++) y[i] = (int32_t)labels[i];
+    }
     for (size_t i = n; i > 1; i--) {
         size_t j = (size_t)pg_rng_below(&r, i);
+        if (y) {
+            int32_t ty = y[i - 1];
+            y[i - 1] = y[j];
+            y[j] = ty;
+        }
         memcpy(tmp, x + (i - 1) * w, w * sizeof *tmp);
         memcpy(x + (i - 1) * w, x + j * w, w * sizeof *tmp);
         memcpy(x + j * w, tmp, w * sizeof *tmp);
     }
     free(tmp);
     size_t ntr = (n * 8) / 10;
-    split train = {ntr, w, x}, test = {n - ntr, w, x + ntr * w};
+    split train = {ntr, w, x, y}, test = {n - ntr, w, x + ntr * w, y ? y + ntr : NULL};
     double acc_real;
     if (accuracy(t, status, &train, &test, &acc_real)) return 1;
     double floor_tv = tv_mean(t, &train, &test);
@@ -504,11 +674,15 @@ static int bench_credit(int argc, char **argv)
     {
         double cnt[PG_TABLE_MAX_CATS] = {0}, best = 0;
         for (size_t i = 0; i < test.n; i++) {
-            pg_table_value v;
-            pg_table_decode_value(t, status, test.x + i * w, 1, &v);
+            pg_table_value v = {0};
+            if (y)
+                v.cat = (size_t)test.y[i];
+            else
+                pg_table_decode_value(t, status, test.x + i * w, 1, &v);
             cnt[v.cat]++;
         }
-        for (size_t k = 0; k < t->cols[status].ncat; k++) best = fmax(best, cnt[k]);
+        for (size_t k = 0; k < pg_table_num_classes(t) || k < t->cols[status].ncat; k++)
+            best = fmax(best, cnt[k]);
         acc_majority = best / (double)test.n;
     }
     fprintf(stderr, "credit: %zu rows, width %zu, train %zu, test %zu, real accuracy %.4f\n", n, w,
@@ -524,6 +698,7 @@ static int bench_credit(int argc, char **argv)
     free(ml);
     free(x);
     free(labels);
+    pg_free(y);
     pg_table_free(t);
     return fails ? 1 : 0;
 }

@@ -177,6 +177,7 @@ json_t *pg_defaults_fill(const char *method, const json_t *spec, const pg_data_d
     if (!json_is_object(spec)) return json_incref((json_t *)spec);
     json_t *s = json_deep_copy(spec);
     if (!s) return NULL;
+    if (desc->table) pg_defaults_table_fill(s, method, desc);
     if (desc->table) table_rules(s, method, desc);
     size_t n = desc->n;
     if (strcmp(method, "entropic_gan") == 0) {

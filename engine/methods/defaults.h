@@ -49,6 +49,12 @@
  *
  * Typed tables (desc->table set; applied first, so the rules above never
  * override them):
+ *   (defaults_table.c, issue 28) dp_sinkhorn on a labelled central table:
+ *   model.conditional true (samples carry the label, classes from a DP count
+ *   of it: label_count.h). dp_sinkhorn on any table: train.batch_size
+ *   min(64, n), train.steps 1500, train.lr 0.001, model.hidden [128, 128]
+ *   (the issue 19 bench's spec; the parameter table's lr 1e-4 and batch 50
+ *   are sized for 60 000 images).
  *   entropic_gan, dp_sinkhorn, swd_gen: model.out_activation auto (the
  *   per-block heads of generator.h keep every unit in range).
  *   model.logit_gain stays 1 (heads.h). On credit_data at a local epsilon
@@ -87,6 +93,10 @@ struct pg_table;
 /* The typed-table clip radius above for a dataset with num_classes label
  * classes (0: unlabelled) and a spec that may give labels.class_alpha. */
 double pg_defaults_table_clip(const struct pg_table *t, int num_classes, const json_t *spec);
+
+/* The table rules of the paper methods (defaults_table.c), applied to
+ * `spec` in place on a typed table; called by pg_defaults_fill. */
+void pg_defaults_table_fill(json_t *spec, const char *method, const pg_data_desc *desc);
 
 /* True for rows of at most PG_DEFAULTS_SMALL_D values without image shape. */
 bool pg_defaults_small(const pg_data_desc *desc);

@@ -79,6 +79,17 @@ int pg_draw_table_block(const pg_table *t, const pg_snapshot *snap, size_t m, ui
         pg_free(cls);
         return rc;
     }
+    if (pg_snapshot_class_weights(snap)) {
+        /* A conditional model that carries its label's class proportions (a
+         * DP count released by its job): classes are drawn from them, never
+         * forced uniform. */
+        int32_t *cls = pg_alloc((m ? m : 1) * sizeof *cls);
+        if (!cls) return pg_error_set(err, PG_ENOMEM, "out of memory drawing samples");
+        int rc = pg_snapshot_sample_labelled(snap, m, seed, x, cls, err);
+        for (size_t i = 0; !rc && i < m; i++) labels[i] = cls[i];
+        pg_free(cls);
+        return rc;
+    }
     for (size_t k = 0; k < classes && k < m; k++) {
         size_t cnt = (m - k + classes - 1) / classes; /* rows i = k, k + C, ... */
         int rc = pg_snapshot_sample(snap, cnt, class_seed(seed, k), (int)k, tmp, err);

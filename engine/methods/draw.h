@@ -16,8 +16,11 @@
  * label >= 0, or when t has no label column, as untyped. A model that draws
  * classes jointly with rows (pg_snapshot_has_joint_labels: mst, aim) draws
  * each block with one pg_snapshot_sample_labeled call (the block's seed), so
- * the classes follow the model. Otherwise (a conditional model of a
- * labelled table) row i of a block has class
+ * the classes follow the model. A conditional model that carries class
+ * weights (pg_snapshot_class_weights: a DP count of the label released by
+ * its job) draws each block with one pg_snapshot_sample_labelled call, the
+ * classes following those weights. Otherwise (a conditional model of a
+ * labelled table without weights) row i of a block has class
  * i mod C (C the label's classes), each class's rows of the block being one
  * pg_snapshot_sample call with seed pg_draw_block_seed(block_seed ^
  * 0x5851F42D4C957F2D, k + 1): classes are balanced, as the models' own

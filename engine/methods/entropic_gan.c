@@ -554,7 +554,10 @@ static size_t egan_memory(const json_t *r, const pg_job_data *in)
 const pg_method pg_method_entropic_gan = {
     .name = "entropic_gan",
     .summary = "Entropic W1/W2 GAN that recovers the clean distribution from locally "
-               "privatized rows (Reshetova, Chen, Ozgur).",
+               "privatized rows (Reshetova, Chen, Ozgur). The method for locally privatized "
+               "tables: on credit_data privatized at a local epsilon of 1000 per row (with "
+               "model.logit_gain 10) its rows trained a classifier to 0.77 (majority class 0.73, "
+               "real data 0.80); at a local epsilon of 5 per row to 0.54 (docs/benchmarks.md).",
     .accepts = PG_PRIVACY_LOCAL,
     .catalogue = egan_catalogue,
     .validate = egan_validate,

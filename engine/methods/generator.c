@@ -9,6 +9,8 @@
 
 #include "engine/core/alloc.h"
 #include "engine/data/table.h"
+#include "engine/methods/label_count.h"
+#include "engine/methods/snapshot.h"
 #include "engine/methods/snapshot.h"
 
 const char *const pg_generator_archs[] = {"mlp", "conv_small", "dcgan28", "dcgan32", NULL};
@@ -346,11 +348,40 @@ int pg_generator_load_snapshot(const unsigned char *bytes, size_t len, const cha
     } else if (rc == PG_OK) {
         rc = pg_generator_snapshot(&gen, net, step, out, err);
     }
+    const json_t *counts = json_object_get(extra, PG_GENERATOR_LABEL_COUNTS);
+    if (rc == PG_OK && counts) {
+        /* A trainer that released label counts served their proportions. */
+        size_t K = gen.num_classes > 0 ? (size_t)gen.num_classes : 1;
+        double *c = malloc(2 * K * sizeof *c);
+        rc = !c ? pg_error_set(err, PG_ENOMEM, "cannot read the label counts")
+                : pg_generator_label_counts_from_json(counts, gen.num_classes, c, err);
+        if (rc == PG_OK) {
+            pg_label_count_weights(c, gen.num_classes, c + K);
+            rc = pg_snapshot_set_class_weights(*out, c + K, err);
+        }
+        free(c);
+        if (rc) {
+            pg_snapshot_release(*out);
+            *out = NULL;
+        }
+    }
     if (name && strcmp(name, method) == 0) pg_generator_free(&gen);
     json_decref(extra);
     pg_ckpt_free(&rest);
     pg_nn_free(net);
     return rc;
+}
+
+int pg_generator_label_counts_from_json(const json_t *a, int classes, double *counts, pg_error *err)
+{
+    bool ok = json_is_array(a) && classes > 0 && json_array_size(a) == (size_t)classes;
+    for (int k = 0; ok && k < classes; k++) {
+        const json_t *v = json_array_get(a, (size_t)k);
+        ok = json_is_number(v) && isfinite(json_number_value(v));
+        if (ok) counts[k] = json_number_value(v);
+    }
+    return ok ? PG_OK
+              : pg_error_set(err, PG_EFORMAT, "the checkpoint's label counts are malformed");
 }
 
 /* ---- snapshots ---------------------------------------------------------- */

@@ -232,4 +232,13 @@ int pg_generator_ema_restore(pg_generator_ema *e, pg_nn *net, const pg_ckpt *ck,
                              pg_error *err);
 void pg_generator_ema_free(pg_generator_ema *e);
 
+/* The released label counts (label_count.h) in a checkpoint's JSON header:
+ * an array of num_classes numbers. A snapshot loaded from a checkpoint that
+ * has them draws its classes in their proportions. */
+#define PG_GENERATOR_LABEL_COUNTS "label_counts"
+/* Reads the array into counts (classes entries): PG_EFORMAT when it is
+ * missing, of another length or not finite. */
+int pg_generator_label_counts_from_json(const json_t *a, int classes, double *counts,
+                                        pg_error *err);
+
 #endif

@@ -38,4 +38,20 @@ int pg_snapshot_clamp_wrap(pg_snapshot *inner, float lo, float hi, pg_snapshot *
 const void *pg_snapshot_impl(const pg_snapshot *s);
 int pg_snapshot_num_classes(const pg_snapshot *s);
 
+/* Class proportions of the rows drawn without a fixed label (a conditional
+ * model, num_classes > 0): w[0 .. num_classes) >= 0, finite, summing > 0;
+ * copied and normalized. Set them before the snapshot is shared (the
+ * snapshot is immutable afterwards). Without them an unlabelled draw picks
+ * classes uniformly. Methods set the proportions of a DP count of the label
+ * (label_count.h), so they cost nothing more here. PG_EINVAL for bad weights
+ * or an unconditional snapshot. */
+int pg_snapshot_set_class_weights(pg_snapshot *s, const double *w, pg_error *err);
+/* The normalized proportions (num_classes entries), NULL when none were set. */
+const double *pg_snapshot_class_weights(const pg_snapshot *s);
+/* n rows of a conditional snapshot whose classes are i.i.d. draws from its
+ * proportions (uniform without): labels[i] is the class of row i. A function
+ * of (snapshot, n, seed) only. PG_EINVAL on an unconditional snapshot. */
+int pg_snapshot_sample_labelled(const pg_snapshot *s, size_t n, uint64_t seed, float *out,
+                                int32_t *labels, pg_error *err);
+
 #endif

@@ -170,6 +170,10 @@ typedef struct pg_swd_privacy {
     double diameter;    /* typed tables: l2 bound on the distance of two released rows
                            (pg_table_diameter, plus the label part), else 0 */
     double sensitivity; /* min(2 R, diameter) sqrt(w), replace-one */
+    double count_noise; /* noise multiplier of the job's one DP label count
+                           (label_count.h), 0 without; replace-one changes two
+                           counts by 1: l2 sensitivity sqrt(2), RDP alpha / s^2,
+                           composed once into the curve below */
     int approximate;
 } pg_swd_privacy;
 

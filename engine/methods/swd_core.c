@@ -505,6 +505,12 @@ int pg_swd_privacy_curve(const pg_swd_privacy *p, double S, long releases, doubl
         }
         if (rc) return rc;
         rdp[i] = r * (double)releases;
+        if (p->count_noise > 0.0) {
+            /* the label count: Gaussian, l2 sensitivity sqrt(2) */
+            rc = pg_rdp_gaussian(p->count_noise / sqrt(2.0), orders[i], &r, err);
+            if (rc) return rc;
+            rdp[i] += r;
+        }
     }
     *norders = (int)n;
     return PG_OK;
@@ -515,7 +521,7 @@ int pg_swd_privacy_epsilon(const pg_swd_privacy *p, double S, long releases, dou
 {
     double orders[PG_RDP_DEFAULT_ORDERS], rdp[PG_RDP_DEFAULT_ORDERS];
     int n;
-    if (releases <= 0) {
+    if (releases <= 0 && !(p->count_noise > 0.0)) {
         *eps = 0.0;
         return PG_OK;
     }

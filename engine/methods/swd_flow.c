@@ -86,6 +86,8 @@
 #include "engine/data/table.h"
 #include "engine/data/table_ldp.h"
 #include "engine/methods/defaults.h"
+#include "engine/methods/generator.h"
+#include "engine/methods/label_count.h"
 #include "engine/methods/latent.h"
 #include "engine/methods/snapshot.h"
 #include "engine/methods/swd.h"
@@ -166,6 +168,10 @@
 static const pg_param FLOW_PARAMS[] = {
     FLOW_COMMON_ROWS,
     PG_LATENT_PARAM_ROWS,
+    {"labels.count_noise", PG_PARAM_NUM, "10", 0, 1e6, NULL, 0, PG_PARAM_EXCLUSIVE_MIN,
+     "Noise multiplier s of the DP count of each class (label_count.h) on a labelled typed "
+     "table: unlabelled samples draw their classes from it. One Gaussian release "
+     "(replace-one: RDP alpha / s^2) composed into the plan."},
     {"projections.pool", PG_PARAM_INT, NULL, 1, 1e6, NULL, 0, PG_PARAM_OPTIONAL,
      "N_theta: directions released once (default: projections.per_step)."},
     {0},
@@ -174,6 +180,10 @@ static const pg_param FLOW_PARAMS[] = {
 static const pg_param FLOW_R_PARAMS[] = {
     FLOW_COMMON_ROWS,
     PG_LATENT_PARAM_ROWS,
+    {"labels.count_noise", PG_PARAM_NUM, "10", 0, 1e6, NULL, 0, PG_PARAM_EXCLUSIVE_MIN,
+     "Noise multiplier s of the DP count of each class (label_count.h) on a labelled typed "
+     "table: unlabelled samples draw their classes from it. One Gaussian release "
+     "(replace-one: RDP alpha / s^2) composed into the plan."},
     {"train.batch_size", PG_PARAM_INT, NULL, 2, 1e8, NULL, 0, PG_PARAM_OPTIONAL,
      "Rows per release, drawn without replacement (default: every row each step)."},
     {0},
@@ -205,6 +215,7 @@ typedef struct swdf {
     pg_swd_ws ws;
     long step, steps;
     pg_rng prng, secure;
+    double *label_counts, *label_w; /* released class counts, proportions (or NULL) */
 } swdf;
 
 extern const pg_method pg_method_swd_flow, pg_method_swd_flow_r;
@@ -349,6 +360,8 @@ static void flow_destroy(pg_trainer *t)
     swdf *f = (swdf *)t;
     if (!f) return;
     json_decref(f->table_map);
+    free(f->label_counts);
+    free(f->label_w);
     pg_free(f->y);
     pg_free(f->ybat);
     pg_free(f->rowperm);
@@ -429,6 +442,14 @@ static int flow_common(bool resample, const json_t *r, const pg_job_data *in, pg
         return rc;
     }
     f->noise_std = f->S * f->priv.sensitivity;
+    if (f->priv.count_noise > 0.0 &&
+        (!(f->label_counts = calloc(classes, sizeof *f->label_counts)) ||
+         !(f->label_w = calloc(classes, sizeof *f->label_w)))) {
+        free(f->label_counts);
+        json_decref(f->table_map);
+        free(f);
+        return pg_error_set(err, PG_ENOMEM, "cannot allocate the label counts");
+    }
     f->orthonormal = strcmp(pg_spec_str(r, "projections.kind", "orthonormal"), "orthonormal") == 0;
     f->seed = (uint64_t)pg_spec_int(r, "seed", 0);
     f->steps = pg_spec_int(r, "flow.steps", 1);
@@ -494,6 +515,17 @@ static int flow_create_any(bool resample, const json_t *r, const pg_job_data *in
     if (!rc) rc = flow_common(resample, r, in, ae, &f, err);
     pg_latent_release(ae);
     if (rc) return rc;
+    /* The one label count of the job (charged in the plan); a restore reads
+     * it back from the checkpoint. */
+    if (f->label_counts) {
+        rc = pg_label_count_release(&f->secure, in->rows->labels, in->rows->n, (int)f->cfg.classes,
+                                    f->priv.count_noise, f->label_counts, err);
+        if (rc) {
+            flow_destroy(&f->base);
+            return rc;
+        }
+        pg_label_count_weights(f->label_counts, (int)f->cfg.classes, f->label_w);
+    }
     pg_rng init;
     pg_rng_seeded(&init, f->seed, PG_STREAM_INIT);
     pg_swd_init_particles(&f->cfg, &init, f->x, f->cfg.particles, f->init_std);
@@ -593,6 +625,11 @@ static int flow_snapshot(pg_trainer *t, pg_snapshot **out, pg_error *err)
     int rc = pg_swd_snapshot_new(&f->cfg, f->store, f->step, x, f->init_std, out, err);
     if (rc == PG_OK && f->ae) rc = pg_latent_snapshot_wrap(f->ae, *out, out, err);
     if (rc == PG_OK && f->clamp) rc = pg_snapshot_clamp_wrap(*out, f->lo, f->hi, out, err);
+    /* Unlabelled draws follow the released class proportions. */
+    if (rc == PG_OK && f->label_w && (rc = pg_snapshot_set_class_weights(*out, f->label_w, err))) {
+        pg_snapshot_release(*out);
+        *out = NULL;
+    }
     return rc;
 }
 
@@ -668,6 +705,13 @@ static int flow_save(pg_trainer *t, unsigned char **bytes, size_t *len, pg_error
     if (h && f->clamp)
         json_object_set_new(h, "clamp", json_pack("[f,f]", (double)f->lo, (double)f->hi));
     if (h && f->table_map) json_object_set(h, "table", f->table_map);
+    if (h && f->label_counts) {
+        json_object_set_new(h, "label_count_noise", json_real(f->priv.count_noise));
+        json_t *lc = json_array();
+        for (size_t k = 0; lc && k < f->cfg.classes; k++)
+            json_array_append_new(lc, json_real(f->label_counts[k]));
+        json_object_set_new(h, PG_GENERATOR_LABEL_COUNTS, lc);
+    }
     char *text = h ? json_dumps(h, JSON_COMPACT) : NULL;
     json_decref(h);
     if (!text) return pg_error_set(err, PG_ENOMEM, "cannot encode the trainer state");
@@ -775,6 +819,16 @@ static int flow_restore_any(bool resample, const json_t *r, const pg_job_data *i
     else if (rc == PG_OK && map && !json_equal((json_t *)map, f->table_map))
         rc = pg_error_set(err, PG_EFORMAT,
                           "the checkpoint's table layout differs from the job's table");
+    const json_t *lcn = json_object_get(h, "label_count_noise");
+    if (rc == PG_OK &&
+        (f->label_counts ? !lcn || json_number_value(lcn) != f->priv.count_noise : lcn != NULL))
+        rc = pg_error_set(err, PG_EPRIVACY,
+                          "the checkpoint was accounted under another label count than this spec");
+    if (rc == PG_OK && f->label_counts &&
+        (rc = pg_generator_label_counts_from_json(json_object_get(h, PG_GENERATOR_LABEL_COUNTS),
+                                                  (int)f->cfg.classes, f->label_counts, err)) ==
+            PG_OK)
+        pg_label_count_weights(f->label_counts, (int)f->cfg.classes, f->label_w);
     if (rc == PG_OK) rc = load_state(&ck, &f->cfg, (long)rel, f->store, f->x, err);
     if (rc == PG_OK) rc = pg_rng_state_from_json(json_object_get(h, "rng"), &f->prng, err);
     if (rc == PG_OK) {
@@ -889,6 +943,22 @@ static int flow_load_snapshot(const unsigned char *bytes, size_t len, pg_snapsho
             rc = pg_error_set(err, PG_EFORMAT, "checkpoint clamp range is malformed");
         } else {
             rc = pg_snapshot_clamp_wrap(*out, (float)lo, (float)hi, out, err);
+        }
+    }
+    const json_t *lcj = json_object_get(h, PG_GENERATOR_LABEL_COUNTS);
+    if (rc == PG_OK && lcj) { /* the released class proportions, as the trainer served */
+        size_t K = c.classes > 0 ? c.classes : 1;
+        double *cw = malloc(2 * K * sizeof *cw);
+        rc = !cw ? pg_error_set(err, PG_ENOMEM, "cannot read the label counts")
+                 : pg_generator_label_counts_from_json(lcj, (int)c.classes, cw, err);
+        if (rc == PG_OK) {
+            pg_label_count_weights(cw, (int)c.classes, cw + K);
+            rc = pg_snapshot_set_class_weights(*out, cw + K, err);
+        }
+        free(cw);
+        if (rc) {
+            pg_snapshot_release(*out);
+            *out = NULL;
         }
     }
     pg_free(x);

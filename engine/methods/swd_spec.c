@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "engine/data/table.h"
+#include "engine/methods/label_count.h"
 #include "engine/methods/latent.h"
 #include "engine/methods/swd_spec.h"
 #include "engine/privacy/privacy.h"
@@ -119,6 +120,11 @@ static int resolve(const json_t *r, const pg_data_desc *desc, size_t k, long rel
     p->delta = delta;
     p->delta0 = delta0;
     p->gamma = gamma;
+    /* A conditional model on a labelled typed table releases a DP count of
+     * the label (methods whose spec has labels.count_noise: swd_gen). */
+    if (dim > desc->d && desc->table && desc->table->label != PG_TABLE_NONE &&
+        !pg_latent_spec_on(r) && pg_spec_get(r, "labels.count_noise"))
+        p->count_noise = pg_spec_num(r, "labels.count_noise", PG_LABEL_COUNT_NOISE);
     pg_error e = {0};
     *field = "privacy";
     if (pg_swd_privacy_init(p, &e)) {
@@ -206,7 +212,8 @@ int pg_swd_spec_plan(const json_t *r, const pg_data_desc *desc, size_t k, long r
      * mechanism name says whether that is one or one per step). */
     plan->steps = steps;
     plan->approximate = p.approximate != 0;
-    snprintf(plan->mechanism, sizeof plan->mechanism, "%s", mechanism);
+    snprintf(plan->mechanism, sizeof plan->mechanism, "%s%s", mechanism,
+             p.count_noise > 0.0 ? "+label_counts" : "");
     snprintf(plan->neighbouring, sizeof plan->neighbouring, "replace_one");
     return PG_OK;
 }

@@ -2,10 +2,13 @@
 #include "engine/methods/warnings.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "engine/core/alloc.h"
+#include "engine/data/table.h"
+#include "engine/methods/snapshot.h"
 
 int pg_trend_last_quarter(const long *steps, const double *loss, size_t n, pg_trend *out,
                           pg_error *err)
@@ -80,6 +83,137 @@ int pg_range_outside(const pg_snapshot *snap, const pg_data_desc *desc, double *
     return rc;
 }
 
+static void add(json_t *out, int *added, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void add(json_t *out, int *added, const char *fmt, ...)
+{
+    char buf[320];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    json_array_append_new(out, json_string(buf));
+    (*added)++;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* One categorical or boolean column: most frequent state, TV to uniform. */
+static void categorical_rule(const pg_table *t, size_t c, const float *x, size_t n, json_t *out,
+                             int *added)
+{
+    const pg_table_col *col = &t->cols[c];
+    size_t k = (col->type == PG_COL_CATEGORICAL ? col->ncat : 2) + (col->nullable ? 1 : 0);
+    double *f = calloc(k, sizeof *f);
+    if (!f) return;
+    for (size_t i = 0; i < n; i++) {
+        pg_table_value v;
+        pg_table_decode_value(t, c, x + i * t->width, 1, &v);
+        f[v.missing ? k - 1 : v.cat] += 1.0 / (double)n;
+    }
+    double top = 0, tv = 0;
+    for (size_t j = 0; j < k; j++) {
+        top = fmax(top, f[j]);
+        tv += 0.5 * fabs(f[j] - 1.0 / (double)k);
+    }
+    free(f);
+    if (top >= PG_COLLAPSE_CONST)
+        add(out, added,
+            "Column '%s' looks collapsed: %.1f%% of a test draw of %d rows take one value; the "
+            "model may have stopped learning it (check it against what you expect).",
+            col->name, 100.0 * top, (int)n);
+    else if (k >= 3 && tv <= PG_COLLAPSE_UNIFORM)
+        add(out, added,
+            "Column '%s' looks almost uniform over its %zu values in a test draw of %d rows "
+            "(total variation %.3f from uniform): the model may not have learned it.",
+            col->name, k, (int)n, tv);
+}
+
+/* One numeric column: the largest pile on one value, and at the midpoint. */
+static void numeric_rule(const pg_table *t, size_t c, const float *x, size_t n, json_t *out,
+                         int *added)
+{
+    const pg_table_col *col = &t->cols[c];
+    double *v = malloc(n * sizeof *v), span = col->max - col->min, mid = col->min + span / 2;
+    if (!v) return;
+    size_t m = 0, atmid = 0;
+    for (size_t i = 0; i < n; i++) {
+        pg_table_value val;
+        pg_table_decode_value(t, c, x + i * t->width, 1, &val);
+        if (val.missing) continue;
+        v[m++] = val.num;
+        atmid += fabs(val.num - mid) <= 0.01 * span;
+    }
+    if (m >= 20) {
+        qsort(v, m, sizeof *v, cmp_double);
+        size_t best = 1, run = 1;
+        double at = v[0];
+        for (size_t i = 1; i < m; i++) {
+            run = v[i] - v[i - 1] <= 1e-3 * span ? run + 1 : 1;
+            if (run > best) best = run, at = v[i];
+        }
+        if ((double)atmid >= PG_COLLAPSE_PILE * (double)m)
+            add(out, added,
+                "Column '%s' looks collapsed: %.0f%% of its values in a test draw of %d rows sit "
+                "at the midpoint of its range (%g); the model may not have learned it.",
+                col->name, 100.0 * (double)atmid / (double)m, (int)n, mid);
+        else if ((double)best >= PG_COLLAPSE_PILE * (double)m)
+            add(out, added,
+                "Column '%s' looks collapsed: %.0f%% of its values in a test draw of %d rows pile "
+                "on one value (%g); the model may not have learned it.",
+                col->name, 100.0 * (double)best / (double)m, (int)n, at);
+    }
+    free(v);
+}
+
+int pg_collapse_warnings(const pg_snapshot *snap, const pg_table *t, json_t *out, pg_error *err)
+{
+    size_t w = t->width;
+    /* Wide tables draw fewer rows: at most PG_COLLAPSE_MAX_UNITS floats. */
+    size_t n = w * PG_COLLAPSE_DRAW <= PG_COLLAPSE_MAX_UNITS ? PG_COLLAPSE_DRAW
+                                                             : PG_COLLAPSE_MAX_UNITS / w;
+    if (n < 100) return 0; /* too wide for a meaningful draw */
+    if (pg_snapshot_dim(snap) != w)
+        return -pg_error_set(err, PG_EINVAL, "the model's rows are not the table's width");
+    float *x = pg_alloc_f32(n * w);
+    int32_t *lab = pg_calloc(n, sizeof *lab);
+    if (!x || !lab) {
+        pg_free(x), pg_free(lab);
+        return -pg_error_set(err, PG_ENOMEM, "cannot allocate the collapse draw");
+    }
+    const double *cw = pg_snapshot_class_weights(snap);
+    int K = pg_snapshot_num_classes(snap);
+    int rc = K > 0 ? pg_snapshot_sample_labelled(snap, n, PG_COLLAPSE_SEED, x, lab, err)
+                   : pg_snapshot_sample(snap, n, PG_COLLAPSE_SEED, -1, x, err);
+    int added = 0;
+    for (size_t c = 0; rc == PG_OK && c < t->ncols; c++) {
+        if (c == t->label) continue;
+        int ty = t->cols[c].type;
+        if (ty == PG_COL_CATEGORICAL || ty == PG_COL_BOOLEAN)
+            categorical_rule(t, c, x, n, out, &added);
+        else
+            numeric_rule(t, c, x, n, out, &added);
+    }
+    for (int k = 0; rc == PG_OK && cw && k < K; k++) {
+        size_t cnt = 0;
+        for (size_t i = 0; i < n; i++) cnt += lab[i] == k;
+        double p = cw[k], se = sqrt((double)n * p * (1 - p));
+        if (se > 0 && fabs((double)cnt - (double)n * p) > 6 * se) {
+            const char *name = t->label != PG_TABLE_NONE ? t->cols[t->label].name : "label";
+            add(out, &added,
+                "The sampled rate of class %d of '%s' is %.3f, against %.3f in the DP count the "
+                "model released: its samples do not follow the count.",
+                k, name, (double)cnt / (double)n, p);
+        }
+    }
+    pg_free(x), pg_free(lab);
+    return rc ? -rc : added;
+}
+
 int pg_warnings_append(const long *steps, const double *loss, size_t n, const pg_snapshot *snap,
                        const pg_data_desc *desc, json_t *out, pg_error *err)
 {
@@ -107,6 +241,11 @@ int pg_warnings_append(const long *steps, const double *loss, size_t n, const pg
                      100.0 * frac, PG_RANGE_DRAW, (double)desc->lo, (double)desc->hi);
             json_array_append_new(out, json_string(buf));
             added++;
+        }
+        if (desc->table && pg_snapshot_dim(snap) == desc->table->width) {
+            int c = pg_collapse_warnings(snap, desc->table, out, err);
+            if (c < 0) return c;
+            added += c;
         }
     }
     return added;

@@ -13,6 +13,24 @@
  * when more than half of the rows have a value outside [lo, hi]. Skipped for
  * rows wider than PG_RANGE_MAX_D (images: cost) and for unbounded ranges.
  *
+ * Collapse rules (typed tables, issue 28): a fixed-seed draw of
+ * PG_COLLAPSE_DRAW rows (fewer on tables wider than 2097 units, none below
+ * 100 rows) from the model alone (no data, no privacy cost),
+ * decoded as a user downloads them. A model collapsed when
+ *   - a categorical or boolean column (missing counted as one more state)
+ *     puts at least PG_COLLAPSE_CONST of its rows on one state ("almost
+ *     constant"), or, with 3 or more states, is within total variation
+ *     PG_COLLAPSE_UNIFORM of uniform ("almost uniform": the heads learned
+ *     nothing about the column);
+ *   - a numeric column puts at least PG_COLLAPSE_PILE of its present rows on
+ *     one value (to 1e-3 of its span: a bound, or any point) or within 1 %
+ *     of the span around the midpoint of its range;
+ *   - a conditional model's sampled class rate differs from the proportions
+ *     it released (a DP count of the label) by more than 6 binomial standard
+ *     errors (a false alarm has probability < 2e-9 per class).
+ * These can be right for a real column (a column that is truly constant, or
+ * uniform); the sentences say "looks", not "is".
+ *
  * Pure functions of their arguments; nothing kept. Errors: PG_EINVAL with a
  * sentence for bad arguments; a snapshot that fails to sample is an error.
  */
@@ -31,6 +49,13 @@
 #define PG_RANGE_DRAW       256
 #define PG_RANGE_MAX_D      64
 #define PG_RANGE_SEED       0x5eed0fa11ull
+#define PG_COLLAPSE_DRAW    2000
+#define PG_COLLAPSE_SEED    0xc011a95eull
+#define PG_COLLAPSE_CONST   0.99
+#define PG_COLLAPSE_UNIFORM 0.02
+#define PG_COLLAPSE_PILE    0.5
+#define PG_COLLAPSE_MAX_UNITS                                                                      \
+    ((size_t)4 << 20) /* floats of one draw: wide tables draw fewer rows */
 
 typedef struct pg_trend {
     size_t n;        /* points fitted */
@@ -54,9 +79,16 @@ bool pg_trend_rising(const pg_trend *t);
 int pg_range_outside(const pg_snapshot *snap, const pg_data_desc *desc, double *frac, bool *skipped,
                      pg_error *err);
 
+/* Appends the collapse warnings above (JSON strings) for a model of table t
+ * (pg_snapshot_dim(snap) == t->width) to `out`; returns how many, or a
+ * negative pg_status. */
+int pg_collapse_warnings(const pg_snapshot *snap, const struct pg_table *t, json_t *out,
+                         pg_error *err);
+
 /* Appends the warnings (JSON strings) that apply to `out`: the trend over
  * the history (steps, loss: n points, may be 0) and, when snap is not NULL,
- * the range draw. Returns the number appended, or a negative pg_status. */
+ * the range draw and, on a typed table, the collapse rules. Returns the number appended, or a
+ * negative pg_status. */
 int pg_warnings_append(const long *steps, const double *loss, size_t n, const pg_snapshot *snap,
                        const pg_data_desc *desc, json_t *out, pg_error *err);
 

@@ -544,11 +544,17 @@ START_TEST(swd_clip_and_sensitivity_follow_the_schema)
     ck_assert(fabs(p.sensitivity - want_diam * sqrt(p.w)) < 1e-9);
     ck_assert(fabs(p.w - 1.0) < 1e-12);
     /* swd_flow releases once on all rows: one Gaussian mechanism at noise
-     * multiplier S, replace-one. */
+     * multiplier S, replace-one; with a label, plus the DP count of the label
+     * (issue 28: Gaussian, noise labels.count_noise = s, two counts move
+     * under replace-one, RDP alpha / s^2). */
     pg_privacy_plan plan;
     ck_assert_int_eq(m->plan(r, &in, &plan, NULL), PG_OK);
-    double eps;
-    ck_assert_int_eq(pg_rdp_epsilon(1.0, S, 1, 1e-5, PG_RDP_CONV_IMPROVED, &eps, NULL, NULL),
+    double eps, orders[PG_RDP_DEFAULT_ORDERS], curve[PG_RDP_DEFAULT_ORDERS];
+    size_t no = pg_rdp_default_orders(orders, PG_RDP_DEFAULT_ORDERS);
+    double sc = labelled ? pg_spec_num(r, "labels.count_noise", 0) : 0;
+    for (size_t i = 0; i < no; i++)
+        curve[i] = orders[i] / (2 * S * S) + (labelled ? orders[i] / (sc * sc) : 0.0);
+    ck_assert_int_eq(pg_rdp_to_dp(orders, curve, no, 1e-5, PG_RDP_CONV_IMPROVED, &eps, NULL, NULL),
                      PG_OK);
     ck_assert_msg(fabs(plan.epsilon - eps) < 1e-9, "plan %.9f, accountant %.9f", plan.epsilon, eps);
     ck_assert(plan.epsilon <= 1.0 + 1e-9 && plan.epsilon > 0.99);

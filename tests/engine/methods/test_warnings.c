@@ -5,7 +5,9 @@
 #include "engine/core/mat.h"
 #include "engine/data/dataset.h"
 #include "engine/data/synth.h"
+#include "engine/data/table.h"
 #include "engine/methods/method.h"
+#include "engine/methods/snapshot.h"
 #include "engine/methods/warnings.h"
 #include "support/pg_method_test.h"
 #include "support/pg_test.h"
@@ -180,6 +182,117 @@ START_TEST(bad_job_warns_good_job_does_not)
 }
 END_TEST
 
+/* ---- collapse rules on typed tables (issue 28) ---------------------------- */
+
+static const char *TABLE =
+    "{\"columns\":["
+    "{\"name\":\"x\",\"type\":\"continuous\",\"min\":-5,\"max\":5},"
+    "{\"name\":\"n\",\"type\":\"integer\",\"min\":0,\"max\":100,\"nullable\":true},"
+    "{\"name\":\"c\",\"type\":\"categorical\",\"categories\":[\"a\",\"b\",\"c\"]},"
+    "{\"name\":\"b\",\"type\":\"boolean\"},"
+    "{\"name\":\"y\",\"type\":\"boolean\"}],\"label\":\"y\"}";
+
+/* Fake models: mode 0 draws plausible rows (x uniform, n spread with 10 %
+ * missing, c 60/30/10, b 30 % true); mode 1 outputs all-zero units (every
+ * category the first, numbers at the midpoint: a dead generator); mode 2
+ * c uniform and n piled on its maximum. */
+typedef struct fake {
+    const pg_table *t;
+    int mode;
+} fake;
+
+static int fake_sample(const void *impl, size_t n, uint64_t seed, int label, float *out,
+                       pg_error *err)
+{
+    (void)label, (void)err;
+    const fake *f = impl;
+    const pg_table *t = f->t;
+    pg_rng r;
+    pg_rng_seeded(&r, seed, 9);
+    memset(out, 0, n * t->width * sizeof *out);
+    for (size_t i = 0; i < n && f->mode != 1; i++) {
+        float *row = out + i * t->width;
+        double u = pg_rng_uniform(&r);
+        pg_table_value v[4] = {{.num = -5 + 10 * pg_rng_uniform(&r)},
+                               {.missing = pg_rng_uniform(&r) < 0.1,
+                                .num = f->mode == 2 ? 100 : (double)pg_rng_below(&r, 101)},
+                               {.cat = f->mode == 2 ? pg_rng_below(&r, 3)
+                                       : u < 0.6    ? 0
+                                       : u < 0.9    ? 1
+                                                    : 2},
+                               {.cat = pg_rng_uniform(&r) < 0.3}};
+        for (size_t c = 0; c < 4; c++)
+            ck_assert_int_eq(pg_table_encode_value(t, c, &v[c], PG_TABLE_BOUNDS_REFUSE, row, NULL),
+                             PG_OK);
+    }
+    return PG_OK;
+}
+
+static void fake_destroy(void *impl)
+{
+    free(impl);
+}
+
+static const pg_snapshot_ops FAKE_OPS = {fake_sample, fake_destroy, NULL};
+
+static json_t *collapse_of(const pg_table *t, int mode)
+{
+    fake *f = malloc(sizeof *f);
+    f->t = t, f->mode = mode;
+    pg_snapshot *s;
+    ck_assert_int_eq(pg_snapshot_new(&FAKE_OPS, f, 1, t->width, 2, &s, NULL), PG_OK);
+    const double w[2] = {0.7, 0.3};
+    ck_assert_int_eq(pg_snapshot_set_class_weights(s, w, NULL), PG_OK);
+    pg_data_desc desc = {.n = 100,
+                         .d = t->width,
+                         .ndim = 1,
+                         .shape = {t->width},
+                         .lo = (float)t->lo,
+                         .hi = (float)t->hi,
+                         .num_classes = 2,
+                         .model = PG_PRIVACY_CENTRAL,
+                         .table = t};
+    json_t *out = json_array();
+    pg_error err = {0};
+    ck_assert_msg(pg_warnings_append(NULL, NULL, 0, s, &desc, out, &err) >= 0, "%s", err.msg);
+    pg_snapshot_release(s);
+    return out;
+}
+
+static int count_with(const json_t *w, const char *a, const char *b)
+{
+    int k = 0;
+    for (size_t i = 0; i < json_array_size(w); i++) {
+        const char *m = json_string_value(json_array_get(w, i));
+        k += strstr(m, a) && strstr(m, b);
+    }
+    return k;
+}
+
+START_TEST(collapse_warns_on_a_dead_model_not_on_a_good_one)
+{
+    json_t *j = json_loads(TABLE, 0, NULL);
+    pg_table *t = NULL;
+    ck_assert_int_eq(pg_table_from_json(j, &t, NULL), PG_OK);
+    json_decref(j);
+    json_t *good = collapse_of(t, 0);
+    ck_assert_msg(json_array_size(good) == 0, "a good model warned: %s",
+                  json_string_value(json_array_get(good, 0)));
+    json_t *dead = collapse_of(t, 1);
+    ck_assert_int_eq(count_with(dead, "'x'", "midpoint"), 1);
+    ck_assert_int_eq(count_with(dead, "'n'", "midpoint"), 1);
+    ck_assert_int_eq(count_with(dead, "'c'", "one value"), 1);
+    ck_assert_int_eq(count_with(dead, "'b'", "one value"), 1);
+    ck_assert_int_eq(json_array_size(dead), 4);
+    json_t *flat = collapse_of(t, 2);
+    ck_assert_int_eq(count_with(flat, "'c'", "almost uniform"), 1);
+    ck_assert_int_eq(count_with(flat, "'n'", "pile on one value (100)"), 1);
+    ck_assert_int_eq(json_array_size(flat), 2);
+    json_decref(good), json_decref(dead), json_decref(flat);
+    pg_table_free(t);
+}
+END_TEST
+
 static Suite *warnings_suite(void)
 {
     Suite *s = suite_create("methods/warnings");
@@ -188,6 +301,7 @@ static Suite *warnings_suite(void)
     tcase_add_test(tc, trend_fit_matches_closed_form);
     tcase_add_test(tc, trend_rule_on_series);
     tcase_add_test(tc, bad_job_warns_good_job_does_not);
+    tcase_add_test(tc, collapse_warns_on_a_dead_model_not_on_a_good_one);
     suite_add_tcase(s, tc);
     return s;
 }
