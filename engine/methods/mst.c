@@ -664,6 +664,10 @@ static int aim_workload(mtr *g, const json_t *r, size_t cell_cap, pg_error *err)
         size_t cells = 1;
         for (size_t j = 0; j < m->k; j++) cells *= g->sizes[m->attrs[j]];
         if ((double)cells > (double)cell_cap) continue; /* can never fit */
+        /* The true answers are held for every candidate: their total is
+         * bounded by 4 x model.max_cells (one-ways, then pairs, then triples
+         * until the bound; a schema-only rule, so no data decides it). */
+        if ((double)(off + cells) > 4.0 * (double)cell_cap) continue;
         m->cells = cells;
         m->off = off;
         off += cells;
@@ -1700,7 +1704,8 @@ static size_t common_memory(const json_t *r, const pg_job_data *in)
     double cells = pg_spec_num(r, "model.max_cells", 8e6);
     double b = (double)desc->n * (double)A * 2.0 + 6.0 * 8.0 * cells;
     int bins = spec_bins(r, desc->n);
-    b += 8.0 * (double)A * (double)A * (double)A * (double)bins * (double)bins / 2.0;
+    double answers = (double)A * (double)A * (double)A * (double)bins * (double)bins / 2.0;
+    b += 8.0 * fmin(answers, 4.0 * cells); /* aim's candidate answers, bounded */
     return b > (double)SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)b;
 }
 
@@ -1708,7 +1713,8 @@ const pg_method pg_method_mst = {
     .name = "mst",
     .summary = "MST (McKenna, Miklau, Sheldon 2021): noisy one-way marginals, a maximum spanning "
                "tree of pairs chosen by the exponential mechanism, those pairs measured, a "
-               "graphical model fitted to them (zCDP, Gaussian noise). Tables.",
+               "graphical model fitted to them (zCDP, Gaussian noise). Central tables: typed, "
+               "or untyped up to 64 columns.",
     .accepts = PG_PRIVACY_CENTRAL,
     .catalogue = mst_catalogue,
     .validate = mst_validate,
@@ -1727,7 +1733,8 @@ const pg_method pg_method_aim = {
     .name = "aim",
     .summary = "AIM (McKenna, Mullins, Sheldon, Miklau 2022): rounds that pick the worst-fitted "
                "marginal of a workload (pairs; label triples) by the exponential mechanism "
-               "under a model-size bound, measure it, refit and anneal the noise (zCDP). Tables.",
+               "under a model-size bound, measure it, refit and anneal the noise (zCDP). Central "
+               "tables: typed, or untyped up to 64 columns.",
     .accepts = PG_PRIVACY_CENTRAL,
     .catalogue = aim_catalogue,
     .validate = aim_validate,

@@ -468,7 +468,7 @@ int pg_pgm_fit(const size_t *sizes, size_t nattr, const pg_pgm_measure *ms, size
     memcpy(muX, muZ, moff * sizeof *muX);
     Lx = loss_of(fm, nm, muX);
     const double lsafe = N * wsum; /* Pinsker bound: always accepted */
-    double ell = lsafe / 64, th = 1, gap = INFINITY, Lwin = Lx;
+    double ell = lsafe / 64, th = 1, gap = nm ? INFINITY : 0, Lwin = Lx;
     size_t it = 0, restarts = 0;
     int converged = nm == 0;
     for (; !converged && it < o.max_iters; it++) {

@@ -109,9 +109,11 @@ int pg_pgm_plan_cells(const size_t *sizes, size_t nattr, const size_t *const *cl
 /* Fits a model to nm measurements (nm may be 0: the uniform model of total
  * opts->total, or 1). `warm` (may be NULL; same domain) starts the fit from
  * the distribution of a previous model as far as the new tree can express it
- * (its marginals on the new cliques), which is how AIM refits after a round.
- * opts may be NULL for defaults. A fit that stops at max_iters without
- * reaching tol still returns its model (stats.converged == 0). */
+ * (its marginals on the new cliques), which is how AIM refits after a round;
+ * a warm model of another domain, or one whose marginal on a new clique
+ * would exceed its own cell bound, is ignored (cold start). It changes where
+ * the fit starts, not the optimum. opts may be NULL for defaults. A fit that stops at max_iters
+ * without reaching tol still returns its model (stats.converged == 0). */
 int pg_pgm_fit(const size_t *sizes, size_t nattr, const pg_pgm_measure *m, size_t nm,
                const pg_pgm_fit_opts *opts, const pg_pgm_model *warm, pg_pgm_model **out,
                pg_error *err);

@@ -285,6 +285,10 @@ START_TEST(uniform_where_unmeasured)
     pg_pgm_model *m = NULL;
     pg_error err = {0};
     ck_assert_int_eq(pg_pgm_fit(sizes, 3, NULL, 0, &o, NULL, &m, &err), PG_OK);
+    /* Stats a caller can print as JSON: nothing to fit, converged, gap 0. */
+    pg_pgm_fit_stats st;
+    pg_pgm_model_stats(m, &st);
+    ck_assert(st.converged == 1 && st.iters == 0 && st.gap == 0 && st.loss == 0);
     size_t q[2] = {1, 2};
     double out[15];
     ck_assert_int_eq(pg_pgm_marginal(m, q, 2, out, &err), PG_OK);
