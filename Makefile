@@ -5,7 +5,7 @@ CMAKE   ?= cmake
 BUILD_TYPE ?= Release
 ASAN_OPTIONS_TEST ?= detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1
 
-.PHONY: all deps deps-test configure build test bench format clean run test-asan fuzz \
+.PHONY: all deps deps-test configure build test bench bench-contend format clean run test-asan fuzz \
 	replicas replicas-stop replicas-status
 
 all: build
@@ -34,6 +34,11 @@ bench: configure
 	@bash scripts/deps.sh --bench
 	@$(CMAKE) --build $(BUILD) -j $(JOBS)
 	@bash bench/run.sh $(BUILD)
+
+# Issue 31's figures (kernels and service under a competing process), ~10 min.
+bench-contend: configure
+	@$(CMAKE) --build $(BUILD) -j $(JOBS)
+	@bash bench/contend.sh $(BUILD)
 
 # Every suite again under AddressSanitizer + UndefinedBehaviorSanitizer.
 # Leak checking stays on (OpenMP/OpenBLAS need no suppressions; see tests/fuzz/README.md).

@@ -53,7 +53,7 @@ static int parse_privacy(pg_req *r, json_t *p, pg_ds_spec *s)
         if (pg_api_only_fields(r, p, "privacy", ok)) return -1;
         json_t *b = json_object_get(p, "budget");
         if (!json_is_object(b)) {
-            pg_api_problem(r, 422, "privacy.budget must be an object {epsilon, delta}",
+            pg_api_problem(r, 422, "privacy.budget must be an object with epsilon and delta",
                            "privacy.budget", "must be an object");
             return -1;
         }
@@ -96,8 +96,8 @@ static int parse_privacy(pg_req *r, json_t *p, pg_ds_spec *s)
         const char *norm = json_string_value(json_object_get(clip, "norm"));
         if (!json_is_object(clip) || pg_api_only_fields(r, clip, "privacy.clip", okc)) {
             if (!json_is_object(clip))
-                pg_api_problem(r, 422, "privacy.clip must be an object {norm, radius}",
-                               "privacy.clip", "must be an object {norm, radius}");
+                pg_api_problem(r, 422, "privacy.clip must be an object with norm and radius",
+                               "privacy.clip", "must be an object with norm and radius");
             return -1;
         }
         if (!norm || (strcmp(norm, "l1") && strcmp(norm, "l2"))) {

@@ -49,11 +49,19 @@ static void rows_free(pg_req *r)
     r->stream = NULL;
 }
 
+/* The first bad row, `row` counted from 0; the problem counts from 1, as
+ * typed uploads (h_rows_typed.c) and every message do: field rows[k] and
+ * member "row" k name the k-th row. */
 static void fail_row(pg_req *r, uint64_t row, const char *msg)
 {
     char field[48];
-    snprintf(field, sizeof field, "rows[%llu]", (unsigned long long)row);
+    snprintf(field, sizeof field, "rows[%llu]", (unsigned long long)row + 1);
     pg_api_problem(r, 422, msg, field, msg);
+    json_t *o = r->resp ? json_loadb(r->resp, r->resp_len, 0, NULL) : NULL;
+    if (!o) return;
+    json_object_set_new(o, "row", json_integer((json_int_t)row + 1));
+    pg_api_send_json(r, 422, o);
+    if (r->status == 422) r->resp_type = "application/problem+json";
 }
 
 /* The upload's row count against its declaration's. */
@@ -365,14 +373,14 @@ int pg_api_parse_rows(pg_req *r, json_t *b, const pg_ds_spec *spec, float **xo, 
         json_t *row = json_array_get(rows, i);
         char msg[128];
         if (!json_is_array(row) || json_array_size(row) != d) {
-            snprintf(msg, sizeof msg, "row %zu: expected an array of %zu numbers", i, d);
+            snprintf(msg, sizeof msg, "row %zu: expected an array of %zu numbers", i + 1, d);
             fail_row(r, i, msg);
             goto fail;
         }
         for (size_t j = 0; j < d; j++) {
             json_t *v = json_array_get(row, j);
             if (!json_is_number(v)) {
-                snprintf(msg, sizeof msg, "row %zu, column %zu: not a number", i, j);
+                snprintf(msg, sizeof msg, "row %zu, column %zu: not a number", i + 1, j + 1);
                 fail_row(r, i, msg);
                 goto fail;
             }
@@ -381,7 +389,7 @@ int pg_api_parse_rows(pg_req *r, json_t *b, const pg_ds_spec *spec, float **xo, 
         if (labels) {
             json_t *l = json_array_get(labels, i);
             if (!json_is_integer(l)) {
-                snprintf(msg, sizeof msg, "row %zu: label is not an integer", i);
+                snprintf(msg, sizeof msg, "row %zu: label is not an integer", i + 1);
                 fail_row(r, i, msg);
                 goto fail;
             }

@@ -240,7 +240,9 @@ void pg_h_jobs_samples(pg_req *r)
         .shape = {same ? geo.shape[0] : d, same ? geo.shape[1] : 0, same ? geo.shape[2] : 0},
         .step = step,
         .seed = seed,
-        .label = has_label ? (int)label : -1};
+        .label = has_label ? (int)label : -1,
+        .cpu = r->app->cpu,
+        .cpu_cap = r->app->cfg->threads_per_job};
     if (format == 3) {
         if (!same || !(d == 2 || (geo.ndim == 3 && (geo.shape[0] == 1 || geo.shape[0] == 3)))) {
             pg_snapshot_release(snap);

@@ -57,7 +57,8 @@ static void records(pg_req *r, pg_snapshot *snap, const pg_table *t, const pg_sa
     }
     pg_typed_samples *st;
     pg_error err = {0};
-    if (pg_typed_samples_open(t, snap, format, n, seed, label, &st, &err)) {
+    if (pg_typed_samples_open(t, snap, format, n, seed, label, r->app->cpu,
+                              r->app->cfg->threads_per_job, &st, &err)) {
         pg_api_problem(r, err.code == PG_ENOMEM ? 503 : 500, err.msg, NULL, NULL);
         return;
     }
@@ -108,7 +109,9 @@ static void histograms(pg_req *r, pg_snapshot *snap, const pg_table *t, const pg
     pg_eval_column *ec = rc ? NULL : calloc(c, sizeof *ec);
     if (!rc && (!x || !cols || !labels || !ec))
         rc = pg_error_set(&err, PG_ENOMEM, "out of memory drawing samples");
-    if (!rc) rc = pg_typed_samples_draw(ot, snap, n, seed, label, x, labels, &err);
+    if (!rc)
+        rc = pg_typed_samples_draw(ot, snap, n, seed, label, x, labels, r->app->cpu,
+                                   r->app->cfg->threads_per_job, &err);
     char *png = NULL;
     size_t len = 0;
     if (!rc) {

@@ -18,8 +18,12 @@ void pg_h_readyz(pg_req *r)
     /* Names the backend, never its URL (which may carry a password). */
     const char *backend = pg_db_backend(r->app->db);
     if (pg_db_probe(r->app->db, &err)) {
-        char detail[PG_ERROR_MSG_MAX + 32];
-        snprintf(detail, sizeof detail, "%s backend not ready: %s", backend, err.msg);
+        /* Unauthenticated: the reason (a socket path, a host, a data dir)
+         * goes to the log, the caller learns only which backend is not. */
+        pg_api_log_detail(r, 503, err.msg);
+        char detail[96];
+        snprintf(detail, sizeof detail, "%s backend not ready%s", backend,
+                 err.code == PG_EUNAVAIL ? ": the database is unreachable" : "");
         if (err.code == PG_EUNAVAIL) snprintf(r->retry_after, sizeof r->retry_after, "2");
         pg_api_problem(r, 503, detail, NULL, NULL);
         return;

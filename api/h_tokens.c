@@ -24,11 +24,12 @@ static json_t *token_json(const pg_token *t, int64_t now, const char *caller)
     const char *status = t->revoked_at                           ? "revoked"
                          : t->expires_at && now >= t->expires_at ? "expired"
                                                                  : "active";
-    return json_pack("{s:s,s:s,s:s,s:I,s:o,s:b,s:o,s:o,s:b}", "id", t->id, "scope",
+    return json_pack("{s:s,s:s,s:s,s:I,s:o,s:b,s:o,s:o,s:b,s:o}", "id", t->id, "scope",
                      t->scope == PG_SCOPE_ADMIN ? "admin" : "read", "status", status, "created_at",
                      (json_int_t)t->created_at, "expires_at", opt_time(t->expires_at), "revoked",
                      t->revoked_at != 0, "revoked_at", opt_time(t->revoked_at), "last_used_at",
-                     opt_time(t->last_used_at), "current", !strcmp(t->id, caller));
+                     opt_time(t->last_used_at), "current", !strcmp(t->id, caller), "minted_by",
+                     t->minted_by[0] ? json_string(t->minted_by) : json_null());
 }
 
 /* expires_in / expires_at of a create body into *expires_at (0: never).
@@ -90,9 +91,16 @@ void pg_h_tokens_create(pg_req *r)
     char token[PG_TOKEN_MAX];
     pg_token rec;
     pg_error err = {0};
-    if (pg_auth_mint_until(r->app->db, !strcmp(scope, "admin") ? PG_SCOPE_ADMIN : PG_SCOPE_READ,
-                           fresh ? NULL : r->tok.tenant, expires_at, token, &rec, &err)) {
-        pg_api_fail(r, &err);
+    /* The caller's own revocation or expiry is re-read inside the insert's
+     * transaction: one committed on another replica after this request's
+     * token check still stops the mint. */
+    if (pg_auth_mint_by(r->app->db, r->tok.id,
+                        !strcmp(scope, "admin") ? PG_SCOPE_ADMIN : PG_SCOPE_READ,
+                        fresh ? NULL : r->tok.tenant, expires_at, token, &rec, &err)) {
+        if (err.code == PG_ESTATE)
+            pg_api_problem(r, 401, "this token has been revoked or has expired", NULL, NULL);
+        else
+            pg_api_fail(r, &err);
         goto out;
     }
     pg_api_send_json(r, 201,

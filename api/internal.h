@@ -32,11 +32,20 @@ typedef struct pg_api_app {
     struct pg_body_cache *body_cache;
     struct pg_reports *reports;     /* NULL: the report routes answer 503 */
     struct pg_upload_gate *uploads; /* row uploads in flight (api/upload_gate.h); NULL: no bound */
+    struct pg_header_guard
+        *headers; /* the header phase's bounds (api/header_guard.h); NULL: none */
+    struct pg_cpu_budget *cpu;      /* the jobs' CPU budget, sampling shares it; NULL: none */
 } pg_api_app;
 
 typedef struct pg_req pg_req;
 
-enum pg_auth_need { PG_AUTH_NONE = 0, PG_AUTH_READ, PG_AUTH_ADMIN };
+/* PG_AUTH_READ and PG_AUTH_ADMIN check the token in the database on every
+ * request, so a revocation committed through any replica is seen at once.
+ * PG_AUTH_READ_CACHED (read scope) may answer from this process's token
+ * cache (service/auth.h, up to its TTL behind a revocation made elsewhere):
+ * only for routes that write nothing and return no private data, only
+ * post-processed DP output (samples of a job). */
+enum pg_auth_need { PG_AUTH_NONE = 0, PG_AUTH_READ, PG_AUTH_ADMIN, PG_AUTH_READ_CACHED };
 
 typedef struct pg_route {
     const char *method, *pattern;
@@ -100,15 +109,25 @@ struct pg_req {
 /* Responses. Each replaces any earlier response. */
 void pg_api_send_json(pg_req *r, int status, json_t *body); /* steals body */
 void pg_api_send_text(pg_req *r, int status, const char *type, char *text, size_t len); /* steals */
-/* problem+json; field/message optional (one validation error entry). */
+/* problem+json; field/message optional (one validation error entry). A
+ * 500's detail is never sent: the client gets PG_API_INTERNAL_DETAIL and
+ * the log the text (pg_api_log_detail). */
 void pg_api_problem(pg_req *r, int status, const char *detail, const char *field,
                     const char *message);
+#define PG_API_INTERNAL_DETAIL                                                                     \
+    "the server failed to handle this request; its log has the details (retry, or report the "     \
+    "time and route to the operator)"
+#define PG_API_UNAVAIL_DETAIL                                                                      \
+    "the database is unavailable; retry after the number of seconds in Retry-After"
+/* Logs a server-side failure's text (never sent to the client). */
+void pg_api_log_detail(pg_req *r, int status, const char *detail);
 /* problem+json for a status code from pg_error (EIO -> 500, ...). */
 void pg_api_problem_err(pg_req *r, int status, const char *field, const char *detail);
 
 /* problem+json for a failed storage or service call, by err->code:
- * PG_EUNAVAIL -> 503 with Retry-After (the database is unreachable),
- * PG_ENOMEM -> 503, anything else -> 500. */
+ * PG_EUNAVAIL -> 503 with Retry-After (the database is unreachable; the
+ * detail says only that, err->msg goes to the log), PG_ENOMEM -> 503 with
+ * err->msg (a limit the client can act on), anything else -> 500. */
 void pg_api_fail(pg_req *r, const pg_error *err);
 
 const char *pg_api_header(pg_req *r, const char *name);

@@ -8,9 +8,11 @@
 
 #include "api/report_png.h"
 
-/* Histogram pages of PG_REPORT_PAGE_MAX columns, at most this many (the
- * view's figures list says which were drawn). */
-#define MAX_PAGES 4
+/* Histogram pages of PG_REPORT_PAGE_MAX columns: every column of a table
+ * (PG_TABLE_MAX_COLS at most, 86 pages), at most this many pages of units
+ * for untyped rows (the view's figures list says which were drawn). */
+#define MAX_PAGES       4
+#define MAX_TABLE_PAGES ((1024 + PG_REPORT_PAGE_MAX - 1) / PG_REPORT_PAGE_MAX)
 
 static int add(pg_report_figure *v, size_t *n, const char *name, char *png, size_t len)
 {
@@ -36,12 +38,14 @@ int pg_report_png_figures(void *ctx, const pg_reports_fig_in *fi, pg_report_figu
     in.d = fi->d;
     in.ndim = fi->ndim;
     memcpy(in.shape, fi->shape, sizeof in.shape);
+    in.columns = fi->columns;
     in.report = fi->report;
     in.lo = fi->lo;
     in.hi = fi->hi;
     in.private_ref = fi->mark_private;
     in.title = fi->title;
-    pg_report_figure *v = calloc(MAX_PAGES + 3, sizeof *v);
+    size_t pages = fi->columns ? MAX_TABLE_PAGES : MAX_PAGES;
+    pg_report_figure *v = calloc(pages + 3, sizeof *v);
     if (!v) return pg_error_set(err, PG_ENOMEM, "out of memory drawing figures");
     size_t n = 0;
     char *png = NULL, name[64];
@@ -60,7 +64,7 @@ int pg_report_png_figures(void *ctx, const pg_reports_fig_in *fi, pg_report_figu
          * enough for local noise would crowd the rows into a few bins.
          * The scatter keeps it (drawn dashed). */
         in.lo = in.hi = NAN;
-        for (size_t p = 0; !rc && p < MAX_PAGES && p * PG_REPORT_PAGE_MAX < fi->d; p++) {
+        for (size_t p = 0; !rc && p < pages && p * PG_REPORT_PAGE_MAX < fi->d; p++) {
             snprintf(name, sizeof name, "histograms-%zu.png", p + 1);
             if (!(rc = pg_report_png_hist_page(&in, p * PG_REPORT_PAGE_MAX, PG_REPORT_PAGE_MAX,
                                                &png, &len, err)))

@@ -484,8 +484,8 @@ int pg_report_png_hist_page(const pg_report_png_in *in, size_t first, size_t cou
     if (count == in->d)
         snprintf(what, sizeof what, "real vs synthetic, %zu column%s", count, count > 1 ? "s" : "");
     else
-        snprintf(what, sizeof what, "real vs synthetic, columns %zu-%zu of %zu", first,
-                 first + count - 1, in->d);
+        snprintf(what, sizeof what, "real vs synthetic, columns %zu-%zu of %zu", first + 1,
+                 first + count, in->d); /* counted from 1, as people count */
     int xend;
     int y = header_x(&c, in, what, 1, &xend) + 8;
     share_note(&c, y - 8, xend, what);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "api/internal.h"
+#include "service/log.h"
 
 static void set_body(pg_req *r, int status, const char *type, char *text, size_t len)
 {
@@ -77,9 +78,36 @@ static const char *title_of(int status, const char **slug)
     }
 }
 
+void pg_api_log_detail(pg_req *r, int status, const char *detail)
+{
+    json_t *d = json_string(detail ? detail : "");
+    json_t *route = json_string(r->route_label ? r->route_label : "");
+    char *ds = d ? json_dumps(d, JSON_ENCODE_ANY) : NULL;
+    char *rs = route ? json_dumps(route, JSON_ENCODE_ANY) : NULL;
+    json_decref(d);
+    json_decref(route);
+    char *extra = NULL;
+    if (asprintf(&extra, "\"status\":%d,\"route\":%s,\"error\":%s", status, rs ? rs : "\"\"",
+                 ds ? ds : "\"\"") < 0)
+        extra = NULL;
+    free(ds);
+    free(rs);
+    pg_log_event("error", "request failed on the server's side", extra);
+    free(extra);
+}
+
 void pg_api_problem(pg_req *r, int status, const char *detail, const char *field,
                     const char *message)
 {
+    /* A 500 is the server's own failure: its text (SQL errors, file paths,
+     * database hosts and sockets) helps no client and tells an attacker
+     * about the deployment. The client learns that it failed; the log gets
+     * the text. */
+    if (status == 500) {
+        pg_api_log_detail(r, status, detail);
+        detail = PG_API_INTERNAL_DETAIL;
+        field = message = NULL;
+    }
     const char *slug;
     const char *title = title_of(status, &slug);
     char type[64];
@@ -101,9 +129,16 @@ void pg_api_problem(pg_req *r, int status, const char *detail, const char *field
 
 void pg_api_fail(pg_req *r, const pg_error *err)
 {
-    /* A lost database is transient: tell clients when to come back. */
-    if (err->code == PG_EUNAVAIL) snprintf(r->retry_after, sizeof r->retry_after, "2");
-    int status = err->code == PG_EUNAVAIL || err->code == PG_ENOMEM ? 503 : 500;
+    /* A lost database is transient: tell clients when to come back, and
+     * nothing of where the database lives (its host, port or socket path
+     * are in err->msg: the log keeps them). */
+    if (err->code == PG_EUNAVAIL) {
+        snprintf(r->retry_after, sizeof r->retry_after, "2");
+        pg_api_log_detail(r, 503, err->msg);
+        pg_api_problem(r, 503, PG_API_UNAVAIL_DETAIL, NULL, NULL);
+        return;
+    }
+    int status = err->code == PG_ENOMEM ? 503 : 500;
     pg_api_problem(r, status, err->msg[0] ? err->msg : pg_status_str(err->code), NULL, NULL);
 }
 

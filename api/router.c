@@ -30,7 +30,7 @@ static const pg_route ROUTES[] = {
     {"DELETE", "/v1/jobs/{id}", PG_AUTH_ADMIN, 0, NULL, pg_h_jobs_delete},
     {"POST", "/v1/jobs/{id}/cancel", PG_AUTH_ADMIN, 0, NULL, pg_h_jobs_cancel},
     {"GET", "/v1/jobs/{id}/events", PG_AUTH_READ, 0, NULL, pg_h_jobs_events},
-    {"GET", "/v1/jobs/{id}/samples", PG_AUTH_READ, 0, NULL, pg_h_jobs_samples},
+    {"GET", "/v1/jobs/{id}/samples", PG_AUTH_READ_CACHED, 0, NULL, pg_h_jobs_samples},
     {"GET", "/v1/jobs/{id}/checkpoints", PG_AUTH_READ, 0, NULL, pg_h_jobs_checkpoints},
     {"GET", "/v1/jobs/{id}/checkpoints/{step}", PG_AUTH_READ, 0, NULL, pg_h_jobs_checkpoint_get},
     /* Quality reports: the rule of service/report_rules.h decides per report. */

@@ -7,41 +7,28 @@
 
 #include "engine/core/alloc.h"
 #include "engine/core/fmt.h"
+#include "engine/methods/draw.h"
 
-/* About 1 MiB of floats per block (at most 4096 rows): big enough for
- * efficient GEMMs, small enough to keep a stream's memory flat. */
-#define BLOCK_VALUES ((size_t)1 << 18)
-#define BLOCK_ROWS   4096
 /* Text staged per refill of a stream (grown to one row when a row is longer). */
 #define TEXT_CAP ((size_t)64 << 10)
 
 size_t pg_samples_block_rows(size_t d)
 {
-    size_t b = d ? BLOCK_VALUES / d : BLOCK_ROWS;
-    return b < 1 ? 1 : b > BLOCK_ROWS ? BLOCK_ROWS : b;
+    return pg_draw_block_rows(d);
 }
 
-/* splitmix64 of the seed and the block index: decorrelated seeds, block 0
- * keeps the request's own. */
 uint64_t pg_samples_block_seed(uint64_t seed, size_t block)
 {
-    if (block == 0) return seed;
-    uint64_t z = seed + (uint64_t)block * UINT64_C(0x9E3779B97F4A7C15);
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
+    return pg_draw_block_seed(seed, block);
 }
 
 int pg_samples_draw(const pg_snapshot *s, const pg_samples_spec *sp, float *x, pg_error *err)
 {
-    size_t b = pg_samples_block_rows(sp->d);
-    for (size_t at = 0, blk = 0; at < sp->n; at += b, blk++) {
-        size_t rows = sp->n - at < b ? sp->n - at : b;
-        int rc = pg_snapshot_sample(s, rows, pg_samples_block_seed(sp->seed, blk), sp->label,
-                                    x + at * sp->d, err);
-        if (rc) return rc;
-    }
-    return PG_OK;
+    pg_cpu_scope sc;
+    pg_cpu_scope_begin(sp->cpu, sp->cpu_cap, &sc);
+    int rc = pg_draw_rows(s, sp->n, sp->d, sp->seed, sp->label, x, err);
+    pg_cpu_scope_end(&sc);
+    return rc;
 }
 
 /* ---- encoders: head, rows, tail ------------------------------------------ */
@@ -223,8 +210,11 @@ static int ensure_block(pg_samples_stream *st, pg_error *err)
     if (st->used_in_block < st->in_block) return 0;
     size_t rows = sp->n - st->next_row;
     if (rows > st->block_rows) rows = st->block_rows;
+    pg_cpu_scope sc;
+    pg_cpu_scope_begin(sp->cpu, sp->cpu_cap, &sc);
     int rc = pg_snapshot_sample(st->snap, rows, pg_samples_block_seed(sp->seed, st->block_index),
                                 sp->label, st->block, err);
+    pg_cpu_scope_end(&sc);
     if (rc) return -1;
     st->block_index++;
     st->in_block = rows;

@@ -1,7 +1,8 @@
 /* api/samples_stream.h - samples response bodies (JSON, CSV, NPY), whole or
  * streamed in constant memory.
  *
- * Rows are drawn in blocks of pg_samples_block_rows(d) rows: block 0 with the
+ * Rows follow engine/methods/draw.h (the rule reports share): blocks of
+ * pg_samples_block_rows(d) rows, block 0 with the
  * request's seed, block b > 0 with pg_samples_block_seed(seed, b). A given
  * (snapshot, seed, label, n) therefore names the same rows whether the body
  * is built at once or streamed, and the first block's rows are what a single
@@ -35,6 +36,10 @@ typedef struct pg_samples_spec {
     long step;     /* JSON: echoed */
     uint64_t seed; /* drawing seed; JSON echoes it when below 2^53 */
     int label;     /* -1: none */
+    /* The process's CPU budget each block is drawn under (NULL: none) and
+     * the most cores a block takes (0: no cap); see pg_cpu_scope_begin. */
+    pg_cpu_budget *cpu;
+    int cpu_cap;
 } pg_samples_spec;
 
 size_t pg_samples_block_rows(size_t d);

@@ -6,75 +6,31 @@
 #include "api/samples_stream.h"
 #include "engine/core/alloc.h"
 #include "engine/data/records.h"
+#include "engine/methods/draw.h"
 #include "engine/methods/snapshot.h"
 
 int pg_typed_samples_table(const pg_table *t, const pg_snapshot *snap, pg_table **out,
                            pg_error *err)
 {
-    *out = NULL;
-    json_t *map = pg_table_to_json(t);
-    if (!map) return pg_error_set(err, PG_ENOMEM, "out of memory");
-    if (t->label != PG_TABLE_NONE && pg_snapshot_num_classes(snap) == 0) {
-        /* The label column has no units: dropping it keeps the layout. */
-        json_array_remove(json_object_get(map, "columns"), t->label);
-        json_object_del(map, "label");
-        json_object_del(map, "width");
-        json_object_del(map, "blocks");
-    }
-    int rc = pg_table_from_json(map, out, err);
-    json_decref(map);
-    return rc;
-}
-
-/* Class k's seed within a block (k + 1: never the block's own seed). */
-static uint64_t class_seed(uint64_t block_seed, size_t k)
-{
-    return pg_samples_block_seed(block_seed ^ UINT64_C(0x5851F42D4C957F2D), k + 1);
-}
-
-/* One block of m rows: x (m * w), labels (m, or NULL without a label). */
-static int draw_block(const pg_table *t, const pg_snapshot *snap, size_t m, uint64_t seed,
-                      int label, float *x, int64_t *labels, float *tmp, pg_error *err)
-{
-    size_t w = t->width, classes = labels ? pg_table_num_classes(t) : 0;
-    if (!classes || label >= 0) {
-        int rc = pg_snapshot_sample(snap, m, seed, classes ? label : -1, x, err);
-        for (size_t i = 0; labels && i < m; i++) labels[i] = label;
-        return rc;
-    }
-    for (size_t k = 0; k < classes && k < m; k++) {
-        size_t cnt = (m - k + classes - 1) / classes; /* rows i = k, k + C, ... */
-        int rc = pg_snapshot_sample(snap, cnt, class_seed(seed, k), (int)k, tmp, err);
-        if (rc) return rc;
-        for (size_t j = 0; j < cnt; j++) {
-            size_t i = k + j * classes;
-            memcpy(x + i * w, tmp + j * w, w * sizeof *x);
-            labels[i] = (int64_t)k;
-        }
-    }
-    return PG_OK;
+    return pg_draw_table_for(t, snap, out, err);
 }
 
 int pg_typed_samples_draw(const pg_table *t, const pg_snapshot *snap, size_t n, uint64_t seed,
-                          int label, float *x, int64_t *labels, pg_error *err)
+                          int label, float *x, int64_t *labels, pg_cpu_budget *cpu, int cap,
+                          pg_error *err)
 {
-    size_t b = pg_samples_block_rows(t->width);
-    int has_label = t->label != PG_TABLE_NONE;
-    float *tmp = has_label ? pg_alloc_f32((n < b ? n : b) * t->width) : NULL;
-    if (has_label && !tmp) return pg_error_set(err, PG_ENOMEM, "out of memory drawing samples");
-    int rc = PG_OK;
-    for (size_t at = 0, blk = 0; !rc && at < n; at += b, blk++) {
-        size_t m = n - at < b ? n - at : b;
-        rc = draw_block(t, snap, m, pg_samples_block_seed(seed, blk), label, x + at * t->width,
-                        has_label ? labels + at : NULL, tmp, err);
-    }
-    pg_free(tmp);
+    pg_cpu_scope sc;
+    pg_cpu_scope_begin(cpu, cap, &sc);
+    int rc = pg_draw_table_rows(t, snap, n, seed, label, x, labels, err);
+    pg_cpu_scope_end(&sc);
     return rc;
 }
 
 struct pg_typed_samples {
     pg_table *t;
     pg_snapshot *snap;
+    pg_cpu_budget *cpu; /* blocks are drawn under it (NULL: none) */
+    int cap;
     int format;
     size_t n, block_rows, next_row, block_index;
     uint64_t seed;
@@ -99,7 +55,8 @@ void pg_typed_samples_free(pg_typed_samples *st)
 }
 
 int pg_typed_samples_open(const pg_table *t, pg_snapshot *snap, int format, size_t n, uint64_t seed,
-                          int label, pg_typed_samples **out, pg_error *err)
+                          int label, pg_cpu_budget *cpu, int cap, pg_typed_samples **out,
+                          pg_error *err)
 {
     *out = NULL;
     if (format < PG_RECORDS_CSV || format > PG_RECORDS_NDJSON || n == 0)
@@ -119,6 +76,8 @@ int pg_typed_samples_open(const pg_table *t, pg_snapshot *snap, int format, size
     st->n = n;
     st->seed = seed;
     st->label = label;
+    st->cpu = cpu;
+    st->cap = cap;
     st->block_rows = pg_samples_block_rows(t->width);
     size_t rows = n < st->block_rows ? n : st->block_rows;
     st->x = pg_alloc_f32(rows * t->width);
@@ -184,9 +143,13 @@ static int refill(pg_typed_samples *st, pg_error *err)
     }
     size_t m = st->n - st->next_row;
     if (m > st->block_rows) m = st->block_rows;
-    if (draw_block(st->t, st->snap, m, pg_samples_block_seed(st->seed, st->block_index), st->label,
-                   st->x, st->labels, st->tmp, err))
-        return -1;
+    pg_cpu_scope sc;
+    pg_cpu_scope_begin(st->cpu, st->cap, &sc);
+    int brc =
+        pg_draw_table_block(st->t, st->snap, m, pg_samples_block_seed(st->seed, st->block_index),
+                            st->label, st->x, st->labels, st->tmp, err);
+    pg_cpu_scope_end(&sc);
+    if (brc) return -1;
     int first = st->block_index == 0;
     int rc;
     if (st->format == PG_RECORDS_JSON) {

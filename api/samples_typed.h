@@ -1,14 +1,14 @@
 /* api/samples_typed.h - decoded samples of a typed job (docs/tables.md).
  *
- * Rows are drawn in blocks of pg_samples_block_rows(width) rows with the
- * block seeds of api/samples_stream.h, so the same (snapshot, seed, label,
- * n) gives the same records whether the body is built whole or streamed.
- * The label column: with label >= 0 every row has that class; otherwise,
- * when the model is conditional, row i of a block has class i mod C (C the
- * label's classes) and each class's rows are one pg_snapshot_sample call
- * (seed: the block's seed mixed with the class), i.e. classes are balanced,
- * as the models' own "uniform over classes" draw is; an unconditional model
- * of a labelled table produces no label column (pg_typed_samples_table).
+ * Rows follow engine/methods/draw.h (pg_draw_table_rows), the rule quality
+ * reports share, so the same (snapshot, seed, label, n) gives the same
+ * records whether the body is built whole or streamed, and a report's rows
+ * are /samples?seed=S's. The label column: with label >= 0 every row has
+ * that class; a model that draws classes with its rows (mst, aim) gives
+ * them; otherwise, when the model is conditional, row i of a block has
+ * class i mod C (balanced, as the models' own "uniform over classes" draw
+ * is); an unconditional model of a labelled table produces no label column
+ * (pg_typed_samples_table).
  *
  * Formats: CSV with a header (category names, integers, true/false, empty
  * for missing), JSON (one array of records) and NDJSON, through
@@ -35,15 +35,18 @@ int pg_typed_samples_table(const pg_table *t, const pg_snapshot *snap, pg_table 
                            pg_error *err);
 
 /* Draws n rows (x: n * width) and, when out_t has a label column, their
- * classes (labels: n) by the rule above. */
+ * classes (labels: n) by the rule above; each block under the CPU budget
+ * cpu with at most cap cores (NULL: none; see pg_cpu_scope_begin). */
 int pg_typed_samples_draw(const pg_table *out_t, const pg_snapshot *snap, size_t n, uint64_t seed,
-                          int label, float *x, int64_t *labels, pg_error *err);
+                          int label, float *x, int64_t *labels, pg_cpu_budget *cpu, int cap,
+                          pg_error *err);
 
 typedef struct pg_typed_samples pg_typed_samples;
 
 /* format: PG_RECORDS_CSV, _JSON or _NDJSON (engine/data/records.h). */
 int pg_typed_samples_open(const pg_table *t, pg_snapshot *snap, int format, size_t n, uint64_t seed,
-                          int label, pg_typed_samples **out, pg_error *err);
+                          int label, pg_cpu_budget *cpu, int cap, pg_typed_samples **out,
+                          pg_error *err);
 /* Next body bytes (at most cap >= 1): the count, 0 at the end, -1 on error. */
 ssize_t pg_typed_samples_read(pg_typed_samples *st, char *buf, size_t cap, pg_error *err);
 /* The whole body (malloc'ed into *out): for small n. */

@@ -1,19 +1,24 @@
 #include "api/server.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "api/internal.h"
 #include "api/body_cache.h"
+#include "api/header_guard.h"
 #include "api/router.h"
 #include "api/upload_gate.h"
 #include "service/auth.h"
+#include "service/jobs.h"
 #include "service/log.h"
 
 struct pg_api_server {
@@ -128,13 +133,15 @@ static void begin(pg_req *r, const char *url)
     if (r->route->auth != PG_AUTH_NONE) {
         int state;
         pg_error err = {0};
-        if (pg_auth_check_cached(r->app->auth_cache, r->app->db,
-                                 pg_api_header(r, MHD_HTTP_HEADER_AUTHORIZATION),
+        /* Only a route that may tolerate a revocation seen late reads the
+         * cache (api/internal.h): everything that writes, mints or reads a
+         * tenant's data asks the database, which a revoke on any replica
+         * has already changed when it returns. */
+        pg_auth_cache *cache = r->route->auth == PG_AUTH_READ_CACHED ? r->app->auth_cache : NULL;
+        if (pg_auth_check_cached(cache, r->app->db, pg_api_header(r, MHD_HTTP_HEADER_AUTHORIZATION),
                                  (int64_t)time(NULL), &r->tok, &state, &err)) {
-            if (err.code == PG_EUNAVAIL)
-                pg_api_fail(r, &err);
-            else
-                pg_api_problem(r, 503, err.msg, NULL, NULL);
+            err.code = PG_EUNAVAIL; /* 503 whatever failed: a retry may succeed */
+            pg_api_fail(r, &err);
             return;
         }
         if (state != PG_TOKEN_OK) {
@@ -239,7 +246,8 @@ static void replay_or_handle(pg_req *r)
     int state;
     pg_idem_response prev;
     pg_error err = {0};
-    if (pg_db_idem_begin(r->app->db, r->tok.tenant, r->idem_key, fp, &state, &prev, &err)) {
+    if (pg_db_idem_begin(r->app->db, r->tok.tenant, r->tok.id, r->idem_key, fp, &state, &prev,
+                         &err)) {
         pg_api_fail(r, &err);
         return;
     }
@@ -265,7 +273,8 @@ static void replay_or_handle(pg_req *r)
      * its retry must be evaluated afresh. */
     pg_idem_response save = {r->status, r->location[0] ? r->location : NULL, r->resp, r->resp_len};
     int ok = r->status >= 200 && r->status < 300;
-    if (pg_db_idem_finish(r->app->db, r->tok.tenant, r->idem_key, ok ? &save : NULL, &err))
+    if (pg_db_idem_finish(r->app->db, r->tok.tenant, r->tok.id, r->idem_key, ok ? &save : NULL,
+                          &err))
         pg_log_event("error", "cannot record an idempotent response", NULL);
 }
 
@@ -302,6 +311,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         r->route_label = "unmatched";
         r->t0 = now_ms();
         *con_cls = r;
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        pg_header_guard_request(r->app->headers, ci ? ci->socket_context : NULL);
         begin(r, url);
         /* Answer early (auth failure, 413 by Content-Length): MHD then skips
          * the body and closes the connection after the response. */
@@ -343,6 +355,10 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     pg_req *r = *con_cls;
     if (!r) return;
     *con_cls = NULL;
+    /* The connection now waits for its next request's headers. */
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    pg_header_guard_finished(app->headers, ci ? ci->socket_context : NULL);
     if (r->stream_free) r->stream_free(r);
     double ms = now_ms() - r->t0;
     /* 499: the client went away before an answer was sent (nginx's code);
@@ -356,6 +372,52 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     free(r->body);
     free(r->resp);
     free(r);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    pg_api_app *app = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (ci) pg_header_guard_started(app->headers, ci->connect_fd, socket_context);
+    } else {
+        pg_header_guard_closed(app->headers, socket_context);
+    }
+}
+
+/* The listening socket, bound here rather than by libmicrohttpd so that a
+ * port another process listens on is refused with a clear reason: only
+ * SO_REUSEADDR (restart over TIME_WAIT) unless --reuse-port asks to share
+ * the port with other listeners (SO_REUSEPORT: the kernel then splits the
+ * connections between them). */
+static int open_listen(const struct sockaddr_in *sa, int reuse_port, const char *listen_at,
+                       int *out, pg_error *err)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return pg_error_set(err, PG_EIO, "cannot create a socket: %s", strerror(errno));
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (reuse_port && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one)) {
+        int e = errno;
+        close(fd);
+        return pg_error_set(err, PG_EIO, "cannot set SO_REUSEPORT for --reuse-port: %s",
+                            strerror(e));
+    }
+    if (bind(fd, (const struct sockaddr *)sa, sizeof *sa) || listen(fd, 128)) {
+        int e = errno;
+        close(fd);
+        if (e == EADDRINUSE)
+            return pg_error_set(err, PG_EIO,
+                                "cannot listen on %s: address in use (another server listens "
+                                "there; stop it, pick another --listen port, or give every "
+                                "server on the port --reuse-port to share it)",
+                                listen_at);
+        return pg_error_set(err, PG_EIO, "cannot listen on %s: %s", listen_at, strerror(e));
+    }
+    *out = fd;
+    return PG_OK;
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -409,8 +471,14 @@ int pg_api_server_start_all(const pg_svc_config *cfg, pg_db *db, pg_metrics *met
 {
     struct sockaddr_in sa;
     if (parse_listen(cfg->listen, &sa, err)) return PG_EINVAL;
+    int lfd = -1;
+    if (open_listen(&sa, cfg->reuse_port, cfg->listen, &lfd, err)) return PG_EIO;
     pg_api_server *s = calloc(1, sizeof *s);
-    if (!s) return pg_error_set(err, PG_ENOMEM, "out of memory starting the server");
+    if (!s) {
+        close(lfd);
+        return pg_error_set(err, PG_ENOMEM, "out of memory starting the server");
+    }
+    unsigned max_conns = cfg->max_connections > 0 ? (unsigned)cfg->max_connections : 1000u;
     /* Caches: 1024 token slots kept 10 s at most (see service/auth.h for the
      * invalidation contract); seeded samples bodies of up to 1 MiB each,
      * 64 MiB and 1024 bodies in all (api/body_cache.h). */
@@ -420,22 +488,34 @@ int pg_api_server_start_all(const pg_svc_config *cfg, pg_db *db, pg_metrics *met
         /* NULL (no bound) when a caller's config leaves them 0. */
         cfg->max_uploads > 0 && cfg->max_uploads_per_token > 0
             ? pg_upload_gate_create((size_t)cfg->max_uploads, (size_t)cfg->max_uploads_per_token)
-            : NULL};
+            : NULL,
+        /* Connections waiting for request headers may hold all but a tenth
+         * of the slots (at least 2 kept free): a health check still gets in
+         * while slow clients fill the rest (api/header_guard.h). NULL (no
+         * bound) when a caller's config leaves the timeout 0. */
+        cfg->header_timeout_s > 0
+            ? pg_header_guard_create(max_conns - (max_conns / 10 > 2 ? max_conns / 10
+                                                  : max_conns > 2    ? 2
+                                                                     : 0),
+                                     (double)cfg->header_timeout_s)
+            : NULL,
+        pg_jobs_cpu(jobs)};
     s->daemon = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0, NULL,
-        NULL, on_request, &s->app, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR,
-        (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->http_threads,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s->app, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)cfg->http_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
-        cfg->max_connections > 0 ? (unsigned)cfg->max_connections : 1000u,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_conns_per_ip,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
+        NULL, on_request, &s->app, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        MHD_OPTION_LISTEN_SOCKET, (MHD_socket)lfd, MHD_OPTION_THREAD_POOL_SIZE,
+        (unsigned)cfg->http_threads, MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s->app,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, &s->app, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)cfg->http_timeout_s, MHD_OPTION_CONNECTION_LIMIT, max_conns,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_conns_per_ip, MHD_OPTION_END);
     if (!s->daemon) {
+        /* libmicrohttpd closed lfd on its failure paths. */
+        pg_header_guard_free(s->app.headers);
         pg_upload_gate_free(s->app.uploads);
         pg_auth_cache_free(s->app.auth_cache);
         pg_body_cache_free(s->app.body_cache);
         free(s);
-        return pg_error_set(err, PG_EIO, "cannot listen on %s (address in use?)", cfg->listen);
+        return pg_error_set(err, PG_EIO, "cannot start the HTTP server on %s", cfg->listen);
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
     *port = info ? info->port : ntohs(sa.sin_port);
@@ -461,6 +541,7 @@ void pg_api_server_stop(pg_api_server *s, int grace_ms)
     }
     MHD_stop_daemon(s->daemon);
     if (fd != MHD_INVALID_SOCKET) close(fd);
+    pg_header_guard_free(s->app.headers);
     pg_auth_cache_free(s->app.auth_cache);
     pg_body_cache_free(s->app.body_cache);
     pg_upload_gate_free(s->app.uploads);

@@ -15,7 +15,7 @@ typedef int (*pg_bench_fn)(int argc, char **argv);
 void pg_bench_register(const char *name, const char *summary, pg_bench_fn fn);
 
 #define PG_BENCH_REGISTER(name, summary, fn)                                                       \
-    __attribute__((constructor)) static void pg_bench_register_##fn(void)                         \
+    __attribute__((constructor)) static void pg_bench_register_##fn(void)                          \
     {                                                                                              \
         pg_bench_register(name, summary, fn);                                                      \
     }
@@ -27,5 +27,20 @@ double pg_bench_now_ms(void);
  * or `dflt` when absent. pg_bench_has reports a bare flag. */
 const char *pg_bench_opt(int argc, char **argv, const char *key, const char *dflt);
 int pg_bench_has(int argc, char **argv, const char *key);
+
+/* --contend: forks a child that keeps one core busy (a bare loop) until
+ * pg_bench_contend_stop, so a kernel is timed next to a competing CPU-bound
+ * process. Returns the child's pid, 0 without the flag, -1 when fork fails.
+ * The child dies with its parent. */
+int pg_bench_contend_start(int argc, char **argv);
+void pg_bench_contend_stop(int pid);
+
+/* --budget: the engine's CPU budget (engine/core/cpu.h) of `threads` cores,
+ * following the machine's load as privgend's does; NULL without the flag
+ * (the kernel then runs `threads` threads whatever else runs). Takes its
+ * first load estimate before returning (0.3 s): start any contender first.
+ * The caller destroys it. */
+struct pg_cpu_budget;
+struct pg_cpu_budget *pg_bench_budget(int argc, char **argv, int threads);
 
 #endif

@@ -4,7 +4,11 @@
  *
  *   privgen-bench credit [--csv build/credit_data.csv] [--schema FILE]
  *                        [--methods a,b,...] [--eps 1,5] [--seed S] [--diag]
- *                        [--set "path=json;..."]
+ *                        [--set "path=json;..."] [--target Status]
+ *
+ * --target names the categorical column the classifier predicts (another
+ * table: --csv build/attrition.csv --schema bench/attrition.schema.json
+ * --target Attrition, bench/attrition.sh).
  *
  * --methods real: the real 80 % through the decode / re-encode path (must
  * give acc_real). --diag: per method, the real-trained classifier scored on
@@ -158,6 +162,8 @@ static void reencode(const pg_table *t, float *x, size_t n)
         }
 }
 
+static const char *opt_target = "Status";
+
 static const char *spec_for(const char *method, double eps, char *buf, size_t len, size_t d)
 {
     if (strcmp(method, "dp_sinkhorn") == 0)
@@ -183,6 +189,14 @@ static const char *spec_for(const char *method, double eps, char *buf, size_t le
                  "{\"seed\": 1, \"privacy\": {\"epsilon\": %g, \"delta\": %g}, \"flow\": "
                  "{\"steps\": 100, \"particles\": 2000}, \"projections\": {\"per_step\": %zu}}",
                  eps, DELTA, d);
+    else if (strcmp(method, "aim") == 0) /* the classifier's target: its triples */
+        snprintf(buf, len,
+                 "{\"seed\": 1, \"privacy\": {\"epsilon\": %g, \"delta\": %g}, \"aim\": "
+                 "{\"target\": \"%s\"}}",
+                 eps, DELTA, opt_target);
+    else if (strcmp(method, "mst") == 0)
+        snprintf(buf, len, "{\"seed\": 1, \"privacy\": {\"epsilon\": %g, \"delta\": %g}}", eps,
+                 DELTA);
     else /* entropic_gan */
         snprintf(buf, len,
                  "{\"seed\": 1, \"train\": {\"steps\": 1500, \"batch_size\": 256, \"lr\": "
@@ -440,7 +454,8 @@ static int bench_credit(int argc, char **argv)
         fprintf(stderr, "credit: cannot read %s\n", schema_path);
         return 2;
     }
-    json_object_del(sj, "label"); /* Status is modelled like any column */
+    const char *target = opt_target = pg_bench_opt(argc, argv, "--target", "Status");
+    json_object_del(sj, "label"); /* the target is modelled like any column */
     pg_table *t = NULL;
     pg_error err = {0};
     if (pg_table_from_json(sj, &t, &err)) {
@@ -448,9 +463,9 @@ static int bench_credit(int argc, char **argv)
         return 2;
     }
     json_decref(sj);
-    size_t status = pg_table_find(t, "Status", 6);
+    size_t status = pg_table_find(t, target, strlen(target));
     if (status == PG_TABLE_NONE || t->cols[status].type != PG_COL_CATEGORICAL) {
-        fprintf(stderr, "credit: the schema needs a categorical Status column\n");
+        fprintf(stderr, "credit: the schema needs a categorical %s column\n", target);
         return 2;
     }
     char *buf;

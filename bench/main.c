@@ -1,8 +1,14 @@
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bench/bench.h"
+#include "engine/core/cpu.h"
 
 #define MAX_BENCHES 64
 
@@ -43,14 +49,67 @@ int pg_bench_has(int argc, char **argv, const char *key)
     return 0;
 }
 
+int pg_bench_contend_start(int argc, char **argv)
+{
+    if (!pg_bench_has(argc, argv, "--contend")) return 0;
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(0);
+        volatile unsigned long x = 0;
+        for (;;) x++;
+    }
+    return (int)pid;
+}
+
+void pg_bench_contend_stop(int pid)
+{
+    if (pid <= 0) return;
+    kill((pid_t)pid, SIGKILL);
+    waitpid((pid_t)pid, NULL, 0);
+}
+
+struct pg_cpu_budget *pg_bench_budget(int argc, char **argv, int threads)
+{
+    if (!pg_bench_has(argc, argv, "--budget")) return NULL;
+    pg_cpu_budget *b = NULL;
+    if (pg_cpu_budget_create(threads, &b, NULL)) return NULL;
+    pg_cpu_budget_follow_load(b, true);
+    /* The first estimate of the foreign load needs an interval: take it now
+     * (a contender, if any, is already running), not in the timed runs. */
+    pg_cpu_share s;
+    pg_cpu_join(b, false, &s);
+    pg_cpu_acquire(&s, 0);
+    pg_cpu_release(&s);
+    usleep(300 * 1000);
+    pg_cpu_acquire(&s, 0);
+    pg_cpu_leave(&s);
+    return b;
+}
+
+/* As privgend does (see daemon/privgend.c): libgomp reads its wait policy
+ * once at load, so it is set here and the program re-executed once; spinning
+ * waits collapse a team that meets a competing process. An explicit
+ * OMP_WAIT_POLICY (e.g. active, to measure the difference) is kept. */
+static void ensure_passive_omp(char **argv)
+{
+    if (getenv("OMP_WAIT_POLICY")) return;
+    if (setenv("OMP_WAIT_POLICY", "passive", 1)) return;
+    execv("/proc/self/exe", argv);
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: privgen-bench <benchmark> [options]\n\nbenchmarks:\n");
-    for (int i = 0; i < nbenches; i++) fprintf(f, "  %-12s %s\n", benches[i].name, benches[i].summary);
+    for (int i = 0; i < nbenches; i++)
+        fprintf(f, "  %-12s %s\n", benches[i].name, benches[i].summary);
 }
 
 int main(int argc, char **argv)
 {
+    ensure_passive_omp(argv);
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;

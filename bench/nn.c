@@ -13,6 +13,11 @@
  * Figures, the commands that produced them and how to read them under load
  * live in docs/benchmarks.md (NN engine); bench/peers/nn.py runs this next to
  * PyTorch in the same run.
+ *
+ * --contend runs it next to a child process that keeps one core busy;
+ * --budget takes each step's thread count from a CPU budget of --threads
+ * cores following the machine's load (engine/core/cpu.h, as privgend's jobs
+ * do); "granted" is the mean thread count of the timed steps.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +25,7 @@
 
 #include "bench/bench.h"
 #include "engine/core/alloc.h"
+#include "engine/core/cpu.h"
 #include "engine/core/mat.h"
 #include "engine/nn/nn.h"
 
@@ -69,6 +75,11 @@ static int bench_nn(int argc, char **argv)
         pg_nn_free(net);
         return 1;
     }
+    int contender = pg_bench_contend_start(argc, argv);
+    pg_cpu_budget *budget = pg_bench_budget(argc, argv, threads);
+    pg_cpu_share share;
+    pg_cpu_join(budget, false, &share);
+    double granted = 0;
     size_t in = pg_nn_in_size(net), out = pg_nn_out_size(net), b = (size_t)batch;
     float *z = pg_alloc_f32(b * in), *g = pg_alloc_f32(b * out);
     int32_t *lab = calloc(b, sizeof *lab);
@@ -87,6 +98,8 @@ static int bench_nn(int argc, char **argv)
         pg_nn_blas_ms_reset(net);
         for (int s = 0; s < n && !rc; s++) {
             const float *y;
+            int gr = budget ? pg_cpu_use(pg_cpu_acquire(&share, threads)) : threads;
+            if (pass == 1) granted += gr;
             double t0 = pg_bench_now_ms();
             rc |= pg_nn_forward(net, z, lab, b, &y, &err);
             double t1 = pg_bench_now_ms();
@@ -98,6 +111,7 @@ static int bench_nn(int argc, char **argv)
             double t3 = pg_bench_now_ms();
             rc |= pg_nn_opt_step_net(opt, net, &err);
             double t4 = pg_bench_now_ms();
+            pg_cpu_release(&share);
             if (pass == 2) prof_total += (t1 - t0) + (t4 - t2);
             if (pass == 1) {
                 tf[s] = t1 - t0, tb[s] = t3 - t2, to[s] = t4 - t3;
@@ -106,6 +120,9 @@ static int bench_nn(int argc, char **argv)
         }
         if (pass == 2) blas = pg_nn_blas_ms(net);
     }
+    pg_bench_contend_stop(contender);
+    pg_cpu_leave(&share);
+    pg_cpu_budget_destroy(budget);
     if (rc) {
         fprintf(stderr, "nn: %s\n", err.msg);
     } else {
@@ -113,9 +130,11 @@ static int bench_nn(int argc, char **argv)
                mt = median(tt, steps);
         printf("{\"bench\":\"nn\",\"impl\":\"privgen\",\"arch\":\"%s\",\"batch\":%d,\"threads\":%d,"
                "\"params\":%zu,\"steps\":%d,\"ms_forward\":%.4f,\"ms_backward\":%.4f,"
-               "\"ms_opt\":%.4f,\"ms_step\":%.4f,\"blas_fraction\":%.3f}\n",
+               "\"ms_opt\":%.4f,\"ms_step\":%.4f,\"blas_fraction\":%.3f,\"contend\":%s,"
+               "\"budget\":%s,\"granted\":%.2f}\n",
                arch, batch, threads, pg_nn_param_count(net), steps, mf, mb, mo, mt,
-               prof_total > 0 ? blas / prof_total : 0.0);
+               prof_total > 0 ? blas / prof_total : 0.0, contender > 0 ? "true" : "false",
+               budget ? "true" : "false", granted / steps);
     }
     free(tf);
     free(tb);

@@ -76,7 +76,10 @@ static int report_bench(int argc, char **argv)
                             NULL,
                             copy ? ref.labels : syn.labels,
                             ref.labels,
-                            PG_FMNIST_CLASSES};
+                            PG_FMNIST_CLASSES,
+                            NULL,
+                            NULL,
+                            0};
         o.progress = count_progress;
         o.progress_ctx = &calls;
         double t0 = pg_bench_now_ms();

@@ -8,3 +8,9 @@ for peer in bench/peers/*.py; do
   echo "# $peer" >&2
   /usr/bin/python3 "$peer"
 done
+# Kernels and the service next to a competing process (issue 31); skip with
+# PRIVGEN_BENCH_CONTEND=0.
+if [ "${PRIVGEN_BENCH_CONTEND:-1}" != 0 ]; then
+  echo "# bench/contend.sh" >&2
+  bash bench/contend.sh "$build"
+fi

@@ -7,7 +7,14 @@
  * a cache-resident buffer, same threads): the compute floor of one
  * half-iteration. Times are the best of --reps runs (default 2); with
  * --cpu-clock they are process CPU time (use with --threads 1 on a loaded
- * machine to get the time on a dedicated core). */
+ * machine to get the time on a dedicated core).
+ *
+ * --contend runs the whole benchmark next to a child process that keeps one
+ * core busy; --budget draws each solve's thread count from a CPU budget of
+ * --threads cores that follows the machine's load (engine/core/cpu.h, as
+ * privgend's jobs do). ms_per_iter_median is the median over the reps, the
+ * figure to compare under load; "granted" is the mean thread count the
+ * budget granted (threads without --budget). */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +23,7 @@
 
 #include "bench/bench.h"
 #include "engine/core/alloc.h"
+#include "engine/core/cpu.h"
 #include "engine/core/rng.h"
 #include "engine/data/file.h"
 #include "engine/data/npy.h"
@@ -79,6 +87,18 @@ static double exp_limit_ms(size_t count, size_t halves)
     return (now_ms() - t0) / (double)halves;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median_of(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 static int bench_sinkhorn(int argc, char **argv)
 {
     const char *xp = pg_bench_opt(argc, argv, "--x", NULL),
@@ -102,6 +122,12 @@ static int bench_sinkhorn(int argc, char **argv)
     }
     use_cpu_clock = pg_bench_has(argc, argv, "--cpu-clock");
     threads = pg_threads_set(threads);
+    if (reps > 64) reps = 64;
+    int contender = pg_bench_contend_start(argc, argv);
+    pg_cpu_budget *budget = pg_bench_budget(argc, argv, threads);
+    pg_cpu_share share;
+    pg_cpu_join(budget, false, &share);
+    double solves[64], granted = 0;
     pg_mat x, y;
     float *xo = NULL, *yo = NULL;
     if (xp || yp) {
@@ -152,11 +178,15 @@ static int bench_sinkhorn(int argc, char **argv)
     /* Best of --reps solves, each followed by its exp-limit twin. */
     double t_solve = 1e30, t_exp = 1e30;
     for (int r = 0; r < reps; r++) {
+        int g = budget ? pg_cpu_use(pg_cpu_acquire(&share, threads)) : threads;
+        granted += g;
         t0 = now_ms();
         if (online ? pg_ot_sinkhorn(&ws, &cost, &cx, &cy, &o, &res, NULL, NULL, &err)
                    : pg_sinkhorn_solve(&ws, x.rows, y.rows, NULL, NULL, &o, &res, &err))
             goto out;
         double ts = now_ms() - t0;
+        pg_cpu_release(&share);
+        solves[r] = ts;
         double te = exp_limit_ms(x.rows * y.rows, 2 * (size_t)res.iters);
         if (ts < t_solve) t_solve = ts;
         if (te < t_exp) t_exp = te;
@@ -165,12 +195,17 @@ static int bench_sinkhorn(int argc, char **argv)
            "\"iters\":%d,\"threads\":%d,\"ms_total\":%.3f,\"ms_per_iter\":%.4f,"
            "\"ms_cost_matrix\":%.3f,\"ms_exp_limit\":%.4f,\"value\":%.9g,"
            "\"transport_cost\":%.9g,\"marginal_error\":%.3g,\"lse_redo\":%zu,"
-           "\"cost_online\":%s}\n",
+           "\"cost_online\":%s,\"ms_per_iter_median\":%.4f,\"contend\":%s,\"budget\":%s,"
+           "\"granted\":%.2f}\n",
            x.rows, y.rows, x.cols, cname, (double)reg, res.iters, threads, t_cost + t_solve,
            t_solve / res.iters, t_cost, t_exp, res.value, res.transport_cost, res.marginal_error,
-           res.lse_redo, res.cost_online ? "true" : "false");
+           res.lse_redo, res.cost_online ? "true" : "false", median_of(solves, reps) / res.iters,
+           contender > 0 ? "true" : "false", budget ? "true" : "false", granted / reps);
     rc = 0;
 out:
+    pg_bench_contend_stop(contender);
+    pg_cpu_leave(&share);
+    pg_cpu_budget_destroy(budget);
     if (rc) fprintf(stderr, "privgen-bench sinkhorn: %s\n", err.msg);
     pg_ot_ws_free(&ws);
     pg_free(xo), pg_free(yo);

@@ -302,7 +302,14 @@ static int append(pg_http *h, const pg_args *a)
             fprintf(stderr, "privgen: note: no declaration was sent, so the rows were not checked "
                             "against the dataset's (pass --declaration FILE, or keep the "
                             "FILE.decl.json that privatize writes)\n");
-        rc = j ? pg_http_print(h, j) : pg_cli_error(PG_CLI_FAIL, "the server sent invalid JSON");
+        if (!j) {
+            rc = pg_cli_error(PG_CLI_FAIL, "the server sent invalid JSON");
+        } else if (h->json) {
+            rc = pg_http_print(h, j);
+        } else {
+            pg_human_append(j);
+            json_decref(j);
+        }
     }
     pg_http_resp_free(&r);
     return rc;

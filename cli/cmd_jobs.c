@@ -6,6 +6,7 @@
  * --set dotted.key=value (the value is parsed as JSON when it is JSON, e.g.
  * --set model.hidden=[64,64], else taken as a string). */
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -151,8 +152,28 @@ typedef struct watch {
     char last_id[128]; /* the id of the last event handled: Last-Event-ID */
     json_t *last;
     int tty, quiet, done;
-    long events; /* events handled so far */
+    long events;    /* events handled so far */
+    int shown_tick; /* piped output: the last WATCH_TICKS bucket printed, -1 none */
+    char shown_status[16];
 } watch;
+
+/* Piped output (not a terminal) prints a line per 1 / WATCH_TICKS of the
+ * steps, plus every change of status: a log, not one line per event. */
+#define WATCH_TICKS 20
+
+/* Whether a piped watch prints this update. */
+static int worth_a_line(watch *w, json_t *j)
+{
+    const char *st = json_string_value(json_object_get(j, "status"));
+    json_t *p = json_object_get(j, "progress");
+    double step = jnum(p, "step"), total = jnum(p, "total_steps");
+    int tick = total > 0 && step >= 0 ? (int)(WATCH_TICKS * fmin(step / total, 1.0)) : 0;
+    int changed = st && strcmp(st, w->shown_status);
+    if (!changed && tick <= w->shown_tick) return 0;
+    w->shown_tick = tick;
+    snprintf(w->shown_status, sizeof w->shown_status, "%s", st ? st : "");
+    return 1;
+}
 
 static void on_line(watch *w)
 {
@@ -176,7 +197,7 @@ static void on_line(watch *w)
          * between its id and its data resumes before it. */
         snprintf(w->last_id, sizeof w->last_id, "%s", w->id);
         w->events++;
-        if (!w->quiet && !same) render(stderr, j, w->tty);
+        if (!w->quiet && !same && (w->tty || worth_a_line(w, j))) render(stderr, j, w->tty);
         if (!strcmp(w->event, "done")) w->done = 1;
     }
 }
@@ -214,6 +235,19 @@ static double mono_s(void)
     return (double)t.tv_sec + t.tv_nsec / 1e9;
 }
 
+/* A note on stderr between progress lines (a terminal's bar is ended first,
+ * and redrawn by the next update). */
+static void say(watch *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(watch *w, const char *fmt, ...)
+{
+    if (w->quiet) return;
+    if (w->tty && w->events) fputc('\n', stderr);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+}
+
 /* Follows the SSE stream until the job ends, then prints the final job. Exit
  * 1 unless it succeeded. The stream may end early (a replica shutting down,
  * a proxy's timeout, a cut connection): the watch reconnects, sending the
@@ -227,6 +261,7 @@ static int do_watch(pg_http *h, const char *id)
     watch *w = calloc(1, sizeof *w);
     if (!w) return pg_cli_error(PG_CLI_FAIL, "out of memory");
     w->tty = isatty(2);
+    w->shown_tick = -1;
     char path[256];
     snprintf(path, sizeof path, "/v1/jobs/%s/events", id);
     int rc = PG_CLI_OK, connected = 0, idle = 0;
@@ -253,7 +288,14 @@ static int do_watch(pg_http *h, const char *id)
             break;
         }
         if (transient) {
-            if (down_since < 0) down_since = mono_s();
+            if (down_since < 0) {
+                down_since = mono_s();
+                say(w, "privgen: lost the server (%s); retrying every second for up to %d s\n",
+                    why      ? why
+                    : status ? "a gateway error"
+                             : "no answer",
+                    WATCH_OUTAGE_S);
+            }
             if (mono_s() - down_since > WATCH_OUTAGE_S) {
                 rc = pg_cli_error(PG_CLI_FAIL, "lost %s for more than %d s (%s)", h->url,
                                   WATCH_OUTAGE_S, why ? why : "no answer");
@@ -270,9 +312,14 @@ static int do_watch(pg_http *h, const char *id)
             if (!rc) rc = pg_cli_error(PG_CLI_FAIL, "the event stream answered HTTP %ld", status);
             break;
         }
+        if (down_since >= 0) say(w, "privgen: reconnected\n");
         connected = 1;
         down_since = -1;
         if (w->last && is_terminal(json_string_value(json_object_get(w->last, "status")))) break;
+        if (!w->done)
+            say(w, "privgen: the event stream ended; reconnecting%s%s%s\n",
+                w->last_id[0] ? " (resuming after event " : "", w->last_id,
+                w->last_id[0] ? ")" : "");
         /* A stream that keeps ending without anything new (a server that
          * answers and closes) is not followed forever. */
         idle = w->events > before ? 0 : idle + 1;

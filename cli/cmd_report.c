@@ -2,6 +2,7 @@
  * against a dataset, follow it, and write report.json and its figures into
  * a directory (docs/reports.md); `privgen report delete` removes one. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -16,8 +17,11 @@ static const char help[] =
     "usage: privgen report JOB_ID --against DATASET_ID [-n N] [--seed S] [-o DIR]\n"
     "                      [--no-utility] [--no-wait] [--json]\n"
     "  Compares N synthetic rows of the job (default 10000) with the rows of\n"
-    "  DATASET_ID (same shape): per-column KS/W1, correlations, sliced W2 and\n"
-    "  Sinkhorn with their noise floors, utility, a memorisation check, figures.\n"
+    "  DATASET_ID (same shape): per-column KS/W1 (TV for categories), correlations,\n"
+    "  sliced W2 and Sinkhorn with their noise floors, utility, a memorisation\n"
+    "  check, figures. A job on a typed table is reported by schema column (names,\n"
+    "  categories, the label's accuracy beside the majority rate); its synthetic\n"
+    "  rows are those `privgen samples JOB_ID -n N --seed S` gives.\n"
     "  Follows the report (progress on stderr), then writes DIR/report.json and\n"
     "  every figure as DIR/<name>.png (DIR defaults to the report id; it is\n"
     "  created). --no-wait prints the queued report and returns. --no-utility\n"
@@ -78,6 +82,55 @@ static double num_at(json_t *o, const char *a, const char *b, const char *c)
     return json_is_number(v) ? json_number_value(v) : -1;
 }
 
+static double num_of(json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/* One line per named column (typed jobs): the column's figure and its
+ * real and synthetic summary (mean, or the most frequent category). */
+static void column_lines(json_t *cols)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(cols, i, c)
+    {
+        const char *name = json_string_value(json_object_get(c, "name"));
+        const char *kind = json_string_value(json_object_get(c, "kind"));
+        if (!name || !kind) continue;
+        if (!strcmp(kind, "numeric")) {
+            fprintf(stderr, "    %-26s KS %-6.3f W1 %-9.4g mean real %.4g, synthetic %.4g", name,
+                    num_of(c, "ks"), num_of(c, "w1"), num_of(c, "mean_real"),
+                    num_of(c, "mean_synthetic"));
+            double mr = num_of(c, "missing_real"), ms = num_of(c, "missing_synthetic");
+            if (mr > 0 || ms > 0) fprintf(stderr, "; missing real %.3f, synthetic %.3f", mr, ms);
+            fputc('\n', stderr);
+            continue;
+        }
+        json_t *fr = json_object_get(c, "freq_real"), *fs = json_object_get(c, "freq_synthetic");
+        json_t *names = json_object_get(c, "categories");
+        size_t top_r = 0, top_s = 0;
+        for (size_t k = 1; k < json_array_size(fr); k++) {
+            if (json_number_value(json_array_get(fr, k)) >
+                json_number_value(json_array_get(fr, top_r)))
+                top_r = k;
+            if (json_number_value(json_array_get(fs, k)) >
+                json_number_value(json_array_get(fs, top_s)))
+                top_s = k;
+        }
+        const char *nr = json_string_value(json_array_get(names, top_r)),
+                   *ns = json_string_value(json_array_get(names, top_s));
+        char br[32], bs[32];
+        snprintf(br, sizeof br, "%zu", top_r);
+        snprintf(bs, sizeof bs, "%zu", top_s);
+        fprintf(
+            stderr, "    %-26s TV %-6.3f %-12s most frequent real %s (%.2f), synthetic %s (%.2f)\n",
+            name, num_of(c, "tv"), "", nr ? nr : br, json_number_value(json_array_get(fr, top_r)),
+            ns ? ns : bs, json_number_value(json_array_get(fs, top_s)));
+    }
+}
+
 /* The headline figures on stderr (readable mode). */
 static void summary(json_t *view)
 {
@@ -88,11 +141,26 @@ static void summary(json_t *view)
                 json_number_value(json_object_get(m, "mean_ks")),
                 json_number_value(json_object_get(m, "max_ks")),
                 json_number_value(json_object_get(m, "mean_w1")));
+    if (m && json_is_number(json_object_get(m, "mean_tv"))) {
+        size_t i, nc = 0;
+        json_t *c;
+        json_array_foreach(json_object_get(m, "columns"), i, c)
+        {
+            const char *kind = json_string_value(json_object_get(c, "kind"));
+            nc += kind && !strcmp(kind, "categorical");
+        }
+        fprintf(stderr, "  categories: mean TV %.4g over %zu categorical columns\n",
+                num_of(m, "mean_tv"), nc);
+    }
     json_t *p = json_object_get(res, "pairwise");
     if (p && json_is_number(json_object_get(p, "pearson_mean_abs_diff")))
         fprintf(stderr, "  correlations: mean |difference| %.4g over %lld pairs\n",
                 json_number_value(json_object_get(p, "pearson_mean_abs_diff")),
                 (long long)json_integer_value(json_object_get(p, "pearson_pairs")));
+    if (p && json_is_number(json_object_get(p, "cramer_mean_abs_diff")))
+        fprintf(stderr, "  Cramer's V: mean |difference| %.4g over %lld category pairs\n",
+                json_number_value(json_object_get(p, "cramer_mean_abs_diff")),
+                (long long)json_integer_value(json_object_get(p, "cramer_pairs")));
     double sw = num_at(res, "distribution", "sliced_w2", "synthetic");
     if (sw >= 0)
         fprintf(stderr, "  sliced W2 %.4g (noise floor %.4g)\n", sw,
@@ -102,16 +170,28 @@ static void summary(json_t *view)
         fprintf(stderr, "  Sinkhorn divergence %.4g (noise floor %.4g)\n", sk,
                 num_at(res, "distribution", "sinkhorn_divergence", "noise_floor"));
     json_t *u = json_object_get(res, "utility");
-    if (u)
-        fprintf(stderr, "  utility: accuracy trained on synthetic %.4g, on real %.4g\n",
-                json_number_value(json_object_get(u, "train_synthetic_accuracy")),
-                json_number_value(json_object_get(u, "train_real_accuracy")));
+    if (u) {
+        const char *label = json_string_value(json_object_get(u, "label"));
+        char what[200] = "";
+        if (label) snprintf(what, sizeof what, " of %.150s", label);
+        fprintf(stderr,
+                "  utility: accuracy%s trained on synthetic %.4g, on real %.4g; always guessing "
+                "the most frequent class %.4g\n",
+                what, num_of(u, "train_synthetic_accuracy"), num_of(u, "train_real_accuracy"),
+                num_of(u, "majority_rate"));
+    }
     json_t *mem = json_object_get(res, "memorisation");
     if (mem)
         fprintf(stderr,
                 "  memorisation: %.1f%% of synthetic rows closer than real-to-real's 5th "
                 "percentile (about 5%% expected)\n",
                 100 * json_number_value(json_object_get(mem, "share_below")));
+    json_t *cols = json_object_get(m, "columns");
+    if (json_is_array(cols) && json_array_size(cols) > 0 &&
+        json_is_string(json_object_get(json_array_get(cols, 0), "name"))) {
+        fprintf(stderr, "  by column (real vs synthetic):\n");
+        column_lines(cols);
+    }
 }
 
 int pg_cli_report(int argc, char **argv)

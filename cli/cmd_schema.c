@@ -8,7 +8,18 @@
  * rare category) and should be replaced by domain knowledge before the
  * schema is shared. Columns that look like free text or identifiers (more
  * distinct values than --max-categories) are left out, with a warning.
- * check validates a schema and prints its encoding map and row bounds. */
+ *
+ * The proposal keeps the table's words, so samples read like the table:
+ * a yes/no column spelled other than true/false (Yes/No, YES/NO) becomes a
+ * categorical column of its two spellings (a boolean would come back as
+ * true/false), and a column of at most INT_CATS distinct small integers
+ * (codes such as 1..5) becomes a categorical column of those numbers, in
+ * numeric order. A binary, never-missing column named like an outcome
+ * (OUTCOME_WORDS) is proposed as the schema's label; without one, a note says
+ * how to set it.
+ *
+ * check validates a schema and prints a summary (columns, encoded width, row
+ * bounds; --json: the encoding map). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -72,10 +83,21 @@ int pg_cli_stream_file(const char *path,
 
 /* ---- propose -------------------------------------------------------------- */
 
+/* Integer columns with at most this many distinct values, all within
+ * [-INT_CAT_ABS, INT_CAT_ABS], each seen 4 times on average (so a short
+ * file's handful of ages stays a number), are proposed as categories. */
+#define INT_CATS    10
+#define INT_CAT_ABS 100
+
+/* Words of a column name that suggest an outcome (matched case-insensitively
+ * inside the name: "Attrition", "loan_status", "is_default"). */
+static const char *const OUTCOME_WORDS[] = {"status",  "attrition", "churn", "target", "class",
+                                            "outcome", "default",   "label", NULL};
+
 typedef struct colstat {
     char *name;
     uint64_t present, missing;
-    int numeric, integral, boolish;
+    int numeric, integral, boolish, smallint;
     double min, max;
     char **distinct; /* up to cap + 1 strings; more = overflow */
     size_t ndistinct;
@@ -142,7 +164,7 @@ static int propose_field(void *ctx, const char *s, size_t n, int quoted, int eor
         p->cols = cols;
         colstat *c = &cols[p->ncols++];
         memset(c, 0, sizeof *c);
-        c->numeric = c->integral = c->boolish = 1;
+        c->numeric = c->integral = c->boolish = c->smallint = 1;
         c->min = INFINITY, c->max = -INFINITY;
         c->name = malloc(n + 1);
         c->distinct = calloc(p->cap, sizeof *c->distinct);
@@ -167,6 +189,7 @@ static int propose_field(void *ctx, const char *s, size_t n, int quoted, int eor
         if (as_number(s, n, &v)) {
             c->min = fmin(c->min, v), c->max = fmax(c->max, v);
             c->integral &= v == floor(v);
+            c->smallint &= v == floor(v) && fabs(v) <= INT_CAT_ABS;
         } else {
             c->numeric = 0;
         }
@@ -209,23 +232,59 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The schema entry for one column, or NULL (with *why) when left out. */
-static json_t *guess(colstat *c, const char **why)
+static int cmp_num_str(const void *a, const void *b)
+{
+    double x = strtod(*(char *const *)a, NULL), y = strtod(*(char *const *)b, NULL);
+    return x < y ? -1 : x > y ? 1 : strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static json_t *categories(colstat *c, int numeric)
+{
+    qsort(c->distinct, c->ndistinct, sizeof *c->distinct, numeric ? cmp_num_str : cmp_str);
+    json_t *cats = json_array();
+    for (size_t i = 0; i < c->ndistinct; i++)
+        json_array_append_new(cats, json_string(c->distinct[i]));
+    return cats;
+}
+
+/* A yes/no column whose two spellings are exactly "true" and "false": only
+ * those come back unchanged from a boolean column. */
+static int true_false(const colstat *c)
+{
+    for (size_t i = 0; i < c->ndistinct; i++)
+        if (strcmp(c->distinct[i], "true") && strcmp(c->distinct[i], "false")) return 0;
+    return 1;
+}
+
+/* The schema entry for one column, or NULL (with *why) when left out.
+ * *note is set for a guess the owner should know about. */
+static json_t *guess(colstat *c, const char **why, const char **note)
 {
     json_t *j = json_object();
     json_object_set_new(j, "name", json_string(c->name));
+    *note = NULL;
     if (c->present == 0) {
         *why = "has no values";
         json_decref(j);
         return NULL;
     }
-    if (c->numeric) {
+    if (c->numeric && c->integral && c->smallint && !c->overflow && c->ndistinct >= 2 &&
+        c->ndistinct <= INT_CATS && c->present >= 4 * (uint64_t)c->ndistinct) {
+        json_object_set_new(j, "type", json_string("categorical"));
+        json_object_set_new(j, "categories", categories(c, 1));
+        *note = "holds a few small integers: proposed as categorical (codes); make it an integer "
+                "column with min and max if the numbers are counts or amounts";
+    } else if (c->numeric) {
         double lo, hi;
         widen(c->min, c->max, &lo, &hi);
         int integer = c->integral && hi - lo <= PG_TABLE_INT_SPAN;
         json_object_set_new(j, "type", json_string(integer ? "integer" : "continuous"));
         json_object_set_new(j, "min", integer ? json_integer((json_int_t)lo) : json_real(lo));
         json_object_set_new(j, "max", integer ? json_integer((json_int_t)hi) : json_real(hi));
+    } else if (c->boolish && c->ndistinct == 2 && !true_false(c)) {
+        /* Yes/No keeps its spellings: a boolean would print true/false. */
+        json_object_set_new(j, "type", json_string("categorical"));
+        json_object_set_new(j, "categories", categories(c, 0));
     } else if (c->boolish) {
         json_object_set_new(j, "type", json_string("boolean"));
     } else if (c->overflow || c->ndistinct < 2) {
@@ -235,15 +294,51 @@ static json_t *guess(colstat *c, const char **why)
         json_decref(j);
         return NULL;
     } else {
-        qsort(c->distinct, c->ndistinct, sizeof *c->distinct, cmp_str);
-        json_t *cats = json_array();
-        for (size_t i = 0; i < c->ndistinct; i++)
-            json_array_append_new(cats, json_string(c->distinct[i]));
         json_object_set_new(j, "type", json_string("categorical"));
-        json_object_set_new(j, "categories", cats);
+        json_object_set_new(j, "categories", categories(c, 0));
     }
     json_object_set_new(j, "nullable", json_boolean(c->missing > 0));
     return j;
+}
+
+/* 2 when the lowercased name is an outcome word, 1 when it contains one. */
+static int outcome_name(const char *name)
+{
+    char low[PG_TABLE_NAME_MAX + 1];
+    size_t n = strlen(name);
+    if (n > PG_TABLE_NAME_MAX) return 0;
+    for (size_t i = 0; i <= n; i++)
+        low[i] = name[i] >= 'A' && name[i] <= 'Z' ? (char)(name[i] - 'A' + 'a') : name[i];
+    int best = 0;
+    for (const char *const *w = OUTCOME_WORDS; *w; w++)
+        if (!strcmp(low, *w))
+            best = 2;
+        else if (strstr(low, *w) && best < 1)
+            best = 1;
+    return best;
+}
+
+/* The column proposed as label: binary (a boolean or two categories), never
+ * missing, named like an outcome; an exact name beats a part of one, then
+ * the first column wins. NULL when none. */
+static const char *propose_label(json_t *cols)
+{
+    const char *best = NULL;
+    int score = 0;
+    size_t i;
+    json_t *c;
+    json_array_foreach(cols, i, c)
+    {
+        const char *type = json_string_value(json_object_get(c, "type"));
+        int binary =
+            !strcmp(type, "boolean") || (!strcmp(type, "categorical") &&
+                                         json_array_size(json_object_get(c, "categories")) == 2);
+        if (!binary || json_is_true(json_object_get(c, "nullable"))) continue;
+        const char *name = json_string_value(json_object_get(c, "name"));
+        int s = outcome_name(name);
+        if (s > score) score = s, best = name;
+    }
+    return best;
 }
 
 static void propose_free(propose *p)
@@ -284,9 +379,10 @@ static int cmd_propose(int argc, char **argv)
     }
     json_t *schema = json_object(), *cols = json_array(), *skipped = json_array();
     for (size_t i = 0; i < p.ncols; i++) {
-        const char *why = NULL;
-        json_t *j = guess(&p.cols[i], &why);
+        const char *why = NULL, *note = NULL;
+        json_t *j = guess(&p.cols[i], &why, &note);
         if (j) {
+            if (note) fprintf(stderr, "privgen: note: column '%s' %s\n", p.cols[i].name, note);
             json_array_append_new(cols, j);
         } else {
             fprintf(stderr,
@@ -297,6 +393,21 @@ static int cmd_propose(int argc, char **argv)
         }
     }
     json_object_set_new(schema, "columns", cols);
+    const char *label = propose_label(cols);
+    if (label) {
+        json_object_set_new(schema, "label", json_string(label));
+        fprintf(stderr,
+                "privgen: note: column '%s' looks like an outcome: proposed as the schema's "
+                "\"label\" (reports score a classifier on it; methods that do not condition on "
+                "the label leave it out of their samples). Delete the \"label\" line if it is "
+                "not one\n",
+                label);
+    } else {
+        fprintf(stderr, "privgen: note: no column looks like an outcome (a binary column named "
+                        "like status, target or class); to train and report against one, add "
+                        "\"label\": \"COLUMN\" (a categorical or boolean column without "
+                        "missing values) to the schema\n");
+    }
     fprintf(stderr, "privgen: warning: %s\n", LEAK_WARNING);
     /* The proposal must be a valid schema. */
     pg_table *t = NULL;
@@ -319,6 +430,7 @@ static int cmd_propose(int argc, char **argv)
             json_object_set_new(r, "rows", json_integer((json_int_t)p.rows));
             json_object_set_new(r, "columns", json_integer((json_int_t)json_array_size(cols)));
             json_object_set_new(r, "skipped", json_incref(skipped));
+            json_object_set_new(r, "label", label ? json_string(label) : json_null());
             json_object_set_new(r, "warning", json_string(LEAK_WARNING));
             code = pg_cli_emit(r);
         }
@@ -333,7 +445,52 @@ static int cmd_propose(int argc, char **argv)
 
 /* ---- check ---------------------------------------------------------------- */
 
-static int cmd_check(int argc, char **argv)
+/* One line per column: name, type and bounds or categories, units. */
+static void print_check(const char *path, const pg_table *t, json_t *map)
+{
+    size_t ncls = pg_table_num_classes(t);
+    printf("%s: %zu column%s, encoded in %zu units, range [%g, %g]", path, t->ncols,
+           t->ncols == 1 ? "" : "s", t->width, t->lo, t->hi);
+    if (t->label != PG_TABLE_NONE)
+        printf("; label '%s' (%zu classes)\n", t->cols[t->label].name, ncls);
+    else
+        printf("; no label (reports skip the classifier; add \"label\": \"COLUMN\" to set "
+               "one)\n");
+    int w = 6;
+    for (size_t i = 0; i < t->ncols; i++)
+        if ((int)strlen(t->cols[i].name) > w) w = (int)strlen(t->cols[i].name);
+    if (w > 32) w = 32;
+    for (size_t i = 0; i < t->ncols; i++) {
+        const pg_table_col *c = &t->cols[i];
+        char what[160];
+        if (c->type == PG_COL_CONTINUOUS || c->type == PG_COL_INTEGER) {
+            snprintf(what, sizeof what, "%s %g..%g", pg_table_type_name(c->type), c->min, c->max);
+        } else if (c->type == PG_COL_CATEGORICAL) {
+            int k = snprintf(what, sizeof what, "categorical (%zu):", c->ncat);
+            for (size_t j = 0; j < c->ncat && k > 0 && (size_t)k < sizeof what - 8; j++)
+                k += snprintf(what + k, sizeof what - (size_t)k, "%s %s", j ? "," : "", c->cats[j]);
+            if ((size_t)k >= sizeof what - 8) strcpy(what + sizeof what - 5, "...");
+        } else {
+            snprintf(what, sizeof what, "boolean");
+        }
+        char units[32];
+        if (i == t->label)
+            snprintf(units, sizeof units, "label");
+        else
+            snprintf(units, sizeof units, "%zu unit%s", c->width, c->width == 1 ? "" : "s");
+        printf("  %-*.*s  %-9s  %s%s\n", w, w, c->name, units, what,
+               c->nullable ? ", nullable" : "");
+    }
+    json_t *b = json_object_get(map, "row_bounds");
+    printf("encoded row: l2 norm at most %.4g, l1 norm at most %.4g; two rows differ by at most "
+           "%.4g (l2), %.4g (l1)\n",
+           json_number_value(json_object_get(b, "l2_norm")),
+           json_number_value(json_object_get(b, "l1_norm")),
+           json_number_value(json_object_get(b, "l2_diameter")),
+           json_number_value(json_object_get(b, "l1_diameter")));
+}
+
+static int cmd_check(int argc, char **argv, int as_json)
 {
     static const char *const allowed[] = {"schema", NULL};
     pg_cli_opts o;
@@ -360,21 +517,32 @@ static int cmd_check(int argc, char **argv)
     json_object_set_new(b, "l2_diameter", json_real(d2));
     json_object_set_new(map, "row_bounds", b);
     json_object_set_new(map, "classes", json_integer((json_int_t)pg_table_num_classes(t)));
+    if (!as_json) {
+        print_check(path, t, map);
+        json_decref(map);
+        pg_table_free(t);
+        return PG_CLI_OK;
+    }
     pg_table_free(t);
     return pg_cli_emit(map);
 }
 
 static const char HELP[] =
     "usage: privgen schema propose --in DATA.csv [--out SCHEMA.json] [--max-categories N]\n"
-    "       privgen schema check --schema SCHEMA.json\n"
+    "       privgen schema check --schema SCHEMA.json [--json]\n"
     "  propose  guesses a typed schema from a CSV with a header row: integer,\n"
     "           continuous (bounds widened to round values), categorical (at most\n"
     "           N distinct values, default 50), boolean; nullable where values are\n"
     "           missing (empty, NA, null). It is read from the private file itself,\n"
     "           so its bounds and categories leak information: edit them from domain\n"
-    "           knowledge. With --out the schema is written (indented) to the file.\n"
-    "  check    validates a schema and prints its encoding (width, blocks) and the\n"
-    "           bounds of an encoded row.\n";
+    "           knowledge. Yes/No columns keep their spellings (two categories),\n"
+    "           a few small integers (at most 10 codes) stay categories, and a\n"
+    "           binary column named like an outcome (status, attrition, churn,\n"
+    "           target, class, outcome, default, label) is proposed as \"label\".\n"
+    "           With --out the schema is written (indented) to the file.\n"
+    "  check    validates a schema and prints a summary: each column's type,\n"
+    "           bounds or categories and encoded units, the label, and the bounds\n"
+    "           of an encoded row (--json: the encoding map with its blocks).\n";
 
 int pg_cli_schema(int argc, char **argv)
 {
@@ -387,7 +555,17 @@ int pg_cli_schema(int argc, char **argv)
         fputs(HELP, stderr);
         return pg_cli_error(PG_CLI_USAGE, "schema needs a subcommand: propose or check");
     }
+    /* --json (a flag among --name value pairs): check prints the encoding
+     * map; propose prints JSON either way. */
+    int as_json = 0, n = 0;
+    for (int i = 0; i < argc; i++)
+        if (strcmp(argv[i], "--json"))
+            argv[n++] = argv[i];
+        else
+            as_json = 1;
+    argc = n;
+    if (argc < 1) return pg_cli_error(PG_CLI_USAGE, "schema needs a subcommand: propose or check");
     if (!strcmp(argv[0], "propose")) return cmd_propose(argc - 1, argv + 1);
-    if (!strcmp(argv[0], "check")) return cmd_check(argc - 1, argv + 1);
+    if (!strcmp(argv[0], "check")) return cmd_check(argc - 1, argv + 1, as_json);
     return pg_cli_error(PG_CLI_USAGE, "unknown schema subcommand '%s' (propose, check)", argv[0]);
 }

@@ -200,6 +200,18 @@ void pg_human_dataset(json_t *d)
     kv("created", "%s", str(d, "created_at"));
 }
 
+void pg_human_append(json_t *a)
+{
+    double added = num(a, "rows_added"), n = num(a, "n");
+    printf("appended %s row%s to %s: %s row%s in all\n", ex(added), added == 1 ? "" : "s",
+           str(a, "dataset_id"), ex(n), n == 1 ? "" : "s");
+    const char *dc = str(a, "declaration");
+    if (!strcmp(dc, "matched"))
+        kv("declaration", "matched the dataset's");
+    else if (!strcmp(dc, "not checked"))
+        kv("declaration", "not checked (none was sent)");
+}
+
 void pg_human_budget(const char *dataset_id, json_t *b)
 {
     json_t *cap = json_object_get(b, "cap");

@@ -23,6 +23,9 @@ void pg_num_denoise(const char *in, char *out, size_t cap);
 
 void pg_human_job(json_t *job);
 void pg_human_dataset(json_t *ds);
+/* The answer of POST /v1/datasets/{id}/rows: rows added, the total, and
+ * whether a declaration was checked. */
+void pg_human_append(json_t *res);
 void pg_human_budget(const char *dataset_id, json_t *budget);
 void pg_human_dry_run(json_t *report);
 void pg_human_checkpoints(const char *job_id, json_t *list);

@@ -18,7 +18,7 @@ static const pg_cli_command commands[] = {
     {"privacy", pg_cli_privacy,
      "epsilon|sigma|calibrate|shuffle|swd-sensitivity: privacy accounting", 1},
     {"privatize", pg_cli_privatize, "clip and noise rows locally before upload", 1},
-    {"schema", pg_cli_schema, "propose|check: typed table schemas (columns, types, bounds)", 1},
+    {"schema", pg_cli_schema, "propose|check: typed table schemas (columns, types, bounds)", 0},
     {"toy", pg_cli_toy, "halfcircle|rectangle|ellipse|gmm_circle: write public toy data", 0},
     {"login", pg_cli_login, "remember the server URL and token", 0},
     {"tokens", pg_cli_tokens, "list|create|revoke: API tokens and their expiry", 0},

@@ -14,6 +14,8 @@ const pg_cli_subhelp pg_cli_datasets_subhelp[] = {
     {"create",
      "usage: privgen datasets create --name NAME --shape D|C,H,W --range LO:HI\n"
      "                               --model local|central|public [options]\n"
+     "       privgen datasets create --schema SCHEMA.json --name NAME\n"
+     "                               --model local|central|public [options]\n"
      "       privgen datasets create --spec FILE\n"
      "Declares a dataset (no rows yet: add them with `privgen datasets append`) and\n"
      "prints its id.\n"
@@ -27,9 +29,14 @@ const pg_cli_subhelp pg_cli_datasets_subhelp[] = {
      "           --mechanism laplace|gaussian --epsilon E [--delta D]\n"
      "           --sensitivity S --noise-scale B\n"
      "  central: --budget-epsilon E --budget-delta D   the dataset's cap\n"
+     "  --schema FILE         a typed table (named columns: `privgen schema propose`\n"
+     "                        drafts one); shape and classes follow from it, and rows\n"
+     "                        are uploaded as CSV or JSON records (docs/tables.md)\n"
      "  --spec FILE           the JSON body of POST /v1/datasets instead of the flags\n" CONN
      "Example:\n"
      "  privgen datasets create --name arc --shape 2 --range -1.5:1.5 --model central \\\n"
+     "      --budget-epsilon 3 --budget-delta 1e-5\n"
+     "  privgen datasets create --schema schema.json --name people --model central \\\n"
      "      --budget-epsilon 3 --budget-delta 1e-5\n"},
     {"append", "usage: privgen datasets append ID FILE|- [options]\n"
                "Uploads rows (streamed; nothing is visible before the upload completes).\n"

@@ -15,6 +15,7 @@
 
 #include "api/report_png.h"
 #include "api/server.h"
+#include "engine/core/cpu.h"
 #include "service/auth.h"
 #include "service/config.h"
 #include "service/jobs.h"
@@ -139,6 +140,7 @@ int main(int argc, char **argv)
     pg_metrics *metrics = NULL;
     pg_api_server *server = NULL;
     pg_jobs *jobs = NULL;
+    pg_cpu_budget *cpu = NULL; /* one budget for everything that computes */
     char url[PATH_MAX + 64], shown[256];
     if (mkdir_p(cfg.data_dir, &err) || pg_svc_config_db_url(&cfg, url, sizeof url, &err))
         return fail("cannot prepare the data dir", &err);
@@ -158,18 +160,29 @@ int main(int argc, char **argv)
     pg_token first;
     if (pg_auth_bootstrap(db, cfg.data_dir, &created, &first, &has_first, &err)) {
         pg_db_close(db);
+        pg_cpu_budget_destroy(cpu);
         return fail("cannot create the admin token", &err);
     }
     char extra[PATH_MAX + 256];
     log_bootstrap(cfg.data_dir, created, has_first ? &first : NULL, extra, sizeof extra);
     if (pg_metrics_create(&metrics, &err)) {
         pg_db_close(db);
+        pg_cpu_budget_destroy(cpu);
         return fail("cannot start", &err);
     }
-    if (pg_jobs_create(&cfg, db, &jobs, &err) || pg_jobs_start(jobs, &err)) {
+    if (pg_cpu_budget_create(cfg.cpus, &cpu, &err)) {
+        pg_metrics_destroy(metrics);
+        pg_db_close(db);
+        return fail("cannot start", &err);
+    }
+    /* Cores other processes keep busy are not lent out (engine/core/cpu.h). */
+    pg_cpu_budget_follow_load(cpu, cfg.cpu_follow_load != 0);
+    if (pg_jobs_create(&cfg, db, &jobs, &err) ||
+        (pg_jobs_set_cpu(jobs, cpu), pg_jobs_start(jobs, &err))) {
         pg_jobs_destroy(jobs);
         pg_metrics_destroy(metrics);
         pg_db_close(db);
+        pg_cpu_budget_destroy(cpu);
         return fail("cannot start the job workers", &err);
     }
     /* Reports: the figures are drawn in api/ (report_png.h), handed to the
@@ -181,6 +194,7 @@ int main(int argc, char **argv)
         pg_jobs_destroy(jobs);
         pg_metrics_destroy(metrics);
         pg_db_close(db);
+        pg_cpu_budget_destroy(cpu);
         return fail("cannot start the report workers", &err);
     }
     unsigned port;
@@ -189,6 +203,7 @@ int main(int argc, char **argv)
         pg_jobs_destroy(jobs);
         pg_metrics_destroy(metrics);
         pg_db_close(db);
+        pg_cpu_budget_destroy(cpu);
         return fail("cannot start the HTTP server", &err);
     }
     snprintf(extra, sizeof extra,
@@ -203,6 +218,7 @@ int main(int argc, char **argv)
         pg_jobs_destroy(jobs);
         pg_metrics_destroy(metrics);
         pg_db_close(db);
+        pg_cpu_budget_destroy(cpu);
         return fail("cannot write the port file", &err);
     }
     int sig = 0;
@@ -226,6 +242,7 @@ int main(int argc, char **argv)
     pg_jobs_destroy(jobs);       /* running jobs checkpoint and resume next start */
     pg_metrics_destroy(metrics);
     pg_db_close(db);
+    pg_cpu_budget_destroy(cpu);
     pg_log_event("info", "stopped", NULL);
     return 0;
 }

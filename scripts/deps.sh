@@ -4,9 +4,9 @@
 # `apt-get update` runs only when something is missing. Uses sudo only when
 # not already root. Everything comes from Debian's own archive.
 #
-#   scripts/deps.sh            build + test dependencies
-#   scripts/deps.sh --bench    also the Python peers used by `make bench` and R
-#                              modeldata (credit_data for bench/credit_data.sh)
+#   scripts/deps.sh            build + test dependencies (R's modeldata tables
+#                              included: README tutorial 3 exports `attrition`)
+#   scripts/deps.sh --bench    also the Python peers used by `make bench`
 #   scripts/deps.sh --browser  also Chromium + Node for the dashboard test
 #   scripts/deps.sh --replicas also HAProxy, the balancer of scripts/replicas.sh
 #                              (`make replicas`; bench/replicas.sh uses it too)
@@ -20,6 +20,7 @@ build_pkgs=(
   clang libclang-rt-14-dev
   dataset-fashion-mnist
   python3 python3-numpy python3-scipy python3-sklearn
+  r-cran-modeldata
 )
 bench_pkgs=(python3 python3-numpy python3-pot python3-torch python3-sklearn wrk r-cran-modeldata)
 browser_pkgs=(chromium)

@@ -66,7 +66,14 @@ int pg_auth_mint(pg_db *db, int scope, const char *tenant, char token_out[PG_TOK
 int pg_auth_mint_until(pg_db *db, int scope, const char *tenant, int64_t expires_at,
                        char token_out[PG_TOKEN_MAX], pg_token *rec, pg_error *err)
 {
+    return pg_auth_mint_by(db, NULL, scope, tenant, expires_at, token_out, rec, err);
+}
+
+int pg_auth_mint_by(pg_db *db, const char *minter_id, int scope, const char *tenant,
+                    int64_t expires_at, char token_out[PG_TOKEN_MAX], pg_token *rec, pg_error *err)
+{
     if (make_token(scope, tenant, expires_at, token_out, rec, err)) return PG_EIO;
+    if (minter_id) snprintf(rec->minted_by, sizeof rec->minted_by, "%s", minter_id);
     int rc = pg_db_token_insert(db, rec, tenant == NULL, err);
     if (rc) memset(token_out, 0, PG_TOKEN_MAX);
     return rc;

@@ -13,12 +13,16 @@
  * tenant's last usable admin token cannot be revoked (it would lock the
  * tenant out); let it expire or mint another admin token first.
  *
- * Revocation and caches: pg_auth_revoke calls pg_auth_token_revoked after
- * the revocation commits, so a token cache in this process forgets the token
- * before the call returns: the next request with it gets 401. A cache in
- * another privgend replica sharing the database is not told: there a revoked
- * token keeps working until its cache entry expires, so the cache TTL is the
- * bound on how long a revocation takes to reach every replica.
+ * Revocation and caches: pg_auth_revoke drops the token from this process's
+ * cache after the revocation commits, so the next request with it gets 401
+ * here. A cache in another privgend replica sharing the database is not
+ * told: there a cached revoked token keeps passing pg_auth_check_cached
+ * until its entry expires (the TTL). The API therefore consults the cache
+ * only on routes that write nothing and return no private data
+ * (api/internal.h, PG_AUTH_READ_CACHED); every other check reads the
+ * database (c = NULL), and minting (pg_auth_mint_by) re-reads the minting
+ * token inside the insert's transaction, so a token revoked through any
+ * replica can neither act nor mint once its revoke has returned.
  */
 #ifndef PG_SVC_AUTH_H
 #define PG_SVC_AUTH_H
@@ -34,6 +38,12 @@ int pg_auth_mint(pg_db *db, int scope, const char *tenant, char token_out[PG_TOK
                  pg_token *rec, pg_error *err);
 int pg_auth_mint_until(pg_db *db, int scope, const char *tenant, int64_t expires_at,
                        char token_out[PG_TOKEN_MAX], pg_token *rec, pg_error *err);
+/* pg_auth_mint_until on behalf of token minter_id (recorded as the new
+ * token's minted_by): refused with PG_ESTATE, nothing stored, when the
+ * minter is revoked or expired at the moment of the insert, as read inside
+ * its transaction (pg_db_token_insert), whatever any cache says. */
+int pg_auth_mint_by(pg_db *db, const char *minter_id, int scope, const char *tenant,
+                    int64_t expires_at, char token_out[PG_TOKEN_MAX], pg_token *rec, pg_error *err);
 
 /* On the first start (no tokens at all) mints an admin token in a new tenant
  * and writes it to DATA_DIR/admin.token with mode 0600; *created says so.
@@ -99,7 +109,8 @@ int pg_auth_verify_cached(pg_auth_cache *c, pg_db *db, const char *authorization
 /* Revokes token id of tenant at `now` (pg_db_token_revoke: *found = 0 for a
  * foreign or unknown id, *last_admin = 1 when refused as the tenant's last
  * usable admin token), then drops it from this process's cache c (may be
- * NULL). Other replicas' caches see the revocation within their TTL. */
+ * NULL). Other replicas' caches see the revocation within their TTL; their
+ * database checks (and every mint by the token) see it at once. */
 int pg_auth_revoke(pg_auth_cache *c, pg_db *db, const char *tenant, const char *id, int64_t now,
                    int *found, int *last_admin, pg_error *err);
 

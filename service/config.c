@@ -20,7 +20,9 @@ void pg_svc_config_defaults(pg_svc_config *c)
     c->db_timeout_ms = 30000;
     c->ledger_cache_rows = 8192;
     c->workers = 1;
-    c->threads_per_job = 1;
+    c->threads_per_job = 0;
+    c->cpus = 0;
+    c->cpu_follow_load = 1;
     c->http_threads = 4;
     /* Bounds buffered bodies (JSON, CSV, IDX and every non-row route), which
      * are held in memory whole. NPY and raw float32 rows are streamed to disk
@@ -46,6 +48,8 @@ void pg_svc_config_defaults(pg_svc_config *c)
     c->max_uploads_per_token = 4;
     c->min_body_rate = 1024;
     c->body_grace_s = 10;
+    c->header_timeout_s = 20;
+    c->reuse_port = 0;
 }
 
 const char *pg_svc_config_usage(void)
@@ -64,7 +68,13 @@ const char *pg_svc_config_usage(void)
            "  --ledger-cache-rows N   decoded ledger rows kept in memory, about 6 KiB each "
            "(PRIVGEN_LEDGER_CACHE_ROWS, default 8192; 0 = off)\n"
            "  --workers N             job worker threads (PRIVGEN_WORKERS, default 1)\n"
-           "  --threads-per-job N     cores per job (PRIVGEN_THREADS_PER_JOB, default 1)\n"
+           "  --cpus N                cores of the process's CPU budget (PRIVGEN_CPUS; 0: the\n"
+           "                          machine's online cores, default)\n"
+           "  --cpu-follow-load 0|1   lend only the cores other processes leave free, read\n"
+           "                          from /proc/stat (PRIVGEN_CPU_FOLLOW_LOAD, default 1)\n"
+           "  --threads-per-job N     most cores one job step or sampling call takes from\n"
+           "                          the process's CPU budget (PRIVGEN_THREADS_PER_JOB; 0: no\n"
+           "                          cap, default); reports run one thread\n"
            "  --http-threads N        HTTP thread pool size (PRIVGEN_HTTP_THREADS, default 4)\n"
            "  --max-body BYTES        largest buffered body (PRIVGEN_MAX_BODY, default 32M; "
            "K/M/G suffixes)\n"
@@ -109,7 +119,13 @@ const char *pg_svc_config_usage(void)
            "after the grace) is cut and its connection closed; 0: off (PRIVGEN_MIN_BODY_RATE, "
            "default 1K)\n"
            "  --body-grace-seconds N  time a body may take before its rate is checked "
-           "(PRIVGEN_BODY_GRACE_SECONDS, default 10)\n";
+           "(PRIVGEN_BODY_GRACE_SECONDS, default 10)\n"
+           "  --header-timeout-seconds N  time a connection may take to send a request's "
+           "headers (from its start or its previous response), however the bytes trickle; "
+           "cut beyond (PRIVGEN_HEADER_TIMEOUT_SECONDS, default 20)\n"
+           "  --reuse-port            share the port with other servers listening on it "
+           "(SO_REUSEPORT; PRIVGEN_REUSE_PORT=1); without it a port in use is an error at "
+           "start\n";
 }
 
 /* Parses a positive integer with an optional K/M/G (binary) suffix. */
@@ -143,7 +159,8 @@ static int parse_int(const char *s, int lo, int hi, int *out)
     return 0;
 }
 
-enum opt_kind { OPT_STR, OPT_INT, OPT_ZINT, OPT_SIZE }; /* ZINT: may be 0 */
+/* ZINT: may be 0; BOOL: a flag alone means 1, or =1/=0, true/false, yes/no */
+enum opt_kind { OPT_STR, OPT_INT, OPT_ZINT, OPT_SIZE, OPT_BOOL };
 
 typedef struct opt {
     const char *flag, *env;
@@ -163,7 +180,9 @@ static const opt OPTS[] = {
     {"--ledger-cache-rows", "PRIVGEN_LEDGER_CACHE_ROWS", OPT_INT, OFF(ledger_cache_rows), 0,
      1048576},
     {"--workers", "PRIVGEN_WORKERS", OPT_INT, OFF(workers), 1, 256},
-    {"--threads-per-job", "PRIVGEN_THREADS_PER_JOB", OPT_INT, OFF(threads_per_job), 1, 1024},
+    {"--cpus", "PRIVGEN_CPUS", OPT_INT, OFF(cpus), 0, 4096},
+    {"--cpu-follow-load", "PRIVGEN_CPU_FOLLOW_LOAD", OPT_INT, OFF(cpu_follow_load), 0, 1},
+    {"--threads-per-job", "PRIVGEN_THREADS_PER_JOB", OPT_INT, OFF(threads_per_job), 0, 1024},
     {"--http-threads", "PRIVGEN_HTTP_THREADS", OPT_INT, OFF(http_threads), 1, 256},
     {"--max-body", "PRIVGEN_MAX_BODY", OPT_SIZE, OFF(max_body), 1024, 0},
     {"--max-rows", "PRIVGEN_MAX_ROWS", OPT_SIZE, OFF(max_rows), 1, 0},
@@ -190,6 +209,9 @@ static const opt OPTS[] = {
      OFF(max_uploads_per_token), 1, 100000},
     {"--min-body-rate", "PRIVGEN_MIN_BODY_RATE", OPT_ZINT, OFF(min_body_rate), 0, 1 << 30},
     {"--body-grace-seconds", "PRIVGEN_BODY_GRACE_SECONDS", OPT_INT, OFF(body_grace_s), 1, 86400},
+    {"--header-timeout-seconds", "PRIVGEN_HEADER_TIMEOUT_SECONDS", OPT_INT, OFF(header_timeout_s),
+     1, 86400},
+    {"--reuse-port", "PRIVGEN_REUSE_PORT", OPT_BOOL, OFF(reuse_port), 0, 1},
 };
 #define NOPTS (sizeof OPTS / sizeof OPTS[0])
 
@@ -215,6 +237,15 @@ static int apply(pg_svc_config *c, const opt *o, const char *val, const char *fr
         if (parse_int(val, 1, (int)o->hi, (int *)(void *)base))
             return pg_error_set(err, PG_EINVAL, "%s must be an integer in [%ld, %ld], got '%s'",
                                 from, o->lo, o->hi, val);
+        return PG_OK;
+    case OPT_BOOL:
+        if (!strcmp(val, "1") || !strcmp(val, "true") || !strcmp(val, "yes"))
+            *(int *)(void *)base = 1;
+        else if (!strcmp(val, "0") || !strcmp(val, "false") || !strcmp(val, "no"))
+            *(int *)(void *)base = 0;
+        else
+            return pg_error_set(err, PG_EINVAL, "%s must be 1 or 0 (true/false), got '%s'", from,
+                                val);
         return PG_OK;
     case OPT_SIZE:
         if (parse_size(val, (size_t)o->lo, (size_t *)(void *)base))
@@ -245,7 +276,12 @@ int pg_svc_config_parse(pg_svc_config *c, int argc, char **argv, int *help, pg_e
             size_t fl = strlen(OPTS[i].flag);
             if (!strncmp(arg, OPTS[i].flag, fl) && (arg[fl] == '\0' || arg[fl] == '=')) {
                 o = &OPTS[i];
-                val = arg[fl] == '=' ? arg + fl + 1 : (a + 1 < argc ? argv[++a] : NULL);
+                if (arg[fl] == '=')
+                    val = arg + fl + 1;
+                else if (o->kind == OPT_BOOL)
+                    val = "1"; /* a flag alone: it takes no value */
+                else
+                    val = a + 1 < argc ? argv[++a] : NULL;
             }
         }
         if (!o) return pg_error_set(err, PG_EINVAL, "unknown option '%s' (see --help)", arg);

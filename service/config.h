@@ -22,7 +22,9 @@ typedef struct pg_svc_config {
     int ledger_cache_rows; /* ledger parse cache slots (service/ledger.h); 0: off */
     const char *port_file; /* when set, the bound port is written here (tests) */
     int workers;           /* job worker threads */
-    int threads_per_job;   /* cores per job (OpenMP + BLAS) */
+    int cpus;              /* CPU budget of the process; 0: online cores */
+    int cpu_follow_load;   /* the budget leaves out other processes' load */
+    int threads_per_job;   /* most cores a job/report/sampling call takes; 0: no cap */
     int http_threads;      /* libmicrohttpd thread pool size */
     size_t max_body;       /* largest accepted request body, bytes */
     size_t max_rows;       /* most rows a dataset may hold */
@@ -49,6 +51,11 @@ typedef struct pg_svc_config {
     int max_uploads_per_token; /* row uploads in flight of one token (429 beyond) */
     int min_body_rate;         /* bytes/s a request body must average after the grace; 0: off */
     int body_grace_s;          /* seconds a body may take before its rate is checked */
+    int header_timeout_s;      /* a connection's wait for a request's complete headers (from its
+                                * start, or the end of its previous response), however the bytes
+                                * trickle: cut beyond it (api/header_guard.h) */
+    int reuse_port;            /* 1: share the port with other listeners (SO_REUSEPORT); 0: a port
+                                * in use is an error at start */
 } pg_svc_config;
 
 void pg_svc_config_defaults(pg_svc_config *c);

@@ -230,10 +230,11 @@ int pg_ds_check_values(const pg_ds_spec *s, const float *x, size_t count, uint64
         size_t col = (size_t)(idx % s->d);
         if (!isfinite(v))
             return pg_error_set(err, PG_EINVAL, "row %llu, column %zu: value is %s",
-                                (unsigned long long)*bad_row, col, isnan(v) ? "NaN" : "infinite");
+                                (unsigned long long)*bad_row + 1, col + 1,
+                                isnan(v) ? "NaN" : "infinite");
         return pg_error_set(err, PG_EINVAL,
                             "row %llu, column %zu: value %g is outside the range [%g, %g]",
-                            (unsigned long long)*bad_row, col, (double)v, s->lo, s->hi);
+                            (unsigned long long)*bad_row + 1, col + 1, (double)v, s->lo, s->hi);
     }
     return PG_OK;
 }
@@ -248,7 +249,7 @@ int pg_ds_check_labels(const pg_ds_spec *s, const int64_t *labels, size_t n, uin
     for (size_t i = 0; i < n; i++)
         if (labels[i] < 0 || labels[i] >= s->num_classes) {
             *bad_row = i;
-            return pg_error_set(err, PG_EINVAL, "row %zu: label %lld is outside [0, %lld)", i,
+            return pg_error_set(err, PG_EINVAL, "row %zu: label %lld is outside [0, %lld)", i + 1,
                                 (long long)labels[i], (long long)s->num_classes);
         }
     return PG_OK;
@@ -334,7 +335,8 @@ int pg_ds_decl_match(const pg_ds_spec *s, const char *decl, pg_ds_diff diffs[PG_
         norm = json_string_value(json_object_get(clip, "norm"));
         if (!norm || (strcmp(norm, "l1") && strcmp(norm, "l2"))) {
             rc = bad(field, "declaration.clip.norm", err, PG_EINVAL,
-                     "declaration.clip must be {\"norm\": \"l1\"|\"l2\", \"radius\": R}");
+                     "declaration.clip must be an object with \"norm\" (\"l1\" or \"l2\") and "
+                     "\"radius\" (a positive number)");
             goto out;
         }
         if ((rc = decl_num(clip, "radius", 1, &radius, field, err))) {

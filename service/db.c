@@ -368,18 +368,18 @@ int pg_db_rows_load(pg_db *db, const char *dataset_id, size_t d, size_t max_byte
     return rc;
 }
 
-int pg_db_idem_begin(pg_db *db, const char *tenant, const char *key, const unsigned char fp[32],
-                     int *state, pg_idem_response *prev, pg_error *err)
+int pg_db_idem_begin(pg_db *db, const char *tenant, const char *token, const char *key,
+                     const unsigned char fp[32], int *state, pg_idem_response *prev, pg_error *err)
 {
     memset(prev, 0, sizeof *prev);
     *state = 0;
-    return db->ops->idem_begin(db, tenant, key, fp, state, prev, err);
+    return db->ops->idem_begin(db, tenant, token, key, fp, state, prev, err);
 }
 
-int pg_db_idem_finish(pg_db *db, const char *tenant, const char *key, const pg_idem_response *r,
-                      pg_error *err)
+int pg_db_idem_finish(pg_db *db, const char *tenant, const char *token, const char *key,
+                      const pg_idem_response *r, pg_error *err)
 {
-    return db->ops->idem_finish(db, tenant, key, r, err);
+    return db->ops->idem_finish(db, tenant, token, key, r, err);
 }
 
 void pg_idem_free(pg_idem_response *r)
@@ -506,14 +506,14 @@ int pg_db_ckpt_delete(pg_db *db, const char *job, int64_t step, pg_error *err)
     return db->ops->ckpt_delete(db, job, step, err);
 }
 
-int pg_db_job_get(pg_db *db, const char *id, pg_job_row **row, char **doc, int *found,
-                  pg_error *err)
+int pg_db_job_get(pg_db *db, const char *tenant, const char *id, pg_job_row **row, char **doc,
+                  int *found, pg_error *err)
 {
     *row = NULL;
     *doc = NULL;
     *found = 0;
     if (!job_id_ok(id)) return PG_OK;
-    return db->ops->job_get(db, id, row, doc, found, err);
+    return db->ops->job_get(db, tenant, id, row, doc, found, err);
 }
 
 int pg_db_job_list(pg_db *db, const char *tenant, const char *status, const char *dataset_id,

@@ -132,11 +132,22 @@ typedef struct pg_token {
     int64_t expires_at;   /* unix seconds; 0: never */
     int64_t revoked_at;   /* unix seconds; 0: not revoked */
     int64_t last_used_at; /* unix seconds, to the minute (pg_db_token_touch); 0: never */
+    /* The token of the same tenant whose request minted this one ("":
+     * none: the first start's token, one starting a new tenant (its minter
+     * is checked, not recorded), or one inserted directly). */
+    char minted_by[PG_ID_MAX];
 } pg_token;
 
 int pg_db_token_count(pg_db *db, int64_t *n, pg_error *err);
 /* One transaction: creates tenant t->tenant when new_tenant, then the token
- * (t->seq and t->revoked_at are ignored; a token is born unrevoked). */
+ * (t->seq and t->revoked_at are ignored; a token is born unrevoked). When
+ * t->minted_by names a token, that token is read in the same transaction,
+ * locked against a concurrent revoke (PostgreSQL: FOR SHARE, which a
+ * revoke's UPDATE waits for; SQLite: BEGIN IMMEDIATE), and the insert is
+ * refused with PG_ESTATE when it is unknown, revoked, or expired at
+ * t->created_at: a revoke that has committed, through whatever replica,
+ * stops its token minting at once, and a mint either commits before the
+ * revoke or not at all. */
 int pg_db_token_insert(pg_db *db, const pg_token *t, int new_tenant, pg_error *err);
 /* The first start's token, race-free: one transaction serialized against
  * every other bootstrap on the same storage (PostgreSQL: a transaction
@@ -263,19 +274,23 @@ typedef struct pg_idem_response {
     size_t body_len;
 } pg_idem_response;
 
-/* One transaction classifies (tenant, key) and reserves it when new:
+/* Keys belong to a token: (tenant, token id, key) names one key, so a
+ * response replays only to the token whose request made it (another token
+ * of the tenant, whatever its scope, reusing the key starts afresh and is
+ * authorized as if it sent none).
+ * One transaction classifies (tenant, token, key) and reserves it when new:
  * PG_IDEM_NEW (a placeholder is now reserved: call finish), PG_IDEM_REPLAY
  * (same fingerprint, *prev holds the stored response: pg_idem_free),
  * PG_IDEM_BUSY (same fingerprint, the first request is still running),
  * PG_IDEM_MISMATCH (the key was used with a different request). Two
  * concurrent begins on one key: exactly one sees PG_IDEM_NEW. */
 enum pg_idem_state { PG_IDEM_NEW = 1, PG_IDEM_REPLAY, PG_IDEM_BUSY, PG_IDEM_MISMATCH };
-int pg_db_idem_begin(pg_db *db, const char *tenant, const char *key, const unsigned char fp[32],
-                     int *state, pg_idem_response *prev, pg_error *err);
+int pg_db_idem_begin(pg_db *db, const char *tenant, const char *token, const char *key,
+                     const unsigned char fp[32], int *state, pg_idem_response *prev, pg_error *err);
 /* Stores the response of a reserved key (only a reservation is ever
  * overwritten), or releases the reservation when r is NULL. */
-int pg_db_idem_finish(pg_db *db, const char *tenant, const char *key, const pg_idem_response *r,
-                      pg_error *err);
+int pg_db_idem_finish(pg_db *db, const char *tenant, const char *token, const char *key,
+                      const pg_idem_response *r, pg_error *err);
 void pg_idem_free(pg_idem_response *r);
 
 /* ---- jobs and the ledger ---------------------------------------------- */
@@ -501,9 +516,11 @@ int pg_db_job_queue_depth(pg_db *db, int64_t *queued, pg_error *err);
  * jobs_sync.c). Plain reads: no lock is taken, nothing is written. */
 /* A job's row (*row: pg_job_rows_free(*row, 1)) and its history document
  * (*doc malloc'ed, NULL when none was written yet), read in one statement
- * so the two agree. *found = 0 (outputs untouched) for an unknown id. */
-int pg_db_job_get(pg_db *db, const char *id, pg_job_row **row, char **doc, int *found,
-                  pg_error *err);
+ * so the two agree. *found = 0 (outputs untouched) for an unknown id, and
+ * for another tenant's when tenant is not NULL: the statement filters by
+ * tenant, so both read nothing. */
+int pg_db_job_get(pg_db *db, const char *tenant, const char *id, pg_job_row **row, char **doc,
+                  int *found, pg_error *err);
 /* Up to `limit` jobs of tenant with seq > after, oldest first; status and
  * dataset_id filter when non-NULL. *out: pg_job_rows_free(*out, *count),
  * NULL when count is 0. */

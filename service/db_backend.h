@@ -52,10 +52,11 @@ typedef struct pg_db_ops {
     int (*blocks_next)(pg_db_blocks *it, size_t max_bytes, pg_block *out, int *end, pg_error *err);
     void (*blocks_close)(pg_db_blocks *it);
 
-    int (*idem_begin)(pg_db *db, const char *tenant, const char *key, const unsigned char fp[32],
-                      int *state, pg_idem_response *prev, pg_error *err);
-    int (*idem_finish)(pg_db *db, const char *tenant, const char *key, const pg_idem_response *r,
-                       pg_error *err);
+    int (*idem_begin)(pg_db *db, const char *tenant, const char *token, const char *key,
+                      const unsigned char fp[32], int *state, pg_idem_response *prev,
+                      pg_error *err);
+    int (*idem_finish)(pg_db *db, const char *tenant, const char *token, const char *key,
+                       const pg_idem_response *r, pg_error *err);
 
     int (*job_admit)(pg_db *db, pg_job_row *job, const pg_privacy_plan *plan, double cap_epsilon,
                      double cap_delta, struct pg_ledger_quote *q, pg_error *err);
@@ -89,8 +90,8 @@ typedef struct pg_db_ops {
                           const unsigned char *bytes, size_t len, uint32_t crc, int *held,
                           pg_error *err);
     /* Reading jobs from any replica (issue 18, r18read). */
-    int (*job_get)(pg_db *db, const char *id, pg_job_row **row, char **doc, int *found,
-                   pg_error *err);
+    int (*job_get)(pg_db *db, const char *tenant, const char *id, pg_job_row **row, char **doc,
+                   int *found, pg_error *err);
     int (*job_list)(pg_db *db, const char *tenant, const char *status, const char *dataset_id,
                     int64_t after, size_t limit, pg_job_row **out, size_t *count, pg_error *err);
     int (*job_history_put_owned)(pg_db *db, const char *id, const char *node, const char *doc,

@@ -235,7 +235,7 @@ static int pgb_probe(pg_db *db, pg_error *err)
 /* ---- idempotency keys ------------------------------------------------- */
 
 typedef struct idem_ctx {
-    const char *tenant, *key;
+    const char *tenant, *token, *key;
     const unsigned char *fp;
     int state;
     pg_idem_response prev;
@@ -251,14 +251,15 @@ static int idem_begin_fn(PGconn *c, void *ctx, pg_error *err)
     pgb_bin(&a, x->fp, 32);
     pgb_i64(&a, pgb_now());
     pgb_i64(&a, pgb_now() - PGB_IDEM_STALE_S);
+    pgb_text(&a, x->token);
     /* One statement decides: insert a reservation, or take over a stale
      * one; concurrent begins on one key queue on the row, and exactly one
      * of them sees its insert (or takeover) happen. */
     PGresult *r;
     int rc = pgb_q(c,
-                   "INSERT INTO idempotency AS t(tenant_id, key, fp, status, body, created_at) "
-                   "VALUES ($1, $2, $3, 0, ''::bytea, $4) "
-                   "ON CONFLICT (tenant_id, key) DO UPDATE SET fp = EXCLUDED.fp, "
+                   "INSERT INTO idempotency AS t(tenant_id, token_id, key, fp, status, body, "
+                   "created_at) VALUES ($1, $6, $2, $3, 0, ''::bytea, $4) "
+                   "ON CONFLICT (tenant_id, token_id, key) DO UPDATE SET fp = EXCLUDED.fp, "
                    "created_at = EXCLUDED.created_at "
                    "WHERE t.status = 0 AND t.created_at < $5 RETURNING 1",
                    &a, "reserving an idempotency key", &r, err);
@@ -272,9 +273,10 @@ static int idem_begin_fn(PGconn *c, void *ctx, pg_error *err)
     a = (pgb_args){0};
     pgb_text(&a, x->tenant);
     pgb_text(&a, x->key);
+    pgb_text(&a, x->token);
     rc = pgb_q(c,
                "SELECT fp, status, location, body FROM idempotency "
-               "WHERE tenant_id = $1 AND key = $2",
+               "WHERE tenant_id = $1 AND token_id = $3 AND key = $2",
                &a, "reading an idempotency key", &r, err);
     if (rc) return rc;
     if (PQntuples(r) != 1) {
@@ -305,11 +307,11 @@ static int idem_begin_fn(PGconn *c, void *ctx, pg_error *err)
     return rc;
 }
 
-static int pgb_idem_begin(pg_db *db, const char *tenant, const char *key,
+static int pgb_idem_begin(pg_db *db, const char *tenant, const char *token, const char *key,
                           const unsigned char fp[32], int *state, pg_idem_response *prev,
                           pg_error *err)
 {
-    idem_ctx x = {.tenant = tenant, .key = key, .fp = fp};
+    idem_ctx x = {.tenant = tenant, .token = token, .key = key, .fp = fp};
     int rc = pgb_tx(PGB(db), idem_begin_fn, &x, err);
     if (rc) {
         pg_idem_free(&x.prev);
@@ -326,22 +328,25 @@ static int idem_finish_fn(PGconn *c, void *ctx, pg_error *err)
     pgb_args a = {0};
     pgb_text(&a, x->tenant);
     pgb_text(&a, x->key);
+    pgb_text(&a, x->token);
     if (!x->r)
-        return pgb_q(c, "DELETE FROM idempotency WHERE tenant_id = $1 AND key = $2 AND status = 0",
+        return pgb_q(c,
+                     "DELETE FROM idempotency WHERE tenant_id = $1 AND token_id = $3 AND key = $2 "
+                     "AND status = 0",
                      &a, "releasing an idempotency key", NULL, err);
     pgb_i64(&a, x->r->status);
     pgb_text(&a, x->r->location);
     pgb_bin(&a, x->r->body, x->r->body_len);
     return pgb_q(c,
-                 "UPDATE idempotency SET status = $3, location = $4, body = $5 "
-                 "WHERE tenant_id = $1 AND key = $2 AND status = 0",
+                 "UPDATE idempotency SET status = $4, location = $5, body = $6 "
+                 "WHERE tenant_id = $1 AND token_id = $3 AND key = $2 AND status = 0",
                  &a, "storing an idempotent reply", NULL, err);
 }
 
-static int pgb_idem_finish(pg_db *db, const char *tenant, const char *key,
+static int pgb_idem_finish(pg_db *db, const char *tenant, const char *token, const char *key,
                            const pg_idem_response *r, pg_error *err)
 {
-    idem_ctx x = {.tenant = tenant, .key = key, .r = r};
+    idem_ctx x = {.tenant = tenant, .token = token, .key = key, .r = r};
     return pgb_tx(PGB(db), idem_finish_fn, &x, err);
 }
 

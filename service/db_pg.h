@@ -62,6 +62,16 @@ extern const int PGB_SCHEMA_LATEST;
     "UPDATE tokens SET revoked_at = created_at WHERE revoked AND revoked_at IS NULL;"              \
     "CREATE INDEX IF NOT EXISTS tokens_tenant ON tokens(tenant_id, seq);"
 
+/* Issue 30: the token that minted a token (db.h, pg_token.minted_by), and
+ * idempotency keys owned by a token (tenant, token, key): a key's response
+ * replays only to the token that made it. Keys stored before (token '')
+ * never match again: a retry across this upgrade runs afresh. */
+#define PGB_MIGRATION_OWNERS                                                                       \
+    "ALTER TABLE tokens ADD COLUMN IF NOT EXISTS minted_by text;"                                  \
+    "ALTER TABLE idempotency ADD COLUMN IF NOT EXISTS token_id text NOT NULL DEFAULT '';"          \
+    "ALTER TABLE idempotency DROP CONSTRAINT idempotency_pkey;"                                    \
+    "ALTER TABLE idempotency ADD PRIMARY KEY (tenant_id, token_id, key);"
+
 /* Statement parameters, passed in text format except bytea (binary). */
 #define PGB_MAXARGS 16
 typedef struct pgb_args {
@@ -198,7 +208,8 @@ int pgb_ckpt_delete_owned(pg_db *db, const char *job, const char *node, int64_t 
                           pg_error *err);
 
 /* db_pg_jobread.c: reading jobs from any replica. */
-int pgb_job_get(pg_db *db, const char *id, pg_job_row **row, char **doc, int *found, pg_error *err);
+int pgb_job_get(pg_db *db, const char *tenant, const char *id, pg_job_row **row, char **doc,
+                int *found, pg_error *err);
 int pgb_job_list(pg_db *db, const char *tenant, const char *status, const char *dataset_id,
                  int64_t after, size_t limit, pg_job_row **out, size_t *count, pg_error *err);
 

@@ -7,7 +7,7 @@
 #include "service/db_pg.h"
 
 typedef struct read_ctx {
-    const char *id;
+    const char *id, *tenant;
     pg_job_row *rows;
     size_t n;
     char *doc;
@@ -24,12 +24,13 @@ static int get_fn(PGconn *c, void *ctx, pg_error *err)
     x->n = 0;
     pgb_args a = {0};
     pgb_text(&a, x->id);
+    pgb_text(&a, x->tenant);
     PGresult *r;
     /* One statement, one snapshot: the row and the document agree. */
     int rc = pgb_q(c,
                    "SELECT " PGB_JOB_COLS_J
                    ", h.doc FROM jobs j LEFT JOIN job_history h ON h.job_id = j.id "
-                   "WHERE j.id = $1",
+                   "WHERE j.id = $1 AND ($2::text IS NULL OR j.tenant_id = $2)",
                    &a, "reading a job", &r, err);
     if (rc) return rc;
     if (PQntuples(r) == 1) {
@@ -43,9 +44,10 @@ static int get_fn(PGconn *c, void *ctx, pg_error *err)
     return rc;
 }
 
-int pgb_job_get(pg_db *db, const char *id, pg_job_row **row, char **doc, int *found, pg_error *err)
+int pgb_job_get(pg_db *db, const char *tenant, const char *id, pg_job_row **row, char **doc,
+                int *found, pg_error *err)
 {
-    read_ctx x = {.id = id};
+    read_ctx x = {.id = id, .tenant = tenant};
     int rc = pgb_tx(PGB(db), get_fn, &x, err);
     if (rc || !x.n) {
         pg_job_rows_free(x.rows, x.n);

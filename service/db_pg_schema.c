@@ -80,6 +80,8 @@ static const char *const MIGRATIONS[] = {
     "ALTER TABLE jobs ADD COLUMN IF NOT EXISTS cancel_requested boolean NOT NULL DEFAULT false;",
     /* 5: quality reports and their figures (db_pg.h). */
     PGB_MIGRATION_REPORTS,
+    /* 6: who minted a token; idempotency keys owned by a token (db_pg.h). */
+    PGB_MIGRATION_OWNERS,
 };
 #define NMIGRATIONS ((int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]))
 const int PGB_SCHEMA_LATEST = NMIGRATIONS;

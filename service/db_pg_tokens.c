@@ -8,7 +8,8 @@
 #include "service/db_pg.h"
 
 #define TOKEN_COLS                                                                                 \
-    "seq, id, tenant_id, scope, hash, created_at, expires_at, revoked_at, last_used_at"
+    "seq, id, tenant_id, scope, hash, created_at, expires_at, revoked_at, last_used_at, "          \
+    "coalesce(minted_by, '')"
 
 /* Verification reads one token on every request: a pooled connection
  * without BEGIN/COMMIT round trips. */
@@ -36,6 +37,7 @@ static int token_from(const PGresult *r, int i, pg_token *out)
     out->expires_at = pgb_i64_at(r, i, 6);
     out->revoked_at = pgb_i64_at(r, i, 7);
     out->last_used_at = pgb_i64_at(r, i, 8);
+    pgb_str_at(r, i, 9, out->minted_by, sizeof out->minted_by);
     return 1;
 }
 
@@ -79,6 +81,26 @@ static int insert_fn(PGconn *c, void *ctx, pg_error *err)
                         "creating a tenant", NULL, err)))
             return rc;
     }
+    if (x->t->minted_by[0]) {
+        /* FOR SHARE: a revoke's UPDATE of the minting token waits for this
+         * transaction, and this read waits for a revoke in flight and then
+         * sees its result, so a mint never commits after its minter's
+         * revocation (db.h). */
+        a = (pgb_args){0};
+        pgb_text(&a, x->t->minted_by);
+        pgb_i64(&a, created);
+        PGresult *r;
+        if ((rc = pgb_q(c,
+                        "SELECT 1 FROM tokens WHERE id = $1 AND NOT revoked AND "
+                        "(expires_at IS NULL OR expires_at > $2) FOR SHARE",
+                        &a, "reading the minting token", &r, err)))
+            return rc;
+        int usable = PQntuples(r) == 1;
+        PQclear(r);
+        if (!usable)
+            return pg_error_set(err, PG_ESTATE,
+                                "the token minting this one has been revoked or has expired");
+    }
     a = (pgb_args){0};
     pgb_text(&a, x->t->id);
     pgb_text(&a, x->t->tenant);
@@ -86,9 +108,12 @@ static int insert_fn(PGconn *c, void *ctx, pg_error *err)
     pgb_bin(&a, x->t->hash, 32);
     pgb_i64(&a, created);
     pgb_i64(&a, x->t->expires_at > 0 ? x->t->expires_at : 0);
+    /* A token starting a new tenant records no minter: that tenant sees
+     * nothing of the minter's (the check above still ran). */
+    pgb_text(&a, x->new_tenant ? "" : x->t->minted_by);
     return pgb_q(c,
-                 "INSERT INTO tokens(id, tenant_id, scope, hash, created_at, expires_at) "
-                 "VALUES ($1, $2, $3, $4, $5, nullif($6::bigint, 0))",
+                 "INSERT INTO tokens(id, tenant_id, scope, hash, created_at, expires_at, "
+                 "minted_by) VALUES ($1, $2, $3, $4, $5, nullif($6::bigint, 0), nullif($7, ''))",
                  &a, "inserting a token", NULL, err);
 }
 

@@ -72,6 +72,19 @@ static const char *const MIGRATIONS[] = {
     "ALTER TABLE jobs ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0;",
     /* 8: quality reports and their figures (db_sqlite.h). */
     SQ_MIGRATION_REPORTS,
+    /* 9 (issue 30): who minted a token (db.h, pg_token.minted_by), and
+     * idempotency keys owned by a token: a key's response replays only to
+     * the token that made it. SQLite cannot change a primary key in place,
+     * so the table is rebuilt; keys stored before (token '') never match
+     * again, so a retry across this upgrade runs afresh. */
+    "ALTER TABLE tokens ADD COLUMN minted_by TEXT;"
+    "CREATE TABLE idempotency_v9(tenant_id TEXT NOT NULL, token_id TEXT NOT NULL,"
+    " key TEXT NOT NULL, fp BLOB NOT NULL, status INTEGER NOT NULL, location TEXT,"
+    " body BLOB NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY(tenant_id, token_id, key));"
+    "INSERT INTO idempotency_v9 SELECT tenant_id, '', key, fp, status, location, body,"
+    " created_at FROM idempotency;"
+    "DROP TABLE idempotency;"
+    "ALTER TABLE idempotency_v9 RENAME TO idempotency;",
 };
 #define NMIGRATIONS ((int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]))
 
@@ -254,8 +267,9 @@ static int sq_probe(pg_db *db, pg_error *err)
 
 /* ---- idempotency keys ------------------------------------------------- */
 
-static int sq_idem_begin(pg_db *db, const char *tenant, const char *key, const unsigned char fp[32],
-                         int *state, pg_idem_response *prev, pg_error *err)
+static int sq_idem_begin(pg_db *db, const char *tenant, const char *token, const char *key,
+                         const unsigned char fp[32], int *state, pg_idem_response *prev,
+                         pg_error *err)
 {
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
@@ -263,10 +277,11 @@ static int sq_idem_begin(pg_db *db, const char *tenant, const char *key, const u
     int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
     if (!rc && !(rc = sq_prep(s,
                               "SELECT fp, status, location, body FROM idempotency "
-                              "WHERE tenant_id=? AND key=?",
+                              "WHERE tenant_id=? AND token_id=? AND key=?",
                               &st, err))) {
         sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, token, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, key, -1, SQLITE_STATIC);
         int r = sqlite3_step(st);
         if (r == SQLITE_ROW) {
             int same = sqlite3_column_bytes(st, 0) == 32 &&
@@ -296,13 +311,14 @@ static int sq_idem_begin(pg_db *db, const char *tenant, const char *key, const u
     }
     if (!rc && *state == PG_IDEM_NEW &&
         !(rc = sq_prep(s,
-                       "INSERT INTO idempotency(tenant_id, key, fp, status, body, created_at) "
-                       "VALUES(?,?,?,0,x'',?)",
+                       "INSERT INTO idempotency(tenant_id, token_id, key, fp, status, body, "
+                       "created_at) VALUES(?,?,?,?,0,x'',?)",
                        &st, err))) {
         sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
-        sqlite3_bind_blob(st, 3, fp, 32, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 4, sq_now());
+        sqlite3_bind_text(st, 2, token, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, key, -1, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 4, fp, 32, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 5, sq_now());
         if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "reserving an idempotency key");
         sqlite3_finalize(st);
     }
@@ -318,20 +334,22 @@ static int sq_idem_begin(pg_db *db, const char *tenant, const char *key, const u
     return rc;
 }
 
-static int sq_idem_finish(pg_db *db, const char *tenant, const char *key, const pg_idem_response *r,
-                          pg_error *err)
+static int sq_idem_finish(pg_db *db, const char *tenant, const char *token, const char *key,
+                          const pg_idem_response *r, pg_error *err)
 {
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
     int rc = sq_prep(s,
                      r ? "UPDATE idempotency SET status=?3, location=?4, body=?5 "
-                         "WHERE tenant_id=?1 AND key=?2 AND status=0"
-                       : "DELETE FROM idempotency WHERE tenant_id=?1 AND key=?2 AND status=0",
+                         "WHERE tenant_id=?1 AND token_id=?6 AND key=?2 AND status=0"
+                       : "DELETE FROM idempotency WHERE tenant_id=?1 AND token_id=?6 AND key=?2 "
+                         "AND status=0",
                      &st, err);
     if (!rc) {
         sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 6, token, -1, SQLITE_STATIC);
         if (r) {
             sqlite3_bind_int(st, 3, r->status);
             if (r->location)

@@ -135,7 +135,8 @@ int sq_ckpt_delete_owned(pg_db *db, const char *job, const char *node, int64_t s
                          pg_error *err);
 
 /* db_sqlite_jobread.c: reading jobs from any replica. */
-int sq_job_get(pg_db *db, const char *id, pg_job_row **row, char **doc, int *found, pg_error *err);
+int sq_job_get(pg_db *db, const char *tenant, const char *id, pg_job_row **row, char **doc,
+               int *found, pg_error *err);
 int sq_job_list(pg_db *db, const char *tenant, const char *status, const char *dataset_id,
                 int64_t after, size_t limit, pg_job_row **out, size_t *count, pg_error *err);
 

@@ -6,7 +6,8 @@
 
 #include "service/db_sqlite.h"
 
-int sq_job_get(pg_db *db, const char *id, pg_job_row **row, char **doc, int *found, pg_error *err)
+int sq_job_get(pg_db *db, const char *tenant, const char *id, pg_job_row **row, char **doc,
+               int *found, pg_error *err)
 {
     sq_db *s = SQ(db);
     pg_job_row *r = calloc(1, sizeof *r);
@@ -18,10 +19,14 @@ int sq_job_get(pg_db *db, const char *id, pg_job_row **row, char **doc, int *fou
     /* One statement, one snapshot: the row and the document agree. */
     int rc = sq_prep(s,
                      "SELECT " SQ_JOB_COLS ", (SELECT doc FROM job_history WHERE job_id = jobs.id) "
-                     "FROM jobs WHERE id = ?",
+                     "FROM jobs WHERE id = ?1 AND (?2 IS NULL OR tenant_id = ?2)",
                      &st, err);
     if (!rc) {
         sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        if (tenant)
+            sqlite3_bind_text(st, 2, tenant, -1, SQLITE_STATIC);
+        else
+            sqlite3_bind_null(st, 2);
         int k = sqlite3_step(st);
         if (k == SQLITE_ROW) {
             rc = sq_job_row_read(st, r, err);

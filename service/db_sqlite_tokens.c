@@ -7,7 +7,8 @@
 #include "service/db_sqlite.h"
 
 #define TOKEN_COLS                                                                                 \
-    "seq, id, tenant_id, scope, hash, created_at, expires_at, revoked_at, last_used_at"
+    "seq, id, tenant_id, scope, hash, created_at, expires_at, revoked_at, last_used_at, "          \
+    "coalesce(minted_by, '')"
 
 /* One row of TOKEN_COLS into out; 0 when the stored hash is malformed. */
 static int token_row(sqlite3_stmt *st, pg_token *out)
@@ -24,6 +25,7 @@ static int token_row(sqlite3_stmt *st, pg_token *out)
     out->expires_at = sqlite3_column_int64(st, 6);
     out->revoked_at = sqlite3_column_int64(st, 7);
     out->last_used_at = sqlite3_column_int64(st, 8);
+    snprintf(out->minted_by, sizeof out->minted_by, "%s", (const char *)sqlite3_column_text(st, 9));
     return 1;
 }
 
@@ -49,6 +51,25 @@ static int insert_in_tx(sq_db *s, const pg_token *t, int new_tenant, pg_error *e
 {
     int rc = PG_OK;
     sqlite3_stmt *st = NULL;
+    if (t->minted_by[0]) {
+        /* Under BEGIN IMMEDIATE: no revoke can commit between this read
+         * and the insert (db.h). */
+        rc = sq_prep(s,
+                     "SELECT 1 FROM tokens WHERE id=? AND revoked_at IS NULL AND revoked=0 AND "
+                     "(expires_at IS NULL OR expires_at > ?)",
+                     &st, err);
+        if (!rc) {
+            sqlite3_bind_text(st, 1, t->minted_by, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(st, 2, t->created_at);
+            int r = sqlite3_step(st);
+            if (r == SQLITE_DONE)
+                rc = pg_error_set(err, PG_ESTATE,
+                                  "the token minting this one has been revoked or has expired");
+            else if (r != SQLITE_ROW)
+                rc = sq_fail(s, err, "reading the minting token");
+            sqlite3_finalize(st);
+        }
+    }
     if (!rc && new_tenant) {
         rc = sq_prep(s, "INSERT INTO tenants(id, created_at) VALUES(?,?)", &st, err);
         if (!rc) {
@@ -62,8 +83,9 @@ static int insert_in_tx(sq_db *s, const pg_token *t, int new_tenant, pg_error *e
      * and increasing; a unique index guards it anyway. */
     if (!rc)
         rc = sq_prep(s,
-                     "INSERT INTO tokens(seq, id, tenant_id, scope, hash, created_at, expires_at) "
-                     "VALUES((SELECT coalesce(max(seq), 0) + 1 FROM tokens),?,?,?,?,?,?)",
+                     "INSERT INTO tokens(seq, id, tenant_id, scope, hash, created_at, expires_at, "
+                     "minted_by) VALUES((SELECT coalesce(max(seq), 0) + 1 FROM tokens),?,?,?,?,?,?,"
+                     "nullif(?, ''))",
                      &st, err);
     if (!rc) {
         sqlite3_bind_text(st, 1, t->id, -1, SQLITE_STATIC);
@@ -75,6 +97,8 @@ static int insert_in_tx(sq_db *s, const pg_token *t, int new_tenant, pg_error *e
             sqlite3_bind_int64(st, 6, t->expires_at);
         else
             sqlite3_bind_null(st, 6);
+        /* a token starting a new tenant records no minter (db.h) */
+        sqlite3_bind_text(st, 7, new_tenant ? "" : t->minted_by, -1, SQLITE_STATIC);
         if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "storing a token");
         sqlite3_finalize(st);
     }

@@ -76,6 +76,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/core/cpu.h"
 #include "engine/core/error.h"
 #include "engine/methods/method.h"
 #include "service/config.h"
@@ -89,6 +90,13 @@ typedef struct pg_jobs pg_jobs;
  * heartbeat start with pg_jobs_start. */
 int pg_jobs_create(const pg_svc_config *cfg, pg_db *db, pg_jobs **out, pg_error *err);
 int pg_jobs_start(pg_jobs *m, pg_error *err);
+/* The process's CPU budget (engine/core/cpu.h), set before pg_jobs_start
+ * and outliving the jobs; NULL (the default): every job runs with
+ * --threads-per-job threads (0: one) whatever else runs. With a budget
+ * a job joins it while it runs and acquires its cores step by step (at most
+ * --threads-per-job, 0: no cap). */
+void pg_jobs_set_cpu(pg_jobs *m, pg_cpu_budget *cpu);
+pg_cpu_budget *pg_jobs_cpu(const pg_jobs *m);
 /* Ends every event stream (pg_jobs_wait returns final) so the HTTP server
  * can drain before shutdown; workers keep running. */
 void pg_jobs_quiesce(pg_jobs *m);

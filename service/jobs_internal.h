@@ -89,6 +89,7 @@ typedef struct job {
 struct pg_jobs {
     const pg_svc_config *cfg;
     pg_db *db;
+    pg_cpu_budget *cpu; /* NULL: unbudgeted (pg_jobs_set_cpu) */
     pthread_mutex_t mu;
     pthread_cond_t work, update;
     job **all;
@@ -100,6 +101,9 @@ struct pg_jobs {
     int nthreads, stopping;
     int closing; /* waits return at once (event streams end); workers go on */
     uint64_t samples_served, steps_done;
+    /* Job lookups of requests (pg_jobs_sync_lookup): answered from the table
+     * (the tenant's own job, in memory) or from a storage read. */
+    uint64_t lookups_memory, lookups_storage;
     char node[PG_NODE_MAX]; /* this replica (--node-id) */
     /* r18read */
     struct pg_snapcache *snaps; /* models of jobs not trained here; created on first use */

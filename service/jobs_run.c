@@ -22,6 +22,7 @@
 #include <zlib.h>
 
 #include "engine/core/alloc.h"
+#include "engine/core/cpu.h"
 #include "engine/core/mat.h"
 
 static double mono(void)
@@ -365,7 +366,40 @@ static void hist_truncate(job *j, long k)
     j->nhist = n;
 }
 
+/* The largest team a job of this replica runs: --threads-per-job capped by
+ * the budget (0: the budget's cores; without a budget, one thread as before
+ * the budget existed). */
+static int team_cap(const pg_jobs *m)
+{
+    int cap = m->cfg->threads_per_job;
+    if (!m->cpu) return cap > 0 ? cap : 1;
+    int cores = pg_cpu_budget_cores(m->cpu);
+    return cap > 0 && cap < cores ? cap : cores;
+}
+
+void pg_jobs_set_cpu(pg_jobs *m, pg_cpu_budget *cpu)
+{
+    m->cpu = cpu;
+}
+
+pg_cpu_budget *pg_jobs_cpu(const pg_jobs *m)
+{
+    return m ? m->cpu : NULL;
+}
+
+static void run_joined(pg_jobs *m, job *j, pg_cpu_share *cpu);
+
+/* A running job is a user of the CPU budget from claim to end, whatever
+ * path it ends by (the share's leave releases what a failed step held). */
 static void run(pg_jobs *m, job *j)
+{
+    pg_cpu_share cpu;
+    pg_cpu_join(m->cpu, false, &cpu);
+    run_joined(m, j, &cpu);
+    pg_cpu_leave(&cpu);
+}
+
+static void run_joined(pg_jobs *m, job *j, pg_cpu_share *cpu)
 {
     pg_error err = {0};
     if (j->unrunnable) {
@@ -398,7 +432,11 @@ static void run(pg_jobs *m, job *j)
     pthread_mutex_lock(&m->mu);
     long last_ck = j->nckpts ? (long)j->ckpts[j->nckpts - 1].step : -1;
     pthread_mutex_unlock(&m->mu);
-    int threads = m->cfg->threads_per_job;
+    /* Each step runs with its grant (<= threads); the kernels' workspaces
+     * are sized for every core whatever the grant at creation. Building the
+     * trainer computes too (costs, calibration), under a grant of its own. */
+    int threads = team_cap(m);
+    pg_cpu_use(pg_cpu_acquire(cpu, threads));
     /* A job with a checkpoint ran before (here or on another replica, which
      * died, hung, was cut off or drained): it resumes from the newest one,
      * the path a restart takes. */
@@ -422,6 +460,7 @@ static void run(pg_jobs *m, job *j)
         if (!rc) rc = mt->create(j->spec, &in, threads, &t, &err);
         pg_dataset_free(&pub); /* the trainer copies what it keeps */
     }
+    pg_cpu_release(cpu);
     if (rc) {
         pg_dataset_free(&ds);
         finish(m, j, ST_FAILED, err.msg);
@@ -477,7 +516,9 @@ static void run(pg_jobs *m, job *j)
             pthread_mutex_unlock(&m->mu);
         }
         pg_step_report rep;
+        pg_cpu_use(pg_cpu_acquire(cpu, threads));
         rc = mt->step(t, &rep, &err);
+        pg_cpu_release(cpu);
         if (rc) break;
         ran++;
         step = rep.step;
@@ -644,7 +685,7 @@ static int idle(pg_jobs *m)
 static void *worker(void *arg)
 {
     pg_jobs *m = arg;
-    pg_threads_set(m->cfg->threads_per_job);
+    pg_threads_set(team_cap(m)); /* also keeps OpenBLAS to one thread */
     int failing = 0;
     pthread_mutex_lock(&m->mu);
     while (idle(m)) {

@@ -115,7 +115,7 @@ int pg_jobs_sync_refresh(pg_jobs *m, job *j, int force, pg_error *err)
     pg_ckpt_row *ck = NULL;
     size_t nck = 0;
     unsigned char sig[32];
-    int rc = pg_db_job_get(m->db, j->id, &row, &doc, &found, err);
+    int rc = pg_db_job_get(m->db, NULL, j->id, &row, &doc, &found, err);
     if (!rc && found) {
         signature(row, doc, sig);
         changed = !had || memcmp(sig, old, sizeof sig);
@@ -147,9 +147,9 @@ static int load(pg_jobs *m, const char *tenant, const char *id, job **out, pg_er
     pg_job_row *row;
     char *doc;
     int found;
-    int rc = pg_db_job_get(m->db, id, &row, &doc, &found, err);
+    int rc = pg_db_job_get(m->db, tenant, id, &row, &doc, &found, err);
     if (rc || !found) return rc;
-    if (tenant && strcmp(row->tenant, tenant)) {
+    if (tenant && strcmp(row->tenant, tenant)) { /* the read filtered already: defence only */
         pg_job_rows_free(row, 1);
         free(doc);
         return PG_OK;
@@ -183,7 +183,16 @@ int pg_jobs_sync_lookup(pg_jobs *m, const char *tenant, const char *id, job **ou
 {
     *out = NULL;
     pthread_mutex_lock(&m->mu);
-    job *j = pg_jobs_find(m, NULL, id);
+    /* The tenant is part of the key before anything else: another tenant's
+     * job misses here exactly like an unknown id, and both then make the
+     * same storage read (filtered by tenant, no row either way), so neither
+     * the time nor the work of the answer tells "not yours" from "does not
+     * exist" (issue 30). */
+    job *j = pg_jobs_find(m, tenant, id);
+    if (j)
+        m->lookups_memory++;
+    else
+        m->lookups_storage++;
     pthread_mutex_unlock(&m->mu);
     if (!j) {
         int rc = load(m, tenant, id, &j, err);

@@ -141,6 +141,13 @@ char *pg_jobs_metrics(pg_jobs *m)
                    "# HELP privgen_samples_served_total Synthetic samples served.\n# TYPE "
                    "privgen_samples_served_total counter\nprivgen_samples_served_total %llu\n",
                    (unsigned long long)m->samples_served);
+    pg_text_printf(&b,
+                   "# HELP privgen_job_lookups_total Job lookups of requests, by where they were "
+                   "answered (memory: the tenant's own job in this replica's table).\n"
+                   "# TYPE privgen_job_lookups_total counter\n"
+                   "privgen_job_lookups_total{source=\"memory\"} %llu\n"
+                   "privgen_job_lookups_total{source=\"storage\"} %llu\n",
+                   (unsigned long long)m->lookups_memory, (unsigned long long)m->lookups_storage);
     pthread_mutex_unlock(&m->mu);
     pg_text_printf(&b, "# HELP privgen_dataset_epsilon_spent Composed epsilon reserved per central "
                        "dataset (at its cap delta).\n# TYPE privgen_dataset_epsilon_spent gauge\n");
@@ -168,6 +175,25 @@ char *pg_jobs_metrics(pg_jobs *m)
                    "# HELP privgen_ledger_cache_bytes Memory they hold.\n"
                    "# TYPE privgen_ledger_cache_bytes gauge\nprivgen_ledger_cache_bytes %zu\n",
                    lc.hits, lc.misses, lc.entries, lc.bytes);
+    if (m->cpu) {
+        pg_cpu_stats cs;
+        pg_cpu_budget_stats(m->cpu, &cs);
+        pg_text_printf(
+            &b,
+            "# HELP privgen_cpu_cores Cores of the process's CPU budget (--cpus).\n"
+            "# TYPE privgen_cpu_cores gauge\nprivgen_cpu_cores %d\n"
+            "# HELP privgen_cpu_lendable Cores it lends now (less other processes' load).\n"
+            "# TYPE privgen_cpu_lendable gauge\nprivgen_cpu_lendable %d\n"
+            "# HELP privgen_cpu_external_load Cores other processes kept busy (last estimate).\n"
+            "# TYPE privgen_cpu_external_load gauge\nprivgen_cpu_external_load %.3f\n"
+            "# HELP privgen_cpu_in_use Cores granted to steps, reports and samples now.\n"
+            "# TYPE privgen_cpu_in_use gauge\nprivgen_cpu_in_use %d\n"
+            "# HELP privgen_cpu_grants_total Grants made.\n"
+            "# TYPE privgen_cpu_grants_total counter\nprivgen_cpu_grants_total %ld\n"
+            "# HELP privgen_cpu_waits_total Grants that waited for a free core.\n"
+            "# TYPE privgen_cpu_waits_total counter\nprivgen_cpu_waits_total %ld\n",
+            cs.cores, cs.lendable, cs.external, cs.in_use, cs.grants, cs.waits);
+    }
     pg_jobs_snapcache_metrics(m, &b);
     char *q = pg_jobs_queue_metrics(m); /* the shared queue, per replica (jobs_lease.c) */
     if (q) pg_text_printf(&b, "%s", q);

@@ -12,7 +12,10 @@
 #include <time.h>
 
 #include "engine/core/alloc.h"
+#include "engine/core/cpu.h"
 #include "engine/core/mat.h"
+#include "engine/eval/table_cols.h"
+#include "engine/methods/draw.h"
 #include "service/dataset.h"
 #include "service/jobs.h"
 #include "service/log.h"
@@ -388,6 +391,8 @@ typedef struct run_ctx {
     double last;     /* monotonic time of the last stored progress */
     char stage[24];
     int cancelled, stopping;
+    pg_cpu_share cpu; /* the report's share of the CPU budget */
+    int cap;          /* most cores it asks for */
 } run_ctx;
 
 static int stopping(pg_reports *m)
@@ -404,6 +409,10 @@ static int stopping(pg_reports *m)
 static int on_progress(void *arg, const char *stage, double f)
 {
     run_ctx *c = arg;
+    /* The hook runs between pieces of work, outside any parallel region: a
+     * report gives its cores back here and takes its current share, so it
+     * never holds them for a whole report while jobs and samples wait. */
+    pg_cpu_use(pg_cpu_acquire(&c->cpu, c->cap));
     if (stopping(c->m)) return c->stopping = 1;
     double t = mono();
     int new_stage = strncmp(stage, c->stage, sizeof c->stage - 1) != 0;
@@ -416,14 +425,6 @@ static int on_progress(void *arg, const char *stage, double f)
         return 0; /* a lost write is not a cancel: keep going */
     if (!held) c->cancelled = 1;
     return !held;
-}
-
-static uint64_t mix64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
 }
 
 /* The first want rows of dataset id (width d) and, when every block read
@@ -482,28 +483,46 @@ static int read_rows(pg_db *db, const char *id, size_t d, size_t want, float **x
     return PG_OK;
 }
 
-/* n samples (class-conditional, classes in turn, when labels != NULL). */
+/* n samples by the rule GET /samples follows (engine/methods/draw.h), so a
+ * report's rows are the rows /samples serves for the job, step and seed:
+ * unlabelled, /samples?seed=S&n=N; class-conditional (labels != NULL),
+ * class c's n_c rows (n / k, the first n % k classes one more) are
+ * /samples?seed=S&label=c&n=n_c, one class after the other. */
 static int draw(const pg_snapshot *snap, size_t n, size_t d, uint64_t seed, int classes, float *x,
                 int32_t *labels, run_ctx *rc_ctx, pg_error *err)
 {
-    enum { CHUNK = 2048 };
     size_t at = 0;
     int k = labels ? classes : 1;
     for (int c = 0; c < k; c++) {
         size_t nc = labels ? n / (size_t)k + ((size_t)c < n % (size_t)k) : n;
-        for (size_t i = 0, blk = 0; i < nc; i += CHUNK, blk++) {
-            size_t r = nc - i < CHUNK ? nc - i : CHUNK;
-            uint64_t s = mix64(seed ^ mix64(((uint64_t)c << 32) ^ blk));
-            int rc = pg_snapshot_sample(snap, r, s, labels ? c : -1, x + (at + i) * d, err);
-            if (rc) return rc;
-            if (labels)
-                for (size_t j = 0; j < r; j++) labels[at + i + j] = c;
-            if (on_progress(rc_ctx, "sampling", (double)(at + i + r) / (double)n))
-                return pg_error_set(err, PG_ECANCELLED, "cancelled");
-        }
+        int rc = pg_draw_rows(snap, nc, d, seed, labels ? c : -1, x + at * d, err);
+        if (rc) return rc;
+        for (size_t j = 0; labels && j < nc; j++) labels[at + j] = c;
         at += nc;
+        if (on_progress(rc_ctx, "sampling", (double)at / (double)n))
+            return pg_error_set(err, PG_ECANCELLED, "cancelled");
     }
     return PG_OK;
+}
+
+/* Typed jobs: the rows /samples?seed=S&n=N serves (decoded as its CSV is,
+ * with the label column's classes), drawn by pg_draw_table_rows with the
+ * table the snapshot decodes with (*ot: its label column only when the
+ * model is conditional, then labels are filled). */
+static int draw_typed(const pg_table *t, const pg_snapshot *snap, size_t n, uint64_t seed,
+                      pg_table **ot, float *x, int32_t *labels, run_ctx *rc_ctx, pg_error *err)
+{
+    int rc = pg_draw_table_for(t, snap, ot, err);
+    if (rc) return rc;
+    int64_t *l64 = (*ot)->label != PG_TABLE_NONE ? pg_alloc(n * sizeof *l64) : NULL;
+    if ((*ot)->label != PG_TABLE_NONE && !l64)
+        return pg_error_set(err, PG_ENOMEM, "out of memory drawing %zu samples", n);
+    rc = pg_draw_table_rows(*ot, snap, n, seed, -1, x, l64, err);
+    for (size_t i = 0; !rc && l64 && labels && i < n; i++) labels[i] = (int32_t)l64[i];
+    pg_free(l64);
+    if (!rc && on_progress(rc_ctx, "sampling", 1.0))
+        rc = pg_error_set(err, PG_ECANCELLED, "cancelled");
+    return rc;
 }
 
 /* Whether the model samples each of k classes (the service sees snapshots
@@ -521,7 +540,9 @@ static int conditional(const pg_snapshot *snap, size_t d, int k)
 
 static void run_one(pg_reports *m, pg_report_row *row)
 {
-    run_ctx rc_ctx = {.m = m, .id = row->id, .lo = 0, .span = 0.05};
+    run_ctx rc_ctx = {.m = m, .id = row->id, .lo = 0, .span = 0.05, .cap = m->threads};
+    pg_cpu_join(pg_jobs_cpu(m->jobs), false, &rc_ctx.cpu);
+    pg_cpu_use(pg_cpu_acquire(&rc_ctx.cpu, rc_ctx.cap));
     pg_error err = {0};
     pg_snapshot *snap = NULL;
     pg_job_geometry geo;
@@ -530,7 +551,10 @@ static void run_one(pg_reports *m, pg_report_row *row)
     json_t *j = NULL;
     char *text = NULL;
     pg_report_figure *figs = NULL;
-    size_t nfig = 0, nref = 0;
+    size_t nfig = 0, nref = 0, dc = 0;
+    pg_table *ot = NULL;
+    pg_eval_column *cols = NULL;
+    float *syn_c = NULL, *ref_c = NULL;
     pg_eval_report rep;
     memset(&rep, 0, sizeof rep);
     int have_rep = 0, found = 0;
@@ -549,25 +573,48 @@ static void run_one(pg_reports *m, pg_report_row *row)
                               (long long)row->job_step);
     }
     size_t n = (size_t)row->n, d = geo.d;
+    const pg_table *tt = rc ? NULL : geo.table;
     if (!rc)
         rc = read_rows(m->db, row->against_id, d, (size_t)row->against_n, &ref, &ref_lab, &nref,
                        &err);
     /* Utility needs labels on both sides: the reference rows carry them and
      * the model samples class-conditionally (an unconditional model of a
      * labelled dataset gets no utility figure). */
-    int labeled = !rc && ref_lab && geo.num_classes >= 2 && conditional(snap, d, geo.num_classes);
+    int labeled = !rc && ref_lab && geo.num_classes >= 2 &&
+                  (tt ? tt->label != PG_TABLE_NONE : conditional(snap, d, geo.num_classes));
     if (!rc) {
         syn = pg_alloc(n * d * sizeof *syn);
         syn_lab = labeled ? pg_alloc(n * sizeof *syn_lab) : NULL;
         if (!syn || (labeled && !syn_lab))
             rc = pg_error_set(&err, PG_ENOMEM, "out of memory drawing %zu samples", n);
     }
-    if (!rc)
+    if (!rc && tt) {
+        rc = draw_typed(tt, snap, n, (uint64_t)row->seed, &ot, syn, syn_lab, &rc_ctx, &err);
+        if (!rc && ot->label == PG_TABLE_NONE) labeled = 0; /* unconditional model */
+    } else if (!rc) {
         rc = draw(snap, n, d, (uint64_t)row->seed, geo.num_classes, syn, labeled ? syn_lab : NULL,
                   &rc_ctx, &err);
+    }
+    for (size_t i = 0; !rc && labeled && i < nref; i++)
+        if (ref_lab[i] < 0 || ref_lab[i] >= geo.num_classes) labeled = 0;
+    /* A typed job's figures speak the schema: one report column per table
+     * column (decoded, the label column included when both sides carry
+     * it), the encoded units kept for the figures that need the model's
+     * geometry (engine/eval/table_cols.h, report.h). */
+    if (!rc && tt) rc = pg_eval_table_columns(ot, labeled, &cols, &dc, &err);
+    if (!rc && tt) {
+        syn_c = pg_alloc_f32(n * dc);
+        ref_c = pg_alloc_f32(nref * dc);
+        if (!syn_c || !ref_c)
+            rc = pg_error_set(&err, PG_ENOMEM, "out of memory decoding %zu columns", dc);
+    }
+    if (!rc && tt) {
+        /* Synthetic rows clamped as /samples decodes them; reference rows
+         * as stored (local noisy numbers stay unbiased). */
+        pg_eval_table_decode(ot, labeled, syn, syn_lab, n, 1, syn_c);
+        pg_eval_table_decode(ot, labeled, ref, ref_lab, nref, 0, ref_c);
+    }
     if (!rc) {
-        for (size_t i = 0; labeled && i < nref; i++)
-            if (ref_lab[i] < 0 || ref_lab[i] >= geo.num_classes) labeled = 0;
         pg_eval_opts o;
         pg_eval_defaults(&o);
         o.seed = (uint64_t)row->seed;
@@ -577,18 +624,37 @@ static void run_one(pg_reports *m, pg_report_row *row)
         o.progress_ctx = &rc_ctx;
         rc_ctx.lo = 0.05;
         rc_ctx.span = 0.85;
-        pg_eval_input in = {.syn = syn,
-                            .ref = ref,
+        pg_eval_input in = {.syn = tt ? syn_c : syn,
+                            .ref = tt ? ref_c : ref,
                             .n_syn = n,
                             .n_ref = nref,
-                            .d = d,
+                            .d = tt ? dc : d,
+                            .columns = cols,
+                            .syn_units = tt ? syn : NULL,
+                            .ref_units = tt ? ref : NULL,
+                            .units = tt ? d : 0,
                             .syn_labels = labeled ? syn_lab : NULL,
                             .ref_labels = labeled ? ref_lab : NULL,
                             .num_classes = labeled ? geo.num_classes : 0};
         rc = pg_eval_report_run(&in, &o, &rep, &err);
         have_rep = !rc;
     }
-    if (!rc) rc = pg_eval_report_json(&rep, NULL, 64, &j, &err);
+    if (!rc) rc = pg_eval_report_json(&rep, cols, 64, &j, &err);
+    if (!rc && tt) {
+        json_t *split = json_object_get(j, "split");
+        if (split) json_object_set_new(split, "units", json_integer((json_int_t)d));
+        json_t *u = json_object_get(j, "utility");
+        if (u && ot->label != PG_TABLE_NONE) {
+            const pg_table_col *lc = &ot->cols[ot->label];
+            json_object_set_new(u, "label", json_string(lc->name));
+            int mc = rep.majority_class;
+            json_object_set_new(u, "majority_class",
+                                json_string(lc->type == PG_COL_CATEGORICAL && (size_t)mc < lc->ncat
+                                                ? lc->cats[mc]
+                                            : mc ? "true"
+                                                 : "false"));
+        }
+    }
     pg_report_marks mk;
     pg_report_marks_for(row->job_model, row->against_model, &mk);
     if (!rc) rc = pg_report_marks_json(&mk, row->job_epsilon, j, &err);
@@ -597,15 +663,16 @@ static void run_one(pg_reports *m, pg_report_row *row)
         rc_ctx.span = 0.1;
         char title[2 * PG_ID_MAX + 8];
         snprintf(title, sizeof title, "%s vs %s", row->job_id, row->against_id);
-        pg_reports_fig_in fi = {.real = ref,
-                                .syn = syn,
+        pg_reports_fig_in fi = {.real = tt ? ref_c : ref,
+                                .syn = tt ? syn_c : syn,
                                 .n_real = nref,
                                 .n_syn = n,
-                                .d = d,
+                                .d = tt ? dc : d,
                                 .ndim = geo.ndim == 3 ? 3 : 1,
+                                .columns = cols,
                                 .report = &rep,
-                                .lo = geo.lo,
-                                .hi = geo.hi,
+                                .lo = tt ? NAN : geo.lo,
+                                .hi = tt ? NAN : geo.hi,
                                 .mark_private = mk.figure_mark,
                                 .show_real_rows = row->against_model == PG_PRIV_PUBLIC,
                                 .title = title};
@@ -639,7 +706,12 @@ static void run_one(pg_reports *m, pg_report_row *row)
     pg_free(syn_lab);
     pg_free(ref);
     pg_free(ref_lab);
+    pg_free(syn_c);
+    pg_free(ref_c);
+    pg_eval_table_columns_free(cols, dc);
+    pg_table_free(ot);
     if (snap) pg_snapshot_release(snap);
+    pg_cpu_leave(&rc_ctx.cpu);
 }
 
 static void *worker(void *arg)
@@ -683,7 +755,11 @@ int pg_reports_create(const pg_svc_config *cfg, pg_db *db, struct pg_jobs *jobs,
     m->fig = fig;
     m->fig_ctx = fig_ctx;
     m->nworkers = cfg->report_workers;
-    m->threads = cfg->threads_per_job > 0 ? cfg->threads_per_job : 1;
+    /* One thread, whatever the budget could lend: the metrics' sums are
+     * split by thread (logistic regression's loss, for one), and a report
+     * must reproduce from its seed. It still takes its core from the budget
+     * (and waits for one) like any computation of the process. */
+    m->threads = 1;
     m->max_queued = (int64_t)cfg->max_queued_reports;
     pthread_mutex_init(&m->mu, NULL);
     pthread_cond_init(&m->cv, NULL);

@@ -49,6 +49,9 @@ typedef struct pg_reports_fig_in {
     size_t n_real, n_syn, d;
     int ndim;        /* 1, or 3 for [c, h, w] rows */
     size_t shape[3]; /* ndim 3: c, h, w */
+    /* d entries (typed jobs: the schema's columns, category names), or
+     * NULL: numeric columns x0, x1, ... */
+    const pg_eval_column *columns;
     const pg_eval_report *report;
     double lo, hi;      /* the job dataset's declared range */
     int mark_private;   /* reference rows are private data: mark every figure */

@@ -495,12 +495,45 @@ async function renderJobs() {
   return state.jobs;
 }
 
+// "2026-11-28T02:47:13Z" as a short local time (the date only when not today).
+function shortTime(iso) {
+  if (!iso) return '–';
+  const t = new Date(iso);
+  if (Number.isNaN(t.getTime())) return '–';
+  const now = new Date(), hm = t.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+  return t.toDateString() === now.toDateString() ? hm : `${t.toLocaleDateString([], { month: 'short', day: 'numeric' })} ${hm}`;
+}
+
+// How long a job ran (started → finished, or → now while it runs).
+function ranFor(j) {
+  if (!j.started_at) return '–';
+  const a = Date.parse(j.started_at), b = j.finished_at ? Date.parse(j.finished_at) : Date.now();
+  if (!Number.isFinite(a) || !Number.isFinite(b)) return '–';
+  const s = Math.max(0, Math.round((b - a) / 1000));
+  return s < 60 ? `${s} s` : s < 3600 ? `${Math.floor(s / 60)} min ${s % 60} s` : `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+}
+
+// The dataset filter lists the datasets that have jobs (deleted ones by id).
+function fillJobFilters() {
+  const sel = $('jl-dataset'), keep = sel.value;
+  const ids = [...new Set(state.jobs.map((j) => j.dataset_id))];
+  sel.replaceChildren(el('option', { value: '', text: 'all' }),
+    ...ids.map((id) => el('option', { value: id, text: datasetName(id) || `${id} (deleted)` })));
+  if (ids.includes(keep)) sel.value = keep;
+}
+
 function drawJobs() {
   const tbody = $('jobs').querySelector('tbody');
   tbody.replaceChildren();
-  $('jobs-empty').hidden = state.jobs.length > 0;
-  $('jobs').hidden = state.jobs.length === 0;
-  for (const j of [...state.jobs].reverse()) { // newest first
+  fillJobFilters();
+  const fs = $('jl-status').value, fd = $('jl-dataset').value;
+  const shown = state.jobs.filter((j) => (!fs || j.status === fs) && (!fd || j.dataset_id === fd));
+  $('jobs-empty').hidden = shown.length > 0;
+  $('jobs-empty').textContent = state.jobs.length ? 'No job matches these filters.' : 'No jobs yet.';
+  $('jobs').hidden = shown.length === 0;
+  $('jobs-filters').hidden = state.jobs.length === 0;
+  $('jl-count').textContent = fs || fd ? `${shown.length} of ${state.jobs.length} jobs` : '';
+  for (const j of [...shown].reverse()) { // newest first
     const p = j.progress || {};
     const frac = p.total_steps ? Math.min(1, (p.step || 0) / p.total_steps) : 0;
     const name = datasetName(j.dataset_id);
@@ -511,7 +544,9 @@ function drawJobs() {
                      (j.warnings || []).length ? el('span', { class: 'warn-dot', title: j.warnings.join('\n'), text: ' ⚠' }) : null),
                   td('Progress', el('span', { class: 'mini-bar' }, el('span', { style: `width:${(100 * frac).toFixed(0)}%` })),
                      ' ' + progressText(j)),
-                  td('ε spent', fmt(p.epsilon_spent ?? 0)));
+                  td('ε spent', fmt(p.epsilon_spent ?? 0)),
+                  td('Created', el('time', { datetime: j.created_at || '', title: j.created_at || '', text: shortTime(j.created_at) })),
+                  td('Ran', ranFor(j)));
     tr.addEventListener('click', () => selectJob(j.id));
     tr.addEventListener('keydown', (ev) => { if (ev.key === 'Enter') selectJob(j.id); });
     tbody.append(tr);
@@ -528,7 +563,7 @@ function schedulePoll() {
 }
 
 // Canvas charts sized to their box (crisp on HiDPI), with labelled min/max.
-function drawCurve(canvas, points, key, color, what) {
+function drawCurve(canvas, points, key, color, what, yLabel) {
   const dpr = window.devicePixelRatio || 1;
   const w = Math.max(200, canvas.clientWidth || 360), h = Number(canvas.getAttribute('height')) || 150;
   if (canvas.width !== Math.round(w * dpr)) { canvas.width = Math.round(w * dpr); canvas.style.height = h + 'px'; }
@@ -536,9 +571,13 @@ function drawCurve(canvas, points, key, color, what) {
   const ctx = canvas.getContext('2d');
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   ctx.clearRect(0, 0, w, h);
-  const left = 52, right = 10, top = 8, bottom = 22;
+  const left = 66, right = 10, top = 8, bottom = 22;
   ctx.font = '11px system-ui, sans-serif'; ctx.fillStyle = '#5b6475'; ctx.strokeStyle = '#dde1e7'; ctx.lineWidth = 1;
   ctx.strokeRect(left + 0.5, top + 0.5, w - left - right, h - top - bottom);
+  // The y axis says what it measures, written up its left edge.
+  ctx.save(); ctx.translate(12, top + (h - top - bottom) / 2); ctx.rotate(-Math.PI / 2);
+  ctx.textAlign = 'center'; ctx.fillText(yLabel || what, 0, 0); ctx.restore();
+  canvas.dataset.ylabel = yLabel || what;
   const pts = points.filter((p) => Number.isFinite(p[key]) && Number.isFinite(p.step));
   if (pts.length < 2) { ctx.fillText(pts.length ? `${what}: ${fmt(pts[0][key])}` : 'waiting for progress…', left + 8, h / 2); return; }
   const xs = pts.map((p) => p.step), ys = pts.map((p) => p[key]);
@@ -560,8 +599,8 @@ function drawCurve(canvas, points, key, color, what) {
 }
 
 function drawCharts() {
-  drawCurve($('jd-loss'), state.history, 'loss', '#2f6fdd', 'loss');
-  drawCurve($('jd-eps'), state.history, 'epsilon_spent', '#c0392b', 'ε');
+  drawCurve($('jd-loss'), state.history, 'loss', '#2f6fdd', 'loss', 'training loss');
+  drawCurve($('jd-eps'), state.history, 'epsilon_spent', '#c0392b', 'ε', 'ε used so far');
 }
 
 function showJob(j) {
@@ -592,7 +631,12 @@ function showJob(j) {
     state.history.push({ step: p.step, loss: p.loss, epsilon_spent: p.epsilon_spent ?? 0 });
   // Local data spends nothing: an ε curve would be a flat zero.
   const charges = pr.charges !== false;
-  $('jd-eps').hidden = !charges; $('jd-eps-title').hidden = !charges;
+  $('jd-eps').hidden = !charges; $('jd-eps-title').hidden = !charges; $('jd-eps-note').hidden = !charges;
+  $('jd-eps-note').textContent = charges
+    ? `The ledger charged the whole plan (ε = ${fmt(pr.epsilon)} at δ = ${fmt(pr.delta)}) before the job read a row; ` +
+      'the curve shows how much of it the steps so far have used. A job that stops early is not refunded ' +
+      '(a queued job that is cancelled is).'
+    : '';
   drawCharts();
 }
 
@@ -777,13 +821,25 @@ const BASIC = [
   ['flow.particles', 'Particles'], ['privacy.epsilon', 'Target ε'], ['privacy.delta', 'Target δ'],
 ];
 
+// What an empty field without a table default means, said truly (or nothing):
+// the server fills these from the dataset (defaults.h) or the job's target.
+function absentText(p) {
+  const d = currentDataset(), priv = (d && d.privacy) || {}, cap = priv.budget || {};
+  if (p.name === 'privacy.delta') return priv.model === 'central' && cap.delta ? `dataset's cap: ${fmt(cap.delta)}` : '';
+  if (p.name === 'privacy.epsilon') return priv.model === 'central' ? 'required, e.g. 1' : '';
+  if (p.name === 'privacy.noise_multiplier') return 'from the target ε';
+  if (p.name === 'seed') return 'random';
+  if (p.name === 'model.latent_dim') return 'from the data';
+  return '';
+}
+
 function paramInput(p, label) {
   const id = 'p-' + p.name.replace(/\W/g, '-');
   let input;
   const common = { id, 'data-name': p.name, 'data-field': p.name, 'data-type': p.type };
   if (p.enum) {
     input = el('select', common);
-    if (p.default === undefined) input.append(el('option', { value: '', text: '(server default)' }));
+    if (p.default === undefined) input.append(el('option', { value: '', text: '(not set: the method decides)' }));
     for (const v of p.enum) input.append(el('option', { value: v, text: v + (v === p.default ? ' (default)' : '') }));
     if (p.default !== undefined) input.value = String(p.default);
     input.dataset.initial = input.value;
@@ -795,7 +851,7 @@ function paramInput(p, label) {
     const numeric = p.type === 'integer' || p.type === 'number';
     input = el('input', Object.assign({ type: numeric ? 'number' : 'text', step: p.type === 'integer' ? '1' : 'any',
       inputmode: numeric ? 'decimal' : undefined, min: p.minimum, max: p.maximum,
-      placeholder: p.default !== undefined ? (Array.isArray(p.default) ? p.default.join(', ') : String(p.default)) : 'server default' }, common));
+      placeholder: p.default !== undefined ? (Array.isArray(p.default) ? p.default.join(', ') : String(p.default)) : absentText(p) }, common));
     input.dataset.initial = '';
   }
   const short = p.name.includes('.') ? p.name.slice(p.name.indexOf('.') + 1) : p.name;
@@ -812,7 +868,11 @@ function renderMethods() {
   const sel = $('jf-method'), keep = sel.value;
   // A refresh of the dataset list must not wipe what the user typed in the form.
   const same = [...sel.options].map((o) => o.value).join() === ok.map((a) => a.name).join();
-  if (same && d && sel.dataset.for === model && $('jf-basic').childElementCount) return;
+  if (same && d && sel.dataset.for === model && $('jf-basic').childElementCount) {
+    const dl = document.getElementById('p-privacy-delta'); // another dataset, another cap
+    if (dl) dl.placeholder = absentText({ name: 'privacy.delta' });
+    return;
+  }
   sel.dataset.for = model || '';
   sel.replaceChildren(...ok.map((a) => el('option', { value: a.name, text: a.name })));
   if (ok.some((a) => a.name === keep)) sel.value = keep;
@@ -832,7 +892,7 @@ function renderParams() {
   $('jf-advanced').hidden = false;
   const d = currentDataset();
   $('jf-method-summary').textContent = `${alg.summary || ''} Takes ${(alg.accepts || []).join(', ')} data.` +
-    ((d.privacy || {}).model === 'central' ? ' Give a target ε and δ, or a noise multiplier (advanced); the ledger is charged when the job starts.' : '');
+    ((d.privacy || {}).model === 'central' ? ` Give a target ε (δ defaults to the dataset's cap, ${fmt(((d.privacy || {}).budget || {}).delta)}), or a noise multiplier (advanced); the ledger is charged when the job starts.` : '');
   const params = alg.parameters || [];
   const basic = BASIC.map(([n, label]) => [params.find((p) => p.name === n), label]).filter(([p]) => p);
   $('jf-basic').replaceChildren(...basic.map(([p, label]) => paramInput(p, label)));
@@ -917,6 +977,8 @@ $('job-form').addEventListener('submit', async (ev) => {
   } catch (e) { if (e.message !== 'unauthorized') showErrors(form, e); }
 });
 
+$('jl-status').addEventListener('change', drawJobs);
+$('jl-dataset').addEventListener('change', drawJobs);
 $('jf-dataset').addEventListener('change', renderMethods);
 $('jf-method').addEventListener('change', renderParams);
 
@@ -938,7 +1000,8 @@ if (state.token) signIn(state.token); else signOut();
 
 // ---- quality reports (issue 20): list, create, progress, figures ---------------
 
-const reports = { job: null, open: null, timer: null, shape: null, names: new Map() };
+const reports = { job: null, open: null, timer: null, shape: null, names: new Map(), picked: null };
+$('rp-against').addEventListener('change', () => { reports.picked = { job: reports.job, id: $('rp-against').value }; });
 const reportAgainst = (id) => reports.names.get(id) || datasetName(id) || id;
 
 function reportDistance(r) {
@@ -956,12 +1019,19 @@ async function loadReports(id, job) {
     reports.names = new Map(all.map((d) => [d.id, d.name]));
     const own = all.find((d) => d.id === job.dataset_id);
     if (own) reports.shape = JSON.stringify(own.shape);
-    const sel = $('rp-against'), keep = sel.value;
-    sel.replaceChildren(...all.filter((d) => !reports.shape || JSON.stringify(d.shape) === reports.shape).map((d) => {
+    const sel = $('rp-against');
+    // What the user picked for this job stays; otherwise a public dataset.
+    const keep = reports.picked && reports.picked.job === id ? reports.picked.id : null;
+    // Public datasets first: comparing with them costs nothing and anyone may read the result.
+    const fit = all.filter((d) => !reports.shape || JSON.stringify(d.shape) === reports.shape);
+    const isPub = (d) => (d.privacy || {}).model === 'public';
+    fit.sort((a, b) => Number(isPub(b)) - Number(isPub(a)));
+    sel.replaceChildren(...fit.map((d) => {
       const m = (d.privacy || {}).model;
       return el('option', { value: d.id, text: m === 'public' ? `${d.name} (public)` : `${d.name} (${m}: admin only, not DP)` });
     }));
-    if ([...sel.options].some((o) => o.value === keep)) sel.value = keep;
+    if (keep && fit.some((d) => d.id === keep)) sel.value = keep;
+    else if (fit.length) sel.value = (fit.find(isPub) || fit[0]).id;
   } catch (_) { /* the list below still loads */ }
   let items = [];
   try { items = await listAll(`/v1/jobs/${id}/reports`); } catch (e) { return; }

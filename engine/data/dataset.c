@@ -117,8 +117,8 @@ int pg_dataset_check_finite(const float *x, size_t n, size_t d, size_t *bad_row,
         for (size_t j = 0; j < d; j++)
             if (!isfinite(r[j])) {
                 set_bad(bad_row, i);
-                return pg_error_set(err, PG_EINVAL, "row %zu, column %zu: value is %s", i, j,
-                                    isnan(r[j]) ? "NaN" : "infinite");
+                return pg_error_set(err, PG_EINVAL, "row %zu, column %zu: value is %s", i + 1,
+                                    j + 1, isnan(r[j]) ? "NaN" : "infinite");
             }
     }
     return PG_OK;
@@ -137,7 +137,7 @@ int pg_dataset_check_range(const float *x, size_t n, size_t d, float lo, float h
                 set_bad(bad_row, i);
                 return pg_error_set(err, PG_ERANGE,
                                     "row %zu, column %zu: value %g is outside the range [%g, %g]",
-                                    i, j, (double)r[j], (double)lo, (double)hi);
+                                    i + 1, j + 1, (double)r[j], (double)lo, (double)hi);
             }
     }
     return PG_OK;
@@ -149,7 +149,7 @@ int pg_dataset_check_labels(const int32_t *labels, size_t n, int num_classes, si
     for (size_t i = 0; i < n; i++)
         if (labels[i] < 0 || labels[i] >= num_classes) {
             set_bad(bad_row, i);
-            return pg_error_set(err, PG_ERANGE, "row %zu: label %d is outside [0, %d)", i,
+            return pg_error_set(err, PG_ERANGE, "row %zu: label %d is outside [0, %d)", i + 1,
                                 (int)labels[i], num_classes);
         }
     return PG_OK;
@@ -161,7 +161,7 @@ int pg_dataset_check_labels_i64(const int64_t *labels, size_t n, int num_classes
     for (size_t i = 0; i < n; i++)
         if (labels[i] < 0 || labels[i] >= num_classes) {
             set_bad(bad_row, i);
-            return pg_error_set(err, PG_ERANGE, "row %zu: label %lld is outside [0, %d)", i,
+            return pg_error_set(err, PG_ERANGE, "row %zu: label %lld is outside [0, %d)", i + 1,
                                 (long long)labels[i], num_classes);
         }
     return PG_OK;

@@ -262,12 +262,16 @@ static int cell(pg_records_parser *p, size_t col, int kind, const char *s, size_
             return fail_value(p, col, PG_EINVAL, msg, err);
         }
     } else {
-        if (!csv && kind != K_STRING) {
+        /* A JSON number names the category spelled like it (integer codes,
+         * "1".."5", which CSV carries as text). */
+        size_t k = csv || kind == K_STRING || kind == K_NUMBER
+                       ? lookup(p->cat_index[col], c->ncat, s, n)
+                       : PG_TABLE_NONE;
+        if (!csv && kind != K_STRING && k == PG_TABLE_NONE) {
             snprintf(msg, sizeof msg, "expected a category name (a string), got %s",
                      kind_name(kind));
             return fail_value(p, col, PG_EINVAL, msg, err);
         }
-        size_t k = lookup(p->cat_index[col], c->ncat, s, n);
         if (k == PG_TABLE_NONE) {
             describe(s, n, d, sizeof d);
             snprintf(msg, sizeof msg, "unknown category '%s'", d);

@@ -134,7 +134,8 @@ static int parse_column(const json_t *col, size_t idx, pg_table_col *c, pg_error
     {
         int numeric = c->type == PG_COL_CONTINUOUS || c->type == PG_COL_INTEGER;
         if (!strcmp(key, "name") || !strcmp(key, "type") || !strcmp(key, "nullable") ||
-            !strcmp(key, "epsilon") || (numeric && (!strcmp(key, "min") || !strcmp(key, "max"))) ||
+            !strcmp(key, "epsilon") ||
+            (numeric && (!strcmp(key, "min") || !strcmp(key, "max") || !strcmp(key, "scale"))) ||
             (c->type == PG_COL_CATEGORICAL && !strcmp(key, "categories")))
             continue;
         return pg_error_set(err, PG_EINVAL, "column '%s': unknown field '%.40s' for a %s column",
@@ -151,6 +152,14 @@ static int parse_column(const json_t *col, size_t idx, pg_table_col *c, pg_error
         if (!(c->epsilon > 0.0) || !isfinite(c->epsilon))
             return pg_error_set(err, PG_EINVAL,
                                 "column '%s': 'epsilon' must be a finite number > 0", c->name);
+    }
+    const json_t *sc = json_object_get(col, "scale");
+    if (sc) {
+        const char *sv = json_string_value(sc);
+        if (!sv || (strcmp(sv, "linear") && strcmp(sv, "log")))
+            return pg_error_set(err, PG_EINVAL,
+                                "column '%s': 'scale' must be \"linear\" or \"log\"", c->name);
+        c->log_scale = !strcmp(sv, "log");
     }
     int rc;
     switch (c->type) {
@@ -349,6 +358,7 @@ json_t *pg_table_to_json(const pg_table *t)
         }
         bad |= set(j, "nullable", json_boolean(c->nullable));
         if (c->epsilon > 0.0) bad |= set(j, "epsilon", json_real(c->epsilon));
+        if (c->log_scale) bad |= set(j, "scale", json_string("log"));
         if (i == t->label) continue;
         json_t *b = json_object();
         bad |= json_array_append_new(blocks, b);

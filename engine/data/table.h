@@ -11,12 +11,13 @@
  *    "label": "status",             optional: a categorical or boolean column
  *    "range": [-1, 1]}              optional: the model's value range
  * "epsilon" (> 0, optional) is a per-column local-DP budget used only by
- * table_ldp.h. pg_table_to_json adds "version", "width" and "blocks"; the
- * parser accepts that form too and refuses it when width or blocks disagree
- * with the layout the columns imply (a corrupt or foreign map). Unknown
- * keys are refused. Limits: PG_TABLE_MAX_COLS columns, names of 1 ..
- * PG_TABLE_NAME_MAX bytes without control characters, unique per schema;
- * 2 .. PG_TABLE_MAX_CATS categories per column, unique, of 0 ..
+ * table_ldp.h. "scale" (numeric columns, optional): "linear" (default) or
+ * "log", a hint for heavy-tailed columns that only binning uses
+ * (engine/data/discretize.h); it never changes the encoding. pg_table_to_json adds "version",
+ * "width" and "blocks"; the parser accepts that form too and refuses it when width or blocks
+ * disagree with the layout the columns imply (a corrupt or foreign map). Unknown keys are refused.
+ * Limits: PG_TABLE_MAX_COLS columns, names of 1 .. PG_TABLE_NAME_MAX bytes without control
+ * characters, unique per schema; 2 .. PG_TABLE_MAX_CATS categories per column, unique, of 0 ..
  * PG_TABLE_NAME_MAX bytes (any text but NUL),
  * finite min < max with a finite span, integer bounds integral with max - min <= 2^22 (so every
  * integer survives float32 encoding exactly), range lo <= 0 and hi >= 1.
@@ -87,6 +88,8 @@ typedef struct pg_table_col {
     size_t ncat;     /* categorical */
     char **cats;
     double epsilon;       /* optional local budget, 0 when not given */
+    int log_scale;        /* "scale": "log" (numeric): a hint that the column is
+                             heavy-tailed; discretize.h bins it in log(1 + x - min) */
     size_t offset, width; /* encoded block; width 0 for the label column */
 } pg_table_col;
 

@@ -27,7 +27,7 @@ int pg_eval_pearson(const float *x, size_t n, size_t d, size_t ld, double *corr,
         for (size_t j = 0; j < d; j++) {
             float v = x[i * ld + j];
             if (!isfinite(v)) {
-                rc = pg_error_set(err, PG_EINVAL, "row %zu column %zu is not finite", i, j);
+                rc = pg_error_set(err, PG_EINVAL, "row %zu column %zu is not finite", i + 1, j + 1);
                 break;
             }
             mean[j] += v;
@@ -72,7 +72,7 @@ int pg_eval_cramer_v(const float *a, size_t sa, int32_t ka, const float *b, size
         if (!(x >= 0.0f && x < (float)ka) || x != floorf(x) || !(y >= 0.0f && y < (float)kb) ||
             y != floorf(y))
             return pg_error_set(err, PG_EINVAL, "row %zu holds a value that is not a category code",
-                                i);
+                                i + 1);
     }
     size_t cells = (size_t)ka * (size_t)kb;
     double *tab = pg_calloc(cells + (size_t)ka + (size_t)kb, sizeof(double));

@@ -80,11 +80,11 @@ static int lr_check(const float *x, const int32_t *y, size_t n, size_t d, int k,
     for (size_t i = 0; i < n; i++)
         if (y[i] < 0 || y[i] >= k)
             return pg_error_set(err, PG_EINVAL, "label %d of row %zu is outside [0, %d)", (int)y[i],
-                                i, k);
+                                i + 1, k);
     for (size_t i = 0; i < n * d; i++)
         if (!isfinite(x[i]))
-            return pg_error_set(err, PG_EINVAL, "feature %zu of row %zu is not finite", i % d,
-                                i / d);
+            return pg_error_set(err, PG_EINVAL, "feature %zu of row %zu is not finite", i % d + 1,
+                                i / d + 1);
     return PG_OK;
 }
 

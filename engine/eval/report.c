@@ -134,6 +134,11 @@ static int make_split(const pg_eval_input *in, uint64_t seed, size_t h, size_t m
     return PG_OK;
 }
 
+static bool is_cat(const pg_eval_input *in, size_t j)
+{
+    return in->columns && in->columns[j].kind == PG_EVAL_CATEGORICAL;
+}
+
 static int check_input(const pg_eval_input *in, pg_error *err)
 {
     if (!in || !in->syn || !in->ref || in->d == 0)
@@ -155,13 +160,27 @@ static int check_input(const pg_eval_input *in, pg_error *err)
             return pg_error_set(err, PG_EINVAL, "categorical column %zu needs 1..%d categories", j,
                                 PG_EVAL_MAX_CATEGORIES);
     }
+    if ((in->syn_units == NULL) != (in->ref_units == NULL) || (in->syn_units && in->units == 0))
+        return pg_error_set(err, PG_EINVAL, "encoded units must be given for both sets or neither");
+    if (in->syn_units &&
+        pg_size_mul(in->n_syn > in->n_ref ? in->n_syn : in->n_ref, in->units, &cells))
+        return pg_error_set(err, PG_EINVAL, "rows x units overflows");
     const float *sets[2] = {in->syn, in->ref};
     size_t ns[2] = {in->n_syn, in->n_ref};
+    /* With units given the columns are decoded: NaN is a missing number. */
     for (int s = 0; s < 2; s++)
         for (size_t i = 0; i < ns[s] * in->d; i++)
-            if (!isfinite(sets[s][i]))
+            if (!isfinite(sets[s][i]) &&
+                !(in->syn_units && isnan(sets[s][i]) && !is_cat(in, i % in->d)))
                 return pg_error_set(err, PG_EINVAL, "%s row %zu column %zu is not finite",
-                                    s ? "reference" : "synthetic", i / in->d, i % in->d);
+                                    s ? "reference" : "synthetic", i / in->d + 1, i % in->d + 1);
+    const float *usets[2] = {in->syn_units, in->ref_units};
+    for (int s = 0; in->syn_units && s < 2; s++)
+        for (size_t i = 0; i < ns[s] * in->units; i++)
+            if (!isfinite(usets[s][i]))
+                return pg_error_set(err, PG_EINVAL, "%s row %zu unit %zu is not finite",
+                                    s ? "reference" : "synthetic", i / in->units + 1,
+                                    i % in->units + 1);
     if ((in->syn_labels == NULL) != (in->ref_labels == NULL))
         return pg_error_set(err, PG_EINVAL, "labels must be given for both sets or neither");
     if (in->syn_labels) {
@@ -191,18 +210,15 @@ static int check_opts(const pg_eval_opts *o, pg_error *err)
     return PG_OK;
 }
 
-static bool is_cat(const pg_eval_input *in, size_t j)
-{
-    return in->columns && in->columns[j].kind == PG_EVAL_CATEGORICAL;
-}
-
 static int run_marginals(const pg_eval_input *in, pg_eval_report *r, progress *pr, pg_error *err)
 {
     size_t d = in->d, ns = in->n_syn, nr = in->n_ref;
     r->columns = pg_calloc(d, sizeof *r->columns);
     float *scratch = pg_alloc_f32(ns + nr + (ns > nr ? ns : nr));
-    if (!r->columns || !scratch) {
+    float *present = pg_alloc_f32(ns + nr);
+    if (!r->columns || !scratch || !present) {
         pg_free(scratch);
+        pg_free(present);
         return pg_error_set(err, PG_ENOMEM, "no memory for per-column statistics");
     }
     int rc = PG_OK;
@@ -210,6 +226,7 @@ static int run_marginals(const pg_eval_input *in, pg_eval_report *r, progress *p
         pg_eval_column_stats *c = &r->columns[j];
         c->mean_real = c->mean_syn = c->std_real = c->std_syn = NAN;
         c->ks = c->w1 = c->tv = NAN;
+        c->missing_real = c->missing_syn = NAN;
         if (is_cat(in, j)) {
             int32_t k = in->columns[j].categories;
             c->kind = PG_EVAL_CATEGORICAL;
@@ -223,18 +240,57 @@ static int run_marginals(const pg_eval_input *in, pg_eval_report *r, progress *p
             if (rc == PG_OK) c->tv = pg_eval_tv(c->freq_real, c->freq_syn, k);
         } else {
             c->kind = PG_EVAL_NUMERIC;
-            rc = pg_eval_moments(in->ref + j, nr, d, &c->mean_real, &c->std_real, err);
-            if (rc == PG_OK)
-                rc = pg_eval_moments(in->syn + j, ns, d, &c->mean_syn, &c->std_syn, err);
-            if (rc == PG_OK)
-                rc = pg_eval_ks_w1(in->syn + j, ns, d, in->ref + j, nr, d, scratch, &c->ks, &c->w1,
-                                   err);
+            /* Present values only (NaN is missing, see the header). */
+            float *ps = present, *prf = present + ns;
+            size_t ks_ = 0, kr = 0;
+            for (size_t i = 0; i < ns; i++)
+                if (!isnan(in->syn[i * d + j])) ps[ks_++] = in->syn[i * d + j];
+            for (size_t i = 0; i < nr; i++)
+                if (!isnan(in->ref[i * d + j])) prf[kr++] = in->ref[i * d + j];
+            c->missing_syn = (double)(ns - ks_) / (double)ns;
+            c->missing_real = (double)(nr - kr) / (double)nr;
+            if (kr > 0) rc = pg_eval_moments(prf, kr, 1, &c->mean_real, &c->std_real, err);
+            if (rc == PG_OK && ks_ > 0)
+                rc = pg_eval_moments(ps, ks_, 1, &c->mean_syn, &c->std_syn, err);
+            if (rc == PG_OK && ks_ > 0 && kr > 0)
+                rc = pg_eval_ks_w1(ps, ks_, 1, prf, kr, 1, scratch, &c->ks, &c->w1, err);
         }
         if (rc) pg_error_wrap(err, "column %zu", j);
         if (rc == PG_OK && tick(pr, (double)(j + 1) / (double)d)) rc = cancelled(err, pr->stage);
     }
     pg_free(scratch);
+    pg_free(present);
     return rc;
+}
+
+/* Pearson r of columns a and b over the rows where both are present (not
+ * NaN), two-pass in double; NaN when fewer than 2 such rows or either is
+ * constant on them. */
+static double pearson_complete(const float *x, size_t n, size_t d, size_t a, size_t b)
+{
+    double ma = 0, mb = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        float u = x[i * d + a], v = x[i * d + b];
+        if (isnan(u) || isnan(v)) continue;
+        ma += u;
+        mb += v;
+        k++;
+    }
+    if (k < 2) return NAN;
+    ma /= (double)k;
+    mb /= (double)k;
+    double saa = 0, sbb = 0, sab = 0;
+    for (size_t i = 0; i < n; i++) {
+        float u = x[i * d + a], v = x[i * d + b];
+        if (isnan(u) || isnan(v)) continue;
+        saa += (u - ma) * (u - ma);
+        sbb += (v - mb) * (v - mb);
+        sab += (u - ma) * (v - mb);
+    }
+    if (!(saa > 0) || !(sbb > 0)) return NAN;
+    double r = sab / sqrt(saa * sbb);
+    return r > 1 ? 1 : r < -1 ? -1 : r;
 }
 
 /* Pearson over the numeric columns of one set, scattered into assoc (d x d). */
@@ -242,6 +298,16 @@ static int pearson_set(const pg_eval_input *in, const float *x, size_t n, const 
                        size_t dn, double *assoc, pg_error *err)
 {
     size_t d = in->d;
+    bool missing = false;
+    for (size_t i = 0; i < n && !missing; i++)
+        for (size_t u = 0; u < dn && !missing; u++) missing = isnan(x[i * d + num[u]]);
+    if (missing) { /* the BLAS path needs complete rows */
+        for (size_t u = 0; u < dn; u++)
+            for (size_t v = u; v < dn; v++)
+                assoc[num[u] * d + num[v]] = assoc[num[v] * d + num[u]] =
+                    pearson_complete(x, n, d, num[u], num[v]);
+        return PG_OK;
+    }
     double *c = pg_calloc(dn * dn, sizeof(double));
     float *compact = NULL;
     const float *src = x;
@@ -423,6 +489,14 @@ static int run_utility(const pg_eval_input *in, const pg_eval_opts *o, const spl
     double base = pr->base, span = pr->span;
     pr->span = span / 2;
     r->num_classes = in->num_classes;
+    size_t *count = pg_calloc((size_t)in->num_classes, sizeof(size_t));
+    if (!count) return pg_error_set(err, PG_ENOMEM, "no memory for class counts");
+    for (size_t i = 0; i < r->h; i++) count[sp->lb[i]]++;
+    r->majority_class = 0;
+    for (int c = 1; c < in->num_classes; c++)
+        if (count[c] > count[r->majority_class]) r->majority_class = c;
+    r->majority = (double)count[r->majority_class] / (double)r->h;
+    pg_free(count);
     int rc = fit_score(in, o, sp->s, sp->ls, r->m, sp, r->h, pr, &r->acc_syn, &r->fit_syn, err);
     pr->base = base + span / 2;
     if (rc == PG_OK)
@@ -494,8 +568,17 @@ int pg_eval_report_run(const pg_eval_input *in, const pg_eval_opts *opts, pg_eva
     r->m = in->n_syn < in->n_ref - r->h ? in->n_syn : in->n_ref - r->h;
     r->pearson_mad = r->cramer_mad = NAN;
     r->sw2_syn = r->sw2_floor = r->sinkhorn_syn = r->sinkhorn_floor = r->sinkhorn_reg = NAN;
-    r->acc_syn = r->acc_real = r->dcr_threshold = r->dcr_share_below = NAN;
+    r->acc_syn = r->acc_real = r->majority = r->dcr_threshold = r->dcr_share_below = NAN;
 
+    /* The figures that read the model's encoding see the units as their
+     * columns (the header). */
+    pg_eval_input uin = *in;
+    if (in->syn_units) {
+        uin.syn = in->syn_units;
+        uin.ref = in->ref_units;
+        uin.d = in->units;
+        uin.columns = NULL;
+    }
     bool util = opts->utility && in->syn_labels;
     /* Progress weights: rough shares of the run time at image sizes. */
     const char *names[5] = {"marginals", "pairwise", "distribution", "utility", "memorisation"};
@@ -506,7 +589,7 @@ int pg_eval_report_run(const pg_eval_input *in, const pg_eval_opts *opts, pg_eva
 
     double t = now_s();
     split sp = {0};
-    rc = make_split(in, opts->seed, r->h, r->m, &sp, err);
+    rc = make_split(&uin, opts->seed, r->h, r->m, &sp, err);
     r->seconds[0] = now_s() - t;
     for (int s = 0; s < 5 && rc == PG_OK; s++) {
         if (!on[s]) continue;
@@ -527,15 +610,15 @@ int pg_eval_report_run(const pg_eval_input *in, const pg_eval_opts *opts, pg_eva
             r->has_pairwise = rc == PG_OK;
             break;
         case 2:
-            rc = run_distribution(in, opts, &sp, r, &pr, err);
+            rc = run_distribution(&uin, opts, &sp, r, &pr, err);
             r->has_distribution = rc == PG_OK;
             break;
         case 3:
-            rc = run_utility(in, opts, &sp, r, &pr, err);
+            rc = run_utility(&uin, opts, &sp, r, &pr, err);
             r->has_utility = rc == PG_OK;
             break;
         case 4:
-            rc = run_memorisation(&sp, in->d, r, &pr, err);
+            rc = run_memorisation(&sp, uin.d, r, &pr, err);
             r->has_memorisation = rc == PG_OK;
             break;
         }

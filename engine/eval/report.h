@@ -41,7 +41,13 @@
  *     (divergence.h reports no convergence flag; at Fashion-MNIST scale,
  *     reg_rel 0.05, the cross term converges in about 150 iterations).
  *   utility (labels given): accuracy on B of logreg.h fitted on S (with the
- *     synthetic labels) and, as the real baseline, fitted on A.
+ *     synthetic labels) and, as the real baseline, fitted on A; beside them
+ *     the majority rate, the share of B's most frequent class (the accuracy
+ *     of always guessing it).
+ *   missing values (decoded columns with units given): a numeric column's
+ *     KS, W1, mean and std use its present values only, its missing shares
+ *     are reported apart; Pearson r of a pair uses the rows where both are
+ *     present (numpy.corrcoef on those rows).
  *   memorisation: DCR of each row of S to B and of each row of A to B
  *     (nearest.h); quantiles 0.05, 0.25, 0.5, 0.75, 0.95 of both, and the
  *     share of S rows whose DCR is strictly below the 0.05 quantile of A's.
@@ -97,6 +103,15 @@ typedef struct pg_eval_input {
     const pg_eval_column *columns;          /* d entries; NULL = all numeric */
     const int32_t *syn_labels, *ref_labels; /* both or neither */
     int num_classes;                        /* >= 2 when labels are given */
+    /* Optional: the same rows as the model encodes them (n_syn x units and
+     * n_ref x units; both or neither). When given, syn/ref are the table's
+     * decoded columns (numbers in their own units, categories as codes),
+     * which the marginals and pairwise figures read, and a numeric column
+     * may hold NaN for a missing value; distribution, utility and
+     * memorisation read the units. Without them every figure reads syn/ref
+     * and every value must be finite. */
+    const float *syn_units, *ref_units;
+    size_t units;
 } pg_eval_input;
 
 typedef struct pg_eval_opts {
@@ -120,7 +135,8 @@ typedef struct pg_eval_column_stats {
     pg_eval_kind kind;
     int32_t categories;
     double mean_real, mean_syn, std_real, std_syn; /* numeric */
-    double ks, w1;                                 /* numeric */
+    double ks, w1;                                 /* numeric, present values */
+    double missing_real, missing_syn;              /* numeric: share of NaN (missing) */
     double tv;                                     /* categorical */
     double *freq_real, *freq_syn;                  /* categorical: `categories` each */
 } pg_eval_column_stats;
@@ -150,6 +166,8 @@ typedef struct pg_eval_report {
     bool has_utility;
     int num_classes;
     double acc_syn, acc_real; /* on B: trained on S, trained on A */
+    double majority;          /* share of B's most frequent class: always guessing it */
+    int majority_class;
     pg_logreg_report fit_syn, fit_real;
 
     bool has_memorisation;

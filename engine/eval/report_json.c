@@ -56,6 +56,14 @@ static json_t *columns_json(const pg_eval_report *r, const pg_eval_column *cols)
             json_object_set_new(o, "tv", num(c->tv));
             json_object_set_new(o, "freq_real", vec(c->freq_real, (size_t)c->categories));
             json_object_set_new(o, "freq_synthetic", vec(c->freq_syn, (size_t)c->categories));
+            if (cols && cols[j].category_names) {
+                json_t *names = json_array();
+                for (int32_t k = 0; names && k < c->categories; k++)
+                    json_array_append_new(
+                        names,
+                        json_string(cols[j].category_names[k] ? cols[j].category_names[k] : ""));
+                json_object_set_new(o, "categories", names);
+            }
         } else {
             json_object_set_new(o, "kind", json_string("numeric"));
             json_object_set_new(o, "ks", num(c->ks));
@@ -64,6 +72,8 @@ static json_t *columns_json(const pg_eval_report *r, const pg_eval_column *cols)
             json_object_set_new(o, "mean_synthetic", num(c->mean_syn));
             json_object_set_new(o, "std_real", num(c->std_real));
             json_object_set_new(o, "std_synthetic", num(c->std_syn));
+            json_object_set_new(o, "missing_real", num(c->missing_real));
+            json_object_set_new(o, "missing_synthetic", num(c->missing_syn));
         }
         json_array_append_new(a, o);
     }
@@ -141,9 +151,10 @@ int pg_eval_report_json(const pg_eval_report *r, const pg_eval_column *cols, siz
     if (r->has_utility)
         json_object_set_new(
             o, "utility",
-            json_pack("{s:i,s:o,s:o,s:{s:i,s:s},s:{s:i,s:s}}", "classes", r->num_classes,
+            json_pack("{s:i,s:o,s:o,s:o,s:i,s:{s:i,s:s},s:{s:i,s:s}}", "classes", r->num_classes,
                       "train_synthetic_accuracy", num(r->acc_syn), "train_real_accuracy",
-                      num(r->acc_real), "fit_synthetic", "iters", r->fit_syn.iters, "stop",
+                      num(r->acc_real), "majority_rate", num(r->majority), "majority_class",
+                      r->majority_class, "fit_synthetic", "iters", r->fit_syn.iters, "stop",
                       r->fit_syn.stop ? r->fit_syn.stop : "", "fit_real", "iters",
                       r->fit_real.iters, "stop", r->fit_real.stop ? r->fit_real.stop : ""));
     if (r->has_memorisation)

@@ -36,8 +36,8 @@ int pg_calib_release_means(pg_rng *secure, const pg_dataset *data, int classes, 
         if (classes > 0) {
             int32_t l = data->labels[i];
             if (l < 0 || (size_t)l >= K) {
-                rc = pg_error_set(err, PG_EINVAL, "row %zu has label %d outside [0, %d)", i, (int)l,
-                                  classes);
+                rc = pg_error_set(err, PG_EINVAL, "row %zu has label %d outside [0, %d)", i + 1,
+                                  (int)l, classes);
                 goto out;
             }
             k = (size_t)l;

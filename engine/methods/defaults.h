@@ -15,7 +15,11 @@
  *   mlp) on small vector data: model.hidden [64, 64], model.latent_dim d.
  *   On central small vector data with a finite range, model.out_activation
  *   tanh, which generator.h maps onto [lo, hi]: samples never leave the range.
- *   entropic_gan: train.batch_size min(256, n).
+ *   entropic_gan: train.batch_size min(256, n); on small untyped vectors
+ *   model.hidden [128, 128] and train.ema 0.999 (snapshots serve the
+ *   parameter average: README tutorial 1 settles closer to the arc, and
+ *   varies less from run to run, than with [64, 64] and the last iterate,
+ *   at about the same cost: docs/benchmarks.md).
  *   dp_sinkhorn on small vector data: train.batch_size
  *   clamp(round(sqrt(n) / 4), 8, 32) (the sampling rate 1 / (4 sqrt n) falls
  *   with n, so amplification lowers the noise a target needs, while a step's

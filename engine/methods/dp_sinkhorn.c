@@ -113,10 +113,11 @@ static const pg_param DPS_PARAMS[] = {
      "the last iterate). Averaging released iterates is post-processing: no privacy cost."},
     {"privacy.epsilon", PG_PARAM_NUM, NULL, 0, 1e4, NULL, 0,
      PG_PARAM_OPTIONAL | PG_PARAM_EXCLUSIVE_MIN,
-     "Target epsilon (with privacy.delta): the noise multiplier is calibrated for the planned "
-     "steps."},
+     "Target epsilon of this job (required unless privacy.noise_multiplier is given): the "
+     "noise multiplier is calibrated for the planned steps."},
     {"privacy.delta", PG_PARAM_NUM, NULL, 0, 0.5, NULL, 0,
-     PG_PARAM_OPTIONAL | PG_PARAM_EXCLUSIVE_MIN, "Target delta (with privacy.epsilon)."},
+     PG_PARAM_OPTIONAL | PG_PARAM_EXCLUSIVE_MIN,
+     "Target delta (default: the dataset's cap delta)."},
     {"privacy.noise_multiplier", PG_PARAM_NUM, NULL, 0, 1e4, NULL, 0,
      PG_PARAM_OPTIONAL | PG_PARAM_EXCLUSIVE_MIN,
      "Noise std per entry divided by 2C; alone, epsilon is computed at the dataset's cap delta."},
@@ -255,13 +256,19 @@ static int dps_validate(const json_t *spec, const pg_job_data *in, json_t **reso
     bool has_eps = pg_spec_get(r, "privacy.epsilon") != NULL;
     bool has_delta = pg_spec_get(r, "privacy.delta") != NULL;
     bool has_sigma = pg_spec_get(r, "privacy.noise_multiplier") != NULL;
-    if (!priv || (!has_eps && !has_delta && !has_sigma))
-        pg_spec_error_add(errors, "privacy",
-                          "is required on central data: give {\"epsilon\", \"delta\"} or "
-                          "{\"noise_multiplier\"}");
-    else if (has_eps != has_delta)
-        pg_spec_error_add(errors, has_eps ? "privacy.delta" : "privacy.epsilon",
-                          "a target needs both epsilon and delta");
+    /* One vocabulary for every central method: a target is privacy.epsilon,
+     * and privacy.delta defaults to the dataset's cap delta. */
+    if (!priv || (!has_eps && !has_sigma))
+        pg_spec_error_add(errors, "privacy.epsilon",
+                          "is required on central data: give the job's target epsilon, e.g. "
+                          "privacy.epsilon = 1 (privacy.delta defaults to the dataset's cap "
+                          "delta), or privacy.noise_multiplier");
+    else if (has_eps && !has_delta && !(desc->cap_delta > 0 && desc->cap_delta < 1))
+        pg_spec_error_add(errors, "privacy.delta",
+                          "is required: the dataset declares no cap delta to default to");
+    else if (has_eps && !has_delta)
+        pg_spec_set(r, "privacy.delta", json_real(desc->cap_delta));
+    has_delta = pg_spec_get(r, "privacy.delta") != NULL;
     long steps = pg_spec_int(r, "train.steps", 1);
     size_t n = (size_t)pg_spec_int(r, "train.batch_size", 50);
     if (desc->n == 0)
@@ -286,8 +293,8 @@ static int dps_validate(const json_t *spec, const pg_job_data *in, json_t **reso
             pg_spec_error_add(errors, "privacy.delta", "exceeds the dataset's cap delta %g",
                               desc->cap_delta);
         if (!has_delta && !(delta > 0 && delta < 1))
-            pg_spec_error_add(errors, "privacy",
-                              "the dataset declares no cap delta: give a target {epsilon, delta}");
+            pg_spec_error_add(errors, "privacy.delta",
+                              "is required: the dataset declares no cap delta to default to");
         if (errors->count == before && has_eps) {
             double eps = pg_spec_num(r, "privacy.epsilon", 0), sigma_acc;
             pg_error e2 = {0};

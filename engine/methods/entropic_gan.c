@@ -23,8 +23,9 @@
  * baseline that learns the privatized frequencies). The label column is not
  * modelled (conditional generators condition on the privatized labels).
  *
- * Defaults: on small vector data (engine/methods/defaults.h) a [64, 64]
- * generator with a d-dimensional latent, and batches of min(256, n) rows.
+ * Defaults: on small untyped vector data (engine/methods/defaults.h) a
+ * [128, 128] generator with a d-dimensional latent whose parameter average
+ * (train.ema 0.999) the snapshots serve, and batches of min(256, n) rows.
  *
  * Privacy: the rows were privatized on the clients, so training is
  * post-processing and charges nothing. Batch selection therefore uses the
@@ -37,6 +38,7 @@
 #include "engine/core/alloc.h"
 #include "engine/data/dataset.h"
 #include "engine/methods/defaults.h"
+#include "engine/methods/dp_sinkhorn.h"
 #include "engine/methods/generator.h"
 #include "engine/methods/ldp_cost.h"
 #include "engine/methods/trainer.h"
@@ -50,6 +52,7 @@
 static const char *const OPTIMIZERS[] = {"adam", "rmsprop", "sgd", "adamw", NULL};
 static const char *const REG_WORDS[] = {"auto", "tiny", NULL};
 static const char *const VARIANTS[] = {"entropic", "noisy_w1", NULL};
+static const char *const LR_DECAYS[] = {"none", "cosine", "linear", NULL};
 
 static const pg_param EGAN_PARAMS[] = {
     PG_GENERATOR_PARAM_ROWS,
@@ -58,6 +61,12 @@ static const pg_param EGAN_PARAMS[] = {
      "Generated and data samples per step (default: min(256, rows))."},
     {"train.optimizer", PG_PARAM_STR, "\"adam\"", 0, 0, OPTIMIZERS, 0, 0, "Optimizer."},
     {"train.lr", PG_PARAM_NUM, "0.001", 0, 10, NULL, 0, PG_PARAM_EXCLUSIVE_MIN, "Learning rate."},
+    {"train.ema", PG_PARAM_NUM, "0", 0, 0.999999, NULL, 0, 0,
+     "Decay of the moving average of the generator's parameters that snapshots serve (0: serve "
+     "the last iterate; small untyped vector data: 0.999)."},
+    {"train.lr_decay", PG_PARAM_STR, "\"none\"", 0, 0, LR_DECAYS, 0, 0,
+     "Learning-rate schedule over train.steps: none (constant), cosine or linear decay to 0 "
+     "(small untyped vector data: cosine, so the last iterate settles)."},
     {"train.weight_decay", PG_PARAM_NUM, "0", 0, 1, NULL, 0, 0,
      "Weight decay (L2 for adam/rmsprop/sgd, decoupled for adamw)."},
     {"ot.p", PG_PARAM_INT, NULL, 1, 2, NULL, 0, PG_PARAM_OPTIONAL,
@@ -93,6 +102,7 @@ typedef struct egan {
     pg_generator gen;
     pg_nn *net;
     pg_nn_opt *opt;
+    pg_generator_ema ema; /* what snapshots serve (train.ema; off at 0) */
     pg_ot_ws ws;
     pg_ot_cost cost;
     pg_sinkhorn_opts sk;
@@ -101,6 +111,8 @@ typedef struct egan {
     double noise_scale;
     size_t batch, d;
     long step, steps;
+    double lr;    /* train.lr, the schedule's start */
+    int lr_decay; /* index into LR_DECAYS */
     pg_rng latent_rng, batch_rng, noise_rng;
     float *z, *y, *grad, *xbuf;
     int32_t *labels;
@@ -253,6 +265,7 @@ static void egan_destroy(pg_trainer *t)
     if (!g) return;
     pg_nn_free(g->net);
     pg_nn_opt_free(g->opt);
+    pg_generator_ema_free(&g->ema);
     pg_ot_ws_free(&g->ws);
     pg_generator_free(&g->gen);
     pg_free(g->z);
@@ -293,6 +306,9 @@ static int egan_common(const json_t *r, const pg_job_data *in, int threads, egan
     if (g->batch > data->n) g->batch = data->n;
     g->d = desc->d;
     g->steps = pg_spec_int(r, "train.steps", 1);
+    g->lr = pg_spec_num(r, "train.lr", 1e-3);
+    const char *decay = pg_spec_str(r, "train.lr_decay", "none");
+    g->lr_decay = !strcmp(decay, "cosine") ? 1 : !strcmp(decay, "linear") ? 2 : 0;
     g->mechanism = desc->mechanism;
     g->noise_scale = desc->noise_scale;
     g->noisy_w1 = strcmp(pg_spec_str(r, "variant", "entropic"), "noisy_w1") == 0;
@@ -351,6 +367,8 @@ static int egan_create(const json_t *r, const pg_job_data *in, int threads, pg_t
     rc = pg_generator_build(&g->gen, g->batch, seed ^ ((uint64_t)PG_STREAM_INIT << 56), &g->net,
                             err);
     if (rc == PG_OK) rc = make_optimizer(r, pg_nn_param_count(g->net), &g->opt, err);
+    if (rc == PG_OK)
+        rc = pg_generator_ema_init(&g->ema, pg_spec_num(r, "train.ema", 0), g->net, err);
     if (rc) {
         egan_destroy(&g->base);
         return rc;
@@ -413,8 +431,12 @@ backward:
     pg_generator_grad_to_net(&g->gen, g->xgen, d, g->grad, b);
     pg_nn_zero_grad(g->net);
     rc = pg_nn_backward(g->net, g->grad, NULL, err);
+    /* The rate is a function of the step, so a restored job continues the
+     * same schedule (dp_sinkhorn.h has the shapes). */
+    pg_nn_opt_set_lr(g->opt, (float)pg_dp_sinkhorn_lr(g->lr, g->lr_decay, g->step, g->steps));
     if (rc == PG_OK) rc = pg_nn_opt_step_net(g->opt, g->net, err);
     if (rc) return rc;
+    pg_generator_ema_update(&g->ema, g->net);
     g->step++;
     rep->step = g->step;
     rep->loss = res.value;
@@ -428,21 +450,24 @@ backward:
 static int egan_snapshot(pg_trainer *t, pg_snapshot **out, pg_error *err)
 {
     egan *g = (egan *)t;
-    return pg_generator_snapshot(&g->gen, g->net, g->step, out, err);
+    return pg_generator_ema_snapshot(&g->ema, &g->gen, g->net, g->step, out, err);
 }
 
 static int egan_save(pg_trainer *t, unsigned char **bytes, size_t *len, pg_error *err)
 {
     egan *g = (egan *)t;
-    json_t *extra = json_pack("{s:s,s:I,s:o,s:{s:o,s:o,s:o}}", "method", "entropic_gan", "step",
-                              (json_int_t)g->step, "generator", pg_generator_to_json(&g->gen),
-                              "rng", "latent", pg_rng_state_to_json(&g->latent_rng), "batch",
-                              pg_rng_state_to_json(&g->batch_rng), "noise",
-                              pg_rng_state_to_json(&g->noise_rng));
+    json_t *extra = json_pack(
+        "{s:s,s:I,s:I,s:o,s:{s:o,s:o,s:o}}", "method", "entropic_gan", "step", (json_int_t)g->step,
+        "ema_updates", (json_int_t)g->ema.updates, "generator", pg_generator_to_json(&g->gen),
+        "rng", "latent", pg_rng_state_to_json(&g->latent_rng), "batch",
+        pg_rng_state_to_json(&g->batch_rng), "noise", pg_rng_state_to_json(&g->noise_rng));
     char *text = extra ? json_dumps(extra, JSON_COMPACT) : NULL;
     json_decref(extra);
     if (!text) return pg_error_set(err, PG_ENOMEM, "cannot encode the trainer state");
-    int rc = pg_nn_checkpoint_encode(g->net, g->opt, text, NULL, 0, bytes, len, err);
+    pg_ckpt_tensor avg;
+    size_t nt;
+    pg_generator_ema_tensor(&g->ema, &avg, &nt);
+    int rc = pg_nn_checkpoint_encode(g->net, g->opt, text, &avg, nt, bytes, len, err);
     free(text);
     return rc;
 }
@@ -455,7 +480,10 @@ static int egan_restore(const json_t *r, const pg_job_data *in, int threads,
     int rc = egan_common(r, in, threads, &g, err);
     if (rc) return rc;
     char *extra_text = NULL;
-    rc = pg_nn_checkpoint_decode(bytes, len, g->batch, &g->net, &g->opt, &extra_text, NULL, err);
+    pg_ckpt rest = {0};
+    rc = pg_nn_checkpoint_decode(bytes, len, g->batch, &g->net, &g->opt, &extra_text, &rest, err);
+    if (rc == PG_OK)
+        rc = pg_generator_ema_init(&g->ema, pg_spec_num(r, "train.ema", 0), g->net, err);
     json_t *extra = rc == PG_OK ? json_loads(extra_text ? extra_text : "", 0, NULL) : NULL;
     free(extra_text);
     if (rc == PG_OK) {
@@ -473,10 +501,15 @@ static int egan_restore(const json_t *r, const pg_job_data *in, int threads,
                  (rc = pg_rng_state_from_json(json_object_get(rng, "batch"), &g->batch_rng, err)) ||
                  (rc = pg_rng_state_from_json(json_object_get(rng, "noise"), &g->noise_rng, err)))
             ;
+        else if ((rc = pg_generator_ema_restore(
+                      &g->ema, g->net, &rest,
+                      (uint64_t)json_integer_value(json_object_get(extra, "ema_updates")), err)))
+            ;
         else
             g->step = (long)step;
     }
     json_decref(extra);
+    pg_ckpt_free(&rest);
     if (rc) {
         egan_destroy(&g->base);
         return rc;
@@ -496,8 +529,9 @@ static size_t egan_memory(const json_t *r, const pg_job_data *in)
     const pg_data_desc *desc = in->desc;
     size_t b = (size_t)pg_spec_int(r, "train.batch_size", 256), d = desc->d;
     size_t latent = (size_t)pg_spec_int(r, "model.latent_dim", 32);
-    /* Generator: parameters, gradients and optimizer moments (4 copies), plus
-     * activations for the batch; the hidden widths bound both. */
+    /* Generator: parameters, gradients, optimizer moments and the parameter
+     * average with its scratch copy (6 copies), plus activations for the
+     * batch; the hidden widths bound both. */
     size_t params = 0, acts = 0, prev = latent;
     const json_t *hidden = pg_spec_get(r, "model.hidden");
     for (size_t i = 0; i < json_array_size(hidden); i++) {
@@ -514,7 +548,7 @@ static size_t egan_memory(const json_t *r, const pg_job_data *in)
     }
     /* Sinkhorn workspace: the b x b cost/plan matrix dominates. */
     size_t ot = b * b + 16 * b + 2 * b * d;
-    return sizeof(float) * (4 * params + b * acts + ot + 4 * b * d + b * latent);
+    return sizeof(float) * (6 * params + b * acts + ot + 4 * b * d + b * latent);
 }
 
 const pg_method pg_method_entropic_gan = {

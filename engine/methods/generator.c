@@ -565,7 +565,7 @@ static int snap_new(const pg_generator *g, pg_nn_snapshot *nn, gen_snap **out, p
     return PG_OK;
 }
 
-static const pg_snapshot_ops GEN_SNAPSHOT_OPS = {gen_sample, gen_destroy};
+static const pg_snapshot_ops GEN_SNAPSHOT_OPS = {gen_sample, gen_destroy, NULL};
 
 int pg_generator_snapshot_wrap(const pg_generator *g, pg_nn_snapshot *nn, long step,
                                pg_snapshot **out, pg_error *err)

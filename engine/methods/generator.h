@@ -68,7 +68,8 @@
          NULL,                                                                                      \
          16,                                                                                        \
          0,                                                                                         \
-         "Hidden layer widths (mlp; [64, 64] on rows of at most 16 values)."},                      \
+         "Hidden layer widths (mlp; [64, 64] on rows of at most 16 values, [128, 128] for "         \
+         "entropic_gan on untyped rows)."},                                                         \
         {"model.activation",        PG_PARAM_STR, "\"relu\"", 0, 0, pg_generator_activations, 0, 0, \
          "Hidden activation (mlp)."},                                                               \
         {"model.out_activation",                                                                    \

@@ -391,7 +391,7 @@ static void snap_destroy(void *impl)
     free(s);
 }
 
-static const pg_snapshot_ops LATENT_SNAP = {snap_sample, snap_destroy};
+static const pg_snapshot_ops LATENT_SNAP = {snap_sample, snap_destroy, NULL};
 
 int pg_latent_snapshot_wrap(pg_latent *ae, pg_snapshot *inner, pg_snapshot **out, pg_error *err)
 {

@@ -8,10 +8,11 @@
 extern const pg_method pg_method_entropic_gan;
 extern const pg_method pg_method_dp_sinkhorn;
 extern const pg_method pg_method_swd_flow, pg_method_swd_flow_r, pg_method_swd_gen;
+extern const pg_method pg_method_mst, pg_method_aim;
 
 static const pg_method *const ALL[] = {
-    &pg_method_entropic_gan, &pg_method_dp_sinkhorn, &pg_method_swd_flow,
-    &pg_method_swd_flow_r,   &pg_method_swd_gen,     NULL,
+    &pg_method_entropic_gan, &pg_method_dp_sinkhorn, &pg_method_swd_flow, &pg_method_swd_flow_r,
+    &pg_method_swd_gen,      &pg_method_mst,         &pg_method_aim,      NULL,
 };
 
 const pg_method *const *pg_methods_all(void)

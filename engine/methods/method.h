@@ -40,11 +40,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/core/cpu.h"
 #include "engine/core/error.h"
 
 struct pg_table;    /* engine/data/table.h */
 struct pg_ldp_plan; /* engine/data/table_ldp.h */
-struct pg_dataset; /* engine/data/dataset.h */
+struct pg_dataset;  /* engine/data/dataset.h */
 
 /* ---- what a trainer may know about its data before reading it ----------- */
 
@@ -212,6 +213,13 @@ typedef struct pg_method {
  * request threads may sample one snapshot at once. */
 int pg_snapshot_sample(const pg_snapshot *s, size_t n, uint64_t seed, int label, float *out,
                        pg_error *err);
+/* Whether the snapshot draws classes jointly with rows (its classes follow
+ * the model's class distribution), and such a draw: n rows into out and
+ * their classes into labels (PG_ENOTSUP when it does not). Serving uses it
+ * for unconditional requests on labelled data. */
+int pg_snapshot_has_joint_labels(const pg_snapshot *s);
+int pg_snapshot_sample_labeled(const pg_snapshot *s, size_t n, uint64_t seed, float *out,
+                               int32_t *labels, pg_error *err);
 
 /* Output geometry of a snapshot (d, shape, num_classes). */
 size_t pg_snapshot_dim(const pg_snapshot *s);

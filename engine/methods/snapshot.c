@@ -1,5 +1,6 @@
 #include "engine/methods/snapshot.h"
 
+#include <omp.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -76,6 +77,19 @@ int pg_snapshot_sample(const pg_snapshot *s, size_t n, uint64_t seed, int label,
     return s->ops->sample(s->impl, n, seed, label, out, err);
 }
 
+int pg_snapshot_has_joint_labels(const pg_snapshot *s)
+{
+    return s->num_classes > 0 && s->ops->sample_labeled != NULL;
+}
+
+int pg_snapshot_sample_labeled(const pg_snapshot *s, size_t n, uint64_t seed, float *out,
+                               int32_t *labels, pg_error *err)
+{
+    if (!pg_snapshot_has_joint_labels(s))
+        return pg_error_set(err, PG_ENOTSUP, "this model does not draw classes jointly");
+    return s->ops->sample_labeled(s->impl, n, seed, out, labels, err);
+}
+
 typedef struct clamp_snap {
     pg_snapshot *inner;
     float lo, hi;
@@ -100,7 +114,7 @@ static void clamp_destroy(void *impl)
     free(c);
 }
 
-static const pg_snapshot_ops CLAMP_SNAP = {clamp_sample, clamp_destroy};
+static const pg_snapshot_ops CLAMP_SNAP = {clamp_sample, clamp_destroy, NULL};
 
 int pg_snapshot_clamp_wrap(pg_snapshot *inner, float lo, float hi, pg_snapshot **out, pg_error *err)
 {

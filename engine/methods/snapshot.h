@@ -17,6 +17,12 @@ typedef struct pg_snapshot_ops {
      * what the rows depend on. */
     int (*sample)(const void *impl, size_t n, uint64_t seed, int label, float *out, pg_error *err);
     void (*destroy)(void *impl);
+    /* Optional (NULL for conditional models): draws n rows from the model's
+     * joint distribution of rows and classes, each row's class into
+     * labels[i]. Models that learn the label as part of the row (mst, aim)
+     * implement it so serving keeps the data's class balance. */
+    int (*sample_labeled)(const void *impl, size_t n, uint64_t seed, float *out, int32_t *labels,
+                          pg_error *err);
 } pg_snapshot_ops;
 
 /* Wraps impl (ownership moves in, even on failure) with refcount 1. */

@@ -442,7 +442,7 @@ static int swd_snap_sample(const void *impl, size_t n, uint64_t seed, int label,
     return rc;
 }
 
-static const pg_snapshot_ops SWD_SNAP_OPS = {swd_snap_sample, swd_snap_destroy};
+static const pg_snapshot_ops SWD_SNAP_OPS = {swd_snap_sample, swd_snap_destroy, NULL};
 
 int pg_swd_snapshot_new(const pg_swd_flow_cfg *cfg, pg_swd_store *st, long steps, float *x,
                         double init_std, pg_snapshot **out, pg_error *err)

@@ -135,9 +135,11 @@ static int resolve(const json_t *r, const pg_data_desc *desc, size_t k, long rel
     } else if (pg_spec_get(r, "privacy.noise_multiplier")) {
         S = pg_spec_num(r, "privacy.noise_multiplier", 1.0);
     } else {
+        *field = "privacy.epsilon";
         snprintf(msg, msglen,
-                 "central data needs differential privacy: give epsilon (and delta) or "
-                 "noise_multiplier");
+                 "is required on central data: give the job's target epsilon, e.g. "
+                 "privacy.epsilon = 1 (privacy.delta defaults to the dataset's cap delta), or "
+                 "privacy.noise_multiplier");
         return PG_EINVAL;
     }
     out->bound = bound;

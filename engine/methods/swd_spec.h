@@ -27,7 +27,8 @@ extern const char *const pg_swd_kinds[];
      NULL,                                                                                         \
      0,                                                                                            \
      PG_PARAM_OPTIONAL | PG_PARAM_EXCLUSIVE_MIN,                                                   \
-     "Target epsilon: the noise multiplier is calibrated for the planned releases."},              \
+     "Target epsilon of this job (required unless privacy.noise_multiplier is given): the "        \
+     "noise multiplier is calibrated for the planned releases."},                                  \
         {"privacy.delta",                                                                          \
          PG_PARAM_NUM,                                                                             \
          NULL,                                                                                     \

@@ -623,7 +623,7 @@ START_TEST(hostile_inputs)
     in.d = d, in.real = wide, in.syn = wide + d, in.n_real = in.n_syn = 1, in.columns = cols;
     ck_assert_int_eq(pg_report_png_hist_page(&in, d - 5, 12, &png, &len, &err), PG_OK);
     m = decode(png, len);
-    ck_assert(has_text(&m, "real vs synthetic, columns 99995-99999 of 100000", 2,
+    ck_assert(has_text(&m, "real vs synthetic, columns 99996-100000 of 100000", 2,
                        (const uint8_t[3]){20, 20, 20}));
     free(m.px);
     free(wide);

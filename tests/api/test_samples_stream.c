@@ -49,7 +49,7 @@ static void fake_destroy(void *impl)
     free(impl);
 }
 
-static const pg_snapshot_ops FAKE = {fake_sample, fake_destroy};
+static const pg_snapshot_ops FAKE = {fake_sample, fake_destroy, NULL};
 
 static pg_snapshot *fake_snapshot(size_t d)
 {

@@ -353,7 +353,7 @@ SUBHELP = {
     ("datasets", "create"): ["--name", "--shape", "--range", "--model", "--num-classes",
                              "--declaration", "--mechanism", "--epsilon", "--delta",
                              "--sensitivity", "--noise-scale", "--budget-epsilon",
-                             "--budget-delta", "--spec"],
+                             "--budget-delta", "--spec", "--schema"],
     ("datasets", "append"): ["ID FILE", "--format", "--rows", "--declaration"],
     ("datasets", "list"): ["--limit", "--cursor"],
     ("datasets", "show"): ["ID"],

@@ -5,6 +5,7 @@ login and URL/token precedence, --json output, exit codes 0/1/2.
 Usage: test_client.py PATH_TO_PRIVGEN PATH_TO_PRIVGEND. Exits nonzero on failure."""
 import io
 import json
+import shlex
 import os
 import shutil
 import signal
@@ -677,6 +678,54 @@ def creation_refuses_a_wrong_width_declaration():
     st, r = api("POST", "/v1/datasets", dict(body, shape=[2], privacy=dict(priv, model="local", cols=2.5)))
     assert st == 422 and r["errors"][0]["field"] == "privacy.cols", r
 
+
+@case
+def plain_words_and_one_privacy_vocabulary():
+    """Issue 32: append prints readable lines; a central job's delta defaults to
+    the cap for every method; a missing epsilon names what to give, without raw
+    braces, the same from the CLI and the API; `jobs create --help`'s example
+    runs as printed; rows in errors count from 1."""
+    cds = ok("datasets", "create", "--name", "vocab", "--shape", 2, "--range", "-1.5:1.5",
+             "--model", "central", "--budget-epsilon", 3, "--budget-delta", 1e-5)["id"]
+    out = human("datasets", "append", cds, p("clean.csv"))
+    assert out == f"appended 500 rows to {cds}: 500 rows in all\n", out
+    # the example of `jobs create --help`, with $DS set, exactly as printed
+    rc, hout, _ = run("jobs", "create", "--help")
+    lines = hout.decode().splitlines()
+    ex = lines[lines.index("Example:") + 1].strip()
+    assert ex.startswith("privgen jobs create"), ex
+    rc, jout, err = run(*shlex.split(ex.replace("$DS", cds))[1:])
+    assert rc == 0, (ex, err)
+    job = jout.decode().strip()
+    st, view = api("GET", f"/v1/jobs/{job}")
+    assert view["privacy"]["delta"] == 1e-5 and abs(view["privacy"]["epsilon"] - 1) < 1e-6, \
+        view["privacy"]
+    api("POST", f"/v1/jobs/{job}/cancel")
+    # delta from the cap for every central method, in the resolved spec
+    for m in ("dp_sinkhorn", "swd_gen", "swd_flow", "swd_flow_r"):
+        st, r = api("POST", "/v1/jobs?dry_run=true",
+                    {"dataset_id": cds, "method": m, "privacy": {"epsilon": 1}})
+        assert st == 200 and r["spec"]["privacy"]["delta"] == 1e-5, (m, st, r)
+        # no epsilon: one message naming the field and what to give
+        st, r = api("POST", "/v1/jobs", {"dataset_id": cds, "method": m})
+        assert st == 422 and r["errors"][0]["field"] == "privacy.epsilon", (m, r)
+        msg = r["errors"][0]["message"]
+        assert "privacy.epsilon = 1" in msg and "cap delta" in msg, (m, msg)
+        assert "{" not in r["detail"] and "}" not in r["detail"], r["detail"]
+        err = code(1, "jobs", "create", "--dataset", cds, "--method", m)
+        assert msg in err and "{" not in err, (m, err)
+    # rows count from 1 in upload errors (the NaN is on the second row)
+    pub = ok("datasets", "create", "--name", "rows", "--shape", 2, "--range", "-1:1",
+             "--model", "public")["id"]
+    with open(p("nan2.csv"), "w") as f:
+        f.write("0.1,0.1\n0.2,nan\n")
+    err = code(1, "datasets", "append", pub, p("nan2.csv"))
+    assert "row 2, column 2" in err, err
+    st, r = api("POST", f"/v1/datasets/{pub}/rows", {"rows": [[0, 0], [0, 2]]})
+    assert st == 200 or (st == 422 and r["errors"][0]["field"] == "rows[2]"), (st, r)
+    st, r = api("POST", f"/v1/datasets/{pub}/rows", {"rows": [[0, 0], [0, "x"]]})
+    assert st == 422 and r["errors"][0]["field"] == "rows[2]" and r["row"] == 2, r
+    assert r["detail"] == "row 2, column 2: not a number", r
 
 try:
     _toy()

@@ -97,20 +97,72 @@ def propose_guesses_and_warns():
     assert cols["income"]["min"] == 0 and cols["income"]["max"] == 1000, cols["income"]
     assert cols["job"] == {"name": "job", "type": "categorical", "categories": sorted(JOBS),
                            "nullable": False}, cols["job"]
-    assert cols["owner"]["type"] == "boolean" and cols["owner"]["nullable"] is False
+    # yes/no keeps its spellings: two categories, not a boolean (true/false)
+    assert cols["owner"] == {"name": "owner", "type": "categorical", "categories": ["no", "yes"],
+                             "nullable": False}, cols["owner"]
+    # "status" is binary and named like an outcome: the proposed label
+    assert j["label"] == "status" and "'status' looks like an outcome" in err, (j, err)
     # --out writes an indented, valid schema; check prints its encoding.
     s, _ = ok("schema", "propose", "--in", path("data.csv"), "--out", path("schema.json"),
               "--max-categories", 10)
     assert s["columns"] == 5 and s["rows"] == 400 and s["skipped"] == ["id"], s
-    assert "leak" in s["warning"]
+    assert "leak" in s["warning"] and s["label"] == "status", s
     assert open(path("schema.json")).read().startswith("{\n  \"columns\"")
-    m, _ = ok("schema", "check", "--schema", path("schema.json"))
-    # age 2 units, job 4, income 2, owner 1, status 2 (not a label yet).
-    assert m["width"] == 11 and m["classes"] == 0, m
-    assert abs(m["row_bounds"]["l2_norm"] - math.sqrt(5)) < 1e-12, m["row_bounds"]
+    m, _ = ok("schema", "check", "--schema", path("schema.json"), "--json")
+    # age 2 units, job 4, income 2, owner 2; status is the label (no units).
+    assert m["width"] == 10 and m["classes"] == 2, m
+    assert abs(m["row_bounds"]["l2_norm"] - math.sqrt(4)) < 1e-12, m["row_bounds"]
+    # without --json: a readable summary, a line per column
+    rc, out, _ = run("schema", "check", "--schema", path("schema.json"))
+    lines = out.splitlines()
+    assert rc == 0 and lines[0].startswith(path("schema.json") + ": 5 columns, encoded in 10 "
+                                           "units") and "label 'status' (2 classes)" in lines[0], out
+    assert lines[1].split() == ["age", "2", "units", "integer", "10..80,", "nullable"], lines[1]
+    assert lines[2].split()[:5] == ["job", "4", "units", "categorical", "(4):"], lines[2]
+    assert lines[5].split() == ["status", "label", "categorical", "(2):", "bad,", "good"], lines[5]
+    assert lines[6].startswith("encoded row: l2 norm at most 2,"), lines[6]
     # Two categories at most: job no longer fits and is left out.
     _, err = ok("schema", "propose", "--in", path("data.csv"), "--max-categories", 3)
     assert "column 'job'" in err
+
+
+@case
+def propose_keeps_the_tables_words():
+    """Yes/No spellings, integer codes and an outcome column (issue 32)."""
+    rng = random.Random(7)
+    with open(path("hr.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["Age", "OverTime", "Remote", "JobLevel", "Trainings", "Visits",
+                    "churn_flag", "Attrition"])
+        for i in range(300):
+            w.writerow([rng.randint(18, 60), rng.choice(["Yes", "No"]),
+                        rng.choice(["true", "false"]), rng.randint(1, 5), rng.randint(0, 9),
+                        rng.randint(0, 10), rng.choice(["0", "1"]), rng.choice(["Yes", "No"])])
+    j, err = ok("schema", "propose", "--in", path("hr.csv"))
+    cols = {c["name"]: c for c in j["columns"]}
+    assert cols["OverTime"]["type"] == "categorical" and \
+        cols["OverTime"]["categories"] == ["No", "Yes"], cols["OverTime"]
+    assert cols["Remote"]["type"] == "boolean", cols["Remote"]  # true/false round-trips
+    # at most 10 small integer codes stay categories, in numeric order
+    assert cols["JobLevel"]["categories"] == ["1", "2", "3", "4", "5"], cols["JobLevel"]
+    assert cols["Trainings"]["categories"] == [str(k) for k in range(10)], cols["Trainings"]
+    assert "column 'JobLevel' holds a few small integers" in err, err
+    # 11 distinct counts are numbers
+    assert cols["Visits"]["type"] == "integer", cols["Visits"]
+    assert cols["churn_flag"]["categories"] == ["0", "1"], cols["churn_flag"]
+    # an exact outcome name beats a name that only contains one
+    assert j["label"] == "Attrition", j
+    # a short file's handful of distinct numbers stays numeric (each code must
+    # be seen 4 times on average)
+    with open(path("short.csv"), "w") as f:
+        f.write("age\n" + "".join(f"{a}\n" for a in (27, 30, 32, 33, 37, 38, 41, 49, 59)))
+    j, _ = ok("schema", "propose", "--in", path("short.csv"))
+    assert j["columns"][0]["type"] == "integer", j
+    # no outcome-like column: no label, and a note says how to set one
+    with open(path("plain.csv"), "w") as f:
+        f.write("x,y\n1.5,a\n2.5,b\n")
+    j, err = ok("schema", "propose", "--in", path("plain.csv"))
+    assert "label" not in j and '"label": "COLUMN"' in err, (j, err)
 
 
 @case

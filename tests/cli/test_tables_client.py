@@ -195,6 +195,43 @@ try:
     assert rc == 1 and "noise_scale" in err, err
     got = ok("datasets", "append", lds["id"], p("noisy.csv"), "--declaration", p("decl.json"))
     assert got["n"] == 600 and got["declaration"] == "matched", got
+
+    # issue 32: a proposed schema keeps the table's words end to end. Yes/No
+    # columns come back as Yes/No (not true/false), integer codes as the same
+    # codes, the outcome-like column is the label; JSON records may give a
+    # code as a number.
+    import random
+    rng = random.Random(32)
+    with open(p("hr.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["Age", "OverTime", "JobLevel", "Attrition"])
+        for i in range(400):
+            w.writerow([rng.randint(18, 60), rng.choice(["Yes", "No"]), rng.randint(1, 5),
+                        "Yes" if rng.random() < 0.2 else "No"])
+    rc, out, err = run("schema", "propose", "--in", p("hr.csv"), "--out", p("hr.json"))
+    assert rc == 0 and "'Attrition' looks like an outcome" in err, (rc, out, err)
+    sc = json.load(open(p("hr.json")))
+    cols = {c["name"]: c for c in sc["columns"]}
+    assert sc["label"] == "Attrition", sc
+    assert cols["OverTime"]["categories"] == ["No", "Yes"], cols
+    assert cols["JobLevel"]["categories"] == ["1", "2", "3", "4", "5"], cols
+    hr = ok("datasets", "create", "--schema", p("hr.json"), "--name", "hr", "--model",
+            "central", "--budget-epsilon", 20, "--budget-delta", 1e-5)
+    ok("datasets", "append", hr["id"], p("hr.csv"))
+    json.dump([{"Age": 30, "OverTime": "No", "JobLevel": 3, "Attrition": "Yes"}],
+              open(p("hr1.json"), "w"))
+    assert ok("datasets", "append", hr["id"], p("hr1.json"))["n"] == 401
+    hj = ok("jobs", "create", "--dataset", hr["id"], "--method", "swd_flow", "--seed", 3,
+            "--set", "privacy.noise_multiplier=5", "--set", "flow.steps=10",
+            "--set", "flow.particles=100")
+    rc, out, err = run("jobs", "watch", hj["id"])
+    assert rc == 0, (rc, out, err)
+    ok("samples", hj["id"], "-n", 200, "--format", "csv", "--seed", 1, "-o", p("hr-s.csv"))
+    got = list(csv.DictReader(open(p("hr-s.csv"))))
+    assert len(got) == 200 and set(got[0]) == {"Age", "OverTime", "JobLevel", "Attrition"}, got[0]
+    assert {r["OverTime"] for r in got} <= {"Yes", "No"}, {r["OverTime"] for r in got}
+    assert {r["Attrition"] for r in got} <= {"Yes", "No"}, {r["Attrition"] for r in got}
+    assert {r["JobLevel"] for r in got} <= {"1", "2", "3", "4", "5"}, {r["JobLevel"] for r in got}
     print("test_tables_client: ok")
 finally:
     LIVE.stop()

@@ -256,6 +256,16 @@ try:
     # what the watch printed: one line per event, never the same state twice
     lines = [l for l in err.splitlines() if l.startswith(("queued", "running", "succeeded"))]
     check("lines", len(lines) >= 5, err[-1000:])
+    # piped (not a terminal): a line per 5 % of the steps and per change of
+    # status, not one per event; and every reconnect is said
+    check("a line per few percent", len(lines) <= 20 + 4 and len(lines) < len(delivered),
+          (len(lines), len(delivered), err[-1500:]))
+    steps = [int(l.split("step ", 1)[1].split("/", 1)[0]) for l in lines]
+    check("lines move forward", steps == sorted(steps), steps)
+    check("says it reconnects", err.count("the event stream ended; reconnecting") >= 3,
+          err[-1500:])
+    check("says it lost the server", "lost the server" in err and "reconnected" in err,
+          err[-1500:])
     print(f"{len(requests)} streams (Last-Event-ID: {requests}), {len(delivered)} events, "
           f"{proxy.refused} refused while the server was down")
 finally:

@@ -338,6 +338,56 @@ START_TEST(private_data_is_admin_only_and_hidden_from_read_tokens)
 }
 END_TEST
 
+/* Issue 30: an Idempotency-Key belongs to the token that used it. A read
+ * token replaying an admin's key and body for a private-data report gets
+ * the 403 it gets without the key (not the admin's 202), and with another
+ * body no 422 that would tell it the key was used. */
+static long create_keyed(const char *tok, const char *body, const char *key, pg_resp *r)
+{
+    char path[128], h[160];
+    snprintf(path, sizeof path, "/v1/jobs/%s/reports", job);
+    snprintf(h, sizeof h, "Idempotency-Key: %s", key);
+    const char *const hs[] = {h, NULL};
+    pg_http(&srv, "POST", path, tok, "application/json", body, strlen(body), hs, r);
+    return r->status;
+}
+
+START_TEST(idempotency_keys_do_not_cross_tokens)
+{
+    char body[128], other[128], key[80];
+    snprintf(body, sizeof body, "{\"against\":\"%s\",\"n\":200}", priv);
+    snprintf(other, sizeof other, "{\"against\":\"%s\",\"n\":201}", priv);
+    snprintf(key, sizeof key, "k-%s", job);
+    pg_resp a, r;
+    ck_assert_int_eq(create_keyed(srv.admin, body, key, &a), 202);
+    const char *rid = json_string_value(json_object_get(a.json, "id"));
+    ck_assert_ptr_nonnull(rid);
+    /* the read token: what it gets without a key, whatever key it sends */
+    pg_resp plain;
+    char none[64];
+    ck_assert_int_eq(create(reader, body, none, &plain), 403);
+    ck_assert_int_eq(create_keyed(reader, body, key, &r), 403);
+    ck_assert_str_eq(r.body, plain.body);
+    pg_resp_free(&r);
+    ck_assert_int_eq(create_keyed(reader, other, key, &r), 403);
+    ck_assert_str_eq(r.body, plain.body);
+    pg_resp_free(&r);
+    pg_resp_free(&plain);
+    /* the key is the reader's own too: a report it may make is made afresh */
+    char pubbody[128];
+    snprintf(pubbody, sizeof pubbody, "{\"against\":\"%s\",\"n\":50}", pub);
+    ck_assert_int_eq(create_keyed(reader, pubbody, key, &r), 202);
+    ck_assert_str_ne(json_string_value(json_object_get(r.json, "id")), rid);
+    pg_resp_free(&r);
+    /* the admin's retry still replays its own response, byte for byte */
+    ck_assert_int_eq(create_keyed(srv.admin, body, key, &r), 202);
+    ck_assert_uint_eq(r.len, a.len);
+    ck_assert(memcmp(r.body, a.body, a.len) == 0);
+    pg_resp_free(&r);
+    pg_resp_free(&a);
+}
+END_TEST
+
 START_TEST(hostile_requests_are_refused_and_store_nothing)
 {
     int has;
@@ -705,6 +755,7 @@ static Suite *suite(void)
     tcase_add_test(t, public_holdout_works_for_a_read_token_and_is_reproducible);
     tcase_add_test(t, private_data_is_admin_only_and_hidden_from_read_tokens);
     tcase_add_test(t, hostile_requests_are_refused_and_store_nothing);
+    tcase_add_test(t, idempotency_keys_do_not_cross_tokens);
     tcase_add_test(t, cancel_a_running_report);
     tcase_add_test(t, queued_reports_cancel_at_once_without_workers);
     tcase_add_test(t, a_report_running_at_shutdown_resumes_after_restart);

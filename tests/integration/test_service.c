@@ -427,32 +427,32 @@ START_TEST(every_rejection_stores_nothing)
     ck_assert_int_eq(r.status, 200);
     pg_resp_free(&r);
 
-    JREJ(id, "{\"rows\":[[0,0],[1]]}", 422, "rows[1]");                    /* width */
-    JREJ(id, "{\"rows\":[[0,0],[1,1],[1,\"x\"]]}", 422, "rows[2]");        /* type */
-    JREJ(id, "{\"rows\":[[0,0],[1,1]],\"labels\":[0,2]}", 422, "rows[1]"); /* label range */
-    JREJ(id, "{\"rows\":[[0,0]],\"labels\":[-1]}", 422, "rows[0]");
+    JREJ(id, "{\"rows\":[[0,0],[1]]}", 422, "rows[2]");             /* width (rows count from 1) */
+    JREJ(id, "{\"rows\":[[0,0],[1,1],[1,\"x\"]]}", 422, "rows[3]"); /* type */
+    JREJ(id, "{\"rows\":[[0,0],[1,1]],\"labels\":[0,2]}", 422, "rows[2]"); /* label range */
+    JREJ(id, "{\"rows\":[[0,0]],\"labels\":[-1]}", 422, "rows[1]");
     JREJ(id, "{\"rows\":[[0,0]],\"labels\":[0,1]}", 422, "labels"); /* count */
     JREJ(id, "{\"rows\":[[0,0]],\"weights\":[1]}", 422, "weights"); /* unknown field */
     JREJ(id, "{\"rows\":[]}", 422, "rows");
     JREJ(id, "{\"rows\":[[NaN,0]]}", 400, NULL);                    /* not JSON at all */
     JREJ(id, "{\"rows\":[[1e999,0]]}", 400, NULL);                  /* overflows a double */
-    JREJ(id, "{\"rows\":[[3e38,0],[1e39,0]]}", 422, "rows[1]");     /* overflows a float: Inf */
-    JREJ(cid, "{\"rows\":[[0,0],[0.5,1.01]]}", 422, "rows[1]");     /* central range */
-    JREJ(cid, "{\"rows\":[[0,0]],\"labels\":[0]}", 422, "rows[0]"); /* no num_classes */
+    JREJ(id, "{\"rows\":[[3e38,0],[1e39,0]]}", 422, "rows[2]");     /* overflows a float: Inf */
+    JREJ(cid, "{\"rows\":[[0,0],[0.5,1.01]]}", 422, "rows[2]");     /* central range */
+    JREJ(cid, "{\"rows\":[[0,0]],\"labels\":[0]}", 422, "rows[1]"); /* no num_classes */
 
     float raw[8] = {0, 0, 0.5f, 0.5f, NAN, 0, 1, 1};
     const char *x4[] = {"X-Rows: 4", NULL}, *x3[] = {"X-Rows: 3", NULL},
                *x0[] = {"X-Rows: 0", NULL};
-    reject(id, "application/octet-stream", raw, sizeof raw, x4, 422, "rows[2]");
+    reject(id, "application/octet-stream", raw, sizeof raw, x4, 422, "rows[3]");
     raw[4] = INFINITY;
-    reject(id, "application/octet-stream", raw, sizeof raw, x4, 422, "rows[2]");
+    reject(id, "application/octet-stream", raw, sizeof raw, x4, 422, "rows[3]");
     raw[4] = 0;
     reject(id, "application/octet-stream", raw, sizeof raw, x3, 400, NULL);     /* too long */
     reject(id, "application/octet-stream", raw, sizeof raw - 2, x4, 400, NULL); /* short */
     reject(id, "application/octet-stream", raw, sizeof raw, NULL, 400, "X-Rows");
     reject(id, "application/octet-stream", raw, sizeof raw, x0, 400, "X-Rows");
     raw[7] = 1.5f;
-    reject(cid, "application/octet-stream", raw, sizeof raw, x4, 422, "rows[3]");
+    reject(cid, "application/octet-stream", raw, sizeof raw, x4, 422, "rows[4]");
     reject(id, "text/plain", "1,2\n", 4, NULL, 415, NULL);
     reject(id, "application/xml", "<a/>", 4, NULL, 415, NULL);
 
@@ -467,7 +467,7 @@ START_TEST(every_rejection_stores_nothing)
     reject(id, "application/x-npy", "not an npy file at all", 22, NULL, 400, NULL);
     v[5] = NAN;
     pg_npy_write(v, s2, 2, npy, sizeof npy, NULL);
-    reject(id, "application/x-npy", npy, pg_npy_size(s2, 2), NULL, 422, "rows[2]");
+    reject(id, "application/x-npy", npy, pg_npy_size(s2, 2), NULL, 422, "rows[3]");
     ck_assert_int_eq(ds_n(&srv, srv.admin, id), 2);
 }
 END_TEST
@@ -507,7 +507,7 @@ START_TEST(idempotent_retries)
     /* a failed attempt is not remembered: fixing the body under the same key works */
     const char *k3[] = {"Idempotency-Key: rows-2", NULL};
     pg_http(&srv, "POST", path, srv.admin, "application/json", "{\"rows\":[[0]]}", 14, k3, &b);
-    expect_problem(&b, 422, "rows[0]");
+    expect_problem(&b, 422, "rows[1]");
     pg_http(&srv, "POST", path, srv.admin, "application/json", "{\"rows\":[[0,1]]}", 16, k3, &b);
     ck_assert_int_eq(b.status, 200);
     pg_resp_free(&b);
@@ -1062,13 +1062,13 @@ START_TEST(csv_and_idx_uploads)
     const char *bad_nan = "0.1,0.1\n0.2,nan\n", *bad_w = "0.1,0.1\n0.2\n",
                *bad_lab = "x,y,label\n0,0,1\n0,0,3\n", *bad_rng = "0,0\n0,0\n0,2\n",
                *bad_txt = "0,0\n\"unterminated\n";
-    reject(id, "text/csv", bad_nan, strlen(bad_nan), NULL, 422, "rows[1]");
+    reject(id, "text/csv", bad_nan, strlen(bad_nan), NULL, 422, "rows[2]");
     reject(id, "text/csv", bad_w, strlen(bad_w), NULL, 400, NULL);
-    reject(id, "text/csv", bad_lab, strlen(bad_lab), NULL, 422, "rows[1]");
-    reject(id, "text/csv", bad_rng, strlen(bad_rng), NULL, 422, "rows[2]");
+    reject(id, "text/csv", bad_lab, strlen(bad_lab), NULL, 422, "rows[2]");
+    reject(id, "text/csv", bad_rng, strlen(bad_rng), NULL, 422, "rows[3]");
     reject(id, "text/csv", bad_txt, strlen(bad_txt), NULL, 400, NULL);
     const char *three = "0,0,0\n";
-    reject(id, "text/csv", three, strlen(three), NULL, 422, "rows[0]");
+    reject(id, "text/csv", three, strlen(three), NULL, 422, "rows[1]");
 
     /* uint8 images [n, 2, 2] into a central [1,2,2] dataset in [0, 1] */
     char img[64];
@@ -1083,7 +1083,7 @@ START_TEST(csv_and_idx_uploads)
     static unsigned char idx[256];
     size_t il = pg_idx_size(PG_IDX_U8, dims, 3);
     ck_assert_int_eq(pg_idx_write(PG_IDX_U8, px, dims, 3, idx, sizeof idx, NULL), PG_OK);
-    reject(img, "application/x-idx", idx, il, NULL, 422, "rows[0]"); /* 255 > 1 unscaled */
+    reject(img, "application/x-idx", idx, il, NULL, 422, "rows[1]"); /* 255 > 1 unscaled */
     snprintf(path, sizeof path, "%s?scale=255", ipath);
     pg_http(&srv, "POST", path, srv.admin, "application/x-idx", idx, il, NULL, &r);
     ck_assert_msg(r.status == 200, "%s", r.body);

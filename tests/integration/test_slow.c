@@ -381,6 +381,156 @@ START_TEST(silent_connection_is_closed)
 }
 END_TEST
 
+/* ---- headers that trickle (issue 30 item 3) --------------------------- */
+
+/* A request whose headers come one byte every 300 ms: each byte restarts
+ * the idle timer (30 s here), so before the fix nothing ever cut it. The
+ * whole header phase is bounded by --header-timeout-seconds (2 here): the
+ * server closes it while the bytes still come, well before a deadline of
+ * 25 s, with no response. */
+/* GET path on a fresh connection: the status, or 0 when no response came
+ * within ms. */
+static int quick_status(const pg_srv *s, const char *path, int ms)
+{
+    int fd = dial(s);
+    char head[256];
+    int n = snprintf(head, sizeof head,
+                     "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path);
+    int status = 0;
+    if (send_all(fd, head, (size_t)n) == 0) {
+        struct pollfd p = {fd, POLLIN, 0};
+        char buf[512];
+        if (poll(&p, 1, ms) > 0) {
+            ssize_t r = recv(fd, buf, sizeof buf - 1, 0);
+            if (r > 0) {
+                buf[r] = '\0';
+                if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1) status = 0;
+            }
+        }
+    }
+    close(fd);
+    return status;
+}
+
+START_TEST(trickling_headers_are_cut)
+{
+    /* Through the environment (PRIVGEN_HEADER_TIMEOUT_SECONDS): a privgend
+     * without the setting ignores it, so this test runs against it too. */
+    const char *extra[] = {"--http-timeout-seconds", "30", NULL};
+    setenv("PRIVGEN_HEADER_TIMEOUT_SECONDS", "2", 1);
+    pg_srv s;
+    memset(&s, 0, sizeof s);
+    ck_assert_int_eq(pg_srv_start(&s, extra), 0);
+    unsetenv("PRIVGEN_HEADER_TIMEOUT_SECONDS");
+    int fd = dial(&s);
+    ck_assert_int_eq(send_all(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n", 32), 0);
+    const char *more =
+        "X-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    int closed = 0;
+    for (int i = 0; i < 83 && !closed; i++) { /* about 25 s */
+        if (send(fd, more + (i % 80), 1, MSG_NOSIGNAL) != 1) {
+            closed = 1;
+            break;
+        }
+        closed = closed_by_server(fd, 300);
+    }
+    close(fd);
+    ck_assert_msg(closed, "a connection trickling its headers was never cut");
+    /* a normal request still works */
+    pg_resp r;
+    req(&s, NULL, "GET", "/healthz", NULL, &r);
+    ck_assert_int_eq(r.status, 200);
+    pg_resp_free(&r);
+    ck_assert_int_eq(pg_srv_stop(&s), 0);
+    pg_srv_cleanup(&s);
+}
+END_TEST
+
+/* --max-connections 10 and 10 clients stuck in their headers (long idle
+ * and header timeouts, so neither frees them): before the fix they held
+ * every slot and /healthz was refused. Now connections waiting for headers
+ * may hold at most 8 (the oldest is cut beyond), so /healthz answers. */
+START_TEST(health_check_gets_in_past_stuck_headers)
+{
+    const char *extra[] = {"--http-timeout-seconds", "120", "--max-connections", "10", NULL};
+    setenv("PRIVGEN_HEADER_TIMEOUT_SECONDS", "120", 1);
+    pg_srv s;
+    memset(&s, 0, sizeof s);
+    ck_assert_int_eq(pg_srv_start(&s, extra), 0);
+    unsetenv("PRIVGEN_HEADER_TIMEOUT_SECONDS");
+    enum { K = 10 };
+    int fd[K];
+    for (int i = 0; i < K; i++) {
+        fd[i] = dial(&s);
+        ck_assert_int_eq(send_all(fd[i], "GET /healthz HTTP/1.1\r\nHo", 25), 0);
+        pg_sleep_ms(20); /* in order: the oldest are the first */
+    }
+    /* Each try waits 2 s for an answer (a connection the server does not
+     * accept sits in the kernel's backlog: connect succeeds, no answer
+     * comes); 15 tries, far below the idle and header timeouts. */
+    int st = 0;
+    for (int t = 0; t < 15 && st != 200; t++) st = quick_status(&s, "/healthz", 2000);
+    ck_assert_msg(st == 200, "/healthz refused while %d clients hold their headers (%d)", K, st);
+    /* the ones cut were the oldest waiters; the newest are still open */
+    int cut = 0;
+    for (int i = 0; i < K; i++) cut += closed_by_server(fd[i], 10);
+    ck_assert_int_ge(cut, 2);
+    ck_assert_int_eq(closed_by_server(fd[K - 1], 10), 0);
+    for (int i = 0; i < K; i++) close(fd[i]);
+    ck_assert_int_eq(pg_srv_stop(&s), 0);
+    pg_srv_cleanup(&s);
+}
+END_TEST
+
+/* ---- a second server on a port in use (issue 30 item 4) ---------------- */
+
+/* Before, SO_REUSEPORT let it start, report ready and take half the
+ * connections. Now it exits non-zero saying "address in use", unless every
+ * server on the port asked to share it with --reuse-port. */
+START_TEST(second_server_on_a_used_port_refuses_to_start)
+{
+    pg_srv a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    ck_assert_int_eq(pg_srv_start(&a, NULL), 0);
+    char listen_at[32];
+    snprintf(listen_at, sizeof listen_at, "127.0.0.1:%u", a.port);
+    const char *extra[] = {"--listen", listen_at, NULL};
+    ck_assert_int_eq(pg_srv_prepare(&b), 0);
+    ck_assert_int_eq(pg_srv_spawn(&b, NULL, extra), 0);
+    int st = 0;
+    pid_t got = 0;
+    for (int i = 0; i < 600 && got != b.pid; i++) { /* 60 s at most */
+        got = waitpid(b.pid, &st, WNOHANG);
+        if (got != b.pid) pg_sleep_ms(100);
+    }
+    if (got != b.pid) {
+        kill(b.pid, SIGKILL);
+        waitpid(b.pid, NULL, 0);
+    }
+    ck_assert_msg(got == b.pid, "a second privgend on port %u kept running", a.port);
+    b.pid = 0;
+    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) != 0);
+    char log[160], text[8192] = "";
+    snprintf(log, sizeof log, "%s/privgend.log", b.dir);
+    FILE *f = fopen(log, "r");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    ck_assert_msg(strstr(text, "address in use") != NULL, "log: %s", text);
+    /* the first one is untouched */
+    pg_resp r;
+    req(&a, a.admin, "GET", "/v1/datasets", NULL, &r);
+    ck_assert_int_eq(r.status, 200);
+    pg_resp_free(&r);
+    ck_assert_int_eq(pg_srv_stop(&a), 0);
+    pg_srv_cleanup(&a);
+    pg_srv_cleanup(&b);
+}
+END_TEST
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -390,6 +540,9 @@ int main(void)
     tcase_add_test(tc, slow_uploads_do_not_stall_others);
     tcase_add_test(tc, trickling_upload_is_cut_and_stores_nothing);
     tcase_add_test(tc, silent_connection_is_closed);
+    tcase_add_test(tc, trickling_headers_are_cut);
+    tcase_add_test(tc, health_check_gets_in_past_stuck_headers);
+    tcase_add_test(tc, second_server_on_a_used_port_refuses_to_start);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);

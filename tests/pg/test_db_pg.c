@@ -522,7 +522,7 @@ static void *idem_racer(void *p)
     idem_arg *a = p;
     unsigned char fp[32] = {1, 2, 3};
     pg_idem_response prev = {0};
-    a->rc = pg_db_idem_begin(a->db, "t1", "key-race", fp, &a->state, &prev, NULL);
+    a->rc = pg_db_idem_begin(a->db, "t1", "tok_a", "key-race", fp, &a->state, &prev, NULL);
     pg_idem_free(&prev);
     return NULL;
 }
@@ -548,29 +548,32 @@ START_TEST(idempotency_one_winner)
     pg_error e = {0};
     pg_idem_response r = {
         .status = 201, .location = (char *)"/v1/x", .body = (char *)"{\"a\":1}", .body_len = 7};
-    ck_assert_int_eq(pg_db_idem_finish(db, "t1", "key-race", &r, &e), PG_OK);
+    ck_assert_int_eq(pg_db_idem_finish(db, "t1", "tok_a", "key-race", &r, &e), PG_OK);
     unsigned char fp[32] = {1, 2, 3}, other[32] = {9};
     int state;
     pg_idem_response prev = {0};
-    ck_assert_int_eq(pg_db_idem_begin(db, "t1", "key-race", fp, &state, &prev, &e), PG_OK);
+    ck_assert_int_eq(pg_db_idem_begin(db, "t1", "tok_a", "key-race", fp, &state, &prev, &e), PG_OK);
     ck_assert_int_eq(state, PG_IDEM_REPLAY);
     ck_assert_int_eq(prev.status, 201);
     ck_assert_str_eq(prev.location, "/v1/x");
     ck_assert_uint_eq(prev.body_len, 7);
     ck_assert_str_eq(prev.body, "{\"a\":1}");
     pg_idem_free(&prev);
-    ck_assert_int_eq(pg_db_idem_begin(db, "t1", "key-race", other, &state, &prev, &e), PG_OK);
+    ck_assert_int_eq(pg_db_idem_begin(db, "t1", "tok_a", "key-race", other, &state, &prev, &e),
+                     PG_OK);
     ck_assert_int_eq(state, PG_IDEM_MISMATCH);
     /* Another tenant's key of the same name is its own. */
-    ck_assert_int_eq(pg_db_idem_begin(db, "t2", "key-race", other, &state, &prev, &e), PG_OK);
+    ck_assert_int_eq(pg_db_idem_begin(db, "t2", "tok_a", "key-race", other, &state, &prev, &e),
+                     PG_OK);
     ck_assert_int_eq(state, PG_IDEM_NEW);
-    ck_assert_int_eq(pg_db_idem_finish(db, "t2", "key-race", NULL, &e), PG_OK);
-    ck_assert_int_eq(pg_db_idem_begin(db, "t2", "key-race", fp, &state, &prev, &e), PG_OK);
+    ck_assert_int_eq(pg_db_idem_finish(db, "t2", "tok_a", "key-race", NULL, &e), PG_OK);
+    ck_assert_int_eq(pg_db_idem_begin(db, "t2", "tok_a", "key-race", fp, &state, &prev, &e), PG_OK);
     ck_assert_int_eq(state, PG_IDEM_NEW);
     /* A reservation abandoned long ago (its replica died) is taken over. */
     PGconn *c = side();
     exec_ok(c, "UPDATE idempotency SET created_at = created_at - 100000 WHERE tenant_id = 't2'");
-    ck_assert_int_eq(pg_db_idem_begin(db, "t2", "key-race", other, &state, &prev, &e), PG_OK);
+    ck_assert_int_eq(pg_db_idem_begin(db, "t2", "tok_a", "key-race", other, &state, &prev, &e),
+                     PG_OK);
     ck_assert_int_eq(state, PG_IDEM_NEW);
     PQfinish(c);
     pg_db_close(db);

@@ -153,6 +153,27 @@ static void no_password_in_log(const pg_srv *s)
     free(log);
 }
 
+/* A 503 body of the outage says what a client can act on (retry later)
+ * and nothing of where the database lives: no socket path, host or port
+ * (issue 30: the detail used to carry libpq's "connection to server on
+ * socket /.../.s.PGSQL.NNNN failed"). */
+static void no_location_in(const pg_resp *r)
+{
+    ck_assert_int_eq(r->status, 503);
+    const char *dir = getenv("PRIVGEN_TEST_PG_DIR");
+    static const char *const bad[] = {"PGSQL",     "socket", "/tmp", "127.0.0.1",
+                                      "localhost", "host",   "port", "5432"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ck_assert_msg(!strcasestr(r->body, bad[i]), "'%s' in the 503 body: %s", bad[i], r->body);
+    if (dir && *dir) ck_assert_msg(!strstr(r->body, dir), "the cluster dir in: %s", r->body);
+    const char *uri = pgt_uri(), *at = strchr(uri, '@');
+    if (at) {
+        char host[128];
+        snprintf(host, sizeof host, "%.*s", (int)strcspn(at + 1, ":/?"), at + 1);
+        if (strlen(host) > 2) ck_assert_msg(!strstr(r->body, host), "the host in: %s", r->body);
+    }
+}
+
 START_TEST(server_down_then_back)
 {
     pg_srv s;
@@ -183,6 +204,15 @@ START_TEST(server_down_then_back)
     ck_assert_int_eq(status_retry(&s, "POST", "/v1/jobs", body, &retry), 503);
     ck_assert_int_gt(retry, 0);
     ck_assert_int_eq(status_retry(&s, "GET", "/readyz", NULL, &retry), 503);
+    req(&s, "GET", path, NULL, NULL, &r);
+    no_location_in(&r);
+    pg_resp_free(&r);
+    req(&s, "GET", "/readyz", NULL, NULL, &r);
+    no_location_in(&r);
+    pg_resp_free(&r);
+    req(&s, "GET", "/v1/datasets", NULL, NULL, &r);
+    no_location_in(&r);
+    pg_resp_free(&r);
     const char *const key2[] = {"Idempotency-Key: during-outage", NULL};
     pg_http(&s, "POST", "/v1/jobs", s.admin, "application/json", body, strlen(body), key2, &r);
     ck_assert_int_eq(r.status, 503);

@@ -184,6 +184,34 @@ START_TEST(replica_flags)
 }
 END_TEST
 
+/* The CPU budget's flags: --cpus (0: online cores), --cpu-follow-load 0|1,
+ * --threads-per-job now a cap with 0 (none) as default; bounds refused. */
+START_TEST(cpu_budget_flags)
+{
+    pg_svc_config c;
+    pg_svc_config_defaults(&c);
+    ck_assert_int_eq(c.cpus, 0);
+    ck_assert_int_eq(c.cpu_follow_load, 1);
+    ck_assert_int_eq(c.threads_per_job, 0);
+    int help;
+    char *a[] = {"privgend",          "--cpus", "3", "--cpu-follow-load", "0",
+                 "--threads-per-job", "0",      NULL};
+    ck_assert_int_eq(pg_svc_config_parse(&c, 7, a, &help, NULL), PG_OK);
+    ck_assert_int_eq(c.cpus, 3);
+    ck_assert_int_eq(c.cpu_follow_load, 0);
+    ck_assert_int_eq(c.threads_per_job, 0);
+    char *b[] = {"privgend", "--cpu-follow-load", "2", NULL};
+    pg_svc_config_defaults(&c);
+    ck_assert_int_eq(pg_svc_config_parse(&c, 3, b, &help, NULL), PG_EINVAL);
+    char *d[] = {"privgend", "--cpus", "-1", NULL};
+    pg_svc_config_defaults(&c);
+    ck_assert_int_eq(pg_svc_config_parse(&c, 3, d, &help, NULL), PG_EINVAL);
+    const char *u = pg_svc_config_usage();
+    ck_assert_ptr_nonnull(strstr(u, "--cpus"));
+    ck_assert_ptr_nonnull(strstr(u, "--cpu-follow-load"));
+}
+END_TEST
+
 /* The snapshot cache's memory cap (r18read): MiB, 0 allowed, bounded. */
 START_TEST(snapshot_cache_flag)
 {
@@ -286,6 +314,42 @@ START_TEST(slow_client_flags)
 }
 END_TEST
 
+/* Issue 30: the header phase's bound and the opt-in to share a port. */
+START_TEST(header_timeout_and_reuse_port_flags)
+{
+    pg_svc_config c;
+    pg_svc_config_defaults(&c);
+    ck_assert_int_eq(c.header_timeout_s, 20);
+    ck_assert_int_eq(c.reuse_port, 0);
+    int help;
+    pg_error err;
+    /* a flag alone takes no value: the next flag is still parsed */
+    char *ok[] = {"privgend", "--reuse-port", "--header-timeout-seconds", "7", NULL};
+    ck_assert_int_eq(pg_svc_config_parse(&c, 4, ok, &help, &err), PG_OK);
+    ck_assert_int_eq(c.reuse_port, 1);
+    ck_assert_int_eq(c.header_timeout_s, 7);
+    char *off[] = {"privgend", "--reuse-port=0", NULL};
+    ck_assert_int_eq(pg_svc_config_parse(&c, 2, off, &help, &err), PG_OK);
+    ck_assert_int_eq(c.reuse_port, 0);
+    static const char *const bad[][2] = {{"--header-timeout-seconds", "0"},
+                                         {"--header-timeout-seconds", "x"},
+                                         {"--reuse-port=2", NULL}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *a[] = {"privgend", (char *)bad[i][0], (char *)bad[i][1], NULL};
+        ck_assert_int_eq(pg_svc_config_parse(&c, bad[i][1] ? 3 : 2, a, &help, &err), PG_EINVAL);
+        ck_assert_ptr_nonnull(strstr(err.msg, bad[i][1] ? bad[i][0] : "--reuse-port"));
+    }
+    ck_assert_ptr_nonnull(strstr(pg_svc_config_usage(), "--header-timeout-seconds"));
+    ck_assert_ptr_nonnull(strstr(pg_svc_config_usage(), "--reuse-port"));
+    setenv("PRIVGEN_REUSE_PORT", "1", 1);
+    pg_svc_config_defaults(&c);
+    char *none[] = {"privgend", NULL};
+    ck_assert_int_eq(pg_svc_config_parse(&c, 1, none, &help, &err), PG_OK);
+    unsetenv("PRIVGEN_REUSE_PORT");
+    ck_assert_int_eq(c.reuse_port, 1);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("config");
@@ -295,8 +359,10 @@ static Suite *suite(void)
     tcase_add_test(t, replica_flags);
     tcase_add_test(t, database_selection);
     tcase_add_test(t, snapshot_cache_flag);
+    tcase_add_test(t, cpu_budget_flags);
     tcase_add_test(t, report_flags);
     tcase_add_test(t, slow_client_flags);
+    tcase_add_test(t, header_timeout_and_reuse_port_flags);
     suite_add_tcase(s, t);
     return s;
 }

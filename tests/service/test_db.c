@@ -86,6 +86,63 @@ START_TEST(url_redaction)
 }
 END_TEST
 
+/* Issue 30: a token mints only while it is usable, as read inside the
+ * insert's transaction; a mint by a revoked, expired or unknown token stores
+ * nothing, and minted_by reads back. */
+START_TEST(mint_by_a_revoked_token_stores_nothing)
+{
+    pg_db *db = pg_test_db_open();
+    char tenant[PG_ID_MAX];
+    pg_test_uid(tenant, sizeof tenant, "ten_");
+    char tok[PG_TOKEN_MAX];
+    pg_token a, b, c, got;
+    ck_assert_int_eq(pg_auth_mint(db, PG_SCOPE_ADMIN, NULL, tok, &a, NULL), PG_OK);
+    ck_assert_int_eq(pg_auth_mint(db, PG_SCOPE_ADMIN, a.tenant, tok, &b, NULL), PG_OK);
+    /* b mints c: recorded */
+    ck_assert_int_eq(pg_auth_mint_by(db, b.id, PG_SCOPE_READ, a.tenant, 0, tok, &c, NULL), PG_OK);
+    int found;
+    ck_assert_int_eq(pg_db_token_get(db, c.id, &got, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 1);
+    ck_assert_str_eq(got.minted_by, b.id);
+    ck_assert_int_eq(pg_db_token_get(db, a.id, &got, &found, NULL), PG_OK);
+    ck_assert_str_eq(got.minted_by, "");
+    /* a token starting a new tenant: checked, not recorded */
+    pg_token fresh;
+    ck_assert_int_eq(pg_auth_mint_by(db, b.id, PG_SCOPE_ADMIN, NULL, 0, tok, &fresh, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_token_get(db, fresh.id, &got, &found, NULL), PG_OK);
+    ck_assert_str_eq(got.minted_by, "");
+    int last;
+    ck_assert_int_eq(
+        pg_db_token_revoke(db, a.tenant, b.id, (int64_t)time(NULL), &found, &last, NULL), PG_OK);
+    ck_assert_int_eq(found, 1);
+    ck_assert_int_eq(last, 0);
+    int64_t n0, n1;
+    ck_assert_int_eq(pg_db_token_count(db, &n0, NULL), PG_OK);
+    pg_error err = {0};
+    /* in its tenant or a new one, revoked b mints nothing */
+    ck_assert_int_eq(pg_auth_mint_by(db, b.id, PG_SCOPE_ADMIN, a.tenant, 0, tok, &got, &err),
+                     PG_ESTATE);
+    ck_assert_str_eq(tok, "");
+    ck_assert_int_eq(pg_auth_mint_by(db, b.id, PG_SCOPE_ADMIN, NULL, 0, tok, &got, &err),
+                     PG_ESTATE);
+    ck_assert_int_eq(
+        pg_auth_mint_by(db, "tok_0000000000000000", PG_SCOPE_ADMIN, a.tenant, 0, tok, &got, &err),
+        PG_ESTATE);
+    /* an expired minter neither (expired at the insert's created_at) */
+    pg_token e = a;
+    pg_test_uid(e.id, sizeof e.id, "tok_");
+    e.created_at = (int64_t)time(NULL) - 100;
+    e.expires_at = (int64_t)time(NULL) - 10;
+    ck_assert_int_eq(pg_db_token_insert(db, &e, 0, NULL), PG_OK);
+    ck_assert_int_eq(pg_auth_mint_by(db, e.id, PG_SCOPE_READ, a.tenant, 0, tok, &got, &err),
+                     PG_ESTATE);
+    ck_assert_int_eq(pg_db_token_count(db, &n1, NULL), PG_OK);
+    ck_assert_int_eq(n1, n0 + 1); /* e only */
+    (void)fresh;
+    pg_db_close(db);
+}
+END_TEST
+
 START_TEST(tokens_round_trip_and_tenant_atomicity)
 {
     pg_db *db = pg_test_db_open();
@@ -409,16 +466,16 @@ START_TEST(idempotency_records)
     unsigned char fp1[32] = {1}, fp2[32] = {2};
     pg_idem_response r = {201, "/v1/datasets/x", "{\"a\":1}", 7}, got;
     int state;
-    ck_assert_int_eq(pg_db_idem_begin(db, t, "k", fp1, &state, &got, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_idem_begin(db, t, "tok_a", "k", fp1, &state, &got, NULL), PG_OK);
     ck_assert_int_eq(state, PG_IDEM_NEW);
     /* while the first runs, a retry is told so; a different body is refused */
-    pg_db_idem_begin(db, t, "k", fp1, &state, &got, NULL);
+    pg_db_idem_begin(db, t, "tok_a", "k", fp1, &state, &got, NULL);
     ck_assert_int_eq(state, PG_IDEM_BUSY);
-    pg_db_idem_begin(db, t, "k", fp2, &state, &got, NULL);
+    pg_db_idem_begin(db, t, "tok_a", "k", fp2, &state, &got, NULL);
     ck_assert_int_eq(state, PG_IDEM_MISMATCH);
-    ck_assert_int_eq(pg_db_idem_finish(db, t, "k", &r, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_idem_finish(db, t, "tok_a", "k", &r, NULL), PG_OK);
     /* the replay returns the first response, byte for byte */
-    ck_assert_int_eq(pg_db_idem_begin(db, t, "k", fp1, &state, &got, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_idem_begin(db, t, "tok_a", "k", fp1, &state, &got, NULL), PG_OK);
     ck_assert_int_eq(state, PG_IDEM_REPLAY);
     ck_assert_int_eq(got.status, 201);
     ck_assert_str_eq(got.location, "/v1/datasets/x");
@@ -427,22 +484,35 @@ START_TEST(idempotency_records)
     pg_idem_free(&got);
     /* a stored response is never overwritten */
     pg_idem_response r2 = {200, NULL, "{}", 2};
-    ck_assert_int_eq(pg_db_idem_finish(db, t, "k", &r2, NULL), PG_OK);
-    pg_db_idem_begin(db, t, "k", fp1, &state, &got, NULL);
+    ck_assert_int_eq(pg_db_idem_finish(db, t, "tok_a", "k", &r2, NULL), PG_OK);
+    pg_db_idem_begin(db, t, "tok_a", "k", fp1, &state, &got, NULL);
     ck_assert_int_eq(got.status, 201);
     pg_idem_free(&got);
-    pg_db_idem_begin(db, t, "k", fp2, &state, &got, NULL);
+    pg_db_idem_begin(db, t, "tok_a", "k", fp2, &state, &got, NULL);
     ck_assert_int_eq(state, PG_IDEM_MISMATCH);
-    /* keys are per tenant; a released reservation is free again */
-    pg_db_idem_begin(db, other, "k", fp2, &state, &got, NULL);
+    /* keys belong to a token: another token of the same tenant using the
+     * key, with the same request or another, neither replays the first
+     * response nor learns the key was used (issue 30) */
+    pg_db_idem_begin(db, t, "tok_b", "k", fp1, &state, &got, NULL);
     ck_assert_int_eq(state, PG_IDEM_NEW);
-    ck_assert_int_eq(pg_db_idem_finish(db, other, "k", NULL, NULL), PG_OK);
-    pg_db_idem_begin(db, other, "k", fp1, &state, &got, NULL);
+    ck_assert_int_eq(pg_db_idem_finish(db, t, "tok_b", "k", NULL, NULL), PG_OK);
+    pg_db_idem_begin(db, t, "tok_b", "k", fp2, &state, &got, NULL);
+    ck_assert_int_eq(state, PG_IDEM_NEW);
+    ck_assert_int_eq(pg_db_idem_finish(db, t, "tok_b", "k", NULL, NULL), PG_OK);
+    /* ... and the first token still replays its own */
+    ck_assert_int_eq(pg_db_idem_begin(db, t, "tok_a", "k", fp1, &state, &got, NULL), PG_OK);
+    ck_assert_int_eq(state, PG_IDEM_REPLAY);
+    pg_idem_free(&got);
+    /* keys are per tenant; a released reservation is free again */
+    pg_db_idem_begin(db, other, "tok_a", "k", fp2, &state, &got, NULL);
+    ck_assert_int_eq(state, PG_IDEM_NEW);
+    ck_assert_int_eq(pg_db_idem_finish(db, other, "tok_a", "k", NULL, NULL), PG_OK);
+    pg_db_idem_begin(db, other, "tok_a", "k", fp1, &state, &got, NULL);
     ck_assert_int_eq(state, PG_IDEM_NEW);
     /* binary bodies with NUL bytes and no location survive */
     pg_idem_response bin = {202, NULL, "a\0b", 3};
-    ck_assert_int_eq(pg_db_idem_finish(db, other, "k", &bin, NULL), PG_OK);
-    pg_db_idem_begin(db, other, "k", fp1, &state, &got, NULL);
+    ck_assert_int_eq(pg_db_idem_finish(db, other, "tok_a", "k", &bin, NULL), PG_OK);
+    pg_db_idem_begin(db, other, "tok_a", "k", fp1, &state, &got, NULL);
     ck_assert_int_eq(state, PG_IDEM_REPLAY);
     ck_assert_ptr_null(got.location);
     ck_assert_uint_eq(got.body_len, 3);
@@ -465,7 +535,7 @@ static void *idem_race(void *arg)
     unsigned char fp[32] = {9};
     pg_idem_response prev;
     pthread_barrier_wait(r->bar);
-    r->rc = pg_db_idem_begin(r->db, r->tenant, "race", fp, &r->state, &prev, NULL);
+    r->rc = pg_db_idem_begin(r->db, r->tenant, "tok_a", "race", fp, &r->state, &prev, NULL);
     if (!r->rc) pg_idem_free(&prev);
     return NULL;
 }
@@ -811,7 +881,7 @@ static int64_t seq_of(pg_db *db, const char *id)
     pg_job_row *r;
     char *doc;
     int found;
-    ck_assert_int_eq(pg_db_job_get(db, id, &r, &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_job_get(db, NULL, id, &r, &doc, &found, NULL), PG_OK);
     ck_assert_int_eq(found, 1);
     int64_t s = r->seq;
     pg_job_rows_free(r, 1);
@@ -843,7 +913,7 @@ START_TEST(job_get_and_list_for_other_replicas)
     pg_job_row *r;
     char *doc;
     int found;
-    ck_assert_int_eq(pg_db_job_get(db, ids[2], &r, &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_job_get(db, NULL, ids[2], &r, &doc, &found, NULL), PG_OK);
     ck_assert_int_eq(found, 1);
     ck_assert_ptr_null(doc);
     ck_assert_str_eq(r->id, ids[2]);
@@ -856,15 +926,26 @@ START_TEST(job_get_and_list_for_other_replicas)
     pg_job_rows_free(r, 1);
     const char *d = "{\"v\":1,\"step\":7,\"s\":\"\\u00e9\"}";
     ck_assert_int_eq(pg_db_job_history_put(db, ids[2], d, NULL), PG_OK);
-    ck_assert_int_eq(pg_db_job_get(db, ids[2], &r, &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_job_get(db, NULL, ids[2], &r, &doc, &found, NULL), PG_OK);
     ck_assert_int_eq(found, 1);
     ck_assert_str_eq(doc, d);
     free(doc);
     pg_job_rows_free(r, 1);
-    ck_assert_int_eq(pg_db_job_get(db, "job_nope_nope", &r, &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_job_get(db, NULL, "job_nope_nope", &r, &doc, &found, NULL), PG_OK);
     ck_assert_int_eq(found, 0);
-    ck_assert_int_eq(pg_db_job_get(db, "bad id!", &r, &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_job_get(db, NULL, "bad id!", &r, &doc, &found, NULL), PG_OK);
     ck_assert_int_eq(found, 0);
+    /* filtered by tenant: the owner finds it, another tenant reads nothing,
+     * exactly as for an unknown id (issue 30) */
+    ck_assert_int_eq(pg_db_job_get(db, t, ids[2], &r, &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 1);
+    free(doc);
+    pg_job_rows_free(r, 1);
+    r = (pg_job_row *)&found; /* outputs must come back NULL, not untouched garbage */
+    ck_assert_int_eq(pg_db_job_get(db, other, ids[2], &r, &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 0);
+    ck_assert_ptr_null(r);
+    ck_assert_ptr_null(doc);
 
     /* lists: the tenant's jobs only, oldest first, pages, filters */
     const char *all[5] = {ids[0], ids[1], ids[2], ids[3], ids[4]};
@@ -886,7 +967,7 @@ START_TEST(job_get_and_list_for_other_replicas)
     int conflict;
     ck_assert_int_eq(pg_db_job_delete(db, ids[2], &found, &conflict, NULL), PG_OK);
     ck_assert_int_eq(found, 1);
-    ck_assert_int_eq(pg_db_job_get(db, ids[2], &r, &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_job_get(db, NULL, ids[2], &r, &doc, &found, NULL), PG_OK);
     ck_assert_int_eq(found, 0);
     const char *left[4] = {ids[0], ids[1], ids[3], ids[4]};
     expect_list(db, t, NULL, NULL, 0, 100, left, 4);
@@ -903,6 +984,7 @@ static Suite *suite(void)
     tcase_add_test(t, open_probe_version_and_bad_urls);
     tcase_add_test(t, url_redaction);
     tcase_add_test(t, tokens_round_trip_and_tenant_atomicity);
+    tcase_add_test(t, mint_by_a_revoked_token_stores_nothing);
     tcase_add_test(t, datasets_tenancy_pagination_append_delete);
     tcase_add_test(t, append_is_all_or_nothing);
     tcase_add_test(t, rows_snapshot_concatenates_blocks);

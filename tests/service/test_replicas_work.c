@@ -7,6 +7,8 @@
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <time.h>
 #include <zlib.h>
 
@@ -645,6 +647,75 @@ START_TEST(restart_releases_own_leases)
 }
 END_TEST
 
+/* (g) jobs share the process's CPU budget: with 3 workers on a 2-core
+ * budget the cores granted never exceed 2 at any instant (a watcher reads
+ * the budget all along), every step and trainer build took a grant, and
+ * the finished and the cancelled jobs left nothing held and no user
+ * joined. */
+typedef struct watch {
+    pg_cpu_budget *b;
+    atomic_int stop, peak, over;
+} watch;
+
+static void *watcher(void *arg)
+{
+    watch *w = arg;
+    while (!atomic_load(&w->stop)) {
+        pg_cpu_stats st;
+        pg_cpu_budget_stats(w->b, &st);
+        if (st.in_use > st.cores) atomic_store(&w->over, st.in_use);
+        if (st.in_use > atomic_load(&w->peak)) atomic_store(&w->peak, st.in_use);
+        sched_yield();
+    }
+    return NULL;
+}
+
+START_TEST(jobs_share_the_cpu_budget)
+{
+    pg_cpu_budget *cpu;
+    ck_assert_int_eq(pg_cpu_budget_create(2, &cpu, NULL), PG_OK);
+    replica *a = replica_new("A", 1);
+    a->cfg.workers = 3;
+    pg_jobs_set_cpu(a->m, cpu);
+    ck_assert_ptr_eq(pg_jobs_cpu(a->m), cpu);
+    watch w = {.b = cpu};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, watcher, &w), 0);
+    replica_start(a);
+    char tenant[PG_ID_MAX], ds[PG_ID_MAX], ids[3][PG_ID_MAX];
+    pg_test_uid(tenant, sizeof tenant, "ten_");
+    central_dataset(a->db, tenant, ds, sizeof ds, 400);
+    submit(a, tenant, ds, 2000000, 50, ids[0]); /* cancelled while it runs */
+    submit(a, tenant, ds, 120, 60, ids[1]);
+    submit(a, tenant, ds, 120, 60, ids[2]);
+    pg_error err = {0};
+    for (int i = 1; i < 3; i++)
+        pg_job_rows_free(wait_row(a->db, ids[i], "succeeded", NULL, 120, 120), 1);
+    pg_job_rows_free(wait_row(a->db, ids[0], "running", "A", 20, 60), 1);
+    json_t *view;
+    int found, conflict;
+    ck_assert_msg(pg_jobs_cancel(a->m, tenant, ids[0], &view, &found, &conflict, &err) == PG_OK,
+                  "%s", err.msg);
+    json_decref(view);
+    pg_job_rows_free(wait_row(a->db, ids[0], "cancelled", NULL, 0, 60), 1);
+    wait_unowned(a);
+    atomic_store(&w.stop, 1);
+    pthread_join(th, NULL);
+    ck_assert_int_eq(atomic_load(&w.over), 0);
+    ck_assert_int_ge(atomic_load(&w.peak), 1);
+    ck_assert_int_le(atomic_load(&w.peak), 2);
+    pg_cpu_stats st;
+    pg_cpu_budget_stats(cpu, &st);
+    ck_assert_int_eq(st.in_use, 0);
+    ck_assert_int_eq(st.users, 0);
+    ck_assert_int_ge(st.grants, 2 * 120 + 20);
+    ck_assert_double_eq(metric(a->m, "\nprivgen_cpu_in_use "), 0);
+    ck_assert_double_eq(metric(a->m, "\nprivgen_cpu_cores "), 2);
+    replica_free(a);
+    pg_cpu_budget_destroy(cpu);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("replicas_work");
@@ -657,6 +728,7 @@ static Suite *suite(void)
     tcase_add_test(t, cancel_through_another_replica);
     tcase_add_test(t, drain_hands_the_job_over);
     tcase_add_test(t, restart_releases_own_leases);
+    tcase_add_test(t, jobs_share_the_cpu_budget);
     suite_add_tcase(s, t);
     return s;
 }

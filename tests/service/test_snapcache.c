@@ -26,7 +26,7 @@ static void fake_destroy(void *impl)
     atomic_fetch_sub(&alive, 1);
 }
 
-static const pg_snapshot_ops FAKE = {fake_sample, fake_destroy};
+static const pg_snapshot_ops FAKE = {fake_sample, fake_destroy, NULL};
 
 typedef struct ld {
     int64_t step;

@@ -17,7 +17,12 @@
 // Quality reports: one against a public holdout and one against the central
 // dataset (marked not DP) are created from the job page and their figures
 // load (complete, non-zero natural size).
-// Screenshots: argv[4] (desktop) and the same name with -390 (phone).
+// Issue 32: no "server default" placeholder (delta names the cap); charts
+// label their y axis and the epsilon chart says the plan was charged up
+// front; the job list shows times and filters by status and dataset; the
+// report form defaults to a public dataset.
+// Screenshots: argv[4] (desktop), the same name with -390 (phone), -jobs and
+// -job (close-ups of the job list and the job's charts).
 //
 // Usage: node dashboard.mjs PRIVGEND PRIVGEN SCREENSHOT.png
 import { spawn, execFileSync } from 'node:child_process';
@@ -183,6 +188,19 @@ try {
   if (await page.$('#jf-basic [data-name="ot.max_iter"]')) fail('an advanced parameter among the basic ones');
   if (await page.$eval('#jf-advanced', (d) => d.open)) fail('advanced parameters open by default');
 
+  step('no "server default": an empty delta says it is the dataset\'s cap, epsilon that it is required');
+  if (await page.getAttribute('[data-name="privacy.delta"]', 'placeholder') !== 'dataset\'s cap: 1e−5')
+    fail('delta placeholder: ' + await page.getAttribute('[data-name="privacy.delta"]', 'placeholder'));
+  if (!/required/.test(await page.getAttribute('[data-name="privacy.epsilon"]', 'placeholder'))) fail('epsilon placeholder');
+  if (/server default/.test(await page.$eval('#job-form', (f) => f.innerHTML))) fail('a "server default" is left in the job form');
+
+  step('no epsilon on central data: the server\'s message, beside the epsilon field, says what to give');
+  await page.click('#jf-dry');
+  const epsErr = await page.waitForSelector('[data-name="privacy.epsilon"].invalid ~ .field-error');
+  const epsMsg = await epsErr.textContent();
+  if (!/privacy\.epsilon = 1 \(privacy\.delta defaults to the dataset's cap delta\)/.test(epsMsg) || /[{}]/.test(epsMsg))
+    fail('missing epsilon: ' + epsMsg);
+
   step('a field error from the server lands beside its field (inside the advanced section)');
   await page.fill('[data-name="train.steps"]', '20');
   await page.fill('[data-name="train.batch_size"]', '50');
@@ -220,6 +238,38 @@ try {
                                      document.getElementById('jd-status').textContent === 'succeeded', job.id, { timeout: 60000 });
   await page.waitForFunction(() => /20 \/ 20/.test(document.getElementById('jd-facts').textContent));
   await page.waitForFunction(() => { const i = document.getElementById('jd-samples'); return i.complete && i.naturalWidth > 0; });
+  step('charts say what their y axis measures; the ε chart says the plan was charged up front');
+  for (const [id, label] of [['jd-loss', 'training loss'], ['jd-eps', 'ε used so far']]) {
+    // The label is drawn up the left edge, left of the tick values.
+    const inked = await page.$eval('#' + id, (c) => {
+      const d = c.getContext('2d').getImageData(0, 0, Math.round(18 * (window.devicePixelRatio || 1)), c.height).data;
+      let n = 0; for (let i = 3; i < d.length; i += 4) n += d[i] > 0; return { n, label: c.dataset.ylabel };
+    });
+    if (inked.label !== label || inked.n < 20) fail(`${id}: y label ${JSON.stringify(inked)}`);
+  }
+  const epsNote = await page.textContent('#jd-eps-note');
+  if (!/charged the whole plan \(ε = 1 at δ = 1e−6\) before the job read a row/.test(epsNote)) fail('ε note: ' + epsNote);
+
+  step('the job list shows when a job was created and how long it ran, and filters by status and dataset');
+  const jobRow = `#jobs tr[data-id="${job.id}"]`;
+  const created = await page.getAttribute(`${jobRow} td[data-label=Created] time`, 'datetime');
+  const view = await apiGet(`/v1/jobs/${job.id}`);
+  if (created !== view.created_at || !/^\d+ s$|min/.test(await page.textContent(`${jobRow} td[data-label=Ran]`)))
+    fail(`job times: ${created} vs ${view.created_at}, ran ${await page.textContent(`${jobRow} td[data-label=Ran]`)}`);
+  await page.selectOption('#jl-status', 'failed');
+  await page.waitForSelector(jobRow, { state: 'detached' });
+  if (!/No job matches/.test(await page.textContent('#jobs-empty'))) fail('empty filter text');
+  await page.selectOption('#jl-status', 'succeeded');
+  await page.waitForSelector(jobRow);
+  await page.selectOption('#jl-dataset', central.id);
+  await page.waitForSelector(jobRow);
+  if ((await page.$$eval('#jl-dataset option', (o) => o.map((x) => x.value))).includes(local.id)) fail('a dataset without jobs in the filter');
+  await page.selectOption('#jl-status', '');
+  await page.selectOption('#jl-dataset', '');
+  // Close-ups of what issue 32 changed, next to the full-page shots.
+  await page.locator('#jobs-card').screenshot({ path: shot.replace(/(\.png)?$/, '-jobs.png') });
+  await page.locator('#job-detail .grid').screenshot({ path: shot.replace(/(\.png)?$/, '-job.png') });
+
   const warnings = (await apiGet(`/v1/jobs/${job.id}`)).warnings || [];
   const shownWarnings = await page.$$eval('#jd-warnings li', (li) => li.length);
   if (shownWarnings !== warnings.length) fail(`${warnings.length} warnings in the job, ${shownWarnings} shown`);
@@ -270,8 +320,13 @@ try {
   const holdout = cliJSON('datasets', 'create', '--name', 'holdout', '--shape', '2', '--range', '-1.5:1.5', '--model', 'public');
   cli('toy', 'halfcircle', '--n', '400', '--seed', '11', '-o', 'holdout.csv');
   cli('datasets', 'append', holdout.id, 'holdout.csv');
+  // a private dataset of the same shape, newer than the holdout: the form still defaults to the public one
+  cliJSON('datasets', 'create', '--name', 'later', '--shape', '2', '--range', '-1.5:1.5', '--model', 'central',
+          '--budget-epsilon', '1', '--budget-delta', '1e-5');
   await page.click(`#jobs tr[data-id="${job.id}"]`);
   await page.waitForSelector(`#rp-against option[value="${holdout.id}"]`, { state: 'attached' });
+  await page.waitForFunction(() => document.querySelectorAll('#rp-against option').length >= 3);
+  if (await page.$eval('#rp-against', (s) => s.value) !== holdout.id) fail('the report form does not default to the public holdout');
   const reportRendered = async (what, rid) => {
     // The view shows this report (not the previous one) and it succeeded.
     await page.waitForFunction((id) => document.getElementById('rp-id').textContent === id &&

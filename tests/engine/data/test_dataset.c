@@ -60,20 +60,20 @@ START_TEST(put_rows_all_or_nothing_names_first_bad_row)
     pg_error err = {0};
     ck_assert_int_eq(pg_dataset_put_rows(&ds, 0, rows, 3, 3, labs, 0, &bad, &err), PG_EINVAL);
     ck_assert_uint_eq(bad, 2);
-    ck_assert_str_eq(err.msg, "row 2, column 1: value is NaN");
+    ck_assert_str_eq(err.msg, "row 3, column 2: value is NaN");
     rows[7] = 0;
     rows[4] = 1.5f;
     ck_assert_int_eq(
         pg_dataset_put_rows(&ds, 0, rows, 3, 3, labs, PG_DATASET_CHECK_RANGE, &bad, &err),
         PG_ERANGE);
     ck_assert_uint_eq(bad, 1);
-    ck_assert(strstr(err.msg, "row 1, column 1: value 1.5 is outside the range [-1, 1]") != NULL);
+    ck_assert(strstr(err.msg, "row 2, column 2: value 1.5 is outside the range [-1, 1]") != NULL);
     /* Without the range flag (locally privatized data), out-of-range is fine
      * but a label out of [0, 3) is not. */
     labs[2] = 3;
     ck_assert_int_eq(pg_dataset_put_rows(&ds, 0, rows, 3, 3, labs, 0, &bad, &err), PG_ERANGE);
     ck_assert_uint_eq(bad, 2);
-    ck_assert(strstr(err.msg, "row 2: label 3 is outside [0, 3)") != NULL);
+    ck_assert(strstr(err.msg, "row 3: label 3 is outside [0, 3)") != NULL);
     labs[2] = -1;
     ck_assert_int_eq(pg_dataset_put_rows(&ds, 0, rows, 3, 3, labs, 0, &bad, &err), PG_ERANGE);
     ck_assert_int_eq(pg_dataset_put_rows(&ds, 0, rows, 3, 2, labs, 0, &bad, &err), PG_EINVAL);
@@ -107,7 +107,7 @@ START_TEST(validate_and_adopt)
     size_t bad = 0;
     ck_assert_int_eq(pg_dataset_validate(&ds, 0, &bad, &err), PG_EINVAL);
     ck_assert_uint_eq(bad, 2);
-    ck_assert_str_eq(err.msg, "row 2, column 1: value is infinite");
+    ck_assert_str_eq(err.msg, "row 3, column 2: value is infinite");
     x[5] = 0;
     lab[1] = 7;
     ck_assert_int_eq(pg_dataset_validate(&ds, 0, &bad, &err), PG_ERANGE);
@@ -126,7 +126,7 @@ START_TEST(validate_and_adopt)
         ck_assert_int_eq(pg_dataset_check_finite(wide, 10, 1000, &bad, &err), PG_EINVAL);
         ck_assert_uint_eq(bad, 7);
         char want[64];
-        snprintf(want, sizeof want, "row 7, column %zu: value is NaN", j);
+        snprintf(want, sizeof want, "row 8, column %zu: value is NaN", j + 1); /* from 1 */
         ck_assert_str_eq(err.msg, want);
         wide[7 * 1000 + j] = 0;
     }

@@ -93,7 +93,7 @@ START_TEST(fake_directory_and_bad_files)
     lab[2] = 10;
     write_idx(dir, "train-labels-idx1-ubyte", PG_IDX_U8, lab, ldims, 1);
     ck_assert_int_eq(pg_fmnist_load(dir, PG_FMNIST_TRAIN, 0, &ds, &err), PG_ERANGE);
-    ck_assert(strstr(err.msg, "row 2: label 10") != NULL);
+    ck_assert(strstr(err.msg, "row 3: label 10") != NULL);
     ck_assert_ptr_null(ds.x);
     lab[2] = 1;
     ldims[0] = 2;

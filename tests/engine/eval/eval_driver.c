@@ -3,7 +3,8 @@
  * and scikit-learn.
  *
  *   eval_driver report SYN.npy REF.npy [--labels YS.npy YR.npy K]
- *               [--columns n,c:3,...] [--seed S] [--sw K] [--sinkhorn-rows N]
+ *               [--columns n,c:3,...] [--units SYNU.npy REFU.npy] [--seed S]
+ *               [--sw K] [--sinkhorn-rows N]
  *   eval_driver logreg X.npy Y.npy K L2 XT.npy   fit on (X, Y), predict XT
  *   eval_driver nearest Q.npy R.npy
  */
@@ -68,7 +69,7 @@ static int report(int argc, char **argv)
     size_t ns, nr, ds, dr;
     float *syn = load(argv[2], &ns, &ds), *ref = load(argv[3], &nr, &dr);
     if (ds != dr) die("widths differ", NULL);
-    pg_eval_input in = {syn, ref, ns, nr, ds, NULL, NULL, NULL, 0};
+    pg_eval_input in = {syn, ref, ns, nr, ds, NULL, NULL, NULL, 0, NULL, NULL, 0};
     pg_eval_opts o;
     pg_eval_defaults(&o);
     pg_eval_column *cols = NULL;
@@ -91,6 +92,13 @@ static int report(int argc, char **argv)
                 if (spec) spec++;
             }
             in.columns = cols;
+        } else if (!strcmp(argv[i], "--units") && i + 2 < argc) {
+            size_t nsu, nru, du, dru;
+            in.syn_units = load(argv[i + 1], &nsu, &du);
+            in.ref_units = load(argv[i + 2], &nru, &dru);
+            if (nsu != ns || nru != nr || du != dru) die("--units shapes", NULL);
+            in.units = du;
+            i += 2;
         } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
             o.seed = strtoull(argv[++i], NULL, 10);
         } else if (!strcmp(argv[i], "--sw") && i + 1 < argc) {
@@ -110,6 +118,7 @@ static int report(int argc, char **argv)
     pg_eval_report_free(&r);
     pg_free((void *)in.syn_labels), pg_free((void *)in.ref_labels);
     pg_free(syn), pg_free(ref);
+    pg_free((void *)in.syn_units), pg_free((void *)in.ref_units);
     free(cols);
     return 0;
 }

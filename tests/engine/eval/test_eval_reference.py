@@ -136,6 +136,67 @@ def check_report(tmp, rng):
     print("report: KS, W1, moments, TV, Pearson, Cramér's V agree")
 
 
+def check_table_columns(tmp, rng):
+    """The decoded-columns path (report.h with units): numeric columns with
+    missing values (NaN) get KS, W1, moments on their present values and
+    their missing shares; Pearson uses the rows where both are present;
+    categorical columns (missing as a level) get TV and Cramér's V; mean TV
+    is over categorical columns; the units (here unrelated noise) feed only
+    distribution, utility and memorisation."""
+    def cols(n, shift):
+        a = rng.normal(40 + shift, 9, n)
+        b = 100 * a + rng.normal(0, 300, n)
+        b[rng.uniform(size=n) < 0.2] = np.nan  # missing
+        c = rng.integers(0, 4, n).astype(float)  # k = 3 + a "(missing)" level
+        e = np.where(rng.uniform(size=n) < 0.6, (a > 40 + shift).astype(float), rng.integers(0, 2, n))
+        return np.stack([a, b, c, e], axis=1).astype(np.float32)
+
+    syn, ref = cols(500, 3.0), cols(640, 0.0)
+    ys, yr = rng.integers(0, 2, 500), (rng.uniform(size=640) < 0.75).astype(int)
+    su, ru = rng.normal(0, 1, (500, 7)), rng.normal(0, 1, (640, 7))
+    for name, a in (("ts.npy", syn), ("tr.npy", ref), ("tsu.npy", su), ("tru.npy", ru), ("tys.npy", ys),
+                    ("tyr.npy", yr)):
+        save(tmp, name, a)
+    rep = run(tmp, "report", "ts.npy", "tr.npy", "--columns", "n,n,c:4,c:2", "--units", "tsu.npy",
+              "tru.npy", "--labels", "tys.npy", "tyr.npy", 2, "--sw", 50, "--sinkhorn-rows", 200)
+    s, r = syn.astype(np.float64), ref.astype(np.float64)
+    cs = rep["marginals"]["columns"]
+    for j in range(2):
+        sp, rp = s[~np.isnan(s[:, j]), j], r[~np.isnan(r[:, j]), j]
+        close(cs[j]["ks"], ks_2samp(sp, rp).statistic, 1e-12, f"table KS {j}")
+        close(cs[j]["w1"], wasserstein_distance(sp, rp), 1e-9, f"table W1 {j}", rel=True)
+        close(cs[j]["mean_real"], rp.mean(), 1e-10, f"table mean {j}", rel=True)
+        close(cs[j]["std_synthetic"], sp.std(), 1e-10, f"table std {j}", rel=True)
+        close(cs[j]["missing_real"], np.isnan(r[:, j]).mean(), 1e-15, f"table missing {j}")
+        close(cs[j]["missing_synthetic"], np.isnan(s[:, j]).mean(), 1e-15, f"table missing {j}")
+    tvs = []
+    for j, k in ((2, 4), (3, 2)):
+        p = np.bincount(r[:, j].astype(int), minlength=k) / len(r)
+        q = np.bincount(s[:, j].astype(int), minlength=k) / len(s)
+        tvs.append(0.5 * np.abs(p - q).sum())
+        close(cs[j]["tv"], tvs[-1], 1e-14, f"table TV {j}")
+    close(rep["marginals"]["mean_tv"], np.mean(tvs), 1e-14, "table mean TV")
+    pw = rep["pairwise"]
+    for name, x in (("real", r), ("synthetic", s)):
+        ok = ~np.isnan(x[:, 1])
+        close(pw[name][0][1], np.corrcoef(x[ok, 0], x[ok, 1])[0, 1], 1e-10, f"table Pearson {name}")
+        _, ia = np.unique(x[:, 2], return_inverse=True)
+        _, ib = np.unique(x[:, 3], return_inverse=True)
+        tab = np.zeros((ia.max() + 1, ib.max() + 1), dtype=np.int64)
+        np.add.at(tab, (ia, ib), 1)
+        close(pw[name][2][3], association(tab, method="cramer"), 1e-12, f"table Cramér {name}")
+    check(pw["pearson_pairs"] == 1 and pw["cramer_pairs"] == 1, f"table pairs {pw}")
+    u = rep["utility"]
+    # The majority rate is a share of the reference half B (h = 320 rows) of
+    # labels that are 1 with probability 0.75.
+    m = u["majority_rate"]
+    check(u["majority_class"] == 1 and abs(m * 320 - round(m * 320)) < 1e-9 and 0.65 < m < 0.85,
+          f"table majority {u}")
+    check(rep["split"]["d"] == 4, f"table split {rep['split']}")
+    print("table columns: KS, W1, moments, missing shares, TV, mean TV, Pearson (complete pairs), "
+          "Cramér's V agree")
+
+
 def check_nearest(tmp, rng):
     ref = rng.normal(2.0, 1.0, (500, 40)).astype(np.float32)
     q = rng.normal(2.0, 1.0, (300, 40)).astype(np.float32)
@@ -209,6 +270,7 @@ def main():
     rng = np.random.default_rng(20)
     with tempfile.TemporaryDirectory() as tmp:
         check_report(tmp, rng)
+        check_table_columns(tmp, rng)
         check_nearest(tmp, rng)
         check_logreg(tmp, rng)
     if FAILS:

@@ -47,7 +47,8 @@ static void drop(data *t)
 
 static pg_eval_input input(const data *t, const pg_eval_column *cols)
 {
-    return (pg_eval_input){t->syn, t->ref, t->ns, t->nr, t->d, cols, t->ys, t->yr, 2};
+    return (pg_eval_input){t->syn, t->ref, t->ns, t->nr, t->d, cols,
+                           t->ys,  t->yr,  2,     NULL,  NULL, 0};
 }
 
 static pg_eval_opts quick(void)
@@ -252,7 +253,7 @@ START_TEST(hostile_inputs)
     t.yr[7] = 0;
     t.syn[10] = NAN;
     ck_assert_int_eq(pg_eval_report_run(&in, &o, &r, &e), PG_EINVAL);
-    ck_assert_ptr_nonnull(strstr(e.msg, "synthetic row 3"));
+    ck_assert_ptr_nonnull(strstr(e.msg, "synthetic row 4 column 2")); /* from 1 */
     t.syn[10] = 0.0f;
     pg_eval_column cols[3] = {{PG_EVAL_NUMERIC, 0, NULL, NULL},
                               {PG_EVAL_NUMERIC, 0, NULL, NULL},
@@ -297,6 +298,70 @@ START_TEST(hostile_inputs)
 }
 END_TEST
 
+/* Decoded columns with units (a typed table): NaN is a missing number only
+ * there and only in numeric columns; the units must be complete and given
+ * for both sets; the majority rate is the share of B's most frequent class,
+ * B being the documented split (seeded stream 0x5e1f, the first h of a
+ * shuffled prefix), recomputed here. */
+START_TEST(decoded_columns_with_units)
+{
+    data t = make(60, 80, 3, 0.0f, false, 9);
+    data u = make(60, 80, 4, 0.0f, false, 10);
+    pg_eval_opts o = quick();
+    pg_eval_report r;
+    pg_error e = {0};
+    pg_eval_column cols[3] = {{PG_EVAL_NUMERIC, 0, NULL, NULL},
+                              {PG_EVAL_NUMERIC, 0, NULL, NULL},
+                              {PG_EVAL_CATEGORICAL, 2, NULL, NULL}};
+    for (size_t i = 0; i < 60; i++) t.syn[i * 3 + 2] = (float)(i % 2);
+    for (size_t i = 0; i < 80; i++) t.ref[i * 3 + 2] = (float)(i % 3 == 0);
+    t.syn[0 * 3 + 1] = NAN; /* missing numbers */
+    t.ref[5 * 3 + 1] = NAN;
+    t.ref[6 * 3 + 1] = NAN;
+    pg_eval_input in = input(&t, cols);
+    /* without units a NaN is refused */
+    ck_assert_int_eq(pg_eval_report_run(&in, &o, &r, &e), PG_EINVAL);
+    in.syn_units = u.syn;
+    ck_assert_int_eq(pg_eval_report_run(&in, &o, &r, &e), PG_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "units"));
+    in.ref_units = u.ref;
+    in.units = 4;
+    for (size_t i = 0; i < 80; i++) t.yr[i] = i % 4 == 0; /* 1 in 4 is class 1 */
+    ck_assert_int_eq(pg_eval_report_run(&in, &o, &r, &e), PG_OK);
+    ck_assert_double_eq_tol(r.columns[1].missing_syn, 1.0 / 60, 1e-15);
+    ck_assert_double_eq_tol(r.columns[1].missing_real, 2.0 / 80, 1e-15);
+    ck_assert(isfinite(r.columns[1].ks) && isfinite(r.columns[1].mean_real));
+    ck_assert(isfinite(r.assoc_real[0 * 3 + 1]) && r.pearson_pairs == 1);
+    ck_assert(r.has_utility && r.has_distribution && r.has_memorisation);
+    /* the majority rate over B, recomputed from the documented split */
+    pg_rng rng;
+    pg_rng_seeded(&rng, o.seed, 0x5e1f);
+    uint32_t perm[80];
+    for (uint32_t i = 0; i < 80; i++) perm[i] = i;
+    for (size_t i = 0; i < r.h + r.m && i + 1 < 80; i++) {
+        size_t j = i + (size_t)pg_rng_below(&rng, 80 - i);
+        uint32_t tmp = perm[i];
+        perm[i] = perm[j];
+        perm[j] = tmp;
+    }
+    size_t ones = 0;
+    for (size_t i = 0; i < r.h; i++) ones += (size_t)t.yr[perm[i]];
+    size_t top = ones > r.h - ones ? ones : r.h - ones;
+    ck_assert_double_eq_tol(r.majority, (double)top / (double)r.h, 1e-15);
+    ck_assert_int_eq(r.majority_class, ones > r.h - ones ? 1 : 0);
+    pg_eval_report_free(&r);
+    /* a NaN in a categorical column, or in the units, is refused */
+    t.syn[3 * 3 + 2] = NAN;
+    ck_assert_int_eq(pg_eval_report_run(&in, &o, &r, &e), PG_EINVAL);
+    t.syn[3 * 3 + 2] = 1.0f;
+    u.ref[7] = NAN;
+    ck_assert_int_eq(pg_eval_report_run(&in, &o, &r, &e), PG_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "unit"));
+    drop(&t);
+    drop(&u);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("eval_report");
@@ -308,6 +373,7 @@ static Suite *suite(void)
     tcase_add_test(t, mixed_columns);
     tcase_add_test(t, progress_is_monotone_and_cancellation_stops);
     tcase_add_test(t, hostile_inputs);
+    tcase_add_test(t, decoded_columns_with_units);
     suite_add_tcase(s, t);
     return s;
 }

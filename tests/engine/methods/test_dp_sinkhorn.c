@@ -305,12 +305,18 @@ START_TEST(validation_names_the_field)
     make_central(100, 0, &ds, &desc);
     pg_spec_errors e;
     json_t *r;
+    /* No target: the error names privacy.epsilon (issue 32: one vocabulary). */
     ck_assert_ptr_null(r = resolve("{}", &desc, &e));
-    ck_assert(pg_test_has_error(&e, "privacy"));
+    ck_assert(pg_test_has_error(&e, "privacy.epsilon"));
     ck_assert_ptr_null(r = resolve("{\"privacy\": {}}", &desc, &e));
-    ck_assert(pg_test_has_error(&e, "privacy"));
-    ck_assert_ptr_null(r = resolve("{\"privacy\": {\"epsilon\": 1}}", &desc, &e));
-    ck_assert(pg_test_has_error(&e, "privacy.delta"));
+    ck_assert(pg_test_has_error(&e, "privacy.epsilon"));
+    ck_assert_ptr_null(r = resolve("{\"privacy\": {\"delta\": 1e-6}}", &desc, &e));
+    ck_assert(pg_test_has_error(&e, "privacy.epsilon"));
+    /* epsilon alone: delta is the dataset's cap delta, written into the spec */
+    r = resolve("{\"privacy\": {\"epsilon\": 1}}", &desc, &e);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_double_eq(pg_spec_num(r, "privacy.delta", 0), desc.cap_delta);
+    json_decref(r);
     ck_assert_ptr_null(r = resolve("{\"privacy\": {\"epsilon\": 0, \"delta\": 1e-6}}", &desc, &e));
     ck_assert(pg_test_has_error(&e, "privacy.epsilon"));
     ck_assert_ptr_null(r = resolve("{\"privacy\": {\"epsilon\": 1, \"delta\": 1e-3}}", &desc, &e));
@@ -356,7 +362,9 @@ START_TEST(validation_names_the_field)
     pg_data_desc nodelta = desc;
     nodelta.cap_delta = 0;
     ck_assert_ptr_null(r = resolve("{\"privacy\": {\"noise_multiplier\": 1}}", &nodelta, &e));
-    ck_assert(pg_test_has_error(&e, "privacy"));
+    ck_assert(pg_test_has_error(&e, "privacy.delta"));
+    ck_assert_ptr_null(r = resolve("{\"privacy\": {\"epsilon\": 1}}", &nodelta, &e));
+    ck_assert(pg_test_has_error(&e, "privacy.delta"));
     /* An image generator for 2-D rows. */
     ck_assert_ptr_null(r = resolve("{\"privacy\": {\"noise_multiplier\": 1},"
                                    " \"model\": {\"arch\": \"dcgan28\"}}",

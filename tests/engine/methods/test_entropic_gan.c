@@ -108,7 +108,9 @@ static unsigned char *run_steps(const pg_method *m, pg_trainer *t, long k, size_
 }
 
 /* Checkpoint -> restore -> continue reproduces the uninterrupted run exactly:
- * the state saved after 2 x 15 steps is byte-identical either way. */
+ * the state saved after 2 x 15 steps is byte-identical either way (under a
+ * cosine learning-rate decay too: the rate follows the step; and the
+ * parameter average the snapshots serve is saved and restored with it). */
 START_TEST(resume_continues_exactly)
 {
     pg_threads_set(2);
@@ -120,7 +122,8 @@ START_TEST(resume_continues_exactly)
     json_t *r =
         resolve(m,
                 "{\"model\": {\"hidden\": [32, 32], \"batchnorm\": true},"
-                " \"train\": {\"steps\": 100, \"batch_size\": 64, \"optimizer\": \"rmsprop\"},"
+                " \"train\": {\"steps\": 100, \"batch_size\": 64, \"optimizer\": \"rmsprop\","
+                " \"lr_decay\": \"cosine\", \"ema\": 0.99},"
                 " \"seed\": 11}",
                 &desc, &e);
     ck_assert_ptr_nonnull(r);
@@ -183,6 +186,8 @@ START_TEST(validation_names_the_field)
     ck_assert(pg_test_has_error(&e, "privacy"));
     ck_assert_ptr_null(r = resolve(m, "{\"model\": {\"arch\": \"dcgan28\"}}", &desc, &e));
     ck_assert(pg_test_has_error(&e, "model.arch"));
+    ck_assert_ptr_null(r = resolve(m, "{\"train\": {\"lr_decay\": \"step\"}}", &desc, &e));
+    ck_assert(pg_test_has_error(&e, "train.lr_decay"));
     pg_data_desc central = desc;
     central.model = PG_PRIVACY_CENTRAL;
     ck_assert_ptr_null(r = resolve(m, "{}", &central, &e));

@@ -530,9 +530,9 @@ START_TEST(validation_names_the_field)
     pg_spec_errors e;
     json_t *r;
     ck_assert_ptr_null(r = resolve(f, "{}", &desc, &e));
-    ck_assert(pg_test_has_error(&e, "privacy"));
+    ck_assert(pg_test_has_error(&e, "privacy.epsilon"));
     ck_assert_ptr_null(r = resolve(fr, "{\"flow\": {\"steps\": 3}}", &desc, &e));
-    ck_assert(pg_test_has_error(&e, "privacy"));
+    ck_assert(pg_test_has_error(&e, "privacy.epsilon"));
     ck_assert_ptr_null(
         r = resolve(f,
                     "{\"privacy\": {\"epsilon\": 1}, \"projections\": {\"per_step\": 20,"

@@ -191,7 +191,7 @@ START_TEST(validation_names_the_field)
     pg_spec_errors e;
     json_t *r;
     ck_assert_ptr_null(r = resolve("{}", &desc, &e));
-    ck_assert(pg_test_has_error(&e, "privacy"));
+    ck_assert(pg_test_has_error(&e, "privacy.epsilon"));
     ck_assert_ptr_null(r = resolve("{\"privacy\": {\"epsilon\": 1}, \"train\": {\"batch_size\":"
                                    " 500}}",
                                    &desc, &e));

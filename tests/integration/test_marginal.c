@@ -1,0 +1,466 @@
+/* mst and aim end to end against a live privgend (issue 27): a typed table
+ * with a label uploaded as CSV; a dry run shows the accounting (rho, noise
+ * scales, rounds) and charges nothing; each job's ledger entry is its plan
+ * (the RDP curve alpha rho converted by the ledger at the cap's delta, never
+ * above the requested epsilon); samples in CSV, JSON, NDJSON are read back
+ * with the strict record parser (every row valid for the schema), with the
+ * label column drawn by the model (its class balance, not a balanced one),
+ * label=bad gives only bad rows, NPY and PNG answer, the same seed gives the
+ * same bytes; a quality report against a public holdout succeeds; kill -9
+ * during an aim run resumes from the last round with one charge and no
+ * repeated history; and the 422s: a wide untyped dataset, a local one, a
+ * model over its size bound, bad options. */
+#include <math.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "engine/data/records.h"
+#include "engine/data/table.h"
+#include "engine/privacy/privacy.h"
+#include "integration/isuite.h"
+#include "support/pg_test.h"
+
+static pg_srv srv;
+static pg_oa oa;
+
+static void start_shared(void)
+{
+    static const char *const extra[] = {"--workers", "2", "--max-samples", "20000", NULL};
+    pg_isuite_start(&srv, &oa, extra);
+}
+
+static void stop_shared(void)
+{
+    pg_isuite_stop(&srv, &oa);
+}
+
+static void req(const pg_srv *s, const char *method, const char *path, const char *body, pg_resp *r)
+{
+    pg_http(s, method, path, s->admin, body ? "application/json" : NULL, body,
+            body ? strlen(body) : 0, NULL, r);
+}
+
+static const char *SCHEMA =
+    "\"columns\":["
+    "{\"name\":\"age\",\"type\":\"integer\",\"min\":18,\"max\":99,\"nullable\":true},"
+    "{\"name\":\"income\",\"type\":\"continuous\",\"min\":0,\"max\":1500,\"scale\":\"log\"},"
+    "{\"name\":\"job\",\"type\":\"categorical\",\"categories\":[\"fixed\",\"free, lance\","
+    "\"others\"]},"
+    "{\"name\":\"owner\",\"type\":\"boolean\"},"
+    "{\"name\":\"status\",\"type\":\"categorical\",\"categories\":[\"good\",\"bad\"]}],"
+    "\"label\":\"status\"";
+
+static pg_table *schema_table(void)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "{%s}", SCHEMA);
+    json_t *j = json_loads(buf, 0, NULL);
+    pg_table *t = NULL;
+    ck_assert_int_eq(pg_table_from_json(j, &t, NULL), PG_OK);
+    json_decref(j);
+    return t;
+}
+
+/* Row i: status bad for 30 % of rows, and owner follows status (90 %). */
+static char *csv_rows(unsigned n, size_t *len)
+{
+    static const char *const jobs[] = {"fixed", "\"free, lance\"", "others"};
+    size_t cap = 64 + (size_t)n * 64, k = 0;
+    char *b = malloc(cap);
+    k += (size_t)snprintf(b, cap, "status,owner,job,income,age\n");
+    for (unsigned i = 0; i < n; i++) {
+        unsigned h = i * 2654435761u;
+        int bad = (h >> 4) % 10 < 3, owner = ((h >> 12) % 10 < 9) ? !bad : bad;
+        char age[16] = "";
+        if (h % 10) snprintf(age, sizeof age, "%u", 18 + (h >> 8) % 82);
+        k += (size_t)snprintf(b + k, cap - k, "%s,%s,%s,%.2f,%s\n", bad ? "bad" : "good",
+                              owner ? "true" : "false", jobs[(h >> 16) % 3],
+                              (double)((h >> 3) % 150000) / 100.0, age);
+    }
+    *len = k;
+    return b;
+}
+
+static void make_table(const pg_srv *s, const char *privacy, unsigned n, char ds[64])
+{
+    char body[2048];
+    snprintf(body, sizeof body, "{\"name\":\"t\",%s,\"privacy\":%s}", SCHEMA, privacy);
+    pg_resp r;
+    req(s, "POST", "/v1/datasets", body, &r);
+    ck_assert_msg(r.status == 201, "%s", r.body);
+    snprintf(ds, 64, "%s", json_string_value(json_object_get(r.json, "id")));
+    pg_resp_free(&r);
+    size_t len;
+    char *csv = csv_rows(n, &len);
+    char path[128];
+    snprintf(path, sizeof path, "/v1/datasets/%s/rows", ds);
+    pg_http(s, "POST", path, s->admin, "text/csv", csv, len, NULL, &r);
+    free(csv);
+    ck_assert_msg(r.status == 200, "%s", r.body);
+    pg_resp_free(&r);
+}
+
+static void submit(const pg_srv *s, const char *body, char id[64])
+{
+    pg_resp r;
+    req(s, "POST", "/v1/jobs", body, &r);
+    ck_assert_msg(r.status == 202, "%ld %s", r.status, r.body);
+    pg_isuite_conform(&oa, &r, "Job");
+    snprintf(id, 64, "%s", json_string_value(json_object_get(r.json, "id")));
+    pg_resp_free(&r);
+}
+
+static json_t *poll_job(const pg_srv *s, const char *id, const char *status, long min_step,
+                        int sleep_ms)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/v1/jobs/%s", id);
+    for (int i = 0; i < 6000; i++) {
+        pg_resp r;
+        req(s, "GET", path, NULL, &r);
+        ck_assert_msg(r.status == 200, "%s", r.body);
+        const char *st = json_string_value(json_object_get(r.json, "status"));
+        long step =
+            (long)json_integer_value(json_object_get(json_object_get(r.json, "progress"), "step"));
+        if ((status && !strcmp(st, status)) || (!status && step >= min_step) ||
+            (!status && !strcmp(st, "succeeded"))) {
+            json_t *o = json_incref(r.json);
+            pg_resp_free(&r);
+            return o;
+        }
+        ck_assert_msg(strcmp(st, "failed"), "job failed: %s", r.body);
+        pg_resp_free(&r);
+        pg_sleep_ms(sleep_ms);
+    }
+    ck_abort_msg("job %s did not reach %s", id, status ? status : "the step");
+    return NULL;
+}
+
+static json_t *entry(const pg_srv *s, const char *ds, const char *job, size_t *count)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/v1/datasets/%s/budget", ds);
+    pg_resp r;
+    req(s, "GET", path, NULL, &r);
+    ck_assert_msg(r.status == 200, "%s", r.body);
+    pg_isuite_conform(&oa, &r, "Budget");
+    size_t i;
+    json_t *e, *found = NULL;
+    json_t *entries = json_object_get(r.json, "entries");
+    *count = json_array_size(entries);
+    json_array_foreach(entries, i, e)
+    {
+        if (!strcmp(json_string_value(json_object_get(e, "job_id")), job)) found = json_incref(e);
+    }
+    pg_resp_free(&r);
+    ck_assert_msg(found, "no ledger entry for %s", job);
+    return found;
+}
+
+/* The ledger's epsilon of rho-zCDP at delta, computed here on the grid. */
+static double eps_of_rho(double rho, double delta)
+{
+    double orders[PG_RDP_DEFAULT_ORDERS], rdp[PG_RDP_DEFAULT_ORDERS], e;
+    size_t n = pg_rdp_default_orders(orders, PG_RDP_DEFAULT_ORDERS);
+    for (size_t i = 0; i < n; i++) rdp[i] = orders[i] * rho;
+    ck_assert_int_eq(pg_rdp_to_dp(orders, rdp, n, delta, PG_RDP_CONV_IMPROVED, &e, NULL, NULL), 0);
+    return e;
+}
+
+static size_t read_back(const pg_table *t, int format, const pg_resp *r, int64_t **labels)
+{
+    pg_records_opts o = {.format = format, .bounds = PG_TABLE_BOUNDS_REFUSE};
+    float *x = NULL;
+    size_t n = 0;
+    pg_error err = {0};
+    int rc = pg_records_parse(t, &o, r->body, r->len, &x, labels, &n, &err);
+    ck_assert_msg(rc == PG_OK, "%s: %.400s", err.msg, r->body);
+    free(x);
+    return n;
+}
+
+static void check_samples(const char *job, const pg_table *t)
+{
+    char path[192];
+    pg_resp r, r2;
+    snprintf(path, sizeof path, "/v1/jobs/%s/samples?format=csv&n=2000&seed=4", job);
+    req(&srv, "GET", path, NULL, &r);
+    ck_assert_msg(r.status == 200, "%s", r.body);
+    const char *head = "age,income,job,owner,status\n";
+    ck_assert_msg(!strncmp(r.body, head, strlen(head)), "%.200s", r.body);
+    int64_t *labels = NULL;
+    ck_assert_uint_eq(read_back(t, PG_RECORDS_CSV, &r, &labels), 2000);
+    /* the model's class balance (30 % bad in the data), not alternating */
+    double bad = 0;
+    int alternating = 1;
+    for (size_t i = 0; i < 2000; i++) {
+        bad += labels[i] == 1;
+        alternating &= labels[i] == (int64_t)(i % 2);
+    }
+    ck_assert(!alternating);
+    ck_assert_msg(fabs(bad / 2000 - 0.3) < 0.08, "bad fraction %.3f", bad / 2000);
+    free(labels);
+    labels = NULL;
+    req(&srv, "GET", path, NULL, &r2); /* same seed, same bytes */
+    ck_assert_uint_eq(r.len, r2.len);
+    ck_assert(!memcmp(r.body, r2.body, r.len));
+    pg_resp_free(&r2);
+    pg_resp_free(&r);
+    static const struct {
+        const char *f;
+        int fmt;
+    } fm[] = {{"json", PG_RECORDS_JSON}, {"ndjson", PG_RECORDS_NDJSON}};
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "/v1/jobs/%s/samples?format=%s&n=300&seed=4", job, fm[i].f);
+        req(&srv, "GET", path, NULL, &r);
+        ck_assert_msg(r.status == 200, "%s", r.body);
+        ck_assert_uint_eq(read_back(t, fm[i].fmt, &r, &labels), 300);
+        free(labels);
+        labels = NULL;
+        pg_resp_free(&r);
+    }
+    snprintf(path, sizeof path, "/v1/jobs/%s/samples?format=csv&n=300&label=bad", job);
+    req(&srv, "GET", path, NULL, &r);
+    ck_assert_msg(r.status == 200, "%s", r.body);
+    ck_assert_uint_eq(read_back(t, PG_RECORDS_CSV, &r, &labels), 300);
+    double owner = 0;
+    for (size_t i = 0; i < 300; i++) ck_assert_int_eq(labels[i], 1);
+    /* owner follows status: bad rows are mostly not owners */
+    for (const char *p = strchr(r.body, '\n'); p && p[1]; p = strchr(p + 1, '\n'))
+        owner += !strncmp(strchr(p + 1, ',') + 1, "true", 4);
+    ck_assert_msg(owner / 300 < 0.4, "P(owner | bad) = %.2f", owner / 300);
+    free(labels);
+    pg_resp_free(&r);
+    snprintf(path, sizeof path, "/v1/jobs/%s/samples?format=npy&n=10&seed=1", job);
+    req(&srv, "GET", path, NULL, &r);
+    ck_assert_int_eq(r.status, 200);
+    pg_resp_free(&r);
+    snprintf(path, sizeof path, "/v1/jobs/%s/samples?format=png&n=300&seed=2", job);
+    req(&srv, "GET", path, NULL, &r);
+    ck_assert_msg(r.status == 200 && !strcmp(r.ctype, "image/png"), "%s", r.body);
+    pg_resp_free(&r);
+}
+
+START_TEST(mst_and_aim_through_http)
+{
+    char ds[64], pub[64];
+    make_table(&srv, "{\"model\":\"central\",\"budget\":{\"epsilon\":20,\"delta\":1e-5}}", 2000,
+               ds);
+    make_table(&srv, "{\"model\":\"public\"}", 400, pub);
+    pg_table *t = schema_table();
+    const char *methods[] = {"mst", "aim"};
+    for (int m = 0; m < 2; m++) {
+        char body[512], path[192], job[64];
+        snprintf(body, sizeof body,
+                 "{\"dataset_id\":\"%s\",\"method\":\"%s\",\"privacy\":{\"epsilon\":4},"
+                 "\"seed\":3}",
+                 ds, methods[m]);
+        /* the dry run: the accounting, nothing charged */
+        pg_resp r;
+        req(&srv, "POST", "/v1/jobs?dry_run=true", body, &r);
+        ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
+        const json_t *acc = json_object_get(json_object_get(r.json, "spec"), "accounting");
+        double rho = json_number_value(json_object_get(acc, "rho"));
+        ck_assert_double_gt(rho, 0);
+        ck_assert(json_is_number(json_object_get(acc, m ? "sigma_initial" : "sigma_pairs")));
+        ck_assert(json_is_integer(json_object_get(acc, m ? "rounds_max" : "rounds")));
+        double plan_eps =
+            json_number_value(json_object_get(json_object_get(r.json, "plan"), "epsilon"));
+        ck_assert_msg(pg_test_reldiff(plan_eps, eps_of_rho(rho, 1e-5)) < 1e-9, "%s", r.body);
+        ck_assert_double_le(plan_eps, 4.0);
+        pg_resp_free(&r);
+        submit(&srv, body, job);
+        json_decref(poll_job(&srv, job, "succeeded", 0, 100));
+        size_t count;
+        json_t *e = entry(&srv, ds, job, &count);
+        ck_assert_uint_eq(count, (size_t)m + 1); /* the dry run charged nothing */
+        double got = json_number_value(json_object_get(e, "epsilon"));
+        ck_assert_msg(pg_test_reldiff(got, eps_of_rho(rho, 1e-5)) < 1e-9, "ledger %g", got);
+        ck_assert_double_le(got, 4.0);
+        json_decref(e);
+        check_samples(job, t);
+        /* a quality report against the public holdout */
+        snprintf(path, sizeof path, "/v1/jobs/%s/reports", job);
+        char rb[128];
+        snprintf(rb, sizeof rb, "{\"against\":\"%s\",\"n\":300,\"seed\":5}", pub);
+        req(&srv, "POST", path, rb, &r);
+        ck_assert_msg(r.status == 202, "%ld %s", r.status, r.body);
+        char rid[64];
+        snprintf(rid, sizeof rid, "%s", json_string_value(json_object_get(r.json, "id")));
+        pg_resp_free(&r);
+        snprintf(path, sizeof path, "/v1/jobs/%s/reports/%s", job, rid);
+        const char *st = "queued";
+        for (int i = 0; i < 600 && (!strcmp(st, "queued") || !strcmp(st, "running")); i++) {
+            pg_sleep_ms(100);
+            req(&srv, "GET", path, NULL, &r);
+            static char buf[32];
+            snprintf(buf, sizeof buf, "%s", json_string_value(json_object_get(r.json, "status")));
+            st = buf;
+            if (strcmp(st, "queued") && strcmp(st, "running"))
+                ck_assert_msg(!strcmp(st, "succeeded"), "%s", r.body);
+            pg_resp_free(&r);
+        }
+        ck_assert_str_eq(st, "succeeded");
+    }
+    /* the catalogue documents both */
+    pg_resp r;
+    req(&srv, "GET", "/v1/algorithms", NULL, &r);
+    ck_assert_msg(strstr(r.body, "\"mst\"") && strstr(r.body, "aim.label_weight") &&
+                      strstr(r.body, "model.max_cells"),
+                  "%.300s", r.body);
+    pg_resp_free(&r);
+    pg_table_free(t);
+}
+END_TEST
+
+/* Uploads n rows of d zeros (JSON rows). */
+static void zero_rows(const char *ds, int n, int d)
+{
+    size_t cap = (size_t)n * (size_t)d * 3 + 64, k = 0;
+    char *b = malloc(cap);
+    k += (size_t)snprintf(b, cap, "{\"rows\":[");
+    for (int i = 0; i < n; i++) {
+        k += (size_t)snprintf(b + k, cap - k, "%s[", i ? "," : "");
+        for (int j = 0; j < d; j++) k += (size_t)snprintf(b + k, cap - k, "%s0", j ? "," : "");
+        k += (size_t)snprintf(b + k, cap - k, "]");
+    }
+    snprintf(b + k, cap - k, "]}");
+    char path[128];
+    snprintf(path, sizeof path, "/v1/datasets/%s/rows", ds);
+    pg_resp r;
+    req(&srv, "POST", path, b, &r);
+    free(b);
+    ck_assert_msg(r.status == 200, "%s", r.body);
+    pg_resp_free(&r);
+}
+
+static void expect_422(const char *body, const char *field, const char *words)
+{
+    pg_resp r;
+    req(&srv, "POST", "/v1/jobs", body, &r);
+    char detail[512];
+    pg_isuite_problem(&oa, &r, 422, field, detail, sizeof detail);
+    if (words) ck_assert_msg(strstr(detail, words) != NULL, "%s", detail);
+}
+
+START_TEST(bad_jobs_are_422)
+{
+    char ds[64], loc[64], wide[64], body[1024];
+    make_table(&srv, "{\"model\":\"central\",\"budget\":{\"epsilon\":20,\"delta\":1e-5}}", 300, ds);
+    snprintf(body, sizeof body,
+             "{\"dataset_id\":\"%s\",\"method\":\"mst\",\"privacy\":{\"epsilon\":1},"
+             "\"discretize\":{\"bins\":1024},\"model\":{\"max_cells\":2000}}",
+             ds);
+    expect_422(body, "model.max_cells", "cells");
+    snprintf(body, sizeof body,
+             "{\"dataset_id\":\"%s\",\"method\":\"aim\",\"privacy\":{\"epsilon\":1},"
+             "\"aim\":{\"rounds\":-3}}",
+             ds);
+    expect_422(body, "aim.rounds", NULL);
+    snprintf(body, sizeof body,
+             "{\"dataset_id\":\"%s\",\"method\":\"aim\",\"privacy\":{\"epsilon\":1},"
+             "\"aim\":{\"target\":\"nope\"}}",
+             ds);
+    expect_422(body, "aim.target", NULL);
+    snprintf(body, sizeof body, "{\"dataset_id\":\"%s\",\"method\":\"mst\"}", ds);
+    expect_422(body, "privacy.epsilon", NULL);
+    /* an untyped dataset of 65 columns */
+    pg_resp r;
+    req(&srv, "POST", "/v1/datasets",
+        "{\"name\":\"w\",\"shape\":[65],\"range\":[-1,1],\"privacy\":{\"model\":\"central\","
+        "\"budget\":{\"epsilon\":5,\"delta\":1e-5}}}",
+        &r);
+    ck_assert_msg(r.status == 201, "%s", r.body);
+    snprintf(wide, sizeof wide, "%s", json_string_value(json_object_get(r.json, "id")));
+    pg_resp_free(&r);
+    zero_rows(wide, 20, 65);
+    snprintf(body, sizeof body,
+             "{\"dataset_id\":\"%s\",\"method\":\"mst\",\"privacy\":{\"epsilon\":1}}", wide);
+    expect_422(body, "dataset_id", "64");
+    /* a local dataset */
+    req(&srv, "POST", "/v1/datasets",
+        "{\"name\":\"l\",\"shape\":[2],\"range\":[-1,1],\"privacy\":{\"model\":\"local\","
+        "\"mechanism\":\"gaussian\",\"epsilon\":1,\"delta\":1e-5,\"sensitivity\":0.5,"
+        "\"noise_scale\":2.5}}",
+        &r);
+    ck_assert_msg(r.status == 201, "%s", r.body);
+    snprintf(loc, sizeof loc, "%s", json_string_value(json_object_get(r.json, "id")));
+    pg_resp_free(&r);
+    zero_rows(loc, 20, 2);
+    snprintf(body, sizeof body,
+             "{\"dataset_id\":\"%s\",\"method\":\"aim\",\"privacy\":{\"epsilon\":1}}", loc);
+    expect_422(body, "method", NULL); /* the service checks pg_method.accepts first */
+}
+END_TEST
+
+static long hist_break(json_t *job)
+{
+    json_t *h = json_object_get(job, "history");
+    for (size_t i = 1; i < json_array_size(h); i++)
+        if (json_integer_value(json_object_get(json_array_get(h, i), "step")) <=
+            json_integer_value(json_object_get(json_array_get(h, i - 1), "step")))
+            return (long)i;
+    return -1;
+}
+
+/* kill -9 while aim runs its rounds: the restart resumes from the last
+ * checkpointed round (history not repeated), the job succeeds, and the
+ * ledger holds one entry, the plan's. */
+START_TEST(aim_resumes_after_kill9_with_one_charge)
+{
+    pg_srv s;
+    memset(&s, 0, sizeof s);
+    ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
+    char ds[64], job[64], body[512];
+    make_table(&s, "{\"model\":\"central\",\"budget\":{\"epsilon\":60,\"delta\":1e-5}}", 3000, ds);
+    /* many small rounds: a large budget over T = 400 rounds, full refits */
+    snprintf(body, sizeof body,
+             "{\"dataset_id\":\"%s\",\"method\":\"aim\",\"privacy\":{\"epsilon\":50},"
+             "\"aim\":{\"rounds\":400,\"round_iters\":3000},\"seed\":3}",
+             ds);
+    submit(&s, body, job);
+    json_t *j = poll_job(&s, job, NULL, 3, 5);
+    const char *st = json_string_value(json_object_get(j, "status"));
+    long at = (long)json_integer_value(json_object_get(json_object_get(j, "progress"), "step"));
+    ck_assert_msg(!strcmp(st, "running"), "the job ended before the kill (step %ld)", at);
+    json_decref(j);
+    kill(s.pid, SIGKILL);
+    waitpid(s.pid, NULL, 0);
+    s.pid = 0;
+    s.port = 0;
+    ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
+    j = poll_job(&s, job, "succeeded", 0, 100);
+    long fin = (long)json_integer_value(json_object_get(json_object_get(j, "progress"), "step"));
+    ck_assert_msg(fin > at, "final step %ld, killed at %ld", fin, at);
+    ck_assert_msg(hist_break(j) < 0, "history repeats at %ld", hist_break(j));
+    json_decref(j);
+    size_t count;
+    json_t *e = entry(&s, ds, job, &count);
+    ck_assert_uint_eq(count, 1);
+    ck_assert_double_le(json_number_value(json_object_get(e, "epsilon")), 50.0);
+    json_decref(e);
+    char path[128];
+    snprintf(path, sizeof path, "/v1/jobs/%s/samples?format=csv&n=100&seed=1", job);
+    pg_resp r;
+    req(&s, "GET", path, NULL, &r);
+    ck_assert_int_eq(r.status, 200);
+    pg_resp_free(&r);
+    ck_assert_int_eq(pg_srv_stop(&s), 0);
+    pg_srv_cleanup(&s);
+}
+END_TEST
+
+static Suite *make_suite(void)
+{
+    Suite *s = suite_create("integration_marginal");
+    TCase *tc = tcase_create("marginal");
+    tcase_set_timeout(tc, 300);
+    tcase_add_unchecked_fixture(tc, start_shared, stop_shared);
+    tcase_add_test(tc, mst_and_aim_through_http);
+    tcase_add_test(tc, bad_jobs_are_422);
+    tcase_add_test(tc, aim_resumes_after_kill9_with_one_charge);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+PG_TEST_MAIN(make_suite)
