@@ -372,7 +372,8 @@ int pg_pgm_fit(const size_t *sizes, size_t nattr, const pg_pgm_measure *ms, size
     if (o.max_iters == 0) o.max_iters = 2000;
     if (o.tol == 0) o.tol = 1e-6;
     if (o.max_cells == 0) o.max_cells = PG_PGM_DEFAULT_MAX_CELLS;
-    if (!(o.tol > 0) || !isfinite(o.tol) || !(o.max_cells >= 1) || isnan(o.total) || isinf(o.total))
+    if (!(o.tol > 0) || !isfinite(o.tol) || !(o.max_cells >= 1) || isnan(o.total) ||
+        isinf(o.total) || (o.total > 0 && !isnormal(o.total)))
         return pg_error_set(err, PG_EINVAL, "pgm: invalid fit options");
     if (nm && !ms) return pg_error_set(err, PG_EINVAL, "pgm: no measurements");
     for (size_t i = 0; i < nm; i++) {

@@ -4,7 +4,7 @@
  *   magic     8 bytes "PGPGM\r\n\0"
  *   version   u32     PG_PGM_BLOB_VERSION
  *   nattr     u32     1..PG_PGM_MAX_ATTRS; then sizes u32[nattr], 1..PG_PGM_MAX_LEVELS
- *   total     f64     finite, > 0
+ *   total     f64     > 0, a normal double (no subnormal: marginals divide by it)
  *   max_cells f64     finite, >= 1
  *   ncliques  u32     1..nattr; then per clique: k u8 (<= PG_PGM_MAX_CLIQUE),
  *                     attrs u32[k] strictly increasing, parent u32 (0xffffffff
@@ -131,7 +131,7 @@ int pg_pgm_load(const unsigned char *bytes, size_t len, pg_pgm_model **out, pg_e
     NEED(20);
     m->total = get_f64(p), p += 8;
     m->max_cells = get_f64(p), p += 8;
-    if (!isfinite(m->total) || !(m->total > 0) || !isfinite(m->max_cells) || !(m->max_cells >= 1)) {
+    if (!isnormal(m->total) || !(m->total > 0) || !isfinite(m->max_cells) || !(m->max_cells >= 1)) {
         rc = pg_error_set(err, PG_EFORMAT, "pgm: model blob has an invalid total or bound");
         goto fail;
     }

@@ -194,6 +194,82 @@ START_TEST(fit_rejects_bad_input)
 }
 END_TEST
 
+/* Random graphs (pairs and triples over 6 attributes, so cycles, chords and
+ * several components all occur): the planned size equals the fitted model's,
+ * every clique is within the bound, BP equals brute force on every clique,
+ * and random cross-clique queries equal brute force. */
+START_TEST(random_structures)
+{
+    pg_rng r;
+    pg_rng_seeded(&r, 4242, (uint64_t)_i);
+    tu_struct s = {"random", 6, {0}, 0, {0}, {{0}}};
+    for (size_t a = 0; a < 6; a++) s.sizes[a] = 1 + (size_t)pg_rng_below(&r, 4);
+    s.nsets = 1 + (size_t)pg_rng_below(&r, 7);
+    for (size_t i = 0; i < s.nsets; i++) {
+        size_t k = 1 + (size_t)pg_rng_below(&r, 3), n = 0;
+        while (n < k) {
+            size_t a = (size_t)pg_rng_below(&r, 6), dup = 0;
+            for (size_t j = 0; j < n; j++) dup |= s.sets[i][j] == a;
+            if (!dup) s.sets[i][n++] = a;
+        }
+        for (size_t x = 1; x < k; x++) /* sort */
+            for (size_t y = x; y > 0 && s.sets[i][y - 1] > s.sets[i][y]; y--) {
+                size_t t = s.sets[i][y];
+                s.sets[i][y] = s.sets[i][y - 1];
+                s.sets[i][y - 1] = t;
+            }
+        s.k[i] = k;
+    }
+    const size_t *sets[12];
+    for (size_t i = 0; i < s.nsets; i++) sets[i] = s.sets[i];
+    double planned = 0;
+    pg_error err = {0};
+    ck_assert_int_eq(pg_pgm_plan_cells(s.sizes, 6, sets, s.k, s.nsets, &planned, &err), PG_OK);
+    pg_pgm_model *m = tu_random_model(&s, 10 + (uint64_t)_i, 1.0, 1e6, 50);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_msg(pg_pgm_model_cells(m) == planned, "planned %g built %g", planned,
+                  pg_pgm_model_cells(m));
+    /* Every set inside some clique; the model refuses a bound one below. */
+    for (size_t i = 0; i < s.nsets; i++) {
+        int inside = 0;
+        for (size_t j = 0; j < m->nc && !inside; j++) {
+            size_t hit = 0;
+            for (size_t a = 0; a < s.k[i]; a++)
+                for (size_t b = 0; b < m->c[j].k; b++) hit += m->c[j].attrs[b] == s.sets[i][a];
+            inside = hit == s.k[i];
+        }
+        ck_assert(inside);
+    }
+    pg_pgm_model *none = NULL;
+    if (planned > 1) {
+        ck_assert_int_eq(pgm_structure(s.sizes, 6, sets, s.k, s.nsets, planned - 1, &none, &err),
+                         PG_ERANGE);
+        char need[32];
+        snprintf(need, sizeof need, "%.0f cells", planned);
+        ck_assert_msg(strstr(err.msg, need) != NULL, "%s", err.msg);
+    }
+    size_t n;
+    double *joint = tu_joint(m, &n), ref[4096], out[4096];
+    for (size_t j = 0; j < m->nc; j++) {
+        const pgm_clique *c = &m->c[j];
+        tu_marg(m->sizes, 6, joint, c->attrs, c->k, 1.0, ref);
+        for (size_t i = 0; i < c->cells; i++) ck_assert(fabs(m->prob[c->off + i] - ref[i]) < 1e-12);
+    }
+    for (int t = 0; t < 10; t++) {
+        unsigned mask = 1 + (unsigned)pg_rng_below(&r, 63);
+        size_t q[6], k = 0;
+        for (size_t a = 0; a < 6; a++)
+            if (mask >> a & 1u) q[k++] = a;
+        ck_assert_int_eq(pg_pgm_marginal(m, q, k, out, &err), PG_OK);
+        tu_marg(m->sizes, 6, joint, q, k, 50, ref);
+        for (size_t c = 0; c < tu_cells(m->sizes, q, k); c++)
+            ck_assert_msg(fabs(out[c] - ref[c]) < 1e-9, "mask %u cell %zu", mask, c);
+    }
+    free(joint);
+    pg_pgm_model_free(m);
+}
+END_TEST
+
 static Suite *bp_suite(void)
 {
     Suite *s = suite_create("pgm/bp");
@@ -201,6 +277,7 @@ static Suite *bp_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, bp_matches_bruteforce, 0, (int)TU_NSTRUCTS);
     tcase_add_loop_test(tc, marginal_any_set, 0, (int)TU_NSTRUCTS);
+    tcase_add_loop_test(tc, random_structures, 0, 40);
     tcase_add_test(tc, marginal_bound);
     tcase_add_test(tc, plan_cells_by_hand);
     tcase_add_test(tc, fit_refuses_above_bound);

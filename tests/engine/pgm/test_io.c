@@ -166,7 +166,7 @@ START_TEST(hostile_blobs_refused)
     ck_assert(fabs(s - 100) < 1e-9);
     pg_pgm_model_free(m);
 
-    for (int c = 0; c < 17; c++) {
+    for (int c = 0; c < 18; c++) {
         n = build(b);
         size_t len = n;
         switch (c) {
@@ -219,6 +219,9 @@ START_TEST(hostile_blobs_refused)
         case 15:
             put64d(b + OFF_THETA + 16, INFINITY);
             break; /* non-finite potential */
+        case 17:
+            put64d(b + OFF_TOTAL, 4.9e-324); /* subnormal total (fuzz_pgm_blob found it) */
+            break;
         case 16:
             len = n - 8;
             memmove(b + len - 4, b + n - 4, 4);
