@@ -290,7 +290,10 @@ static int cmap_set(cmap *c, size_t levels, const unsigned char *supported, size
 {
     size_t ns = 0;
     for (size_t l = 0; l < levels; l++) ns += supported[l] != 0;
-    if (ns == levels) {
+    /* One rare level merged alone is the identity up to a permutation: keep
+     * the identity (a map of the same size was once kept while the model
+     * stayed on the original codes, which served the levels permuted). */
+    if (ns + 1 >= levels) {
         *newsize = levels;
         return PG_OK;
     }
@@ -1470,6 +1473,9 @@ static int read_cmaps(const json_t *h, const pg_disc *D, cmap *cm, size_t *sizes
         size_t ns = json_array_size(sup), nr = json_array_size(rare);
         if (!json_is_array(sup) || !json_is_array(rare) || nr == 0 || ns + nr != L)
             return pg_error_set(err, PG_EFORMAT, "the checkpoint's compression maps are malformed");
+        /* A single rare level is no compression (cmap_set); such a map in a
+         * checkpoint came with a model on the original codes. */
+        if (nr == 1) continue;
         unsigned char *s = calloc(L, 1);
         size_t *v = malloc(L * sizeof *v);
         int bad = !s || !v || read_sizes(sup, v, ns, L);
