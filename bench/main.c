@@ -90,13 +90,14 @@ struct pg_cpu_budget *pg_bench_budget(int argc, char **argv, int threads)
 }
 
 /* As privgend does (see daemon/privgend.c): libgomp reads its wait policy
- * once at load, so it is set here and the program re-executed once; spinning
- * waits collapse a team that meets a competing process. An explicit
- * OMP_WAIT_POLICY (e.g. active, to measure the difference) is kept. */
-static void ensure_passive_omp(char **argv)
+ * once at load, so a passive policy with a short bounded spin
+ * (GOMP_SPINCOUNT 20 000) is set here and the program re-executed once. An
+ * explicit OMP_WAIT_POLICY or GOMP_SPINCOUNT (e.g. active, to measure the
+ * difference) is kept. */
+static void ensure_bounded_omp_waits(char **argv)
 {
-    if (getenv("OMP_WAIT_POLICY")) return;
-    if (setenv("OMP_WAIT_POLICY", "passive", 1)) return;
+    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
+    if (setenv("OMP_WAIT_POLICY", "passive", 1) || setenv("GOMP_SPINCOUNT", "20000", 1)) return;
     execv("/proc/self/exe", argv);
 }
 
@@ -109,7 +110,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-    ensure_passive_omp(argv);
+    ensure_bounded_omp_waits(argv);
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;

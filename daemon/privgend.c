@@ -100,21 +100,28 @@ static void log_bootstrap(const char *data_dir, int created, const pg_token *fir
     pg_log_event("info", "an admin token already exists", extra);
 }
 
-/* OpenMP's default active waiting spins at every barrier; with jobs, HTTP
- * threads and other processes sharing cores that collapses throughput. The
- * policy is read once when libgomp initializes (before main), so when it is
- * not set privgend sets it and re-executes itself once. */
-static void ensure_passive_omp(char **argv)
+/* OpenMP's default wait spins 300 000 times at every barrier; a worker
+ * whose core runs someone else then holds the team for its whole time slice.
+ * The policy is read once when libgomp initializes (before main), so when the
+ * user set neither variable privgend sets a passive policy with a short
+ * bounded spin (GOMP_SPINCOUNT 20 000, tens of microseconds) and re-executes
+ * itself once. Measured on 2 cores (docs/benchmarks.md, issue 31): a pure
+ * passive wait made quiet Sinkhorn 1000x784 1.5-1.8x slower (0.72-0.99
+ * against 0.42-0.53 ms/iter); the short spin keeps quiet speed (0.49-0.63),
+ * and the CPU budget, which follows the machine's load, grants one thread
+ * when another process holds a core, so no team waits on a descheduled
+ * worker for long. */
+static void ensure_bounded_omp_waits(char **argv)
 {
-    if (getenv("OMP_WAIT_POLICY")) return;
-    if (setenv("OMP_WAIT_POLICY", "passive", 1)) return;
+    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
+    if (setenv("OMP_WAIT_POLICY", "passive", 1) || setenv("GOMP_SPINCOUNT", "20000", 1)) return;
     execv("/proc/self/exe", argv);
     /* exec failed (no /proc): keep going with the default policy. */
 }
 
 int main(int argc, char **argv)
 {
-    ensure_passive_omp(argv);
+    ensure_bounded_omp_waits(argv);
     pg_svc_config cfg;
     pg_svc_config_defaults(&cfg);
     pg_error err = {0};
