@@ -61,9 +61,10 @@ typedef struct pg_swd_ws {
     float *theta_s, *q_s;            /* d x k, k x levels: the current step's pool subset */
     uint32_t *perm;                  /* pool index scratch (pool entries) */
     size_t perm_cap;
-    int nthreads; /* per-thread scratch: keys .. idx_tmp (n each), py_tmp (m each) */
-    pg_rng *srng; /* secure generators of threads 1.. (release noise) */
-    bool srng_ready;
+    int nthreads;   /* per-thread scratch: keys .. idx_tmp (n each), py_tmp (m each) */
+    pg_rng *srng;   /* secure generators of threads 1.. (release noise) */
+    int srng_ready; /* srng[1 .. srng_ready-1] are keyed (the team may grow between
+                     * releases: the CPU budget grants threads step by step) */
 } pg_swd_ws;
 
 int pg_swd_ws_init(pg_swd_ws *ws, size_t n, size_t d, size_t k, size_t m, size_t levels,

@@ -101,10 +101,10 @@ int pg_swd_release(pg_swd_ws *ws, pg_rng *rng, const float *y, size_t m, const f
      * others from secure generators of their own (keyed once from the OS). */
     int nt = omp_get_max_threads(); /* scratch is sized for max(threads, cores) */
     if (nt > ws->nthreads) nt = ws->nthreads;
-    if (sigma > 0.0 && !ws->srng_ready) {
-        for (int t = 1; t < nt; t++)
+    if (sigma > 0.0 && ws->srng_ready < nt) {
+        for (int t = ws->srng_ready > 1 ? ws->srng_ready : 1; t < nt; t++)
             if ((rc = pg_rng_secure(&ws->srng[t], err))) return rc;
-        ws->srng_ready = true;
+        ws->srng_ready = nt;
     }
     int bad = PG_OK;
 #pragma omp parallel num_threads(nt)

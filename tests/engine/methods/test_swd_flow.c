@@ -6,6 +6,7 @@
 #include <check.h>
 #include <jansson.h>
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,6 +142,38 @@ START_TEST(core_step_matches_brute_force)
     pg_swd_ws_free(&ws);
     pg_free(x);
     pg_free(x0);
+    pg_free(y);
+    pg_free(th);
+    pg_free(q);
+}
+END_TEST
+
+/* The CPU budget grants a job threads step by step, so a workspace's team may
+ * grow between two noised releases. Threads past the first team's size used
+ * to draw from generators never keyed, and the release failed ("the release
+ * noise could not be drawn"), intermittently, whenever a job got 1 core at
+ * its first release and 2 later. */
+START_TEST(release_noise_when_the_team_grows)
+{
+    size_t n = 64, d = 3, k = 16;
+    float *y = pg_alloc_f32(n * d), *th = pg_alloc_f32(d * k), *q = pg_alloc_f32(k * n);
+    pg_rng r, sec;
+    pg_rng_seeded(&r, 4, 1);
+    pg_rng_fill_normal(&r, y, n * d, 0.0f, 1.0f);
+    pg_mat tm = pg_mat_view(th, d, k);
+    ck_assert_int_eq(pg_sw_directions(&r, false, &tm, NULL), PG_OK);
+    ck_assert_int_eq(pg_rng_secure(&sec, NULL), PG_OK);
+    int before = omp_get_max_threads();
+    omp_set_num_threads(2);
+    pg_swd_ws ws;
+    ck_assert_int_eq(pg_swd_ws_init(&ws, n, d, k, n, n, 0, NULL), PG_OK);
+    omp_set_num_threads(1);
+    pg_error err = {0};
+    ck_assert_msg(pg_swd_release(&ws, &sec, y, n, th, k, 0.5, q, n, &err) == PG_OK, "%s", err.msg);
+    omp_set_num_threads(2);
+    ck_assert_msg(pg_swd_release(&ws, &sec, y, n, th, k, 0.5, q, n, &err) == PG_OK, "%s", err.msg);
+    omp_set_num_threads(before);
+    pg_swd_ws_free(&ws);
     pg_free(y);
     pg_free(th);
     pg_free(q);
@@ -611,6 +644,7 @@ static Suite *swd_suite(void)
     TCase *tc = tcase_create("swd_flow");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, core_step_matches_brute_force);
+    tcase_add_test(tc, release_noise_when_the_team_grows);
     tcase_add_test(tc, noiseless_flow_converges);
     tcase_add_test(tc, epsilon_and_release_counts);
     tcase_add_test(tc, released_noise_matches_sensitivity);
