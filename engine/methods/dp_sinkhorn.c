@@ -411,11 +411,8 @@ static void dps_destroy(pg_trainer *t)
 {
     dps *g = (dps *)t;
     if (!g) return;
-    pg_nn_free(g->net);
-    pg_nn_opt_free(g->opt);
-    pg_generator_ema_free(&g->ema);
+    pg_generator_train_free(&g->gen, g->net, g->opt, &g->ema);
     pg_ot_ws_free(&g->ws);
-    pg_generator_free(&g->gen);
     pg_free(g->z);
     pg_free(g->x);
     pg_free(g->y);
@@ -542,15 +539,6 @@ static int dps_common(const json_t *r, const pg_job_data *in, dps **out, pg_erro
     return PG_OK;
 }
 
-static int make_optimizer(const json_t *r, size_t nparams, pg_nn_opt **opt, pg_error *err)
-{
-    int kind = pg_nn_opt_parse(pg_spec_str(r, "train.optimizer", "adam"));
-    pg_nn_opt_config cfg = pg_nn_opt_defaults(kind);
-    cfg.lr = (float)pg_spec_num(r, "train.lr", 1e-4);
-    cfg.weight_decay = (float)pg_spec_num(r, "train.weight_decay", 0.0);
-    return pg_nn_opt_create(&cfg, nparams, opt, err);
-}
-
 static int dps_create(const json_t *r, const pg_job_data *in, int threads, pg_trainer **out,
                       pg_error *err)
 {
@@ -560,11 +548,7 @@ static int dps_create(const json_t *r, const pg_job_data *in, int threads, pg_tr
     int rc = dps_common(r, in, &g, err);
     if (rc) return rc;
     uint64_t seed = (uint64_t)pg_spec_int(r, "seed", 0);
-    rc =
-        pg_generator_build(&g->gen, g->rows, seed ^ ((uint64_t)PG_STREAM_INIT << 56), &g->net, err);
-    if (rc == PG_OK) rc = make_optimizer(r, pg_nn_param_count(g->net), &g->opt, err);
-    if (rc == PG_OK)
-        rc = pg_generator_ema_init(&g->ema, pg_spec_num(r, "train.ema", 0), g->net, err);
+    rc = pg_generator_train_init(&g->gen, r, g->rows, seed, 1e-4, &g->net, &g->opt, &g->ema, err);
     /* The one-off release happens here, once per job: a restore reads the
      * released means back from the checkpoint instead of drawing again. */
     if (rc == PG_OK && g->calib)
@@ -825,24 +809,12 @@ static int dps_save(pg_trainer *t, unsigned char **bytes, size_t *len, pg_error 
             json_array_append_new(c, json_real(g->label_counts[k]));
         json_object_set_new(extra, PG_GENERATOR_LABEL_COUNTS, c);
     }
-    char *text = extra ? json_dumps(extra, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
-    json_decref(extra);
-    if (!text) return pg_error_set(err, PG_ENOMEM, "cannot encode the trainer state");
-    pg_ckpt_tensor tensors[2];
-    size_t nt;
-    pg_generator_ema_tensor(&g->ema, &tensors[0], &nt);
-    if (g->calib) {
-        pg_ckpt_tensor *m = &tensors[nt++];
-        memset(m, 0, sizeof *m);
-        m->name = PG_GENERATOR_CALIB_TENSOR;
-        m->ndim = 2;
-        m->dims[0] = g->gen.num_classes > 0 ? (uint64_t)g->gen.num_classes : 1;
-        m->dims[1] = g->d;
-        m->data = g->calib_means;
-    }
-    int rc = pg_nn_checkpoint_encode(g->net, g->opt, text, tensors, nt, bytes, len, err);
-    free(text);
-    return rc;
+    pg_ckpt_tensor m = {.name = PG_GENERATOR_CALIB_TENSOR,
+                        .ndim = 2,
+                        .dims = {g->gen.num_classes > 0 ? (uint64_t)g->gen.num_classes : 1, g->d},
+                        .data = g->calib_means};
+    return pg_generator_ckpt_save(extra, g->net, g->opt, &g->ema, &m, g->calib ? 1 : 0, bytes, len,
+                                  err);
 }
 
 /* The released class means come back from the checkpoint: drawing them
@@ -873,25 +845,16 @@ static int dps_restore(const json_t *r, const pg_job_data *in, int threads,
     dps *g;
     int rc = dps_common(r, in, &g, err);
     if (rc) return rc;
-    char *extra_text = NULL;
     pg_ckpt rest = {0};
-    rc = pg_nn_checkpoint_decode(bytes, len, g->rows, &g->net, &g->opt, &extra_text, &rest, err);
-    if (rc == PG_OK)
-        rc = pg_generator_ema_init(&g->ema, pg_spec_num(r, "train.ema", 0), g->net, err);
-    json_t *extra = rc == PG_OK ? json_loads(extra_text ? extra_text : "", 0, NULL) : NULL;
-    free(extra_text);
+    json_t *extra = NULL;
+    long step = 0;
+    rc = pg_generator_ckpt_open(&g->gen, "dp_sinkhorn", r, bytes, len, g->rows, &g->net, &g->opt,
+                                &g->ema, &extra, &step, &rest, err);
     if (rc == PG_OK) {
         const json_t *rng = json_object_get(extra, "rng");
         const json_t *priv = json_object_get(extra, "privacy");
-        json_int_t step = json_integer_value(json_object_get(extra, "step"));
-        const char *method = json_string_value(json_object_get(extra, "method"));
-        if (!extra || !method || strcmp(method, "dp_sinkhorn") != 0 || step < 0 || !g->opt ||
-            !json_is_object(priv))
+        if (!json_is_object(priv))
             rc = pg_error_set(err, PG_EFORMAT, "not a dp_sinkhorn checkpoint");
-        else if (pg_nn_out_size(g->net) != g->d)
-            rc = pg_error_set(err, PG_EFORMAT, "checkpoint generator does not match the data");
-        else if ((rc = pg_generator_check_saved(&g->gen, json_object_get(extra, "generator"), err)))
-            ;
         else if (json_integer_value(json_object_get(priv, "steps_done")) != step ||
                  !same(json_number_value(json_object_get(priv, "sampling_rate")), g->q) ||
                  !same(json_number_value(json_object_get(priv, "noise_multiplier")),
@@ -910,10 +873,6 @@ static int dps_restore(const json_t *r, const pg_job_data *in, int threads,
                               "than this spec");
         else if ((rc = pg_rng_state_from_json(json_object_get(rng, "latent"), &g->latent_rng, err)))
             ;
-        else if ((rc = pg_generator_ema_restore(
-                      &g->ema, g->net, &rest,
-                      (uint64_t)json_integer_value(json_object_get(extra, "ema_updates")), err)))
-            ;
         else if (g->calib && (rc = restore_means(g, &rest, err)))
             ;
         else if (g->counted && (rc = pg_generator_label_counts_from_json(
@@ -922,7 +881,7 @@ static int dps_restore(const json_t *r, const pg_job_data *in, int threads,
             ;
         else {
             if (g->counted) pg_label_count_weights(g->label_counts, g->gen.num_classes, g->label_w);
-            g->step = (long)step;
+            g->step = step;
         }
     }
     json_decref(extra);

@@ -263,11 +263,8 @@ static void egan_destroy(pg_trainer *t)
 {
     egan *g = (egan *)t;
     if (!g) return;
-    pg_nn_free(g->net);
-    pg_nn_opt_free(g->opt);
-    pg_generator_ema_free(&g->ema);
+    pg_generator_train_free(&g->gen, g->net, g->opt, &g->ema);
     pg_ot_ws_free(&g->ws);
-    pg_generator_free(&g->gen);
     pg_free(g->z);
     pg_free(g->y);
     pg_free(g->grad);
@@ -347,15 +344,6 @@ static int egan_common(const json_t *r, const pg_job_data *in, int threads, egan
     return PG_OK;
 }
 
-static int make_optimizer(const json_t *r, size_t nparams, pg_nn_opt **opt, pg_error *err)
-{
-    int kind = pg_nn_opt_parse(pg_spec_str(r, "train.optimizer", "adam"));
-    pg_nn_opt_config cfg = pg_nn_opt_defaults(kind);
-    cfg.lr = (float)pg_spec_num(r, "train.lr", 1e-3);
-    cfg.weight_decay = (float)pg_spec_num(r, "train.weight_decay", 0.0);
-    return pg_nn_opt_create(&cfg, nparams, opt, err);
-}
-
 static int egan_create(const json_t *r, const pg_job_data *in, int threads, pg_trainer **out,
                        pg_error *err)
 {
@@ -364,11 +352,7 @@ static int egan_create(const json_t *r, const pg_job_data *in, int threads, pg_t
     int rc = egan_common(r, in, threads, &g, err);
     if (rc) return rc;
     uint64_t seed = (uint64_t)pg_spec_int(r, "seed", 0);
-    rc = pg_generator_build(&g->gen, g->batch, seed ^ ((uint64_t)PG_STREAM_INIT << 56), &g->net,
-                            err);
-    if (rc == PG_OK) rc = make_optimizer(r, pg_nn_param_count(g->net), &g->opt, err);
-    if (rc == PG_OK)
-        rc = pg_generator_ema_init(&g->ema, pg_spec_num(r, "train.ema", 0), g->net, err);
+    rc = pg_generator_train_init(&g->gen, r, g->batch, seed, 1e-3, &g->net, &g->opt, &g->ema, err);
     if (rc) {
         egan_destroy(&g->base);
         return rc;
@@ -461,15 +445,7 @@ static int egan_save(pg_trainer *t, unsigned char **bytes, size_t *len, pg_error
         "ema_updates", (json_int_t)g->ema.updates, "generator", pg_generator_to_json(&g->gen),
         "rng", "latent", pg_rng_state_to_json(&g->latent_rng), "batch",
         pg_rng_state_to_json(&g->batch_rng), "noise", pg_rng_state_to_json(&g->noise_rng));
-    char *text = extra ? json_dumps(extra, JSON_COMPACT) : NULL;
-    json_decref(extra);
-    if (!text) return pg_error_set(err, PG_ENOMEM, "cannot encode the trainer state");
-    pg_ckpt_tensor avg;
-    size_t nt;
-    pg_generator_ema_tensor(&g->ema, &avg, &nt);
-    int rc = pg_nn_checkpoint_encode(g->net, g->opt, text, &avg, nt, bytes, len, err);
-    free(text);
-    return rc;
+    return pg_generator_ckpt_save(extra, g->net, g->opt, &g->ema, NULL, 0, bytes, len, err);
 }
 
 static int egan_restore(const json_t *r, const pg_job_data *in, int threads,
@@ -479,34 +455,19 @@ static int egan_restore(const json_t *r, const pg_job_data *in, int threads,
     egan *g;
     int rc = egan_common(r, in, threads, &g, err);
     if (rc) return rc;
-    char *extra_text = NULL;
     pg_ckpt rest = {0};
-    rc = pg_nn_checkpoint_decode(bytes, len, g->batch, &g->net, &g->opt, &extra_text, &rest, err);
-    if (rc == PG_OK)
-        rc = pg_generator_ema_init(&g->ema, pg_spec_num(r, "train.ema", 0), g->net, err);
-    json_t *extra = rc == PG_OK ? json_loads(extra_text ? extra_text : "", 0, NULL) : NULL;
-    free(extra_text);
+    json_t *extra = NULL;
+    long step = 0;
+    rc = pg_generator_ckpt_open(&g->gen, "entropic_gan", r, bytes, len, g->batch, &g->net, &g->opt,
+                                &g->ema, &extra, &step, &rest, err);
     if (rc == PG_OK) {
         const json_t *rng = json_object_get(extra, "rng");
-        json_int_t step = json_integer_value(json_object_get(extra, "step"));
-        const char *method = json_string_value(json_object_get(extra, "method"));
-        if (!extra || !method || strcmp(method, "entropic_gan") != 0 || step < 0 || !g->opt)
-            rc = pg_error_set(err, PG_EFORMAT, "not an entropic_gan checkpoint");
-        else if (pg_nn_out_size(g->net) != g->d)
-            rc = pg_error_set(err, PG_EFORMAT, "checkpoint generator does not match the data");
-        else if ((rc = pg_generator_check_saved(&g->gen, json_object_get(extra, "generator"), err)))
-            ;
-        else if ((rc = pg_rng_state_from_json(json_object_get(rng, "latent"), &g->latent_rng,
-                                              err)) ||
-                 (rc = pg_rng_state_from_json(json_object_get(rng, "batch"), &g->batch_rng, err)) ||
-                 (rc = pg_rng_state_from_json(json_object_get(rng, "noise"), &g->noise_rng, err)))
-            ;
-        else if ((rc = pg_generator_ema_restore(
-                      &g->ema, g->net, &rest,
-                      (uint64_t)json_integer_value(json_object_get(extra, "ema_updates")), err)))
+        if ((rc = pg_rng_state_from_json(json_object_get(rng, "latent"), &g->latent_rng, err)) ||
+            (rc = pg_rng_state_from_json(json_object_get(rng, "batch"), &g->batch_rng, err)) ||
+            (rc = pg_rng_state_from_json(json_object_get(rng, "noise"), &g->noise_rng, err)))
             ;
         else
-            g->step = (long)step;
+            g->step = step;
     }
     json_decref(extra);
     pg_ckpt_free(&rest);

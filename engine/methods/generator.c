@@ -11,7 +11,7 @@
 #include "engine/data/table.h"
 #include "engine/methods/label_count.h"
 #include "engine/methods/snapshot.h"
-#include "engine/methods/snapshot.h"
+#include "engine/methods/trainer.h"
 
 const char *const pg_generator_archs[] = {"mlp", "conv_small", "dcgan28", "dcgan32", NULL};
 const char *const pg_generator_latents[] = {"uniform", "normal", NULL};
@@ -670,4 +670,108 @@ fail:
     pg_free(buf);
     free(acc);
     return rc;
+}
+
+/* ---- trainer scaffolding ------------------------------------------------ */
+
+int pg_generator_train_init(const pg_generator *g, const json_t *resolved, size_t max_batch,
+                            uint64_t seed, double default_lr, pg_nn **net, pg_nn_opt **opt,
+                            pg_generator_ema *ema, pg_error *err)
+{
+    *net = NULL;
+    *opt = NULL;
+    int rc = pg_generator_build(g, max_batch, seed ^ ((uint64_t)PG_STREAM_INIT << 56), net, err);
+    if (rc == PG_OK) {
+        int kind = pg_nn_opt_parse(pg_spec_str(resolved, "train.optimizer", "adam"));
+        pg_nn_opt_config cfg = pg_nn_opt_defaults(kind);
+        cfg.lr = (float)pg_spec_num(resolved, "train.lr", default_lr);
+        cfg.weight_decay = (float)pg_spec_num(resolved, "train.weight_decay", 0.0);
+        rc = pg_nn_opt_create(&cfg, pg_nn_param_count(*net), opt, err);
+    }
+    if (rc == PG_OK && ema)
+        rc = pg_generator_ema_init(ema, pg_spec_num(resolved, "train.ema", 0), *net, err);
+    if (rc) {
+        pg_nn_opt_free(*opt);
+        pg_nn_free(*net);
+        *opt = NULL;
+        *net = NULL;
+    }
+    return rc;
+}
+
+void pg_generator_train_free(pg_generator *g, pg_nn *net, pg_nn_opt *opt, pg_generator_ema *ema)
+{
+    pg_nn_free(net);
+    pg_nn_opt_free(opt);
+    if (ema) pg_generator_ema_free(ema);
+    pg_generator_free(g);
+}
+
+int pg_generator_ckpt_save(json_t *header, const pg_nn *net, const pg_nn_opt *opt,
+                           const pg_generator_ema *ema, const pg_ckpt_tensor *more, size_t n_more,
+                           unsigned char **bytes, size_t *len, pg_error *err)
+{
+    /* JSON_REAL_PRECISION(17) is jansson's default: the header's bytes do
+     * not depend on which method wrote it. */
+    char *text = header ? json_dumps(header, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    json_decref(header);
+    pg_ckpt_tensor *tensors = text ? calloc(n_more + 1, sizeof *tensors) : NULL;
+    if (!tensors) {
+        free(text);
+        return pg_error_set(err, PG_ENOMEM, "cannot encode the trainer state");
+    }
+    size_t nt = 0;
+    if (ema) pg_generator_ema_tensor(ema, &tensors[0], &nt);
+    for (size_t i = 0; i < n_more; i++) tensors[nt++] = more[i];
+    int rc = pg_nn_checkpoint_encode(net, opt, text, tensors, nt, bytes, len, err);
+    free(tensors);
+    free(text);
+    return rc;
+}
+
+int pg_generator_ckpt_open(const pg_generator *g, const char *method, const json_t *resolved,
+                           const unsigned char *bytes, size_t len, size_t max_batch, pg_nn **net,
+                           pg_nn_opt **opt, pg_generator_ema *ema, json_t **header, long *step,
+                           pg_ckpt *rest, pg_error *err)
+{
+    *header = NULL;
+    *step = 0;
+    *net = NULL;
+    *opt = NULL;
+    if (rest) memset(rest, 0, sizeof *rest);
+    char *text = NULL;
+    int rc = pg_nn_checkpoint_decode(bytes, len, max_batch, net, opt, &text, rest, err);
+    if (rc == PG_OK && ema)
+        rc = pg_generator_ema_init(ema, pg_spec_num(resolved, "train.ema", 0), *net, err);
+    json_t *h = rc == PG_OK ? json_loads(text ? text : "", 0, NULL) : NULL;
+    free(text);
+    if (rc == PG_OK) {
+        json_int_t s = json_integer_value(json_object_get(h, "step"));
+        const char *name = json_string_value(json_object_get(h, "method"));
+        if (!h || !name || strcmp(name, method) != 0 || s < 0 || !*opt)
+            rc = pg_error_set(err, PG_EFORMAT, "not %s %s checkpoint",
+                              strchr("aeiou", method[0]) ? "an" : "a", method);
+        else if (pg_nn_out_size(*net) != g->d)
+            rc = pg_error_set(err, PG_EFORMAT, "checkpoint generator does not match the data");
+        else if ((rc = pg_generator_check_saved(g, json_object_get(h, "generator"), err)))
+            ;
+        else if (ema && (rc = pg_generator_ema_restore(
+                             ema, *net, rest,
+                             (uint64_t)json_integer_value(json_object_get(h, "ema_updates")), err)))
+            ;
+        else
+            *step = (long)s;
+    }
+    if (rc) {
+        json_decref(h);
+        if (rest) pg_ckpt_free(rest);
+        if (ema) pg_generator_ema_free(ema);
+        pg_nn_opt_free(*opt);
+        pg_nn_free(*net);
+        *opt = NULL;
+        *net = NULL;
+        return rc;
+    }
+    *header = h;
+    return PG_OK;
 }

@@ -232,6 +232,49 @@ int pg_generator_ema_restore(pg_generator_ema *e, pg_nn *net, const pg_ckpt *ck,
                              pg_error *err);
 void pg_generator_ema_free(pg_generator_ema *e);
 
+/* ---- the trainer scaffolding every generator method shares ---------------
+ * entropic_gan, dp_sinkhorn and swd_gen each train a pg_nn with a pg_nn_opt
+ * (and, where the spec has train.ema, a parameter average) and checkpoint
+ * them the same way: the network and optimizer through pg_nn_checkpoint_*,
+ * a compact JSON header carrying "method", "step" and "generator"
+ * (pg_generator_to_json), the average as the tensor "ema.params" and its
+ * update count as "ema_updates". What differs (the privacy state, the rng
+ * streams, released statistics) stays in each method. Outputs are released
+ * and set to NULL on failure, so a method's destroy may run either way. */
+
+/* Builds the network for max_batch rows (parameters from the job seed's
+ * initialization stream), its optimizer (train.optimizer, train.lr with
+ * default_lr when absent, train.weight_decay) and, when ema is not NULL, the
+ * average (train.ema, off when absent). */
+int pg_generator_train_init(const pg_generator *g, const json_t *resolved, size_t max_batch,
+                            uint64_t seed, double default_lr, pg_nn **net, pg_nn_opt **opt,
+                            pg_generator_ema *ema, pg_error *err);
+
+/* Releases the generator, network, optimizer and average (ema may be NULL);
+ * each may already be empty. */
+void pg_generator_train_free(pg_generator *g, pg_nn *net, pg_nn_opt *opt, pg_generator_ema *ema);
+
+/* Encodes a checkpoint: `header` (ownership moves in, even on failure; NULL
+ * is PG_ENOMEM) as compact JSON, then the average's tensor when ema is not
+ * NULL and on, then the n_more tensors of `more` (their data stays the
+ * caller's). *bytes is malloc'ed. */
+int pg_generator_ckpt_save(json_t *header, const pg_nn *net, const pg_nn_opt *opt,
+                           const pg_generator_ema *ema, const pg_ckpt_tensor *more, size_t n_more,
+                           unsigned char **bytes, size_t *len, pg_error *err);
+
+/* Opens a checkpoint written by `method` for a trainer of generator g:
+ * decodes the network (for max_batch rows) and optimizer and parses the
+ * header; PG_EFORMAT unless the header names `method`, its step is at least
+ * 0, the optimizer is there, the network has g->d outputs and the table map
+ * matches (pg_generator_check_saved). When ema is not NULL it is started at
+ * the network (train.ema of `resolved`) and restored from the checkpoint.
+ * On success the caller owns *header (json_decref) and *rest (pg_ckpt_free;
+ * rest may be NULL when no other tensor is needed). */
+int pg_generator_ckpt_open(const pg_generator *g, const char *method, const json_t *resolved,
+                           const unsigned char *bytes, size_t len, size_t max_batch, pg_nn **net,
+                           pg_nn_opt **opt, pg_generator_ema *ema, json_t **header, long *step,
+                           pg_ckpt *rest, pg_error *err);
+
 /* The released label counts (label_count.h) in a checkpoint's JSON header:
  * an array of num_classes numbers. A snapshot loaded from a checkpoint that
  * has them draws its classes in their proportions. */

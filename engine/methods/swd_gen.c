@@ -201,9 +201,7 @@ static void gen_destroy(pg_trainer *t)
 {
     sgen *g = (sgen *)t;
     if (!g) return;
-    pg_nn_free(g->net);
-    pg_nn_opt_free(g->opt);
-    pg_generator_free(&g->gen);
+    pg_generator_train_free(&g->gen, g->net, g->opt, NULL);
     pg_free(g->y);
     pg_free(g->ybat);
     pg_free(g->theta);
@@ -310,15 +308,6 @@ static int gen_common(const json_t *r, const pg_job_data *in, sgen **out, pg_err
     return PG_OK;
 }
 
-static int make_optimizer(const json_t *r, size_t nparams, pg_nn_opt **opt, pg_error *err)
-{
-    int kind = pg_nn_opt_parse(pg_spec_str(r, "train.optimizer", "adam"));
-    pg_nn_opt_config cfg = pg_nn_opt_defaults(kind);
-    cfg.lr = (float)pg_spec_num(r, "train.lr", 1e-3);
-    cfg.weight_decay = (float)pg_spec_num(r, "train.weight_decay", 0.0);
-    return pg_nn_opt_create(&cfg, nparams, opt, err);
-}
-
 static int gen_create(const json_t *r, const pg_job_data *in, int threads, pg_trainer **out,
                       pg_error *err)
 {
@@ -327,9 +316,7 @@ static int gen_create(const json_t *r, const pg_job_data *in, int threads, pg_tr
     sgen *g;
     int rc = gen_common(r, in, &g, err);
     if (rc) return rc;
-    rc =
-        pg_generator_build(&g->gen, g->b, g->seed ^ ((uint64_t)PG_STREAM_INIT << 56), &g->net, err);
-    if (rc == PG_OK) rc = make_optimizer(r, pg_nn_param_count(g->net), &g->opt, err);
+    rc = pg_generator_train_init(&g->gen, r, g->b, g->seed, 1e-3, &g->net, &g->opt, NULL, err);
     /* The one label count of the job (charged in the plan); a restore reads
      * it back from the checkpoint instead of releasing again. */
     if (rc == PG_OK && g->label_counts) {
@@ -474,12 +461,7 @@ static int gen_save(pg_trainer *t, unsigned char **bytes, size_t *len, pg_error 
             json_array_append_new(c, json_real(g->label_counts[k]));
         json_object_set_new(extra, PG_GENERATOR_LABEL_COUNTS, c);
     }
-    char *text = extra ? json_dumps(extra, JSON_COMPACT) : NULL;
-    json_decref(extra);
-    if (!text) return pg_error_set(err, PG_ENOMEM, "cannot encode the trainer state");
-    int rc = pg_nn_checkpoint_encode(g->net, g->opt, text, NULL, 0, bytes, len, err);
-    free(text);
-    return rc;
+    return pg_generator_ckpt_save(extra, g->net, g->opt, NULL, NULL, 0, bytes, len, err);
 }
 
 /* Checkpoints without "labels" (unconditional, or written before labels
@@ -509,22 +491,15 @@ static int gen_restore(const json_t *r, const pg_job_data *in, int threads,
     sgen *g;
     int rc = gen_common(r, in, &g, err);
     if (rc) return rc;
-    char *extra_text = NULL;
-    rc = pg_nn_checkpoint_decode(bytes, len, g->b, &g->net, &g->opt, &extra_text, NULL, err);
-    json_t *extra = rc == PG_OK ? json_loads(extra_text ? extra_text : "", 0, NULL) : NULL;
-    free(extra_text);
+    json_t *extra = NULL;
+    long step = 0;
+    rc = pg_generator_ckpt_open(&g->gen, "swd_gen", r, bytes, len, g->b, &g->net, &g->opt, NULL,
+                                &extra, &step, NULL, err);
     if (rc == PG_OK) {
         const json_t *rng = json_object_get(extra, "rng");
-        json_int_t step = json_integer_value(json_object_get(extra, "step"));
         json_int_t rel = json_integer_value(json_object_get(extra, "releases"));
-        const char *method = json_string_value(json_object_get(extra, "method"));
-        if (!extra || !method || strcmp(method, "swd_gen") != 0 || step < 0 || step > g->steps ||
-            rel != step || !g->opt)
+        if (step > g->steps || rel != step)
             rc = pg_error_set(err, PG_EFORMAT, "not a swd_gen checkpoint of this spec");
-        else if (pg_nn_out_size(g->net) != g->d)
-            rc = pg_error_set(err, PG_EFORMAT, "checkpoint generator does not match the data");
-        else if ((rc = pg_generator_check_saved(&g->gen, json_object_get(extra, "generator"), err)))
-            ;
         else if (!labels_match(g, extra))
             rc = pg_error_set(err, PG_EFORMAT,
                               "the checkpoint was trained with a different class conditioning "
@@ -540,7 +515,7 @@ static int gen_restore(const json_t *r, const pg_job_data *in, int threads,
         else {
             if (g->label_counts)
                 pg_label_count_weights(g->label_counts, (int)g->classes, g->label_w);
-            g->step = (long)step;
+            g->step = step;
             g->releases = (long)rel;
         }
     }

@@ -1,4 +1,5 @@
 /* The generator configuration's low-resolution mlp output (model.upsample),
+ * the trainer scaffolding the generator methods share (build, checkpoint),
  * and dp_sinkhorn's learning-rate schedules and generated-label draws. */
 #include <jansson.h>
 #include <math.h>
@@ -101,6 +102,86 @@ START_TEST(upsampled_mlp_is_a_plain_mlp_then_bilinear)
     pg_nn_free(up);
     pg_nn_free(plain);
     pg_generator_free(&g);
+    json_decref(spec);
+    pg_dataset_free(&ds);
+}
+END_TEST
+
+/* The shared scaffolding: train_init builds the same network as
+ * pg_generator_build under the initialization stream and an optimizer with
+ * the spec's learning rate; a checkpoint written by ckpt_save reopens with
+ * the same parameters, step, average and extra tensor; and ckpt_open refuses
+ * another method's checkpoint, leaving every output empty. */
+START_TEST(scaffolding_builds_saves_and_reopens)
+{
+    pg_dataset ds;
+    pg_data_desc desc;
+    make_images(4, &ds, &desc);
+    json_t *spec = json_loads("{\"model\": {\"arch\": \"mlp\", \"hidden\": [8], \"latent_dim\": 3},"
+                              " \"train\": {\"lr\": 0.25, \"ema\": 0.5}}",
+                              0, NULL);
+    pg_generator g;
+    pg_spec_errors e = {0};
+    ck_assert_int_eq(pg_generator_config(spec, &desc, &g, &e, NULL), PG_OK);
+    pg_nn *net = NULL, *ref = NULL;
+    pg_nn_opt *opt = NULL;
+    pg_generator_ema ema = {0};
+    ck_assert_int_eq(pg_generator_train_init(&g, spec, 6, 42, 1e-3, &net, &opt, &ema, NULL), PG_OK);
+    ck_assert_int_eq(pg_generator_build(&g, 6, 42 ^ ((uint64_t)PG_STREAM_INIT << 56), &ref, NULL),
+                     PG_OK);
+    size_t np = pg_nn_param_count(net);
+    ck_assert(memcmp(pg_nn_params(net), pg_nn_params(ref), np * sizeof(float)) == 0);
+    ck_assert_double_eq(ema.decay, 0.5);
+    /* Move the parameters and the average apart so the round trip shows. */
+    for (size_t i = 0; i < np; i++) pg_nn_params(net)[i] += 0.5f;
+    pg_generator_ema_update(&ema, net);
+    float more_data[3] = {1.5f, -2.0f, 3.25f};
+    pg_ckpt_tensor more = {.name = "test.extra", .ndim = 1, .dims = {3}, .data = more_data};
+    json_t *h =
+        json_pack("{s:s,s:I,s:I,s:o}", "method", "toy", "step", (json_int_t)7, "ema_updates",
+                  (json_int_t)ema.updates, "generator", pg_generator_to_json(&g));
+    unsigned char *bytes;
+    size_t len;
+    ck_assert_int_eq(pg_generator_ckpt_save(h, net, opt, &ema, &more, 1, &bytes, &len, NULL),
+                     PG_OK);
+
+    pg_nn *net2 = NULL;
+    pg_nn_opt *opt2 = NULL;
+    pg_generator_ema ema2 = {0};
+    json_t *h2 = NULL;
+    long step = -1;
+    pg_ckpt rest;
+    pg_error err = {0};
+    ck_assert_msg(pg_generator_ckpt_open(&g, "toy", spec, bytes, len, 6, &net2, &opt2, &ema2, &h2,
+                                         &step, &rest, &err) == PG_OK,
+                  "%s", err.msg);
+    ck_assert_int_eq(step, 7);
+    ck_assert_ptr_nonnull(opt2);
+    ck_assert(memcmp(pg_nn_params(net2), pg_nn_params(net), np * sizeof(float)) == 0);
+    ck_assert_uint_eq(ema2.updates, ema.updates);
+    ck_assert(memcmp(ema2.avg, ema.avg, np * sizeof(float)) == 0);
+    ck_assert(memcmp(ema.avg, pg_nn_params(net), np * sizeof(float)) != 0);
+    const pg_ckpt_tensor *t = pg_ckpt_find(&rest, "test.extra");
+    ck_assert_ptr_nonnull(t);
+    ck_assert(t->dims[0] == 3 && memcmp(t->data, more_data, sizeof more_data) == 0);
+    json_decref(h2);
+    pg_ckpt_free(&rest);
+    pg_generator_train_free(&g, net2, opt2, &ema2);
+
+    /* Another method's checkpoint: refused, nothing left to release. */
+    ck_assert_int_eq(pg_generator_config(spec, &desc, &g, &e, NULL), PG_OK);
+    ck_assert_int_eq(pg_generator_ckpt_open(&g, "swd_gen", spec, bytes, len, 6, &net2, &opt2, &ema2,
+                                            &h2, &step, &rest, &err),
+                     PG_EFORMAT);
+    ck_assert_str_eq(err.msg, "not a swd_gen checkpoint");
+    ck_assert(!net2 && !opt2 && !h2 && !ema2.avg && rest.n == 0);
+    ck_assert_int_eq(pg_generator_ckpt_open(&g, "entropic_gan", spec, bytes, len, 6, &net2, &opt2,
+                                            NULL, &h2, &step, NULL, &err),
+                     PG_EFORMAT);
+    ck_assert_str_eq(err.msg, "not an entropic_gan checkpoint");
+    free(bytes);
+    pg_nn_free(ref);
+    pg_generator_train_free(&g, net, opt, &ema);
     json_decref(spec);
     pg_dataset_free(&ds);
 }
@@ -286,6 +367,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, upsampled_mlp_is_a_plain_mlp_then_bilinear);
+    tcase_add_test(tc, scaffolding_builds_saves_and_reopens);
     tcase_add_test(tc, upsample_validation_names_the_field);
     tcase_add_test(tc, upsampled_job_trains_and_round_trips);
     tcase_add_test(tc, lr_schedules_closed_forms);
