@@ -247,7 +247,7 @@ static json_t *dataset_json(const pg_db_dataset *d, pg_req *r)
     json_object_set_new(o, "bytes", json_integer(d->bytes));
     json_object_set_new(o, "created_at", pg_text_time(d->created_at));
     json_object_set_new(o, "privacy_report", privacy_report(&s, d->n));
-    /* Stored with the meta since issue 30.5; older typed datasets rebuild
+    /* Stored with the meta by newer versions; older typed datasets rebuild
      * it from their schema. */
     if (s.typed && !json_object_get(o, "encoding") && typed_encoding(o, d->meta, r)) {
         json_decref(o);

@@ -25,8 +25,6 @@
 #include "api/internal.h"
 #include "service/jobs.h"
 
-int pg_api_jobs_ready(pg_req *r);
-
 #define WAIT_MS      1000
 #define KEEPALIVE_MS 15000
 #define MIN_GAP_MS   100 /* a fast job updates every step; coalesce to 10 events/s */

@@ -9,8 +9,6 @@
 #include "api/body_cache.h"
 #include "service/jobs.h"
 
-int pg_api_jobs_ready(pg_req *r);
-
 int pg_api_jobs_ready(pg_req *r)
 {
     if (r->app->jobs) return 1;

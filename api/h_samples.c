@@ -31,7 +31,6 @@
 #include "engine/methods/snapshot.h"
 #include "service/jobs.h"
 
-int pg_api_jobs_ready(pg_req *r);
 /* Typed jobs (api/h_samples_typed.c). */
 const char *pg_h_samples_label_name(pg_req *r);
 int pg_h_samples_typed(pg_req *r, pg_snapshot *snap, const pg_job_geometry *geo,
@@ -199,7 +198,7 @@ void pg_h_jobs_samples(pg_req *r)
     const char *label_name = pg_h_samples_label_name(r);
     has_label = 0;
     /* PNG is drawn and rendered whole in memory; the other formats stream
-     * in constant memory, so their limit can be much larger (issue 32.7). */
+     * in constant memory, so their limit can be much larger. */
     size_t max_n = format == 3 ? r->app->cfg->max_samples : r->app->cfg->max_stream_samples;
     if (query_n(r, max_n, format == 3, &has_n, &n) ||
         query_u64(r, "seed", UINT64_MAX, &has_seed, &seed) ||

@@ -146,6 +146,10 @@ void pg_api_problem_err(pg_req *r, int status, const char *field, const char *de
  * err->msg (a limit the client can act on), anything else -> 500. */
 void pg_api_fail(pg_req *r, const pg_error *err);
 
+/* Job routes on a server without job workers: 0 after queuing a 503, else 1
+ * (api/h_jobs.c). */
+int pg_api_jobs_ready(pg_req *r);
+
 const char *pg_api_header(pg_req *r, const char *name);
 const char *pg_api_query(pg_req *r, const char *name);
 

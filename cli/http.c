@@ -213,7 +213,7 @@ static size_t on_read(char *p, size_t size, size_t nmemb, void *ctx)
 
 /* A failure after the server answered (or at least took the connection and
  * then closed it) is the server's doing, not an unreachable server: say so,
- * with what arrived, instead of "is privgend running?" (issue 30.10). */
+ * with what arrived, instead of "is privgend running?". */
 static int cut_by_server(pg_http *h, CURLcode cc, const sink *s)
 {
     long status = 0;

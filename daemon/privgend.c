@@ -105,7 +105,7 @@ static void log_bootstrap(const char *data_dir, int created, const pg_token *fir
  * The policy is read once when libgomp initializes (before main), so when the
  * user set neither variable privgend sets a passive policy with a short
  * bounded spin (GOMP_SPINCOUNT 20 000, tens of microseconds) and re-executes
- * itself once. Measured on 2 cores (docs/benchmarks.md, issue 31): a pure
+ * itself once. Measured on 2 cores (docs/benchmarks.md): a pure
  * passive wait made quiet Sinkhorn 1000x784 1.5-1.8x slower (0.72-0.99
  * against 0.42-0.53 ms/iter); the short spin keeps quiet speed (0.49-0.63),
  * and the CPU budget, which follows the machine's load, grants one thread

@@ -37,7 +37,7 @@ typedef struct pg_svc_config {
     const char *node_id; /* this replica's name; NULL: hostname:port (pg_svc_config_node_id) */
     int lease_s;         /* a claimed job's lease, seconds */
     int heartbeat_s;     /* lease renewal period, seconds (< lease_s) */
-    /* r18read: snapshots of jobs trained elsewhere (service/snapcache.h). */
+    /* Reads on any replica: snapshots of jobs trained elsewhere (service/snapcache.h). */
     int snapshot_cache_mb; /* memory cap of the cache, MiB (0: keep none) */
     int claim_poll_ms;     /* idle workers look for claimable jobs this often */
     int progress_s;        /* a running job's view is stored this often (0: at checkpoints only) */

@@ -15,6 +15,11 @@
 
 #include "engine/core/error.h"
 
+/* A declaration's privacy model. These numbers are stored (reports keep
+ * against_model and job_model; the store filters public reports on 3): never
+ * renumber them. The engine's enum pg_privacy_model (method.h) is a bit set
+ * for pg_method.accepts (public = 4); pg_jobdesc_model (jobdesc.h) is the one
+ * conversion. */
 enum pg_svc_privacy_model { PG_PRIV_LOCAL = 1, PG_PRIV_CENTRAL = 2, PG_PRIV_PUBLIC = 3 };
 
 #define PG_DS_NAME_MAX  200

@@ -9,6 +9,13 @@
 #include "service/calib.h"
 #include "service/typed.h"
 
+int pg_jobdesc_model(int svc_model)
+{
+    return svc_model == PG_PRIV_LOCAL     ? PG_PRIVACY_LOCAL
+           : svc_model == PG_PRIV_CENTRAL ? PG_PRIVACY_CENTRAL
+                                          : PG_PRIVACY_PUBLIC;
+}
+
 int pg_jobdesc_from_meta(const char *meta, int64_t n, pg_data_desc *desc, pg_error *err)
 {
     pg_ds_spec s;
@@ -22,22 +29,20 @@ int pg_jobdesc_from_meta(const char *meta, int64_t n, pg_data_desc *desc, pg_err
     desc->lo = (float)s.lo;
     desc->hi = (float)s.hi;
     desc->num_classes = (int)s.num_classes;
-    switch (s.model) {
-    case PG_PRIV_LOCAL:
-        desc->model = PG_PRIVACY_LOCAL;
+    desc->model = pg_jobdesc_model(s.model);
+    switch (desc->model) {
+    case PG_PRIVACY_LOCAL:
         desc->mechanism = s.mechanism == PG_MECH_LAPLACE ? PG_LOCAL_LAPLACE : PG_LOCAL_GAUSSIAN;
         desc->epsilon = s.epsilon;
         desc->delta = s.delta;
         desc->sensitivity = s.sensitivity;
         desc->noise_scale = s.noise_scale;
         break;
-    case PG_PRIV_CENTRAL:
-        desc->model = PG_PRIVACY_CENTRAL;
+    case PG_PRIVACY_CENTRAL:
         desc->cap_epsilon = s.budget_epsilon;
         desc->cap_delta = s.budget_delta;
         break;
     default:
-        desc->model = PG_PRIVACY_PUBLIC;
         break;
     }
     if (!s.typed) return PG_OK;

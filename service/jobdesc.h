@@ -1,8 +1,9 @@
 /* service/jobdesc.h - a stored dataset's metadata as a trainer's pg_data_desc.
  *
  * The bridge between service/dataset.h (the declaration) and the method
- * interface; the only file that sees both (their privacy-model enums share a
- * tag name, so they must never meet in one translation unit elsewhere).
+ * interface: the one place a declaration's privacy model (enum
+ * pg_svc_privacy_model, stored numbers) becomes the engine's (enum
+ * pg_privacy_model, bit flags).
  */
 #ifndef PG_SVC_JOBDESC_H
 #define PG_SVC_JOBDESC_H
@@ -20,6 +21,9 @@
  * hi - lo and the largest numeric noise scale, 0 without numeric columns).
  * The desc owns them: pg_jobdesc_release frees them (idempotent), and a
  * copy that takes them over calls pg_jobdesc_disown on the source. */
+/* The engine's model for a declaration's (unknown numbers: public, as
+ * pg_jobdesc_from_meta has always read them). */
+int pg_jobdesc_model(int svc_model);
 int pg_jobdesc_from_meta(const char *meta, int64_t n, pg_data_desc *desc, pg_error *err);
 void pg_jobdesc_release(pg_data_desc *desc);
 void pg_jobdesc_disown(pg_data_desc *desc);

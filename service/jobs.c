@@ -81,13 +81,13 @@ job *pg_jobs_by_id(pg_jobs *m, const char *id)
     return find(m, NULL, id);
 }
 
-void pg_jobs_kick(pg_jobs *m)
+void pg_jobs_wake_worker(pg_jobs *m)
 {
     m->kicks++;
     pthread_cond_signal(&m->work);
 }
 
-void pg_jobs_bump(pg_jobs *m, job *j)
+void pg_jobs_publish_change(pg_jobs *m, job *j)
 {
     j->version++;
     pthread_cond_broadcast(&m->update);
@@ -326,7 +326,7 @@ static int before(const struct timespec *a, const struct timespec *b)
     return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
 }
 
-/* A job driven here wakes its waiters itself (pg_jobs_bump); a followed one
+/* A job driven here wakes its waiters itself (pg_jobs_publish_change); a followed one
  * is re-read from storage about every PG_JOBS_SYNC_MS while someone waits
  * (one read per job, however many streams follow it). */
 int pg_jobs_wait(pg_jobs *m, const char *tenant, const char *id, uint64_t *version, int timeout_ms,
@@ -431,7 +431,7 @@ int pg_jobs_cancel(pg_jobs *m, const char *tenant, const char *id, json_t **out,
         if (!rc && done) {
             j->status = ST_CANCELLED;
             j->finished_at = pg_jobs_now();
-            pg_jobs_bump(m, j);
+            pg_jobs_publish_change(m, j);
         }
     }
     /* Running, here or on any replica (this view may still say queued: a
@@ -442,7 +442,7 @@ int pg_jobs_cancel(pg_jobs *m, const char *tenant, const char *id, json_t **out,
         if (!rc && done) {
             j->cancel = 1; /* the worker stops at the next step boundary */
             if (j->status == ST_QUEUED) j->status = ST_RUNNING;
-            pg_jobs_bump(m, j);
+            pg_jobs_publish_change(m, j);
         } else if (!rc) {
             *conflict = 1; /* it ended meanwhile (this view may not show it yet) */
         }
@@ -452,10 +452,10 @@ int pg_jobs_cancel(pg_jobs *m, const char *tenant, const char *id, json_t **out,
     return rc;
 }
 
-/* Moves j from the table to the graveyard (mu held); -1 when out of memory
+/* Moves j from the table to the list of deleted jobs (mu held); -1 when out of memory
  * (j stays listed). Its snapshot is released now (readers hold their own
  * reference); the struct lives on until destroy for threads holding it. */
-static int bury(pg_jobs *m, job *j)
+static int unlist_deleted(pg_jobs *m, job *j)
 {
     if (m->ngone == m->gonecap) {
         size_t cap = m->gonecap ? 2 * m->gonecap : 16;
@@ -477,13 +477,13 @@ static int bury(pg_jobs *m, job *j)
     free(j->ckpts);
     j->ckpts = NULL;
     j->nckpts = j->ckcap = 0;
-    pg_jobs_bump(m, j);
+    pg_jobs_publish_change(m, j);
     return 0;
 }
 
-int pg_jobs_bury(pg_jobs *m, job *j)
+int pg_jobs_unlist_deleted(pg_jobs *m, job *j)
 {
-    return bury(m, j);
+    return unlist_deleted(m, j);
 }
 
 int pg_jobs_delete(pg_jobs *m, const char *tenant, const char *id, int *found, int *conflict,
@@ -503,7 +503,7 @@ int pg_jobs_delete(pg_jobs *m, const char *tenant, const char *id, int *found, i
         if (!rc && done) {
             j->status = ST_CANCELLED;
             j->finished_at = pg_jobs_now();
-            pg_jobs_bump(m, j);
+            pg_jobs_publish_change(m, j);
         }
     }
     if (j && !rc && !pg_jobs_finished(j->status)) *conflict = 1;
@@ -511,7 +511,7 @@ int pg_jobs_delete(pg_jobs *m, const char *tenant, const char *id, int *found, i
         int there, busy;
         rc = pg_db_job_delete(m->db, j->id, &there, &busy, err);
         if (!rc && busy) *conflict = 1;
-        if (!rc && !busy && bury(m, j))
+        if (!rc && !busy && unlist_deleted(m, j))
             rc = pg_error_set(err, PG_ENOMEM, "out of memory deleting a job");
     }
     pthread_mutex_unlock(&m->mu);

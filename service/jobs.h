@@ -6,7 +6,8 @@
  * results are new objects the caller releases. Tenancy: every lookup takes the caller's tenant and
  * a foreign job behaves exactly like a missing one (*found = 0).
  *
- * Privacy (see DESIGN.md "Privacy semantics"):
+ * Privacy (docs/jobs.md, "The ledger" and "Crash recovery"; README.md, "The
+ * privacy model, plainly"):
  *  - Submission resolves the spec (the service draws a seed when absent, so
  *    the resolved spec is reproducible), plans, and for central data admits
  *    the plan through the ledger in the same transaction that inserts the job
@@ -135,7 +136,7 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
                    pg_submit_result *res, pg_error *err);
 
 /* Reads answer for any job in the store, whichever replica runs it (see
- * jobs_internal.h, "r18read"): a job this process does not drive is loaded
+ * jobs_internal.h, "any replica answers any read"): a job this process does not drive is loaded
  * from storage on first lookup and re-read when its copy is older than a
  * second, so a job deleted elsewhere is unknown here within about a second.
  * Storage errors (PG_EUNAVAIL: 503) are returned only when a job is not in

@@ -73,12 +73,12 @@ typedef struct job {
     pg_snapshot *snap;
     json_t *warnings; /* set once the job finished (stored); NULL: computed per view */
     uint64_t version;
-    /* r18read: a copy followed from the database (jobs_sync.c). */
+    /* Any replica answers any read: a copy followed from the database (jobs_sync.c). */
     int followed;          /* the state below came from the database, not a worker here */
     int syncing;           /* a thread is reading its row now */
     int64_t synced_ms;     /* monotonic ms of the last read of its row; 0: never */
     unsigned char sig[32]; /* SHA-256 of the row fields and document applied */
-    /* r18work: the shared queue (jobs_run.c, jobs_lease.c) */
+    /* The shared queue (jobs_run.c, jobs_lease.c) */
     int owned;              /* this replica holds its lease: one of its workers runs it */
     int lost;               /* the lease was lost: its worker stops without writing */
     double submitted_at;    /* wall clock of a submission through this replica; 0: elsewhere */
@@ -105,9 +105,9 @@ struct pg_jobs {
      * (the tenant's own job, in memory) or from a storage read. */
     uint64_t lookups_memory, lookups_storage;
     char node[PG_NODE_MAX]; /* this replica (--node-id) */
-    /* r18read */
+    /* Any replica answers any read (jobs_sync.c). */
     struct pg_snapcache *snaps; /* models of jobs not trained here; created on first use */
-    /* r18work: the shared queue. Workers claim from the database (waking on
+    /* The shared queue. Workers claim from the database (waking on
      * `work` at a local submission or every --claim-poll-ms); one thread
      * renews the leases of the jobs they run (jobs_lease.c). */
     pthread_t hb;
@@ -136,9 +136,9 @@ job *pg_jobs_by_id(pg_jobs *m, const char *id);
  * replica that claims it fails it, fenced. */
 job *pg_jobs_job_from_row(pg_jobs *m, const pg_job_row *r);
 /* A local submission: wake an idle worker (mu held). */
-void pg_jobs_kick(pg_jobs *m);
-/* A job changed: bump its version and wake event streams (mu held). */
-void pg_jobs_bump(pg_jobs *m, job *j);
+void pg_jobs_wake_worker(pg_jobs *m);
+/* A job changed: raise its version and wake its event streams (mu held). */
+void pg_jobs_publish_change(pg_jobs *m, job *j);
 
 /* JSON views (mu held for the job ones). */
 json_t *pg_jobs_plan_json(const pg_privacy_plan *p, const pg_data_desc *d);
@@ -164,15 +164,15 @@ int pg_jobs_hist_save(pg_jobs *m, job *j, int *held, pg_error *err);
 int pg_jobs_hist_apply(job *j, const char *doc);
 json_t *pg_jobs_warnings_json(const job *j, int succeeded);
 
-/* ---- r18read: any replica answers any read (jobs_sync.c) ----------------
+/* ---- any replica answers any read (jobs_sync.c) -------------------------
  *
  * The table holds the jobs this process drives (claimed by its workers
  * under a lease) and copies of every other job it was asked about. A copy is loaded on first lookup
  * from the job's row and history document, and re-read when older than PG_JOBS_SYNC_MS: one
  * statement (pg_db_job_get), applied only when the row's fields or the document changed (then the
- * checkpoint list is read too). A job whose row is gone is buried: 404 from then on. A job this
- * process drives is never overwritten (its memory is ahead of its row); once it finished it is
- * followed like any other, so every replica shows the stored truth.
+ * checkpoint list is read too). A job whose row is gone is unlisted (pg_jobs_unlist_deleted): 404
+ * from then on. A job this process drives is never overwritten (its memory is ahead of its row);
+ * once it finished it is followed like any other, so every replica shows the stored truth.
  *
  * Rule for the workers: a job is driven here while this replica holds its
  * lease (`owned`, set with `followed` cleared under mu when a worker adopts
@@ -186,8 +186,10 @@ json_t *pg_jobs_warnings_json(const job *j, int succeeded);
 int pg_jobs_status_of(const char *s);
 /* In-memory lookup (mu held); tenant NULL: any. */
 job *pg_jobs_find(pg_jobs *m, const char *tenant, const char *id);
-/* Moves a job to the graveyard (mu held); -1 when out of memory. */
-int pg_jobs_bury(pg_jobs *m, job *j);
+/* A job whose row is gone: out of the table into the list of deleted jobs
+ * (404 from then on; the struct lives until destroy), mu held; -1 when out
+ * of memory. */
+int pg_jobs_unlist_deleted(pg_jobs *m, job *j);
 /* 1 while this process drives j (mu held). */
 int pg_jobs_driven_here(const job *j);
 /* The tenant's job id brought up to date (NULL: unknown or deleted). */
@@ -203,11 +205,11 @@ int64_t pg_jobs_mono_ms(void);
 /* The snapshot cache, created on first use (NULL when out of memory). */
 struct pg_snapcache *pg_jobs_snapcache(pg_jobs *m);
 /* The lease side of the shared queue (jobs_lease.c). start/stop run the
- * heartbeat thread; lose marks j's lease lost, counts and logs it (mu
+ * heartbeat thread; mark_lease_lost marks j's lease lost, counts and logs it (mu
  * held); queue_metrics renders the per-replica queue series (malloc'ed). */
 int pg_jobs_lease_start(pg_jobs *m, pg_error *err);
 void pg_jobs_lease_stop(pg_jobs *m);
-void pg_jobs_lose(pg_jobs *m, job *j, const char *why);
+void pg_jobs_mark_lease_lost(pg_jobs *m, job *j, const char *why);
 void pg_jobs_count_claim(pg_jobs *m, job *j, const pg_job_row *r, int64_t now, const char *prev);
 char *pg_jobs_queue_metrics(pg_jobs *m);
 double pg_jobs_wall(void);

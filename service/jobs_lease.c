@@ -19,7 +19,7 @@ double pg_jobs_wall(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-void pg_jobs_lose(pg_jobs *m, job *j, const char *why)
+void pg_jobs_mark_lease_lost(pg_jobs *m, job *j, const char *why)
 {
     if (j->lost) return;
     j->lost = 1;
@@ -103,7 +103,8 @@ static void *heartbeat(void *arg)
             job *j = pg_jobs_by_id(m, ids[i]);
             /* A job its worker is ending or releasing refuses renewals
              * legitimately; that worker's own fenced write decides. */
-            if (j && j->owned && !j->ending) pg_jobs_lose(m, j, "the heartbeat was refused");
+            if (j && j->owned && !j->ending)
+                pg_jobs_mark_lease_lost(m, j, "the heartbeat was refused");
             pthread_mutex_unlock(&m->mu);
         }
         pthread_mutex_lock(&m->mu);

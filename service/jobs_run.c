@@ -94,7 +94,7 @@ static int is_lost(pg_jobs *m, job *j)
 static void refused(pg_jobs *m, job *j, const char *what)
 {
     pthread_mutex_lock(&m->mu);
-    pg_jobs_lose(m, j, what);
+    pg_jobs_mark_lease_lost(m, j, what);
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -104,7 +104,7 @@ static void disown(pg_jobs *m, job *j)
     pthread_mutex_lock(&m->mu);
     j->owned = 0;
     j->ending = 0;
-    pg_jobs_bump(m, j);
+    pg_jobs_publish_change(m, j);
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -188,7 +188,7 @@ static void finish(pg_jobs *m, job *j, int st, const char *error)
     j->ending = 0;
     free(j->error);
     j->error = error ? strdup(error) : NULL;
-    pg_jobs_bump(m, j);
+    pg_jobs_publish_change(m, j);
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -200,7 +200,7 @@ static int publish(pg_jobs *m, job *j, pg_trainer *t, pg_error *err)
     pthread_mutex_lock(&m->mu);
     pg_snapshot *old = j->snap;
     j->snap = s;
-    pg_jobs_bump(m, j);
+    pg_jobs_publish_change(m, j);
     pthread_mutex_unlock(&m->mu);
     if (old) pg_snapshot_release(old);
     return PG_OK;
@@ -227,7 +227,7 @@ static int reload_ckpts(pg_jobs *m, job *j, pg_error *err)
     free(j->ckpts);
     j->ckpts = rows;
     j->nckpts = j->ckcap = n;
-    pg_jobs_bump(m, j);
+    pg_jobs_publish_change(m, j);
     pthread_mutex_unlock(&m->mu);
     return PG_OK;
 }
@@ -272,7 +272,7 @@ static int checkpoint(pg_jobs *m, job *j, pg_trainer *t, long step, pg_error *er
     free(j->ckpts);
     j->ckpts = kept;
     j->nckpts = j->ckcap = n - drop;
-    pg_jobs_bump(m, j);
+    pg_jobs_publish_change(m, j);
     pthread_mutex_unlock(&m->mu);
     /* A failed deletion does not fail the job: the checkpoint stays stored
      * (listed again after a restart) and the next write retries the rule. */
@@ -362,7 +362,7 @@ static int boundary(pg_jobs *m, job *j, double *last_watch)
     if (pg_db_job_watch(m->db, j->id, m->node, &held, &cancel, &e)) return GO;
     pthread_mutex_lock(&m->mu);
     if (!held) {
-        pg_jobs_lose(m, j, "its row names another owner");
+        pg_jobs_mark_lease_lost(m, j, "its row names another owner");
         st = STOP_LOST;
     } else if (cancel) {
         j->cancel = 1;
@@ -489,7 +489,7 @@ static void run_joined(pg_jobs *m, job *j, pg_cpu_share *cpu)
     pthread_mutex_lock(&m->mu);
     j->step = k;
     hist_truncate(j, k);
-    pg_jobs_bump(m, j);
+    pg_jobs_publish_change(m, j);
     pthread_mutex_unlock(&m->mu);
     if (k > 0 && publish(m, j, t, &err)) rc = PG_EIO;
     int64_t ran = 0, reserved = base;
@@ -550,7 +550,7 @@ static void run_joined(pg_jobs *m, job *j, pg_cpu_share *cpu)
         j->eta = j->sps > 0 ? (double)(j->total - step) / j->sps : NAN;
         hist_add(j, step, rep.loss, rep.epsilon_spent);
         m->steps_done++;
-        pg_jobs_bump(m, j);
+        pg_jobs_publish_change(m, j);
         pthread_mutex_unlock(&m->mu);
         if (step % every == 0 || rep.done) {
             rc = checkpoint(m, j, t, step, &err);
@@ -676,7 +676,7 @@ static job *adopt(pg_jobs *m, const pg_job_row *r, int64_t now)
     j->lost = 0;
     j->ending = 0;
     pg_jobs_count_claim(m, j, r, now, prev);
-    pg_jobs_bump(m, j);
+    pg_jobs_publish_change(m, j);
     pthread_mutex_unlock(&m->mu);
     free(doc);
     return j;

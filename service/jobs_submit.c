@@ -16,7 +16,7 @@
 
 /* A privacy accountant that overflows (a noise multiplier like 1e-300 makes
  * every Renyi order infinite or NaN) is refused as the spec's fault, on the
- * noise multiplier the spec gave, whichever method runs it (issue 30.6). */
+ * noise multiplier the spec gave, whichever method runs it. */
 static void numeric_refusal(const json_t *spec, pg_spec_errors *fe, const pg_error *err)
 {
     const json_t *cal = json_object_get(json_object_get(spec, "calibration"), "noise_multiplier");
@@ -337,7 +337,7 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
             rc = pg_error_set(err, PG_ENOMEM, "out of memory");
         }
         if (j) {
-            pg_jobs_kick(m);
+            pg_jobs_wake_worker(m);
             res->outcome = PG_SUBMIT_ACCEPTED;
             memcpy(res->job_id, j->id, sizeof res->job_id);
             res->body = pg_jobs_job_json(j);

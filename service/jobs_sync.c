@@ -1,6 +1,6 @@
 /* service/jobs_sync.c - any replica answers any read: jobs this process does
  * not drive are loaded from, and kept in step with, their row and history
- * document (contract in jobs_internal.h, "r18read"). */
+ * document (contract in jobs_internal.h, "any replica answers any read"). */
 #include "service/jobs.h"
 #include "service/jobs_internal.h"
 #include "service/sha256.h"
@@ -91,7 +91,7 @@ static void apply(pg_jobs *m, job *j, const pg_job_row *r, const char *doc, pg_c
     }
     j->followed = 1;
     memcpy(j->sig, sig, sizeof j->sig);
-    pg_jobs_bump(m, j);
+    pg_jobs_publish_change(m, j);
 }
 
 int pg_jobs_sync_refresh(pg_jobs *m, job *j, int force, pg_error *err)
@@ -127,7 +127,7 @@ int pg_jobs_sync_refresh(pg_jobs *m, job *j, int force, pg_error *err)
     j->synced_ms = pg_jobs_mono_ms();
     if (!rc && !pg_jobs_driven_here(j) && !j->deleted) {
         if (!found) {
-            if (pg_jobs_bury(m, j)) rc = pg_error_set(err, PG_ENOMEM, "out of memory");
+            if (pg_jobs_unlist_deleted(m, j)) rc = pg_error_set(err, PG_ENOMEM, "out of memory");
         } else if (changed) {
             apply(m, j, row, doc, ck, nck, sig);
             ck = NULL;
@@ -187,7 +187,7 @@ int pg_jobs_sync_lookup(pg_jobs *m, const char *tenant, const char *id, job **ou
      * job misses here exactly like an unknown id, and both then make the
      * same storage read (filtered by tenant, no row either way), so neither
      * the time nor the work of the answer tells "not yours" from "does not
-     * exist" (issue 30). */
+     * exist". */
     job *j = pg_jobs_find(m, tenant, id);
     if (j)
         m->lookups_memory++;

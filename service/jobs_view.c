@@ -207,7 +207,7 @@ char *pg_jobs_metrics(pg_jobs *m)
     return b.p;
 }
 
-/* The snapshot cache's counters (r18read): hits and misses of samples
+/* The snapshot cache's counters (reads on any replica): hits and misses of samples
  * requests served from models rebuilt from checkpoints, evictions under
  * --snapshot-cache-mb, and what it holds. */
 static void pg_jobs_snapcache_metrics(pg_jobs *m, pg_text *b)

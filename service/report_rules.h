@@ -1,5 +1,5 @@
 /* service/report_rules.h - the privacy rule of quality reports and the
- * validation of a report request (issue 20, docs/reports.md).
+ * validation of a report request (docs/reports.md).
  *
  * A report compares synthetic rows drawn from a job's model with the rows of
  * an `against` dataset. Its privacy is decided by `against` alone:

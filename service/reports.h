@@ -1,5 +1,5 @@
 /* service/reports.h - quality reports of a job's synthetic rows against a
- * dataset (issue 20, docs/reports.md): creation, the worker that computes
+ * dataset (docs/reports.md): creation, the worker that computes
  * them, list, get, figures, cancel.
  *
  * Privacy: every decision is service/report_rules.h's, by the `against`

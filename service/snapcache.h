@@ -1,6 +1,6 @@
 /* service/snapcache.h - a bounded LRU cache of sampling snapshots rebuilt
- * from stored checkpoints, for jobs this replica did not train (issue 18:
- * samples from any replica).
+ * from stored checkpoints, for jobs this replica did not train (so that
+ * any replica serves samples of any job).
  *
  * An entry is keyed by a job id and holds the snapshot of one checkpoint
  * step: the job's latest as the caller last saw it. A request for another

@@ -998,7 +998,7 @@ $('logout').addEventListener('click', () => signOut());
 
 if (state.token) signIn(state.token); else signOut();
 
-// ---- quality reports (issue 20): list, create, progress, figures ---------------
+// ---- quality reports: list, create, progress, figures ---------------------------
 
 const reports = { job: null, open: null, timer: null, shape: null, names: new Map(), picked: null };
 $('rp-against').addEventListener('change', () => { reports.picked = { job: reports.job, id: $('rp-against').value }; });

@@ -49,11 +49,11 @@
  *
  * Typed tables (desc->table set; applied first, so the rules above never
  * override them):
- *   (defaults_table.c, issue 28) dp_sinkhorn on a labelled central table:
+ *   (defaults_table.c) dp_sinkhorn on a labelled central table:
  *   model.conditional true (samples carry the label, classes from a DP count
  *   of it: label_count.h). dp_sinkhorn on any table: train.batch_size
  *   min(64, n), train.steps 1500, train.lr 0.001, model.hidden [128, 128]
- *   (the issue 19 bench's spec; the parameter table's lr 1e-4 and batch 50
+ *   (the table benchmark's spec; the parameter table's lr 1e-4 and batch 50
  *   are sized for 60 000 images).
  *   entropic_gan, dp_sinkhorn, swd_gen: model.out_activation auto (the
  *   per-block heads of generator.h keep every unit in range).

@@ -13,7 +13,7 @@
  * when more than half of the rows have a value outside [lo, hi]. Skipped for
  * rows wider than PG_RANGE_MAX_D (images: cost) and for unbounded ranges.
  *
- * Collapse rules (typed tables, issue 28): a fixed-seed draw of
+ * Collapse rules (typed tables): a fixed-seed draw of
  * PG_COLLAPSE_DRAW rows (fewer on tables wider than 2097 units, none below
  * 100 rows) from the model alone (no data, no privacy cost),
  * decoded as a user downloads them. A model collapsed when

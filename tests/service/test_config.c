@@ -212,7 +212,7 @@ START_TEST(cpu_budget_flags)
 }
 END_TEST
 
-/* The snapshot cache's memory cap (r18read): MiB, 0 allowed, bounded. */
+/* The snapshot cache's memory cap: MiB, 0 allowed, bounded. */
 START_TEST(snapshot_cache_flag)
 {
     pg_svc_config c;

@@ -213,6 +213,22 @@ START_TEST(label_index)
 }
 END_TEST
 
+/* The one conversion of privacy models: the stored numbers (reports keep
+ * them) stay 1, 2, 3 and map onto the engine's bit flags 1, 2, 4; an
+ * unknown stored number reads as public, as it always did. */
+START_TEST(privacy_model_conversion)
+{
+    ck_assert_int_eq(PG_PRIV_LOCAL, 1);
+    ck_assert_int_eq(PG_PRIV_CENTRAL, 2);
+    ck_assert_int_eq(PG_PRIV_PUBLIC, 3);
+    ck_assert_int_eq(pg_jobdesc_model(PG_PRIV_LOCAL), PG_PRIVACY_LOCAL);
+    ck_assert_int_eq(pg_jobdesc_model(PG_PRIV_CENTRAL), PG_PRIVACY_CENTRAL);
+    ck_assert_int_eq(pg_jobdesc_model(PG_PRIV_PUBLIC), PG_PRIVACY_PUBLIC);
+    ck_assert_int_eq(pg_jobdesc_model(0), PG_PRIVACY_PUBLIC);
+    ck_assert_int_eq(PG_PRIVACY_PUBLIC & (PG_PRIVACY_LOCAL | PG_PRIVACY_CENTRAL), 0);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("service_typed");
@@ -221,6 +237,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, local_meta_round_trip_and_plan);
     tcase_add_test(tc, upload_declaration_matching);
     tcase_add_test(tc, label_index);
+    tcase_add_test(tc, privacy_model_conversion);
     suite_add_tcase(s, tc);
     return s;
 }
