@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/core/lru.h"
+
 struct pg_body {
     atomic_size_t refs;
     size_t len;
@@ -48,8 +50,8 @@ void pg_body_release(pg_body *b)
 }
 
 typedef struct entry {
-    struct entry *prev, *next; /* LRU list, most recent first */
-    uint64_t hash;             /* of (job, step, variant): compared first */
+    pg_lru_node lru; /* cost: the body's length */
+    uint64_t hash;   /* of (job, step, variant): compared first */
     char *job, *variant;
     long step;
     int latest;
@@ -58,8 +60,8 @@ typedef struct entry {
 
 struct pg_body_cache {
     pthread_mutex_t mu;
-    entry *head, *tail;
-    size_t entries, bytes, max_bytes, max_entries, max_body;
+    pg_lru lru; /* every entry; count and cost: entries and bytes */
+    size_t max_bytes, max_entries, max_body;
     unsigned long long hits, misses, evictions;
 };
 
@@ -88,33 +90,14 @@ static uint64_t key_hash(const char *job, long step, const char *variant)
     return fnv(h, variant, strlen(variant));
 }
 
-static void unlink_entry(pg_body_cache *c, entry *e)
+static entry *entry_of(pg_lru_node *n)
 {
-    if (e->prev)
-        e->prev->next = e->next;
-    else
-        c->head = e->next;
-    if (e->next)
-        e->next->prev = e->prev;
-    else
-        c->tail = e->prev;
-    e->prev = e->next = NULL;
-}
-
-static void push_front(pg_body_cache *c, entry *e)
-{
-    e->prev = NULL;
-    e->next = c->head;
-    if (c->head) c->head->prev = e;
-    c->head = e;
-    if (!c->tail) c->tail = e;
+    return n ? PG_LRU_ENTRY(n, entry, lru) : NULL;
 }
 
 static void drop(pg_body_cache *c, entry *e)
 {
-    unlink_entry(c, e);
-    c->entries--;
-    c->bytes -= e->body->len;
+    pg_lru_remove(&c->lru, &e->lru);
     pg_body_release(e->body);
     free(e->job);
     free(e->variant);
@@ -124,7 +107,7 @@ static void drop(pg_body_cache *c, entry *e)
 void pg_body_cache_free(pg_body_cache *c)
 {
     if (!c) return;
-    while (c->head) drop(c, c->head);
+    while (c->lru.newest) drop(c, entry_of(c->lru.newest));
     pthread_mutex_destroy(&c->mu);
     free(c);
 }
@@ -133,7 +116,7 @@ void pg_body_cache_free(pg_body_cache *c)
  * far less than one forward pass. */
 static entry *find(pg_body_cache *c, uint64_t h, const char *job, long step, const char *variant)
 {
-    for (entry *e = c->head; e; e = e->next)
+    for (entry *e = entry_of(c->lru.newest); e; e = entry_of(e->lru.older))
         if (e->hash == h && e->step == step && !strcmp(e->job, job) && !strcmp(e->variant, variant))
             return e;
     return NULL;
@@ -149,8 +132,7 @@ pg_body *pg_body_cache_get(pg_body_cache *c, const char *job, long step, const c
     if (e) {
         b = e->body;
         pg_body_retain(b);
-        unlink_entry(c, e);
-        push_front(c, e);
+        pg_lru_touch(&c->lru, &e->lru);
         c->hits++;
     } else {
         c->misses++;
@@ -179,19 +161,17 @@ void pg_body_cache_put(pg_body_cache *c, const char *job, long step, int latest,
     e->step = step;
     e->latest = latest;
     pthread_mutex_lock(&c->mu);
-    for (entry *o = c->head, *next; o; o = next) {
-        next = o->next;
+    for (entry *o = entry_of(c->lru.newest), *next; o; o = next) {
+        next = entry_of(o->lru.older);
         int same = !strcmp(o->job, job);
         /* A body of a newer newest-snapshot makes the older ones dead. */
         if (same && ((latest && o->latest && o->step != step) ||
                      (o->step == step && !strcmp(o->variant, variant))))
             drop(c, o);
     }
-    push_front(c, e);
-    c->entries++;
-    c->bytes += b->len;
-    while (c->tail && (c->bytes > c->max_bytes || c->entries > c->max_entries)) {
-        drop(c, c->tail);
+    pg_lru_push(&c->lru, &e->lru, b->len);
+    for (pg_lru_node *v; (v = pg_lru_victim(&c->lru, c->max_entries, c->max_bytes));) {
+        drop(c, entry_of(v));
         c->evictions++;
     }
     pthread_mutex_unlock(&c->mu);
@@ -201,8 +181,8 @@ void pg_body_cache_forget_job(pg_body_cache *c, const char *job)
 {
     if (!c) return;
     pthread_mutex_lock(&c->mu);
-    for (entry *o = c->head, *next; o; o = next) {
-        next = o->next;
+    for (entry *o = entry_of(c->lru.newest), *next; o; o = next) {
+        next = entry_of(o->lru.older);
         if (!strcmp(o->job, job)) drop(c, o);
     }
     pthread_mutex_unlock(&c->mu);
@@ -216,8 +196,8 @@ void pg_body_cache_stats_get(pg_body_cache *c, pg_body_cache_stats *s)
     s->hits = c->hits;
     s->misses = c->misses;
     s->evictions = c->evictions;
-    s->entries = c->entries;
-    s->bytes = c->bytes;
+    s->entries = c->lru.count;
+    s->bytes = c->lru.cost;
     s->max_bytes = c->max_bytes;
     s->max_entries = c->max_entries;
     s->max_body = c->max_body;

@@ -1,6 +1,6 @@
 /* service/snapcache.c - bounded LRU of snapshots (see snapcache.h). A hash
- * of keys to entries, a doubly linked recency list of the loaded ones, one
- * mutex and one condition variable that wakes the waiters of any load. */
+ * of keys to entries, a recency list of the loaded ones (engine/core/lru.h),
+ * one mutex and one condition variable that wakes the waiters of any load. */
 #include "service/snapcache.h"
 
 #include <pthread.h>
@@ -8,25 +8,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/core/lru.h"
+
 #define KEY_MAX  64
 #define NBUCKETS 256
 
 typedef struct entry {
     char key[KEY_MAX];
     int64_t step;
-    pg_snapshot *snap; /* NULL while loading */
-    size_t bytes;
-    int loading, dead;         /* dead: evicted while loading, not kept */
-    struct entry *hnext;       /* bucket chain */
-    struct entry *prev, *next; /* recency list (loaded entries only) */
+    pg_snapshot *snap;   /* NULL while loading */
+    int loading, dead;   /* dead: evicted while loading, not kept */
+    struct entry *hnext; /* bucket chain */
+    pg_lru_node lru;     /* loaded entries only; cost: their bytes */
 } entry;
 
 struct pg_snapcache {
     pthread_mutex_t mu;
     pthread_cond_t loaded;
-    size_t cap, bytes, entries;
+    size_t cap, entries; /* entries: loading ones too */
     entry *buckets[NBUCKETS];
-    entry *head, *tail; /* most / least recently used */
+    pg_lru lru; /* the loaded entries; cost: the bytes charged */
     uint64_t hits, misses, evictions, dropped;
 };
 
@@ -44,38 +45,13 @@ static entry *lookup(pg_snapcache *c, const char *key)
     return NULL;
 }
 
-static void lru_unlink(pg_snapcache *c, entry *e)
-{
-    if (e->prev)
-        e->prev->next = e->next;
-    else if (c->head == e)
-        c->head = e->next;
-    if (e->next)
-        e->next->prev = e->prev;
-    else if (c->tail == e)
-        c->tail = e->prev;
-    e->prev = e->next = NULL;
-}
-
-static void lru_front(pg_snapcache *c, entry *e)
-{
-    e->prev = NULL;
-    e->next = c->head;
-    if (c->head) c->head->prev = e;
-    c->head = e;
-    if (!c->tail) c->tail = e;
-}
-
 /* Unhooks e from the hash (and the list when loaded) and frees it. */
 static void drop(pg_snapcache *c, entry *e)
 {
     entry **pp = &c->buckets[bucket(e->key)];
     while (*pp && *pp != e) pp = &(*pp)->hnext;
     if (*pp) *pp = e->hnext;
-    if (!e->loading) {
-        lru_unlink(c, e);
-        c->bytes -= e->bytes;
-    }
+    if (!e->loading) pg_lru_remove(&c->lru, &e->lru);
     c->entries--;
     if (e->snap) pg_snapshot_release(e->snap);
     free(e);
@@ -113,8 +89,7 @@ int pg_snapcache_get(pg_snapcache *c, const char *key, int64_t step, pg_snapcach
     while ((e = lookup(c, key)) && e->loading) pthread_cond_wait(&c->loaded, &c->mu);
     if (e && e->step == step) {
         c->hits++;
-        lru_unlink(c, e);
-        lru_front(c, e);
+        pg_lru_touch(&c->lru, &e->lru);
         pg_snapshot_retain(e->snap);
         *out = e->snap;
         pthread_mutex_unlock(&c->mu);
@@ -156,12 +131,11 @@ int pg_snapcache_get(pg_snapcache *c, const char *key, int64_t step, pg_snapcach
             ph->loading = 0;
             ph->snap = snap;
             pg_snapshot_retain(snap);
-            ph->bytes = bytes;
-            c->bytes += bytes;
-            lru_front(c, ph);
-            while (c->bytes > c->cap && c->tail && c->tail != ph) {
+            pg_lru_push(&c->lru, &ph->lru, bytes);
+            /* ph alone fits (bytes <= cap): it is never the victim. */
+            for (pg_lru_node *v; (v = pg_lru_victim(&c->lru, SIZE_MAX, c->cap));) {
                 c->evictions++;
-                drop(c, c->tail);
+                drop(c, PG_LRU_ENTRY(v, entry, lru));
             }
         }
         pthread_cond_broadcast(&c->loaded);
@@ -195,7 +169,7 @@ void pg_snapcache_stats_get(pg_snapcache *c, pg_snapcache_stats *s)
     s->misses = c->misses;
     s->evictions = c->evictions;
     s->dropped = c->dropped;
-    s->bytes = c->bytes;
+    s->bytes = c->lru.cost;
     s->entries = c->entries;
     s->cap = c->cap;
     pthread_mutex_unlock(&c->mu);
