@@ -6,8 +6,8 @@
 
 #include "api/internal.h"
 
-extern const unsigned char pg_web_index_html[], pg_web_app_js[], pg_web_style_css[];
-extern const size_t pg_web_index_html_len, pg_web_app_js_len, pg_web_style_css_len;
+extern const unsigned char pg_web_index_html[], pg_web_style_css[];
+extern const size_t pg_web_index_html_len, pg_web_style_css_len;
 
 static void send_static(pg_req *r, const char *type, const unsigned char *data, size_t len)
 {
@@ -26,9 +26,14 @@ void pg_h_web_index(pg_req *r)
     send_static(r, "text/html; charset=utf-8", pg_web_index_html, pg_web_index_html_len);
 }
 
-void pg_h_web_app(pg_req *r)
+void pg_h_web_script(pg_req *r)
 {
-    send_static(r, "text/javascript; charset=utf-8", pg_web_app_js, pg_web_app_js_len);
+    for (const pg_web_file *f = pg_web_scripts; f->name; f++)
+        if (!strcmp(f->name, r->params[0])) {
+            send_static(r, "text/javascript; charset=utf-8", f->data, *f->len);
+            return;
+        }
+    pg_api_problem(r, 404, "no such script", NULL, NULL);
 }
 
 void pg_h_web_style(pg_req *r)

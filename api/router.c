@@ -12,7 +12,7 @@ static const pg_route ROUTES[] = {
     {"GET", "/metrics", PG_AUTH_NONE, 0, NULL, pg_h_metrics},
     {"GET", "/openapi.yaml", PG_AUTH_NONE, 0, NULL, pg_h_openapi},
     {"GET", "/", PG_AUTH_NONE, 0, NULL, pg_h_web_index},
-    {"GET", "/app.js", PG_AUTH_NONE, 0, NULL, pg_h_web_app},
+    {"GET", "/js/{name}", PG_AUTH_NONE, 0, NULL, pg_h_web_script},
     {"GET", "/style.css", PG_AUTH_NONE, 0, NULL, pg_h_web_style},
     {"POST", "/v1/tokens", PG_AUTH_ADMIN, 1, NULL, pg_h_tokens_create},
     {"GET", "/v1/tokens", PG_AUTH_ADMIN, 0, NULL, pg_h_tokens_list},

@@ -1,6 +1,7 @@
 // Browser test of the dashboard against a live privgend (port 0, temp data
 // dir), driven by playwright-core on Debian Chromium (no browser download).
-// Everything a user does goes through the page: sign in; create a local
+// Every script index.html loads is served (web/js/, one per page), an unknown
+// one is a 404. Everything a user does goes through the page: sign in; create a local
 // dataset from a `privgen privatize` declaration (a too-small noise scale is
 // refused next to its field) and upload its rows as CSV and NPY (a bad file
 // is refused next to the file input); create a central dataset with a budget;
@@ -17,7 +18,7 @@
 // Quality reports: one against a public holdout and one against the central
 // dataset (marked not DP) are created from the job page and their figures
 // load (complete, non-zero natural size).
-// Issue 32: no "server default" placeholder (delta names the cap); charts
+// No "server default" placeholder (delta names the cap); charts
 // label their y axis and the epsilon chart says the plan was charged up
 // front; the job list shows times and filters by status and dataset; the
 // report form defaults to a public dataset.
@@ -107,6 +108,23 @@ try {
   page.on('request', (r) => { if (!r.url().startsWith(url) && !r.url().startsWith('blob:') && !r.url().startsWith('data:')) external.push(r.url()); });
   const listUrls = [];
   page.on('request', (r) => { if (r.url().includes('/v1/jobs?') && r.method() === 'GET') listUrls.push(r.url()); });
+
+  step('scripts');
+  // Every script index.html names is served as JavaScript, each the file in
+  // web/js/ (embedded at build time); an unknown name is a 404.
+  const html = await (await fetch(url + '/')).text();
+  const scripts = [...html.matchAll(/<script src="([^"]+)"/g)].map((m) => m[1]);
+  const onDisk = fs.readdirSync(path.join(here, '..', '..', 'web', 'js')).filter((f) => f.endsWith('.js')).sort();
+  if (scripts.map((s) => s.replace(/^\/js\//, '')).sort().join() !== onDisk.join())
+    fail(`index.html loads ${scripts.join(', ')}, web/js has ${onDisk.join(', ')}`);
+  if (scripts[scripts.length - 1] !== '/js/main.js') fail('main.js must load last: ' + scripts.join(', '));
+  for (const s of scripts) {
+    const r = await fetch(url + s);
+    if (r.status !== 200 || !r.headers.get('content-type').startsWith('text/javascript'))
+      fail(`${s}: ${r.status} ${r.headers.get('content-type')}`);
+    if (await r.text() !== fs.readFileSync(path.join(here, '..', '..', 'web', s), 'utf8')) fail(s + ' differs from web' + s);
+  }
+  if ((await fetch(url + '/js/nope.js')).status !== 404) fail('/js/nope.js is not a 404');
 
   step('sign in');
   await page.goto(url + '/');
@@ -266,7 +284,7 @@ try {
   if ((await page.$$eval('#jl-dataset option', (o) => o.map((x) => x.value))).includes(local.id)) fail('a dataset without jobs in the filter');
   await page.selectOption('#jl-status', '');
   await page.selectOption('#jl-dataset', '');
-  // Close-ups of what issue 32 changed, next to the full-page shots.
+  // Close-ups of the job list and the charts, next to the full-page shots.
   await page.locator('#jobs-card').screenshot({ path: shot.replace(/(\.png)?$/, '-jobs.png') });
   await page.locator('#job-detail .grid').screenshot({ path: shot.replace(/(\.png)?$/, '-job.png') });
 
