@@ -1,7 +1,7 @@
 /* Problem responses for failed storage calls: a lost database is a 503 with
  * Retry-After (retry later), other failures keep their status; neither a
  * 503 for a lost database nor a 500 shows the failure's text (socket paths,
- * hosts, SQL errors: issue 30), which goes to the log instead. */
+ * hosts, SQL errors), which goes to the log instead. */
 #include <jansson.h>
 
 #include "api/internal.h"

@@ -495,7 +495,7 @@ def warnings_are_shown():
 
 @case
 def server_cut_is_not_blamed_on_the_connection():
-    # Issue 30.10: a server that ends the answer early (its own idle timeout
+    # Regression: a server that ends the answer early (its own idle timeout
     # cut a long sample) was reported as "cannot reach ... is privgend
     # running?". A stand-in server: a samples body cut after 10 bytes, and a
     # connection closed without any answer.
@@ -720,7 +720,7 @@ def creation_refuses_a_wrong_width_declaration():
 
 @case
 def plain_words_and_one_privacy_vocabulary():
-    """Issue 32: append prints readable lines; a central job's delta defaults to
+    """append prints readable lines; a central job's delta defaults to
     the cap for every method; a missing epsilon names what to give, without raw
     braces, the same from the CLI and the API; `jobs create --help`'s example
     runs as printed; rows in errors count from 1."""

@@ -128,7 +128,7 @@ def propose_guesses_and_warns():
 
 @case
 def propose_keeps_the_tables_words():
-    """Yes/No spellings, integer codes and an outcome column (issue 32)."""
+    """Yes/No spellings, integer codes and an outcome column."""
     rng = random.Random(7)
     with open(path("hr.csv"), "w", newline="") as f:
         w = csv.writer(f)

@@ -169,7 +169,7 @@ try:
     assert rc == 0 and [json.loads(l)["status"] for l in out.splitlines()] == ["good"] * 5, out
     rc, _, err = run("samples", job["id"], "-n", 5, "--label", "ugly")
     assert rc == 1 and "ugly" in err, err
-    # issue 32.7: a whole synthetic table in one download. Streamed formats
+    # A whole synthetic table in one download. Streamed formats
     # follow --max-stream-samples (default 1000000), not --max-samples
     # (10000, png only); --rows-like-dataset asks for the dataset's rows.
     ok("samples", job["id"], "-n", 16000, "--format", "csv", "--seed", 7, "-o", p("big.csv"))
@@ -213,7 +213,7 @@ try:
     got = ok("datasets", "append", lds["id"], p("noisy.csv"), "--declaration", p("decl.json"))
     assert got["n"] == 600 and got["declaration"] == "matched", got
 
-    # issue 32: a proposed schema keeps the table's words end to end. Yes/No
+    # A proposed schema keeps the table's words end to end. Yes/No
     # columns come back as Yes/No (not true/false), integer codes as the same
     # codes, the outcome-like column is the label; JSON records may give a
     # code as a number.

@@ -305,7 +305,7 @@ START_TEST(entropic_gan_lifecycle)
     pg_resp_free(&a);
 
     /* bounds: streamed formats --max-stream-samples, png --max-samples
-     * (issue 32.7: both used to be --max-samples) */
+     * (both used to be --max-samples) */
     snprintf(path, sizeof path, "/v1/jobs/%s/samples?n=8001", job);
     req(&srv, "GET", path, NULL, &r);
     ck_assert_ptr_nonnull(strstr(r.body, "--max-stream-samples"));
@@ -1303,7 +1303,7 @@ START_TEST(central_kill9_resumes_with_one_charge)
      * is left of the plan, so it ends one checkpoint interval short unless
      * the crash fell exactly on a checkpoint. */
     ck_assert_msg(step == 2500 || step == 3000, "final step %ld", step);
-    /* Issue 30.11: a short end is said, in the view and its warnings, and
+    /* Regression: a short end is said, in the view and its warnings, and
      * the spent figure is what the ledger charged (the plan's epsilon). */
     json_t *prog = json_object_get(j, "progress");
     ck_assert_int_eq((int)json_integer_value(json_object_get(prog, "steps_short")),
@@ -1348,7 +1348,7 @@ START_TEST(central_kill9_resumes_with_one_charge)
 }
 END_TEST
 
-/* Issue 30.6: a noise multiplier of 1e-300 made the accountant overflow
+/* Regression: a noise multiplier of 1e-300 made the accountant overflow
  * ("RDP evaluated to NaN", a 500). Every method that takes one refuses it
  * at validation with a 422 naming the field; nothing is charged. */
 START_TEST(tiny_noise_multipliers_are_422_for_every_method)
@@ -1382,7 +1382,7 @@ START_TEST(tiny_noise_multipliers_are_422_for_every_method)
 }
 END_TEST
 
-/* Issue 30.7: a range of [-1e308, 1e308] was accepted, then every job on it
+/* Regression: a range of [-1e308, 1e308] was accepted, then every job on it
  * failed with 503 "out of memory". Refused at create, naming the field. */
 START_TEST(ranges_beyond_float32_are_refused_at_create)
 {

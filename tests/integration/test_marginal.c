@@ -1,4 +1,4 @@
-/* mst and aim end to end against a live privgend (issue 27): a typed table
+/* mst and aim end to end against a live privgend: a typed table
  * with a label uploaded as CSV; a dry run shows the accounting (rho, noise
  * scales, rounds) and charges nothing; each job's ledger entry is its plan
  * (the RDP curve alpha rho converted by the ledger at the cap's delta, never

@@ -1,4 +1,4 @@
-/* Quality reports end to end (issue 20): a report against a public holdout
+/* Quality reports end to end: a report against a public holdout
  * works for a read token and is reproducible from its seed; one against
  * private data is admin-only (403 on create for a read token, then 404 on
  * every read, exactly like a missing report) and carries the marks; cancel
@@ -338,7 +338,7 @@ START_TEST(private_data_is_admin_only_and_hidden_from_read_tokens)
 }
 END_TEST
 
-/* Issue 30: an Idempotency-Key belongs to the token that used it. A read
+/* Regression: an Idempotency-Key belongs to the token that used it. A read
  * token replaying an admin's key and body for a private-data report gets
  * the 403 it gets without the key (not the admin's 202), and with another
  * body no 422 that would tell it the key was used. */

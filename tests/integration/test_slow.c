@@ -381,7 +381,7 @@ START_TEST(silent_connection_is_closed)
 }
 END_TEST
 
-/* ---- headers that trickle (issue 30 item 3) --------------------------- */
+/* ---- headers that trickle ---------------------------------------------- */
 
 /* A request whose headers come one byte every 300 ms: each byte restarts
  * the idle timer (30 s here), so before the fix nothing ever cut it. The
@@ -483,7 +483,7 @@ START_TEST(health_check_gets_in_past_stuck_headers)
 }
 END_TEST
 
-/* ---- a second server on a port in use (issue 30 item 4) ---------------- */
+/* ---- a second server on a port in use ---------------------------------- */
 
 /* Before, SO_REUSEPORT let it start, report ready and take half the
  * connections. Now it exits non-zero saying "address in use", unless every

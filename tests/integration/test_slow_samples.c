@@ -1,4 +1,4 @@
-/* Samples that take long to draw over real HTTP (issue 30.10). A swd_flow
+/* Samples that take long to draw over real HTTP. A swd_flow
  * asked for more rows than it has particles replays its flow from fresh
  * particles; one streamed block can then take longer than
  * --http-timeout-seconds, which MHD counted as the connection's idleness and

@@ -155,7 +155,7 @@ static void no_password_in_log(const pg_srv *s)
 
 /* A 503 body of the outage says what a client can act on (retry later)
  * and nothing of where the database lives: no socket path, host or port
- * (issue 30: the detail used to carry libpq's "connection to server on
+ * (regression: the detail used to carry libpq's "connection to server on
  * socket /.../.s.PGSQL.NNNN failed"). */
 static void no_location_in(const pg_resp *r)
 {

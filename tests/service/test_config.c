@@ -314,7 +314,7 @@ START_TEST(slow_client_flags)
 }
 END_TEST
 
-/* Issue 30: the header phase's bound and the opt-in to share a port. */
+/* The header phase's bound and the opt-in to share a port. */
 START_TEST(header_timeout_and_reuse_port_flags)
 {
     pg_svc_config c;
