@@ -19,7 +19,7 @@
 
 #include "api/internal.h"
 #include "engine/core/alloc.h"
-#include "api/npy_stream.h"
+#include "render/npy_stream.h"
 #include "engine/data/npy.h"
 #include "service/dataset.h"
 #include "api/rows_typed.h"

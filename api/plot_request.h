@@ -8,7 +8,7 @@
 #define PG_API_PLOT_REQUEST_H
 
 #include "api/internal.h"
-#include "api/render.h"
+#include "render/render.h"
 
 typedef struct pg_api_plot {
     pg_render_plot opt;

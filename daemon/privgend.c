@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "api/report_png.h"
+#include "render/report_png.h"
 #include "api/server.h"
 #include "engine/core/cpu.h"
 #include "service/auth.h"

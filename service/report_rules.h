@@ -13,7 +13,7 @@
  *     against any budget and its ε would be the per-row one, not a figure a
  *     reader should trust as the report's). It is "private": false,
  *     "audience": "data owner", carries no ε, its figures carry the mark
- *     (api/report_png.h), and only the admin scope may touch it. A read-scope
+ *     (render/report_png.h), and only the admin scope may touch it. A read-scope
  *     token asking to create one gets 403 (it can list datasets and their
  *     privacy model, so the refusal tells it nothing new); asking to read,
  *     list, cancel or delete one gets 404, exactly like a report that does

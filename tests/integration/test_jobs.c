@@ -291,7 +291,7 @@ START_TEST(entropic_gan_lifecycle)
     ck_assert_str_eq(b.ctype, "image/png");
     unsigned w, hh;
     ck_assert_int_eq(decode_png(b.body, b.len, &w, &hh), 0);
-    ck_assert_uint_eq(w, 540); /* PG_PLOT_W x PG_PLOT_H (api/plot.h) */
+    ck_assert_uint_eq(w, 540); /* PG_PLOT_W x PG_PLOT_H (render/plot.h) */
     ck_assert_uint_eq(hh, 540);
     pg_resp_free(&b);
 

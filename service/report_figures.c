@@ -1,12 +1,12 @@
-/* api/report_figures.c - the figure callback of service/reports.h, drawn
- * with api/report_png.h (the service layer cannot include api/, so privgend
+/* service/report_figures.c - the figure callback of service/reports.h, drawn
+ * with render/report_png.h (the service layer cannot include api/, so privgend
  * passes this function to pg_reports_create). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/report_png.h"
+#include "render/report_png.h"
 
 /* Histogram pages of PG_REPORT_PAGE_MAX columns: every column of a table
  * (PG_TABLE_MAX_COLS at most, 86 pages), at most this many pages of units
