@@ -62,7 +62,6 @@
 
 #include "engine/core/error.h"
 #include "engine/eval/report.h"
-#include "service/reports.h"
 
 #define PG_REPORT_MARK          "not DP - for the data owner"
 #define PG_REPORT_PAGE_MAX      12
@@ -100,14 +99,6 @@ int pg_report_png_hist_page(const pg_report_png_in *in, size_t first, size_t cou
 int pg_report_png_heatmap(const pg_report_png_in *in, char **out, size_t *len, pg_error *err);
 int pg_report_png_scatter(const pg_report_png_in *in, char **out, size_t *len, pg_error *err);
 int pg_report_png_grid(const pg_report_png_in *in, char **out, size_t *len, pg_error *err);
-
-/* The figure callback of service/reports.h (ctx unused): ndim 3 rows get
- * samples.png (the grid; reference rows only when in->show_real_rows);
- * others get histograms-K.png, pages of PG_REPORT_PAGE_MAX columns for the
- * first 4 pages, correlation.png when the report has pairwise figures and
- * 2 <= d <= PG_REPORT_HEATMAP_MAX_D, and scatter.png when d == 2. */
-int pg_report_png_figures(void *ctx, const pg_reports_fig_in *in, pg_report_figure **out,
-                          size_t *count, pg_error *err);
 
 /* The label of categorical bar `code` of column col in at most max_px
  * pixels (font scale 1): the category's name when col->category_names is

@@ -23,8 +23,6 @@
 struct pg_reports {
     pg_db *db;
     struct pg_jobs *jobs;
-    pg_reports_figures_fn fig;
-    void *fig_ctx;
     int nworkers, threads;
     int64_t max_queued;
     pthread_t *th;
@@ -658,7 +656,7 @@ static void run_one(pg_reports *m, pg_report_row *row)
     pg_report_marks mk;
     pg_report_marks_for(row->job_model, row->against_model, &mk);
     if (!rc) rc = pg_report_marks_json(&mk, row->job_epsilon, j, &err);
-    if (!rc && m->fig && !on_progress(&rc_ctx, "figures", 1.0)) {
+    if (!rc && !on_progress(&rc_ctx, "figures", 1.0)) {
         rc_ctx.lo = 0.9;
         rc_ctx.span = 0.1;
         char title[2 * PG_ID_MAX + 8];
@@ -677,7 +675,7 @@ static void run_one(pg_reports *m, pg_report_row *row)
                                 .show_real_rows = row->against_model == PG_PRIV_PUBLIC,
                                 .title = title};
         memcpy(fi.shape, geo.shape, sizeof fi.shape);
-        rc = m->fig(m->fig_ctx, &fi, &figs, &nfig, &err);
+        rc = pg_reports_draw_figures(&fi, &figs, &nfig, &err);
     }
     if (rc_ctx.cancelled || rc_ctx.stopping) rc = PG_ECANCELLED;
     if (!rc) {
@@ -744,16 +742,14 @@ static void *worker(void *arg)
     return NULL;
 }
 
-int pg_reports_create(const pg_svc_config *cfg, pg_db *db, struct pg_jobs *jobs,
-                      pg_reports_figures_fn fig, void *fig_ctx, pg_reports **out, pg_error *err)
+int pg_reports_create(const pg_svc_config *cfg, pg_db *db, struct pg_jobs *jobs, pg_reports **out,
+                      pg_error *err)
 {
     *out = NULL;
     pg_reports *m = calloc(1, sizeof *m);
     if (!m) return pg_error_set(err, PG_ENOMEM, "out of memory");
     m->db = db;
     m->jobs = jobs;
-    m->fig = fig;
-    m->fig_ctx = fig_ctx;
     m->nworkers = cfg->report_workers;
     /* One thread, whatever the budget could lend: the metrics' sums are
      * split by thread (logistic regression's loss, for one), and a report
