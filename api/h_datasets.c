@@ -10,7 +10,7 @@
 #include "engine/privacy/privacy.h"
 #include "service/auth.h"
 #include "service/calib.h"
-#include "service/dataset.h"
+#include "service/datasets/spec.h"
 #include "service/text.h"
 #include "service/typed.h"
 
@@ -29,7 +29,7 @@ static int get_num(pg_req *r, json_t *o, const char *key, const char *field, int
     return 0;
 }
 
-static int parse_privacy(pg_req *r, json_t *p, pg_ds_spec *s)
+static int parse_privacy(pg_req *r, json_t *p, pg_datasets_spec *s)
 {
     if (!json_is_object(p)) {
         pg_api_problem(r, 422, "privacy must be an object", "privacy", "must be an object");
@@ -111,13 +111,13 @@ static int parse_privacy(pg_req *r, json_t *p, pg_ds_spec *s)
     return 0;
 }
 
-int pg_api_parse_dataset(pg_req *r, json_t *b, pg_ds_spec *s)
+int pg_api_parse_dataset(pg_req *r, json_t *b, pg_datasets_spec *s)
 {
     static const char *const ok[] = {"name", "shape", "range", "num_classes", "privacy", NULL};
     memset(s, 0, sizeof *s);
     if (pg_api_only_fields(r, b, NULL, ok)) return -1;
     const char *name = json_string_value(json_object_get(b, "name"));
-    if (!name || !*name || strlen(name) > PG_DS_NAME_MAX) {
+    if (!name || !*name || strlen(name) > PG_DATASETS_NAME_MAX) {
         pg_api_problem(r, 422, "name must be a string of 1 to 200 characters", "name",
                        "must be a string of 1 to 200 characters");
         return -1;
@@ -170,7 +170,7 @@ int pg_api_parse_dataset(pg_req *r, json_t *b, pg_ds_spec *s)
  * whose amplification needs an extra n*delta0 term this report does not
  * claim. null when the bound does not apply (n too small for eps0). The
  * target delta is min(1e-6, 1/n^2), well below 1/n. */
-static json_t *shuffle_report(const pg_ds_spec *s, int64_t n)
+static json_t *shuffle_report(const pg_datasets_spec *s, int64_t n)
 {
     if (s->mechanism != PG_MECH_LAPLACE || n < 2) return json_null();
     double delta = 1.0 / ((double)n * (double)n);
@@ -181,7 +181,7 @@ static json_t *shuffle_report(const pg_ds_spec *s, int64_t n)
                      "bound", "fmt21_closed_form");
 }
 
-static json_t *privacy_report(const pg_ds_spec *s, int64_t n)
+static json_t *privacy_report(const pg_datasets_spec *s, int64_t n)
 {
     if (s->model == PG_PRIV_LOCAL && s->per_column)
         /* Columns compose by basic composition: the row is (epsilon, delta)-
@@ -227,9 +227,9 @@ static int typed_encoding(json_t *o, const char *meta, pg_req *r)
 /* The public view of a dataset: metadata and counts, never rows. */
 static json_t *dataset_json(const pg_db_dataset *d, pg_req *r)
 {
-    pg_ds_spec s;
+    pg_datasets_spec s;
     pg_error err = {0};
-    if (pg_ds_spec_from_json(d->meta, &s, &err)) {
+    if (pg_datasets_spec_from_json(d->meta, &s, &err)) {
         pg_api_problem(r, 500, err.msg, NULL, NULL);
         return NULL;
     }
@@ -267,7 +267,7 @@ static json_t *dataset_json(const pg_db_dataset *d, pg_req *r)
 }
 
 /* Stores a checked dataset (meta: its JSON, taken) and answers 201. */
-static void insert_dataset(pg_req *r, const pg_ds_spec *s, char *meta)
+static void insert_dataset(pg_req *r, const pg_datasets_spec *s, char *meta)
 {
     pg_error err = {0};
     pg_db_dataset d = {.meta = meta};
@@ -297,7 +297,7 @@ static void insert_dataset(pg_req *r, const pg_ds_spec *s, char *meta)
 static void create_typed(pg_req *r, json_t *b)
 {
     static const char *const ok[] = {"name", "columns", "label", "range", "privacy", NULL};
-    pg_ds_spec s;
+    pg_datasets_spec s;
     memset(&s, 0, sizeof s);
     static const char *const derived[] = {"shape", "num_classes"};
     for (size_t i = 0; i < 2; i++)
@@ -312,7 +312,7 @@ static void create_typed(pg_req *r, json_t *b)
         }
     if (pg_api_only_fields(r, b, NULL, ok)) return;
     const char *name = json_string_value(json_object_get(b, "name"));
-    if (!name || !*name || strlen(name) > PG_DS_NAME_MAX) {
+    if (!name || !*name || strlen(name) > PG_DATASETS_NAME_MAX) {
         pg_api_problem(r, 422, "name must be a string of 1 to 200 characters", "name",
                        "must be a string of 1 to 200 characters");
         return;
@@ -345,7 +345,7 @@ static void create_typed(pg_req *r, json_t *b)
         p = NULL;
     }
     if (!p) {
-        if (pg_ds_spec_check(&s, r->app->cfg->max_dim, field, &err))
+        if (pg_datasets_spec_check(&s, r->app->cfg->max_dim, field, &err))
             pg_api_problem(r, 422, err.msg, field, err.msg);
         else if (pg_typed_meta(&s, t, decl, &meta, &err))
             pg_api_problem(r, 503, err.msg, NULL, NULL);
@@ -364,18 +364,18 @@ void pg_h_datasets_create(pg_req *r)
         json_decref(b);
         return;
     }
-    pg_ds_spec s;
+    pg_datasets_spec s;
     int bad = pg_api_parse_dataset(r, b, &s);
     json_decref(b);
     if (bad) return;
     char field[PG_FIELD_MAX];
     pg_error err = {0};
-    if (pg_ds_spec_check(&s, r->app->cfg->max_dim, field, &err)) {
+    if (pg_datasets_spec_check(&s, r->app->cfg->max_dim, field, &err)) {
         pg_api_problem(r, 422, err.msg, field, err.msg);
         return;
     }
     char *meta = NULL;
-    if (pg_ds_spec_to_json(&s, &meta, &err)) {
+    if (pg_datasets_spec_to_json(&s, &meta, &err)) {
         pg_api_problem(r, 500, err.msg, NULL, NULL);
         return;
     }

@@ -21,7 +21,7 @@
 #include "engine/core/alloc.h"
 #include "api/npy_stream.h"
 #include "engine/data/npy.h"
-#include "service/dataset.h"
+#include "service/datasets/spec.h"
 #include "api/rows_typed.h"
 #include "api/upload_gate.h"
 
@@ -31,7 +31,7 @@ enum rows_format { FMT_JSON = 1, FMT_NPY, FMT_RAW, FMT_CSV, FMT_IDX };
 
 typedef struct rows_state {
     int format;
-    pg_ds_spec spec;
+    pg_datasets_spec spec;
     int64_t n_before;
     pg_db_append *app; /* open appender, NULL when none */
     pg_req *req;
@@ -75,7 +75,7 @@ static int rows_differ(pg_req *r, rows_state *st, uint64_t rows)
     return 1;
 }
 
-void pg_rows_decl_mismatch(pg_req *r, const pg_ds_diff *d, int n)
+void pg_rows_decl_mismatch(pg_req *r, const pg_datasets_diff *d, int n)
 {
     char detail[400];
     snprintf(detail, sizeof detail, "the rows' declaration differs from the dataset's: %s: %s%s",
@@ -100,11 +100,11 @@ static int check_declaration(pg_req *r, rows_state *st)
 {
     const char *h = pg_api_header(r, "Privgen-Declaration");
     if (!h) return 0;
-    pg_ds_diff diffs[PG_DS_DIFF_MAX];
+    pg_datasets_diff diffs[PG_DATASETS_DIFF_MAX];
     int n;
     char field[PG_FIELD_MAX];
     pg_error err = {0};
-    if (pg_ds_decl_match(&st->spec, h, diffs, &n, &st->decl_rows, field, &err)) {
+    if (pg_datasets_decl_match(&st->spec, h, diffs, &n, &st->decl_rows, field, &err)) {
         pg_api_problem(r, 400, err.msg, field, err.msg);
         return -1;
     }
@@ -129,7 +129,7 @@ static int too_many(pg_req *r, rows_state *st, uint64_t rows)
 
 /* Checks an NPY shape against the dataset: [n, d], [n, <dataset shape>], or
  * [n, h, w] for single-channel image datasets; 1-D when d == 1. */
-static int npy_shape_ok(const pg_ds_spec *s, const pg_npy_header *h)
+static int npy_shape_ok(const pg_datasets_spec *s, const pg_npy_header *h)
 {
     if (h->ndim == 1) return s->d == 1;
     if (h->ndim == 2 && h->shape[1] == s->d) return 1;
@@ -161,7 +161,7 @@ static int on_values(void *ctx, const float *x, size_t count, uint64_t first, pg
 {
     rows_state *st = ctx;
     uint64_t bad;
-    if (pg_ds_check_values(&st->spec, x, count, first, &bad, err)) {
+    if (pg_datasets_check_values(&st->spec, x, count, first, &bad, err)) {
         fail_row(st->req, bad, err->msg);
         return PG_EINVAL;
     }
@@ -251,9 +251,9 @@ void pg_h_rows_begin(pg_req *r)
     st->req = r;
     pg_npy_stream_init(&st->ns);
     st->n_before = d.n;
-    int bad = pg_ds_spec_from_json(d.meta, &st->spec, &err);
+    int bad = pg_datasets_spec_from_json(d.meta, &st->spec, &err);
     if (!bad && st->spec.typed) {
-        pg_ds_spec spec = st->spec;
+        pg_datasets_spec spec = st->spec;
         int64_t n_before = st->n_before;
         rows_free(r);
         pg_rows_typed_begin(r, d.meta, &spec, n_before);
@@ -340,7 +340,7 @@ static void commit(pg_req *r, rows_state *st, const int32_t *labels)
     pg_rows_commit(r, &st->app, labels, st->declared, st->spec.model == PG_PRIV_LOCAL);
 }
 
-int pg_api_parse_rows(pg_req *r, json_t *b, const pg_ds_spec *spec, float **xo, int64_t **lo,
+int pg_api_parse_rows(pg_req *r, json_t *b, const pg_datasets_spec *spec, float **xo, int64_t **lo,
                       size_t *no)
 {
     static const char *const ok[] = {"rows", "labels", NULL};
@@ -398,8 +398,8 @@ int pg_api_parse_rows(pg_req *r, json_t *b, const pg_ds_spec *spec, float **xo, 
     }
     uint64_t bad;
     pg_error err = {0};
-    if (pg_ds_check_values(spec, x, nd, 0, &bad, &err) ||
-        (lab && pg_ds_check_labels(spec, lab, n, &bad, &err))) {
+    if (pg_datasets_check_values(spec, x, nd, 0, &bad, &err) ||
+        (lab && pg_datasets_check_labels(spec, lab, n, &bad, &err))) {
         fail_row(r, bad, err.msg);
         goto fail;
     }
@@ -423,8 +423,8 @@ static void store_rows(pg_req *r, rows_state *st, const float *x, const int64_t 
         return;
     }
     if (rows_differ(r, st, n) || too_many(r, st, n)) return;
-    if (pg_ds_check_values(&st->spec, x, n * st->spec.d, 0, &bad, &err) ||
-        (lab && pg_ds_check_labels(&st->spec, lab, n, &bad, &err))) {
+    if (pg_datasets_check_values(&st->spec, x, n * st->spec.d, 0, &bad, &err) ||
+        (lab && pg_datasets_check_labels(&st->spec, lab, n, &bad, &err))) {
         fail_row(r, bad, err.msg);
         return;
     }
@@ -466,7 +466,7 @@ static void append_json(pg_req *r, rows_state *st)
 
 /* Per-row shape of a decoded upload against the dataset: flat [d], the
  * dataset's shape, or [h, w] for a single-channel image dataset. */
-static int row_shape_ok(const pg_ds_spec *s, const pg_rows *rows)
+static int row_shape_ok(const pg_datasets_spec *s, const pg_rows *rows)
 {
     if (rows->d != s->d) return 0;
     if (rows->ndim == 1) return 1;

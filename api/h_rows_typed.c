@@ -134,7 +134,7 @@ static int declaration(pg_req *r, typed_rows *s, const char *meta)
 {
     const char *h = pg_api_header(r, "Privgen-Declaration");
     if (!h) return 0;
-    pg_ds_diff diffs[PG_DS_DIFF_MAX];
+    pg_datasets_diff diffs[PG_DATASETS_DIFF_MAX];
     int n;
     char field[PG_FIELD_MAX];
     pg_error err = {0};
@@ -167,7 +167,8 @@ static int format_of(pg_req *r)
     return 0;
 }
 
-void pg_rows_typed_begin(pg_req *r, const char *meta, const pg_ds_spec *spec, int64_t n_before)
+void pg_rows_typed_begin(pg_req *r, const char *meta, const pg_datasets_spec *spec,
+                         int64_t n_before)
 {
     typed_rows *s = calloc(1, sizeof *s);
     if (!s) {

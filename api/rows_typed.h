@@ -19,10 +19,11 @@
 #include <stdint.h>
 
 #include "api/internal.h"
-#include "service/dataset.h"
+#include "service/datasets/spec.h"
 
 /* Takes over r->stream for a typed dataset (meta: its stored JSON). */
-void pg_rows_typed_begin(pg_req *r, const char *meta, const pg_ds_spec *spec, int64_t n_before);
+void pg_rows_typed_begin(pg_req *r, const char *meta, const pg_datasets_spec *spec,
+                         int64_t n_before);
 /* 1 when r's upload is a typed one (begun above). */
 int pg_rows_typed_active(const pg_req *r);
 /* The end of the body: completes the parse and commits, or refuses. */
@@ -37,6 +38,6 @@ void pg_rows_commit(pg_req *r, pg_db_append **app, const int32_t *labels, int de
 
 /* problem+json 422 with one errors[] entry per declaration difference
  * (shared with the untyped path in h_rows.c). */
-void pg_rows_decl_mismatch(pg_req *r, const pg_ds_diff *d, int n);
+void pg_rows_decl_mismatch(pg_req *r, const pg_datasets_diff *d, int n);
 
 #endif
