@@ -10,7 +10,7 @@
  *
  * Names: pg_datasets_* is the service's dataset (this folder); the
  * engine's in-memory rows are pg_dataset (engine/data/dataset.h); storage
- * keeps pg_db_dataset_* (service/db.h).
+ * keeps pg_db_dataset_* (service/store/db.h).
  *
  * Ownership: views (json_t) are the caller's (json_decref). An upload is
  * the caller's until pg_datasets_upload_free, which aborts whatever it has
@@ -35,7 +35,7 @@
 
 #include "engine/data/table.h"
 #include "service/datasets/spec.h"
-#include "service/db.h"
+#include "service/store/db.h"
 
 /* ---- declare, view, list, delete -------------------------------------- */
 
