@@ -65,7 +65,7 @@ static int sink(void *ctx, const float *row, int64_t label, uint64_t rowno, pg_e
 }
 
 /* The refusal of a failed parse: 422 naming row and column (413 for a
- * limit, 5xx when storage failed). Ends the appender: nothing is stored. */
+ * limit, 5xx when storage failed). Aborts the upload: nothing is stored. */
 static void refuse(pg_req *r, pg_rows_typed *s, int rc, const pg_error *err)
 {
     pg_datasets_upload_abort(s->u);
