@@ -17,9 +17,12 @@
  * not committed; commit ends its appender whatever the outcome.
  *
  * Errors: PG_OK, or a code with err filled (outputs untouched):
- *   PG_EINVAL, PG_EPRIVACY  the client's declaration or rows are refused;
- *                           `field` (where a function takes one) names it.
+ *   PG_EINVAL, PG_EPRIVACY  the client's declaration or rows are refused:
+ *                           `field` or *bad_row (where a function takes
+ *                           one) names what; "" or UINT64_MAX: not the
+ *                           client's fault.
  *   PG_ERANGE               the rows would exceed max_rows (nothing stored).
+ *   PG_ESTATE               an upload's steps out of order (a caller's bug).
  *   PG_EUNAVAIL             the database is unreachable: retry later.
  *   PG_ENOMEM               a memory or size limit the client can act on.
  *   anything else           the server's own failure (a stored dataset
