@@ -32,7 +32,7 @@
 #include <stdint.h>
 
 #include "engine/core/error.h"
-#include "service/dataset.h"
+#include "service/datasets/spec.h"
 #include "service/store/db.h"
 
 enum pg_report_action {
@@ -113,8 +113,8 @@ int pg_report_request_parse(const json_t *body, pg_report_request *out, pg_repor
  * PG_REPORT_MAX_CELLS values; n x d must stay within PG_REPORT_MAX_CELLS.
  * Fills a missing n with the default (capped by the cell limit). Returns
  * PG_OK or PG_EINVAL with errs filled. */
-int pg_report_request_check(pg_report_request *req, const pg_ds_spec *job_ds,
-                            const pg_ds_spec *against, int64_t against_rows,
+int pg_report_request_check(pg_report_request *req, const pg_datasets_spec *job_ds,
+                            const pg_datasets_spec *against, int64_t against_rows,
                             pg_report_errors *errs);
 
 #endif

@@ -16,7 +16,7 @@
 #include "engine/core/mat.h"
 #include "engine/eval/table_cols.h"
 #include "engine/methods/draw.h"
-#include "service/dataset.h"
+#include "service/datasets/spec.h"
 #include "service/jobs.h"
 #include "service/log.h"
 
@@ -236,7 +236,7 @@ int pg_reports_delete(pg_reports *m, const char *tenant, int scope, const char *
 
 /* ---- creation --------------------------------------------------------------- */
 
-static void job_ds_from_geometry(const pg_job_geometry *g, pg_ds_spec *s)
+static void job_ds_from_geometry(const pg_job_geometry *g, pg_datasets_spec *s)
 {
     memset(s, 0, sizeof *s);
     s->ndim = g->ndim == 3 ? 3 : 1;
@@ -269,8 +269,8 @@ static void job_privacy(pg_reports *m, const char *tenant, json_t *jv, int *mode
     pg_db_dataset ds;
     int f = 0;
     if (!dsid || pg_db_dataset_get(m->db, tenant, dsid, &ds, &f, NULL) || !f) return;
-    pg_ds_spec s;
-    if (!pg_ds_spec_from_json(ds.meta, &s, NULL)) *model = s.model;
+    pg_datasets_spec s;
+    if (!pg_datasets_spec_from_json(ds.meta, &s, NULL)) *model = s.model;
     pg_db_dataset_free(&ds);
 }
 
@@ -294,12 +294,12 @@ int pg_reports_submit(pg_reports *m, const char *tenant, int scope, const char *
     }
     pg_db_dataset ds = {0};
     int df = 0;
-    pg_ds_spec aspec;
+    pg_datasets_spec aspec;
     if ((rc = pg_db_dataset_get(m->db, tenant, req.against, &ds, &df, err))) {
         json_decref(jv);
         return rc;
     }
-    if (df && pg_ds_spec_from_json(ds.meta, &aspec, err)) {
+    if (df && pg_datasets_spec_from_json(ds.meta, &aspec, err)) {
         pg_db_dataset_free(&ds);
         json_decref(jv);
         return PG_EIO;
@@ -335,7 +335,7 @@ int pg_reports_submit(pg_reports *m, const char *tenant, int scope, const char *
     }
     int64_t step = pg_snapshot_step(snap);
     pg_snapshot_release(snap);
-    pg_ds_spec job_ds;
+    pg_datasets_spec job_ds;
     job_ds_from_geometry(&geo, &job_ds);
     if (pg_report_request_check(&req, &job_ds, df ? &aspec : NULL, df ? ds.n : 0, &res->errors)) {
         res->outcome = PG_REPORTS_INVALID;
