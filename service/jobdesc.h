@@ -1,7 +1,7 @@
 /* service/jobdesc.h - a stored dataset's metadata as a trainer's pg_data_desc.
  *
- * The bridge between service/dataset.h (the declaration) and the method
- * interface: the one place a declaration's privacy model (enum
+ * The bridge between service/datasets/spec.h (the declaration) and the
+ * method interface: the one place a declaration's privacy model (enum
  * pg_svc_privacy_model, stored numbers) becomes the engine's (enum
  * pg_privacy_model, bit flags).
  */
