@@ -535,6 +535,74 @@ START_TEST(rows_pass_streams_the_planned_rows)
 }
 END_TEST
 
+/* Blocks of several megabytes (PostgreSQL cuts them into 1 MiB chunks: the
+ * labels start inside a chunk of values and span chunks), passed in windows
+ * that straddle chunks: the same rows and labels as pg_db_rows_load. */
+typedef struct big_pass {
+    const pg_block *all;
+    size_t rows, d;
+} big_pass;
+
+static int big_fn(void *ctx, const float *x, const int32_t *labels, size_t rows, pg_error *err)
+{
+    (void)err;
+    big_pass *p = ctx;
+    ck_assert_ptr_nonnull(labels);
+    ck_assert(!memcmp(x, p->all->x + p->rows * p->d, rows * p->d * sizeof *x));
+    ck_assert(!memcmp(labels, p->all->labels + p->rows, rows * sizeof *labels));
+    p->rows += rows;
+    return PG_OK;
+}
+
+START_TEST(rows_pass_of_large_blocks)
+{
+    pg_db *db = pg_test_db_open();
+    char t[PG_ID_MAX], id[PG_ID_MAX];
+    pg_test_uid(t, sizeof t, "ten_");
+    pg_test_uid(id, sizeof id, "ds_");
+    const size_t d = 3;
+    pg_test_dataset(db, t, id, d);
+    size_t sizes[] = {300007, 70001};
+    size_t total = 0;
+    for (int k = 0; k < 2; k++) {
+        size_t n = sizes[k];
+        float *x = malloc(n * d * sizeof *x);
+        int32_t *lab = malloc(n * sizeof *lab);
+        for (size_t i = 0; i < n * d; i++) x[i] = (float)(i % 100003) + 0.25f * (float)k;
+        for (size_t i = 0; i < n; i++) lab[i] = (int32_t)((i * 7 + (size_t)k) % 5);
+        pg_db_append *a;
+        ck_assert_int_eq(pg_db_append_begin(db, t, id, d, &a, NULL), PG_OK);
+        for (size_t at = 0; at < n * d; at += 65536)
+            ck_assert_int_eq(
+                pg_db_append_write(a, x + at, n * d - at < 65536 ? n * d - at : 65536, NULL),
+                PG_OK);
+        int found;
+        int64_t added, nn;
+        ck_assert_int_eq(pg_db_append_commit(a, lab, 10000000, &found, &added, &nn, NULL), PG_OK);
+        ck_assert_int_eq(found, 1);
+        total += n;
+        free(x);
+        free(lab);
+    }
+    int labeled;
+    pg_block all;
+    ck_assert_int_eq(pg_db_rows_load(db, id, d, 1 << 26, &all, &labeled, NULL), PG_OK);
+    ck_assert_uint_eq(all.n, total);
+    size_t chunks[] = {4096, 1000, 7};
+    size_t ns[] = {total, 300007 + 5, 123456};
+    for (size_t c = 0; c < 3; c++) {
+        big_pass p = {.all = &all, .d = d};
+        pg_error err = {0};
+        ck_assert_msg(pg_db_rows_pass(db, id, d, ns[c], 1, chunks[c], 1 << 26, big_fn, &p, &err) ==
+                          PG_OK,
+                      "%s", err.msg);
+        ck_assert_uint_eq(p.rows, ns[c]);
+    }
+    pg_block_free(&all);
+    pg_db_close(db);
+}
+END_TEST
+
 START_TEST(idempotency_records)
 {
     pg_db *db = pg_test_db_open();
@@ -1067,6 +1135,7 @@ static Suite *suite(void)
     tcase_add_test(t, append_is_all_or_nothing);
     tcase_add_test(t, rows_snapshot_concatenates_blocks);
     tcase_add_test(t, rows_pass_streams_the_planned_rows);
+    tcase_add_test(t, rows_pass_of_large_blocks);
     tcase_add_test(t, idempotency_records);
     tcase_add_test(t, concurrent_idempotency_begins_reserve_once);
     tcase_add_test(t, jobs_round_trip);
