@@ -232,6 +232,7 @@ typedef struct mtr {
     int threads;
     size_t (*edges)[2];
     size_t nedges;
+    double *edge_counts; /* the edges' true counts from step 2 (NULL: count again) */
     /* AIM workload */
     size_t ncand;
     meas *cand;      /* k, attrs, cells, off into answers */
@@ -263,6 +264,7 @@ static void mtr_destroy(pg_trainer *tr)
     free(g->y);
     pg_pgm_model_free(g->model);
     free(g->edges);
+    free(g->edge_counts);
     free(g->cand);
     free(g->weight);
     free(g->answers);
@@ -593,7 +595,8 @@ static int mst_select(mtr *g, double rho_sel, pg_error *err)
     int rc = score && pairs && uf && ps && x && xh && g->edges
                  ? PG_OK
                  : pg_error_set(err, PG_ENOMEM, "out of memory");
-    for (size_t p0 = 0, p1; !rc && p0 < np; p0 = p1) {
+    size_t groups = 0;
+    for (size_t p0 = 0, p1; !rc && p0 < np; p0 = p1, groups++) {
         size_t len = 0;
         for (p1 = p0; p1 < np && (p1 == p0 || len + ps[p1].cells <= xlen); p1++) {
             ps[p1].off = len;
@@ -609,7 +612,11 @@ static int mst_select(mtr *g, double rho_sel, pg_error *err)
             score[q] = s;
         }
     }
-    free(ps);
+    /* One pass held every pair: keep the chosen ones' counts for step 3 (a
+     * pass fewer; a restored trainer counts them again). */
+    bool kept = groups == 1;
+    size_t *picks = rc ? NULL : malloc((r ? r : 1) * sizeof *picks);
+    if (!rc && !picks) rc = pg_error_set(err, PG_ENOMEM, "out of memory");
     for (size_t i = 0; i < d && !rc; i++) uf[i] = i;
     double eps = r ? sqrt(8.0 * rho_sel / (double)r) : 0;
     g->eps_sel = eps;
@@ -625,9 +632,21 @@ static int mst_select(mtr *g, double rho_sel, pg_error *err)
         if (rc) break;
         g->edges[g->nedges][0] = pairs[pick][0];
         g->edges[g->nedges][1] = pairs[pick][1];
-        g->nedges++;
+        picks[g->nedges++] = pick;
         uf[uf_root(uf, pairs[pick][0])] = uf_root(uf, pairs[pick][1]);
     }
+    size_t tot = 0;
+    for (size_t e = 0; !rc && kept && e < g->nedges; e++) tot += ps[picks[e]].cells;
+    if (!rc && kept && (g->edge_counts = malloc((tot ? tot : 1) * sizeof *g->edge_counts))) {
+        tot = 0;
+        for (size_t e = 0; e < g->nedges; e++) {
+            const meas *q = &ps[picks[e]];
+            memcpy(g->edge_counts + tot, x + q->off, q->cells * sizeof *x);
+            tot += q->cells;
+        }
+    }
+    free(picks);
+    free(ps);
     free(s2);
     free(score);
     free(pairs);
@@ -1159,12 +1178,16 @@ static int common_step(pg_trainer *tr, pg_step_report *rep, pg_error *err)
             double s2 = sqrt(3.0 * (double)mst_pairs(d) / (2.0 * g->rho));
             meas *es = calloc(g->nedges ? g->nedges : 1, sizeof *es);
             if (!es) rc = pg_error_set(err, PG_ENOMEM, "out of memory");
+            for (size_t e = 0, off = 0; !rc && g->edge_counts && e < g->nedges; e++) {
+                rc = measure(g, g->edges[e], 2, g->edge_counts + off, s2, err);
+                off += set_cells(g->sizes, g->edges[e], 2);
+            }
             for (size_t e = 0; !rc && e < g->nedges; e++) {
                 es[e].k = 2;
                 es[e].attrs[0] = g->edges[e][0];
                 es[e].attrs[1] = g->edges[e][1];
             }
-            if (!rc) rc = measure_sets(g, es, g->nedges, s2, err);
+            if (!rc && !g->edge_counts) rc = measure_sets(g, es, g->nedges, s2, err);
             free(es);
             if (!rc) rc = fit(g, g->iters, true, err);
             g->rho_used = g->rho;
