@@ -43,6 +43,14 @@
  * the plan holds PG_MARG_SPARE steps beyond the schedule's bound, and a job
  * ends (done) when its schedule does, usually before the plan's total.
  *
+ * Rows: never held. Every count comes from a pass over the job's row source
+ * (engine/data/rowsrc.h; the in-memory rows wrapped in one when the caller
+ * lends rows), discretized chunk by chunk (engine/methods/marg_pass.h): MST
+ * passes at step 1 (one-ways) and step 2 (every pair, PASS_CELLS at a time;
+ * when one pass held them all, step 3 measures the tree from those counts),
+ * AIM at create/restore (every candidate's answer) and at step 1 (one-ways).
+ * Counts are exact integers, so the passes change no value and no draw.
+ *
  * Samples: forward sampling of the model with the job's seeded generator
  * (post-processing), codes decoded to rows valid for the schema. The label is
  * an attribute like any other: rows with label = -1 come from the joint
