@@ -417,22 +417,6 @@ void pg_job_rows_free(pg_job_row *rows, size_t count)
     free(rows);
 }
 
-int pg_db_job_set_status(pg_db *db, const char *id, const char *status, int started, int finished,
-                         const char *error, pg_error *err)
-{
-    return db->ops->job_set_status(db, id, status, started, finished, error, err);
-}
-
-int pg_db_job_set_step(pg_db *db, const char *id, int64_t step, pg_error *err)
-{
-    return db->ops->job_set_step(db, id, step, err);
-}
-
-int pg_db_job_reserve_steps(pg_db *db, const char *id, int64_t steps, pg_error *err)
-{
-    return db->ops->job_reserve_steps(db, id, steps, err);
-}
-
 int pg_db_ledger_entries(pg_db *db, const char *dataset_id, pg_ledger_entry **out, size_t *count,
                          pg_error *err)
 {
@@ -453,13 +437,6 @@ static int job_id_ok(const char *id)
     return id_ok(id);
 }
 
-int pg_db_ckpt_put(pg_db *db, const char *job, int64_t step, const unsigned char *bytes, size_t len,
-                   uint32_t crc, pg_error *err)
-{
-    if (!job_id_ok(job) || step < 0) return pg_error_set(err, PG_EINVAL, "invalid checkpoint id");
-    return db->ops->ckpt_put(db, job, step, bytes, len, crc, err);
-}
-
 int pg_db_ckpt_list(pg_db *db, const char *job, pg_ckpt_row **rows, size_t *count, pg_error *err)
 {
     *rows = NULL;
@@ -478,12 +455,6 @@ int pg_db_ckpt_get(pg_db *db, const char *job, int64_t step, size_t max_bytes,
     return db->ops->ckpt_get(db, job, step, max_bytes, bytes, len, found, err);
 }
 
-int pg_db_job_history_put(pg_db *db, const char *id, const char *doc, pg_error *err)
-{
-    if (!job_id_ok(id) || !doc) return pg_error_set(err, PG_EINVAL, "invalid job id or history");
-    return db->ops->job_history_put(db, id, doc, err);
-}
-
 int pg_db_job_history_get(pg_db *db, const char *id, char **doc, int *found, pg_error *err)
 {
     *doc = NULL;
@@ -498,12 +469,6 @@ int pg_db_job_delete(pg_db *db, const char *id, int *found, int *conflict, pg_er
     *conflict = 0;
     if (!job_id_ok(id)) return PG_OK;
     return db->ops->job_delete(db, id, found, conflict, err);
-}
-
-int pg_db_ckpt_delete(pg_db *db, const char *job, int64_t step, pg_error *err)
-{
-    if (!job_id_ok(job) || step < 0) return PG_OK;
-    return db->ops->ckpt_delete(db, job, step, err);
 }
 
 int pg_db_job_get(pg_db *db, const char *tenant, const char *id, pg_job_row **row, char **doc,

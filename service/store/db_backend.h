@@ -62,23 +62,15 @@ typedef struct pg_db_ops {
                      double cap_delta, struct pg_ledger_quote *q, pg_error *err);
     int (*job_cancel_queued)(pg_db *db, const char *id, int *done, pg_error *err);
     int (*job_load_all)(pg_db *db, pg_job_row **rows, size_t *count, pg_error *err);
-    int (*job_set_status)(pg_db *db, const char *id, const char *status, int started, int finished,
-                          const char *error, pg_error *err);
-    int (*job_set_step)(pg_db *db, const char *id, int64_t step, pg_error *err);
-    int (*job_reserve_steps)(pg_db *db, const char *id, int64_t steps, pg_error *err);
     int (*ledger_entries)(pg_db *db, const char *dataset_id, pg_ledger_entry **out, size_t *count,
                           pg_error *err);
 
-    int (*ckpt_put)(pg_db *db, const char *job, int64_t step, const unsigned char *bytes,
-                    size_t len, uint32_t crc, pg_error *err);
     int (*ckpt_list)(pg_db *db, const char *job, pg_ckpt_row **rows, size_t *count, pg_error *err);
     int (*ckpt_get)(pg_db *db, const char *job, int64_t step, size_t max_bytes,
                     unsigned char **bytes, size_t *len, int *found, pg_error *err);
 
-    int (*job_history_put)(pg_db *db, const char *id, const char *doc, pg_error *err);
     int (*job_history_get)(pg_db *db, const char *id, char **doc, int *found, pg_error *err);
     int (*job_delete)(pg_db *db, const char *id, int *found, int *conflict, pg_error *err);
-    int (*ckpt_delete)(pg_db *db, const char *job, int64_t step, pg_error *err);
     /* The shared job queue (node ids checked, *held / *found reset). */
     int (*job_claim)(pg_db *db, const char *node, int64_t now, int64_t lease_s, pg_job_row **out,
                      int *found, pg_error *err);

@@ -18,6 +18,7 @@
 #include <sys/random.h>
 
 #include "service/store/db.h"
+#include "support/pg_jobs_test.h"
 #include "support/pg_test.h"
 #include "test_support.h"
 

@@ -167,21 +167,13 @@ int pgb_job_load_all(pg_db *db, pg_job_row **rows, size_t *count, pg_error *err)
  * allocation behind. The one reader of a job row: load-all, claim and the
  * replica reads share it. */
 int pgb_job_row_at(const PGresult *r, int i, pg_job_row *j, pg_error *err);
-int pgb_job_set_status(pg_db *db, const char *id, const char *status, int started, int finished,
-                       const char *error, pg_error *err);
-int pgb_job_set_step(pg_db *db, const char *id, int64_t step, pg_error *err);
-int pgb_job_reserve_steps(pg_db *db, const char *id, int64_t steps, pg_error *err);
 int pgb_ledger_entries(pg_db *db, const char *dataset_id, pg_ledger_entry **out, size_t *count,
                        pg_error *err);
-int pgb_ckpt_put(pg_db *db, const char *job, int64_t step, const unsigned char *bytes, size_t len,
-                 uint32_t crc, pg_error *err);
 int pgb_ckpt_list(pg_db *db, const char *job, pg_ckpt_row **rows, size_t *count, pg_error *err);
 int pgb_ckpt_get(pg_db *db, const char *job, int64_t step, size_t max_bytes, unsigned char **bytes,
                  size_t *len, int *found, pg_error *err);
-int pgb_job_history_put(pg_db *db, const char *id, const char *doc, pg_error *err);
 int pgb_job_history_get(pg_db *db, const char *id, char **doc, int *found, pg_error *err);
 int pgb_job_delete(pg_db *db, const char *id, int *found, int *conflict, pg_error *err);
-int pgb_ckpt_delete(pg_db *db, const char *job, int64_t step, pg_error *err);
 /* A checkpoint's rows inside the caller's transaction (db_pg_jobs.c). */
 int pgb_ckpt_write(PGconn *c, const char *job, int64_t step, const unsigned char *bytes, size_t len,
                    uint32_t crc, pg_error *err);
