@@ -198,8 +198,7 @@ int pg_db_token_touch(pg_db *db, const char *id, int64_t now, pg_error *err)
     return db->ops->token_touch(db, id, now, err);
 }
 
-/* Dataset ids name directories in the SQLite backend: [a-z0-9_]+ only. */
-static int id_ok(const char *id)
+int pg_db_id_ok(const char *id)
 {
     if (!id || !*id || strlen(id) >= PG_ID_MAX) return 0;
     for (const char *p = id; *p; p++)
@@ -207,9 +206,17 @@ static int id_ok(const char *id)
     return 1;
 }
 
+int pg_db_node_ok(const char *node)
+{
+    if (!node || !*node || strlen(node) >= PG_NODE_MAX) return 0;
+    for (const char *p = node; *p; p++)
+        if (*p < 0x21 || *p > 0x7e) return 0;
+    return 1;
+}
+
 int pg_db_dataset_insert(pg_db *db, pg_db_dataset *d, pg_error *err)
 {
-    if (!id_ok(d->id)) return pg_error_set(err, PG_EINVAL, "invalid dataset id");
+    if (!pg_db_id_ok(d->id)) return pg_error_set(err, PG_EINVAL, "invalid dataset id");
     return db->ops->dataset_insert(db, d, err);
 }
 
@@ -217,7 +224,7 @@ int pg_db_dataset_get(pg_db *db, const char *tenant, const char *id, pg_db_datas
                       pg_error *err)
 {
     *found = 0;
-    if (!id_ok(id)) return PG_OK;
+    if (!pg_db_id_ok(id)) return PG_OK;
     return db->ops->dataset_get(db, tenant, id, out, found, err);
 }
 
@@ -248,7 +255,7 @@ int pg_db_dataset_delete(pg_db *db, const char *tenant, const char *id, int *fou
                          pg_error *err)
 {
     *found = *conflict = 0;
-    if (!id_ok(id)) return PG_OK;
+    if (!pg_db_id_ok(id)) return PG_OK;
     return db->ops->dataset_delete(db, tenant, id, found, conflict, err);
 }
 
@@ -256,7 +263,7 @@ int pg_db_append_begin(pg_db *db, const char *tenant, const char *id, size_t d, 
                        pg_error *err)
 {
     *out = NULL;
-    if (!id_ok(id)) return pg_error_set(err, PG_EINVAL, "invalid dataset id");
+    if (!pg_db_id_ok(id)) return pg_error_set(err, PG_EINVAL, "invalid dataset id");
     if (d == 0 || d > UINT32_MAX) return pg_error_set(err, PG_EINVAL, "invalid row width %zu", d);
     int rc = db->ops->append_begin(db, tenant, id, d, out, err);
     if (!rc) (*out)->db = db;
@@ -286,7 +293,7 @@ int pg_db_blocks_open(pg_db *db, const char *dataset_id, pg_db_blocks **it, size
 {
     *it = NULL;
     *count = 0;
-    if (!id_ok(dataset_id)) return pg_error_set(err, PG_EINVAL, "invalid dataset id");
+    if (!pg_db_id_ok(dataset_id)) return pg_error_set(err, PG_EINVAL, "invalid dataset id");
     int rc = db->ops->blocks_open(db, dataset_id, it, count, err);
     if (!rc) (*it)->db = db;
     return rc;
@@ -431,17 +438,11 @@ void pg_ledger_entries_free(pg_ledger_entry *e, size_t count)
     free(e);
 }
 
-/* Job ids name checkpoint directories in the SQLite backend. */
-static int job_id_ok(const char *id)
-{
-    return id_ok(id);
-}
-
 int pg_db_ckpt_list(pg_db *db, const char *job, pg_ckpt_row **rows, size_t *count, pg_error *err)
 {
     *rows = NULL;
     *count = 0;
-    if (!job_id_ok(job)) return PG_OK;
+    if (!pg_db_id_ok(job)) return PG_OK;
     return db->ops->ckpt_list(db, job, rows, count, err);
 }
 
@@ -451,7 +452,7 @@ int pg_db_ckpt_get(pg_db *db, const char *job, int64_t step, size_t max_bytes,
     *bytes = NULL;
     *len = 0;
     *found = 0;
-    if (!job_id_ok(job) || step < 0) return PG_OK;
+    if (!pg_db_id_ok(job) || step < 0) return PG_OK;
     return db->ops->ckpt_get(db, job, step, max_bytes, bytes, len, found, err);
 }
 
@@ -459,7 +460,7 @@ int pg_db_job_history_get(pg_db *db, const char *id, char **doc, int *found, pg_
 {
     *doc = NULL;
     *found = 0;
-    if (!job_id_ok(id)) return PG_OK;
+    if (!pg_db_id_ok(id)) return PG_OK;
     return db->ops->job_history_get(db, id, doc, found, err);
 }
 
@@ -467,7 +468,7 @@ int pg_db_job_delete(pg_db *db, const char *id, int *found, int *conflict, pg_er
 {
     *found = 0;
     *conflict = 0;
-    if (!job_id_ok(id)) return PG_OK;
+    if (!pg_db_id_ok(id)) return PG_OK;
     return db->ops->job_delete(db, id, found, conflict, err);
 }
 
@@ -477,7 +478,7 @@ int pg_db_job_get(pg_db *db, const char *tenant, const char *id, pg_job_row **ro
     *row = NULL;
     *doc = NULL;
     *found = 0;
-    if (!job_id_ok(id)) return PG_OK;
+    if (!pg_db_id_ok(id)) return PG_OK;
     return db->ops->job_get(db, tenant, id, row, doc, found, err);
 }
 

@@ -129,6 +129,13 @@ struct pg_db_blocks {
     pg_db *db;
 };
 
+/* The shared argument checks (dispatch in db.c, db_queue.c, db_reports.c,
+ * and the backends). Dataset, job and report ids: [a-z0-9_]+, shorter than
+ * PG_ID_MAX (the SQLite backend names directories after them). */
+int pg_db_id_ok(const char *id);
+/* Node ids: 1 to PG_NODE_MAX-1 printable ASCII characters, no spaces. */
+int pg_db_node_ok(const char *node);
+
 /* Opens a backend from the full URL (scheme included). */
 typedef int (*pg_db_open_fn)(const char *url, const pg_db_options *opt, pg_db **out, pg_error *err);
 

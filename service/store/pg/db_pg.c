@@ -197,8 +197,7 @@ static void pgb_close(pg_db *db)
     free(b);
 }
 
-static int with_conn(pgb *b, int (*fn)(PGconn *c, void *ctx, pg_error *err), void *ctx,
-                     pg_error *err)
+int pgb_with_conn(pgb *b, pgb_fn fn, void *ctx, pg_error *err)
 {
     PGconn *c;
     int rc = pg_pgpool_acquire(b->pool, &c, err);
@@ -215,7 +214,7 @@ static int version_fn(PGconn *c, void *ctx, pg_error *err)
 
 static int pgb_schema_version_op(pg_db *db, int *version, pg_error *err)
 {
-    return with_conn(PGB(db), version_fn, version, err);
+    return pgb_with_conn(PGB(db), version_fn, version, err);
 }
 
 /* Readiness: a write the server accepts (a read-only standby or a full
@@ -430,7 +429,7 @@ int pg_db_postgres_open(const char *url, const pg_db_options *opt, pg_db **out, 
     };
     if (po.size > PG_PGPOOL_MAX) po.size = PG_PGPOOL_MAX;
     int rc = pg_pgpool_open(url, &po, &b->pool, err);
-    if (!rc) rc = with_conn(b, migrate_fn, NULL, err);
+    if (!rc) rc = pgb_with_conn(b, migrate_fn, NULL, err);
     if (rc) {
         char safe[160];
         pg_db_url_redact(url, safe, sizeof safe);

@@ -11,12 +11,18 @@
  * CRC-32 and SHA-256 of its whole payload, which every read verifies.
  *
  * Transactions: every operation is one transaction on one pooled
- * connection, rerun from the start on a serialization failure or deadlock
- * (PG_PGPOOL_RETRY; the statements are written so none is expected). An
- * append holds its connection and its transaction from begin to commit, so
- * a lost connection or an abort leaves nothing; its chunks are staged under
- * a fresh block id and the block gets its place (k) in the dataset only at
- * commit, under the dataset's row lock, so blocks are ordered by commit.
+ * connection (pgb_tx), rerun from the start on a serialization failure or
+ * deadlock (PG_PGPOOL_RETRY; the statements are written so none is
+ * expected). Appends are the exception (db_pg_rows.c): begin and write take
+ * no connection, they spool the payload (hashing it as it comes) to an
+ * unlinked temporary file, so a slow upload holds neither a pooled
+ * connection nor an open transaction. The commit takes a connection and
+ * runs one transaction, not rerun: the chunks go in under a fresh block id,
+ * then the block gets its place (k) in the dataset under the dataset's row
+ * lock (SELECT ... FOR UPDATE), so blocks are ordered by commit and
+ * admissions and deletes wait only for that bookkeeping. An abort, a failed
+ * commit or a lost connection leaves nothing stored (the connection's
+ * release rolls back; the spool goes with its descriptor).
  * Admission locks the dataset's row (SELECT ... FOR UPDATE) before reading
  * the ledger: see "Admission concurrency" in service/db.h.
  *
@@ -115,6 +121,11 @@ int pgb_tx(pgb *b, pgb_fn fn, void *ctx, pg_error *err);
  * flags accept (2 s, service/config.c). A healthy writer that is cut off
  * anyway gets PG_EUNAVAIL and retries like after any lost connection. */
 int pgb_tx_row(pgb *b, pgb_fn fn, void *ctx, pg_error *err);
+/* fn on a pooled connection without BEGIN/COMMIT, not rerun: for single
+ * statements (token verification reads one token on every request, so it
+ * saves the round trips) and for fn that runs its own transaction (the
+ * migrations, under their advisory lock). */
+int pgb_with_conn(pgb *b, pgb_fn fn, void *ctx, pg_error *err);
 
 int64_t pgb_now(void);
 uint32_t pgb_crc32(uint32_t crc, const void *p, size_t n);

@@ -11,18 +11,6 @@
     "seq, id, tenant_id, scope, hash, created_at, expires_at, revoked_at, last_used_at, "          \
     "coalesce(minted_by, '')"
 
-/* Verification reads one token on every request: a pooled connection
- * without BEGIN/COMMIT round trips. */
-static int with_conn(pgb *b, pgb_fn fn, void *ctx, pg_error *err)
-{
-    PGconn *c;
-    int rc = pg_pgpool_acquire(b->pool, &c, err);
-    if (rc) return rc;
-    rc = fn(c, ctx, err);
-    pg_pgpool_release(b->pool, c);
-    return rc;
-}
-
 /* Row i of a TOKEN_COLS result; 0 when the stored hash is malformed. */
 static int token_from(const PGresult *r, int i, pg_token *out)
 {
@@ -53,7 +41,7 @@ static int count_fn(PGconn *c, void *ctx, pg_error *err)
 
 int pgb_token_count(pg_db *db, int64_t *n, pg_error *err)
 {
-    return with_conn(PGB(db), count_fn, n, err);
+    return pgb_with_conn(PGB(db), count_fn, n, err);
 }
 
 typedef struct token_ctx {
@@ -188,7 +176,7 @@ int pgb_token_get(pg_db *db, const char *id, pg_token *out, int *found, pg_error
 {
     pg_token t;
     token_ctx x = {.id = id, .out = &t};
-    int rc = with_conn(PGB(db), get_fn, &x, err);
+    int rc = pgb_with_conn(PGB(db), get_fn, &x, err);
     if (rc) return rc;
     *found = x.found;
     if (x.found) *out = t;
@@ -302,5 +290,5 @@ static int touch_fn(PGconn *c, void *ctx, pg_error *err)
 int pgb_token_touch(pg_db *db, const char *id, int64_t now, pg_error *err)
 {
     token_ctx x = {.id = id, .now = now};
-    return with_conn(PGB(db), touch_fn, &x, err);
+    return pgb_with_conn(PGB(db), touch_fn, &x, err);
 }

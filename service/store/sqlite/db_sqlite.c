@@ -123,17 +123,9 @@ void sq_rollback(sq_db *s)
     sqlite3_exec(s->db, "ROLLBACK;", NULL, NULL, NULL);
 }
 
-static int valid_id(const char *id)
-{
-    if (!*id) return 0;
-    for (const char *p = id; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_')) return 0;
-    return 1;
-}
-
 int sq_dataset_dir(const sq_db *s, const char *id, char *buf, size_t cap, pg_error *err)
 {
-    if (!valid_id(id)) return pg_error_set(err, PG_EINVAL, "invalid dataset id");
+    if (!pg_db_id_ok(id)) return pg_error_set(err, PG_EINVAL, "invalid dataset id");
     if (snprintf(buf, cap, "%s/datasets/%s", s->dir, id) >= (int)cap)
         return pg_error_set(err, PG_EINVAL, "dataset path too long");
     return PG_OK;
@@ -142,7 +134,7 @@ int sq_dataset_dir(const sq_db *s, const char *id, char *buf, size_t cap, pg_err
 int sq_ckpt_path(const sq_db *s, const char *job, int64_t step, char *buf, size_t cap,
                  pg_error *err)
 {
-    if (!valid_id(job)) return pg_error_set(err, PG_EINVAL, "invalid job id");
+    if (!pg_db_id_ok(job)) return pg_error_set(err, PG_EINVAL, "invalid job id");
     if (snprintf(buf, cap, "%s/checkpoints/%s/%lld.pgc", s->dir, job, (long long)step) >= (int)cap)
         return pg_error_set(err, PG_EINVAL, "checkpoint path too long");
     return PG_OK;
