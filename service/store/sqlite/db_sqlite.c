@@ -118,9 +118,18 @@ int sq_prep(sq_db *s, const char *sql, sqlite3_stmt **st, pg_error *err)
     return PG_OK;
 }
 
-void sq_rollback(sq_db *s)
+int sq_tx_begin(sq_db *s, pg_error *err)
 {
+    return sq_exec(s, "BEGIN IMMEDIATE;", err);
+}
+
+int sq_tx_end(sq_db *s, int rc, pg_error *err)
+{
+    if (rc == PG_OK && (rc = sq_exec(s, "COMMIT;", err)) == PG_OK) return PG_OK;
+    /* After a failed step (error already reported), a decision that writes
+     * nothing, or a failed COMMIT (which leaves the transaction open). */
     sqlite3_exec(s->db, "ROLLBACK;", NULL, NULL, NULL);
+    return rc == SQ_ROLLBACK ? PG_OK : rc;
 }
 
 int sq_dataset_dir(const sq_db *s, const char *id, char *buf, size_t cap, pg_error *err)
@@ -184,21 +193,17 @@ static int version_of(sq_db *s)
  * before either took the lock ("table already exists"). */
 static int migrate(sq_db *s, pg_error *err)
 {
-    if (sq_exec(s, "BEGIN IMMEDIATE;", err)) return PG_EIO;
+    if (sq_tx_begin(s, err)) return PG_EIO;
     int rc =
         sq_exec(s, "CREATE TABLE IF NOT EXISTS schema_version(version INTEGER NOT NULL);", err);
     if (!rc && version_of(s) < 0)
         rc = sq_exec(s, "INSERT INTO schema_version(version) VALUES(0);", err);
-    if (!rc) rc = sq_exec(s, "COMMIT;", err);
-    if (rc) {
-        sq_rollback(s);
-        return PG_EIO;
-    }
+    if (sq_tx_end(s, rc, err)) return PG_EIO;
     for (;;) {
-        if (sq_exec(s, "BEGIN IMMEDIATE;", err)) return PG_EIO;
+        if (sq_tx_begin(s, err)) return PG_EIO;
         int v = version_of(s);
         if (v < 0 || v >= NMIGRATIONS) {
-            sq_rollback(s);
+            sq_tx_end(s, SQ_ROLLBACK, err);
             if (v < 0) return pg_error_set(err, PG_EIO, "cannot read the schema version");
             if (v > NMIGRATIONS)
                 return pg_error_set(err, PG_ENOTSUP,
@@ -211,14 +216,11 @@ static int migrate(sq_db *s, pg_error *err)
         rc = sq_exec(s, MIGRATIONS[v], err);
         if (!rc) rc = sq_exec(s, bump, err);
         if (rc) {
-            sq_rollback(s);
+            sq_tx_end(s, rc, err);
             pg_error_wrap(err, "migration %d", v + 1);
             return rc;
         }
-        if (sq_exec(s, "COMMIT;", err)) {
-            sq_rollback(s);
-            return PG_EIO;
-        }
+        if (sq_tx_end(s, PG_OK, err)) return PG_EIO;
     }
 }
 
@@ -268,7 +270,7 @@ static int sq_idem_begin(pg_db *db, const char *tenant, const char *token, const
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
-    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
+    int rc = sq_tx_begin(s, err);
     if (!rc && !(rc = sq_prep(s,
                               "SELECT fp, status, location, body FROM idempotency "
                               "WHERE tenant_id=? AND token_id=? AND key=?",
@@ -316,10 +318,7 @@ static int sq_idem_begin(pg_db *db, const char *tenant, const char *token, const
         if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "reserving an idempotency key");
         sqlite3_finalize(st);
     }
-    if (rc)
-        sq_rollback(s);
-    else
-        rc = sq_exec(s, "COMMIT;", err);
+    rc = sq_tx_end(s, rc, err);
     if (rc) {
         pg_idem_free(prev);
         *state = 0;

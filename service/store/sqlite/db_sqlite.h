@@ -5,7 +5,7 @@
  * deletion).
  *
  * One connection guarded by one mutex: every op locks, runs its statements
- * (multi-statement writes inside BEGIN IMMEDIATE ... COMMIT) and unlocks, so
+ * (multi-statement writes inside sq_tx_begin ... sq_tx_end) and unlocks, so
  * an op never sees another's half-done transaction. Row blocks and
  * checkpoints are files under the database's directory; a file is always
  * complete and fsynced before a committed row refers to it, and removed when
@@ -43,8 +43,16 @@ int sq_prep(sq_db *s, const char *sql, sqlite3_stmt **st, pg_error *err);
  * error are malloc'ed. Returns PG_ENOMEM (j's strings freed) when a copy
  * fails. */
 int sq_job_row_read(sqlite3_stmt *st, pg_job_row *j, pg_error *err);
-/* Rolls back after a failed step (error already reported). */
-void sq_rollback(sq_db *s);
+/* Transactions, s->mu held: sq_tx_begin opens BEGIN IMMEDIATE (the
+ * database's write lock, so the statements that follow see no other
+ * writer). sq_tx_end closes it with the op's status rc: COMMIT when rc is
+ * PG_OK, ROLLBACK otherwise and when COMMIT fails; it returns rc, or
+ * COMMIT's failure. rc = SQ_ROLLBACK rolls back a decision that writes
+ * nothing (a refused admission, a write the fence refused) and returns
+ * PG_OK, like pgb_tx's PGB_ROLLBACK. */
+#define SQ_ROLLBACK 1001
+int sq_tx_begin(sq_db *s, pg_error *err);
+int sq_tx_end(sq_db *s, int rc, pg_error *err);
 
 /* DIR/datasets/<id> and DIR/checkpoints/<job>/<step>.pgc. */
 int sq_dataset_dir(const sq_db *s, const char *id, char *buf, size_t cap, pg_error *err);

@@ -67,7 +67,7 @@ int sq_job_delete(pg_db *db, const char *id, int *found, int *conflict, pg_error
 {
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
-    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
+    int rc = sq_tx_begin(s, err);
     if (rc) {
         pthread_mutex_unlock(&s->mu);
         return rc;
@@ -105,8 +105,7 @@ int sq_job_delete(pg_db *db, const char *id, int *found, int *conflict, pg_error
                       err);
         if (!rc) rc = run1(s, "DELETE FROM jobs WHERE id=?", id, 0, 0, "deleting a job", err);
     }
-    if (!rc) rc = sq_exec(s, "COMMIT;", err);
-    if (rc) sq_rollback(s);
+    rc = sq_tx_end(s, rc, err);
     pthread_mutex_unlock(&s->mu);
     if (!rc && *found && !*conflict) remove_ckpt_dir(s, id);
     return rc;

@@ -142,7 +142,7 @@ int sq_job_admit(pg_db *db, pg_job_row *job, const pg_privacy_plan *plan, double
     pthread_mutex_lock(&s->mu);
     /* IMMEDIATE takes the write lock before reading the ledger: no other
      * connection can reserve between our read and our insert. */
-    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
+    int rc = sq_tx_begin(s, err);
     sqlite3_stmt *st;
     if (!rc && !(rc = sq_prep(s, "SELECT 1 FROM datasets WHERE id=?", &st, err))) {
         sqlite3_bind_text(st, 1, job->dataset_id, -1, SQLITE_STATIC);
@@ -163,8 +163,7 @@ int sq_job_admit(pg_db *db, pg_job_row *job, const pg_privacy_plan *plan, double
         q->admit = 1;
     }
     if (!rc && q->admit) rc = insert_job(s, &row, err);
-    if (!rc && q->admit) rc = sq_exec(s, "COMMIT;", err);
-    if (rc || !q->admit) sq_rollback(s);
+    rc = sq_tx_end(s, !rc && !q->admit ? SQ_ROLLBACK : rc, err);
     pthread_mutex_unlock(&s->mu);
     if (!rc && q->admit) *job = row;
     return rc;
@@ -175,7 +174,7 @@ int sq_job_cancel_queued(pg_db *db, const char *id, int *done, pg_error *err)
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
-    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
+    int rc = sq_tx_begin(s, err);
     if (!rc && !(rc = sq_prep(s,
                               "UPDATE jobs SET status='cancelled', finished_at=?2, updated_at=?2 "
                               "WHERE id=?1 AND status='queued'",
@@ -193,8 +192,7 @@ int sq_job_cancel_queued(pg_db *db, const char *id, int *done, pg_error *err)
         if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "refunding");
         sqlite3_finalize(st);
     }
-    if (!rc) rc = sq_exec(s, "COMMIT;", err);
-    if (rc) sq_rollback(s);
+    rc = sq_tx_end(s, rc, err);
     pthread_mutex_unlock(&s->mu);
     *done = !rc && changed;
     return rc;

@@ -67,7 +67,7 @@ int sq_report_insert(pg_db *db, pg_report_row *r, int64_t max_queued, int *full,
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
-    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
+    int rc = sq_tx_begin(s, err);
     if (!rc && !(rc = sq_prep(s, "SELECT count(*) FROM reports WHERE status='queued'", &st, err))) {
         if (sqlite3_step(st) != SQLITE_ROW)
             rc = sq_fail(s, err, "counting queued reports");
@@ -105,8 +105,7 @@ int sq_report_insert(pg_db *db, pg_report_row *r, int64_t max_queued, int *full,
             r->seq = sqlite3_last_insert_rowid(s->db);
         sqlite3_finalize(st);
     }
-    if (!rc) rc = sq_exec(s, "COMMIT;", err);
-    if (rc) sq_rollback(s);
+    rc = sq_tx_end(s, rc, err);
     if (!rc && !*full) {
         snprintf(r->status, sizeof r->status, "queued");
         r->updated_at = r->created_at;
@@ -191,7 +190,7 @@ int sq_report_claim(pg_db *db, int64_t now, int64_t stale_s, pg_report_row **out
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
     int64_t seq = -1;
-    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
+    int rc = sq_tx_begin(s, err);
     if (!rc && !(rc = sq_prep(s,
                               "SELECT seq FROM reports WHERE status='queued' OR "
                               "(status='running' AND updated_at<=?1-?2) ORDER BY seq LIMIT 1",
@@ -229,9 +228,8 @@ int sq_report_claim(pg_db *db, int64_t now, int64_t stale_s, pg_report_row **out
         }
         sqlite3_finalize(st);
     }
-    if (!rc) rc = sq_exec(s, "COMMIT;", err);
+    rc = sq_tx_end(s, rc, err);
     if (rc) {
-        sq_rollback(s);
         if (row) pg_report_rows_free(row, 1);
         free(row);
         row = NULL;
@@ -285,7 +283,7 @@ int sq_report_finish(pg_db *db, const char *id, const char *status, const char *
     snprintf(names + at, cap - at, "]");
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
-    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
+    int rc = sq_tx_begin(s, err);
     if (!rc && !(rc = sq_prep(s,
                               "UPDATE reports SET status=?1, error=?2, result=?3, "
                               "figures=CASE WHEN ?1='succeeded' THEN ?4 ELSE NULL END, "
@@ -322,9 +320,8 @@ int sq_report_finish(pg_db *db, const char *id, const char *status, const char *
         if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "storing a report figure");
         sqlite3_finalize(st);
     }
-    if (!rc) rc = sq_exec(s, "COMMIT;", err);
+    rc = sq_tx_end(s, rc, err);
     if (rc) {
-        sq_rollback(s);
         *held = 0;
     }
     pthread_mutex_unlock(&s->mu);
@@ -339,7 +336,7 @@ static int begin_status(sq_db *s, const char *tenant, const char *id, char *stt,
 {
     sqlite3_stmt *st;
     stt[0] = '\0';
-    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
+    int rc = sq_tx_begin(s, err);
     if (!rc &&
         !(rc = sq_prep(s, "SELECT status FROM reports WHERE id=? AND tenant_id=?", &st, err))) {
         sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
@@ -377,9 +374,8 @@ int sq_report_cancel(pg_db *db, const char *tenant, const char *id, int64_t now,
         if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "cancelling a report");
         sqlite3_finalize(st);
     }
-    if (!rc) rc = sq_exec(s, "COMMIT;", err);
+    rc = sq_tx_end(s, rc, err);
     if (rc) {
-        sq_rollback(s);
         *found = *done = 0;
     }
     pthread_mutex_unlock(&s->mu);
@@ -403,9 +399,8 @@ int sq_report_delete(pg_db *db, const char *tenant, const char *id, int *found, 
         if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "deleting a report");
         sqlite3_finalize(st);
     }
-    if (!rc) rc = sq_exec(s, "COMMIT;", err);
+    rc = sq_tx_end(s, rc, err);
     if (rc) {
-        sq_rollback(s);
         *found = *conflict = 0;
     }
     pthread_mutex_unlock(&s->mu);

@@ -149,7 +149,7 @@ int sq_dataset_delete(pg_db *db, const char *tenant, const char *id, int *found,
     char dir[PATH_MAX];
     if (sq_dataset_dir(s, id, dir, sizeof dir, NULL)) return PG_OK; /* cannot exist */
     pthread_mutex_lock(&s->mu);
-    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
+    int rc = sq_tx_begin(s, err);
     sqlite3_stmt *st;
     if (!rc && !(rc = sq_prep(s,
                               "SELECT (SELECT count(*) FROM datasets WHERE id=?1 AND "
@@ -177,10 +177,7 @@ int sq_dataset_delete(pg_db *db, const char *tenant, const char *id, int *found,
             sqlite3_finalize(st);
         }
     }
-    if (rc)
-        sq_rollback(s);
-    else
-        rc = sq_exec(s, "COMMIT;", err);
+    rc = sq_tx_end(s, rc, err);
     /* Files go after the commit: a crash in between leaves only orphan files,
      * never a dataset row pointing at missing blocks. */
     if (!rc && *found && !*conflict) remove_dir(dir);
@@ -258,7 +255,7 @@ static int record(sq_db *s, sq_append *a, const char *tmp, int64_t rows, int64_t
     char final[PATH_MAX + 32];
     pthread_mutex_lock(&s->mu);
     int renamed = 0;
-    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
+    int rc = sq_tx_begin(s, err);
     sqlite3_stmt *st;
     int64_t n = 0, k = 0;
     if (!rc &&
@@ -309,9 +306,8 @@ static int record(sq_db *s, sq_append *a, const char *tmp, int64_t rows, int64_t
         if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "recording a row block");
         sqlite3_finalize(st);
     }
-    if (!rc) rc = sq_exec(s, "COMMIT;", err);
+    rc = sq_tx_end(s, rc, err);
     if (rc) {
-        sq_rollback(s);
         unlink(renamed ? final : tmp);
         *found = 0;
     } else if (!*found) {

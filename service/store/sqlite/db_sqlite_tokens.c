@@ -109,10 +109,9 @@ int sq_token_insert(pg_db *db, const pg_token *t, int new_tenant, pg_error *err)
 {
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
-    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
+    int rc = sq_tx_begin(s, err);
     if (!rc) rc = insert_in_tx(s, t, new_tenant, err);
-    if (!rc) rc = sq_exec(s, "COMMIT;", err);
-    if (rc) sq_rollback(s);
+    rc = sq_tx_end(s, rc, err);
     pthread_mutex_unlock(&s->mu);
     return rc;
 }
@@ -126,9 +125,9 @@ int sq_token_bootstrap(pg_db *db, const pg_token *t, int *created, pg_token *fir
 {
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
-    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
+    int rc = sq_tx_begin(s, err);
     sqlite3_stmt *st = NULL;
-    int any = 0;
+    int any = 0, inserted = 0;
     if (!rc && !(rc = sq_prep(s, "SELECT 1 FROM tokens LIMIT 1", &st, err))) {
         int r = sqlite3_step(st);
         if (r == SQLITE_ROW)
@@ -139,10 +138,7 @@ int sq_token_bootstrap(pg_db *db, const pg_token *t, int *created, pg_token *fir
     }
     if (!rc && !any && t) {
         rc = insert_in_tx(s, t, 1, err);
-        if (!rc && !(rc = sq_exec(s, "COMMIT;", err))) {
-            *created = *has_first = 1;
-            *first = *t;
-        }
+        inserted = !rc;
     } else if (!rc) {
         rc = sq_prep(s,
                      "SELECT " TOKEN_COLS " FROM tokens WHERE scope = 'admin' ORDER BY seq LIMIT 1",
@@ -155,9 +151,12 @@ int sq_token_bootstrap(pg_db *db, const pg_token *t, int *created, pg_token *fir
                 rc = sq_fail(s, err, "reading the first admin token");
             sqlite3_finalize(st);
         }
-        if (!rc) rc = sq_exec(s, "COMMIT;", err);
     }
-    if (rc) sq_rollback(s);
+    rc = sq_tx_end(s, rc, err);
+    if (!rc && inserted) {
+        *created = *has_first = 1;
+        *first = *t;
+    }
     pthread_mutex_unlock(&s->mu);
     return rc;
 }
@@ -280,10 +279,9 @@ int sq_token_revoke(pg_db *db, const char *tenant, const char *id, int64_t now, 
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
     int f = 0, last = 0;
-    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
+    int rc = sq_tx_begin(s, err);
     if (!rc) rc = revoke_locked(s, tenant, id, now, &f, &last, err);
-    if (!rc) rc = sq_exec(s, "COMMIT;", err);
-    if (rc) sq_rollback(s);
+    rc = sq_tx_end(s, rc, err);
     pthread_mutex_unlock(&s->mu);
     if (!rc) {
         *found = f;
