@@ -136,6 +136,22 @@ int pg_db_id_ok(const char *id);
 /* Node ids: 1 to PG_NODE_MAX-1 printable ASCII characters, no spaces. */
 int pg_db_node_ok(const char *node);
 
+/* The columns each backend selects for a row of the contract's types, in
+ * the order its row readers take them (the statements differ by dialect;
+ * the lists do not). */
+#define PG_DB_TOKEN_COLS                                                                           \
+    "seq, id, tenant_id, scope, hash, created_at, expires_at, revoked_at, last_used_at, "          \
+    "coalesce(minted_by, '')"
+#define PG_DB_DATASET_COLS "seq, id, tenant_id, name, meta, d, n, blocks, bytes, created_at"
+#define PG_DB_JOB_COLS                                                                             \
+    "seq, id, tenant_id, dataset_id, method, status, spec, error, created_at, started_at, "        \
+    "finished_at, step, steps_reserved, data_n, public_dataset_id, public_n, owner"
+#define PG_DB_REPORT_COLS                                                                          \
+    "seq, id, tenant_id, job_id, against_id, against_model, against_n, job_step, n, seed, "        \
+    "status, stage, progress, error, created_at, started_at, finished_at, updated_at, "            \
+    "job_model, job_epsilon, utility"
+#define PG_DB_REPORT_COLS_FULL PG_DB_REPORT_COLS ", result, figures"
+
 /* Opens a backend from the full URL (scheme included). */
 typedef int (*pg_db_open_fn)(const char *url, const pg_db_options *opt, pg_db **out, pg_error *err);
 

@@ -164,16 +164,12 @@ int pgb_job_admit(pg_db *db, pg_job_row *job, const pg_privacy_plan *plan, doubl
                   double cap_delta, struct pg_ledger_quote *q, pg_error *err);
 int pgb_job_cancel_queued(pg_db *db, const char *id, int *done, pg_error *err);
 int pgb_job_load_all(pg_db *db, pg_job_row **rows, size_t *count, pg_error *err);
-/* The seventeen columns of a job row, in the order pgb_job_row_at reads
- * them; PGB_JOB_COLS_J is the same list qualified by the alias j. */
-#define PGB_JOB_COLS                                                                               \
-    "seq, id, tenant_id, dataset_id, method, status, spec, error, created_at, started_at, "        \
-    "finished_at, step, steps_reserved, data_n, public_dataset_id, public_n, owner"
+/* PG_DB_JOB_COLS (db_backend.h) qualified by the alias j. */
 #define PGB_JOB_COLS_J                                                                             \
     "j.seq, j.id, j.tenant_id, j.dataset_id, j.method, j.status, j.spec, j.error, "                \
     "j.created_at, j.started_at, j.finished_at, j.step, j.steps_reserved, j.data_n, "              \
     "j.public_dataset_id, j.public_n, j.owner"
-/* Row i of a result selected with PGB_JOB_COLS into *j (zeroed first; its
+/* Row i of a result selected with PG_DB_JOB_COLS into *j (zeroed first; its
  * strings malloc'ed, released by pg_job_rows_free). PG_ENOMEM leaves no
  * allocation behind. The one reader of a job row: load-all, claim and the
  * replica reads share it. */

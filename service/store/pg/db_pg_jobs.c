@@ -196,7 +196,7 @@ static int load_fn(PGconn *c, void *ctx, pg_error *err)
     rows_ctx *x = ctx;
     PGresult *r;
     int rc =
-        pgb_q(c, "SELECT " PGB_JOB_COLS " FROM jobs ORDER BY seq", NULL, "loading jobs", &r, err);
+        pgb_q(c, "SELECT " PG_DB_JOB_COLS " FROM jobs ORDER BY seq", NULL, "loading jobs", &r, err);
     if (rc) return rc;
     int n = PQntuples(r);
     pg_job_rows_free(x->rows, x->n);

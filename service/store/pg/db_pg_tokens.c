@@ -7,11 +7,7 @@
 
 #include "service/store/pg/db_pg.h"
 
-#define TOKEN_COLS                                                                                 \
-    "seq, id, tenant_id, scope, hash, created_at, expires_at, revoked_at, last_used_at, "          \
-    "coalesce(minted_by, '')"
-
-/* Row i of a TOKEN_COLS result; 0 when the stored hash is malformed. */
+/* Row i of a PG_DB_TOKEN_COLS result; 0 when the stored hash is malformed. */
 static int token_from(const PGresult *r, int i, pg_token *out)
 {
     if (PQgetlength(r, i, 4) != 32) return 0;
@@ -133,7 +129,7 @@ static int bootstrap_fn(PGconn *c, void *ctx, pg_error *err)
     PQclear(r);
     if (any || !x->t) {
         if ((rc = pgb_q(c,
-                        "SELECT " TOKEN_COLS " FROM tokens WHERE scope = 'admin' "
+                        "SELECT " PG_DB_TOKEN_COLS " FROM tokens WHERE scope = 'admin' "
                         "ORDER BY seq LIMIT 1",
                         NULL, "reading the first admin token", &r, err)))
             return rc;
@@ -164,8 +160,8 @@ static int get_fn(PGconn *c, void *ctx, pg_error *err)
     pgb_args a = {0};
     pgb_text(&a, x->id);
     PGresult *r;
-    int rc =
-        pgb_q(c, "SELECT " TOKEN_COLS " FROM tokens WHERE id = $1", &a, "reading a token", &r, err);
+    int rc = pgb_q(c, "SELECT " PG_DB_TOKEN_COLS " FROM tokens WHERE id = $1", &a,
+                   "reading a token", &r, err);
     if (rc) return rc;
     if (PQntuples(r) == 1 && token_from(r, 0, x->out)) x->found = 1;
     PQclear(r);
@@ -192,7 +188,7 @@ static int list_fn(PGconn *c, void *ctx, pg_error *err)
     pgb_i64(&a, (int64_t)(x->limit > 100000 ? 100000 : x->limit));
     PGresult *r;
     int rc = pgb_q(c,
-                   "SELECT " TOKEN_COLS " FROM tokens WHERE tenant_id = $1 AND seq > $2 "
+                   "SELECT " PG_DB_TOKEN_COLS " FROM tokens WHERE tenant_id = $1 AND seq > $2 "
                    "ORDER BY seq LIMIT $3",
                    &a, "listing tokens", &r, err);
     if (rc) return rc;

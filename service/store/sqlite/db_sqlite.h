@@ -35,11 +35,7 @@ int sq_fail(sq_db *s, pg_error *err, const char *what);
 int sq_exec(sq_db *s, const char *sql, pg_error *err);
 int sq_prep(sq_db *s, const char *sql, sqlite3_stmt **st, pg_error *err);
 
-/* The columns of a job row, in the order sq_job_row_read expects. */
-#define SQ_JOB_COLS                                                                                \
-    "seq, id, tenant_id, dataset_id, method, status, spec, error, created_at, started_at, "        \
-    "finished_at, step, steps_reserved, data_n, public_dataset_id, public_n, owner"
-/* Fills j (zeroed first) from a row selected with SQ_JOB_COLS; spec and
+/* Fills j (zeroed first) from a row selected with PG_DB_JOB_COLS; spec and
  * error are malloc'ed. Returns PG_ENOMEM (j's strings freed) when a copy
  * fails. */
 int sq_job_row_read(sqlite3_stmt *st, pg_job_row *j, pg_error *err);

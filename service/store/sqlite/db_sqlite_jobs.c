@@ -207,7 +207,7 @@ int sq_job_load_all(pg_db *db, pg_job_row **out, size_t *count, pg_error *err)
     size_t n = 0, cap = 0;
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
-    int rc = sq_prep(s, "SELECT " SQ_JOB_COLS " FROM jobs ORDER BY seq", &st, err);
+    int rc = sq_prep(s, "SELECT " PG_DB_JOB_COLS " FROM jobs ORDER BY seq", &st, err);
     if (!rc) {
         int r;
         while ((r = sqlite3_step(st)) == SQLITE_ROW) {

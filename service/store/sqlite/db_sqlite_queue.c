@@ -20,7 +20,7 @@
 static int read_row(sq_db *s, int64_t seq, pg_job_row **out, pg_error *err)
 {
     sqlite3_stmt *st;
-    if (sq_prep(s, "SELECT " SQ_JOB_COLS " FROM jobs WHERE seq=?", &st, err)) return PG_EIO;
+    if (sq_prep(s, "SELECT " PG_DB_JOB_COLS " FROM jobs WHERE seq=?", &st, err)) return PG_EIO;
     sqlite3_bind_int64(st, 1, seq);
     int rc = PG_OK;
     if (sqlite3_step(st) != SQLITE_ROW) {

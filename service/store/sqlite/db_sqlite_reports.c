@@ -8,12 +8,6 @@
 
 #include "service/store/sqlite/db_sqlite.h"
 
-#define REPORT_COLS                                                                                \
-    "seq, id, tenant_id, job_id, against_id, against_model, against_n, job_step, n, seed, "        \
-    "status, stage, progress, error, created_at, started_at, finished_at, updated_at, "            \
-    "job_model, job_epsilon, utility"
-#define REPORT_COLS_FULL REPORT_COLS ", result, figures"
-
 static char *dup_col(sqlite3_stmt *st, int col)
 {
     const unsigned char *t = sqlite3_column_text(st, col);
@@ -26,7 +20,7 @@ static void str_col(sqlite3_stmt *st, int col, char *dst, size_t cap)
     snprintf(dst, cap, "%s", t ? (const char *)t : "");
 }
 
-/* One row of REPORT_COLS (and result, figures when full); PG_ENOMEM frees. */
+/* One row of PG_DB_REPORT_COLS (and result, figures when full); PG_ENOMEM frees. */
 static int row_read(sqlite3_stmt *st, int full, pg_report_row *r, pg_error *err)
 {
     memset(r, 0, sizeof *r);
@@ -120,8 +114,8 @@ int sq_report_get(pg_db *db, const char *tenant, const char *id, pg_report_row *
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
-    int rc =
-        sq_prep(s, "SELECT " REPORT_COLS_FULL " FROM reports WHERE id=? AND tenant_id=?", &st, err);
+    int rc = sq_prep(s, "SELECT " PG_DB_REPORT_COLS_FULL " FROM reports WHERE id=? AND tenant_id=?",
+                     &st, err);
     if (!rc) {
         sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, tenant, -1, SQLITE_STATIC);
@@ -147,7 +141,7 @@ int sq_report_list(pg_db *db, const char *tenant, const char *job_id, int public
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
     int rc = sq_prep(s,
-                     "SELECT " REPORT_COLS " FROM reports WHERE tenant_id=? AND job_id=? AND "
+                     "SELECT " PG_DB_REPORT_COLS " FROM reports WHERE tenant_id=? AND job_id=? AND "
                      "seq>? AND (?=0 OR against_model=3) ORDER BY seq LIMIT ?",
                      &st, err);
     if (!rc) {
@@ -216,7 +210,7 @@ int sq_report_claim(pg_db *db, int64_t now, int64_t stale_s, pg_report_row **out
     }
     pg_report_row *row = NULL;
     if (!rc && seq >= 0 &&
-        !(rc = sq_prep(s, "SELECT " REPORT_COLS " FROM reports WHERE seq=?", &st, err))) {
+        !(rc = sq_prep(s, "SELECT " PG_DB_REPORT_COLS " FROM reports WHERE seq=?", &st, err))) {
         sqlite3_bind_int64(st, 1, seq);
         if (sqlite3_step(st) != SQLITE_ROW)
             rc = sq_fail(s, err, "reading a claimed report");

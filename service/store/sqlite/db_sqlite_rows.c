@@ -44,8 +44,6 @@ int sq_dataset_insert(pg_db *db, pg_db_dataset *d, pg_error *err)
     return rc;
 }
 
-#define DS_COLS "seq, id, tenant_id, name, meta, d, n, blocks, bytes, created_at"
-
 static int read_dataset(sqlite3_stmt *st, pg_db_dataset *d)
 {
     memset(d, 0, sizeof *d);
@@ -72,7 +70,8 @@ int sq_dataset_get(pg_db *db, const char *tenant, const char *id, pg_db_dataset 
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
-    int rc = sq_prep(s, "SELECT " DS_COLS " FROM datasets WHERE id=? AND tenant_id=?", &st, err);
+    int rc = sq_prep(s, "SELECT " PG_DB_DATASET_COLS " FROM datasets WHERE id=? AND tenant_id=?",
+                     &st, err);
     if (!rc) {
         sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, tenant, -1, SQLITE_STATIC);
@@ -101,7 +100,7 @@ int sq_dataset_list(pg_db *db, const char *tenant, int64_t after, size_t limit, 
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
     int rc = sq_prep(s,
-                     "SELECT " DS_COLS " FROM datasets WHERE tenant_id=? AND seq>? "
+                     "SELECT " PG_DB_DATASET_COLS " FROM datasets WHERE tenant_id=? AND seq>? "
                      "ORDER BY seq LIMIT ?",
                      &st, err);
     if (!rc) {

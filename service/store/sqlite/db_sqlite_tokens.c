@@ -6,11 +6,7 @@
 
 #include "service/store/sqlite/db_sqlite.h"
 
-#define TOKEN_COLS                                                                                 \
-    "seq, id, tenant_id, scope, hash, created_at, expires_at, revoked_at, last_used_at, "          \
-    "coalesce(minted_by, '')"
-
-/* One row of TOKEN_COLS into out; 0 when the stored hash is malformed. */
+/* One row of PG_DB_TOKEN_COLS into out; 0 when the stored hash is malformed. */
 static int token_row(sqlite3_stmt *st, pg_token *out)
 {
     if (sqlite3_column_bytes(st, 4) != 32) return 0;
@@ -140,9 +136,9 @@ int sq_token_bootstrap(pg_db *db, const pg_token *t, int *created, pg_token *fir
         rc = insert_in_tx(s, t, 1, err);
         inserted = !rc;
     } else if (!rc) {
-        rc = sq_prep(s,
-                     "SELECT " TOKEN_COLS " FROM tokens WHERE scope = 'admin' ORDER BY seq LIMIT 1",
-                     &st, err);
+        rc = sq_prep(
+            s, "SELECT " PG_DB_TOKEN_COLS " FROM tokens WHERE scope = 'admin' ORDER BY seq LIMIT 1",
+            &st, err);
         if (!rc) {
             int r = sqlite3_step(st);
             if (r == SQLITE_ROW)
@@ -166,7 +162,7 @@ int sq_token_get(pg_db *db, const char *id, pg_token *out, int *found, pg_error 
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
-    int rc = sq_prep(s, "SELECT " TOKEN_COLS " FROM tokens WHERE id=?", &st, err);
+    int rc = sq_prep(s, "SELECT " PG_DB_TOKEN_COLS " FROM tokens WHERE id=?", &st, err);
     if (!rc) {
         sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
         int r = sqlite3_step(st);
@@ -195,7 +191,7 @@ int sq_token_list(pg_db *db, const char *tenant, int64_t after, size_t limit, pg
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
     int rc = sq_prep(s,
-                     "SELECT " TOKEN_COLS " FROM tokens WHERE tenant_id=? AND seq>? "
+                     "SELECT " PG_DB_TOKEN_COLS " FROM tokens WHERE tenant_id=? AND seq>? "
                      "ORDER BY seq LIMIT ?",
                      &st, err);
     if (!rc) {
