@@ -1,5 +1,5 @@
-/* service/db.c - backend selection, dispatch and the backend-neutral parts of
- * the storage contract (service/db.h). */
+/* service/store/db.c - backend selection, dispatch and the backend-neutral parts of
+ * the storage contract (service/store/db.h). */
 #include "service/store/db.h"
 
 #include <stdio.h>

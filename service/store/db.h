@@ -1,4 +1,4 @@
-/* service/db.h - the storage contract: all durable state of privgend.
+/* service/store/db.h - the storage contract: all durable state of privgend.
  *
  * One pg_db per process, opened from a URL whose scheme picks the backend:
  *   sqlite:PATH                    embedded SQLite (WAL, synchronous=FULL) at
@@ -425,7 +425,7 @@ int pg_db_job_delete(pg_db *db, const char *id, int *found, int *conflict, pg_er
  * PostgreSQL bounds how long these transactions (and claims) may sit idle
  * holding the row (1 s): a replica stopped inside one is rolled back by
  * the server, so the claim's SKIP LOCKED cannot pass its job over for
- * longer than that after the lease ran out (service/db_pg_queue.c).
+ * longer than that after the lease ran out (service/store/pg/db_pg_queue.c).
  *
  * Privacy of a takeover: the ledger is charged once, by pg_db_job_admit; a
  * claim never touches the ledger, so a job resumed by another replica is

@@ -1,12 +1,12 @@
-/* service/db_backend.h - what a storage backend implements (backends only).
+/* service/store/db_backend.h - what a storage backend implements (backends only).
  *
- * A backend is one open function registered by URL scheme in service/db.c
+ * A backend is one open function registered by URL scheme in service/store/db.c
  * (one line per scheme) plus an ops table. Its handle type embeds `pg_db` as
  * its first member (so a pg_db * casts to it); appenders and block iterators
  * likewise embed pg_db_append / pg_db_blocks first. The public functions in
- * service/db.c dispatch to these with the arguments unchanged after the
+ * service/store/db.c dispatch to these with the arguments unchanged after the
  * shared checks (ids well formed, outputs reset), so each op has exactly the
- * contract of its namesake in service/db.h. Every op is required, except
+ * contract of its namesake in service/store/db.h. Every op is required, except
  * that pg_db_rows_load is generic (built on blocks_open/next/close).
  */
 #ifndef PG_SVC_DB_BACKEND_H
@@ -155,7 +155,7 @@ int pg_db_node_ok(const char *node);
 /* Opens a backend from the full URL (scheme included). */
 typedef int (*pg_db_open_fn)(const char *url, const pg_db_options *opt, pg_db **out, pg_error *err);
 
-/* The SQLite backend (service/db_sqlite*.c). */
+/* The SQLite backend (service/store/sqlite/db_sqlite*.c). */
 int pg_db_sqlite_open(const char *url, const pg_db_options *opt, pg_db **out, pg_error *err);
 
 /* Shared by backends: the ledger row codec lives in service/ledger.h

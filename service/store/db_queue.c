@@ -1,5 +1,5 @@
-/* service/db_queue.c - dispatch and argument checks of the shared job queue
- * (service/db.h, "the shared job queue"). */
+/* service/store/db_queue.c - dispatch and argument checks of the shared job queue
+ * (service/store/db.h, "the shared job queue"). */
 #include <stdio.h>
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/* service/db_reports.c - dispatch of the report operations of service/db.h
+/* service/store/db_reports.c - dispatch of the report operations of service/store/db.h
  * (the shared checks, then the backend's op with the arguments unchanged). */
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* The PostgreSQL backend through the public contract (service/db.h):
+/* The PostgreSQL backend through the public contract (service/store/db.h):
  * migrations under concurrency and a refused newer schema, chunked appends
  * and reads, all-or-nothing appends when aborted or when the connection is
  * killed, corruption caught by the checksums, checkpoints, idempotency under

@@ -1,4 +1,4 @@
-/* The storage contract (service/db.h) against whichever backend
+/* The storage contract (service/store/db.h) against whichever backend
  * PRIVGEN_TEST_DB names (default: a fresh SQLite file): tokens, tenancy,
  * pagination, appends (all or nothing), reading rows, idempotency keys,
  * jobs, checkpoints, job history documents, job and checkpoint deletion,

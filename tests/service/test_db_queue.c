@@ -1,4 +1,4 @@
-/* The shared job queue of service/db.h (claims, leases, heartbeats, fenced
+/* The shared job queue of service/store/db.h (claims, leases, heartbeats, fenced
  * writes) against whichever backend PRIVGEN_TEST_DB names. Every time is a
  * chosen number (the contract reads no clock for leases), so lease expiry
  * is tested without sleeping. Suites share a server database, so each test

@@ -1,4 +1,4 @@
-/* service/db_pg.c - the PostgreSQL backend: open, the statement helpers,
+/* service/store/pg/db_pg.c - the PostgreSQL backend: open, the statement helpers,
  * the transaction runner, probe and idempotency keys (tokens: db_pg_tokens.c). */
 #include "service/store/pg/db_pg.h"
 

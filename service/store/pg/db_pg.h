@@ -1,8 +1,8 @@
-/* service/db_pg.h - the PostgreSQL backend of the storage contract.
+/* service/store/pg/db_pg.h - the PostgreSQL backend of the storage contract.
  *
  * The public side is pg_db_postgres_open (registered for postgresql:// and
- * postgres:// in service/db.c); every operation then has exactly the
- * contract of its namesake in service/db.h. The rest of this header is
+ * postgres:// in service/store/db.c); every operation then has exactly the
+ * contract of its namesake in service/store/db.h. The rest of this header is
  * shared by the backend's files only (db_pg*.c).
  *
  * Layout: all state lives in the database, so any replica can serve any
@@ -24,7 +24,7 @@
  * commit or a lost connection leaves nothing stored (the connection's
  * release rolls back; the spool goes with its descriptor).
  * Admission locks the dataset's row (SELECT ... FOR UPDATE) before reading
- * the ledger: see "Admission concurrency" in service/db.h.
+ * the ledger: see "Admission concurrency" in service/store/db.h.
  *
  * Idempotency reservations: a reservation (status 0) older than
  * PGB_IDEM_STALE_S belongs to a request that died with its replica; the next

@@ -1,4 +1,4 @@
-/* service/db_pg_hist.c - the PostgreSQL backend's job history documents,
+/* service/store/pg/db_pg_hist.c - the PostgreSQL backend's job history documents,
  * job deletion and checkpoint deletion (chunks go by ON DELETE CASCADE). */
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* service/db_pg_jobs.c - the PostgreSQL backend's jobs, ledger and
+/* service/store/pg/db_pg_jobs.c - the PostgreSQL backend's jobs, ledger and
  * checkpoints (chunked bytea with length, CRC-32 and SHA-256). */
 #include <stdio.h>
 #include <stdlib.h>

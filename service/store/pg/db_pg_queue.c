@@ -1,5 +1,5 @@
-/* service/db_pg_queue.c - the PostgreSQL backend's shared job queue:
- * claims, heartbeats and fenced writes (service/db.h). The jobs_active
+/* service/store/pg/db_pg_queue.c - the PostgreSQL backend's shared job queue:
+ * claims, heartbeats and fenced writes (service/store/db.h). The jobs_active
  * partial index (seq of queued and running jobs) keeps the claim's scan
  * short however long the job history grows. */
 #include <stdlib.h>

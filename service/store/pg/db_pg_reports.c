@@ -1,5 +1,5 @@
-/* service/db_pg_reports.c - the PostgreSQL backend's quality reports
- * (service/db.h). Figures are bytea rows of report_figures, written in the
+/* service/store/pg/db_pg_reports.c - the PostgreSQL backend's quality reports
+ * (service/store/db.h). Figures are bytea rows of report_figures, written in the
  * transaction that ends the report. A claim is one UPDATE over SELECT ...
  * FOR UPDATE SKIP LOCKED, like the job queue's; every later write of the
  * worker is an UPDATE ... WHERE status = 'running', so a cancel committed

@@ -1,4 +1,4 @@
-/* service/db_pg_rows.c - the PostgreSQL backend's datasets, appends and
+/* service/store/pg/db_pg_rows.c - the PostgreSQL backend's datasets, appends and
  * row reads. A block's payload is the row-block file's payload (n*d
  * float32, then n int32 labels when labelled) cut into PGB_CHUNK-byte bytea
  * rows; the block row keeps its length, CRC-32 and SHA-256. */

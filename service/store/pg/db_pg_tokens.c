@@ -1,4 +1,4 @@
-/* service/db_pg_tokens.c - the PostgreSQL backend's tokens: count, insert,
+/* service/store/pg/db_pg_tokens.c - the PostgreSQL backend's tokens: count, insert,
  * get, list, revoke, touch. A revoke locks the tenant's row first, so revokes in
  * one tenant queue and the last-admin check sees every earlier revoke. */
 #include <stdio.h>

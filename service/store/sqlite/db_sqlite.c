@@ -1,4 +1,4 @@
-/* service/db_sqlite.c - the SQLite backend: open, schema, probe and
+/* service/store/sqlite/db_sqlite.c - the SQLite backend: open, schema, probe and
  * idempotency keys; tokens are in db_sqlite_tokens.c (see db_sqlite.h for
  * the locking and file rules). */
 #include "service/store/sqlite/db_sqlite.h"
@@ -64,12 +64,12 @@ static const char *const MIGRATIONS[] = {
     " updated_at INTEGER NOT NULL);",
     /* 5: token list order, expiry, revocation and last use (db_sqlite.h). */
     SQ_MIGRATION_TOKENS,
-    /* 6: the shared job queue's lease (service/db.h): the replica holding a
+    /* 6: the shared job queue's lease (service/store/db.h): the replica holding a
      * job and until when (NULL: nobody). */
     "ALTER TABLE jobs ADD COLUMN owner TEXT;"
     "ALTER TABLE jobs ADD COLUMN lease_until INTEGER;"
     "CREATE INDEX jobs_active ON jobs(seq) WHERE status IN ('queued','running');",
-    /* 7: a cancel of a running job asked through any replica (service/db.h,
+    /* 7: a cancel of a running job asked through any replica (service/store/db.h,
      * pg_db_job_cancel_running); its owner acts on it. */
     "ALTER TABLE jobs ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0;",
     /* 8: quality reports and their figures (db_sqlite.h). */

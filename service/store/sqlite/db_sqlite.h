@@ -1,4 +1,4 @@
-/* service/db_sqlite.h - internals shared by the SQLite backend's files
+/* service/store/sqlite/db_sqlite.h - internals shared by the SQLite backend's files
  * (db_sqlite.c: open, schema, idempotency; db_sqlite_tokens.c: tokens;
  * db_sqlite_rows.c: datasets, appends, blocks; db_sqlite_jobs.c: jobs, ledger,
  * checkpoints; db_sqlite_hist.c: job history documents, job and checkpoint

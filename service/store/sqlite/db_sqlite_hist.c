@@ -1,4 +1,4 @@
-/* service/db_sqlite_hist.c - the SQLite backend's job history documents,
+/* service/store/sqlite/db_sqlite_hist.c - the SQLite backend's job history documents,
  * job deletion and checkpoint deletion (files removed after the commit). */
 #include <dirent.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
-/* service/db_sqlite_jobread.c - the SQLite backend's reads of jobs for a
+/* service/store/sqlite/db_sqlite_jobread.c - the SQLite backend's reads of jobs for a
  * replica that does not run them: one job with its history document, and a
- * filtered page of a tenant's jobs (service/db.h, "reading jobs"). */
+ * filtered page of a tenant's jobs (service/store/db.h, "reading jobs"). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/* service/db_sqlite_jobs.c - the SQLite backend's jobs, ledger rows and
+/* service/store/sqlite/db_sqlite_jobs.c - the SQLite backend's jobs, ledger rows and
  * checkpoints (files DIR/checkpoints/<job>/<step>.pgc indexed by rows). */
 #include <errno.h>
 #include <stdio.h>

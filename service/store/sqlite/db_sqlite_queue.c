@@ -1,5 +1,5 @@
-/* service/db_sqlite_queue.c - the SQLite backend's shared job queue: claims,
- * heartbeats and fenced writes (service/db.h). Each op runs inside BEGIN
+/* service/store/sqlite/db_sqlite_queue.c - the SQLite backend's shared job queue: claims,
+ * heartbeats and fenced writes (service/store/db.h). Each op runs inside BEGIN
  * IMMEDIATE, which holds the database write lock from the first read to the
  * commit: that lock is the "job row's lock" of the fence, for every process
  * sharing the file. */

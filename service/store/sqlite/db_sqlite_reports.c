@@ -1,5 +1,5 @@
-/* service/db_sqlite_reports.c - the SQLite backend's quality reports
- * (service/db.h). Figures are BLOBs in report_figures: a few PNGs of
+/* service/store/sqlite/db_sqlite_reports.c - the SQLite backend's quality reports
+ * (service/store/db.h). Figures are BLOBs in report_figures: a few PNGs of
  * 20-300 kB per report, written in the transaction that ends the report. */
 #include <math.h>
 #include <stdio.h>

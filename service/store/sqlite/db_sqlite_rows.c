@@ -1,4 +1,4 @@
-/* service/db_sqlite_rows.c - the SQLite backend's datasets: rows, row-block
+/* service/store/sqlite/db_sqlite_rows.c - the SQLite backend's datasets: rows, row-block
  * files (service/block.h) under DIR/datasets/<id>/rows-<k>.f32, appends and
  * the block iterator. */
 #include <dirent.h>

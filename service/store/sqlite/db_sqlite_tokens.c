@@ -1,4 +1,4 @@
-/* service/db_sqlite_tokens.c - the SQLite backend's tokens: insert, get,
+/* service/store/sqlite/db_sqlite_tokens.c - the SQLite backend's tokens: insert, get,
  * list, revoke, touch (see db_sqlite.h for the locking rules). */
 #include <stdio.h>
 #include <stdlib.h>
