@@ -240,19 +240,8 @@ static int64_t rows_of(pg_db *db, const char *tenant, const char *id)
 
 static void admit_free_job(pg_db *db, const char *tenant, const char *ds, char *job_id)
 {
-    pg_job_row row;
-    memset(&row, 0, sizeof row);
-    pg_test_uid(row.id, sizeof row.id, "job_");
-    snprintf(row.tenant, sizeof row.tenant, "%s", tenant);
-    snprintf(row.dataset_id, sizeof row.dataset_id, "%s", ds);
-    snprintf(row.method, sizeof row.method, "m");
-    row.spec = "{\"k\":1}";
-    pg_privacy_plan none;
-    memset(&none, 0, sizeof none);
-    pg_ledger_quote q;
-    ck_assert_int_eq(pg_db_job_admit(db, &row, &none, 1.0, 1e-5, &q, NULL), PG_OK);
-    ck_assert_int_eq(q.admit, 1);
-    strcpy(job_id, row.id);
+    pg_test_uid(job_id, PG_ID_MAX, "job_");
+    pg_test_job_admit(db, tenant, ds, job_id, "{\"k\":1}");
 }
 
 START_TEST(datasets_tenancy_pagination_append_delete)

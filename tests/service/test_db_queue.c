@@ -28,20 +28,8 @@ static void admit(pg_db *db, char *id, size_t cap)
     pg_test_uid(t, sizeof t, "ten_");
     pg_test_uid(ds, sizeof ds, "ds_");
     pg_test_dataset(db, t, ds, 2);
-    pg_job_row row;
-    memset(&row, 0, sizeof row);
-    pg_test_uid(row.id, sizeof row.id, "job_");
-    snprintf(row.tenant, sizeof row.tenant, "%s", t);
-    snprintf(row.dataset_id, sizeof row.dataset_id, "%s", ds);
-    snprintf(row.method, sizeof row.method, "swd_flow");
-    row.spec = "{}";
-    pg_privacy_plan none;
-    memset(&none, 0, sizeof none);
-    pg_ledger_quote q;
-    pg_error err = {0};
-    ck_assert_msg(pg_db_job_admit(db, &row, &none, 1.0, 1e-5, &q, &err) == PG_OK, "%s", err.msg);
-    ck_assert_int_eq(q.admit, 1);
-    snprintf(id, cap, "%s", row.id);
+    pg_test_uid(id, cap, "job_");
+    pg_test_job_admit(db, t, ds, id, "{}");
 }
 
 /* The job's row as load_all sees it (caller frees with pg_job_rows_free(.., 1)). */

@@ -82,11 +82,10 @@ static inline void pg_test_job_end(pg_db *db, const char *id, const char *node, 
             .status = status, .finished = 1, .error = error, .step = -1, .steps_reserved = -1});
 }
 
-/* A running job for checkpoints and histories: job id on dataset ds of
- * tenant, admitted with a plan that charges nothing, then claimed by node
- * (after a drain). */
-static inline void pg_test_job_run(pg_db *db, const char *tenant, const char *ds, const char *id,
-                                   const char *node)
+/* Admits job id (queued) on dataset ds of tenant with spec and a plan
+ * that charges nothing. */
+static inline void pg_test_job_admit(pg_db *db, const char *tenant, const char *ds, const char *id,
+                                     const char *spec)
 {
     pg_job_row row;
     memset(&row, 0, sizeof row);
@@ -94,14 +93,22 @@ static inline void pg_test_job_run(pg_db *db, const char *tenant, const char *ds
     snprintf(row.tenant, sizeof row.tenant, "%s", tenant);
     snprintf(row.dataset_id, sizeof row.dataset_id, "%s", ds);
     snprintf(row.method, sizeof row.method, "m");
-    row.spec = "{}";
+    row.spec = (char *)spec;
     pg_privacy_plan none;
     memset(&none, 0, sizeof none);
     pg_ledger_quote q;
     pg_error err = {0};
-    pg_test_jobs_drain(db);
     ck_assert_msg(pg_db_job_admit(db, &row, &none, 1.0, 1e-5, &q, &err) == PG_OK, "%s", err.msg);
     ck_assert_int_eq(q.admit, 1);
+}
+
+/* A running job for checkpoints and histories: job id admitted as by
+ * pg_test_job_admit, then claimed by node (after a drain). */
+static inline void pg_test_job_run(pg_db *db, const char *tenant, const char *ds, const char *id,
+                                   const char *node)
+{
+    pg_test_jobs_drain(db);
+    pg_test_job_admit(db, tenant, ds, id, "{}");
     pg_test_job_claim(db, node, id);
 }
 
