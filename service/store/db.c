@@ -314,7 +314,7 @@ void pg_db_blocks_close(pg_db_blocks *it)
 int pg_db_rows_pass(pg_db *db, const char *dataset_id, size_t d, uint64_t n, int labelled,
                     size_t chunk, size_t max_bytes, pg_rowsrc_fn fn, void *ctx, pg_error *err)
 {
-    if (!id_ok(dataset_id)) return pg_error_set(err, PG_EINVAL, "invalid dataset id");
+    if (!pg_db_id_ok(dataset_id)) return pg_error_set(err, PG_EINVAL, "invalid dataset id");
     if (chunk == 0 || d == 0) return pg_error_set(err, PG_EINVAL, "chunk and d must be >= 1");
     if (db->ops->rows_pass)
         return db->ops->rows_pass(db, dataset_id, d, n, labelled, chunk, fn, ctx, err);
