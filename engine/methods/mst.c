@@ -422,28 +422,51 @@ static int measure(mtr *g, const size_t *attrs, size_t k, double sigma, pg_error
     return rc;
 }
 
+/* Levels summed into the last cell of measurement i: MST's one-way
+ * measurements (the first nattr, one per attribute, taken before the
+ * compression) of a compressed attribute hold in their last cell the sum of
+ * the nrare merged levels' noisy counts, whose noise has variance
+ * nrare * sigma^2. Every other cell of every measurement was measured as it
+ * stands (1). Derived from the compression maps, so checkpoints need no more. */
+static size_t merged_levels(const mtr *g, size_t i)
+{
+    const meas *m = &g->m[i];
+    if (g->aim || i >= g->nattr || m->k != 1) return 1;
+    const cmap *c = &g->cm[m->attrs[0]];
+    return c->fwd && m->cells == c->nsup + 1 ? c->nrare : 1;
+}
+
 /* Fits the model to every measurement so far (warm from the current one). */
 static int fit(mtr *g, size_t iters, bool warm, pg_error *err)
 {
     pg_pgm_measure *pm = calloc(g->nm ? g->nm : 1, sizeof *pm);
     double *yd = malloc((g->ylen ? g->ylen : 1) * sizeof *yd);
-    if (!pm || !yd) {
+    double *wd = malloc((g->ylen ? g->ylen : 1) * sizeof *wd);
+    if (!pm || !yd || !wd) {
         free(pm);
         free(yd);
+        free(wd);
         return pg_error_set(err, PG_ENOMEM, "out of memory");
     }
-    for (size_t i = 0; i < g->ylen; i++) yd[i] = g->y[i];
+    for (size_t i = 0; i < g->ylen; i++) yd[i] = g->y[i], wd[i] = 1.0;
     for (size_t i = 0; i < g->nm; i++) {
         pm[i].k = g->m[i].k;
         memcpy(pm[i].attrs, g->m[i].attrs, g->m[i].k * sizeof(size_t));
         pm[i].y = yd + g->m[i].off;
         pm[i].sigma = g->m[i].sigma;
+        size_t merged = merged_levels(g, i);
+        if (merged > 1) {
+            /* the merged level: precision 1 / (nrare sigma^2) */
+            wd[g->m[i].off + g->m[i].cells - 1] = 1.0 / (double)merged;
+            pm[i].w = wd + g->m[i].off;
+        }
     }
     pg_pgm_fit_opts o = {.max_iters = iters, .max_cells = g->max_cells, .threads = g->threads};
     pg_pgm_model *nm = NULL;
     int rc = pg_pgm_fit(g->sizes, g->nattr, pm, g->nm, &o, warm ? g->model : NULL, &nm, err);
     free(pm);
     free(yd);
+    free(wd);
     if (rc) return rc;
     pg_pgm_model_free(g->model);
     g->model = nm;
@@ -489,9 +512,8 @@ static int measure_oneways(mtr *g, double sigma, bool compress, pg_error *err)
         if (newL == L) continue;
         /* The measurement re-expressed on the compressed domain: the merged
          * level's value is the sum of its levels' noisy counts
-         * (post-processing). Its noise has std sqrt(nrare) sigma, which one
-         * sigma per measurement cannot state: the fit weighs that cell as
-         * if it were as precise as the others. */
+         * (post-processing). Its noise has std sqrt(nrare) sigma: the fit
+         * weighs that cell by 1 / nrare (merged_levels). */
         float *ny = malloc(newL * sizeof *ny);
         if (!ny) return pg_error_set(err, PG_ENOMEM, "out of memory");
         double rare = 0, *w = malloc(L * sizeof *w);
