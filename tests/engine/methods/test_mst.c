@@ -530,6 +530,67 @@ START_TEST(mst_weighs_merged_levels_by_their_noise)
 }
 END_TEST
 
+/* aim.model_cells: the dry run states the bound (auto: max(131072, 32 rows),
+ * never above model.max_cells), and a run keeps its model under it (the
+ * paper's rule: s x bound after spending a share s of the budget, so under
+ * the bound at the end). At epsilon 20 on this table the model would grow
+ * past 400 cells (every label triple fits the default bound). */
+START_TEST(aim_model_stays_under_its_bound)
+{
+    pg_table *t = table();
+    pg_dataset ds;
+    rows(t, &ds);
+    pg_data_desc desc = desc_of(t);
+    pg_job_data in = {.desc = &desc, .rows = &ds};
+    const pg_method *M = pg_method_find("aim");
+    pg_spec_errors e;
+    struct {
+        const char *spec;
+        double cells;
+    } cases[] = {{"{\"privacy\":{\"epsilon\":20}}", 131072},
+                 {"{\"privacy\":{\"epsilon\":20},\"model\":{\"max_cells\":100000}}", 100000},
+                 {"{\"privacy\":{\"epsilon\":20},\"aim\":{\"model_cells\":400}}", 400}};
+    for (size_t c = 0; c < 3; c++) {
+        json_t *r = pg_test_resolve(M, cases[c].spec, &in, &e);
+        ck_assert_msg(r, "%s: %s", e.items[0].field, e.items[0].message);
+        double mc =
+            json_number_value(json_object_get(json_object_get(r, "accounting"), "model_cells"));
+        ck_assert_msg(mc == cases[c].cells, "case %zu: model_cells %g, want %g", c, mc,
+                      cases[c].cells);
+        if (c < 2) {
+            json_decref(r);
+            continue;
+        }
+        pg_trainer *tr;
+        pg_error err = {0};
+        ck_assert_msg(M->create(r, &in, 1, &tr, &err) == PG_OK, "%s", err.msg);
+        pg_step_report rep = {0};
+        while (!rep.done) ck_assert_msg(M->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
+        unsigned char *bytes;
+        size_t len;
+        ck_assert_int_eq(M->save(tr, &bytes, &len, NULL), PG_OK);
+        pg_ckpt ck = {0};
+        ck_assert_int_eq(pg_ckpt_decode(bytes, len, &ck, NULL), PG_OK);
+        json_t *h = json_loads(ck.header, 0, NULL);
+        pg_pgm_model *model = NULL;
+        ck_assert_int_eq(pg_pgm_load((const unsigned char *)pg_ckpt_find(&ck, "model")->data,
+                                     (size_t)json_integer_value(json_object_get(h, "model_len")),
+                                     &model, NULL),
+                         PG_OK);
+        ck_assert_msg(pg_pgm_model_cells(model) <= 400, "model of %g cells above the bound 400",
+                      pg_pgm_model_cells(model));
+        pg_pgm_model_free(model);
+        json_decref(h);
+        pg_ckpt_free(&ck);
+        free(bytes);
+        M->destroy(tr);
+        json_decref(r);
+    }
+    pg_dataset_free(&ds);
+    pg_table_free(t);
+}
+END_TEST
+
 START_TEST(mst_learns_the_tree_and_serves_valid_rows)
 {
     run("mst", "{\"privacy\":{\"epsilon\":20},\"seed\":3}", 0.8);
@@ -553,6 +614,7 @@ static Suite *suite(void)
     tcase_add_test(tc, mst_single_rare_level_keeps_the_levels);
     tcase_add_test(tc, mst_weighs_merged_levels_by_their_noise);
     tcase_add_test(tc, aim_learns_the_workload_and_serves_valid_rows);
+    tcase_add_test(tc, aim_model_stays_under_its_bound);
     suite_add_tcase(s, tc);
     return s;
 }
