@@ -1,0 +1,128 @@
+/* service/db_queue.c - dispatch and argument checks of the shared job queue
+ * (service/db.h, "the shared job queue"). */
+#include <stdio.h>
+#include <string.h>
+
+#include "service/store/db.h"
+#include "service/store/db_backend.h"
+
+static int node_ok(const char *node)
+{
+    if (!node || !*node || strlen(node) >= PG_NODE_MAX) return 0;
+    for (const char *p = node; *p; p++)
+        if (*p < 0x21 || *p > 0x7e) return 0;
+    return 1;
+}
+
+/* Job ids as elsewhere in the contract: [a-z0-9_]+ shorter than PG_ID_MAX. */
+static int job_ok(const char *id)
+{
+    if (!id || !*id || strlen(id) >= PG_ID_MAX) return 0;
+    for (const char *p = id; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_')) return 0;
+    return 1;
+}
+
+static int bad_node(pg_error *err)
+{
+    return pg_error_set(err, PG_EINVAL,
+                        "invalid node id (1 to %d printable characters without spaces)",
+                        PG_NODE_MAX - 1);
+}
+
+int pg_db_job_claim(pg_db *db, const char *node, int64_t now, int64_t lease_s, pg_job_row **out,
+                    int *found, pg_error *err)
+{
+    *out = NULL;
+    *found = 0;
+    if (!node_ok(node)) return bad_node(err);
+    if (lease_s <= 0) return pg_error_set(err, PG_EINVAL, "lease must be positive");
+    return db->ops->job_claim(db, node, now, lease_s, out, found, err);
+}
+
+int pg_db_job_heartbeat(pg_db *db, const char *id, const char *node, int64_t now, int64_t lease_s,
+                        int *held, pg_error *err)
+{
+    *held = 0;
+    if (!node_ok(node)) return bad_node(err);
+    if (lease_s <= 0) return pg_error_set(err, PG_EINVAL, "lease must be positive");
+    if (!job_ok(id)) return PG_OK; /* no such job: not held */
+    return db->ops->job_heartbeat(db, id, node, now, lease_s, held, err);
+}
+
+int pg_db_job_patch_owned(pg_db *db, const char *id, const char *node, const pg_job_patch *p,
+                          int *held, pg_error *err)
+{
+    *held = 0;
+    if (!node_ok(node)) return bad_node(err);
+    if (p->status && strlen(p->status) >= sizeof((pg_job_row *)0)->status)
+        return pg_error_set(err, PG_EINVAL, "invalid job status");
+    if (!job_ok(id)) return PG_OK;
+    return db->ops->job_patch_owned(db, id, node, p, held, err);
+}
+
+int pg_db_job_release(pg_db *db, const char *id, const char *node, int64_t now, int *held,
+                      pg_error *err)
+{
+    pg_job_patch p = {.now = now, .step = -1, .steps_reserved = -1, .release = 1};
+    return pg_db_job_patch_owned(db, id, node, &p, held, err);
+}
+
+int pg_db_ckpt_put_owned(pg_db *db, const char *job, const char *node, int64_t step,
+                         const unsigned char *bytes, size_t len, uint32_t crc, int *held,
+                         pg_error *err)
+{
+    *held = 0;
+    if (!node_ok(node)) return bad_node(err);
+    if (!job_ok(job) || step < 0) return pg_error_set(err, PG_EINVAL, "invalid checkpoint id");
+    return db->ops->ckpt_put_owned(db, job, node, step, bytes, len, crc, held, err);
+}
+
+int pg_db_job_history_put_owned(pg_db *db, const char *id, const char *node, const char *doc,
+                                int *held, pg_error *err)
+{
+    *held = 0;
+    if (!node_ok(node)) return bad_node(err);
+    if (!doc) return pg_error_set(err, PG_EINVAL, "no history document");
+    if (!job_ok(id)) return PG_OK;
+    return db->ops->job_history_put_owned(db, id, node, doc, held, err);
+}
+
+int pg_db_job_release_node(pg_db *db, const char *node, int64_t now, int64_t *released,
+                           pg_error *err)
+{
+    *released = 0;
+    if (!node_ok(node)) return bad_node(err);
+    return db->ops->job_release_node(db, node, now, released, err);
+}
+
+int pg_db_job_cancel_running(pg_db *db, const char *id, int64_t now, int *done, pg_error *err)
+{
+    *done = 0;
+    if (!job_ok(id)) return PG_OK;
+    return db->ops->job_cancel_running(db, id, now, done, err);
+}
+
+int pg_db_job_watch(pg_db *db, const char *id, const char *node, int *held, int *cancel,
+                    pg_error *err)
+{
+    *held = *cancel = 0;
+    if (!node_ok(node)) return bad_node(err);
+    if (!job_ok(id)) return PG_OK;
+    return db->ops->job_watch(db, id, node, held, cancel, err);
+}
+
+int pg_db_job_queue_depth(pg_db *db, int64_t *queued, pg_error *err)
+{
+    *queued = 0;
+    return db->ops->job_queue_depth(db, queued, err);
+}
+
+int pg_db_ckpt_delete_owned(pg_db *db, const char *job, const char *node, int64_t step, int *held,
+                            pg_error *err)
+{
+    *held = 0;
+    if (!node_ok(node)) return bad_node(err);
+    if (!job_ok(job) || step < 0) return PG_OK;
+    return db->ops->ckpt_delete_owned(db, job, node, step, held, err);
+}
