@@ -23,7 +23,7 @@
  *        eps = sqrt(8 * 0.1 rho / T) and measurement at sigma, each spending
  *        1/(2 sigma^2) + eps^2/8, among candidates (the workload's downward
  *        closure) whose addition keeps the model under
- *        max_cells * rho_used / rho cells; sigma halves and eps doubles when
+ *        aim.model_cells * rho_used / rho cells; sigma halves and eps doubles when
  *        a measurement moves the fitted marginal by less than
  *        sqrt(2/pi) sigma cells; the round that would leave less than two
  *        rounds' worth spends exactly what remains, and is the last.
