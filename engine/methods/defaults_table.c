@@ -30,6 +30,10 @@ void pg_defaults_table_fill(json_t *s, const char *method, const pg_data_desc *d
      * DP count (label_count.h). */
     if (strcmp(method, "dp_sinkhorn") == 0 && labelled && desc->model == PG_PRIVACY_CENTRAL)
         fill(s, "model.conditional", json_true());
+    /* entropic_gan the same way, on central rows and on local ones (whose
+     * privatized labels it reads through their randomized-response
+     * channel, entropic_gan.c). */
+    if (strcmp(method, "entropic_gan") == 0 && labelled) fill(s, "model.conditional", json_true());
     /* dp_sinkhorn's parameter table is sized for images (lr 1e-4, batch 50,
      * steps 2000 at 60 000 rows); on tables the issue 19 bench ran 1500
      * steps of 64 rows at lr 1e-3 (docs/benchmarks.md, credit_data). */
