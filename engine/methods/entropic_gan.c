@@ -29,7 +29,8 @@
  * privatized label frequencies f, w = (f - q) / (p - q) (each count clipped
  * at 1, label_count.h's rule, then normalized), and the cost of matching a
  * generated (x, c) with a privatized (y, c') gains the label's negative
- * log-likelihood, -log p when c' = c and -log q otherwise: the columns were
+ * log-likelihood, -log p when c' = c and -log q otherwise (q floored at 1e-6
+ * as in ldp_cost.c): the columns were
  * privatized independently, so this is the same Theorem 1 cost on the joint
  * of features and label. The snapshot draws its classes from w. All of it is
  * post-processing of the local reports: nothing is charged. ot.channel =
@@ -336,8 +337,10 @@ static int label_channel(egan *g, const pg_data_desc *desc, bool channel, double
      * and the checkpoint's "label_counts" apply unchanged. */
     for (int k = 0; k < K; k++) g->label_counts[k] = n * ((g->label_counts[k] / n - q) / (p - q));
     pg_label_count_weights(g->label_counts, K, g->label_w);
+    /* q floored as ldp_cost.c floors a state's probability (1e-6): at a
+     * large epsilon 1 - keep rounds to 0 and -log q would be infinite. */
     g->label_same = channel ? (float)-log(p) : 0.0f;
-    g->label_diff = channel ? (float)-log(q) : (float)alpha;
+    g->label_diff = channel ? (float)-log(fmax(q, 1e-6)) : (float)alpha;
     return PG_OK;
 }
 

@@ -46,7 +46,7 @@ typedef struct fixture {
     double priv_yes; /* privatized share of "yes" */
 } fixture;
 
-static void make(fixture *f, bool local)
+static void make(fixture *f, bool local, double eps)
 {
     memset(f, 0, sizeof *f);
     json_t *j = json_loads(SCHEMA, 0, NULL);
@@ -66,8 +66,7 @@ static void make(fixture *f, bool local)
                          PG_OK);
     }
     if (local) {
-        ck_assert_int_eq(pg_ldp_plan_make(f->t, PG_LDP_LAPLACE, EPS_TOTAL, 0, &f->plan, &err),
-                         PG_OK);
+        ck_assert_int_eq(pg_ldp_plan_make(f->t, PG_LDP_LAPLACE, eps, 0, &f->plan, &err), PG_OK);
         ck_assert_msg(pg_ldp_apply(&sec, f->t, &f->plan, x, lab, N, &err) == PG_OK, "%s", err.msg);
     }
     int32_t *l32 = pg_calloc(N, sizeof *l32);
@@ -110,8 +109,8 @@ static json_t *resolve(const char *method, const char *spec, fixture *f, pg_spec
 START_TEST(conditional_false_is_refused_on_a_labelled_table)
 {
     fixture c, l;
-    make(&c, false);
-    make(&l, true);
+    make(&c, false, 0);
+    make(&l, true, EPS_TOTAL);
     pg_spec_errors e;
     json_t *r;
     /* Old code: accepted, and the samples lacked the label column. */
@@ -146,7 +145,7 @@ START_TEST(entropic_gan_models_the_label_channel)
 {
     pg_threads_set(1);
     fixture f;
-    make(&f, true);
+    make(&f, true, EPS_TOTAL);
     const pg_ldp_column *lc = &f.plan.cols[f.t->label];
     ck_assert_int_eq(lc->mechanism, PG_LDP_RR);
     ck_assert_int_eq(lc->k, 2);
@@ -220,6 +219,35 @@ START_TEST(entropic_gan_models_the_label_channel)
 }
 END_TEST
 
+/* At a large local epsilon 1 - keep rounds to 0 in double: the label's
+ * cost stays finite (as the columns' do) and training runs. */
+START_TEST(entropic_gan_label_at_a_large_epsilon)
+{
+    pg_threads_set(1);
+    fixture f;
+    make(&f, true, 2000);
+    ck_assert(1.0 - f.plan.cols[f.t->label].keep == 0.0);
+    const pg_method *m = pg_method_find("entropic_gan");
+    pg_job_data in = {.desc = &f.desc, .rows = &f.ds};
+    pg_spec_errors e;
+    json_t *r =
+        pg_test_resolve(m,
+                        "{\"seed\": 5, \"train\": {\"steps\": 5, \"batch_size\": 64}, \"model\": "
+                        "{\"hidden\": [8]}}",
+                        &in, &e);
+    ck_assert_ptr_nonnull(r);
+    pg_trainer *tr;
+    pg_error err = {0};
+    ck_assert_msg(m->create(r, &in, 1, &tr, &err) == PG_OK, "%s", err.msg);
+    pg_step_report rep = {0};
+    while (!rep.done) ck_assert_msg(m->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
+    ck_assert(isfinite(rep.loss));
+    m->destroy(tr);
+    json_decref(r);
+    unmake(&f);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("methods/table_label");
@@ -227,6 +255,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, conditional_false_is_refused_on_a_labelled_table);
     tcase_add_test(tc, entropic_gan_models_the_label_channel);
+    tcase_add_test(tc, entropic_gan_label_at_a_large_epsilon);
     suite_add_tcase(s, tc);
     return s;
 }
