@@ -659,7 +659,9 @@ const pg_method pg_method_entropic_gan = {
                "privatized rows (Reshetova, Chen, Ozgur). The method for locally privatized "
                "tables: on credit_data privatized at a local epsilon of 1000 per row (with "
                "model.logit_gain 10) its rows trained a classifier to 0.77 (majority class 0.73, "
-               "real data 0.80); at a local epsilon of 5 per row to 0.54 (docs/benchmarks.md).",
+               "real data 0.80); at a local epsilon of 5 per row to 0.54. With the schema's label "
+               "it is conditional by default, reading the privatized label through its "
+               "randomized-response channel: 0.73 and 0.60 (docs/benchmarks.md, issue 28).",
     .accepts = PG_PRIVACY_LOCAL,
     .catalogue = egan_catalogue,
     .validate = egan_validate,
