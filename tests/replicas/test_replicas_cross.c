@@ -19,7 +19,15 @@
  *    dropped the session (TCP keepalive, hours); the fenced transactions
  *    now bound their idle time (service/db_pg_queue.c). The random-point
  *    partition test above hit that window in some runs; this one always
- *    does. */
+ *    does;
+ *  - an owner killed between storing a checkpoint and writing its step to
+ *    the job row: the new owner resumes from that checkpoint with the
+ *    owner's reservation and loses no step (the kill9 test of
+ *    test_replicas.c hit that window in some runs).
+ * The takeover tests stop a replica with rpl_stop (kill() alone returns
+ * before a multithreaded process stops) and read what it left only once
+ * its sessions settled (rpl_settle); they count the steps every replica
+ * ran against the charged plan. */
 #include <libpq-fe.h>
 #include <math.h>
 
@@ -345,6 +353,109 @@ START_TEST(an_owner_stopped_inside_its_checkpoint_write_is_still_taken_over)
 }
 END_TEST
 
+/* The interleaving behind the kill9 test's rare miss, made certain: a
+ * worker stores a checkpoint, then the step in the job row, in two
+ * transactions, and the owner dies between them. The test holds the
+ * checkpoints table so the owner's write of step s blocks holding the job
+ * row, takes the jobs table in SHARE mode (the owner's row lock passes, its
+ * UPDATEs do not), lets the checkpoint commit and kills the owner while its
+ * step write waits. It left checkpoint s, a row
+ * still at s - every and a reservation of s: the new owner resumes from
+ * checkpoint s with s reserved, so it loses nothing and the job ends at S.
+ * The row's step (S - every here) would be the wrong resume point. */
+START_TEST(an_owner_killed_between_its_checkpoint_and_its_step_write_loses_no_step)
+{
+    enum { S = 8000, EVERY = 400 };
+    rpl_up(&C, "gap", 4, 1);
+    char ds[64], body[512], id[64];
+    rpl_dataset(&C.r[0], 100.0, ROWS, ds);
+    /* every checkpoint kept: the owner's next write to the table is a put */
+    snprintf(body, sizeof body,
+             "{\"dataset_id\":\"%s\",\"method\":\"dp_sinkhorn\",\"model\":{\"hidden\":[16]},"
+             "\"train\":{\"steps\":%d,\"batch_size\":20},\"ot\":{\"max_iter\":20},"
+             "\"privacy\":{\"noise_multiplier\":5},\"checkpoint_every\":%d,"
+             "\"keep_checkpoints\":100,\"seed\":3}",
+             ds, (int)S, (int)EVERY);
+    rpl_submit(&C.r[1], body, id);
+    pg_job_row row;
+    int x = rpl_wait_running(&C, id, EVERY, 60, &row);
+    PGconn *lk = pq_open(C.db_url), *rl = pq_open(C.db_url), *mon = pq_open(C.db_url);
+    pq_ok(lk, "BEGIN");
+    pq_ok(lk, "LOCK TABLE checkpoints IN EXCLUSIVE MODE");
+    int blocked = 0;
+    for (int i = 0; i < 60 * 50 && !blocked; i++) {
+        blocked = pq_blocked_on_checkpoints(mon, x) > 0;
+        if (!blocked) pg_sleep_ms(20);
+    }
+    ck_assert_msg(blocked, "the owner of %s wrote no checkpoint in 60 s", id);
+    pg_job_row before;
+    ck_assert(rpl_row(&C, id, &before));
+    int64_t s = before.steps_reserved; /* the step of the blocked write */
+    ck_assert_int_eq(s, before.step + EVERY);
+    ck_assert_int_eq(rpl_last_ckpt(&C, id), before.step);
+    /* SHARE on the jobs table: the owner's write holds the row with
+     * FOR UPDATE (ROW SHARE, compatible), its step write is an UPDATE (ROW
+     * EXCLUSIVE, not). A row lock of the test's would not do: once the
+     * checkpoint commits, the owner's next UPDATE may take the free row
+     * before the test's waiting locker gets to it. */
+    pq_ok(rl, "BEGIN");
+    ck_assert_int_eq(PQsendQuery(rl, "LOCK TABLE jobs IN SHARE MODE"), 1);
+    pq_ok(lk, "COMMIT"); /* the owner's checkpoint commits */
+    PGresult *r;
+    while ((r = PQgetResult(rl)) != NULL) { /* once the heartbeat it waited for ends */
+        ck_assert_int_eq(PQresultStatus(r), PGRES_COMMAND_OK);
+        PQclear(r);
+    }
+    /* the owner's step write now waits on the table: kill it there */
+    char app[32];
+    rpl_app(&C, x, app);
+    int stuck = 0;
+    for (int i = 0; i < 30 * 50 && !stuck; i++) {
+        const char *v[1] = {app};
+        PGresult *q = PQexecParams(mon,
+                                   "SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                                   "current_database() AND application_name = $1 AND "
+                                   "wait_event_type = 'Lock' AND query ILIKE '%steps_reserved%'",
+                                   1, NULL, v, NULL, NULL, 0);
+        ck_assert_int_eq(PQresultStatus(q), PGRES_TUPLES_OK);
+        stuck = atoi(PQgetvalue(q, 0, 0)) > 0;
+        PQclear(q);
+        if (!stuck) pg_sleep_ms(20);
+    }
+    ck_assert_msg(stuck, "the owner of %s did not write its step", id);
+    ck_assert_int_eq(rpl_last_ckpt(&C, id), s);
+    kill(C.r[x].pid, SIGKILL);
+    waitpid(C.r[x].pid, NULL, 0);
+    C.r[x].pid = 0;
+    pq_ok(rl, "ROLLBACK");
+    PQfinish(rl);
+    PQfinish(lk);
+    PQfinish(mon);
+    rpl_settle(&C, x, 1, 10);
+    pg_job_row left;
+    ck_assert(rpl_row(&C, id, &left));
+    ck_assert_str_eq(left.owner, C.node[x]);
+    ck_assert_int_eq(left.step, s - EVERY); /* the row is a checkpoint behind */
+    ck_assert_int_eq(left.steps_reserved, s);
+    ck_assert_int_eq(rpl_last_ckpt(&C, id), s);
+
+    int y = rpl_wait_new_owner(&C, id, C.node[x], 30, &row);
+    ck_assert_int_ne(y, x);
+    rpl_wait_status(&C, id, "succeeded", 120);
+    ck_assert(rpl_row(&C, id, &row));
+    ck_assert_str_eq(row.owner, C.node[y]);
+    ck_assert_int_eq(row.steps_reserved, S);
+    ck_assert_int_eq(row.step, S); /* resumed at s with s reserved: no step lost */
+    ck_assert_int_eq(rpl_ledger_rows_of(&C, ds, id), 1);
+    rpl_check_ckpts(&C, id, S);
+    long ran = 0;
+    for (int k = 0; k < RPL_N; k++)
+        if (k != x) ran += rpl_steps_run(&C.r[k]);
+    ck_assert_int_eq(ran, S - s); /* x ran s, the charge covers S */
+    rpl_down(&C);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("replicas_cross");
@@ -359,6 +470,7 @@ static Suite *suite(void)
     tcase_set_timeout(tt, 200);
     tcase_add_test(tt, a_stopped_replica_past_its_lease_cannot_overwrite_the_new_owner);
     tcase_add_test(tt, an_owner_stopped_inside_its_checkpoint_write_is_still_taken_over);
+    tcase_add_test(tt, an_owner_killed_between_its_checkpoint_and_its_step_write_loses_no_step);
     suite_add_tcase(s, tt);
     return s;
 }
