@@ -363,6 +363,20 @@ END_TEST
  * still at s - every and a reservation of s: the new owner resumes from
  * checkpoint s with s reserved, so it loses nothing and the job ends at S.
  * The row's step (S - every here) would be the wrong resume point. */
+/* 1 when session pid waits for a lock. */
+static int pq_waiting(PGconn *c, int pid)
+{
+    char sql[160];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM pg_stat_activity WHERE pid = %d AND wait_event_type = 'Lock'",
+             pid);
+    PGresult *r = PQexec(c, sql);
+    ck_assert_int_eq(PQresultStatus(r), PGRES_TUPLES_OK);
+    int n = atoi(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return n > 0;
+}
+
 START_TEST(an_owner_killed_between_its_checkpoint_and_its_step_write_loses_no_step)
 {
     enum { S = 8000, EVERY = 400 };
@@ -400,6 +414,15 @@ START_TEST(an_owner_killed_between_its_checkpoint_and_its_step_write_loses_no_st
      * before the test's waiting locker gets to it. */
     pq_ok(rl, "BEGIN");
     ck_assert_int_eq(PQsendQuery(rl, "LOCK TABLE jobs IN SHARE MODE"), 1);
+    /* granted, or queued (then the owner's UPDATE queues behind it): not
+     * merely sent, or the step write could still pass before it */
+    int queued = 0;
+    for (int i = 0; i < 30 * 50 && !queued; i++) {
+        ck_assert_int_eq(PQconsumeInput(rl), 1);
+        queued = !PQisBusy(rl) || pq_waiting(mon, PQbackendPID(rl));
+        if (!queued) pg_sleep_ms(20);
+    }
+    ck_assert(queued);
     pq_ok(lk, "COMMIT"); /* the owner's checkpoint commits */
     PGresult *r;
     while ((r = PQgetResult(rl)) != NULL) { /* once the heartbeat it waited for ends */
