@@ -17,7 +17,7 @@
 #include "service/config.h"
 #include "service/metrics.h"
 #include "service/sha256.h"
-#include "service/db.h"
+#include "service/store/db.h"
 
 struct pg_jobs;
 

@@ -10,7 +10,7 @@
 #include "engine/core/error.h"
 #include "service/config.h"
 #include "service/metrics.h"
-#include "service/db.h"
+#include "service/store/db.h"
 
 typedef struct pg_api_server pg_api_server;
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "service/db.h"
+#include "service/store/db.h"
 
 /* One entry per token with uploads in flight: at most max_total of them, so
  * a linear scan of a small array beats a hash table here. */

@@ -23,7 +23,7 @@
 #include "bench/bench.h"
 #include "bench/pgcluster.h"
 #include "engine/privacy/privacy.h"
-#include "service/db.h"
+#include "service/store/db.h"
 #include "service/ledger.h"
 
 static double cpu_ms(void)

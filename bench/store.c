@@ -23,7 +23,7 @@
 #include "bench/pgcluster.h"
 #include "engine/core/alloc.h"
 #include "engine/privacy/privacy.h"
-#include "service/db.h"
+#include "service/store/db.h"
 #include "service/ledger.h"
 
 typedef struct res {

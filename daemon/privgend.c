@@ -22,7 +22,7 @@
 #include "service/log.h"
 #include "service/metrics.h"
 #include "service/reports.h"
-#include "service/db.h"
+#include "service/store/db.h"
 
 #define SHUTDOWN_GRACE_MS 5000
 

@@ -27,7 +27,7 @@
 #ifndef PG_SVC_AUTH_H
 #define PG_SVC_AUTH_H
 
-#include "service/db.h"
+#include "service/store/db.h"
 
 #define PG_TOKEN_MAX 64
 

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "service/db.h"
+#include "service/store/db.h"
 
 void pg_svc_config_defaults(pg_svc_config *c)
 {

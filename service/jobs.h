@@ -81,7 +81,7 @@
 #include "engine/methods/method.h"
 #include "service/config.h"
 #include "service/ledger.h"
-#include "service/db.h"
+#include "service/store/db.h"
 
 typedef struct pg_jobs pg_jobs;
 

@@ -15,7 +15,7 @@
 
 #include "engine/methods/method.h"
 #include "service/config.h"
-#include "service/db.h"
+#include "service/store/db.h"
 #include "service/ledger.h"
 
 enum { ST_QUEUED = 0, ST_RUNNING, ST_SUCCEEDED, ST_FAILED, ST_CANCELLED, ST_COUNT };

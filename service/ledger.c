@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "engine/privacy/privacy.h"
-#include "service/db.h"
+#include "service/store/db.h"
 
 void pg_ledger_curve_init(pg_ledger_curve *c)
 {

@@ -33,7 +33,7 @@
 
 #include "engine/core/error.h"
 #include "service/dataset.h"
-#include "service/db.h"
+#include "service/store/db.h"
 
 enum pg_report_action {
     PG_REPORT_CREATE = 1, /* POST /v1/jobs/{id}/reports */

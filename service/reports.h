@@ -36,7 +36,7 @@
 #include "engine/core/error.h"
 #include "engine/eval/report.h"
 #include "service/config.h"
-#include "service/db.h"
+#include "service/store/db.h"
 #include "service/report_rules.h"
 
 #define PG_REPORTS_STALE_S 600

@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "service/db.h"
+#include "service/store/db.h"
 
 typedef struct pg_srv {
     pid_t pid;

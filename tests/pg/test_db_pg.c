@@ -14,9 +14,9 @@
 #include "engine/core/alloc.h"
 #include "engine/privacy/privacy.h"
 #include "pg/pgtest_env.h"
-#include "service/db.h"
+#include "service/store/db.h"
 #include "service/ledger.h"
-#include "service/pgpool.h"
+#include "service/store/pg/pgpool.h"
 
 static pg_db *open_db(const char *uri)
 {

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "pg/pgtest_env.h"
-#include "service/pgpool.h"
+#include "service/store/pg/pgpool.h"
 
 static pg_pgpool *open_pool(int size, int stmt_ms, int acq_ms)
 {

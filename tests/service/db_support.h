@@ -17,7 +17,7 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "service/db.h"
+#include "service/store/db.h"
 #include "support/pg_test.h"
 #include "test_support.h"
 

@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "service/config.h"
-#include "service/db.h"
+#include "service/store/db.h"
 #include "support/pg_test.h"
 
 START_TEST(defaults_env_flags)

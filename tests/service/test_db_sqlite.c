@@ -10,7 +10,7 @@
 
 #include "service/auth.h"
 #include "service/block.h"
-#include "service/db.h"
+#include "service/store/db.h"
 #include "service/ledger.h"
 #include "support/pg_test.h"
 #include "test_support.h"

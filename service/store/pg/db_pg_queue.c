@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "service/db_pg.h"
+#include "service/store/pg/db_pg.h"
 
 typedef struct q_ctx {
     const char *sql, *what;

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "service/db_pg.h"
+#include "service/store/pg/db_pg.h"
 
 #define TOKEN_COLS                                                                                 \
     "seq, id, tenant_id, scope, hash, created_at, expires_at, revoked_at, last_used_at, "          \

@@ -12,7 +12,7 @@
 #ifndef PG_SVC_DB_BACKEND_H
 #define PG_SVC_DB_BACKEND_H
 
-#include "service/db.h"
+#include "service/store/db.h"
 
 typedef struct pg_db_ops {
     const char *name; /* "sqlite", "postgres" */

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "engine/core/alloc.h"
-#include "service/db_pg.h"
+#include "service/store/pg/db_pg.h"
 #include "service/sha256.h"
 
 /* ---- datasets --------------------------------------------------------- */

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "service/db_sqlite.h"
+#include "service/store/sqlite/db_sqlite.h"
 
 #define TOKEN_COLS                                                                                 \
     "seq, id, tenant_id, scope, hash, created_at, expires_at, revoked_at, last_used_at, "          \

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "service/db_sqlite.h"
+#include "service/store/sqlite/db_sqlite.h"
 
 #define REPORT_COLS                                                                                \
     "seq, id, tenant_id, job_id, against_id, against_model, against_n, job_step, n, seed, "        \

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "service/db_sqlite.h"
+#include "service/store/sqlite/db_sqlite.h"
 
 int sq_job_history_put(pg_db *db, const char *id, const char *doc, pg_error *err)
 {

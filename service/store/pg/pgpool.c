@@ -1,4 +1,4 @@
-#include "service/pgpool.h"
+#include "service/store/pg/pgpool.h"
 
 #include <errno.h>
 #include <pthread.h>

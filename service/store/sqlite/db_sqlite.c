@@ -1,7 +1,7 @@
 /* service/db_sqlite.c - the SQLite backend: open, schema, probe and
  * idempotency keys; tokens are in db_sqlite_tokens.c (see db_sqlite.h for
  * the locking and file rules). */
-#include "service/db_sqlite.h"
+#include "service/store/sqlite/db_sqlite.h"
 #include "service/block.h"
 
 #include <dirent.h>

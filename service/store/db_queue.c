@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "service/db.h"
-#include "service/db_backend.h"
+#include "service/store/db.h"
+#include "service/store/db_backend.h"
 
 static int node_ok(const char *node)
 {

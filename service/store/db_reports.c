@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "service/db.h"
-#include "service/db_backend.h"
+#include "service/store/db.h"
+#include "service/store/db_backend.h"
 
 /* Report, job and dataset ids: [a-z0-9_]+, shorter than PG_ID_MAX. */
 static int rid_ok(const char *id)

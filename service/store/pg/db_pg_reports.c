@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "service/db_pg.h"
+#include "service/store/pg/db_pg.h"
 
 /* 'rep' 'qcap' as one bigint: serializes the queue-bound check of inserts. */
 #define INSERT_LOCK "8245935278387130113"

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "service/db_sqlite.h"
+#include "service/store/sqlite/db_sqlite.h"
 
 int sq_dataset_insert(pg_db *db, pg_db_dataset *d, pg_error *err)
 {

@@ -9,7 +9,7 @@
 #include <zlib.h>
 
 #include "engine/data/file.h"
-#include "service/db_sqlite.h"
+#include "service/store/sqlite/db_sqlite.h"
 #include "service/ledger.h"
 
 static void copy_col(char *dst, size_t cap, sqlite3_stmt *st, int col)

@@ -9,7 +9,7 @@
  */
 #include <stdio.h>
 
-#include "service/db_pg.h"
+#include "service/store/pg/db_pg.h"
 
 /* 'priv' 'gen\0' as one bigint: the key of the schema lock. */
 #define SCHEMA_LOCK "8245935278387130112"

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "service/db_pg.h"
+#include "service/store/pg/db_pg.h"
 
 typedef struct hist_ctx {
     const char *id, *doc;

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "service/db_sqlite.h"
+#include "service/store/sqlite/db_sqlite.h"
 
 int sq_job_get(pg_db *db, const char *tenant, const char *id, pg_job_row **row, char **doc,
                int *found, pg_error *err)

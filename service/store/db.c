@@ -1,14 +1,14 @@
 /* service/db.c - backend selection, dispatch and the backend-neutral parts of
  * the storage contract (service/db.h). */
-#include "service/db.h"
+#include "service/store/db.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/core/alloc.h"
-#include "service/db_backend.h"
-#include "service/db_pg.h"
+#include "service/store/db_backend.h"
+#include "service/store/pg/db_pg.h"
 
 /* URL scheme -> backend. Adding a backend is one line here. */
 static const struct {

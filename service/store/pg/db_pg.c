@@ -1,6 +1,6 @@
 /* service/db_pg.c - the PostgreSQL backend: open, the statement helpers,
  * the transaction runner, probe and idempotency keys (tokens: db_pg_tokens.c). */
-#include "service/db_pg.h"
+#include "service/store/pg/db_pg.h"
 
 #include <math.h>
 #include <stdio.h>

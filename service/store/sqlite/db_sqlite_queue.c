@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "engine/data/file.h"
-#include "service/db_sqlite.h"
+#include "service/store/sqlite/db_sqlite.h"
 
 #define RUNNABLE                                                                                   \
     "(status='queued' OR (status='running' AND (lease_until IS NULL OR lease_until<=?1)))"

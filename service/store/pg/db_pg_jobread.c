@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "service/db_pg.h"
+#include "service/store/pg/db_pg.h"
 
 typedef struct read_ctx {
     const char *id, *tenant;

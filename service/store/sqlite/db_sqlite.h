@@ -18,7 +18,7 @@
 #include <pthread.h>
 #include <sqlite3.h>
 
-#include "service/db_backend.h"
+#include "service/store/db_backend.h"
 
 typedef struct sq_db {
     pg_db base;

@@ -31,8 +31,8 @@
 #include <libpq-fe.h>
 #include <stdint.h>
 
-#include "service/db_backend.h"
-#include "service/pgpool.h"
+#include "service/store/db_backend.h"
+#include "service/store/pg/pgpool.h"
 
 int pg_db_postgres_open(const char *url, const pg_db_options *opt, pg_db **out, pg_error *err);
 
