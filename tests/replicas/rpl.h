@@ -18,7 +18,7 @@
  * the cluster, which the CTest fixture removes.
  *
  * The tests read the durable truth (job rows, ledger, checkpoints) through
- * service/db.h on the same database, not through one replica's view.
+ * service/store/db.h on the same database, not through one replica's view.
  */
 #ifndef PG_RPL_H
 #define PG_RPL_H
@@ -193,7 +193,7 @@ static inline void rpl_start_one(rpl *c, int k)
  * make takeovers quick to test, but on a loaded machine (CI runs suites
  * two at a time on two cores) a heartbeat can come late: the replica then
  * loses a lease nobody meant it to lose, and the job ends a reserved chunk
- * short (by design: see service/db.h). Tests that need no expiry use long
+ * short (by design: see service/store/db.h). Tests that need no expiry use long
  * leases so that cannot happen to them. */
 static inline void rpl_up(rpl *c, const char *name, int lease_s, int heartbeat_s)
 {
@@ -221,7 +221,7 @@ static inline void rpl_up(rpl *c, const char *name, int lease_s, int heartbeat_s
         snprintf(c->node[k], sizeof c->node[k], "r%d", k + 1);
         char app[32];
         rpl_app(c, k, app);
-        /* a URL setting overrides privgend's own application_name (pgpool.c) */
+        /* a URL setting overrides privgend's own application_name (service/store/pg/pgpool.c) */
         snprintf(c->url[k], sizeof c->url[k], "%s%sapplication_name=%s", c->db_url,
                  strchr(c->db_url, '?') ? "&" : "?", app);
     }
@@ -567,7 +567,7 @@ static inline int rpl_sessions(rpl *c, int k, int writing)
  * database has landed or been rolled back: killed, until its sessions are
  * gone (each ends at the end of file, after any COMMIT it had already
  * received); stopped, until none runs a statement or holds a transaction
- * that wrote (the server rolls those back after 1 s idle: db_pg_queue.c).
+ * that wrote (the server rolls those back after 1 s idle: service/store/pg/db_pg_queue.c).
  * Twice in a row, 50 ms apart: a message still unread by its session shows
  * as idle for that long. Only then is the row and checkpoint list the
  * final word of that replica until it runs again. */

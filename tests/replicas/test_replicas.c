@@ -22,7 +22,7 @@
  *    reservation; another replica finishes every planned step.
  *
  * The durable truth (job rows, ledger, checkpoints) is read through
- * service/db.h on the same database; tests/replicas/test_replicas_cross.c
+ * service/store/db.h on the same database; tests/replicas/test_replicas_cross.c
  * holds the partition tests and those of cross-replica reads (views, SSE,
  * samples, cancel). */
 #include <math.h>

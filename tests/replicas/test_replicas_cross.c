@@ -17,7 +17,7 @@
  *    holding the job row's lock (idle in transaction): the claim's
  *    `FOR UPDATE SKIP LOCKED` used to pass that row over until the server
  *    dropped the session (TCP keepalive, hours); the fenced transactions
- *    now bound their idle time (service/db_pg_queue.c). The random-point
+ *    now bound their idle time (service/store/pg/db_pg_queue.c). The random-point
  *    partition test above hit that window in some runs; this one always
  *    does;
  *  - an owner killed between storing a checkpoint and writing its step to
@@ -278,7 +278,7 @@ END_TEST
  * taking the row lock, stops the owner there (every thread of it: rpl_stop),
  * then lets the statement finish. Another replica must still take the job
  * over after the lease (the fenced transactions bound their idle time,
- * service/db_pg_queue.c; without that the claim's SKIP LOCKED passes the
+ * service/store/pg/db_pg_queue.c; without that the claim's SKIP LOCKED passes the
  * row over for as long as the stopped session lives), and the stopped write
  * must not land. */
 static PGconn *pq_open(const char *url)
