@@ -59,7 +59,7 @@ fuzz: deps
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/fuzz/run.sh $(FUZZ_BUILD)
 
 format:
-	@find engine service api cli bench tests -name '*.[ch]' -print0 2>/dev/null | xargs -0 clang-format -i
+	@find engine render service api cli bench tests -name '*.[ch]' -print0 2>/dev/null | xargs -0 clang-format -i
 
 # Serves the API on 127.0.0.1:8080 with its state in ./var (PRIVGEN_* env vars
 # or ARGS="--listen 0.0.0.0:9000" override). The admin token is written on the

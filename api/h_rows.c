@@ -1,10 +1,13 @@
 /* POST /v1/datasets/{id}/rows: append rows, all or nothing.
  *
+ * The upload itself (the dataset, its declaration, the appender) is the
+ * service's (service/datasets/datasets.h); this file reads the body. Typed
+ * datasets take records (api/rows_typed.h); the others take numbers:
  * NPY and raw float32 bodies are streamed: values are converted, validated
- * and handed to a storage appender (service/db.h) as they arrive, so memory
+ * and written to the upload as they arrive, so memory
  * stays constant whatever the upload size (bounded by --max-rows, not
  * --max-body). JSON (and CSV/IDX) bodies are buffered up to --max-body and
- * parsed whole. Either way nothing becomes visible until the appender
+ * parsed whole. Either way nothing becomes visible until the upload
  * commits; any error aborts it and leaves the dataset unchanged.
  *
  * A `Privgen-Declaration` request header (the compact JSON declaration of
@@ -18,12 +21,12 @@
 #include <string.h>
 
 #include "api/internal.h"
-#include "engine/core/alloc.h"
-#include "api/npy_stream.h"
-#include "engine/data/npy.h"
-#include "service/dataset.h"
+#include "render/npy_stream.h"
 #include "api/rows_typed.h"
 #include "api/upload_gate.h"
+#include "engine/core/alloc.h"
+#include "engine/data/npy.h"
+#include "service/datasets/datasets.h"
 
 #include "engine/data/rows.h"
 
@@ -31,20 +34,19 @@ enum rows_format { FMT_JSON = 1, FMT_NPY, FMT_RAW, FMT_CSV, FMT_IDX };
 
 typedef struct rows_state {
     int format;
-    pg_ds_spec spec;
-    int64_t n_before;
-    pg_db_append *app; /* open appender, NULL when none */
+    pg_datasets_upload *u;
+    const pg_datasets_spec *spec; /* u's */
+    pg_rows_typed *typed;         /* a typed dataset's body, NULL otherwise */
     pg_req *req;
-    pg_npy_stream ns;   /* streamed formats */
-    int declared;       /* a matching declaration came with the rows */
-    uint64_t decl_rows; /* the row count it states, 0: none */
+    pg_npy_stream ns; /* streamed formats */
 } rows_state;
 
 static void rows_free(pg_req *r)
 {
     rows_state *st = r->stream;
     if (!st) return;
-    pg_db_append_abort(st->app);
+    pg_rows_typed_free(st->typed);
+    pg_datasets_upload_free(st->u);
     free(st);
     r->stream = NULL;
 }
@@ -64,18 +66,21 @@ static void fail_row(pg_req *r, uint64_t row, const char *msg)
     if (r->status == 422) r->resp_type = "application/problem+json";
 }
 
-/* The upload's row count against its declaration's. */
-static int rows_differ(pg_req *r, rows_state *st, uint64_t rows)
+/* The upload's row count against its declaration's (422) and --max-rows
+ * (413): 0, or the code after queuing the refusal. */
+static int refuse_count(pg_req *r, rows_state *st, uint64_t rows)
 {
-    if (!st->decl_rows || st->decl_rows == rows) return 0;
-    char msg[160];
-    snprintf(msg, sizeof msg, "declared %llu rows, the upload holds %llu",
-             (unsigned long long)st->decl_rows, (unsigned long long)rows);
-    pg_api_problem(r, 422, msg, "declaration.rows", msg);
-    return 1;
+    char field[PG_FIELD_MAX];
+    pg_error err = {0};
+    int rc = pg_datasets_upload_count(st->u, rows, field, &err);
+    if (rc == PG_ERANGE)
+        pg_api_problem(r, 413, err.msg, NULL, NULL);
+    else if (rc)
+        pg_api_problem(r, 422, err.msg, field, err.msg);
+    return rc;
 }
 
-void pg_rows_decl_mismatch(pg_req *r, const pg_ds_diff *d, int n)
+static void decl_mismatch(pg_req *r, const pg_datasets_diff *d, int n)
 {
     char detail[400];
     snprintf(detail, sizeof detail, "the rows' declaration differs from the dataset's: %s: %s%s",
@@ -100,36 +105,24 @@ static int check_declaration(pg_req *r, rows_state *st)
 {
     const char *h = pg_api_header(r, "Privgen-Declaration");
     if (!h) return 0;
-    pg_ds_diff diffs[PG_DS_DIFF_MAX];
+    pg_datasets_diff diffs[PG_DATASETS_DIFF_MAX];
     int n;
     char field[PG_FIELD_MAX];
     pg_error err = {0};
-    if (pg_ds_decl_match(&st->spec, h, diffs, &n, &st->decl_rows, field, &err)) {
+    if (pg_datasets_upload_declare(st->u, h, diffs, &n, field, &err)) {
         pg_api_problem(r, 400, err.msg, field, err.msg);
         return -1;
     }
     if (n) {
-        pg_rows_decl_mismatch(r, diffs, n);
+        decl_mismatch(r, diffs, n);
         return -1;
     }
-    st->declared = 1;
     return 0;
-}
-
-static int too_many(pg_req *r, rows_state *st, uint64_t rows)
-{
-    if (rows <= r->app->cfg->max_rows && (uint64_t)st->n_before + rows <= r->app->cfg->max_rows)
-        return 0;
-    char msg[160];
-    snprintf(msg, sizeof msg, "the dataset would exceed --max-rows (%zu rows)",
-             r->app->cfg->max_rows);
-    pg_api_problem(r, 413, msg, NULL, NULL);
-    return 1;
 }
 
 /* Checks an NPY shape against the dataset: [n, d], [n, <dataset shape>], or
  * [n, h, w] for single-channel image datasets; 1-D when d == 1. */
-static int npy_shape_ok(const pg_ds_spec *s, const pg_npy_header *h)
+static int npy_shape_ok(const pg_datasets_spec *s, const pg_npy_header *h)
 {
     if (h->ndim == 1) return s->d == 1;
     if (h->ndim == 2 && h->shape[1] == s->d) return 1;
@@ -145,32 +138,30 @@ static int npy_shape_ok(const pg_ds_spec *s, const pg_npy_header *h)
 static int on_header(void *ctx, const pg_npy_header *h, pg_error *err)
 {
     rows_state *st = ctx;
-    if (!npy_shape_ok(&st->spec, h)) {
+    (void)err;
+    if (!npy_shape_ok(st->spec, h)) {
         char msg[160];
         snprintf(msg, sizeof msg, "NPY shape does not match the dataset (rows of %zu values)",
-                 st->spec.d);
+                 st->spec->d);
         pg_api_problem(st->req, 422, msg, "body", msg);
         return PG_EINVAL;
     }
-    if (rows_differ(st->req, st, h->count / st->spec.d)) return PG_EINVAL;
-    return too_many(st->req, st, h->count / st->spec.d) ? PG_ERANGE : PG_OK;
+    return refuse_count(st->req, st, h->count / st->spec->d);
 }
 
-/* Validates and writes converted values as they stream in. */
+/* Converted values as they stream in (the upload checks and writes them,
+ * in order: `first` is its count of values so far). */
 static int on_values(void *ctx, const float *x, size_t count, uint64_t first, pg_error *err)
 {
     rows_state *st = ctx;
     uint64_t bad;
-    if (pg_ds_check_values(&st->spec, x, count, first, &bad, err)) {
+    (void)first;
+    int rc = pg_datasets_upload_write(st->u, x, count, &bad, err);
+    if (rc == PG_EINVAL && bad != UINT64_MAX)
         fail_row(st->req, bad, err->msg);
-        return PG_EINVAL;
-    }
-    int rc = pg_db_append_write(st->app, x, count, err);
-    if (rc) {
+    else if (rc)
         pg_api_fail(st->req, err);
-        return rc;
-    }
-    return PG_OK;
+    return rc;
 }
 
 static int feed_stream(pg_req *r, const char *data, size_t len)
@@ -182,9 +173,14 @@ static int feed_stream(pg_req *r, const char *data, size_t len)
     /* Callbacks set their own response; decoder errors are malformed bodies. */
     if (!r->status) pg_api_problem(r, 400, err.msg, NULL, NULL);
     /* Free the storage now rather than after the rest of the body. */
-    pg_db_append_abort(st->app);
-    st->app = NULL;
+    pg_datasets_upload_abort(st->u);
     return -1;
+}
+
+static int feed_typed(pg_req *r, const char *data, size_t len)
+{
+    rows_state *st = r->stream;
+    return pg_rows_typed_feed(r, st->typed, data, len);
 }
 
 static const char *media_type(pg_req *r, char *buf, size_t cap)
@@ -228,21 +224,9 @@ static int take_slot(pg_req *r)
 
 void pg_h_rows_begin(pg_req *r)
 {
-    pg_db_dataset d;
-    int found;
-    pg_error err = {0};
     if (take_slot(r)) return;
-    if (pg_db_dataset_get(r->app->db, r->tok.tenant, r->params[0], &d, &found, &err)) {
-        pg_api_fail(r, &err);
-        return;
-    }
-    if (!found) {
-        pg_api_problem(r, 404, "no such dataset", NULL, NULL);
-        return;
-    }
     rows_state *st = calloc(1, sizeof *st);
     if (!st) {
-        pg_db_dataset_free(&d);
         pg_api_problem(r, 503, "out of memory", NULL, NULL);
         return;
     }
@@ -250,24 +234,26 @@ void pg_h_rows_begin(pg_req *r)
     r->stream_free = rows_free;
     st->req = r;
     pg_npy_stream_init(&st->ns);
-    st->n_before = d.n;
-    int bad = pg_ds_spec_from_json(d.meta, &st->spec, &err);
-    if (!bad && st->spec.typed) {
-        pg_ds_spec spec = st->spec;
-        int64_t n_before = st->n_before;
-        rows_free(r);
-        pg_rows_typed_begin(r, d.meta, &spec, n_before);
-        pg_db_dataset_free(&d);
+    int found;
+    pg_error err = {0};
+    if (pg_datasets_upload_open(r->app->db, r->tok.tenant, r->params[0], r->app->cfg->max_rows,
+                                &st->u, &found, &err)) {
+        pg_api_fail(r, &err);
         return;
     }
-    pg_db_dataset_free(&d);
-    if (bad) {
-        pg_api_problem(r, 500, err.msg, NULL, NULL);
+    if (!found) {
+        pg_api_problem(r, 404, "no such dataset", NULL, NULL);
         return;
     }
+    st->spec = pg_datasets_upload_spec(st->u);
     if (check_declaration(r, st)) return;
     char mt[64];
     const char *type = media_type(r, mt, sizeof mt);
+    if (pg_datasets_upload_table(st->u)) {
+        st->typed = pg_rows_typed_begin(r, st->u, type);
+        if (st->typed) r->feed = feed_typed;
+        return;
+    }
     if (!strcmp(type, "application/json"))
         st->format = FMT_JSON;
     else if (!strcmp(type, "application/x-npy"))
@@ -301,25 +287,25 @@ void pg_h_rows_begin(pg_req *r)
                            "X-Rows", "required positive integer");
             return;
         }
-        if (rows_differ(r, st, n) || too_many(r, st, n)) return;
-        pg_npy_stream_init_raw(&st->ns, (size_t)n * st->spec.d);
+        if (refuse_count(r, st, n)) return;
+        pg_npy_stream_init_raw(&st->ns, (size_t)n * st->spec->d);
     }
-    if (pg_db_append_begin(r->app->db, r->tok.tenant, r->params[0], st->spec.d, &st->app, &err)) {
+    if (pg_datasets_upload_begin(st->u, &err)) {
         pg_api_fail(r, &err);
         return;
     }
     r->feed = feed_stream;
 }
 
-/* Makes the appended rows visible (durably), or nothing. */
-void pg_rows_commit(pg_req *r, pg_db_append **app, const int32_t *labels, int declared, int local)
+/* Makes the written rows visible (durably) and answers 200 {dataset_id,
+ * rows_added, n, declaration}, or stores nothing: 413 past --max-rows, 404
+ * for a dataset deleted meanwhile, or the storage error. */
+static void commit(pg_req *r, rows_state *st, const int32_t *labels)
 {
-    pg_error err = {0};
+    pg_datasets_appended a;
     int found;
-    int64_t rows = 0, n_after = 0;
-    int rc = pg_db_append_commit(*app, labels, (int64_t)r->app->cfg->max_rows, &found, &rows,
-                                 &n_after, &err);
-    *app = NULL; /* commit always ends the appender */
+    pg_error err = {0};
+    int rc = pg_datasets_upload_commit(st->u, labels, &found, &a, &err);
     if (rc == PG_ERANGE)
         pg_api_problem(r, 413, err.msg, NULL, NULL);
     else if (rc)
@@ -329,18 +315,11 @@ void pg_rows_commit(pg_req *r, pg_db_append **app, const int32_t *labels, int de
     else
         pg_api_send_json(r, 200,
                          json_pack("{s:s,s:I,s:I,s:s}", "dataset_id", r->params[0], "rows_added",
-                                   (json_int_t)rows, "n", (json_int_t)n_after, "declaration",
-                                   declared ? "matched"
-                                   : local  ? "not checked"
-                                            : "not applicable"));
+                                   (json_int_t)a.rows, "n", (json_int_t)a.n, "declaration",
+                                   a.declaration));
 }
 
-static void commit(pg_req *r, rows_state *st, const int32_t *labels)
-{
-    pg_rows_commit(r, &st->app, labels, st->declared, st->spec.model == PG_PRIV_LOCAL);
-}
-
-int pg_api_parse_rows(pg_req *r, json_t *b, const pg_ds_spec *spec, float **xo, int64_t **lo,
+int pg_api_parse_rows(pg_req *r, json_t *b, const pg_datasets_spec *spec, float **xo, int64_t **lo,
                       size_t *no)
 {
     static const char *const ok[] = {"rows", "labels", NULL};
@@ -398,8 +377,8 @@ int pg_api_parse_rows(pg_req *r, json_t *b, const pg_ds_spec *spec, float **xo, 
     }
     uint64_t bad;
     pg_error err = {0};
-    if (pg_ds_check_values(spec, x, nd, 0, &bad, &err) ||
-        (lab && pg_ds_check_labels(spec, lab, n, &bad, &err))) {
+    if (pg_datasets_check_values(spec, x, nd, 0, &bad, &err) ||
+        (lab && pg_datasets_check_labels(spec, lab, n, &bad, &err))) {
         fail_row(r, bad, err.msg);
         goto fail;
     }
@@ -422,9 +401,11 @@ static void store_rows(pg_req *r, rows_state *st, const float *x, const int64_t 
         pg_api_problem(r, 422, "the upload holds no rows", "body", "holds no rows");
         return;
     }
-    if (rows_differ(r, st, n) || too_many(r, st, n)) return;
-    if (pg_ds_check_values(&st->spec, x, n * st->spec.d, 0, &bad, &err) ||
-        (lab && pg_ds_check_labels(&st->spec, lab, n, &bad, &err))) {
+    if (refuse_count(r, st, n)) return;
+    /* Values before labels, all before storage: the first refusal is the
+     * same whatever the storage does. */
+    if (pg_datasets_check_values(st->spec, x, n * st->spec->d, 0, &bad, &err) ||
+        (lab && pg_datasets_check_labels(st->spec, lab, n, &bad, &err))) {
         fail_row(r, bad, err.msg);
         return;
     }
@@ -434,12 +415,24 @@ static void store_rows(pg_req *r, rows_state *st, const float *x, const int64_t 
         return;
     }
     for (size_t i = 0; lab && i < n; i++) lab32[i] = (int32_t)lab[i];
-    if (pg_db_append_begin(r->app->db, r->tok.tenant, r->params[0], st->spec.d, &st->app, &err) ||
-        pg_db_append_write(st->app, x, n * st->spec.d, &err))
-        pg_api_fail(r, &err); /* rows_free aborts an open appender */
+    if (pg_datasets_upload_begin(st->u, &err) ||
+        pg_datasets_upload_write(st->u, x, n * st->spec->d, &bad, &err))
+        pg_api_fail(r, &err); /* rows_free aborts the upload */
     else
         commit(r, st, lab32);
     pg_free(lab32);
+}
+
+/* --max-rows alone, before the rows are parsed (the declared count is held
+ * to the parsed ones, after any error in them): 0, or 1 after a 413. */
+static int too_many(pg_req *r, rows_state *st, uint64_t rows)
+{
+    size_t max = r->app->cfg->max_rows;
+    if (rows <= max && (uint64_t)pg_datasets_upload_rows_before(st->u) + rows <= max) return 0;
+    char msg[160];
+    snprintf(msg, sizeof msg, "the dataset would exceed --max-rows (%zu rows)", max);
+    pg_api_problem(r, 413, msg, NULL, NULL);
+    return 1;
 }
 
 /* {"rows": [[...], ...], "labels": [...]} */
@@ -454,7 +447,7 @@ static void append_json(pg_req *r, rows_state *st)
      * without converting anything. */
     json_t *rows = json_object_get(b, "rows");
     if (!(json_is_array(rows) && too_many(r, st, json_array_size(rows))) &&
-        !pg_api_parse_rows(r, b, &st->spec, &x, &lab, &n)) {
+        !pg_api_parse_rows(r, b, st->spec, &x, &lab, &n)) {
         json_decref(b);
         b = NULL;
         store_rows(r, st, x, lab, n);
@@ -466,7 +459,7 @@ static void append_json(pg_req *r, rows_state *st)
 
 /* Per-row shape of a decoded upload against the dataset: flat [d], the
  * dataset's shape, or [h, w] for a single-channel image dataset. */
-static int row_shape_ok(const pg_ds_spec *s, const pg_rows *rows)
+static int row_shape_ok(const pg_datasets_spec *s, const pg_rows *rows)
 {
     if (rows->d != s->d) return 0;
     if (rows->ndim == 1) return 1;
@@ -495,7 +488,7 @@ static void append_buffered(pg_req *r, rows_state *st)
             return;
         }
     }
-    size_t room = r->app->cfg->max_rows - (size_t)st->n_before;
+    size_t room = r->app->cfg->max_rows - (size_t)pg_datasets_upload_rows_before(st->u);
     pg_rows_limits lim = {.max_rows = room ? room : 1,
                           .max_cols = r->app->cfg->max_dim,
                           .max_inflated = r->app->cfg->max_body};
@@ -511,10 +504,10 @@ static void append_buffered(pg_req *r, rows_state *st)
         pg_api_problem(r, 400, err.msg, NULL, NULL);
         return;
     }
-    if (!row_shape_ok(&st->spec, &rows)) {
+    if (!row_shape_ok(st->spec, &rows)) {
         char msg[160];
         snprintf(msg, sizeof msg, "rows of %zu values do not match the dataset (%zu values)",
-                 rows.d, st->spec.d);
+                 rows.d, st->spec->d);
         if (st->format == FMT_CSV)
             fail_row(r, 0, msg);
         else
@@ -530,11 +523,12 @@ static void append_buffered(pg_req *r, rows_state *st)
 
 void pg_h_rows_append(pg_req *r)
 {
-    if (pg_rows_typed_active(r)) {
-        pg_rows_typed_append(r);
+    rows_state *st = r->stream;
+    if (st->typed) {
+        const int32_t *labels;
+        if (!pg_rows_typed_finish(r, st->typed, &labels)) commit(r, st, labels);
         return;
     }
-    rows_state *st = r->stream;
     if (st->format == FMT_JSON) {
         append_json(r, st);
         return;

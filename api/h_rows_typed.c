@@ -1,4 +1,4 @@
-/* Typed uploads (api/rows_typed.h): records -> encoded rows -> appender. */
+/* Typed uploads (api/rows_typed.h): records -> encoded rows -> upload. */
 #include "api/rows_typed.h"
 
 #include <stdio.h>
@@ -7,49 +7,36 @@
 
 #include "engine/core/alloc.h"
 #include "engine/data/records.h"
-#include "service/typed.h"
 
 /* Encoded values buffered before each appender write. */
 #define BLOCK_VALUES ((size_t)1 << 16)
 
-typedef struct typed_rows {
-    pg_req *req;
-    pg_table *t;
+struct pg_rows_typed {
+    const pg_table *t; /* the upload's */
     pg_records_parser *p;
-    pg_db_append *app;
-    int local;
-    float *buf; /* block of encoded rows */
+    pg_datasets_upload *u; /* h_rows.c's */
+    float *buf;            /* block of encoded rows */
     size_t nbuf, block_rows;
     int32_t *labels; /* one per row when the table has a label column */
     size_t nlab, labcap;
-    int declared;       /* a matching declaration came with the rows */
-    uint64_t decl_rows; /* the row count it states, 0: none */
-    int store_failed;   /* the appender failed: a 5xx, not the client's fault */
+    int store_failed; /* the upload failed: a 5xx, not the client's fault */
     pg_error store_err;
-} typed_rows;
+};
 
-static void typed_free(pg_req *r)
+void pg_rows_typed_free(pg_rows_typed *s)
 {
-    typed_rows *s = r->stream;
     if (!s) return;
-    pg_db_append_abort(s->app);
     pg_records_free(s->p);
-    pg_table_free(s->t);
     pg_free(s->buf);
     free(s->labels);
     free(s);
-    r->stream = NULL;
 }
 
-int pg_rows_typed_active(const pg_req *r)
-{
-    return r->stream && r->stream_free == typed_free;
-}
-
-static int flush_rows(typed_rows *s, pg_error *err)
+static int flush_rows(pg_rows_typed *s, pg_error *err)
 {
     if (!s->nbuf) return PG_OK;
-    int rc = pg_db_append_write(s->app, s->buf, s->nbuf * s->t->width, err);
+    uint64_t bad; /* encoded rows are not checked again: the parser did */
+    int rc = pg_datasets_upload_write(s->u, s->buf, s->nbuf * s->t->width, &bad, err);
     s->nbuf = 0;
     if (rc) {
         s->store_failed = 1;
@@ -60,7 +47,7 @@ static int flush_rows(typed_rows *s, pg_error *err)
 
 static int sink(void *ctx, const float *row, int64_t label, uint64_t rowno, pg_error *err)
 {
-    typed_rows *s = ctx;
+    pg_rows_typed *s = ctx;
     (void)rowno;
     if (label >= 0) {
         if (s->nlab == s->labcap) {
@@ -78,11 +65,10 @@ static int sink(void *ctx, const float *row, int64_t label, uint64_t rowno, pg_e
 }
 
 /* The refusal of a failed parse: 422 naming row and column (413 for a
- * limit, 5xx when storage failed). Ends the appender: nothing is stored. */
-static void refuse(pg_req *r, typed_rows *s, int rc, const pg_error *err)
+ * limit, 5xx when storage failed). Aborts the upload: nothing is stored. */
+static void refuse(pg_req *r, pg_rows_typed *s, int rc, const pg_error *err)
 {
-    pg_db_append_abort(s->app);
-    s->app = NULL;
+    pg_datasets_upload_abort(s->u);
     if (s->store_failed) {
         pg_api_fail(r, &s->store_err);
         return;
@@ -120,9 +106,8 @@ static void refuse(pg_req *r, typed_rows *s, int rc, const pg_error *err)
     if (r->status == 422) r->resp_type = "application/problem+json";
 }
 
-static int feed(pg_req *r, const char *data, size_t len)
+int pg_rows_typed_feed(pg_req *r, pg_rows_typed *s, const char *data, size_t len)
 {
-    typed_rows *s = r->stream;
     pg_error err = {0};
     int rc = pg_records_feed(s->p, data, len, &err);
     if (!rc) return 0;
@@ -130,35 +115,8 @@ static int feed(pg_req *r, const char *data, size_t len)
     return -1;
 }
 
-static int declaration(pg_req *r, typed_rows *s, const char *meta)
+static int format_of(const char *mt)
 {
-    const char *h = pg_api_header(r, "Privgen-Declaration");
-    if (!h) return 0;
-    pg_ds_diff diffs[PG_DS_DIFF_MAX];
-    int n;
-    char field[PG_FIELD_MAX];
-    pg_error err = {0};
-    if (pg_typed_decl_match(meta, s->t, h, diffs, &n, &s->decl_rows, field, &err)) {
-        pg_api_problem(r, 400, err.msg, field, err.msg);
-        return -1;
-    }
-    if (n) {
-        pg_rows_decl_mismatch(r, diffs, n);
-        return -1;
-    }
-    s->declared = 1;
-    return 0;
-}
-
-static int format_of(pg_req *r)
-{
-    const char *ct = pg_api_header(r, "Content-Type");
-    char mt[64] = "";
-    size_t n = ct ? strcspn(ct, "; ") : 0;
-    if (n >= sizeof mt) n = sizeof mt - 1;
-    for (size_t i = 0; i < n; i++)
-        mt[i] = (char)(ct[i] >= 'A' && ct[i] <= 'Z' ? ct[i] + 32 : ct[i]);
-    mt[n] = '\0';
     if (!strcmp(mt, "text/csv")) return PG_RECORDS_CSV;
     if (!strcmp(mt, "application/json")) return PG_RECORDS_JSON;
     if (!strcmp(mt, "application/x-ndjson") || !strcmp(mt, "application/jsonl") ||
@@ -167,85 +125,86 @@ static int format_of(pg_req *r)
     return 0;
 }
 
-void pg_rows_typed_begin(pg_req *r, const char *meta, const pg_ds_spec *spec, int64_t n_before)
+/* Frees s and returns NULL: the refusal is queued. */
+static pg_rows_typed *fail(pg_rows_typed *s)
 {
-    typed_rows *s = calloc(1, sizeof *s);
+    pg_rows_typed_free(s);
+    return NULL;
+}
+
+pg_rows_typed *pg_rows_typed_begin(pg_req *r, pg_datasets_upload *u, const char *type)
+{
+    pg_rows_typed *s = calloc(1, sizeof *s);
     if (!s) {
         pg_api_problem(r, 503, "out of memory", NULL, NULL);
-        return;
+        return NULL;
     }
-    r->stream = s;
-    r->stream_free = typed_free;
-    s->req = r;
-    s->local = spec->model == PG_PRIV_LOCAL;
-    pg_error err = {0};
-    if (pg_typed_table_from_meta(meta, &s->t, &err) || !s->t) {
-        pg_api_problem(r, 500, s->t ? err.msg : "stored dataset schema is missing", NULL, NULL);
-        return;
-    }
-    if (declaration(r, s, meta)) return;
-    int format = format_of(r);
+    s->u = u;
+    s->t = pg_datasets_upload_table(u);
+    int local = pg_datasets_upload_spec(u)->model == PG_PRIV_LOCAL;
+    int format = format_of(type);
     if (!format) {
         pg_api_problem(r, 415,
                        "a typed dataset takes its rows by column name: Content-Type must be "
                        "text/csv (with a header row), application/json (an array of records) or "
                        "application/x-ndjson",
                        NULL, NULL);
-        return;
+        return fail(s);
     }
     size_t max_rows = r->app->cfg->max_rows;
+    int64_t n_before = pg_datasets_upload_rows_before(u);
     if ((uint64_t)n_before >= max_rows) {
         char msg[160];
         snprintf(msg, sizeof msg, "the dataset already holds --max-rows (%zu rows)", max_rows);
         pg_api_problem(r, 413, msg, NULL, NULL);
-        return;
+        return fail(s);
     }
     pg_records_opts o = {.format = format,
-                         .bounds = s->local ? PG_TABLE_BOUNDS_ALLOW : PG_TABLE_BOUNDS_REFUSE,
+                         .bounds = local ? PG_TABLE_BOUNDS_ALLOW : PG_TABLE_BOUNDS_REFUSE,
                          .max_rows = max_rows - (size_t)n_before};
     size_t w = s->t->width;
     s->block_rows = BLOCK_VALUES / w ? BLOCK_VALUES / w : 1;
     s->buf = pg_alloc_f32(s->block_rows * w);
     if (!s->buf) {
         pg_api_problem(r, 503, "out of memory", NULL, NULL);
-        return;
+        return fail(s);
     }
+    pg_error err = {0};
     if (pg_records_new(s->t, &o, sink, s, &s->p, &err)) {
         pg_api_problem(r, 500, err.msg, NULL, NULL);
-        return;
+        return fail(s);
     }
-    if (pg_db_append_begin(r->app->db, r->tok.tenant, r->params[0], w, &s->app, &err)) {
+    if (pg_datasets_upload_begin(u, &err)) {
         pg_api_fail(r, &err);
-        return;
+        return fail(s);
     }
-    r->feed = feed;
+    return s;
 }
 
-void pg_rows_typed_append(pg_req *r)
+int pg_rows_typed_finish(pg_req *r, pg_rows_typed *s, const int32_t **labels)
 {
-    typed_rows *s = r->stream;
     pg_error err = {0};
     int rc = pg_records_finish(s->p, &err);
     if (!rc) rc = flush_rows(s, &err);
     if (rc) {
         refuse(r, s, rc, &err);
-        return;
+        return -1;
     }
     uint64_t rows = pg_records_count(s->p);
+    char field[PG_FIELD_MAX];
     if (rows == 0) {
-        pg_db_append_abort(s->app);
-        s->app = NULL;
+        pg_datasets_upload_abort(s->u);
         pg_api_problem(r, 422, "the upload holds no rows", "body", "holds no rows");
-        return;
+        return -1;
     }
-    if (s->decl_rows && s->decl_rows != rows) {
-        pg_db_append_abort(s->app);
-        s->app = NULL;
-        char msg[160];
-        snprintf(msg, sizeof msg, "declared %llu rows, the upload holds %llu",
-                 (unsigned long long)s->decl_rows, (unsigned long long)rows);
-        pg_api_problem(r, 422, msg, "declaration.rows", msg);
-        return;
+    /* Within --max-rows already (the parser's bound): only the declared
+     * count can differ. */
+    if (pg_datasets_upload_count(s->u, rows, field, &err)) {
+        pg_datasets_upload_abort(s->u);
+        pg_api_problem(r, err.code == PG_ERANGE ? 413 : 422, err.msg, field[0] ? field : NULL,
+                       field[0] ? err.msg : NULL);
+        return -1;
     }
-    pg_rows_commit(r, &s->app, s->nlab ? s->labels : NULL, s->declared, s->local);
+    *labels = s->nlab ? s->labels : NULL;
+    return 0;
 }

@@ -10,7 +10,7 @@
  * calling thread and keeps the OpenMP team for large blocks;
  * docs/benchmarks.md.) Bodies
  * of more than STREAM_VALUES values are streamed block by block
- * (api/samples_stream.h) so memory stays flat whatever n is. Requests with
+ * (render/samples_stream.h) so memory stays flat whatever n is. Requests with
  * an explicit seed are cacheable (api/samples_cache.h: ETag, 304, bodies
  * kept in api/body_cache.h), decided after the job lookup and before any
  * forward pass. */
@@ -24,9 +24,9 @@
 
 #include "api/internal.h"
 #include "api/plot_request.h"
-#include "api/render.h"
+#include "render/render.h"
 #include "api/samples_cache.h"
-#include "api/samples_stream.h"
+#include "render/samples_stream.h"
 #include "engine/core/alloc.h"
 #include "engine/methods/snapshot.h"
 #include "service/jobs.h"

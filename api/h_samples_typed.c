@@ -1,4 +1,4 @@
-/* GET /v1/jobs/{id}/samples of a typed job (api/samples_typed.h): label by
+/* GET /v1/jobs/{id}/samples of a typed job (render/samples_typed.h): label by
  * category name, decoded records (csv, json, ndjson) and a PNG histogram
  * per column. format=npy stays on the untyped path (the encoded units,
  * whose layout is the job's spec.table.blocks). Kept apart from
@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "api/internal.h"
-#include "api/report_png.h"
+#include "render/report_png.h"
 #include "api/samples_cache.h"
-#include "api/samples_typed.h"
+#include "render/samples_typed.h"
 #include "engine/core/alloc.h"
 #include "engine/data/records.h"
 #include "engine/methods/snapshot.h"

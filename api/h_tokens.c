@@ -119,18 +119,16 @@ void pg_h_tokens_list(pg_req *r)
     if (pg_api_page_params(r, &limit, &after)) return;
     pg_token *list;
     size_t n;
+    int64_t next;
     pg_error err = {0};
-    /* One extra row tells whether another page exists. */
-    if (pg_db_token_list(r->app->db, r->tok.tenant, after, (size_t)limit + 1, &list, &n, &err)) {
+    if (pg_auth_list(r->app->db, r->tok.tenant, after, (size_t)limit, &list, &n, &next, &err)) {
         pg_api_fail(r, &err);
         return;
     }
     int64_t now = (int64_t)time(NULL);
     json_t *items = json_array();
-    size_t shown = n > (size_t)limit ? (size_t)limit : n;
-    for (size_t i = 0; i < shown; i++)
+    for (size_t i = 0; i < n; i++)
         json_array_append_new(items, token_json(&list[i], now, r->tok.id));
-    long long next = n > (size_t)limit ? (long long)list[shown - 1].seq : 0;
     free(list);
     pg_api_send_page(r, items, next);
 }

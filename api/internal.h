@@ -166,13 +166,13 @@ json_t *pg_api_body_json(pg_req *r);
 
 /* Body parsers (exposed for the fuzz targets). Each returns 0, or -1 with
  * the error response already set on r. */
-struct pg_ds_spec;
+struct pg_datasets_spec;
 /* POST /v1/datasets body -> spec (syntax and types; semantic rules are
- * pg_ds_spec_check's). */
-int pg_api_parse_dataset(pg_req *r, json_t *body, struct pg_ds_spec *s);
+ * pg_datasets_spec_check's). */
+int pg_api_parse_dataset(pg_req *r, json_t *body, struct pg_datasets_spec *s);
 /* {"rows":[[..]],"labels":[..]} -> validated floats (pg_alloc'ed, n*d) and
  * labels (pg_alloc'ed or NULL); every value and label checked against spec. */
-int pg_api_parse_rows(pg_req *r, json_t *body, const struct pg_ds_spec *spec, float **x,
+int pg_api_parse_rows(pg_req *r, json_t *body, const struct pg_datasets_spec *spec, float **x,
                       int64_t **labels, size_t *n);
 
 /* Route handlers (one file each). */
@@ -212,7 +212,7 @@ void pg_h_reports_cancel(pg_req *r);
 void pg_h_reports_delete(pg_req *r);
 
 /* service/jobs.h's /metrics text (malloc'ed, may be NULL); declared here
- * too because jobs.h cannot meet service/dataset.h in one file (see
+ * too because jobs.h cannot meet service/datasets/spec.h in one file (see
  * service/jobdesc.h). */
 char *pg_jobs_metrics(struct pg_jobs *m);
 

@@ -7,8 +7,9 @@
  *
  * Columns: 5 categorical (6 levels), 5 integer [0, 100], 5 continuous
  * [0, 1000] (one log-scaled), chained so each depends on the previous one.
- * Rows are built in memory (what the service hands create()); the trainer
- * codes them once into 2 bytes per attribute and row. One JSON line. */
+ * Rows are built in memory and lent to create(); the trainer reads them in
+ * passes (engine/data/rowsrc.h) and keeps no copy. The service streams them
+ * from storage instead (bench/mst_stream.py measures that). One JSON line. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "api/render.h"
+#include "render/render.h"
 #include "bench/bench.h"
 #include "engine/data/fmnist.h"
 

@@ -13,7 +13,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "api/report_png.h"
 #include "api/server.h"
 #include "engine/core/cpu.h"
 #include "service/auth.h"
@@ -192,11 +191,8 @@ int main(int argc, char **argv)
         pg_cpu_budget_destroy(cpu);
         return fail("cannot start the job workers", &err);
     }
-    /* Reports: the figures are drawn in api/ (report_png.h), handed to the
-     * service as a callback. */
     pg_reports *reports = NULL;
-    if (pg_reports_create(&cfg, db, jobs, pg_report_png_figures, NULL, &reports, &err) ||
-        pg_reports_start(reports, &err)) {
+    if (pg_reports_create(&cfg, db, jobs, &reports, &err) || pg_reports_start(reports, &err)) {
         pg_reports_destroy(reports);
         pg_jobs_destroy(jobs);
         pg_metrics_destroy(metrics);

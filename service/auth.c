@@ -197,6 +197,20 @@ int pg_auth_revoke(pg_auth_cache *c, pg_db *db, const char *tenant, const char *
     return rc;
 }
 
+int pg_auth_list(pg_db *db, const char *tenant, int64_t after, size_t limit, pg_token **out,
+                 size_t *count, int64_t *next, pg_error *err)
+{
+    pg_token *list;
+    size_t n;
+    /* One extra row tells whether another page exists. */
+    int rc = pg_db_token_list(db, tenant, after, limit + 1, &list, &n, err);
+    if (rc) return rc;
+    *next = n > limit ? list[limit - 1].seq : 0;
+    *count = n > limit ? limit : n;
+    *out = list;
+    return PG_OK;
+}
+
 /* ---- verification cache ---------------------------------------------------- */
 
 typedef struct slot {

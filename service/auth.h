@@ -114,6 +114,13 @@ int pg_auth_verify_cached(pg_auth_cache *c, pg_db *db, const char *authorization
 int pg_auth_revoke(pg_auth_cache *c, pg_db *db, const char *tenant, const char *id, int64_t now,
                    int *found, int *last_admin, pg_error *err);
 
+/* One page of tenant's tokens, revoked ones included: up to `limit` with
+ * a cursor past `after`, oldest first, in *out (malloc'ed, free(); NULL
+ * when *count is 0). *next is the cursor of the next page, 0 when this one
+ * is the last. Records carry the tokens' hashes: never show them. */
+int pg_auth_list(pg_db *db, const char *tenant, int64_t after, size_t limit, pg_token **out,
+                 size_t *count, int64_t *next, pg_error *err);
+
 /* Random id "<prefix><16 hex>" into out (PG_ID_MAX). */
 int pg_auth_random_id(const char *prefix, char out[PG_ID_MAX], pg_error *err);
 

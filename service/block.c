@@ -247,3 +247,92 @@ void pg_block_free(pg_block *b)
     b->x = NULL;
     b->labels = NULL;
 }
+
+int pg_block_pass(const char *path, size_t d, int want_labels, uint64_t limit, size_t chunk,
+                  pg_rowsrc_fn fn, void *ctx, uint64_t *rows, pg_error *err)
+{
+    if (chunk == 0) return pg_error_set(err, PG_EINVAL, "chunk must be >= 1");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return pg_error_set(err, PG_EIO, "cannot open %s: %s", path, strerror(errno));
+    struct stat st;
+    unsigned char h[PG_BLOCK_HEADER];
+    int rc = PG_OK;
+    float *x = NULL;
+    int32_t *labels = NULL;
+    if (fstat(fd, &st) || st.st_size < PG_BLOCK_HEADER ||
+        pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h) {
+        rc = pg_error_set(err, PG_EFORMAT, "%s: truncated block header", path);
+        goto done;
+    }
+    uint32_t version, d32, has_labels, crc, hcrc;
+    uint64_t n;
+    memcpy(&version, h + 4, 4);
+    memcpy(&n, h + 8, 8);
+    memcpy(&d32, h + 16, 4);
+    memcpy(&has_labels, h + 20, 4);
+    memcpy(&crc, h + 24, 4);
+    memcpy(&hcrc, h + 28, 4);
+    if (memcmp(h, MAGIC, 4) || version != 1 ||
+        hcrc != crc_update((uint32_t)crc32(0L, Z_NULL, 0), h, 28) || d32 == 0 || has_labels > 1) {
+        rc = pg_error_set(err, PG_EFORMAT, "%s: not a valid row block (bad header)", path);
+        goto done;
+    }
+    size_t vals, vbytes, lbytes, total;
+    if (n > SIZE_MAX || pg_size_mul((size_t)n, d32, &vals) || pg_size_mul(vals, 4, &vbytes) ||
+        pg_size_mul((size_t)n, has_labels ? 4 : 0, &lbytes) ||
+        pg_size_add(vbytes, lbytes, &total) || pg_size_add(total, PG_BLOCK_HEADER, &total) ||
+        (uint64_t)st.st_size != total) {
+        rc = pg_error_set(err, PG_EFORMAT, "%s: file length does not match its header", path);
+        goto done;
+    }
+    if (d32 != d) {
+        rc = pg_error_set(err, PG_EFORMAT, "%s holds rows of %u values, the dataset has %zu", path,
+                          d32, d);
+        goto done;
+    }
+    if (want_labels && !has_labels) {
+        rc = pg_error_set(err, PG_EINVAL,
+                          "the dataset declares classes but some rows carry no "
+                          "labels");
+        goto done;
+    }
+    size_t w = (uint64_t)chunk < n ? chunk : (size_t)(n ? n : 1);
+    x = pg_alloc_f32(w * d);
+    labels = has_labels ? pg_alloc(w * sizeof *labels) : NULL;
+    if (!x || (has_labels && !labels)) {
+        rc = pg_error_set(err, PG_ENOMEM, "out of memory reading %s", path);
+        goto done;
+    }
+    /* CRC of values and of labels separately, in file order each, joined at
+     * the end: the labels follow all the values in the file. */
+    uint32_t cx = (uint32_t)crc32(0L, Z_NULL, 0), cl = cx;
+    for (uint64_t r = 0; r < n;) {
+        size_t m = n - r < (uint64_t)w ? (size_t)(n - r) : w;
+        size_t xb = m * d * 4;
+        off_t xo = (off_t)(PG_BLOCK_HEADER + r * d * 4);
+        off_t lo = (off_t)(PG_BLOCK_HEADER + vbytes + r * 4);
+        if (pread(fd, x, xb, xo) != (ssize_t)xb ||
+            (has_labels && pread(fd, labels, m * 4, lo) != (ssize_t)(m * 4))) {
+            rc = pg_error_set(err, PG_EIO, "%s: short read", path);
+            goto done;
+        }
+        cx = crc_update(cx, x, xb);
+        if (has_labels) cl = crc_update(cl, labels, m * 4);
+        if (r < limit) {
+            size_t give = limit - r < (uint64_t)m ? (size_t)(limit - r) : m;
+            if ((rc = fn(ctx, x, want_labels ? labels : NULL, give, err))) goto done;
+        }
+        r += m;
+    }
+    uint32_t c = has_labels ? (uint32_t)crc32_combine(cx, cl, (z_off_t)lbytes) : cx;
+    if (c != crc) {
+        rc = pg_error_set(err, PG_EFORMAT, "%s: payload checksum mismatch", path);
+        goto done;
+    }
+    if (rows) *rows = n;
+done:
+    close(fd);
+    pg_free(x);
+    pg_free(labels);
+    return rc;
+}

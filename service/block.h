@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "engine/core/error.h"
+#include "engine/data/rowsrc.h"
 
 #define PG_BLOCK_HEADER 32
 
@@ -61,6 +62,18 @@ typedef struct pg_block {
     float *x;        /* n*d, pg_alloc'ed */
     int32_t *labels; /* n, pg_alloc'ed, or NULL */
 } pg_block;
+
+/* Streams a block file in windows of at most `chunk` rows (memory: one
+ * window, whatever the block's size): the header and file length are checked
+ * first (PG_EFORMAT, also when the block's width is not d), then fn (as in
+ * engine/data/rowsrc.h) gets the first `limit` rows window by window, with
+ * their labels when want_labels (PG_EINVAL when the block has none; NULL
+ * labels otherwise). Rows past limit are read for the checksum only. The
+ * payload CRC is known only at the end: a corrupt block fails (PG_EFORMAT)
+ * after some of its rows were delivered, so the caller must discard what the
+ * pass accumulated. *rows receives the block's row count (may be NULL). */
+int pg_block_pass(const char *path, size_t d, int want_labels, uint64_t limit, size_t chunk,
+                  pg_rowsrc_fn fn, void *ctx, uint64_t *rows, pg_error *err);
 
 /* Reads and verifies a block file; refuses files larger than max_bytes. */
 int pg_block_read(const char *path, size_t max_bytes, pg_block *out, pg_error *err);

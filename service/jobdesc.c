@@ -1,4 +1,4 @@
-#include "service/dataset.h"
+#include "service/datasets/spec.h"
 
 #include "service/jobdesc.h"
 
@@ -11,8 +11,8 @@
 
 int pg_jobdesc_from_meta(const char *meta, int64_t n, pg_data_desc *desc, pg_error *err)
 {
-    pg_ds_spec s;
-    int rc = pg_ds_spec_from_json(meta, &s, err);
+    pg_datasets_spec s;
+    int rc = pg_datasets_spec_from_json(meta, &s, err);
     if (rc) return rc;
     memset(desc, 0, sizeof *desc);
     desc->n = n > 0 ? (size_t)n : 0;

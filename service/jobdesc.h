@@ -1,6 +1,6 @@
 /* service/jobdesc.h - a stored dataset's metadata as a trainer's pg_data_desc.
  *
- * The bridge between service/dataset.h (the declaration) and the method
+ * The bridge between service/datasets/spec.h (the declaration) and the method
  * interface; the only file that sees both (their privacy-model enums share a
  * tag name, so they must never meet in one translation unit elsewhere).
  */

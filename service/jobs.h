@@ -145,6 +145,18 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
  * (for SSE; event ids across replicas come from pg_jobs_event_id). */
 int pg_jobs_get(pg_jobs *m, const char *tenant, const char *id, json_t **out, uint64_t *version,
                 int *found, pg_error *err);
+/* What a job's plots say of it, read in place (no view is built): its
+ * method, its privacy model as its view's "privacy" shows it ("central" when
+ * the plan charges a budget, "local" for a local mechanism, else "public";
+ * static storage) and the plan's epsilon when finite and > 0 (else NaN). */
+typedef struct pg_job_summary {
+    char method[64];
+    const char *privacy;
+    double epsilon;
+} pg_job_summary;
+int pg_jobs_summary(pg_jobs *m, const char *tenant, const char *id, pg_job_summary *out, int *found,
+                    pg_error *err);
+
 /* Waits up to timeout_ms for the job's version to pass *version; returns the
  * new view (or NULL on timeout) and *final = 1 once the job is finished. A
  * job run elsewhere is re-read from storage about once a second meanwhile. */

@@ -5,6 +5,7 @@
  * replica's lease: once refused (or once the heartbeat reports the lease
  * lost) the worker stops at its next step boundary and writes nothing more. */
 #include "engine/data/dataset.h"
+#include "engine/data/rowsrc.h"
 #include "engine/methods/method.h"
 #include "service/jobs.h"
 #include "service/jobs_internal.h"
@@ -330,6 +331,58 @@ static int load_data(pg_jobs *m, const char *dataset_id, const pg_data_desc *d, 
     return rc;
 }
 
+/* The rows of a method that streams them (pg_method.streams): every pass
+ * reads exactly the planned rows from storage (pg_db_rows_pass), one window
+ * of STREAM_BYTES at most in memory, never the whole dataset. */
+#define STREAM_ROWS  4096
+#define STREAM_BYTES ((size_t)4 << 20)
+
+typedef struct stream {
+    pg_jobs *m;
+    const char *dataset_id;
+    size_t delivered; /* rows given to the trainer in this pass */
+    pg_rowsrc_fn fn;
+    void *ctx;
+} stream;
+
+static int stream_fn(void *ctx, const float *x, const int32_t *labels, size_t rows, pg_error *err)
+{
+    stream *s = ctx;
+    s->delivered += rows;
+    return s->fn(s->ctx, x, labels, rows, err);
+}
+
+static int stream_pass(void *impl, const pg_rowsrc *src, pg_rowsrc_fn fn, void *ctx, pg_error *err)
+{
+    stream *s = impl;
+    int rc, tries = 0;
+    /* A lost database is waited out only while nothing of this pass was
+     * delivered: a retry after rows went out would count them twice. */
+    do {
+        s->delivered = 0;
+        s->fn = fn;
+        s->ctx = ctx;
+        rc = pg_db_rows_pass(s->m->db, s->dataset_id, src->d, src->n, src->labelled, src->chunk,
+                             s->m->cfg->max_job_memory, stream_fn, s, err);
+    } while (s->delivered == 0 && db_retry(s->m, rc, &tries));
+    return rc;
+}
+
+static void stream_source(pg_jobs *m, const char *dataset_id, const pg_data_desc *d, stream *s,
+                          pg_rowsrc *src)
+{
+    *s = (stream){.m = m, .dataset_id = dataset_id};
+    size_t per = STREAM_BYTES / (d->d * sizeof(float) + sizeof(int32_t));
+    *src = (pg_rowsrc){.n = d->n,
+                       .d = d->d,
+                       .labelled = d->num_classes > 0,
+                       .chunk = per < 1             ? 1
+                                : per > STREAM_ROWS ? STREAM_ROWS
+                                                    : per,
+                       .pass = stream_pass,
+                       .impl = s};
+}
+
 int pg_jobs_read_ckpt(pg_jobs *m, const char *id, long step, unsigned char **bytes, size_t *len,
                       pg_error *err)
 {
@@ -436,8 +489,14 @@ static void run_joined(pg_jobs *m, job *j, pg_cpu_share *cpu)
         return;
     }
     pg_dataset ds = {0}, pub = {0};
+    /* A method that streams reads its rows in passes from storage for as
+     * long as the trainer lives; the others get them loaded, as ever. */
+    stream sm;
+    pg_rowsrc src;
+    int streams = mt->streams;
+    if (streams) stream_source(m, j->dataset_id, &j->desc, &sm, &src);
     int rc = reload_ckpts(m, j, &err);
-    if (!rc) rc = load_data(m, j->dataset_id, &j->desc, &ds, &err);
+    if (!rc && !streams) rc = load_data(m, j->dataset_id, &j->desc, &ds, &err);
     if (rc) {
         finish(m, j, ST_FAILED, err.msg);
         return;
@@ -463,7 +522,8 @@ static void run_joined(pg_jobs *m, job *j, pg_cpu_share *cpu)
         while (db_retry(m, rc, &tries));
         if (!rc) {
             /* The checkpoint carries what was learned from public rows. */
-            pg_job_data in = pg_jobs_data(j, &ds, NULL);
+            pg_job_data in = pg_jobs_data(j, streams ? NULL : &ds, NULL);
+            if (streams) in.source = &src;
             rc = mt->restore(j->spec, &in, threads, bytes, len, &t, &err);
             free(bytes);
         }
@@ -471,7 +531,8 @@ static void run_joined(pg_jobs *m, job *j, pg_cpu_share *cpu)
     } else {
         if (j->public_dataset_id[0])
             rc = load_data(m, j->public_dataset_id, &j->public_desc, &pub, &err);
-        pg_job_data in = pg_jobs_data(j, &ds, &pub);
+        pg_job_data in = pg_jobs_data(j, streams ? NULL : &ds, &pub);
+        if (streams) in.source = &src;
         if (!rc) rc = mt->create(j->spec, &in, threads, &t, &err);
         pg_dataset_free(&pub); /* the trainer copies what it keeps */
     }

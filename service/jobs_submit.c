@@ -223,6 +223,8 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
     }
     size_t mem = mt->memory_estimate ? mt->memory_estimate(resolved, &in) : GENERIC_MEMORY;
     size_t rows = desc.n * desc.d * sizeof(float) + desc.n * sizeof(int32_t);
+    if (mt->streams) /* one window of rows read from storage (jobs_run.c) */
+        rows = (desc.d * sizeof(float) + sizeof(int32_t)) * (desc.n < 4096 ? desc.n : 4096);
     if (pub_id) /* held next to the private rows while the trainer is created */
         rows += pdesc.n * pdesc.d * sizeof(float) + pdesc.n * sizeof(int32_t);
     mem = mem > SIZE_MAX - rows ? SIZE_MAX : mem + rows;

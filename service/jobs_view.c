@@ -80,6 +80,33 @@ json_t *pg_jobs_job_json(const job *j)
                      j->node[0] ? json_string(j->node) : json_null());
 }
 
+int pg_jobs_summary(pg_jobs *m, const char *tenant, const char *id, pg_job_summary *out, int *found,
+                    pg_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->privacy = "public";
+    out->epsilon = NAN;
+    job *j;
+    int rc = pg_jobs_sync_lookup(m, tenant, id, &j, err);
+    *found = j != NULL;
+    if (rc || !j) return rc;
+    pthread_mutex_lock(&m->mu);
+    snprintf(out->method, sizeof out->method, "%s", j->method_name);
+    /* j->privacy, not j->plan: a job followed from storage shows the
+     * document's privacy report, and the plot must say what the view says. */
+    const json_t *p = j->privacy;
+    const char *mech = json_string_value(json_object_get(p, "mechanism"));
+    if (json_is_true(json_object_get(p, "charges")))
+        out->privacy = "central";
+    else if (mech && !strncmp(mech, "local", 5))
+        out->privacy = "local";
+    json_t *eps = json_object_get(p, "epsilon");
+    if (json_is_number(eps) && json_number_value(eps) > 0.0 && isfinite(json_number_value(eps)))
+        out->epsilon = json_number_value(eps);
+    pthread_mutex_unlock(&m->mu);
+    return PG_OK;
+}
+
 int pg_jobs_event_id(const json_t *view, char *buf, size_t cap)
 {
     const char *st = json_string_value(json_object_get(view, "status"));

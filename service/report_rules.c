@@ -126,7 +126,7 @@ int pg_report_request_parse(const json_t *body, pg_report_request *out, pg_repor
     return errs->n ? PG_EINVAL : PG_OK;
 }
 
-static void shape_str(const pg_ds_spec *s, char *buf, size_t cap)
+static void shape_str(const pg_datasets_spec *s, char *buf, size_t cap)
 {
     size_t k = (size_t)snprintf(buf, cap, "[");
     for (int i = 0; i < s->ndim && i < 3 && k < cap; i++)
@@ -134,8 +134,9 @@ static void shape_str(const pg_ds_spec *s, char *buf, size_t cap)
     if (k < cap) snprintf(buf + k, cap - k, "]");
 }
 
-int pg_report_request_check(pg_report_request *req, const pg_ds_spec *job_ds,
-                            const pg_ds_spec *against, int64_t against_rows, pg_report_errors *errs)
+int pg_report_request_check(pg_report_request *req, const pg_datasets_spec *job_ds,
+                            const pg_datasets_spec *against, int64_t against_rows,
+                            pg_report_errors *errs)
 {
     memset(errs, 0, sizeof *errs);
     size_t d = job_ds->d ? job_ds->d : 1;

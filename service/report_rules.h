@@ -13,7 +13,7 @@
  *     against any budget and its ε would be the per-row one, not a figure a
  *     reader should trust as the report's). It is "private": false,
  *     "audience": "data owner", carries no ε, its figures carry the mark
- *     (api/report_png.h), and only the admin scope may touch it. A read-scope
+ *     (render/report_png.h), and only the admin scope may touch it. A read-scope
  *     token asking to create one gets 403 (it can list datasets and their
  *     privacy model, so the refusal tells it nothing new); asking to read,
  *     list, cancel or delete one gets 404, exactly like a report that does
@@ -32,7 +32,7 @@
 #include <stdint.h>
 
 #include "engine/core/error.h"
-#include "service/dataset.h"
+#include "service/datasets/spec.h"
 #include "service/store/db.h"
 
 enum pg_report_action {
@@ -113,8 +113,8 @@ int pg_report_request_parse(const json_t *body, pg_report_request *out, pg_repor
  * PG_REPORT_MAX_CELLS values; n x d must stay within PG_REPORT_MAX_CELLS.
  * Fills a missing n with the default (capped by the cell limit). Returns
  * PG_OK or PG_EINVAL with errs filled. */
-int pg_report_request_check(pg_report_request *req, const pg_ds_spec *job_ds,
-                            const pg_ds_spec *against, int64_t against_rows,
+int pg_report_request_check(pg_report_request *req, const pg_datasets_spec *job_ds,
+                            const pg_datasets_spec *against, int64_t against_rows,
                             pg_report_errors *errs);
 
 #endif

@@ -16,15 +16,13 @@
 #include "engine/core/mat.h"
 #include "engine/eval/table_cols.h"
 #include "engine/methods/draw.h"
-#include "service/dataset.h"
+#include "service/datasets/spec.h"
 #include "service/jobs.h"
 #include "service/log.h"
 
 struct pg_reports {
     pg_db *db;
     struct pg_jobs *jobs;
-    pg_reports_figures_fn fig;
-    void *fig_ctx;
     int nworkers, threads;
     int64_t max_queued;
     pthread_t *th;
@@ -238,7 +236,7 @@ int pg_reports_delete(pg_reports *m, const char *tenant, int scope, const char *
 
 /* ---- creation --------------------------------------------------------------- */
 
-static void job_ds_from_geometry(const pg_job_geometry *g, pg_ds_spec *s)
+static void job_ds_from_geometry(const pg_job_geometry *g, pg_datasets_spec *s)
 {
     memset(s, 0, sizeof *s);
     s->ndim = g->ndim == 3 ? 3 : 1;
@@ -271,8 +269,8 @@ static void job_privacy(pg_reports *m, const char *tenant, json_t *jv, int *mode
     pg_db_dataset ds;
     int f = 0;
     if (!dsid || pg_db_dataset_get(m->db, tenant, dsid, &ds, &f, NULL) || !f) return;
-    pg_ds_spec s;
-    if (!pg_ds_spec_from_json(ds.meta, &s, NULL)) *model = s.model;
+    pg_datasets_spec s;
+    if (!pg_datasets_spec_from_json(ds.meta, &s, NULL)) *model = s.model;
     pg_db_dataset_free(&ds);
 }
 
@@ -296,12 +294,12 @@ int pg_reports_submit(pg_reports *m, const char *tenant, int scope, const char *
     }
     pg_db_dataset ds = {0};
     int df = 0;
-    pg_ds_spec aspec;
+    pg_datasets_spec aspec;
     if ((rc = pg_db_dataset_get(m->db, tenant, req.against, &ds, &df, err))) {
         json_decref(jv);
         return rc;
     }
-    if (df && pg_ds_spec_from_json(ds.meta, &aspec, err)) {
+    if (df && pg_datasets_spec_from_json(ds.meta, &aspec, err)) {
         pg_db_dataset_free(&ds);
         json_decref(jv);
         return PG_EIO;
@@ -337,7 +335,7 @@ int pg_reports_submit(pg_reports *m, const char *tenant, int scope, const char *
     }
     int64_t step = pg_snapshot_step(snap);
     pg_snapshot_release(snap);
-    pg_ds_spec job_ds;
+    pg_datasets_spec job_ds;
     job_ds_from_geometry(&geo, &job_ds);
     if (pg_report_request_check(&req, &job_ds, df ? &aspec : NULL, df ? ds.n : 0, &res->errors)) {
         res->outcome = PG_REPORTS_INVALID;
@@ -658,7 +656,7 @@ static void run_one(pg_reports *m, pg_report_row *row)
     pg_report_marks mk;
     pg_report_marks_for(row->job_model, row->against_model, &mk);
     if (!rc) rc = pg_report_marks_json(&mk, row->job_epsilon, j, &err);
-    if (!rc && m->fig && !on_progress(&rc_ctx, "figures", 1.0)) {
+    if (!rc && !on_progress(&rc_ctx, "figures", 1.0)) {
         rc_ctx.lo = 0.9;
         rc_ctx.span = 0.1;
         char title[2 * PG_ID_MAX + 8];
@@ -677,7 +675,7 @@ static void run_one(pg_reports *m, pg_report_row *row)
                                 .show_real_rows = row->against_model == PG_PRIV_PUBLIC,
                                 .title = title};
         memcpy(fi.shape, geo.shape, sizeof fi.shape);
-        rc = m->fig(m->fig_ctx, &fi, &figs, &nfig, &err);
+        rc = pg_reports_draw_figures(&fi, &figs, &nfig, &err);
     }
     if (rc_ctx.cancelled || rc_ctx.stopping) rc = PG_ECANCELLED;
     if (!rc) {
@@ -744,16 +742,14 @@ static void *worker(void *arg)
     return NULL;
 }
 
-int pg_reports_create(const pg_svc_config *cfg, pg_db *db, struct pg_jobs *jobs,
-                      pg_reports_figures_fn fig, void *fig_ctx, pg_reports **out, pg_error *err)
+int pg_reports_create(const pg_svc_config *cfg, pg_db *db, struct pg_jobs *jobs, pg_reports **out,
+                      pg_error *err)
 {
     *out = NULL;
     pg_reports *m = calloc(1, sizeof *m);
     if (!m) return pg_error_set(err, PG_ENOMEM, "out of memory");
     m->db = db;
     m->jobs = jobs;
-    m->fig = fig;
-    m->fig_ctx = fig_ctx;
     m->nworkers = cfg->report_workers;
     /* One thread, whatever the budget could lend: the metrics' sums are
      * split by thread (logistic regression's loss, for one), and a report

@@ -18,11 +18,9 @@
  * hook that stores stage and progress at most once a second and stops when
  * the report was cancelled or deleted (any replica: the write is refused), then store
  * the JSON with its marks and the figures in one transaction. Figures are
- * drawn by a callback given at creation (the PNG code lives in api/, which
- * service/ must not include); its inputs are engine types only. At
- * shutdown a running report is given back (queued again); one whose worker
- * died is claimed again once it has not been updated for
- * PG_REPORTS_STALE_S.
+ * drawn with render/report_png.h (pg_reports_draw_figures). At shutdown a
+ * running report is given back (queued again); one whose worker died is
+ * claimed again once it has not been updated for PG_REPORTS_STALE_S.
  *
  * Threads: every function is thread-safe. JSON results are new references.
  */
@@ -43,7 +41,7 @@
 /* Cap of one stored figure read back (the figures are 20-300 kB). */
 #define PG_REPORTS_FIGURE_MAX ((size_t)16 << 20)
 
-/* What the figure callback draws from. Pointers are valid during the call. */
+/* What a report's figures are drawn from. Pointers are valid during the call. */
 typedef struct pg_reports_fig_in {
     const float *real, *syn; /* n_real x d, n_syn x d */
     size_t n_real, n_syn, d;
@@ -59,18 +57,23 @@ typedef struct pg_reports_fig_in {
     const char *title;
 } pg_reports_fig_in;
 
-/* Draws the report's figures into *out (malloc'ed array of *count
- * figures, each png malloc'ed; the caller frees both). */
-typedef int (*pg_reports_figures_fn)(void *ctx, const pg_reports_fig_in *in, pg_report_figure **out,
-                                     size_t *count, pg_error *err);
+/* The figures a report stores (service/report_figures.c): ndim 3 rows get
+ * samples.png (the grid; reference rows only when in->show_real_rows);
+ * others get histograms-K.png, pages of PG_REPORT_PAGE_MAX columns (every
+ * column of a typed table, the first 4 pages otherwise), correlation.png when
+ * the report has pairwise figures and 2 <= d <= PG_REPORT_HEATMAP_MAX_D, and
+ * scatter.png when d == 2. *out: malloc'ed array of *count figures, each png
+ * malloc'ed (pg_reports_figures_free frees both); on error nothing is left. */
+int pg_reports_draw_figures(const pg_reports_fig_in *in, pg_report_figure **out, size_t *count,
+                            pg_error *err);
 void pg_reports_figures_free(pg_report_figure *f, size_t count);
 
 struct pg_jobs;
 typedef struct pg_reports pg_reports;
 
-/* fig may be NULL (reports without figures). jobs and db must outlive it. */
-int pg_reports_create(const pg_svc_config *cfg, pg_db *db, struct pg_jobs *jobs,
-                      pg_reports_figures_fn fig, void *fig_ctx, pg_reports **out, pg_error *err);
+/* jobs and db must outlive it. */
+int pg_reports_create(const pg_svc_config *cfg, pg_db *db, struct pg_jobs *jobs, pg_reports **out,
+                      pg_error *err);
 int pg_reports_start(pg_reports *m, pg_error *err);
 /* Stops the workers: a running report is given back (queued). */
 void pg_reports_destroy(pg_reports *m);

@@ -28,7 +28,7 @@ static json_t *schema_of(const json_t *o)
     return s;
 }
 
-int pg_typed_schema(const json_t *body, pg_ds_spec *s, pg_table **t, char field[PG_FIELD_MAX],
+int pg_typed_schema(const json_t *body, pg_datasets_spec *s, pg_table **t, char field[PG_FIELD_MAX],
                     pg_error *err)
 {
     *t = NULL;
@@ -58,7 +58,7 @@ int pg_typed_schema(const json_t *body, pg_ds_spec *s, pg_table **t, char field[
     return PG_OK;
 }
 
-int pg_typed_declaration(const pg_table *t, const json_t *decl, pg_ds_spec *s,
+int pg_typed_declaration(const pg_table *t, const json_t *decl, pg_datasets_spec *s,
                          char field[PG_FIELD_MAX], pg_error *err)
 {
     char f[PG_LDP_FIELD_MAX] = "";
@@ -75,11 +75,11 @@ int pg_typed_declaration(const pg_table *t, const json_t *decl, pg_ds_spec *s,
     return PG_OK;
 }
 
-int pg_typed_meta(const pg_ds_spec *s, const pg_table *t, const json_t *decl, char **out,
+int pg_typed_meta(const pg_datasets_spec *s, const pg_table *t, const json_t *decl, char **out,
                   pg_error *err)
 {
     char *base = NULL;
-    int rc = pg_ds_spec_to_json(s, &base, err);
+    int rc = pg_datasets_spec_to_json(s, &base, err);
     if (rc) return rc;
     json_t *o = json_loads(base, 0, NULL), *map = pg_table_to_json(t);
     free(base);
@@ -214,9 +214,9 @@ static void copy_cut(char *dst, size_t cap, const char *src)
     dst[k] = '\0';
 }
 
-static void add_diff(pg_ds_diff *d, int *n, const char *field, const char *msg)
+static void add_diff(pg_datasets_diff *d, int *n, const char *field, const char *msg)
 {
-    if (*n >= PG_DS_DIFF_MAX) return;
+    if (*n >= PG_DATASETS_DIFF_MAX) return;
     copy_cut(d[*n].field, sizeof d[*n].field, field);
     copy_cut(d[*n].message, sizeof d[*n].message, msg);
     (*n)++;
@@ -224,7 +224,8 @@ static void add_diff(pg_ds_diff *d, int *n, const char *field, const char *msg)
 
 /* Compares two declaration objects key by key (numbers with `same`, strings
  * and the rest exactly); keys of either side count. */
-static void cmp_obj(const json_t *got, const json_t *want, const char *path, pg_ds_diff *d, int *n)
+static void cmp_obj(const json_t *got, const json_t *want, const char *path, pg_datasets_diff *d,
+                    int *n)
 {
     const char *k;
     json_t *v;
@@ -274,7 +275,7 @@ static void cmp_obj(const json_t *got, const json_t *want, const char *path, pg_
 }
 
 int pg_typed_decl_match(const char *meta, const pg_table *t, const char *decl,
-                        pg_ds_diff diffs[PG_DS_DIFF_MAX], int *ndiff, uint64_t *rows,
+                        pg_datasets_diff diffs[PG_DATASETS_DIFF_MAX], int *ndiff, uint64_t *rows,
                         char field[PG_FIELD_MAX], pg_error *err)
 {
     *ndiff = 0;

@@ -1,6 +1,6 @@
 /* service/typed.h - typed-table datasets (docs/tables.md) in the service.
  *
- * A typed dataset's meta JSON (service/dataset.h) is the usual one with
+ * A typed dataset's meta JSON (service/datasets/spec.h) is the usual one with
  * shape [encoded width], range and num_classes taken from the schema, plus
  * the schema's "columns" (the normalized column list of pg_table_to_json)
  * and "label" (a column name, absent without one), and its "encoding"
@@ -23,25 +23,25 @@
 #include "engine/core/error.h"
 #include "engine/data/table.h"
 #include "engine/data/table_ldp.h"
-#include "service/dataset.h"
+#include "service/datasets/spec.h"
 
 /* The schema part of a POST /v1/datasets body ({columns, label, range}) as a
  * table; fills s's typed geometry (typed, ndim, shape, d, lo, hi,
  * num_classes). PG_EINVAL with field "columns", "label" or "range";
  * PG_ERANGE (field "columns") when names and categories exceed
  * PG_TABLE_MAX_TEXT. */
-int pg_typed_schema(const json_t *body, pg_ds_spec *s, pg_table **t, char field[PG_FIELD_MAX],
+int pg_typed_schema(const json_t *body, pg_datasets_spec *s, pg_table **t, char field[PG_FIELD_MAX],
                     pg_error *err);
 
 /* Checks a local typed dataset's per-column declaration against the table
  * (pg_ldp_check_declaration) and fills s (model local, per_column, epsilon,
  * delta). PG_EINVAL or PG_EPRIVACY with its field ("privacy.columns[2].k"). */
-int pg_typed_declaration(const pg_table *t, const json_t *decl, pg_ds_spec *s,
+int pg_typed_declaration(const pg_table *t, const json_t *decl, pg_datasets_spec *s,
                          char field[PG_FIELD_MAX], pg_error *err);
 
 /* The meta JSON of a typed dataset (malloc'ed text): s's normalized JSON with
  * the columns, the label and, for local data, the declaration (decl). */
-int pg_typed_meta(const pg_ds_spec *s, const pg_table *t, const json_t *decl, char **out,
+int pg_typed_meta(const pg_datasets_spec *s, const pg_table *t, const json_t *decl, char **out,
                   pg_error *err);
 
 /* The table of a stored dataset; *t = NULL for an untyped one. */
@@ -62,7 +62,7 @@ void pg_typed_ldp_free(pg_ldp_plan *plan);
  * in diffs (*ndiff = 0: it matches) and the declared row count in *rows
  * (0: none stated). */
 int pg_typed_decl_match(const char *meta, const pg_table *t, const char *decl,
-                        pg_ds_diff diffs[PG_DS_DIFF_MAX], int *ndiff, uint64_t *rows,
+                        pg_datasets_diff diffs[PG_DATASETS_DIFF_MAX], int *ndiff, uint64_t *rows,
                         char field[PG_FIELD_MAX], pg_error *err);
 
 /* A class index from a label value as a request gives it: a category name

@@ -46,6 +46,7 @@
 struct pg_table;    /* engine/data/table.h */
 struct pg_ldp_plan; /* engine/data/table_ldp.h */
 struct pg_dataset;  /* engine/data/dataset.h */
+struct pg_rowsrc;   /* engine/data/rowsrc.h */
 
 /* ---- what a trainer may know about its data before reading it ----------- */
 
@@ -90,6 +91,11 @@ typedef struct pg_data_desc {
 typedef struct pg_job_data {
     const pg_data_desc *desc;
     const struct pg_dataset *rows;
+    /* Instead of rows, for a method that sets `streams`: passes over the
+     * same rows in chunks (engine/data/rowsrc.h), alive for the trainer's
+     * lifetime, so the rows need not be in memory. create() and restore()
+     * of such a method get either rows or source (the other NULL). */
+    const struct pg_rowsrc *source;
     const pg_data_desc *public_desc;
     const struct pg_dataset *public_rows;
 } pg_job_data;
@@ -164,6 +170,10 @@ typedef struct pg_method {
     const char *name; /* "entropic_gan", "dp_sinkhorn", ... */
     const char *summary;
     unsigned accepts; /* bitmask of enum pg_privacy_model */
+    /* The method reads its private rows only through pg_job_data.source
+     * passes (it accepts rows too); the service then streams them from
+     * storage instead of loading them. Public rows are loaded as ever. */
+    bool streams;
 
     /* Parameter catalogue for GET /v1/algorithms: a new JSON array of
      * {name, type, default, min, max, enum, description}. */

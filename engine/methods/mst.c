@@ -43,6 +43,14 @@
  * the plan holds PG_MARG_SPARE steps beyond the schedule's bound, and a job
  * ends (done) when its schedule does, usually before the plan's total.
  *
+ * Rows: never held. Every count comes from a pass over the job's row source
+ * (engine/data/rowsrc.h; the in-memory rows wrapped in one when the caller
+ * lends rows), discretized chunk by chunk (engine/methods/marg_pass.h): MST
+ * passes at step 1 (one-ways) and step 2 (every pair, PASS_CELLS at a time;
+ * when one pass held them all, step 3 measures the tree from those counts),
+ * AIM at create/restore (every candidate's answer) and at step 1 (one-ways).
+ * Counts are exact integers, so the passes change no value and no draw.
+ *
  * Samples: forward sampling of the model with the job's seeded generator
  * (post-processing), codes decoded to rows valid for the schema. The label is
  * an attribute like any other: rows with label = -1 come from the joint
@@ -57,8 +65,10 @@
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/data/dataset.h"
 #include "engine/data/discretize.h"
+#include "engine/data/rowsrc.h"
 #include "engine/data/table.h"
 #include "engine/methods/marg.h"
+#include "engine/methods/marg_pass.h"
 #include "engine/methods/snapshot.h"
 #include "engine/methods/spec.h"
 #include "engine/methods/trainer.h"
@@ -70,6 +80,11 @@
 #define PG_MARG_MIN_CLASS_P 1e-4
 #define CKPT_FORMAT         1
 #define STREAM_SAMPLE       11
+/* Cells of pair tables counted in one pass when scoring MST's candidate
+ * edges: more pairs take more passes, so memory stays bounded however many
+ * columns (2^22 doubles, 32 MiB). */
+#define PASS_CELLS ((size_t)1 << 22)
+_Static_assert(PG_MARG_PASS_MAX_SET >= PG_PGM_MAX_CLIQUE, "a clique is a countable set");
 
 extern const pg_method pg_method_mst, pg_method_aim;
 
@@ -204,10 +219,13 @@ typedef struct mtr {
     pg_table *t; /* copy (NULL: untyped) */
     pg_disc D;
     int bins;
-    size_t nattr, n;
-    uint16_t *codes; /* n x nattr, compressed */
-    size_t *sizes;   /* compressed level counts */
-    cmap *cm;        /* nattr entries */
+    size_t nattr;
+    /* The rows, read only by passes (count_sets): the job's source, or
+     * own_src over the in-memory rows the caller lent. */
+    const pg_rowsrc *src;
+    pg_rowsrc own_src;
+    size_t *sizes; /* compressed level counts */
+    cmap *cm;      /* nattr entries */
     meas *m;
     size_t nm, mcap;
     float *y;
@@ -222,6 +240,7 @@ typedef struct mtr {
     int threads;
     size_t (*edges)[2];
     size_t nedges;
+    double *edge_counts; /* the edges' true counts from step 2 (NULL: count again) */
     /* AIM workload */
     size_t ncand;
     meas *cand;      /* k, attrs, cells, off into answers */
@@ -246,7 +265,6 @@ static void mtr_destroy(pg_trainer *tr)
     if (!g) return;
     pg_table_free(g->t);
     pg_disc_free(&g->D);
-    free(g->codes);
     free(g->sizes);
     for (size_t i = 0; g->cm && i < g->nattr; i++) cmap_free(&g->cm[i]);
     free(g->cm);
@@ -254,6 +272,7 @@ static void mtr_destroy(pg_trainer *tr)
     free(g->y);
     pg_pgm_model_free(g->model);
     free(g->edges);
+    free(g->edge_counts);
     free(g->cand);
     free(g->weight);
     free(g->answers);
@@ -339,37 +358,34 @@ static uint32_t cmap_draw_rare(const cmap *c, pg_rng *rng)
     return c->rare[i];
 }
 
-/* Discretizes the rows once into compact codes (original levels, then the
- * compression maps). */
-static int encode_rows(mtr *g, const pg_dataset *ds, pg_error *err)
+/* ---- counting passes ------------------------------------------------------ */
+
+static size_t set_cells(const size_t *sizes, const size_t *attrs, size_t k)
 {
-    size_t n = ds->n, A = g->nattr;
-    g->n = n;
-    free(g->codes);
-    g->codes = malloc((n ? n : 1) * A * sizeof *g->codes);
-    uint32_t *tmp = malloc(A * sizeof *tmp);
-    if (!g->codes || !tmp) {
-        free(tmp);
-        return pg_error_set(err, PG_ENOMEM, "cannot hold the coded rows (%zu x %zu)", n, A);
-    }
-    for (size_t i = 0; i < n; i++) {
-        pg_disc_encode(&g->D, g->t, pg_dataset_row(ds, i), ds->labels ? ds->labels[i] : 0, tmp);
-        for (size_t a = 0; a < A; a++) {
-            uint32_t c = tmp[a];
-            if (g->cm[a].fwd) c = g->cm[a].fwd[c];
-            g->codes[i * A + a] = (uint16_t)c;
-        }
-    }
-    free(tmp);
-    return PG_OK;
+    size_t c = 1;
+    for (size_t j = 0; j < k; j++) c *= sizes[attrs[j]];
+    return c;
 }
 
-static int recode_attr(mtr *g, size_t a)
+/* Counts every set (k, attrs, cells, off into out) in one pass over the
+ * rows, on the current (compressed) domain (engine/methods/marg_pass.h). */
+static int count_sets(const mtr *g, const meas *sets, size_t ns, double *out, size_t len,
+                      pg_error *err)
 {
-    if (!g->cm[a].fwd) return PG_OK;
-    for (size_t i = 0; i < g->n; i++)
-        g->codes[i * g->nattr + a] = (uint16_t)g->cm[a].fwd[g->codes[i * g->nattr + a]];
-    return PG_OK;
+    pg_marg_set *ms = malloc((ns ? ns : 1) * sizeof *ms);
+    const uint32_t **fwd = malloc(g->nattr * sizeof *fwd);
+    int rc = ms && fwd ? PG_OK : pg_error_set(err, PG_ENOMEM, "out of memory");
+    for (size_t q = 0; !rc && q < ns; q++) {
+        ms[q].k = sets[q].k;
+        memcpy(ms[q].attrs, sets[q].attrs, sets[q].k * sizeof *sets[q].attrs);
+        ms[q].off = sets[q].off;
+        ms[q].cells = sets[q].cells;
+    }
+    for (size_t a = 0; !rc && a < g->nattr; a++) fwd[a] = g->cm[a].fwd;
+    if (!rc) rc = pg_marg_pass_count(g->src, &g->D, g->t, fwd, g->sizes, ms, ns, out, len, err);
+    free(ms);
+    free(fwd);
+    return rc;
 }
 
 /* ---- measurements ------------------------------------------------------------ */
@@ -404,21 +420,36 @@ static int add_measure(mtr *g, const size_t *attrs, size_t k, double sigma, cons
     return PG_OK;
 }
 
-/* Measures the marginal on attrs with N(0, sigma^2) per cell and records it. */
-static int measure(mtr *g, const size_t *attrs, size_t k, double sigma, pg_error *err)
+/* Measures the marginal on attrs, whose true counts are x, with
+ * N(0, sigma^2) per cell and records it. */
+static int measure(mtr *g, const size_t *attrs, size_t k, const double *x, double sigma,
+                   pg_error *err)
 {
     size_t cells = 1;
     for (size_t j = 0; j < k; j++) cells *= g->sizes[attrs[j]];
-    double *x = malloc(cells * sizeof *x);
     float *y = malloc(cells * sizeof *y);
-    int rc = x && y ? PG_OK : pg_error_set(err, PG_ENOMEM, "out of memory");
-    if (!rc) {
-        pg_marg_count(g->codes, g->n, g->nattr, g->sizes, attrs, k, x, cells);
-        rc = pg_marg_gaussian(&g->secure, x, cells, sigma, y, err);
-    }
+    int rc = y ? PG_OK : pg_error_set(err, PG_ENOMEM, "out of memory");
+    if (!rc) rc = pg_marg_gaussian(&g->secure, x, cells, sigma, y, err);
     if (!rc) rc = add_measure(g, attrs, k, sigma, y, cells, err);
-    free(x);
     free(y);
+    return rc;
+}
+
+/* Counts the sets in one pass, then measures each in order at sigma. */
+static int measure_sets(mtr *g, meas *sets, size_t ns, double sigma, pg_error *err)
+{
+    size_t len = 0;
+    for (size_t q = 0; q < ns; q++) {
+        sets[q].cells = set_cells(g->sizes, sets[q].attrs, sets[q].k);
+        sets[q].off = len;
+        len += sets[q].cells;
+    }
+    double *x = malloc((len ? len : 1) * sizeof *x);
+    int rc = x ? count_sets(g, sets, ns, x, len, err)
+               : pg_error_set(err, PG_ENOMEM, "out of memory counting marginals");
+    for (size_t q = 0; !rc && q < ns; q++)
+        rc = measure(g, sets[q].attrs, sets[q].k, x + sets[q].off, sigma, err);
+    free(x);
     return rc;
 }
 
@@ -468,54 +499,77 @@ static size_t mst_pairs(size_t d)
     return d > 1 ? d - 1 : 0;
 }
 
+static int oneway(mtr *g, size_t a, const double *x, double sigma, bool compress, pg_error *err);
+
 /* MST step 1 and AIM step 1: every one-way marginal at sigma. */
 static int measure_oneways(mtr *g, double sigma, bool compress, pg_error *err)
 {
-    for (size_t a = 0; a < g->nattr; a++) {
-        size_t L = g->sizes[a];
-        int rc = measure(g, &a, 1, sigma, err);
-        if (rc) return rc;
-        /* The label keeps its classes (conditional sampling needs them). */
-        if (!compress || a == g->D.label) continue;
-        meas *m = &g->m[g->nm - 1];
-        float *y = g->y + m->off;
-        unsigned char *sup = malloc(L);
-        if (!sup) return pg_error_set(err, PG_ENOMEM, "out of memory");
-        for (size_t l = 0; l < L; l++) sup[l] = y[l] >= 3.0 * sigma;
-        size_t newL;
-        rc = cmap_set(&g->cm[a], L, sup, &newL, err);
-        free(sup);
-        if (rc) return rc;
-        if (newL == L) continue;
-        /* The measurement re-expressed on the compressed domain: the merged
-         * level's value is the sum of its levels' noisy counts
-         * (post-processing). Its noise has std sqrt(nrare) sigma, which one
-         * sigma per measurement cannot state: the fit weighs that cell as
-         * if it were as precise as the others. */
-        float *ny = malloc(newL * sizeof *ny);
-        if (!ny) return pg_error_set(err, PG_ENOMEM, "out of memory");
-        double rare = 0, *w = malloc(L * sizeof *w);
-        if (!w) {
-            free(ny);
-            return pg_error_set(err, PG_ENOMEM, "out of memory");
-        }
-        size_t nr = 0;
-        for (size_t l = 0; l < L; l++) {
-            if (g->cm[a].fwd[l] < g->cm[a].nsup)
-                ny[g->cm[a].fwd[l]] = y[l];
-            else
-                rare += y[l], w[nr++] = y[l];
-        }
-        cmap_weights(&g->cm[a], w);
-        free(w);
-        ny[newL - 1] = (float)rare;
-        memcpy(y, ny, newL * sizeof *ny);
-        free(ny);
-        g->ylen = m->off + newL;
-        m->cells = newL;
-        g->sizes[a] = newL;
-        recode_attr(g, a);
+    /* All one-ways in one pass; measured and compressed attribute by
+     * attribute as before (compressing a changes only a's codes). */
+    meas *ones = calloc(g->nattr, sizeof *ones);
+    size_t len = 0;
+    for (size_t a = 0; ones && a < g->nattr; a++) {
+        ones[a].k = 1;
+        ones[a].attrs[0] = a;
+        ones[a].cells = g->sizes[a];
+        ones[a].off = len;
+        len += g->sizes[a];
     }
+    double *x = ones ? malloc((len ? len : 1) * sizeof *x) : NULL;
+    int rc = x ? count_sets(g, ones, g->nattr, x, len, err)
+               : pg_error_set(err, PG_ENOMEM, "out of memory counting marginals");
+    for (size_t a = 0; !rc && a < g->nattr; a++)
+        rc = oneway(g, a, x + ones[a].off, sigma, compress, err);
+    free(ones);
+    free(x);
+    return rc;
+}
+
+/* Measures attribute a's one-way (counts x) and compresses its domain. */
+static int oneway(mtr *g, size_t a, const double *x, double sigma, bool compress, pg_error *err)
+{
+    size_t L = g->sizes[a];
+    int rc = measure(g, &a, 1, x, sigma, err);
+    if (rc) return rc;
+    /* The label keeps its classes (conditional sampling needs them). */
+    if (!compress || a == g->D.label) return PG_OK;
+    meas *m = &g->m[g->nm - 1];
+    float *y = g->y + m->off;
+    unsigned char *sup = malloc(L);
+    if (!sup) return pg_error_set(err, PG_ENOMEM, "out of memory");
+    for (size_t l = 0; l < L; l++) sup[l] = y[l] >= 3.0 * sigma;
+    size_t newL;
+    rc = cmap_set(&g->cm[a], L, sup, &newL, err);
+    free(sup);
+    if (rc) return rc;
+    if (newL == L) return PG_OK;
+    /* The measurement re-expressed on the compressed domain: the merged
+     * level's value is the sum of its levels' noisy counts
+     * (post-processing). Its noise has std sqrt(nrare) sigma, which one
+     * sigma per measurement cannot state: the fit weighs that cell as
+     * if it were as precise as the others. */
+    float *ny = malloc(newL * sizeof *ny);
+    if (!ny) return pg_error_set(err, PG_ENOMEM, "out of memory");
+    double rare = 0, *w = malloc(L * sizeof *w);
+    if (!w) {
+        free(ny);
+        return pg_error_set(err, PG_ENOMEM, "out of memory");
+    }
+    size_t nr = 0;
+    for (size_t l = 0; l < L; l++) {
+        if (g->cm[a].fwd[l] < g->cm[a].nsup)
+            ny[g->cm[a].fwd[l]] = y[l];
+        else
+            rare += y[l], w[nr++] = y[l];
+    }
+    cmap_weights(&g->cm[a], w);
+    free(w);
+    ny[newL - 1] = (float)rare;
+    memcpy(y, ny, newL * sizeof *ny);
+    free(ny);
+    g->ylen = m->off + newL;
+    m->cells = newL;
+    g->sizes[a] = newL;
     return PG_OK;
 }
 
@@ -532,28 +586,45 @@ static int mst_select(mtr *g, double rho_sel, pg_error *err)
     double *score = malloc(np * sizeof *score);
     size_t(*pairs)[2] = malloc(np * sizeof *pairs);
     size_t *uf = malloc(d * sizeof *uf);
+    meas *ps = calloc(np ? np : 1, sizeof *ps);
     double *x = NULL, *xh = NULL;
-    size_t maxc = 0;
-    for (size_t a = 0; a < d; a++)
-        for (size_t b = a + 1; b < d; b++)
-            if (g->sizes[a] * g->sizes[b] > maxc) maxc = g->sizes[a] * g->sizes[b];
-    x = malloc(maxc * sizeof *x);
-    xh = malloc(maxc * sizeof *xh);
+    size_t maxc = 0, p = 0;
+    for (size_t a = 0; ps && a < d; a++)
+        for (size_t b = a + 1; b < d; b++, p++) {
+            ps[p].k = 2, ps[p].attrs[0] = a, ps[p].attrs[1] = b;
+            ps[p].cells = g->sizes[a] * g->sizes[b];
+            if (ps[p].cells > maxc) maxc = ps[p].cells;
+        }
+    /* The pairs' counts, PASS_CELLS at a time (one pair at least). */
+    size_t xlen = maxc > PASS_CELLS ? maxc : PASS_CELLS;
+    x = malloc(xlen * sizeof *x);
+    xh = malloc((maxc ? maxc : 1) * sizeof *xh);
     g->edges = malloc((r ? r : 1) * sizeof *g->edges);
-    int rc = score && pairs && uf && x && xh && g->edges
+    int rc = score && pairs && uf && ps && x && xh && g->edges
                  ? PG_OK
                  : pg_error_set(err, PG_ENOMEM, "out of memory");
-    size_t p = 0;
-    for (size_t a = 0; !rc && a < d; a++)
-        for (size_t b = a + 1; !rc && b < d; b++, p++) {
-            size_t at[2] = {a, b}, c = g->sizes[a] * g->sizes[b];
-            pairs[p][0] = a, pairs[p][1] = b;
-            pg_marg_count(g->codes, g->n, d, g->sizes, at, 2, x, c);
+    size_t groups = 0;
+    for (size_t p0 = 0, p1; !rc && p0 < np; p0 = p1, groups++) {
+        size_t len = 0;
+        for (p1 = p0; p1 < np && (p1 == p0 || len + ps[p1].cells <= xlen); p1++) {
+            ps[p1].off = len;
+            len += ps[p1].cells;
+        }
+        rc = count_sets(g, ps + p0, p1 - p0, x, len, err);
+        for (size_t q = p0; !rc && q < p1; q++) {
+            const size_t *at = ps[q].attrs;
+            pairs[q][0] = at[0], pairs[q][1] = at[1];
             rc = pg_pgm_marginal(g->model, at, 2, xh, err);
             double s = 0;
-            for (size_t i = 0; i < c; i++) s += fabs(x[i] - xh[i]);
-            score[p] = s;
+            for (size_t i = 0; !rc && i < ps[q].cells; i++) s += fabs(x[ps[q].off + i] - xh[i]);
+            score[q] = s;
         }
+    }
+    /* One pass held every pair: keep the chosen ones' counts for step 3 (a
+     * pass fewer; a restored trainer counts them again). */
+    bool kept = groups == 1;
+    size_t *picks = rc ? NULL : malloc((r ? r : 1) * sizeof *picks);
+    if (!rc && !picks) rc = pg_error_set(err, PG_ENOMEM, "out of memory");
     for (size_t i = 0; i < d && !rc; i++) uf[i] = i;
     double eps = r ? sqrt(8.0 * rho_sel / (double)r) : 0;
     g->eps_sel = eps;
@@ -569,9 +640,21 @@ static int mst_select(mtr *g, double rho_sel, pg_error *err)
         if (rc) break;
         g->edges[g->nedges][0] = pairs[pick][0];
         g->edges[g->nedges][1] = pairs[pick][1];
-        g->nedges++;
+        picks[g->nedges++] = pick;
         uf[uf_root(uf, pairs[pick][0])] = uf_root(uf, pairs[pick][1]);
     }
+    size_t tot = 0;
+    for (size_t e = 0; !rc && kept && e < g->nedges; e++) tot += ps[picks[e]].cells;
+    if (!rc && kept && (g->edge_counts = malloc((tot ? tot : 1) * sizeof *g->edge_counts))) {
+        tot = 0;
+        for (size_t e = 0; e < g->nedges; e++) {
+            const meas *q = &ps[picks[e]];
+            memcpy(g->edge_counts + tot, x + q->off, q->cells * sizeof *x);
+            tot += q->cells;
+        }
+    }
+    free(picks);
+    free(ps);
     free(s2);
     free(score);
     free(pairs);
@@ -683,10 +766,9 @@ static int aim_workload(mtr *g, const json_t *r, size_t cell_cap, pg_error *err)
     free(ww);
     g->answers = malloc((off ? off : 1) * sizeof *g->answers);
     if (!g->answers) return pg_error_set(err, PG_ENOMEM, "out of memory");
-    for (size_t c = 0; c < g->ncand; c++)
-        pg_marg_count(g->codes, g->n, d, g->sizes, g->cand[c].attrs, g->cand[c].k,
-                      g->answers + g->cand[c].off, g->cand[c].cells);
-    return PG_OK;
+    /* Every candidate's answer in one pass (their total is bounded above):
+     * the rounds measure from these, never reading the rows again. */
+    return count_sets(g, g->cand, g->ncand, g->answers, off, err);
 }
 
 /* Cells of the model's junction tree with one more set. */
@@ -770,7 +852,7 @@ static int aim_round(mtr *g, pg_error *err)
         if (!z || !w) rc = pg_error_set(err, PG_ENOMEM, "out of memory");
     }
     if (!rc) rc = pg_pgm_marginal(g->model, cd.attrs, cd.k, z, err);
-    if (!rc) rc = measure(g, cd.attrs, cd.k, g->sigma, err);
+    if (!rc) rc = measure(g, cd.attrs, cd.k, g->answers + cd.off, g->sigma, err);
     if (!rc) rc = fit(g, last ? g->iters : g->round_iters, true, err);
     if (!rc) rc = pg_pgm_marginal(g->model, cd.attrs, cd.k, w, err);
     if (!rc) {
@@ -1008,10 +1090,18 @@ static int common_new(const json_t *r, const pg_job_data *in, bool is_aim, int t
 {
     const pg_data_desc *desc = in->desc;
     *out = NULL;
-    if (!in->rows || in->rows->d != desc->d || in->rows->n == 0)
+    const pg_rowsrc *src = in->source;
+    bool ok = src ? src->d == desc->d && src->n > 0 && src->chunk > 0 && src->pass
+                  : in->rows && in->rows->d == desc->d && in->rows->n > 0;
+    if (!ok)
         return pg_error_set(err, PG_EINVAL, "the dataset is empty or changed since validation");
     mtr *g = calloc(1, sizeof *g);
     if (!g) return pg_error_set(err, PG_ENOMEM, "cannot allocate the trainer");
+    if (!src) {
+        pg_rowsrc_dataset(&g->own_src, in->rows, 0);
+        src = &g->own_src;
+    }
+    g->src = src;
     g->base.method = is_aim ? &pg_method_aim : &pg_method_mst;
     g->aim = is_aim;
     g->threads = threads;
@@ -1049,7 +1139,6 @@ static int common_create(const json_t *r, const pg_job_data *in, int threads, bo
     *out = NULL;
     mtr *g;
     int rc = common_new(r, in, is_aim, threads, &g, err);
-    if (!rc) rc = encode_rows(g, in->rows, err);
     if (!rc && is_aim) rc = aim_workload(g, r, (size_t)g->max_cells, err);
     if (rc) {
         if (g) mtr_destroy(&g->base);
@@ -1095,7 +1184,19 @@ static int common_step(pg_trainer *tr, pg_step_report *rep, pg_error *err)
             g->rho_used = 2.0 * g->rho / 3.0;
         } else {
             double s2 = sqrt(3.0 * (double)mst_pairs(d) / (2.0 * g->rho));
-            for (size_t e = 0; !rc && e < g->nedges; e++) rc = measure(g, g->edges[e], 2, s2, err);
+            meas *es = calloc(g->nedges ? g->nedges : 1, sizeof *es);
+            if (!es) rc = pg_error_set(err, PG_ENOMEM, "out of memory");
+            for (size_t e = 0, off = 0; !rc && g->edge_counts && e < g->nedges; e++) {
+                rc = measure(g, g->edges[e], 2, g->edge_counts + off, s2, err);
+                off += set_cells(g->sizes, g->edges[e], 2);
+            }
+            for (size_t e = 0; !rc && e < g->nedges; e++) {
+                es[e].k = 2;
+                es[e].attrs[0] = g->edges[e][0];
+                es[e].attrs[1] = g->edges[e][1];
+            }
+            if (!rc && !g->edge_counts) rc = measure_sets(g, es, g->nedges, s2, err);
+            free(es);
             if (!rc) rc = fit(g, g->iters, true, err);
             g->rho_used = g->rho;
             g->done = 1;
@@ -1422,13 +1523,6 @@ static int common_save(pg_trainer *tr, unsigned char **bytes, size_t *len, pg_er
     return rc;
 }
 
-static size_t set_cells(const size_t *sizes, const size_t *attrs, size_t k)
-{
-    size_t c = 1;
-    for (size_t j = 0; j < k; j++) c *= sizes[attrs[j]];
-    return c;
-}
-
 static bool same(double a, double b)
 {
     return fabs(a - b) <= 1e-12 * fabs(b);
@@ -1541,7 +1635,6 @@ static int common_restore(const json_t *r, const pg_job_data *in, int threads, b
             rc = pg_error_set(err, PG_EFORMAT, "the checkpoint's round state is malformed");
     }
     if (!rc) rc = read_cmaps(h, &g->D, g->cm, g->sizes, err);
-    if (!rc) rc = encode_rows(g, in->rows, err);
     const pg_ckpt_tensor *yt = rc ? NULL : pg_ckpt_find(&c, "y");
     size_t ylen = h ? (size_t)json_integer_value(json_object_get(h, "ylen")) : 0;
     if (!rc && (!yt || yt->ndim != 1 || yt->dims[0] != ylen))
@@ -1700,15 +1793,15 @@ static int aim_load_snapshot(const unsigned char *b, size_t len, pg_snapshot **o
     return common_load_snapshot("aim", b, len, out, err);
 }
 
-/* Bytes the trainer holds besides the rows: the coded rows (2 bytes per
- * attribute and row), the model and its fit (about six live copies of
- * max_cells doubles at the bound), AIM's candidate answers. */
+/* Bytes the trainer holds besides the rows (which it reads in passes and
+ * never copies): the model and its fit (about six live copies of max_cells
+ * doubles at the bound), AIM's candidate answers or a pass's pair tables. */
 static size_t common_memory(const json_t *r, const pg_job_data *in)
 {
     const pg_data_desc *desc = in->desc;
     size_t A = desc->table ? desc->table->ncols : desc->d + (desc->num_classes > 0);
     double cells = pg_spec_num(r, "model.max_cells", 8e6);
-    double b = (double)desc->n * (double)A * 2.0 + 6.0 * 8.0 * cells;
+    double b = 6.0 * 8.0 * cells + 8.0 * (double)PASS_CELLS;
     int bins = spec_bins(r, desc->n);
     double answers = (double)A * (double)A * (double)A * (double)bins * (double)bins / 2.0;
     b += 8.0 * fmin(answers, 4.0 * cells); /* aim's candidate answers, bounded */
@@ -1722,6 +1815,7 @@ const pg_method pg_method_mst = {
                "graphical model fitted to them (zCDP, Gaussian noise). Central tables: typed, "
                "or untyped up to 64 columns.",
     .accepts = PG_PRIVACY_CENTRAL,
+    .streams = true,
     .catalogue = mst_catalogue,
     .validate = mst_validate,
     .plan = mst_plan,
@@ -1742,6 +1836,7 @@ const pg_method pg_method_aim = {
                "under a model-size bound, measure it, refit and anneal the noise (zCDP). Central "
                "tables: typed, or untyped up to 64 columns.",
     .accepts = PG_PRIVACY_CENTRAL,
+    .streams = true,
     .catalogue = aim_catalogue,
     .validate = aim_validate,
     .plan = aim_plan,

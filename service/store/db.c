@@ -304,6 +304,52 @@ void pg_db_blocks_close(pg_db_blocks *it)
     if (it) it->db->ops->blocks_close(it);
 }
 
+int pg_db_rows_pass(pg_db *db, const char *dataset_id, size_t d, uint64_t n, int labelled,
+                    size_t chunk, size_t max_bytes, pg_rowsrc_fn fn, void *ctx, pg_error *err)
+{
+    if (!id_ok(dataset_id)) return pg_error_set(err, PG_EINVAL, "invalid dataset id");
+    if (chunk == 0 || d == 0) return pg_error_set(err, PG_EINVAL, "chunk and d must be >= 1");
+    if (db->ops->rows_pass)
+        return db->ops->rows_pass(db, dataset_id, d, n, labelled, chunk, fn, ctx, err);
+    /* Generic: whole blocks, one at a time, cut into chunks. */
+    pg_db_blocks *it;
+    size_t nb;
+    int rc = pg_db_blocks_open(db, dataset_id, &it, &nb, err);
+    if (rc) return rc;
+    uint64_t done = 0;
+    for (size_t i = 0; !rc && i < nb && done < n; i++) {
+        pg_block b;
+        int end;
+        rc = pg_db_blocks_next(it, max_bytes, &b, &end, err);
+        if (rc) break;
+        if (end) {
+            rc = pg_error_set(err, PG_EIO, "dataset %s: block %zu of %zu is missing", dataset_id,
+                              i + 1, nb);
+            break;
+        }
+        if (b.d != d)
+            rc = pg_error_set(err, PG_EFORMAT,
+                              "dataset %s: block %zu holds rows of %zu values, the dataset has %zu",
+                              dataset_id, i + 1, b.d, d);
+        else if (labelled && !b.labels)
+            rc = pg_error_set(err, PG_EINVAL,
+                              "the dataset declares classes but some rows carry no labels");
+        uint64_t take = n - done < b.n ? n - done : b.n;
+        for (uint64_t r = 0; !rc && r < take; r += chunk) {
+            size_t m = take - r < (uint64_t)chunk ? (size_t)(take - r) : chunk;
+            rc = fn(ctx, b.x + r * d, labelled ? b.labels + r : NULL, m, err);
+        }
+        done += take;
+        pg_block_free(&b);
+    }
+    pg_db_blocks_close(it);
+    if (!rc && done < n)
+        rc = pg_error_set(err, PG_ESTATE,
+                          "the dataset has %llu rows, fewer than the %llu the job was planned for",
+                          (unsigned long long)done, (unsigned long long)n);
+    return rc;
+}
+
 int pg_db_rows_load(pg_db *db, const char *dataset_id, size_t d, size_t max_bytes, pg_block *out,
                     int *all_labeled, pg_error *err)
 {

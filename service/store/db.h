@@ -265,6 +265,18 @@ void pg_db_blocks_close(pg_db_blocks *it);
 int pg_db_rows_load(pg_db *db, const char *dataset_id, size_t d, size_t max_bytes, pg_block *out,
                     int *all_labeled, pg_error *err);
 
+/* One pass over the first n committed rows of a dataset (width d) in append
+ * order, in chunks of at most `chunk` rows given to fn (engine/data/rowsrc.h)
+ * with their labels when `labelled` (PG_EINVAL when a block has none; NULL
+ * labels otherwise), for trainers that only accumulate (mst, aim). Memory is
+ * one window of rows where the backend reads blocks in windows (SQLite),
+ * else one block of at most max_bytes (PG_ENOMEM beyond). Blocks are
+ * verified as they are read, so a corrupt one fails the pass (PG_EFORMAT)
+ * after some of its rows were delivered: the caller discards the pass.
+ * PG_ESTATE when the dataset holds fewer than n rows. */
+int pg_db_rows_pass(pg_db *db, const char *dataset_id, size_t d, uint64_t n, int labelled,
+                    size_t chunk, size_t max_bytes, pg_rowsrc_fn fn, void *ctx, pg_error *err);
+
 /* ---- idempotency keys ------------------------------------------------- */
 
 typedef struct pg_idem_response {

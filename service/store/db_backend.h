@@ -7,7 +7,8 @@
  * service/db.c dispatch to these with the arguments unchanged after the
  * shared checks (ids well formed, outputs reset), so each op has exactly the
  * contract of its namesake in service/db.h. Every op is required, except
- * that pg_db_rows_load is generic (built on blocks_open/next/close).
+ * that pg_db_rows_load is generic (built on blocks_open/next/close) and
+ * rows_pass is optional (NULL: generic, one whole block at a time).
  */
 #ifndef PG_SVC_DB_BACKEND_H
 #define PG_SVC_DB_BACKEND_H
@@ -51,6 +52,8 @@ typedef struct pg_db_ops {
                        pg_error *err);
     int (*blocks_next)(pg_db_blocks *it, size_t max_bytes, pg_block *out, int *end, pg_error *err);
     void (*blocks_close)(pg_db_blocks *it);
+    int (*rows_pass)(pg_db *db, const char *dataset_id, size_t d, uint64_t n, int labelled,
+                     size_t chunk, pg_rowsrc_fn fn, void *ctx, pg_error *err);
 
     int (*idem_begin)(pg_db *db, const char *tenant, const char *token, const char *key,
                       const unsigned char fp[32], int *state, pg_idem_response *prev,

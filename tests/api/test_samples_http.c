@@ -7,7 +7,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "api/samples_stream.h"
+#include "render/samples_stream.h"
 #include "integration/itest.h"
 #include "support/pg_test.h"
 

@@ -5,7 +5,7 @@
 
 #include "api/internal.h"
 #include "tests/fuzz/fuzz_check.h"
-#include "service/dataset.h"
+#include "service/datasets/spec.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -16,14 +16,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     r.body_len = size;
     json_t *b = pg_api_body_json(&r);
     if (b) {
-        pg_ds_spec s;
+        pg_datasets_spec s;
         if (!pg_api_parse_dataset(&r, b, &s)) {
             char field[PG_FIELD_MAX];
-            if (!pg_ds_spec_check(&s, 1 << 16, field, NULL)) {
+            if (!pg_datasets_spec_check(&s, 1 << 16, field, NULL)) {
                 char *js;
-                if (!pg_ds_spec_to_json(&s, &js, NULL)) {
-                    pg_ds_spec t;
-                    FUZZ_CHECK(pg_ds_spec_from_json(js, &t, NULL) == PG_OK && t.d == s.d);
+                if (!pg_datasets_spec_to_json(&s, &js, NULL)) {
+                    pg_datasets_spec t;
+                    FUZZ_CHECK(pg_datasets_spec_from_json(js, &t, NULL) == PG_OK && t.d == s.d);
                     free(js);
                 }
             }

@@ -8,22 +8,22 @@
 #include "api/internal.h"
 #include "tests/fuzz/fuzz_check.h"
 #include "engine/core/alloc.h"
-#include "service/dataset.h"
+#include "service/datasets/spec.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    pg_ds_spec spec = {.name = "f",
-                       .ndim = 1,
-                       .shape = {3},
-                       .d = 3,
-                       .lo = 0,
-                       .hi = 1,
-                       .num_classes = 4,
-                       .model = PG_PRIV_CENTRAL,
-                       .budget_epsilon = 1,
-                       .budget_delta = 1e-5};
+    pg_datasets_spec spec = {.name = "f",
+                             .ndim = 1,
+                             .shape = {3},
+                             .d = 3,
+                             .lo = 0,
+                             .hi = 1,
+                             .num_classes = 4,
+                             .model = PG_PRIV_CENTRAL,
+                             .budget_epsilon = 1,
+                             .budget_delta = 1e-5};
     pg_req r = {0};
     r.body = (char *)(uintptr_t)data;
     r.body_len = size;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/npy_stream.h"
+#include "render/npy_stream.h"
 #include "tests/fuzz/fuzz_check.h"
 #include "engine/core/alloc.h"
 

@@ -26,6 +26,7 @@
 #include "engine/data/npy.h"
 #include "engine/privacy/privacy.h"
 #include "integration/isuite.h"
+#include "render/render.h"
 #include "support/pg_test.h"
 
 static pg_srv srv;
@@ -169,6 +170,55 @@ static int decode_png(const char *buf, size_t len, unsigned *w, unsigned *h)
     return ok && colored ? 0 : -1;
 }
 
+/* A served 2-D PNG is byte for byte render/'s plot of the same rows (NPY,
+ * same n and seed) titled as the job's view reads: its method, "central"
+ * when the plan charges, "local" for a local mechanism, else "public", and
+ * epsilon when > 0 (the title once came from that view, rebuilt per request;
+ * api/plot_request.c now reads the job in place). */
+static void png_is_the_views_plot(const pg_srv *s, const char *job, float lo, float hi,
+                                  const char *model)
+{
+    char path[256];
+    pg_resp v, x, p;
+    snprintf(path, sizeof path, "/v1/jobs/%s", job);
+    req(s, "GET", path, NULL, &v);
+    ck_assert_int_eq(v.status, 200);
+    snprintf(path, sizeof path, "/v1/jobs/%s/samples?n=300&seed=11&format=npy", job);
+    req(s, "GET", path, NULL, &x);
+    ck_assert_int_eq(x.status, 200);
+    snprintf(path, sizeof path, "/v1/jobs/%s/samples?n=300&seed=11&format=png", job);
+    req(s, "GET", path, NULL, &p);
+    ck_assert_int_eq(p.status, 200);
+    pg_npy_header h;
+    float *rows;
+    ck_assert_int_eq(pg_npy_read(x.body, x.len, &h, &rows, NULL), PG_OK);
+    json_t *pr = json_object_get(v.json, "privacy"), *eps = json_object_get(pr, "epsilon");
+    const char *mech = json_string_value(json_object_get(pr, "mechanism"));
+    json_t *cks = json_object_get(v.json, "checkpoints");
+    pg_render_plot opt;
+    pg_render_plot_defaults(&opt);
+    opt.method = json_string_value(json_object_get(v.json, "method"));
+    opt.privacy = json_is_true(json_object_get(pr, "charges")) ? "central"
+                  : mech && !strncmp(mech, "local", 5)         ? "local"
+                                                               : "public";
+    ck_assert_str_eq(opt.privacy, model);
+    if (json_is_number(eps) && json_number_value(eps) > 0) opt.epsilon = json_number_value(eps);
+    opt.step = (long)json_integer_value(
+        json_object_get(json_array_get(cks, json_array_size(cks) - 1), "step"));
+    char *png;
+    size_t len;
+    ck_assert_int_eq(pg_render_png_plot(rows, 300, 2, 1, (const size_t[3]){2, 0, 0}, lo, hi, &opt,
+                                        &png, &len, NULL),
+                     PG_OK);
+    ck_assert_uint_eq(len, p.len);
+    ck_assert(!memcmp(png, p.body, len));
+    free(png);
+    pg_free(rows);
+    pg_resp_free(&p);
+    pg_resp_free(&x);
+    pg_resp_free(&v);
+}
+
 START_TEST(entropic_gan_lifecycle)
 {
     char ds[64], job[64], body[512], path[256];
@@ -291,9 +341,10 @@ START_TEST(entropic_gan_lifecycle)
     ck_assert_str_eq(b.ctype, "image/png");
     unsigned w, hh;
     ck_assert_int_eq(decode_png(b.body, b.len, &w, &hh), 0);
-    ck_assert_uint_eq(w, 540); /* PG_PLOT_W x PG_PLOT_H (api/plot.h) */
+    ck_assert_uint_eq(w, 540); /* PG_PLOT_W x PG_PLOT_H (render/plot.h) */
     ck_assert_uint_eq(hh, 540);
     pg_resp_free(&b);
+    png_is_the_views_plot(&srv, job, -4.0f, 4.0f, "local");
 
     /* an earlier checkpoint is a different model */
     snprintf(path, sizeof path, "/v1/jobs/%s/samples?n=16&seed=3&checkpoint=25", job);
@@ -1277,6 +1328,7 @@ START_TEST(calibrated_dp_sinkhorn_charges_its_release)
     ck_assert_msg(hypot(m[0] - d[0], m[1] - d[1]) < 0.06,
                   "sample mean (%.3f, %.3f), data (%.3f, %.3f)", m[0], m[1], d[0], d[1]);
     pg_resp_free(&r);
+    png_is_the_views_plot(&s, job, -1.0f, 1.0f, "central");
     ck_assert_int_eq(pg_srv_stop(&s), 0);
 }
 END_TEST

@@ -4,7 +4,7 @@
 #include <math.h>
 
 #include "service/calib.h"
-#include "service/dataset.h"
+#include "service/datasets/spec.h"
 #include "support/pg_test.h"
 
 static double hockey_stick(double sigma, double eps, double sens)
@@ -76,19 +76,19 @@ START_TEST(gaussian_scales_with_sensitivity)
 }
 END_TEST
 
-static pg_ds_spec local_spec(int mech, double eps, double delta, double noise)
+static pg_datasets_spec local_spec(int mech, double eps, double delta, double noise)
 {
-    pg_ds_spec s = {.name = "x",
-                    .ndim = 1,
-                    .shape = {4},
-                    .lo = -1,
-                    .hi = 1,
-                    .model = PG_PRIV_LOCAL,
-                    .mechanism = mech,
-                    .epsilon = eps,
-                    .delta = delta,
-                    .sensitivity = 2.0,
-                    .noise_scale = noise};
+    pg_datasets_spec s = {.name = "x",
+                          .ndim = 1,
+                          .shape = {4},
+                          .lo = -1,
+                          .hi = 1,
+                          .model = PG_PRIV_LOCAL,
+                          .mechanism = mech,
+                          .epsilon = eps,
+                          .delta = delta,
+                          .sensitivity = 2.0,
+                          .noise_scale = noise};
     return s;
 }
 
@@ -96,52 +96,52 @@ START_TEST(declared_noise_checked)
 {
     char field[PG_FIELD_MAX];
     pg_error err;
-    pg_ds_spec s = local_spec(PG_MECH_LAPLACE, 1.0, 0.0, 2.0);
-    ck_assert_int_eq(pg_ds_spec_check(&s, 1024, field, &err), PG_OK);
+    pg_datasets_spec s = local_spec(PG_MECH_LAPLACE, 1.0, 0.0, 2.0);
+    ck_assert_int_eq(pg_datasets_spec_check(&s, 1024, field, &err), PG_OK);
     s = local_spec(PG_MECH_LAPLACE, 1.0, 0.0, 1.9);
-    ck_assert_int_eq(pg_ds_spec_check(&s, 1024, field, &err), PG_EPRIVACY);
+    ck_assert_int_eq(pg_datasets_spec_check(&s, 1024, field, &err), PG_EPRIVACY);
     ck_assert_str_eq(field, "privacy.noise_scale");
     double g;
     pg_svc_min_noise_scale(PG_MECH_GAUSSIAN, 1.0, 1e-5, 2.0, &g, NULL);
     s = local_spec(PG_MECH_GAUSSIAN, 1.0, 1e-5, g);
-    ck_assert_int_eq(pg_ds_spec_check(&s, 1024, field, &err), PG_OK);
+    ck_assert_int_eq(pg_datasets_spec_check(&s, 1024, field, &err), PG_OK);
     s = local_spec(PG_MECH_GAUSSIAN, 1.0, 1e-5, g * 0.999);
-    ck_assert_int_eq(pg_ds_spec_check(&s, 1024, field, &err), PG_EPRIVACY);
+    ck_assert_int_eq(pg_datasets_spec_check(&s, 1024, field, &err), PG_EPRIVACY);
     s = local_spec(PG_MECH_GAUSSIAN, 1.0, 0.0, 100);
-    ck_assert_int_eq(pg_ds_spec_check(&s, 1024, field, &err), PG_EINVAL);
+    ck_assert_int_eq(pg_datasets_spec_check(&s, 1024, field, &err), PG_EINVAL);
     ck_assert_str_eq(field, "privacy.delta");
 }
 END_TEST
 
 START_TEST(value_and_label_checks)
 {
-    pg_ds_spec s = {.name = "c",
-                    .ndim = 1,
-                    .shape = {3},
-                    .lo = 0,
-                    .hi = 1,
-                    .num_classes = 2,
-                    .model = PG_PRIV_CENTRAL,
-                    .budget_epsilon = 1,
-                    .budget_delta = 1e-5};
+    pg_datasets_spec s = {.name = "c",
+                          .ndim = 1,
+                          .shape = {3},
+                          .lo = 0,
+                          .hi = 1,
+                          .num_classes = 2,
+                          .model = PG_PRIV_CENTRAL,
+                          .budget_epsilon = 1,
+                          .budget_delta = 1e-5};
     char field[PG_FIELD_MAX];
-    ck_assert_int_eq(pg_ds_spec_check(&s, 1024, field, NULL), PG_OK);
+    ck_assert_int_eq(pg_datasets_spec_check(&s, 1024, field, NULL), PG_OK);
     float x[9] = {0, 0.5f, 1, 0.2f, 0.3f, 0.4f, 0.1f, 1.5f, 0};
     uint64_t bad;
-    ck_assert_int_eq(pg_ds_check_values(&s, x, 6, 0, &bad, NULL), PG_OK);
-    ck_assert_int_eq(pg_ds_check_values(&s, x, 9, 0, &bad, NULL), PG_EINVAL);
+    ck_assert_int_eq(pg_datasets_check_values(&s, x, 6, 0, &bad, NULL), PG_OK);
+    ck_assert_int_eq(pg_datasets_check_values(&s, x, 9, 0, &bad, NULL), PG_EINVAL);
     ck_assert_int_eq((int)bad, 2);
     /* With a flat offset the row is counted from the start of the upload. */
-    ck_assert_int_eq(pg_ds_check_values(&s, x + 6, 3, 30, &bad, NULL), PG_EINVAL);
+    ck_assert_int_eq(pg_datasets_check_values(&s, x + 6, 3, 30, &bad, NULL), PG_EINVAL);
     ck_assert_int_eq((int)bad, 10);
     x[7] = NAN;
     s.model = PG_PRIV_PUBLIC;
-    ck_assert_int_eq(pg_ds_check_values(&s, x, 9, 0, &bad, NULL), PG_EINVAL);
+    ck_assert_int_eq(pg_datasets_check_values(&s, x, 9, 0, &bad, NULL), PG_EINVAL);
     x[7] = 7.0f; /* out of range is fine for non-central data */
-    ck_assert_int_eq(pg_ds_check_values(&s, x, 9, 0, &bad, NULL), PG_OK);
+    ck_assert_int_eq(pg_datasets_check_values(&s, x, 9, 0, &bad, NULL), PG_OK);
     int64_t lab[3] = {0, 1, 2};
-    ck_assert_int_eq(pg_ds_check_labels(&s, lab, 2, &bad, NULL), PG_OK);
-    ck_assert_int_eq(pg_ds_check_labels(&s, lab, 3, &bad, NULL), PG_EINVAL);
+    ck_assert_int_eq(pg_datasets_check_labels(&s, lab, 2, &bad, NULL), PG_OK);
+    ck_assert_int_eq(pg_datasets_check_labels(&s, lab, 3, &bad, NULL), PG_EINVAL);
     ck_assert_int_eq((int)bad, 2);
 }
 END_TEST
@@ -150,14 +150,14 @@ START_TEST(spec_json_round_trip)
 {
     double g;
     pg_svc_min_noise_scale(PG_MECH_GAUSSIAN, 0.7, 1e-6, 2.0, &g, NULL);
-    pg_ds_spec s = local_spec(PG_MECH_GAUSSIAN, 0.7, 1e-6, g * 1.5);
+    pg_datasets_spec s = local_spec(PG_MECH_GAUSSIAN, 0.7, 1e-6, g * 1.5);
     s.ndim = 3, s.shape[0] = 1, s.shape[1] = 28, s.shape[2] = 28, s.num_classes = 10;
     char field[PG_FIELD_MAX];
-    ck_assert_int_eq(pg_ds_spec_check(&s, 1 << 20, field, NULL), PG_OK);
+    ck_assert_int_eq(pg_datasets_spec_check(&s, 1 << 20, field, NULL), PG_OK);
     char *js;
-    ck_assert_int_eq(pg_ds_spec_to_json(&s, &js, NULL), PG_OK);
-    pg_ds_spec t;
-    ck_assert_int_eq(pg_ds_spec_from_json(js, &t, NULL), PG_OK);
+    ck_assert_int_eq(pg_datasets_spec_to_json(&s, &js, NULL), PG_OK);
+    pg_datasets_spec t;
+    ck_assert_int_eq(pg_datasets_spec_from_json(js, &t, NULL), PG_OK);
     free(js);
     ck_assert_int_eq((int)t.d, 784);
     ck_assert(t.epsilon == s.epsilon && t.delta == s.delta && t.noise_scale == s.noise_scale);

@@ -1,5 +1,5 @@
 /* Declarations tied to datasets: the width and clip checks at creation, their
- * JSON round trip, and pg_ds_decl_match reporting exactly the fields that
+ * JSON round trip, and pg_datasets_decl_match reporting exactly the fields that
  * differ (each perturbed alone, then all at once) with both values. */
 #include <jansson.h>
 #include <stdio.h>
@@ -7,27 +7,27 @@
 #include <string.h>
 
 #include "service/calib.h"
-#include "service/dataset.h"
+#include "service/datasets/spec.h"
 #include "support/pg_test.h"
 
 /* A Laplace dataset of width 3 with the minimal scale for ε = 2, Δ = 2. */
-static pg_ds_spec laplace3(void)
+static pg_datasets_spec laplace3(void)
 {
-    pg_ds_spec s = {.name = "x",
-                    .ndim = 1,
-                    .shape = {3},
-                    .lo = -5,
-                    .hi = 5,
-                    .model = PG_PRIV_LOCAL,
-                    .mechanism = PG_MECH_LAPLACE,
-                    .epsilon = 2.0,
-                    .sensitivity = 2.0,
-                    .noise_scale = 1.0,
-                    .cols = 3,
-                    .clip_norm = 1,
-                    .clip_radius = 1.0};
+    pg_datasets_spec s = {.name = "x",
+                          .ndim = 1,
+                          .shape = {3},
+                          .lo = -5,
+                          .hi = 5,
+                          .model = PG_PRIV_LOCAL,
+                          .mechanism = PG_MECH_LAPLACE,
+                          .epsilon = 2.0,
+                          .sensitivity = 2.0,
+                          .noise_scale = 1.0,
+                          .cols = 3,
+                          .clip_norm = 1,
+                          .clip_radius = 1.0};
     char field[PG_FIELD_MAX];
-    ck_assert_int_eq(pg_ds_spec_check(&s, 1024, field, NULL), PG_OK);
+    ck_assert_int_eq(pg_datasets_spec_check(&s, 1024, field, NULL), PG_OK);
     return s;
 }
 
@@ -53,62 +53,62 @@ START_TEST(width_and_clip_checked_at_creation)
 {
     char field[PG_FIELD_MAX];
     pg_error err = {0};
-    pg_ds_spec s = laplace3();
+    pg_datasets_spec s = laplace3();
     s.cols = 2;
-    ck_assert_int_eq(pg_ds_spec_check(&s, 1024, field, &err), PG_EINVAL);
+    ck_assert_int_eq(pg_datasets_spec_check(&s, 1024, field, &err), PG_EINVAL);
     ck_assert_str_eq(field, "privacy.cols");
     ck_assert_ptr_nonnull(strstr(err.msg, "rows of 2 values but shape holds 3"));
     /* [c,h,w] = [1,1,3] has width 3 too */
     s = laplace3();
     s.ndim = 3, s.shape[0] = 1, s.shape[1] = 1, s.shape[2] = 3;
-    ck_assert_int_eq(pg_ds_spec_check(&s, 1024, field, NULL), PG_OK);
+    ck_assert_int_eq(pg_datasets_spec_check(&s, 1024, field, NULL), PG_OK);
     s = laplace3();
     s.clip_norm = 2;
-    ck_assert_int_eq(pg_ds_spec_check(&s, 1024, field, NULL), PG_EINVAL);
+    ck_assert_int_eq(pg_datasets_spec_check(&s, 1024, field, NULL), PG_EINVAL);
     ck_assert_str_eq(field, "privacy.clip.norm");
     /* 2R may not exceed the sensitivity: R = 1 is the edge, just above fails */
     s = laplace3();
     s.clip_radius = 1.0 + 1e-6;
-    ck_assert_int_eq(pg_ds_spec_check(&s, 1024, field, NULL), PG_EINVAL);
+    ck_assert_int_eq(pg_datasets_spec_check(&s, 1024, field, NULL), PG_EINVAL);
     ck_assert_str_eq(field, "privacy.clip.radius");
     s.clip_radius = 0.0;
-    ck_assert_int_eq(pg_ds_spec_check(&s, 1024, field, NULL), PG_EINVAL);
+    ck_assert_int_eq(pg_datasets_spec_check(&s, 1024, field, NULL), PG_EINVAL);
     s.clip_radius = 0.25;
-    ck_assert_int_eq(pg_ds_spec_check(&s, 1024, field, NULL), PG_OK);
+    ck_assert_int_eq(pg_datasets_spec_check(&s, 1024, field, NULL), PG_OK);
 }
 END_TEST
 
 START_TEST(json_round_trip_keeps_width_and_clip)
 {
-    pg_ds_spec s = laplace3(), t;
+    pg_datasets_spec s = laplace3(), t;
     s.clip_radius = 0.75;
     char *js;
-    ck_assert_int_eq(pg_ds_spec_to_json(&s, &js, NULL), PG_OK);
-    ck_assert_int_eq(pg_ds_spec_from_json(js, &t, NULL), PG_OK);
+    ck_assert_int_eq(pg_datasets_spec_to_json(&s, &js, NULL), PG_OK);
+    ck_assert_int_eq(pg_datasets_spec_from_json(js, &t, NULL), PG_OK);
     free(js);
     ck_assert(t.cols == 3 && t.clip_norm == 1 && t.clip_radius == 0.75);
     /* a dataset stored before declarations had them reads back without */
-    ck_assert_int_eq(pg_ds_spec_from_json("{\"name\":\"o\",\"shape\":[2],\"range\":[-1,1],"
-                                          "\"privacy\":{\"model\":\"local\",\"mechanism\":"
-                                          "\"gaussian\",\"epsilon\":1,\"delta\":1e-5,"
-                                          "\"sensitivity\":2,\"noise_scale\":9,"
-                                          "\"min_noise_scale\":8}}",
-                                          &t, NULL),
+    ck_assert_int_eq(pg_datasets_spec_from_json("{\"name\":\"o\",\"shape\":[2],\"range\":[-1,1],"
+                                                "\"privacy\":{\"model\":\"local\",\"mechanism\":"
+                                                "\"gaussian\",\"epsilon\":1,\"delta\":1e-5,"
+                                                "\"sensitivity\":2,\"noise_scale\":9,"
+                                                "\"min_noise_scale\":8}}",
+                                                &t, NULL),
                      PG_OK);
     ck_assert(t.cols == 0 && t.clip_norm == 0);
 }
 END_TEST
 
-static int match(const pg_ds_spec *s, const char *decl, pg_ds_diff *d, int *n, uint64_t *rows,
-                 char *field)
+static int match(const pg_datasets_spec *s, const char *decl, pg_datasets_diff *d, int *n,
+                 uint64_t *rows, char *field)
 {
-    return pg_ds_decl_match(s, decl, d, n, rows, field, NULL);
+    return pg_datasets_decl_match(s, decl, d, n, rows, field, NULL);
 }
 
 START_TEST(each_field_reported_alone)
 {
-    pg_ds_spec s = laplace3();
-    pg_ds_diff d[PG_DS_DIFF_MAX];
+    pg_datasets_spec s = laplace3();
+    pg_datasets_diff d[PG_DATASETS_DIFF_MAX];
     int n;
     uint64_t rows;
     char field[PG_FIELD_MAX];
@@ -156,8 +156,8 @@ END_TEST
 
 START_TEST(gaussian_declaration_against_laplace_dataset)
 {
-    pg_ds_spec s = laplace3();
-    pg_ds_diff d[PG_DS_DIFF_MAX];
+    pg_datasets_spec s = laplace3();
+    pg_datasets_diff d[PG_DATASETS_DIFF_MAX];
     int n;
     uint64_t rows;
     char field[PG_FIELD_MAX];
@@ -181,8 +181,8 @@ END_TEST
 
 START_TEST(malformed_declarations_name_the_field)
 {
-    pg_ds_spec s = laplace3();
-    pg_ds_diff d[PG_DS_DIFF_MAX];
+    pg_datasets_spec s = laplace3();
+    pg_datasets_diff d[PG_DATASETS_DIFF_MAX];
     int n;
     uint64_t rows;
     char field[PG_FIELD_MAX];

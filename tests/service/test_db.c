@@ -457,6 +457,152 @@ START_TEST(rows_snapshot_concatenates_blocks)
 }
 END_TEST
 
+/* pg_db_rows_pass: the rows pg_db_rows_load gives, cut into chunks, for
+ * every chunk size, the first n only, with or without labels. */
+typedef struct passed {
+    float x[64];
+    int32_t lab[32];
+    size_t rows, max_rows;
+    int null_labels;
+} passed;
+
+static int passed_fn(void *ctx, const float *x, const int32_t *labels, size_t rows, pg_error *err)
+{
+    (void)err;
+    passed *p = ctx;
+    ck_assert_uint_le(p->rows + rows, 32);
+    memcpy(p->x + 2 * p->rows, x, 2 * rows * sizeof *x);
+    if (labels)
+        memcpy(p->lab + p->rows, labels, rows * sizeof *labels);
+    else
+        p->null_labels = 1;
+    p->rows += rows;
+    if (rows > p->max_rows) p->max_rows = rows;
+    return PG_OK;
+}
+
+START_TEST(rows_pass_streams_the_planned_rows)
+{
+    pg_db *db = pg_test_db_open();
+    char t[PG_ID_MAX], id[PG_ID_MAX];
+    pg_test_uid(t, sizeof t, "ten_");
+    pg_test_uid(id, sizeof id, "ds_");
+    pg_test_dataset(db, t, id, 2);
+    append_rows(db, t, id, 3, 0.0f, 1, 100, NULL);
+    append_rows(db, t, id, 5, 100.0f, 1, 100, NULL);
+    append_rows(db, t, id, 2, 200.0f, 1, 100, NULL);
+    int labeled;
+    pg_block all;
+    ck_assert_int_eq(pg_db_rows_load(db, id, 2, 1 << 20, &all, &labeled, NULL), PG_OK);
+    ck_assert_uint_eq(all.n, 10);
+    size_t chunks[] = {1, 2, 3, 4, 9, 10, 64};
+    uint64_t ns[] = {10, 9, 4, 3, 1};
+    for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c++)
+        for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
+            passed p = {0};
+            pg_error err = {0};
+            ck_assert_msg(pg_db_rows_pass(db, id, 2, ns[k], 1, chunks[c], 1 << 20, passed_fn, &p,
+                                          &err) == PG_OK,
+                          "%s", err.msg);
+            ck_assert_uint_eq(p.rows, ns[k]);
+            ck_assert_uint_le(p.max_rows, chunks[c]);
+            ck_assert(!p.null_labels);
+            ck_assert_mem_eq(p.x, all.x, 2 * ns[k] * sizeof *all.x);
+            ck_assert_mem_eq(p.lab, all.labels, ns[k] * sizeof *all.labels);
+        }
+    passed p = {0};
+    ck_assert_int_eq(pg_db_rows_pass(db, id, 2, 10, 0, 4, 1 << 20, passed_fn, &p, NULL), PG_OK);
+    ck_assert(p.null_labels);
+    /* more rows than stored, another width, a bad id */
+    pg_error err = {0};
+    memset(&p, 0, sizeof p);
+    ck_assert_int_eq(pg_db_rows_pass(db, id, 2, 11, 1, 4, 1 << 20, passed_fn, &p, &err), PG_ESTATE);
+    ck_assert_int_eq(pg_db_rows_pass(db, id, 3, 10, 1, 4, 1 << 20, passed_fn, &p, NULL),
+                     PG_EFORMAT);
+    ck_assert_int_eq(pg_db_rows_pass(db, "../x", 2, 10, 1, 4, 1 << 20, passed_fn, &p, NULL),
+                     PG_EINVAL);
+    /* an unlabelled block where labels are needed */
+    append_rows(db, t, id, 1, 7.0f, 0, 100, NULL);
+    memset(&p, 0, sizeof p);
+    ck_assert_int_eq(pg_db_rows_pass(db, id, 2, 10, 1, 4, 1 << 20, passed_fn, &p, NULL), PG_OK);
+    memset(&p, 0, sizeof p);
+    ck_assert_int_eq(pg_db_rows_pass(db, id, 2, 11, 1, 4, 1 << 20, passed_fn, &p, NULL), PG_EINVAL);
+    memset(&p, 0, sizeof p);
+    ck_assert_int_eq(pg_db_rows_pass(db, id, 2, 11, 0, 4, 1 << 20, passed_fn, &p, NULL), PG_OK);
+    ck_assert(p.x[20] == 7.0f && p.x[21] == 8.0f);
+    pg_block_free(&all);
+    pg_db_close(db);
+}
+END_TEST
+
+/* Blocks of several megabytes (PostgreSQL cuts them into 1 MiB chunks: the
+ * labels start inside a chunk of values and span chunks), passed in windows
+ * that straddle chunks: the same rows and labels as pg_db_rows_load. */
+typedef struct big_pass {
+    const pg_block *all;
+    size_t rows, d;
+} big_pass;
+
+static int big_fn(void *ctx, const float *x, const int32_t *labels, size_t rows, pg_error *err)
+{
+    (void)err;
+    big_pass *p = ctx;
+    ck_assert_ptr_nonnull(labels);
+    ck_assert(!memcmp(x, p->all->x + p->rows * p->d, rows * p->d * sizeof *x));
+    ck_assert(!memcmp(labels, p->all->labels + p->rows, rows * sizeof *labels));
+    p->rows += rows;
+    return PG_OK;
+}
+
+START_TEST(rows_pass_of_large_blocks)
+{
+    pg_db *db = pg_test_db_open();
+    char t[PG_ID_MAX], id[PG_ID_MAX];
+    pg_test_uid(t, sizeof t, "ten_");
+    pg_test_uid(id, sizeof id, "ds_");
+    const size_t d = 3;
+    pg_test_dataset(db, t, id, d);
+    size_t sizes[] = {300007, 70001};
+    size_t total = 0;
+    for (int k = 0; k < 2; k++) {
+        size_t n = sizes[k];
+        float *x = malloc(n * d * sizeof *x);
+        int32_t *lab = malloc(n * sizeof *lab);
+        for (size_t i = 0; i < n * d; i++) x[i] = (float)(i % 100003) + 0.25f * (float)k;
+        for (size_t i = 0; i < n; i++) lab[i] = (int32_t)((i * 7 + (size_t)k) % 5);
+        pg_db_append *a;
+        ck_assert_int_eq(pg_db_append_begin(db, t, id, d, &a, NULL), PG_OK);
+        for (size_t at = 0; at < n * d; at += 65536)
+            ck_assert_int_eq(
+                pg_db_append_write(a, x + at, n * d - at < 65536 ? n * d - at : 65536, NULL),
+                PG_OK);
+        int found;
+        int64_t added, nn;
+        ck_assert_int_eq(pg_db_append_commit(a, lab, 10000000, &found, &added, &nn, NULL), PG_OK);
+        ck_assert_int_eq(found, 1);
+        total += n;
+        free(x);
+        free(lab);
+    }
+    int labeled;
+    pg_block all;
+    ck_assert_int_eq(pg_db_rows_load(db, id, d, 1 << 26, &all, &labeled, NULL), PG_OK);
+    ck_assert_uint_eq(all.n, total);
+    size_t chunks[] = {4096, 1000, 7};
+    size_t ns[] = {total, 300007 + 5, 123456};
+    for (size_t c = 0; c < 3; c++) {
+        big_pass p = {.all = &all, .d = d};
+        pg_error err = {0};
+        ck_assert_msg(pg_db_rows_pass(db, id, d, ns[c], 1, chunks[c], 1 << 26, big_fn, &p, &err) ==
+                          PG_OK,
+                      "%s", err.msg);
+        ck_assert_uint_eq(p.rows, ns[c]);
+    }
+    pg_block_free(&all);
+    pg_db_close(db);
+}
+END_TEST
+
 START_TEST(idempotency_records)
 {
     pg_db *db = pg_test_db_open();
@@ -988,6 +1134,8 @@ static Suite *suite(void)
     tcase_add_test(t, datasets_tenancy_pagination_append_delete);
     tcase_add_test(t, append_is_all_or_nothing);
     tcase_add_test(t, rows_snapshot_concatenates_blocks);
+    tcase_add_test(t, rows_pass_streams_the_planned_rows);
+    tcase_add_test(t, rows_pass_of_large_blocks);
     tcase_add_test(t, idempotency_records);
     tcase_add_test(t, concurrent_idempotency_begins_reserve_once);
     tcase_add_test(t, jobs_round_trip);

@@ -9,7 +9,7 @@
 #include <pthread.h>
 
 #include "db_support.h"
-#include "service/dataset.h"
+#include "service/datasets/spec.h"
 
 static void setup(void)
 {

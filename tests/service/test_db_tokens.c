@@ -288,6 +288,41 @@ START_TEST(last_use_is_recorded_once_a_minute)
 }
 END_TEST
 
+/* pg_auth_list: pages of the api's size, each cursor the last shown row's,
+ * 0 exactly on the last page (also when it is full). */
+START_TEST(auth_list_pages_end_with_a_zero_cursor)
+{
+    pg_db *db = pg_test_db_open();
+    char ta[PG_ID_MAX];
+    pg_test_uid(ta, sizeof ta, "ten_");
+    pg_token mine[4];
+    for (int i = 0; i < 4; i++) put_token(db, ta, i == 0, PG_SCOPE_ADMIN, 1000 + i, 0, &mine[i]);
+    for (size_t limit = 1; limit <= 5; limit++) {
+        int64_t after = 0;
+        size_t seen = 0;
+        for (int page = 0; page < 5; page++) {
+            pg_token *list;
+            size_t n;
+            int64_t next = -1;
+            ck_assert_int_eq(pg_auth_list(db, ta, after, limit, &list, &n, &next, NULL), PG_OK);
+            ck_assert_uint_eq(n, seen + limit <= 4 ? limit : 4 - seen);
+            for (size_t i = 0; i < n; i++) ck_assert_str_eq(list[i].id, mine[seen + i].id);
+            int64_t last = list[n - 1].seq;
+            seen += n;
+            free(list);
+            if (seen == 4) {
+                ck_assert_int_eq(next, 0);
+                break;
+            }
+            ck_assert_int_eq(next, last);
+            after = next;
+        }
+        ck_assert_uint_eq(seen, 4);
+    }
+    pg_db_close(db);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("db_tokens");
@@ -299,6 +334,7 @@ static Suite *suite(void)
     tcase_add_test(t, two_admins_revoking_each_other_leave_one);
     tcase_add_test(t, auth_reports_expiry_and_revocation_only_with_the_secret);
     tcase_add_test(t, last_use_is_recorded_once_a_minute);
+    tcase_add_test(t, auth_list_pages_end_with_a_zero_cursor);
     suite_add_tcase(s, t);
     return s;
 }

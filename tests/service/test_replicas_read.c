@@ -22,7 +22,7 @@
 #include "db_support.h"
 #include "service/calib.h"
 #include "service/config.h"
-#include "service/dataset.h"
+#include "service/datasets/spec.h"
 #include "service/jobs.h"
 
 static void setup(void)
@@ -65,7 +65,7 @@ static void replica_close(replica *r)
  * its rows would store it). */
 static void make_dataset(pg_db *db, const char *t, char *id, size_t cap, int n)
 {
-    pg_ds_spec s;
+    pg_datasets_spec s;
     memset(&s, 0, sizeof s);
     snprintf(s.name, sizeof s.name, "toy");
     s.ndim = 1;
@@ -81,12 +81,12 @@ static void make_dataset(pg_db *db, const char *t, char *id, size_t cap, int n)
     s.noise_scale = 2.5;
     char field[PG_FIELD_MAX];
     pg_error err = {0};
-    ck_assert_msg(pg_ds_spec_check(&s, 65536, field, &err) == PG_OK, "%s", err.msg);
+    ck_assert_msg(pg_datasets_spec_check(&s, 65536, field, &err) == PG_OK, "%s", err.msg);
     pg_db_dataset d = {0};
     pg_test_uid(d.id, sizeof d.id, "ds_");
     snprintf(d.tenant, sizeof d.tenant, "%s", t);
     d.name = "toy";
-    ck_assert_int_eq(pg_ds_spec_to_json(&s, &d.meta, &err), PG_OK);
+    ck_assert_int_eq(pg_datasets_spec_to_json(&s, &d.meta, &err), PG_OK);
     d.d = 2;
     ck_assert_msg(pg_db_dataset_insert(db, &d, &err) == PG_OK, "%s", err.msg);
     free(d.meta);

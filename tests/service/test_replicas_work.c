@@ -13,7 +13,7 @@
 #include <zlib.h>
 
 #include "db_support.h"
-#include "service/dataset.h"
+#include "service/datasets/spec.h"
 #include "service/jobs.h"
 #include "service/jobs_internal.h"
 
@@ -86,19 +86,19 @@ static void replica_free(replica *r)
 /* A central dataset of tenant with n rows on an arc, budget cap 50. */
 static void central_dataset(pg_db *db, const char *tenant, char *id, size_t cap, int n)
 {
-    pg_ds_spec s;
+    pg_datasets_spec s;
     pg_error err = {0};
     char decl[256];
     snprintf(decl, sizeof decl,
              "{\"name\":\"c\",\"shape\":[2],\"range\":[-1,1],\"privacy\":{\"model\":\"central\","
              "\"budget\":{\"epsilon\":50,\"delta\":%g}}}",
              DELTA);
-    ck_assert_msg(pg_ds_spec_from_json(decl, &s, &err) == PG_OK, "%s", err.msg);
+    ck_assert_msg(pg_datasets_spec_from_json(decl, &s, &err) == PG_OK, "%s", err.msg);
     pg_db_dataset d = {0};
     pg_test_uid(d.id, sizeof d.id, "ds_");
     snprintf(d.tenant, sizeof d.tenant, "%s", tenant);
     d.name = "c";
-    ck_assert_int_eq(pg_ds_spec_to_json(&s, &d.meta, &err), PG_OK);
+    ck_assert_int_eq(pg_datasets_spec_to_json(&s, &d.meta, &err), PG_OK);
     d.d = 2;
     ck_assert_msg(pg_db_dataset_insert(db, &d, &err) == PG_OK, "%s", err.msg);
     free(d.meta);

@@ -220,9 +220,9 @@ START_TEST(request_form)
 }
 END_TEST
 
-static pg_ds_spec spec(int ndim, int64_t a, int64_t b, int64_t c, int64_t classes)
+static pg_datasets_spec spec(int ndim, int64_t a, int64_t b, int64_t c, int64_t classes)
 {
-    pg_ds_spec s;
+    pg_datasets_spec s;
     memset(&s, 0, sizeof s);
     s.ndim = ndim;
     s.shape[0] = a, s.shape[1] = b, s.shape[2] = c;
@@ -232,8 +232,8 @@ static pg_ds_spec spec(int ndim, int64_t a, int64_t b, int64_t c, int64_t classe
     return s;
 }
 
-static int check(pg_report_request *q, const pg_ds_spec *job, const pg_ds_spec *ag, int64_t rows,
-                 pg_report_errors *e)
+static int check(pg_report_request *q, const pg_datasets_spec *job, const pg_datasets_spec *ag,
+                 int64_t rows, pg_report_errors *e)
 {
     return pg_report_request_check(q, job, ag, rows, e);
 }
@@ -243,14 +243,14 @@ START_TEST(request_against_the_datasets)
     pg_report_request q;
     pg_report_errors e;
     memset(&q, 0, sizeof q);
-    pg_ds_spec two = spec(1, 2, 0, 0, 0), three = spec(1, 3, 0, 0, 0);
-    pg_ds_spec img = spec(3, 1, 28, 28, 10), flat = spec(1, 784, 0, 0, 10),
-               rgb = spec(3, 3, 28, 28, 10), img5 = spec(3, 1, 28, 28, 5),
-               img0 = spec(3, 1, 28, 28, 0);
+    pg_datasets_spec two = spec(1, 2, 0, 0, 0), three = spec(1, 3, 0, 0, 0);
+    pg_datasets_spec img = spec(3, 1, 28, 28, 10), flat = spec(1, 784, 0, 0, 10),
+                     rgb = spec(3, 3, 28, 28, 10), img5 = spec(3, 1, 28, 28, 5),
+                     img0 = spec(3, 1, 28, 28, 0);
     /* defaults: n = 10000, or what the cell limit allows */
     ck_assert_int_eq(check(&q, &two, &two, 500, &e), PG_OK);
     ck_assert_uint_eq(q.n, PG_REPORT_DEFAULT_N);
-    pg_ds_spec wide = spec(1, 20000, 0, 0, 0);
+    pg_datasets_spec wide = spec(1, 20000, 0, 0, 0);
     q.has_n = 0;
     ck_assert_int_eq(check(&q, &wide, &wide, 100, &e), PG_OK);
     ck_assert_uint_eq(q.n, PG_REPORT_MAX_CELLS / 20000);
@@ -289,7 +289,7 @@ START_TEST(request_against_the_datasets)
     ck_assert_int_eq(check(&q, &img, &rgb, 1, &e), PG_EINVAL);
     ck_assert_int_eq(e.n, 3); /* shape, rows, n */
     /* rows too wide for any report */
-    pg_ds_spec huge = spec(1, (int64_t)PG_REPORT_MAX_CELLS + 1, 0, 0, 0);
+    pg_datasets_spec huge = spec(1, (int64_t)PG_REPORT_MAX_CELLS + 1, 0, 0, 0);
     q.has_n = 0;
     ck_assert_int_eq(check(&q, &huge, &huge, 2, &e), PG_EINVAL);
     ck_assert(has_error(&e, "n"));

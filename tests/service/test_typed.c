@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "service/dataset.h"
+#include "service/datasets/spec.h"
 #include "service/jobdesc.h"
 #include "service/typed.h"
 #include "support/pg_test.h"
@@ -23,7 +23,7 @@ static const char *BODY =
     "{\"name\":\"y\",\"type\":\"categorical\",\"categories\":[\"good\",\"bad\"]}],"
     "\"label\":\"y\",\"range\":[-2,2]}";
 
-static pg_table *table_of(pg_ds_spec *s)
+static pg_table *table_of(pg_datasets_spec *s)
 {
     json_t *b = json_loads(BODY, 0, NULL);
     pg_table *t = NULL;
@@ -37,7 +37,7 @@ static pg_table *table_of(pg_ds_spec *s)
 
 START_TEST(schema_geometry_and_errors)
 {
-    pg_ds_spec s;
+    pg_datasets_spec s;
     pg_table *t = table_of(&s);
     /* age 1 + missing 1, job 3, ok 1; the label has no units */
     ck_assert_uint_eq(s.d, 6);
@@ -71,14 +71,14 @@ static json_t *declaration(const pg_table *t, double eps, pg_ldp_plan *plan)
 
 START_TEST(local_meta_round_trip_and_plan)
 {
-    pg_ds_spec s;
+    pg_datasets_spec s;
     pg_table *t = table_of(&s);
     pg_ldp_plan made;
     json_t *decl = declaration(t, 4.0, &made);
     char field[PG_FIELD_MAX];
     ck_assert_int_eq(pg_typed_declaration(t, decl, &s, field, NULL), PG_OK);
     ck_assert(s.per_column && s.model == PG_PRIV_LOCAL && s.epsilon == 4.0 && s.delta == 0.0);
-    ck_assert_int_eq(pg_ds_spec_check(&s, 1 << 20, field, NULL), PG_OK);
+    ck_assert_int_eq(pg_datasets_spec_check(&s, 1 << 20, field, NULL), PG_OK);
     char *meta;
     ck_assert_int_eq(pg_typed_meta(&s, t, decl, &meta, NULL), PG_OK);
     /* the stored declaration drops "rows"; the spec reads back */
@@ -86,8 +86,8 @@ START_TEST(local_meta_round_trip_and_plan)
     ck_assert_ptr_null(json_object_get(json_object_get(m, "privacy"), "rows"));
     ck_assert_str_eq(json_string_value(json_object_get(m, "label")), "y");
     json_decref(m);
-    pg_ds_spec back;
-    ck_assert_int_eq(pg_ds_spec_from_json(meta, &back, NULL), PG_OK);
+    pg_datasets_spec back;
+    ck_assert_int_eq(pg_datasets_spec_from_json(meta, &back, NULL), PG_OK);
     ck_assert(back.typed && back.per_column && back.epsilon == 4.0 && back.d == 6 &&
               back.num_classes == 2);
     /* the table reads back to the same map */
@@ -139,14 +139,14 @@ END_TEST
 
 START_TEST(upload_declaration_matching)
 {
-    pg_ds_spec s;
+    pg_datasets_spec s;
     pg_table *t = table_of(&s);
     pg_ldp_plan made;
     json_t *decl = declaration(t, 4.0, &made);
     char field[PG_FIELD_MAX], *meta;
     ck_assert_int_eq(pg_typed_declaration(t, decl, &s, field, NULL), PG_OK);
     ck_assert_int_eq(pg_typed_meta(&s, t, decl, &meta, NULL), PG_OK);
-    pg_ds_diff diffs[PG_DS_DIFF_MAX];
+    pg_datasets_diff diffs[PG_DATASETS_DIFF_MAX];
     int n;
     uint64_t rows;
     char *txt = json_dumps(decl, JSON_COMPACT | JSON_REAL_PRECISION(17));
@@ -189,7 +189,7 @@ END_TEST
 
 START_TEST(label_index)
 {
-    pg_ds_spec s;
+    pg_datasets_spec s;
     pg_table *t = table_of(&s);
     ck_assert_int_eq(pg_typed_label_index(t, "good"), 0);
     ck_assert_int_eq(pg_typed_label_index(t, "bad"), 1);

@@ -376,6 +376,7 @@ static const pg_db_ops PGB_OPS = {
     .blocks_open = pgb_blocks_open,
     .blocks_next = pgb_blocks_next,
     .blocks_close = pgb_blocks_close,
+    .rows_pass = pgb_rows_pass,
     .idem_begin = pgb_idem_begin,
     .idem_finish = pgb_idem_finish,
     .job_admit = pgb_job_admit,

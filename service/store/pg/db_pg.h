@@ -147,6 +147,8 @@ void pgb_append_abort(pg_db_append *a);
 int pgb_blocks_open(pg_db *db, const char *dataset_id, pg_db_blocks **it, size_t *count,
                     pg_error *err);
 int pgb_blocks_next(pg_db_blocks *it, size_t max_bytes, pg_block *out, int *end, pg_error *err);
+int pgb_rows_pass(pg_db *db, const char *dataset_id, size_t d, uint64_t n, int labelled,
+                  size_t chunk, pg_rowsrc_fn fn, void *ctx, pg_error *err);
 void pgb_blocks_close(pg_db_blocks *it);
 
 int pgb_job_admit(pg_db *db, pg_job_row *job, const pg_privacy_plan *plan, double cap_epsilon,

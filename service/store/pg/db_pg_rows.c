@@ -662,3 +662,199 @@ int pgb_blocks_next(pg_db_blocks *pit, size_t max_bytes, pg_block *out, int *end
     it->next++;
     return PG_OK;
 }
+
+/* ---- passes: windows of rows, bounded memory ------------------------------ */
+
+/* One block read through two cursors of one read-only transaction: `v`
+ * walks every chunk in order (values delivered, then every byte hashed for
+ * the CRC-32 and SHA-256 checks, which need file order), `l` walks the
+ * label chunks alongside so that each window of rows gets its labels. In
+ * memory: one chunk of each cursor and one window of rows. */
+typedef struct pass_blk {
+    PGconn *c;
+    const blk *b;
+    size_t d, chunk;
+    uint64_t limit; /* rows of this block to deliver */
+    int want_labels;
+    pg_rowsrc_fn fn;
+    void *ctx;
+    unsigned char *win; /* chunk rows of values being assembled */
+    int32_t *lab;
+    size_t fill;   /* bytes in win */
+    uint64_t row0; /* block row of win's first row */
+    PGresult *lr;  /* current label chunk */
+    uint64_t lat;  /* payload offset of lr's first byte */
+    int64_t li;    /* index of the next label chunk */
+} pass_blk;
+
+static int fetch(PGconn *c, const char *cur, int64_t want_i, PGresult **out, pg_error *err)
+{
+    char sql[64];
+    snprintf(sql, sizeof sql, "FETCH FORWARD 1 FROM %s", cur);
+    int rc = pgb_q(c, sql, NULL, "reading rows", out, err);
+    if (rc) return rc;
+    if (PQntuples(*out) != 1 || pgb_i64_at(*out, 0, 0) != want_i) {
+        PQclear(*out);
+        *out = NULL;
+        return PG_EFORMAT;
+    }
+    return PG_OK;
+}
+
+/* The labels of rows [r0, r0 + m) into p->lab. */
+static int pass_labels(pass_blk *p, uint64_t r0, size_t m, pg_error *err)
+{
+    uint64_t from = (uint64_t)p->b->n * p->b->d * 4 + r0 * 4, need = (uint64_t)m * 4, got = 0;
+    while (got < need) {
+        uint64_t len = p->lr ? (uint64_t)PQgetlength(p->lr, 0, 1) : 0;
+        if (!p->lr || from + got >= p->lat + len) {
+            if (p->lr) p->lat += len;
+            PQclear(p->lr);
+            p->lr = NULL;
+            int rc = fetch(p->c, "l", p->li++, &p->lr, err);
+            if (rc) return rc;
+            continue;
+        }
+        uint64_t at = from + got - p->lat, take = len - at < need - got ? len - at : need - got;
+        memcpy((unsigned char *)p->lab + got, PQgetvalue(p->lr, 0, 1) + at, take);
+        got += take;
+    }
+    return PG_OK;
+}
+
+/* Delivers the whole rows in win (those below limit). */
+static int pass_flush(pass_blk *p, pg_error *err)
+{
+    size_t rowb = p->d * 4, m = p->fill / rowb;
+    if (!m) return PG_OK;
+    size_t give = p->row0 >= p->limit ? 0 : p->limit - p->row0 < m ? p->limit - p->row0 : m;
+    int rc = PG_OK;
+    if (give && p->want_labels) rc = pass_labels(p, p->row0, give, err);
+    if (!rc && give)
+        rc = p->fn(p->ctx, (const float *)p->win, p->want_labels ? p->lab : NULL, give, err);
+    memmove(p->win, p->win + m * rowb, p->fill - m * rowb);
+    p->fill -= m * rowb;
+    p->row0 += m;
+    return rc;
+}
+
+static int pass_block(pass_blk *p, pg_error *err)
+{
+    const blk *b = p->b;
+    uint64_t vbytes = (uint64_t)b->n * (uint64_t)b->d * 4, at = 0, rowb = p->d * 4;
+    char sql[192];
+    snprintf(sql, sizeof sql,
+             "DECLARE v NO SCROLL CURSOR FOR SELECT i, data FROM row_chunks WHERE block_id = %lld "
+             "ORDER BY i",
+             (long long)b->id);
+    int rc = pgb_q(p->c, sql, NULL, "reading rows", NULL, err);
+    p->li = (int64_t)(vbytes / PGB_CHUNK);
+    p->lat = (uint64_t)p->li * PGB_CHUNK;
+    if (!rc && p->want_labels && p->limit) {
+        snprintf(sql, sizeof sql,
+                 "DECLARE l NO SCROLL CURSOR FOR SELECT i, data FROM row_chunks WHERE block_id = "
+                 "%lld AND i >= %lld ORDER BY i",
+                 (long long)b->id, (long long)p->li);
+        rc = pgb_q(p->c, sql, NULL, "reading rows", NULL, err);
+    }
+    uint32_t crc = pgb_crc32(0, NULL, 0);
+    pg_sha256 sha;
+    pg_sha256_init(&sha);
+    for (int64_t i = 0; !rc && i < b->chunks; i++) {
+        PGresult *r;
+        if ((rc = fetch(p->c, "v", i, &r, err))) break;
+        const unsigned char *d = (const unsigned char *)PQgetvalue(r, 0, 1);
+        uint64_t len = (uint64_t)PQgetlength(r, 0, 1);
+        /* Every chunk but the last is whole: the label cursor counts on it. */
+        if ((i + 1 < b->chunks && len != PGB_CHUNK) || at + len > (uint64_t)b->payload) {
+            PQclear(r);
+            rc = PG_EFORMAT;
+            break;
+        }
+        crc = pgb_crc32(crc, d, len);
+        pg_sha256_update(&sha, d, len);
+        /* values into the window, flushed whenever it holds chunk rows */
+        for (uint64_t o = at; !rc && o < at + len && o < vbytes;) {
+            size_t cap = p->chunk * rowb - p->fill;
+            uint64_t take = at + len - o;
+            if (vbytes - o < take) take = vbytes - o;
+            if (cap < take) take = cap;
+            memcpy(p->win + p->fill, d + (o - at), take);
+            p->fill += take;
+            o += take;
+            if (p->fill == p->chunk * rowb) rc = pass_flush(p, err);
+        }
+        at += len;
+        PQclear(r);
+    }
+    if (!rc) rc = pass_flush(p, err);
+    PQclear(p->lr);
+    p->lr = NULL;
+    if (rc == PG_EFORMAT || (!rc && (at != (uint64_t)b->payload || p->fill)))
+        return pg_error_set(err, PG_EFORMAT,
+                            "row block %lld is corrupt: chunks out of order or of the wrong size",
+                            (long long)b->id);
+    if (rc) return rc;
+    unsigned char digest[32];
+    pg_sha256_final(&sha, digest);
+    if (crc != b->crc || memcmp(digest, b->sha, 32))
+        return pg_error_set(err, PG_EFORMAT, "row block %lld fails its CRC-32 or SHA-256 check",
+                            (long long)b->id);
+    return PG_OK;
+}
+
+int pgb_rows_pass(pg_db *db, const char *dataset_id, size_t d, uint64_t n, int labelled,
+                  size_t chunk, pg_rowsrc_fn fn, void *ctx, pg_error *err)
+{
+    pg_db_blocks *pit = NULL;
+    size_t nb;
+    int rc = pgb_blocks_open(db, dataset_id, &pit, &nb, err);
+    if (rc) return rc;
+    pgb_blocks *it = (pgb_blocks *)pit;
+    pass_blk p = {.d = d, .chunk = chunk, .want_labels = labelled, .fn = fn, .ctx = ctx};
+    p.win = malloc(chunk * d * 4);
+    p.lab = malloc(chunk * sizeof *p.lab);
+    if (!p.win || !p.lab) rc = pg_error_set(err, PG_ENOMEM, "out of memory reading rows");
+    uint64_t done = 0;
+    for (size_t i = 0; !rc && i < it->n && done < n; i++) {
+        const blk *b = &it->b[i];
+        uint64_t vals = (uint64_t)b->n * (uint64_t)b->d;
+        uint64_t want = vals * 4 + (b->labels ? (uint64_t)b->n * 4 : 0);
+        if (b->n < 0 || b->d <= 0 || vals / (uint64_t)b->d != (uint64_t)b->n ||
+            want != (uint64_t)b->payload) {
+            rc = pg_error_set(err, PG_EFORMAT, "row block %lld has inconsistent sizes",
+                              (long long)b->id);
+            break;
+        }
+        if ((size_t)b->d != d) {
+            rc =
+                pg_error_set(err, PG_EFORMAT,
+                             "dataset %s: block %zu holds rows of %lld values, the dataset has %zu",
+                             dataset_id, i + 1, (long long)b->d, d);
+            break;
+        }
+        if (labelled && !b->labels) {
+            rc = pg_error_set(err, PG_EINVAL,
+                              "the dataset declares classes but some rows carry no labels");
+            break;
+        }
+        p.b = b;
+        p.limit = n - done;
+        p.fill = 0;
+        p.row0 = 0;
+        if ((rc = pg_pgpool_acquire(PGB(db)->pool, &p.c, err))) break;
+        rc = pgb_q(p.c, "BEGIN READ ONLY", NULL, "starting a read", NULL, err);
+        if (!rc) rc = pass_block(&p, err);
+        if (!rc) rc = pgb_q(p.c, "COMMIT", NULL, "ending a read", NULL, err);
+        pg_pgpool_release(PGB(db)->pool, p.c); /* rolls back whatever is still open */
+        done += (uint64_t)b->n < n - done ? (uint64_t)b->n : n - done;
+    }
+    free(p.win);
+    free(p.lab);
+    pgb_blocks_close(pit);
+    if (!rc && done < n)
+        rc = pg_error_set(err, PG_ESTATE,
+                          "the dataset has %llu rows, fewer than the %llu the job was planned for",
+                          (unsigned long long)done, (unsigned long long)n);
+    return rc;
+}

@@ -390,6 +390,7 @@ static const pg_db_ops SQ_OPS = {
     .append_abort = sq_append_abort,
     .blocks_open = sq_blocks_open,
     .blocks_next = sq_blocks_next,
+    .rows_pass = sq_rows_pass,
     .blocks_close = sq_blocks_close,
     .idem_begin = sq_idem_begin,
     .idem_finish = sq_idem_finish,

@@ -91,6 +91,8 @@ void sq_append_abort(pg_db_append *a);
 int sq_blocks_open(pg_db *db, const char *dataset_id, pg_db_blocks **it, size_t *count,
                    pg_error *err);
 int sq_blocks_next(pg_db_blocks *it, size_t max_bytes, pg_block *out, int *end, pg_error *err);
+int sq_rows_pass(pg_db *db, const char *dataset_id, size_t d, uint64_t n, int labelled,
+                 size_t chunk, pg_rowsrc_fn fn, void *ctx, pg_error *err);
 void sq_blocks_close(pg_db_blocks *it);
 int sq_gauges(pg_db *db, pg_db_gauges *g, pg_error *err);
 

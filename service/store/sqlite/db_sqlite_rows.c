@@ -422,3 +422,26 @@ int sq_blocks_next(pg_db_blocks *pit, size_t max_bytes, pg_block *out, int *end,
     if (!rc) it->next++;
     return rc;
 }
+
+/* Block files read in windows (pg_block_pass): one window in memory. */
+int sq_rows_pass(pg_db *db, const char *dataset_id, size_t d, uint64_t n, int labelled,
+                 size_t chunk, pg_rowsrc_fn fn, void *ctx, pg_error *err)
+{
+    pg_db_blocks *pit;
+    size_t nb;
+    int rc = sq_blocks_open(db, dataset_id, &pit, &nb, err);
+    if (rc) return rc;
+    sq_blocks *it = (sq_blocks *)pit;
+    uint64_t done = 0;
+    for (size_t i = 0; !rc && i < it->n && done < n; i++) {
+        uint64_t rows = 0;
+        rc = pg_block_pass(it->paths[i], d, labelled, n - done, chunk, fn, ctx, &rows, err);
+        done += rows < n - done ? rows : n - done;
+    }
+    sq_blocks_close(pit);
+    if (!rc && done < n)
+        rc = pg_error_set(err, PG_ESTATE,
+                          "the dataset has %llu rows, fewer than the %llu the job was planned for",
+                          (unsigned long long)done, (unsigned long long)n);
+    return rc;
+}

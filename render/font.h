@@ -1,12 +1,12 @@
-/* api/font.h - a built-in bitmap font for text on PNG plots: 5x7 cells plus
+/* render/font.h - a built-in bitmap font for text on PNG plots: 5x7 cells plus
  * one row for descenders (5x8).
  *
  * Covers printable ASCII and the Greek ε and δ (UTF-8); any other character
  * is drawn as '?'. Glyphs advance PG_FONT_ADV pixels (times scale). Drawing
  * clips to the image and never allocates.
  */
-#ifndef PG_API_FONT_H
-#define PG_API_FONT_H
+#ifndef PG_RENDER_FONT_H
+#define PG_RENDER_FONT_H
 
 #include <stdint.h>
 

@@ -1,4 +1,4 @@
-/* api/samples_typed.h - decoded samples of a typed job (docs/tables.md).
+/* render/samples_typed.h - decoded samples of a typed job (docs/tables.md).
  *
  * Rows follow engine/methods/draw.h (pg_draw_table_rows), the rule quality
  * reports share, so the same (snapshot, seed, label, n) gives the same
@@ -18,8 +18,8 @@
  *
  * Ownership: a stream retains its snapshot and keeps its own table copy.
  */
-#ifndef PG_API_SAMPLES_TYPED_H
-#define PG_API_SAMPLES_TYPED_H
+#ifndef PG_RENDER_SAMPLES_TYPED_H
+#define PG_RENDER_SAMPLES_TYPED_H
 
 #include <stddef.h>
 #include <stdint.h>

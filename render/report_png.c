@@ -1,4 +1,4 @@
-#include "api/report_png.h"
+#include "render/report_png.h"
 
 #include <math.h>
 #include <png.h>
@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/font.h"
-#include "api/plot.h"
-#include "api/render.h"
+#include "render/font.h"
+#include "render/plot.h"
+#include "render/render.h"
 #include "engine/eval/marginal.h"
 
 const uint8_t PG_REPORT_MARK_RGB[3] = {200, 0, 0}, PG_REPORT_REAL_RGB[3] = {31, 119, 180},

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "api/npy_stream.h"
+#include "render/npy_stream.h"
 #include "engine/core/alloc.h"
 #include "support/pg_test.h"
 

@@ -1,14 +1,14 @@
 /* Samples bodies: a streamed body (read in pieces of every size) is byte for
  * byte the whole-body encoding of the same rows; NPY equals the independent
- * writer's bytes (api/render.h); text values read back bit for bit with
+ * writer's bytes (render/render.h); text values read back bit for bit with
  * strtof; the block rule draws the first block with the request's seed; a
  * stream's own memory does not grow with n. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "api/render.h"
-#include "api/samples_stream.h"
+#include "render/render.h"
+#include "render/samples_stream.h"
 #include "engine/core/alloc.h"
 #include "engine/core/rng.h"
 #include "engine/methods/snapshot.h"
@@ -272,7 +272,7 @@ END_TEST
 
 static Suite *samples_suite(void)
 {
-    Suite *s = suite_create("api/samples_stream");
+    Suite *s = suite_create("render/samples_stream");
     TCase *tc = tcase_create("stream");
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, stream_equals_whole_body, 0, 3);

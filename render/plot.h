@@ -1,4 +1,4 @@
-/* api/plot.h - the scatter plot's geometry: frame, round ticks, axis transform.
+/* render/plot.h - the scatter plot's geometry: frame, round ticks, axis transform.
  *
  * Both axes share one scale (privgen's 2-D datasets declare one range for
  * both coordinates, so a circle stays round). The frame is the data's
@@ -6,8 +6,8 @@
  * plus a small margin (PG_PLOT_FRAME_RANGE). Ticks are multiples of 1, 2 or 5
  * times a power of ten. Pure functions: no allocation, no I/O.
  */
-#ifndef PG_API_PLOT_H
-#define PG_API_PLOT_H
+#ifndef PG_RENDER_PLOT_H
+#define PG_RENDER_PLOT_H
 
 #include <stddef.h>
 

@@ -1,4 +1,4 @@
-#include "api/render.h"
+#include "render/render.h"
 
 #include <math.h>
 #include <png.h>
@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/font.h"
-#include "api/plot.h"
+#include "render/font.h"
+#include "render/plot.h"
 #include "engine/data/npy.h"
 
 int pg_render_csv(const float *x, size_t n, size_t d, char **out, size_t *len, pg_error *err)

@@ -1,12 +1,13 @@
-/* api/report_figures.c - the figure callback of service/reports.h, drawn
- * with api/report_png.h (the service layer cannot include api/, so privgend
- * passes this function to pg_reports_create). */
+/* service/report_figures.c - which figures a report stores, and under
+ * which names (service/reports.h), drawn with render/report_png.h. */
+#include "service/reports.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/report_png.h"
+#include "render/report_png.h"
 
 /* Histogram pages of PG_REPORT_PAGE_MAX columns: every column of a table
  * (PG_TABLE_MAX_COLS at most, 86 pages), at most this many pages of units
@@ -23,10 +24,9 @@ static int add(pg_report_figure *v, size_t *n, const char *name, char *png, size
     return PG_OK;
 }
 
-int pg_report_png_figures(void *ctx, const pg_reports_fig_in *fi, pg_report_figure **out,
-                          size_t *count, pg_error *err)
+int pg_reports_draw_figures(const pg_reports_fig_in *fi, pg_report_figure **out, size_t *count,
+                            pg_error *err)
 {
-    (void)ctx;
     *out = NULL;
     *count = 0;
     pg_report_png_in in;

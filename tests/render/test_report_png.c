@@ -1,4 +1,4 @@
-/* Report figures (api/report_png.h), decoded back with libpng: histogram
+/* Report figures (render/report_png.h), decoded back with libpng: histogram
  * bars against shares counted here from the rows, heatmap cells against the
  * documented colour scale recomputed here, scatter points at the axis
  * transform, the sample grid, the "not DP" mark present exactly on figures
@@ -11,9 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "api/font.h"
-#include "api/plot.h"
-#include "api/report_png.h"
+#include "render/font.h"
+#include "render/plot.h"
+#include "render/report_png.h"
 #include "engine/eval/report.h"
 #include "support/pg_test.h"
 

@@ -1,4 +1,4 @@
-/* api/report_png.h - the figures of a quality report (engine/eval/report.h)
+/* render/report_png.h - the figures of a quality report (engine/eval/report.h)
  * as PNG bodies: real-vs-synthetic histograms, the correlation-difference
  * heatmap, a 2-D scatter and an image sample grid.
  *
@@ -39,11 +39,11 @@
  *   defined) is PG_REPORT_NAN_RGB. A colour bar with ticks -L, 0, L is the
  *   legend; column names label rows and columns when cells are at least
  *   PG_FONT_H + 2 pixels, else every k-th index does.
- * Scatter (d = 2): the frame of api/plot.h around the finite points of both
+ * Scatter (d = 2): the frame of render/plot.h around the finite points of both
  *   sets, the declared range dashed when finite, real and synthetic points as
  *   3x3 blends (2 parts background, 3 parts colour) drawn interleaved so that
  *   neither set hides the other.
- * Grid ([1|3, h, w] rows): api/render.h's grid of the first
+ * Grid ([1|3, h, w] rows): render/render.h's grid of the first
  *   PG_REPORT_GRID_MAX synthetic rows under this module's header; with real
  *   rows given, their grid stands on the left ("real") and the synthetic one
  *   on the right.
@@ -54,15 +54,14 @@
  * Output: *out (malloc'ed PNG, caller frees) and *len; on error *out is
  * untouched and err says why (PG_EINVAL, PG_ENOTSUP, PG_ENOMEM). No state.
  */
-#ifndef PG_API_REPORT_PNG_H
-#define PG_API_REPORT_PNG_H
+#ifndef PG_RENDER_REPORT_PNG_H
+#define PG_RENDER_REPORT_PNG_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "engine/core/error.h"
 #include "engine/eval/report.h"
-#include "service/reports.h"
 
 #define PG_REPORT_MARK          "not DP - for the data owner"
 #define PG_REPORT_PAGE_MAX      12
@@ -100,14 +99,6 @@ int pg_report_png_hist_page(const pg_report_png_in *in, size_t first, size_t cou
 int pg_report_png_heatmap(const pg_report_png_in *in, char **out, size_t *len, pg_error *err);
 int pg_report_png_scatter(const pg_report_png_in *in, char **out, size_t *len, pg_error *err);
 int pg_report_png_grid(const pg_report_png_in *in, char **out, size_t *len, pg_error *err);
-
-/* The figure callback of service/reports.h (ctx unused): ndim 3 rows get
- * samples.png (the grid; reference rows only when in->show_real_rows);
- * others get histograms-K.png, pages of PG_REPORT_PAGE_MAX columns for the
- * first 4 pages, correlation.png when the report has pairwise figures and
- * 2 <= d <= PG_REPORT_HEATMAP_MAX_D, and scatter.png when d == 2. */
-int pg_report_png_figures(void *ctx, const pg_reports_fig_in *in, pg_report_figure **out,
-                          size_t *count, pg_error *err);
 
 /* The label of categorical bar `code` of column col in at most max_px
  * pixels (font scale 1): the category's name when col->category_names is

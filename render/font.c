@@ -1,6 +1,6 @@
-/* api/font.c - a 5x8 bitmap font (5x7 plus a descender row) drawn here, one picture per glyph, so
- * plots can carry text without a font library. '#' is ink. */
-#include "api/font.h"
+/* render/font.c - a 5x8 bitmap font (5x7 plus a descender row) drawn here, one picture per glyph,
+ * so plots can carry text without a font library. '#' is ink. */
+#include "render/font.h"
 
 #include <string.h>
 

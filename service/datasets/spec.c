@@ -1,4 +1,4 @@
-#include "service/dataset.h"
+#include "service/datasets/spec.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -22,7 +22,8 @@ static int bad(char field[PG_FIELD_MAX], const char *f, pg_error *err, int code,
  * 1e-10 relative shortfall moves ε by the same negligible relative amount. */
 #define NOISE_REL_TOL 1e-10
 
-int pg_ds_spec_check(pg_ds_spec *s, size_t max_dim, char field[PG_FIELD_MAX], pg_error *err)
+int pg_datasets_spec_check(pg_datasets_spec *s, size_t max_dim, char field[PG_FIELD_MAX],
+                           pg_error *err)
 {
     field[0] = '\0';
     if (!s->name[0]) return bad(field, "name", err, PG_EINVAL, "name must not be empty");
@@ -43,7 +44,7 @@ int pg_ds_spec_check(pg_ds_spec *s, size_t max_dim, char field[PG_FIELD_MAX], pg
         return bad(field, "range", err, PG_EINVAL, "range must be [lo, hi] with finite lo < hi");
     /* Rows are float32 and trainers square distances within the range: a
      * range like [-1e308, 1e308] (width inf) broke every job much later. */
-    if (!(fabs(s->lo) <= PG_DS_RANGE_MAX && fabs(s->hi) <= PG_DS_RANGE_MAX) ||
+    if (!(fabs(s->lo) <= PG_DATASETS_RANGE_MAX && fabs(s->hi) <= PG_DATASETS_RANGE_MAX) ||
         !isfinite(s->hi - s->lo))
         return bad(field, "range", err, PG_EINVAL,
                    "range must lie within [-1e15, 1e15] (rows are float32): rescale the data");
@@ -117,7 +118,7 @@ static const char *model_name(int m)
     return m == PG_PRIV_LOCAL ? "local" : m == PG_PRIV_CENTRAL ? "central" : "public";
 }
 
-int pg_ds_spec_to_json(const pg_ds_spec *s, char **out, pg_error *err)
+int pg_datasets_spec_to_json(const pg_datasets_spec *s, char **out, pg_error *err)
 {
     json_t *shape = json_array();
     for (int i = 0; i < s->ndim; i++) json_array_append_new(shape, json_integer(s->shape[i]));
@@ -155,7 +156,7 @@ int pg_ds_spec_to_json(const pg_ds_spec *s, char **out, pg_error *err)
     return PG_OK;
 }
 
-int pg_ds_spec_from_json(const char *json, pg_ds_spec *s, pg_error *err)
+int pg_datasets_spec_from_json(const char *json, pg_datasets_spec *s, pg_error *err)
 {
     memset(s, 0, sizeof *s);
     json_error_t je;
@@ -222,8 +223,8 @@ int pg_ds_spec_from_json(const char *json, pg_ds_spec *s, pg_error *err)
     return PG_OK;
 }
 
-int pg_ds_check_values(const pg_ds_spec *s, const float *x, size_t count, uint64_t first,
-                       uint64_t *bad_row, pg_error *err)
+int pg_datasets_check_values(const pg_datasets_spec *s, const float *x, size_t count,
+                             uint64_t first, uint64_t *bad_row, pg_error *err)
 {
     int central = s->model == PG_PRIV_CENTRAL;
     float lo = (float)s->lo, hi = (float)s->hi;
@@ -245,8 +246,8 @@ int pg_ds_check_values(const pg_ds_spec *s, const float *x, size_t count, uint64
     return PG_OK;
 }
 
-int pg_ds_check_labels(const pg_ds_spec *s, const int64_t *labels, size_t n, uint64_t *bad_row,
-                       pg_error *err)
+int pg_datasets_check_labels(const pg_datasets_spec *s, const int64_t *labels, size_t n,
+                             uint64_t *bad_row, pg_error *err)
 {
     if (n && !s->num_classes) {
         *bad_row = 0;
@@ -268,12 +269,12 @@ static int same(double a, double b)
     return a == b || fabs(a - b) <= 1e-12 * fmax(fabs(a), fabs(b));
 }
 
-static void diff(pg_ds_diff *d, int *n, const char *field, const char *fmt, ...)
+static void diff(pg_datasets_diff *d, int *n, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-static void diff(pg_ds_diff *d, int *n, const char *field, const char *fmt, ...)
+static void diff(pg_datasets_diff *d, int *n, const char *field, const char *fmt, ...)
 {
-    if (*n >= PG_DS_DIFF_MAX) return;
+    if (*n >= PG_DATASETS_DIFF_MAX) return;
     snprintf(d[*n].field, sizeof d[*n].field, "declaration.%s", field);
     va_list ap;
     va_start(ap, fmt);
@@ -282,7 +283,7 @@ static void diff(pg_ds_diff *d, int *n, const char *field, const char *fmt, ...)
     (*n)++;
 }
 
-static void num_diff(pg_ds_diff *d, int *n, const char *field, double got, double want)
+static void num_diff(pg_datasets_diff *d, int *n, const char *field, double got, double want)
 {
     if (!same(got, want)) diff(d, n, field, "declared %.15g, the dataset's is %.15g", got, want);
 }
@@ -300,8 +301,9 @@ static int decl_num(json_t *o, const char *key, int required, double *out, char 
     return PG_OK;
 }
 
-int pg_ds_decl_match(const pg_ds_spec *s, const char *decl, pg_ds_diff diffs[PG_DS_DIFF_MAX],
-                     int *ndiff, uint64_t *rows, char field[PG_FIELD_MAX], pg_error *err)
+int pg_datasets_decl_match(const pg_datasets_spec *s, const char *decl,
+                           pg_datasets_diff diffs[PG_DATASETS_DIFF_MAX], int *ndiff, uint64_t *rows,
+                           char field[PG_FIELD_MAX], pg_error *err)
 {
     *ndiff = 0;
     *rows = 0;

@@ -1,4 +1,4 @@
-#include "api/npy_stream.h"
+#include "render/npy_stream.h"
 
 #include <string.h>
 

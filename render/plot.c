@@ -1,4 +1,4 @@
-#include "api/plot.h"
+#include "render/plot.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "api/font.h"
-#include "api/plot.h"
-#include "api/render.h"
+#include "render/font.h"
+#include "render/plot.h"
+#include "render/render.h"
 #include "engine/core/alloc.h"
 #include "engine/data/npy.h"
 #include "support/pg_test.h"
@@ -138,7 +138,7 @@ START_TEST(rgb_grid_uses_channels)
 }
 END_TEST
 
-/* The axis transform, written out independently of api/plot.c. */
+/* The axis transform, written out independently of render/plot.c. */
 static void expect_px(const pg_plot_layout *l, double x, double y, int *px, int *py)
 {
     *px = PG_PLOT_LEFT + (int)lround((x - l->x.lo) / (l->x.hi - l->x.lo) * PG_PLOT_SIZE);

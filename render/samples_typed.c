@@ -1,9 +1,9 @@
-#include "api/samples_typed.h"
+#include "render/samples_typed.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/samples_stream.h"
+#include "render/samples_stream.h"
 #include "engine/core/alloc.h"
 #include "engine/data/records.h"
 #include "engine/methods/draw.h"

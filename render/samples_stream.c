@@ -1,4 +1,4 @@
-#include "api/samples_stream.h"
+#include "render/samples_stream.h"
 
 #include <math.h>
 #include <stdio.h>

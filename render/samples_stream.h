@@ -1,4 +1,4 @@
-/* api/samples_stream.h - samples response bodies (JSON, CSV, NPY), whole or
+/* render/samples_stream.h - samples response bodies (JSON, CSV, NPY), whole or
  * streamed in constant memory.
  *
  * Rows follow engine/methods/draw.h (the rule reports share): blocks of
@@ -16,8 +16,8 @@
  * it in pg_samples_stream_free. Errors: PG_ENOMEM, PG_EINVAL (bad spec), or
  * the snapshot's sampling error, with err set.
  */
-#ifndef PG_API_SAMPLES_STREAM_H
-#define PG_API_SAMPLES_STREAM_H
+#ifndef PG_RENDER_SAMPLES_STREAM_H
+#define PG_RENDER_SAMPLES_STREAM_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* api/npy_stream.h - incremental NPY (or headerless float32) body decoder.
+/* render/npy_stream.h - incremental NPY (or headerless float32) body decoder.
  *
  * Feeds arrive in arbitrary pieces (however the network splits the body);
  * the decoder reassembles the header, then converts whole elements to
@@ -10,8 +10,8 @@
  * report their own errors). pg_npy_stream_complete tells whether exactly the
  * declared payload arrived.
  */
-#ifndef PG_API_NPY_STREAM_H
-#define PG_API_NPY_STREAM_H
+#ifndef PG_RENDER_NPY_STREAM_H
+#define PG_RENDER_NPY_STREAM_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,20 +1,20 @@
-/* api/render.h - synthetic samples as response bodies (JSON, CSV, NPY, PNG).
+/* render/render.h - synthetic samples as response bodies (JSON, CSV, NPY, PNG).
  *
  * Every function takes n rows of d floats (row-major) and returns a malloc'ed
  * body in *out / *len (caller frees), or PG_ENOMEM / PG_EINVAL with err set.
  * PNG: an image grid when the rows are [c,h,w] images with c = 1 or 3 (pixel
  * values map [lo, hi] linearly to 0..255, clamped), with a caption strip
- * below; a scatter plot when d = 2 (api/plot.h: axes, round ticks, title, the
+ * below; a scatter plot when d = 2 (render/plot.h: axes, round ticks, title, the
  * declared range [lo, hi] as a dashed rectangle, and the number of points
  * outside it written on the plot); PG_ENOTSUP for any other shape.
  */
-#ifndef PG_API_RENDER_H
-#define PG_API_RENDER_H
+#ifndef PG_RENDER_RENDER_H
+#define PG_RENDER_RENDER_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api/plot.h"
+#include "render/plot.h"
 #include "engine/core/error.h"
 
 int pg_render_csv(const float *x, size_t n, size_t d, char **out, size_t *len, pg_error *err);

@@ -1,0 +1,336 @@
+/* The datasets module (service/datasets/datasets.h) on the backend
+ * PRIVGEN_TEST_DB names: a refused declaration stores nothing; views,
+ * pages and tenancy; an upload stores exactly the rows it committed (a
+ * refused chunk, an uncommitted upload and a count past max_rows store
+ * none); a declared upload is held to its row count and reported matched. */
+#include <math.h>
+
+#include "db_support.h"
+#include "service/calib.h"
+#include "service/datasets/datasets.h"
+
+static void setup(void)
+{
+    pg_test_db_setup();
+}
+
+static void teardown(void)
+{
+    pg_test_db_teardown();
+}
+
+/* Central data: rows of 2 values in [0, 1], labels in {0, 1}. */
+static pg_datasets_spec central2(const char *name)
+{
+    pg_datasets_spec s = {.ndim = 1,
+                          .shape = {2},
+                          .lo = 0,
+                          .hi = 1,
+                          .num_classes = 2,
+                          .model = PG_PRIV_CENTRAL,
+                          .budget_epsilon = 1,
+                          .budget_delta = 1e-6};
+    snprintf(s.name, sizeof s.name, "%s", name);
+    return s;
+}
+
+/* Creates s in tenant; returns its id in id. */
+static void create(pg_db *db, const char *tenant, pg_datasets_spec s, char id[PG_ID_MAX])
+{
+    json_t *v;
+    char field[PG_FIELD_MAX];
+    pg_error err = {0};
+    ck_assert_msg(pg_datasets_create(db, tenant, &s, 1024, NULL, NULL, &v, field, &err) == PG_OK,
+                  "%s", err.msg);
+    snprintf(id, PG_ID_MAX, "%s", json_string_value(json_object_get(v, "id")));
+    json_decref(v);
+}
+
+static int64_t rows_of(pg_db *db, const char *tenant, const char *id)
+{
+    json_t *v;
+    int found;
+    ck_assert_int_eq(pg_datasets_get(db, tenant, id, &v, &found, NULL), PG_OK);
+    ck_assert(found);
+    int64_t n = json_integer_value(json_object_get(v, "n"));
+    json_decref(v);
+    return n;
+}
+
+START_TEST(create_refuses_or_stores_and_views_per_tenant)
+{
+    pg_db *db = pg_test_db_open();
+    char ta[PG_ID_MAX], tb[PG_ID_MAX];
+    pg_test_uid(ta, sizeof ta, "ten_");
+    pg_test_uid(tb, sizeof tb, "ten_");
+    /* Laplace, Δ = 2, ε = 1: the minimal scale is 2; 1.5 is refused. */
+    pg_datasets_spec bad = {.name = "ldp",
+                            .ndim = 1,
+                            .shape = {3},
+                            .lo = -1,
+                            .hi = 1,
+                            .model = PG_PRIV_LOCAL,
+                            .mechanism = PG_MECH_LAPLACE,
+                            .epsilon = 1,
+                            .sensitivity = 2,
+                            .noise_scale = 1.5};
+    json_t *v = NULL, *items;
+    char field[PG_FIELD_MAX];
+    int64_t next;
+    pg_error err = {0};
+    ck_assert_int_eq(pg_datasets_create(db, ta, &bad, 1024, NULL, NULL, &v, field, &err),
+                     PG_EPRIVACY);
+    ck_assert_str_eq(field, "privacy.noise_scale");
+    ck_assert_ptr_null(v);
+    ck_assert_int_eq(pg_datasets_list(db, ta, 0, 10, &items, &next, NULL), PG_OK);
+    ck_assert_uint_eq(json_array_size(items), 0);
+    json_decref(items);
+
+    pg_datasets_spec s = central2("c");
+    ck_assert_int_eq(pg_datasets_create(db, ta, &s, 1024, NULL, NULL, &v, field, &err), PG_OK);
+    ck_assert_str_eq(field, "");
+    const char *id = json_string_value(json_object_get(v, "id"));
+    ck_assert_ptr_nonnull(id);
+    ck_assert_int_eq(strncmp(id, "ds_", 3), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(v, "d")), 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(v, "n")), 0);
+    json_t *rep = json_object_get(v, "privacy_report");
+    ck_assert_str_eq(json_string_value(json_object_get(rep, "model")), "central");
+    ck_assert(json_is_true(json_object_get(rep, "spends_budget")));
+    /* get returns the view create did */
+    json_t *g;
+    int found;
+    ck_assert_int_eq(pg_datasets_get(db, ta, id, &g, &found, NULL), PG_OK);
+    ck_assert(found);
+    ck_assert(json_equal(g, v));
+    json_decref(g);
+    /* another tenant sees nothing, and cannot delete it */
+    g = NULL;
+    ck_assert_int_eq(pg_datasets_get(db, tb, id, &g, &found, NULL), PG_OK);
+    ck_assert(!found);
+    ck_assert_ptr_null(g);
+    int conflict;
+    ck_assert_int_eq(pg_datasets_delete(db, tb, id, &found, &conflict, NULL), PG_OK);
+    ck_assert(!found);
+    ck_assert_int_eq(pg_datasets_delete(db, ta, id, &found, &conflict, NULL), PG_OK);
+    ck_assert(found && !conflict);
+    ck_assert_int_eq(pg_datasets_get(db, ta, id, &g, &found, NULL), PG_OK);
+    ck_assert(!found);
+    json_decref(v);
+    pg_db_close(db);
+}
+END_TEST
+
+START_TEST(list_pages_walk_every_dataset_once_in_creation_order)
+{
+    pg_db *db = pg_test_db_open();
+    char ta[PG_ID_MAX], tb[PG_ID_MAX], ids[5][PG_ID_MAX], other[PG_ID_MAX];
+    pg_test_uid(ta, sizeof ta, "ten_");
+    pg_test_uid(tb, sizeof tb, "ten_");
+    for (int i = 0; i < 5; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "d%d", i);
+        create(db, ta, central2(name), ids[i]);
+        if (i == 2) create(db, tb, central2("x"), other);
+    }
+    int64_t after = 0;
+    size_t seen = 0;
+    const size_t want[] = {2, 2, 1};
+    for (int page = 0; page < 3; page++) {
+        json_t *items;
+        int64_t next;
+        ck_assert_int_eq(pg_datasets_list(db, ta, after, 2, &items, &next, NULL), PG_OK);
+        ck_assert_uint_eq(json_array_size(items), want[page]);
+        for (size_t i = 0; i < json_array_size(items); i++)
+            ck_assert_str_eq(json_string_value(json_object_get(json_array_get(items, i), "id")),
+                             ids[seen + i]);
+        seen += json_array_size(items);
+        json_decref(items);
+        if (page < 2)
+            ck_assert_int_gt(next, after);
+        else
+            ck_assert_int_eq(next, 0); /* the last page says so */
+        after = next;
+    }
+    ck_assert_uint_eq(seen, 5);
+    pg_db_close(db);
+}
+END_TEST
+
+/* Every committed value of dataset id, in order (n*2 floats), and labels. */
+static size_t read_rows(pg_db *db, const char *id, float *x, int32_t *lab, size_t cap)
+{
+    pg_block b;
+    int all;
+    pg_error err = {0};
+    ck_assert_msg(pg_db_rows_load(db, id, 2, 1 << 20, &b, &all, &err) == PG_OK, "%s", err.msg);
+    ck_assert_uint_le(b.n, cap);
+    memcpy(x, b.x, b.n * 2 * sizeof *x);
+    if (all && b.labels) memcpy(lab, b.labels, b.n * sizeof *lab);
+    size_t n = b.n;
+    pg_block_free(&b);
+    return n;
+}
+
+START_TEST(upload_stores_exactly_what_it_committed)
+{
+    pg_db *db = pg_test_db_open();
+    char ta[PG_ID_MAX], id[PG_ID_MAX];
+    pg_test_uid(ta, sizeof ta, "ten_");
+    create(db, ta, central2("u"), id);
+    pg_datasets_upload *u = NULL;
+    int found;
+    char field[PG_FIELD_MAX];
+    pg_error err = {0};
+
+    /* unknown dataset, and another tenant's: not found, no upload */
+    ck_assert_int_eq(pg_datasets_upload_open(db, ta, "ds_none", 10, &u, &found, NULL), PG_OK);
+    ck_assert(!found);
+    ck_assert_ptr_null(u);
+    ck_assert_int_eq(pg_datasets_upload_open(db, "ten_other", id, 10, &u, &found, NULL), PG_OK);
+    ck_assert(!found);
+
+    /* An upload freed before commit stores nothing. */
+    ck_assert_int_eq(pg_datasets_upload_open(db, ta, id, 10, &u, &found, &err), PG_OK);
+    ck_assert(found);
+    ck_assert_uint_eq(pg_datasets_upload_spec(u)->d, 2);
+    ck_assert_ptr_null(pg_datasets_upload_table(u));
+    const float a[] = {0.1f, 0.2f, 0.3f, 0.4f};
+    uint64_t bad;
+    ck_assert_int_eq(pg_datasets_upload_begin(u, &err), PG_OK);
+    ck_assert_int_eq(pg_datasets_upload_write(u, a, 4, &bad, &err), PG_OK);
+    ck_assert_uint_eq(bad, UINT64_MAX);
+    pg_datasets_upload_free(u);
+    ck_assert_int_eq(rows_of(db, ta, id), 0);
+
+    /* A refused chunk is not written; the rows around it are. Values are
+     * counted across writes: the bad value is the 4th row's. */
+    ck_assert_int_eq(pg_datasets_upload_open(db, ta, id, 10, &u, &found, &err), PG_OK);
+    ck_assert_int_eq(pg_datasets_upload_count(u, 3, field, &err), PG_OK);
+    ck_assert_int_eq(pg_datasets_upload_write(u, a, 4, &bad, &err), PG_ESTATE); /* not begun */
+    ck_assert_int_eq(pg_datasets_upload_begin(u, &err), PG_OK);
+    ck_assert_int_eq(pg_datasets_upload_write(u, a, 4, &bad, &err), PG_OK);
+    const float out_of_range[] = {0.5f, 1.5f};
+    ck_assert_int_eq(pg_datasets_upload_write(u, out_of_range, 2, &bad, &err), PG_EINVAL);
+    ck_assert_uint_eq(bad, 2);
+    const float nan_row[] = {NAN, 0.5f};
+    ck_assert_int_eq(pg_datasets_upload_write(u, nan_row, 2, &bad, &err), PG_EINVAL);
+    ck_assert_uint_eq(bad, 2);
+    const float last[] = {0.9f, 1.0f};
+    ck_assert_int_eq(pg_datasets_upload_write(u, last, 2, &bad, &err), PG_OK);
+    const int32_t labels[] = {1, 0, 1};
+    pg_datasets_appended got;
+    ck_assert_msg(pg_datasets_upload_commit(u, labels, &found, &got, &err) == PG_OK, "%s", err.msg);
+    ck_assert(found);
+    ck_assert_int_eq(got.rows, 3);
+    ck_assert_int_eq(got.n, 3);
+    ck_assert_str_eq(got.declaration, "not applicable");
+    /* commit ended it: a second commit is refused, free still frees */
+    ck_assert_int_eq(pg_datasets_upload_commit(u, NULL, &found, &got, &err), PG_ESTATE);
+    pg_datasets_upload_free(u);
+    float x[16];
+    int32_t lab[8] = {0};
+    ck_assert_uint_eq(read_rows(db, id, x, lab, 8), 3);
+    const float want[] = {0.1f, 0.2f, 0.3f, 0.4f, 0.9f, 1.0f};
+    for (int i = 0; i < 6; i++) ck_assert_float_eq(x[i], want[i]);
+    for (int i = 0; i < 3; i++) ck_assert_int_eq(lab[i], labels[i]);
+
+    /* max_rows 4 counts the dataset's 3 rows: one more fits, two do not. */
+    ck_assert_int_eq(pg_datasets_upload_open(db, ta, id, 4, &u, &found, &err), PG_OK);
+    ck_assert_int_eq(pg_datasets_upload_rows_before(u), 3);
+    ck_assert_int_eq(pg_datasets_upload_count(u, 1, field, &err), PG_OK);
+    ck_assert_int_eq(pg_datasets_upload_count(u, 2, field, &err), PG_ERANGE);
+    ck_assert_ptr_nonnull(strstr(err.msg, "--max-rows (4 rows)"));
+    /* the commit holds the bound too (rows written past a skipped count) */
+    ck_assert_int_eq(pg_datasets_upload_begin(u, &err), PG_OK);
+    ck_assert_int_eq(pg_datasets_upload_write(u, a, 4, &bad, &err), PG_OK);
+    ck_assert_int_eq(pg_datasets_upload_commit(u, NULL, &found, &got, &err), PG_ERANGE);
+    pg_datasets_upload_free(u);
+    ck_assert_int_eq(rows_of(db, ta, id), 3);
+    pg_db_close(db);
+}
+END_TEST
+
+START_TEST(declared_upload_is_held_to_its_count_and_matched)
+{
+    pg_db *db = pg_test_db_open();
+    char ta[PG_ID_MAX], id[PG_ID_MAX];
+    pg_test_uid(ta, sizeof ta, "ten_");
+    /* Laplace, Δ = 2, ε = 2: scale 1 is the minimum. */
+    pg_datasets_spec s = {.name = "l",
+                          .ndim = 1,
+                          .shape = {2},
+                          .lo = -5,
+                          .hi = 5,
+                          .model = PG_PRIV_LOCAL,
+                          .mechanism = PG_MECH_LAPLACE,
+                          .epsilon = 2,
+                          .sensitivity = 2,
+                          .noise_scale = 1};
+    create(db, ta, s, id);
+    pg_datasets_upload *u;
+    int found, ndiff;
+    char field[PG_FIELD_MAX];
+    pg_datasets_diff diffs[PG_DATASETS_DIFF_MAX];
+    pg_error err = {0};
+    pg_datasets_appended got;
+    uint64_t bad;
+    const float x[] = {7.5f, -9.0f, 0.0f, 1.0f}; /* local: noisy values outside the range stay */
+
+    /* Without a declaration local rows are accepted, "not checked". */
+    ck_assert_int_eq(pg_datasets_upload_open(db, ta, id, 100, &u, &found, &err), PG_OK);
+    ck_assert_int_eq(pg_datasets_upload_begin(u, &err), PG_OK);
+    ck_assert_int_eq(pg_datasets_upload_write(u, x, 4, &bad, &err), PG_OK);
+    ck_assert_int_eq(pg_datasets_upload_commit(u, NULL, &found, &got, &err), PG_OK);
+    ck_assert_str_eq(got.declaration, "not checked");
+    pg_datasets_upload_free(u);
+
+    /* Another epsilon: one difference, nothing declared. */
+    ck_assert_int_eq(pg_datasets_upload_open(db, ta, id, 100, &u, &found, &err), PG_OK);
+    ck_assert_int_eq(pg_datasets_upload_declare(u,
+                                                "{\"mechanism\":\"laplace\",\"epsilon\":3,"
+                                                "\"sensitivity\":2,\"noise_scale\":1}",
+                                                diffs, &ndiff, field, &err),
+                     PG_OK);
+    ck_assert_int_eq(ndiff, 1);
+    ck_assert_str_eq(diffs[0].field, "declaration.epsilon");
+    pg_datasets_upload_free(u);
+
+    ck_assert_int_eq(pg_datasets_upload_open(db, ta, id, 100, &u, &found, &err), PG_OK);
+    ck_assert_int_eq(pg_datasets_upload_declare(u, "{\"mechanism\":", diffs, &ndiff, field, &err),
+                     PG_EINVAL);
+    ck_assert_int_eq(pg_datasets_upload_declare(u,
+                                                "{\"mechanism\":\"laplace\",\"epsilon\":2,"
+                                                "\"sensitivity\":2,\"noise_scale\":1,\"rows\":2}",
+                                                diffs, &ndiff, field, &err),
+                     PG_OK);
+    ck_assert_int_eq(ndiff, 0);
+    ck_assert_int_eq(pg_datasets_upload_count(u, 3, field, &err), PG_EINVAL);
+    ck_assert_str_eq(field, "declaration.rows");
+    ck_assert_str_eq(err.msg, "declared 2 rows, the upload holds 3");
+    ck_assert_int_eq(pg_datasets_upload_count(u, 2, field, &err), PG_OK);
+    ck_assert_int_eq(pg_datasets_upload_begin(u, &err), PG_OK);
+    ck_assert_int_eq(pg_datasets_upload_write(u, x, 4, &bad, &err), PG_OK);
+    ck_assert_int_eq(pg_datasets_upload_commit(u, NULL, &found, &got, &err), PG_OK);
+    ck_assert_str_eq(got.declaration, "matched");
+    ck_assert_int_eq(got.n, 4);
+    pg_datasets_upload_free(u);
+    pg_db_close(db);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("datasets");
+    TCase *t = tcase_create("datasets");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 60);
+    tcase_add_test(t, create_refuses_or_stores_and_views_per_tenant);
+    tcase_add_test(t, list_pages_walk_every_dataset_once_in_creation_order);
+    tcase_add_test(t, upload_stores_exactly_what_it_committed);
+    tcase_add_test(t, declared_upload_is_held_to_its_count_and_matched);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+PG_TEST_MAIN(suite)
