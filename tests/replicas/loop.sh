@@ -17,6 +17,7 @@ bin=$(cd "$build" && pwd)/tests/$suite
 [ -x "$bin" ] || { echo "no $bin (build it first)" >&2; exit 2; }
 dir=$(mktemp -d /tmp/rplloop-XXXXXX)
 trap '"$src/scripts/pgtest.sh" stop "$dir" >/dev/null 2>&1; rm -rf "$dir"' EXIT
+trap 'exit 130' INT TERM # the EXIT trap then stops the cluster
 "$src/scripts/pgtest.sh" start "$dir" >/dev/null || exit 1
 asan=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1
 failed=0
