@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs one Check case of a replicas suite N times on a throwaway PostgreSQL
-# cluster of its own, to measure how flaky it is (issue 33):
+# cluster of its own, to measure how flaky it is:
 #
 #   tests/replicas/loop.sh BUILD SUITE CASE N
 #   tests/replicas/loop.sh build-asan test_replicas_cross takeover 20

@@ -519,7 +519,7 @@ static inline int rpl_wait_new_owner(rpl *c, const char *id, const char *gone, i
  * returns before that: the signal stops a multithreaded process only once
  * one of its threads gets a CPU and stops the group, and meanwhile the
  * others run on. On a loaded machine a worker woken by the database's
- * answer went on to commit a checkpoint "after" its SIGSTOP (issue 33), so
+ * answer went on to commit a checkpoint "after" its SIGSTOP, so
  * a stop is not a point in the replica's history until waitpid says so. */
 static inline void rpl_stop(rpl *c, int k)
 {
