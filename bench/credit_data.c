@@ -355,6 +355,13 @@ static int run_one(const char *method, double eps, const pg_table *t, size_t sta
     double eps0 = 0, shuffled = 0;
     pg_error err = {0};
     int rc = PG_OK;
+    /* --label: the training rows' classes; on local data the owner
+     * privatizes them with the rest of the row (randomized response) */
+    int64_t *lab64 = NULL;
+    if (opt_label) {
+        lab64 = pg_calloc(n, sizeof *lab64);
+        for (size_t i = 0; i < n; i++) lab64[i] = train->y[i];
+    }
     if (local) {
         /* Local epsilon per row = the cell's epsilon: privgen runs no
          * shuffler, so no amplification is claimed. */
@@ -363,10 +370,11 @@ static int run_one(const char *method, double eps, const pg_table *t, size_t sta
         pg_rng sec;
         rc = pg_rng_secure(&sec, &err);
         if (!rc) rc = pg_ldp_plan_make(t, PG_LDP_LAPLACE, eps0, 0, &plan, &err);
-        if (!rc) rc = pg_ldp_apply(&sec, t, &plan, x, NULL, n, &err);
+        if (!rc) rc = pg_ldp_apply(&sec, t, &plan, x, lab64, n, &err);
         if (rc) {
             fprintf(stderr, "credit: privatize: %s\n", err.msg);
             pg_free(x);
+            pg_free(lab64);
             return 1;
         }
     }
@@ -377,8 +385,9 @@ static int run_one(const char *method, double eps, const pg_table *t, size_t sta
     int32_t *dl = NULL;
     if (K) {
         dl = pg_calloc(n, sizeof *dl);
-        memcpy(dl, train->y, n * sizeof *dl);
+        for (size_t i = 0; i < n; i++) dl[i] = (int32_t)lab64[i];
     }
+    pg_free(lab64);
     if (pg_dataset_adopt(&ds, x, dl, n, shape, 1, K, local ? -1e30f : (float)t->lo,
                          local ? 1e30f : (float)t->hi, &err)) {
         fprintf(stderr, "credit: %s\n", err.msg);

@@ -15,7 +15,7 @@ typedef struct pg_svc_config {
     const char *listen;        /* "host:port"; port 0 picks a free port */
     const char *data_dir;      /* created if missing; holds admin.token (and, by
                                 * default, the SQLite database) */
-    const char *db_url;        /* storage URL (service/db.h); NULL: the default,
+    const char *db_url;        /* storage URL (service/store/db.h); NULL: the default,
                                 * sqlite:DATA_DIR/privgen.db */
     int db_pool;               /* database connections; 0: HTTP + job + report threads + 2 */
     int db_timeout_ms;         /* per-statement timeout (PostgreSQL) */
@@ -33,7 +33,7 @@ typedef struct pg_svc_config {
     size_t max_samples;        /* largest n of a samples request built whole (png) */
     size_t max_stream_samples; /* largest n of a streamed one (json, csv, ndjson, npy) */
     size_t max_job_memory;     /* largest memory estimate of an admitted job, bytes */
-    /* Many replicas on one database (service/db.h, "the shared job queue"). */
+    /* Many replicas on one database (service/store/db.h, "the shared job queue"). */
     const char *node_id; /* this replica's name; NULL: hostname:port (pg_svc_config_node_id) */
     int lease_s;         /* a claimed job's lease, seconds */
     int heartbeat_s;     /* lease renewal period, seconds (< lease_s) */

@@ -1,5 +1,5 @@
 /* service/jobs_hist.c - a job's durable view: the history document stored
- * with pg_db_job_history_put and applied back when the job table is rebuilt
+ * with pg_db_job_history_put_owned and applied back when the job table is rebuilt
  * at start, so a restart shows what was shown before it.
  *
  * Document (version 1):

@@ -16,7 +16,7 @@
  * conversion), so differing grids can only make ε larger, never smaller.
  *
  * Admission itself is one storage operation (pg_db_job_admit in
- * service/db.h: this quote, the ledger row and the job row in one
+ * service/store/db.h: this quote, the ledger row and the job row in one
  * transaction). This module is the backend-free part: curve arithmetic, the
  * quote, the stored form of a row's curve, and read-only views over pg_db.
  * Errors are I/O only (a refused admission is PG_OK with q->admit = 0).

@@ -20,8 +20,21 @@
  * (the cost is already in likelihood units; "tiny" scales it like on vector
  * rows). The GAN so fits the clean law whose privatized image matches the
  * rows. ot.channel = false drops the randomized-response channels (the
- * baseline that learns the privatized frequencies). The label column is not
- * modelled (conditional generators condition on the privatized labels).
+ * baseline that learns the privatized frequencies).
+ *
+ * The label of a typed local table (issue 28) went through k-ary randomized
+ * response like any categorical column (keep p, any other class q =
+ * (1 - p) / (k - 1)). A conditional generator (the default on a labelled
+ * table) is given classes c drawn from the channel's inverse of the
+ * privatized label frequencies f, w = (f - q) / (p - q) (each count clipped
+ * at 1, label_count.h's rule, then normalized), and the cost of matching a
+ * generated (x, c) with a privatized (y, c') gains the label's negative
+ * log-likelihood, -log p when c' = c and -log q otherwise (q floored at 1e-6
+ * as in ldp_cost.c): the columns were
+ * privatized independently, so this is the same Theorem 1 cost on the joint
+ * of features and label. The snapshot draws its classes from w. All of it is
+ * post-processing of the local reports: nothing is charged. ot.channel =
+ * false: w = f and a mismatch costs ot.class_alpha (the baseline).
  *
  * Defaults: on small untyped vector data (engine/methods/defaults.h) a
  * [128, 128] generator with a d-dimensional latent whose parameter average
@@ -40,7 +53,9 @@
 #include "engine/methods/defaults.h"
 #include "engine/methods/dp_sinkhorn.h"
 #include "engine/methods/generator.h"
+#include "engine/methods/label_count.h"
 #include "engine/methods/ldp_cost.h"
+#include "engine/methods/snapshot.h"
 #include "engine/methods/trainer.h"
 #include "engine/ot/sinkhorn.h"
 
@@ -118,6 +133,13 @@ typedef struct egan {
     int32_t *labels;
     pg_ldp_cost *ldp; /* typed local tables, else NULL */
     float *xgen;      /* data-space outputs of the heads (before noisy_w1's noise) */
+    /* Conditional on a typed local table (see the top): the privatized
+     * labels of the batch, the channel-inverted class counts (classes) and
+     * weights (classes) in one block, and the label's cost when the classes
+     * agree / differ. NULL / unused otherwise. */
+    int32_t *ylabels;
+    double *label_counts, *label_w;
+    float label_same, label_diff;
 } egan;
 
 static json_t *egan_catalogue(void)
@@ -183,10 +205,13 @@ static int egan_validate_filled(const json_t *spec, const pg_job_data *in, json_
         pg_spec_set(r, "ot.p", json_integer(want_p));
         if (!desc->table)
             pg_spec_error_add(errors, "dataset_id", "a per-column local plan needs the table");
-        if (pg_spec_bool(r, "model.conditional", false))
+        if (pg_spec_bool(r, "model.conditional", false) && desc->table &&
+            (desc->table->label == PG_TABLE_NONE || desc->table->label >= desc->ldp->ncols ||
+             desc->ldp->cols[desc->table->label].mechanism != PG_LDP_RR ||
+             desc->ldp->cols[desc->table->label].k != (size_t)desc->num_classes))
             pg_spec_error_add(errors, "model.conditional",
-                              "is not supported on typed local tables (the labels are "
-                              "privatized and their channel is not modelled)");
+                              "needs the table's label privatized by randomized response over "
+                              "its classes (a nullable label's channel is not modelled)");
         if (strcmp(pg_spec_str(r, "variant", "entropic"), "entropic") != 0)
             pg_spec_error_add(errors, "variant", "typed local tables support entropic only");
         const json_t *reg = pg_spec_get(r, "ot.reg");
@@ -272,10 +297,64 @@ static void egan_destroy(pg_trainer *t)
     pg_free(g->labels);
     pg_free(g->xgen);
     pg_ldp_cost_free(g->ldp);
+    pg_free(g->ylabels);
+    free(g->label_counts);
     free(g);
 }
 
 extern const pg_method pg_method_entropic_gan;
+
+/* The label's channel on a typed local table (see the top): class weights
+ * from the inverse of the randomized response applied to the privatized
+ * label frequencies, and the label's negative log-likelihood as cost. */
+static int label_channel(egan *g, const pg_data_desc *desc, bool channel, double alpha,
+                         pg_error *err)
+{
+    int K = g->gen.num_classes;
+    const pg_dataset *ds = g->data;
+    const pg_ldp_column *col = &desc->ldp->cols[desc->table->label];
+    if (!ds->labels || col->mechanism != PG_LDP_RR || col->k != (size_t)K || K < 2)
+        return pg_error_set(err, PG_EINVAL,
+                            "the label was not privatized by randomized response over its "
+                            "%d classes",
+                            K);
+    g->ylabels = pg_calloc(g->batch, sizeof *g->ylabels);
+    g->label_counts = calloc(2 * (size_t)K, sizeof *g->label_counts);
+    if (!g->ylabels || !g->label_counts)
+        return pg_error_set(err, PG_ENOMEM, "cannot allocate the label channel");
+    g->label_w = g->label_counts + K;
+    double p = channel ? col->keep : 1.0, q = (1.0 - p) / (double)(K - 1), n = (double)ds->n;
+    for (size_t i = 0; i < ds->n; i++) {
+        int32_t c = ds->labels[i];
+        if (c < 0 || c >= K) return pg_error_set(err, PG_EINVAL, "label %d out of range", c);
+        g->label_counts[c] += 1.0;
+    }
+    /* E[f] = q + (p - q) w for the clean proportions w: invert it (p > q
+     * for any finite epsilon); counts in rows so label_count.h's clip at 1
+     * and the checkpoint's "label_counts" apply unchanged. */
+    for (int k = 0; k < K; k++) g->label_counts[k] = n * ((g->label_counts[k] / n - q) / (p - q));
+    pg_label_count_weights(g->label_counts, K, g->label_w);
+    /* q floored as ldp_cost.c floors a state's probability (1e-6): at a
+     * large epsilon 1 - keep rounds to 0 and -log q would be infinite. */
+    g->label_same = channel ? (float)-log(p) : 0.0f;
+    g->label_diff = channel ? (float)-log(fmax(q, 1e-6)) : (float)alpha;
+    return PG_OK;
+}
+
+/* Classes drawn from the weights w (classes of them, summing to 1). */
+static void draw_classes(pg_rng *rng, const double *w, int classes, size_t n, int32_t *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        double u = pg_rng_uniform(rng), acc = 0;
+        int k = classes - 1;
+        for (int j = 0; j < classes - 1; j++)
+            if (u < (acc += w[j])) {
+                k = j;
+                break;
+            }
+        out[i] = k;
+    }
+}
 
 /* Everything but the network and optimizer, which create and restore build
  * differently. */
@@ -336,6 +415,9 @@ static int egan_common(const json_t *r, const pg_job_data *in, int threads, egan
     if (rc == PG_OK && desc->model == PG_PRIVACY_LOCAL && desc->ldp && desc->table)
         rc = pg_ldp_cost_make(desc->table, desc->ldp, pg_spec_bool(r, "ot.channel", true), &g->ldp,
                               err);
+    if (rc == PG_OK && g->ldp && g->gen.num_classes)
+        rc = label_channel(g, desc, pg_spec_bool(r, "ot.channel", true),
+                           pg_spec_num(r, "ot.class_alpha", 10), err);
     if (rc) {
         egan_destroy(&g->base);
         return rc;
@@ -375,9 +457,12 @@ static int egan_step(pg_trainer *t, pg_step_report *rep, pg_error *err)
     for (size_t i = 0; i < b; i++) {
         size_t j = (size_t)pg_rng_below(&g->batch_rng, ds->n);
         memcpy(g->y + i * d, pg_dataset_row(ds, j), d * sizeof(float));
-        if (g->gen.num_classes) g->labels[i] = ds->labels[j];
+        if (g->gen.num_classes) (g->label_w ? g->ylabels : g->labels)[i] = ds->labels[j];
     }
     pg_nn_latent_sample(&g->gen.latent, &g->latent_rng, g->z, b * g->gen.latent_dim);
+    /* Typed local: the generated classes follow the channel's inverse, not
+     * the privatized labels of the batch. */
+    if (g->label_w) draw_classes(&g->latent_rng, g->label_w, g->gen.num_classes, b, g->labels);
     const float *out;
     int rc = pg_nn_forward(g->net, g->z, g->gen.num_classes ? g->labels : NULL, b, &out, err);
     if (rc) return rc;
@@ -388,6 +473,11 @@ static int egan_step(pg_trainer *t, pg_step_report *rep, pg_error *err)
     if (g->ldp) {
         pg_mat cm = pg_ot_ws_cost(&g->ws, b, b);
         rc = pg_ldp_cost_matrix(g->ldp, g->xgen, b, g->y, b, cm.data, pg_ot_ld(b), err);
+        /* the label's negative log-likelihood (no gradient: classes are given) */
+        for (size_t i = 0; rc == PG_OK && g->label_w && i < b; i++)
+            for (size_t j = 0; j < b; j++)
+                cm.data[i * pg_ot_ld(b) + j] +=
+                    g->labels[i] == g->ylabels[j] ? g->label_same : g->label_diff;
         pg_sinkhorn_opts sk = g->sk;
         sk.keep_plan = true;
         if (rc == PG_OK) rc = pg_sinkhorn_solve(&g->ws, b, b, NULL, NULL, &sk, &res, err);
@@ -434,7 +524,13 @@ backward:
 static int egan_snapshot(pg_trainer *t, pg_snapshot **out, pg_error *err)
 {
     egan *g = (egan *)t;
-    return pg_generator_ema_snapshot(&g->ema, &g->gen, g->net, g->step, out, err);
+    int rc = pg_generator_ema_snapshot(&g->ema, &g->gen, g->net, g->step, out, err);
+    /* Samples follow the channel-inverted class proportions. */
+    if (rc == PG_OK && g->label_w && (rc = pg_snapshot_set_class_weights(*out, g->label_w, err))) {
+        pg_snapshot_release(*out);
+        *out = NULL;
+    }
+    return rc;
 }
 
 static int egan_save(pg_trainer *t, unsigned char **bytes, size_t *len, pg_error *err)
@@ -445,6 +541,12 @@ static int egan_save(pg_trainer *t, unsigned char **bytes, size_t *len, pg_error
         "ema_updates", (json_int_t)g->ema.updates, "generator", pg_generator_to_json(&g->gen),
         "rng", "latent", pg_rng_state_to_json(&g->latent_rng), "batch",
         pg_rng_state_to_json(&g->batch_rng), "noise", pg_rng_state_to_json(&g->noise_rng));
+    /* the class counts (recomputed from the rows on restore): snapshots
+     * loaded from the checkpoint draw their classes from them */
+    json_t *c = extra && g->label_counts ? json_array() : NULL;
+    for (int k = 0; c && k < g->gen.num_classes; k++)
+        json_array_append_new(c, json_real(g->label_counts[k]));
+    if (c) json_object_set_new(extra, PG_GENERATOR_LABEL_COUNTS, c);
     return pg_generator_ckpt_save(extra, g->net, g->opt, &g->ema, NULL, 0, bytes, len, err);
 }
 
@@ -518,7 +620,9 @@ const pg_method pg_method_entropic_gan = {
                "privatized rows (Reshetova, Chen, Ozgur). The method for locally privatized "
                "tables: on credit_data privatized at a local epsilon of 1000 per row (with "
                "model.logit_gain 10) its rows trained a classifier to 0.77 (majority class 0.73, "
-               "real data 0.80); at a local epsilon of 5 per row to 0.54 (docs/benchmarks.md).",
+               "real data 0.80); at a local epsilon of 5 per row to 0.54. With the schema's label "
+               "it is conditional by default, reading the privatized label through its "
+               "randomized-response channel: 0.73 and 0.60 (docs/benchmarks.md, issue 28).",
     .accepts = PG_PRIVACY_LOCAL,
     .catalogue = egan_catalogue,
     .validate = egan_validate,

@@ -51,6 +51,15 @@ int pg_generator_config(const json_t *r, const pg_data_desc *desc, pg_generator 
     if (conditional && desc->num_classes <= 0)
         pg_spec_error_add(errors, "model.conditional",
                           "the dataset has no labels, so the generator cannot be conditional");
+    /* The samples of a labelled table carry its label column, and only a
+     * conditional generator models the label (issue 28): an unconditional
+     * one would serve rows without it, or with classes drawn apart from
+     * the rows. */
+    if (!conditional && desc->table && desc->table->label != PG_TABLE_NONE && desc->num_classes > 0)
+        pg_spec_error_add(errors, "model.conditional",
+                          "must be true on a table with a label: the samples carry the label "
+                          "column and only a conditional generator models it (leave it out for "
+                          "the default, or drop the schema's label)");
     g->num_classes = conditional ? desc->num_classes : 0;
     g->latent.kind = strcmp(pg_spec_str(r, "model.latent", "uniform"), "normal") == 0
                          ? PG_NN_LATENT_NORMAL

@@ -23,7 +23,7 @@
  *        eps = sqrt(8 * 0.1 rho / T) and measurement at sigma, each spending
  *        1/(2 sigma^2) + eps^2/8, among candidates (the workload's downward
  *        closure) whose addition keeps the model under
- *        max_cells * rho_used / rho cells; sigma halves and eps doubles when
+ *        aim.model_cells * rho_used / rho cells; sigma halves and eps doubles when
  *        a measurement moves the fitted marginal by less than
  *        sqrt(2/pi) sigma cells; the round that would leave less than two
  *        rounds' worth spends exactly what remains, and is the last.
@@ -80,6 +80,14 @@
 #define PG_MARG_MIN_CLASS_P 1e-4
 #define CKPT_FORMAT         1
 #define STREAM_SAMPLE       11
+/* AIM's refits between rounds only guide the next selection and the
+ * annealing test, whose own noise is far coarser: they stop at a relative
+ * duality gap (or stall) of 1e-4; the last round's fit uses the fit's
+ * default 1e-6 and fit.iters. */
+#define AIM_ROUND_TOL 1e-4
+/* Floor and rows factor of aim.model_cells' auto value. */
+#define AIM_CELLS_FLOOR   131072.0
+#define AIM_CELLS_PER_ROW 32.0
 /* Cells of pair tables counted in one pass when scoring MST's candidate
  * edges: more pairs take more passes, so memory stays bounded however many
  * columns (2^22 doubles, 32 MiB). */
@@ -168,7 +176,12 @@ static const pg_param AIM_PARAMS[] = {
      "Column whose triples (target, a, b) join the workload, e.g. the column a downstream model "
      "predicts (default: the schema's label; none without one)."},
     {"aim.round_iters", PG_PARAM_INT, "250", 10, 100000, NULL, 0, 0,
-     "Mirror-descent iterations of the warm-started refit after each round."},
+     "Most mirror-descent iterations of the warm-started refit after each round (it stops "
+     "earlier at a relative duality gap or stall of 1e-4: it only guides the next selection)."},
+    {"aim.model_cells", PG_PARAM_NUM, "0", 0, PG_PGM_DEFAULT_MAX_CELLS, NULL, 0, 0,
+     "The paper's model-size bound: after spending a share s of the budget the model may hold "
+     "s x this many cells (0: auto, min(model.max_cells, max(131072, 32 x rows)); a model far "
+     "larger than the table costs time, not accuracy)."},
     {0},
 };
 
@@ -233,7 +246,7 @@ typedef struct mtr {
     pg_pgm_model *model;
     long step, steps_plan;
     int done;
-    double rho, rho_used, sigma, eps_sel, delta, max_cells, loss;
+    double rho, rho_used, sigma, eps_sel, delta, max_cells, aim_cells, loss;
     long T;
     size_t iters, round_iters;
     int compress;
@@ -453,28 +466,52 @@ static int measure_sets(mtr *g, meas *sets, size_t ns, double sigma, pg_error *e
     return rc;
 }
 
+/* Levels summed into the last cell of measurement i: MST's one-way
+ * measurements (the first nattr, one per attribute, taken before the
+ * compression) of a compressed attribute hold in their last cell the sum of
+ * the nrare merged levels' noisy counts, whose noise has variance
+ * nrare * sigma^2. Every other cell of every measurement was measured as it
+ * stands (1). Derived from the compression maps, so checkpoints need no more. */
+static size_t merged_levels(const mtr *g, size_t i)
+{
+    const meas *m = &g->m[i];
+    if (g->aim || i >= g->nattr || m->k != 1) return 1;
+    const cmap *c = &g->cm[m->attrs[0]];
+    return c->fwd && m->cells == c->nsup + 1 ? c->nrare : 1;
+}
+
 /* Fits the model to every measurement so far (warm from the current one). */
-static int fit(mtr *g, size_t iters, bool warm, pg_error *err)
+static int fit(mtr *g, size_t iters, double tol, bool warm, pg_error *err)
 {
     pg_pgm_measure *pm = calloc(g->nm ? g->nm : 1, sizeof *pm);
     double *yd = malloc((g->ylen ? g->ylen : 1) * sizeof *yd);
-    if (!pm || !yd) {
+    double *wd = malloc((g->ylen ? g->ylen : 1) * sizeof *wd);
+    if (!pm || !yd || !wd) {
         free(pm);
         free(yd);
+        free(wd);
         return pg_error_set(err, PG_ENOMEM, "out of memory");
     }
-    for (size_t i = 0; i < g->ylen; i++) yd[i] = g->y[i];
+    for (size_t i = 0; i < g->ylen; i++) yd[i] = g->y[i], wd[i] = 1.0;
     for (size_t i = 0; i < g->nm; i++) {
         pm[i].k = g->m[i].k;
         memcpy(pm[i].attrs, g->m[i].attrs, g->m[i].k * sizeof(size_t));
         pm[i].y = yd + g->m[i].off;
         pm[i].sigma = g->m[i].sigma;
+        size_t merged = merged_levels(g, i);
+        if (merged > 1) {
+            /* the merged level: precision 1 / (nrare sigma^2) */
+            wd[g->m[i].off + g->m[i].cells - 1] = 1.0 / (double)merged;
+            pm[i].w = wd + g->m[i].off;
+        }
     }
-    pg_pgm_fit_opts o = {.max_iters = iters, .max_cells = g->max_cells, .threads = g->threads};
+    pg_pgm_fit_opts o = {
+        .max_iters = iters, .tol = tol, .max_cells = g->max_cells, .threads = g->threads};
     pg_pgm_model *nm = NULL;
     int rc = pg_pgm_fit(g->sizes, g->nattr, pm, g->nm, &o, warm ? g->model : NULL, &nm, err);
     free(pm);
     free(yd);
+    free(wd);
     if (rc) return rc;
     pg_pgm_model_free(g->model);
     g->model = nm;
@@ -545,9 +582,8 @@ static int oneway(mtr *g, size_t a, const double *x, double sigma, bool compress
     if (newL == L) return PG_OK;
     /* The measurement re-expressed on the compressed domain: the merged
      * level's value is the sum of its levels' noisy counts
-     * (post-processing). Its noise has std sqrt(nrare) sigma, which one
-     * sigma per measurement cannot state: the fit weighs that cell as
-     * if it were as precise as the others. */
+     * (post-processing). Its noise has std sqrt(nrare) sigma: the fit
+     * weighs that cell by 1 / nrare (merged_levels). */
     float *ny = malloc(newL * sizeof *ny);
     if (!ny) return pg_error_set(err, PG_ENOMEM, "out of memory");
     double rare = 0, *w = malloc(L * sizeof *w);
@@ -810,7 +846,7 @@ static int aim_round(mtr *g, pg_error *err)
     }
     double spend = 0.5 / (g->sigma * g->sigma) + g->eps_sel * g->eps_sel / 8.0;
     g->rho_used = last ? g->rho : g->rho_used + spend;
-    double limit = g->max_cells * g->rho_used / g->rho;
+    double limit = g->aim_cells * g->rho_used / g->rho;
     double *score = malloc(g->ncand * sizeof *score);
     size_t maxc = 1;
     for (size_t c = 0; c < g->ncand; c++)
@@ -853,7 +889,7 @@ static int aim_round(mtr *g, pg_error *err)
     }
     if (!rc) rc = pg_pgm_marginal(g->model, cd.attrs, cd.k, z, err);
     if (!rc) rc = measure(g, cd.attrs, cd.k, g->answers + cd.off, g->sigma, err);
-    if (!rc) rc = fit(g, last ? g->iters : g->round_iters, true, err);
+    if (!rc) rc = fit(g, last ? g->iters : g->round_iters, last ? 0 : AIM_ROUND_TOL, true, err);
     if (!rc) rc = pg_pgm_marginal(g->model, cd.attrs, cd.k, w, err);
     if (!rc) {
         double ch = 0;
@@ -1019,6 +1055,9 @@ static int common_validate(const pg_param *params, const char *name, const json_
         json_object_set_new(acc, "selection_epsilon_initial",
                             json_real(sqrt(8 * 0.1 * rho / (double)T)));
         json_object_set_new(acc, "rounds_max", json_integer((json_int_t)T + 1));
+        double mc = pg_spec_num(r, "aim.model_cells", 0);
+        if (!(mc > 0)) mc = fmax(AIM_CELLS_FLOOR, AIM_CELLS_PER_ROW * (double)desc->n);
+        json_object_set_new(acc, "model_cells", json_real(fmin(mc, max_cells)));
         json_object_set_new(acc, "T", json_integer((json_int_t)T));
     }
     json_object_set_new(r, "accounting", acc);
@@ -1108,6 +1147,9 @@ static int common_new(const json_t *r, const pg_job_data *in, bool is_aim, int t
     g->bins = spec_bins(r, desc->n);
     g->delta = spec_delta(r, desc);
     g->max_cells = pg_spec_num(r, "model.max_cells", 8e6);
+    g->aim_cells =
+        json_number_value(json_object_get(json_object_get(r, "accounting"), "model_cells"));
+    if (!(g->aim_cells > 0) || g->aim_cells > g->max_cells) g->aim_cells = g->max_cells;
     long it = pg_spec_int(r, "fit.iters", 0);
     g->iters = it > 0 ? (size_t)it : 2000;
     g->round_iters = (size_t)pg_spec_int(r, "aim.round_iters", 250);
@@ -1177,7 +1219,7 @@ static int common_step(pg_trainer *tr, pg_step_report *rep, pg_error *err)
     if (!g->aim) {
         if (g->step == 0) {
             rc = measure_oneways(g, sqrt(3.0 * (double)d / (2.0 * g->rho)), g->compress, err);
-            if (!rc) rc = fit(g, g->round_iters, false, err);
+            if (!rc) rc = fit(g, g->round_iters, 0, false, err);
             g->rho_used = g->rho / 3.0;
         } else if (g->step == 1) {
             rc = mst_select(g, g->rho / 3.0, err);
@@ -1197,7 +1239,7 @@ static int common_step(pg_trainer *tr, pg_step_report *rep, pg_error *err)
             }
             if (!rc && !g->edge_counts) rc = measure_sets(g, es, g->nedges, s2, err);
             free(es);
-            if (!rc) rc = fit(g, g->iters, true, err);
+            if (!rc) rc = fit(g, g->iters, 0, true, err);
             g->rho_used = g->rho;
             g->done = 1;
         }
@@ -1207,7 +1249,7 @@ static int common_step(pg_trainer *tr, pg_step_report *rep, pg_error *err)
             g->eps_sel = sqrt(8.0 * 0.1 * g->rho / (double)g->T);
             g->rho_used = (double)d * 0.5 / (g->sigma * g->sigma);
             rc = measure_oneways(g, g->sigma, false, err);
-            if (!rc) rc = fit(g, g->round_iters, false, err);
+            if (!rc) rc = fit(g, g->round_iters, AIM_ROUND_TOL, false, err);
         } else {
             rc = aim_round(g, err);
         }

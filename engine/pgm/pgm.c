@@ -265,6 +265,7 @@ typedef struct fit_meas {
     pgm_proj proj; /* clique cells -> measurement cells */
     double w;      /* 1 / sigma^2 */
     const double *y;
+    const double *cw; /* per-cell precision factors (NULL: all 1) */
 } fit_meas;
 
 /* mu_i = N * marginal of prob; returns L. */
@@ -277,10 +278,11 @@ static double eval_meas(const pg_pgm_model *m, const double *prob, const fit_mea
         double *o = mu + fm[i].off;
         sum_project(prob + c->off, &fm[i].proj, c->cells, o, fm[i].cells);
         double s = 0;
+        const double *cw = fm[i].cw;
         for (size_t j = 0; j < fm[i].cells; j++) {
             o[j] *= N;
             double d = o[j] - fm[i].y[j];
-            s += d * d;
+            s += cw ? cw[j] * d * d : d * d;
         }
         L += 0.5 * fm[i].w * s;
     }
@@ -314,11 +316,11 @@ static double loss_of(const fit_meas *fm, size_t nm, const double *mu)
 {
     double L = 0;
     for (size_t i = 0; i < nm; i++) {
-        const double *o = mu + fm[i].off;
+        const double *o = mu + fm[i].off, *cw = fm[i].cw;
         double s = 0;
         for (size_t j = 0; j < fm[i].cells; j++) {
             double d = o[j] - fm[i].y[j];
-            s += d * d;
+            s += cw ? cw[j] * d * d : d * d;
         }
         L += 0.5 * fm[i].w * s;
     }
@@ -336,8 +338,9 @@ static double grad(const pg_pgm_model *m, const fit_meas *fm, size_t nm, const d
         const pgm_clique *c = &m->c[fm[i].clique];
         double *gi = g + fm[i].off;
         const double *mi = mu + fm[i].off;
+        const double *cw = fm[i].cw;
         for (size_t j = 0; j < fm[i].cells; j++) {
-            gi[j] = fm[i].w * (mi[j] - fm[i].y[j]);
+            gi[j] = fm[i].w * (cw ? cw[j] : 1.0) * (mi[j] - fm[i].y[j]);
             gm += gi[j] * mi[j];
         }
         bcast_add(G + c->off, &fm[i].proj, c->cells, gi, 1.0);
@@ -427,20 +430,28 @@ int pg_pgm_fit(const size_t *sizes, size_t nattr, const pg_pgm_measure *ms, size
         fm[i].cells = cells;
         fm[i].y = ms[i].y;
         fm[i].w = 1.0 / (ms[i].sigma * ms[i].sigma);
+        fm[i].cw = ms[i].w;
         pgm_proj_make(sizes, m->c[best].attrs, m->c[best].k, ms[i].attrs, ms[i].k, &fm[i].proj);
         moff += cells;
-        double s = 0;
+        double s = 0, inv = 0, wmax = 0;
         for (size_t j = 0; j < cells; j++) {
-            if (!isfinite(ms[i].y[j])) {
-                rc = pg_error_set(err, PG_EINVAL, "pgm: measurement %zu has a non-finite cell", i);
+            const double cw = ms[i].w ? ms[i].w[j] : 1.0;
+            if (!isfinite(ms[i].y[j]) || !(cw > 0) || !isfinite(cw)) {
+                rc = pg_error_set(err, PG_EINVAL,
+                                  "pgm: measurement %zu has a non-finite cell or a cell weight "
+                                  "that is not finite and > 0",
+                                  i);
                 goto fail;
             }
             s += ms[i].y[j];
+            inv += 1.0 / cw;
+            wmax = fmax(wmax, cw);
         }
-        double var = ms[i].sigma * ms[i].sigma * (double)cells;
+        /* The sum's variance: sigma^2 / w_j per cell. */
+        double var = ms[i].sigma * ms[i].sigma * inv;
         num += s / var;
         den += 1.0 / var;
-        wsum += fm[i].w;
+        wsum += fm[i].w * wmax; /* the l1 curvature bound takes the largest weight */
     }
     if (!(N > 0)) N = nm ? fmax(1.0, num / den) : 1.0;
     m->total = N;

@@ -25,6 +25,7 @@
  * of c cells with noise sigma is c * sigma^2), unless opts->total > 0 gives it.
  * Then the model minimizes the Gaussian negative log-likelihood
  *     L(mu) = sum_i ||M_i(mu) - y_i||^2 / (2 sigma_i^2),   mu = N * p,
+ * (each cell's square weighted by its w when a measurement gives them),
  * i.e. least squares with residuals weighted by 1/sigma_i: the maximum-
  * likelihood estimate under the Gaussian noise the mechanism added, and the
  * weighting that lets measurements of different precision (AIM's annealed
@@ -72,12 +73,18 @@
 #define PG_PGM_DEFAULT_MAX_CELLS 16777216.0
 
 /* One noisy marginal: y has prod(sizes[attrs[j]]) cells laid out as above;
- * sigma is the std of the Gaussian noise added to each cell. Borrowed. */
+ * sigma is the std of the Gaussian noise added to each cell. w (NULL: all 1)
+ * gives per-cell precisions relative to sigma: cell j's noise has variance
+ * sigma^2 / w[j] (w[j] finite and > 0), as when a cell is the sum of m cells
+ * measured at sigma (w = 1/m: MST's merged rare levels). The loss weighs
+ * cell j by w[j] / sigma^2 and the total's estimate uses the sum's variance
+ * sigma^2 * sum_j 1/w[j]. Borrowed. */
 typedef struct pg_pgm_measure {
     size_t k;
     size_t attrs[PG_PGM_MAX_CLIQUE];
     const double *y;
     double sigma;
+    const double *w;
 } pg_pgm_measure;
 
 typedef struct pg_pgm_fit_opts {

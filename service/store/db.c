@@ -1,5 +1,5 @@
-/* service/db.c - backend selection, dispatch and the backend-neutral parts of
- * the storage contract (service/db.h). */
+/* service/store/db.c - backend selection, dispatch and the backend-neutral parts of
+ * the storage contract (service/store/db.h). */
 #include "service/store/db.h"
 
 #include <stdio.h>
@@ -198,8 +198,7 @@ int pg_db_token_touch(pg_db *db, const char *id, int64_t now, pg_error *err)
     return db->ops->token_touch(db, id, now, err);
 }
 
-/* Dataset ids name directories in the SQLite backend: [a-z0-9_]+ only. */
-static int id_ok(const char *id)
+int pg_db_id_ok(const char *id)
 {
     if (!id || !*id || strlen(id) >= PG_ID_MAX) return 0;
     for (const char *p = id; *p; p++)
@@ -207,9 +206,17 @@ static int id_ok(const char *id)
     return 1;
 }
 
+int pg_db_node_ok(const char *node)
+{
+    if (!node || !*node || strlen(node) >= PG_NODE_MAX) return 0;
+    for (const char *p = node; *p; p++)
+        if (*p < 0x21 || *p > 0x7e) return 0;
+    return 1;
+}
+
 int pg_db_dataset_insert(pg_db *db, pg_db_dataset *d, pg_error *err)
 {
-    if (!id_ok(d->id)) return pg_error_set(err, PG_EINVAL, "invalid dataset id");
+    if (!pg_db_id_ok(d->id)) return pg_error_set(err, PG_EINVAL, "invalid dataset id");
     return db->ops->dataset_insert(db, d, err);
 }
 
@@ -217,7 +224,7 @@ int pg_db_dataset_get(pg_db *db, const char *tenant, const char *id, pg_db_datas
                       pg_error *err)
 {
     *found = 0;
-    if (!id_ok(id)) return PG_OK;
+    if (!pg_db_id_ok(id)) return PG_OK;
     return db->ops->dataset_get(db, tenant, id, out, found, err);
 }
 
@@ -248,7 +255,7 @@ int pg_db_dataset_delete(pg_db *db, const char *tenant, const char *id, int *fou
                          pg_error *err)
 {
     *found = *conflict = 0;
-    if (!id_ok(id)) return PG_OK;
+    if (!pg_db_id_ok(id)) return PG_OK;
     return db->ops->dataset_delete(db, tenant, id, found, conflict, err);
 }
 
@@ -256,7 +263,7 @@ int pg_db_append_begin(pg_db *db, const char *tenant, const char *id, size_t d, 
                        pg_error *err)
 {
     *out = NULL;
-    if (!id_ok(id)) return pg_error_set(err, PG_EINVAL, "invalid dataset id");
+    if (!pg_db_id_ok(id)) return pg_error_set(err, PG_EINVAL, "invalid dataset id");
     if (d == 0 || d > UINT32_MAX) return pg_error_set(err, PG_EINVAL, "invalid row width %zu", d);
     int rc = db->ops->append_begin(db, tenant, id, d, out, err);
     if (!rc) (*out)->db = db;
@@ -286,7 +293,7 @@ int pg_db_blocks_open(pg_db *db, const char *dataset_id, pg_db_blocks **it, size
 {
     *it = NULL;
     *count = 0;
-    if (!id_ok(dataset_id)) return pg_error_set(err, PG_EINVAL, "invalid dataset id");
+    if (!pg_db_id_ok(dataset_id)) return pg_error_set(err, PG_EINVAL, "invalid dataset id");
     int rc = db->ops->blocks_open(db, dataset_id, it, count, err);
     if (!rc) (*it)->db = db;
     return rc;
@@ -307,7 +314,7 @@ void pg_db_blocks_close(pg_db_blocks *it)
 int pg_db_rows_pass(pg_db *db, const char *dataset_id, size_t d, uint64_t n, int labelled,
                     size_t chunk, size_t max_bytes, pg_rowsrc_fn fn, void *ctx, pg_error *err)
 {
-    if (!id_ok(dataset_id)) return pg_error_set(err, PG_EINVAL, "invalid dataset id");
+    if (!pg_db_id_ok(dataset_id)) return pg_error_set(err, PG_EINVAL, "invalid dataset id");
     if (chunk == 0 || d == 0) return pg_error_set(err, PG_EINVAL, "chunk and d must be >= 1");
     if (db->ops->rows_pass)
         return db->ops->rows_pass(db, dataset_id, d, n, labelled, chunk, fn, ctx, err);
@@ -463,22 +470,6 @@ void pg_job_rows_free(pg_job_row *rows, size_t count)
     free(rows);
 }
 
-int pg_db_job_set_status(pg_db *db, const char *id, const char *status, int started, int finished,
-                         const char *error, pg_error *err)
-{
-    return db->ops->job_set_status(db, id, status, started, finished, error, err);
-}
-
-int pg_db_job_set_step(pg_db *db, const char *id, int64_t step, pg_error *err)
-{
-    return db->ops->job_set_step(db, id, step, err);
-}
-
-int pg_db_job_reserve_steps(pg_db *db, const char *id, int64_t steps, pg_error *err)
-{
-    return db->ops->job_reserve_steps(db, id, steps, err);
-}
-
 int pg_db_ledger_entries(pg_db *db, const char *dataset_id, pg_ledger_entry **out, size_t *count,
                          pg_error *err)
 {
@@ -493,24 +484,11 @@ void pg_ledger_entries_free(pg_ledger_entry *e, size_t count)
     free(e);
 }
 
-/* Job ids name checkpoint directories in the SQLite backend. */
-static int job_id_ok(const char *id)
-{
-    return id_ok(id);
-}
-
-int pg_db_ckpt_put(pg_db *db, const char *job, int64_t step, const unsigned char *bytes, size_t len,
-                   uint32_t crc, pg_error *err)
-{
-    if (!job_id_ok(job) || step < 0) return pg_error_set(err, PG_EINVAL, "invalid checkpoint id");
-    return db->ops->ckpt_put(db, job, step, bytes, len, crc, err);
-}
-
 int pg_db_ckpt_list(pg_db *db, const char *job, pg_ckpt_row **rows, size_t *count, pg_error *err)
 {
     *rows = NULL;
     *count = 0;
-    if (!job_id_ok(job)) return PG_OK;
+    if (!pg_db_id_ok(job)) return PG_OK;
     return db->ops->ckpt_list(db, job, rows, count, err);
 }
 
@@ -520,21 +498,15 @@ int pg_db_ckpt_get(pg_db *db, const char *job, int64_t step, size_t max_bytes,
     *bytes = NULL;
     *len = 0;
     *found = 0;
-    if (!job_id_ok(job) || step < 0) return PG_OK;
+    if (!pg_db_id_ok(job) || step < 0) return PG_OK;
     return db->ops->ckpt_get(db, job, step, max_bytes, bytes, len, found, err);
-}
-
-int pg_db_job_history_put(pg_db *db, const char *id, const char *doc, pg_error *err)
-{
-    if (!job_id_ok(id) || !doc) return pg_error_set(err, PG_EINVAL, "invalid job id or history");
-    return db->ops->job_history_put(db, id, doc, err);
 }
 
 int pg_db_job_history_get(pg_db *db, const char *id, char **doc, int *found, pg_error *err)
 {
     *doc = NULL;
     *found = 0;
-    if (!job_id_ok(id)) return PG_OK;
+    if (!pg_db_id_ok(id)) return PG_OK;
     return db->ops->job_history_get(db, id, doc, found, err);
 }
 
@@ -542,14 +514,8 @@ int pg_db_job_delete(pg_db *db, const char *id, int *found, int *conflict, pg_er
 {
     *found = 0;
     *conflict = 0;
-    if (!job_id_ok(id)) return PG_OK;
+    if (!pg_db_id_ok(id)) return PG_OK;
     return db->ops->job_delete(db, id, found, conflict, err);
-}
-
-int pg_db_ckpt_delete(pg_db *db, const char *job, int64_t step, pg_error *err)
-{
-    if (!job_id_ok(job) || step < 0) return PG_OK;
-    return db->ops->ckpt_delete(db, job, step, err);
 }
 
 int pg_db_job_get(pg_db *db, const char *tenant, const char *id, pg_job_row **row, char **doc,
@@ -558,7 +524,7 @@ int pg_db_job_get(pg_db *db, const char *tenant, const char *id, pg_job_row **ro
     *row = NULL;
     *doc = NULL;
     *found = 0;
-    if (!job_id_ok(id)) return PG_OK;
+    if (!pg_db_id_ok(id)) return PG_OK;
     return db->ops->job_get(db, tenant, id, row, doc, found, err);
 }
 

@@ -1,4 +1,4 @@
-/* service/db.h - the storage contract: all durable state of privgend.
+/* service/store/db.h - the storage contract: all durable state of privgend.
  *
  * One pg_db per process, opened from a URL whose scheme picks the backend:
  *   sqlite:PATH                    embedded SQLite (WAL, synchronous=FULL) at
@@ -346,13 +346,10 @@ int pg_db_job_cancel_queued(pg_db *db, const char *id, int *done, pg_error *err)
 /* Every job of every tenant, oldest first (pg_job_rows_free). */
 int pg_db_job_load_all(pg_db *db, pg_job_row **rows, size_t *count, pg_error *err);
 void pg_job_rows_free(pg_job_row *rows, size_t count);
-/* Status change; started/finished 1 stamps now; error may be NULL (clears). */
-int pg_db_job_set_status(pg_db *db, const char *id, const char *status, int started, int finished,
-                         const char *error, pg_error *err);
-/* The step of the job's latest checkpoint. */
-int pg_db_job_set_step(pg_db *db, const char *id, int64_t step, pg_error *err);
-/* The write-ahead bound on mechanism invocations (service/jobs.h). */
-int pg_db_job_reserve_steps(pg_db *db, const char *id, int64_t steps, pg_error *err);
+/* A running job's status, step (that of its latest checkpoint) and
+ * steps_reserved (the write-ahead bound on mechanism invocations,
+ * service/jobs.h) change only through its owner's fenced writes
+ * (pg_db_job_patch_owned, "the shared job queue" below). */
 
 /* One ledger row (all states), in admission order. plan is the stored
  * curve text of pg_ledger_plan_encode (decoded by pg_ledger_curve_add_encoded
@@ -379,10 +376,9 @@ typedef struct pg_ckpt_row {
     int64_t step, bytes, created_at;
 } pg_ckpt_row;
 
-/* Stores a job's checkpoint at step (replacing one at the same step), with
- * crc = CRC-32 (zlib) of the bytes; durable when it returns. */
-int pg_db_ckpt_put(pg_db *db, const char *job, int64_t step, const unsigned char *bytes, size_t len,
-                   uint32_t crc, pg_error *err);
+/* A job's checkpoints are written and deleted by its owner only
+ * (pg_db_ckpt_put_owned, pg_db_ckpt_delete_owned), and go with the job
+ * (pg_db_job_delete). */
 /* A job's checkpoints in step order; *rows malloc'ed (free()). */
 int pg_db_ckpt_list(pg_db *db, const char *job, pg_ckpt_row **rows, size_t *count, pg_error *err);
 /* One checkpoint's bytes (malloc'ed), verified against the stored length and
@@ -395,11 +391,9 @@ int pg_db_ckpt_get(pg_db *db, const char *job, int64_t step, size_t max_bytes,
 
 /* A job's durable view (progress, downsampled loss history, warnings,
  * privacy report, data geometry): one JSON document owned by the job layer
- * (service/jobs_hist.c), opaque to storage, replacing the previous one. The
- * job layer's worker writes it, fenced (pg_db_job_history_put_owned), at
- * each checkpoint, every few seconds between them and at the end, never
- * per step. */
-int pg_db_job_history_put(pg_db *db, const char *id, const char *doc, pg_error *err);
+ * (service/jobs_hist.c), opaque to storage. The job layer's worker writes
+ * it, fenced (pg_db_job_history_put_owned), at each checkpoint, every few
+ * seconds between them and at the end, never per step. */
 /* *doc malloc'ed (free()); *found = 0 when none was ever written. */
 int pg_db_job_history_get(pg_db *db, const char *id, char **doc, int *found, pg_error *err);
 /* One transaction: deletes a finished job's row, history, checkpoints and
@@ -409,8 +403,6 @@ int pg_db_job_history_get(pg_db *db, const char *id, char **doc, int *found, pg_
  * files after the commit (a crash in between leaves unreferenced files, never a row without its
  * file). */
 int pg_db_job_delete(pg_db *db, const char *id, int *found, int *conflict, pg_error *err);
-/* Deletes one checkpoint of a job (PG_OK when there is none at step). */
-int pg_db_ckpt_delete(pg_db *db, const char *job, int64_t step, pg_error *err);
 /* ---- the shared job queue: claims, leases, fenced writes (issue 18) --- */
 
 /* Many replicas on one database share the jobs rows as their queue. A
@@ -445,7 +437,7 @@ int pg_db_ckpt_delete(pg_db *db, const char *job, int64_t step, pg_error *err);
  * PostgreSQL bounds how long these transactions (and claims) may sit idle
  * holding the row (1 s): a replica stopped inside one is rolled back by
  * the server, so the claim's SKIP LOCKED cannot pass its job over for
- * longer than that after the lease ran out (service/db_pg_queue.c).
+ * longer than that after the lease ran out (service/store/pg/db_pg_queue.c).
  *
  * Privacy of a takeover: the ledger is charged once, by pg_db_job_admit; a
  * claim never touches the ledger, so a job resumed by another replica is
@@ -488,15 +480,17 @@ int pg_db_job_patch_owned(pg_db *db, const char *id, const char *node, const pg_
  * replica claims it at once; owner stays, naming the node that last ran it. */
 int pg_db_job_release(pg_db *db, const char *id, const char *node, int64_t now, int *held,
                       pg_error *err);
-/* pg_db_ckpt_put, fenced: stored only when node owns the running job
- * (*held = 0 and no checkpoint, row or file, written otherwise). */
+/* Stores a job's checkpoint at step (replacing one at the same step), with
+ * crc = CRC-32 (zlib) of the bytes, durable when it returns; fenced: stored
+ * only when node owns the running job (*held = 0 and no checkpoint, row or
+ * file, written otherwise). */
 int pg_db_ckpt_put_owned(pg_db *db, const char *job, const char *node, int64_t step,
                          const unsigned char *bytes, size_t len, uint32_t crc, int *held,
                          pg_error *err);
 
-/* pg_db_job_history_put, fenced: stored only when node owns the running
- * job (*held = 0, the previous document untouched, otherwise). The job
- * layer's worker writes the history only through this. */
+/* A job's history document (replacing the previous one), fenced: stored
+ * only when node owns the running job (*held = 0, the previous document
+ * untouched, otherwise). */
 int pg_db_job_history_put_owned(pg_db *db, const char *id, const char *node, const char *doc,
                                 int *held, pg_error *err);
 /* A replica starting again under its node id (after a crash) gives back the
@@ -515,9 +509,10 @@ int pg_db_job_cancel_running(pg_db *db, const char *id, int64_t now, int *done, 
  * (the fence's condition, no clock); *cancel = a cancel was requested. */
 int pg_db_job_watch(pg_db *db, const char *id, const char *node, int *held, int *cancel,
                     pg_error *err);
-/* pg_db_ckpt_delete, fenced (retention by the job's worker): deleted only
- * when node owns the running job; *held = 0 and nothing deleted otherwise.
- * PG_OK with *held = 1 when there was no checkpoint at step. */
+/* Deletes one checkpoint of a job (retention by the job's worker), fenced:
+ * deleted only when node owns the running job; *held = 0 and nothing
+ * deleted otherwise. PG_OK with *held = 1 when there was no checkpoint at
+ * step. */
 int pg_db_ckpt_delete_owned(pg_db *db, const char *job, const char *node, int64_t step, int *held,
                             pg_error *err);
 /* Queued rows of every tenant: the depth of the shared queue. */

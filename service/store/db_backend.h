@@ -1,12 +1,12 @@
-/* service/db_backend.h - what a storage backend implements (backends only).
+/* service/store/db_backend.h - what a storage backend implements (backends only).
  *
- * A backend is one open function registered by URL scheme in service/db.c
+ * A backend is one open function registered by URL scheme in service/store/db.c
  * (one line per scheme) plus an ops table. Its handle type embeds `pg_db` as
  * its first member (so a pg_db * casts to it); appenders and block iterators
  * likewise embed pg_db_append / pg_db_blocks first. The public functions in
- * service/db.c dispatch to these with the arguments unchanged after the
+ * service/store/db.c dispatch to these with the arguments unchanged after the
  * shared checks (ids well formed, outputs reset), so each op has exactly the
- * contract of its namesake in service/db.h. Every op is required, except
+ * contract of its namesake in service/store/db.h. Every op is required, except
  * that pg_db_rows_load is generic (built on blocks_open/next/close) and
  * rows_pass is optional (NULL: generic, one whole block at a time).
  */
@@ -65,23 +65,15 @@ typedef struct pg_db_ops {
                      double cap_delta, struct pg_ledger_quote *q, pg_error *err);
     int (*job_cancel_queued)(pg_db *db, const char *id, int *done, pg_error *err);
     int (*job_load_all)(pg_db *db, pg_job_row **rows, size_t *count, pg_error *err);
-    int (*job_set_status)(pg_db *db, const char *id, const char *status, int started, int finished,
-                          const char *error, pg_error *err);
-    int (*job_set_step)(pg_db *db, const char *id, int64_t step, pg_error *err);
-    int (*job_reserve_steps)(pg_db *db, const char *id, int64_t steps, pg_error *err);
     int (*ledger_entries)(pg_db *db, const char *dataset_id, pg_ledger_entry **out, size_t *count,
                           pg_error *err);
 
-    int (*ckpt_put)(pg_db *db, const char *job, int64_t step, const unsigned char *bytes,
-                    size_t len, uint32_t crc, pg_error *err);
     int (*ckpt_list)(pg_db *db, const char *job, pg_ckpt_row **rows, size_t *count, pg_error *err);
     int (*ckpt_get)(pg_db *db, const char *job, int64_t step, size_t max_bytes,
                     unsigned char **bytes, size_t *len, int *found, pg_error *err);
 
-    int (*job_history_put)(pg_db *db, const char *id, const char *doc, pg_error *err);
     int (*job_history_get)(pg_db *db, const char *id, char **doc, int *found, pg_error *err);
     int (*job_delete)(pg_db *db, const char *id, int *found, int *conflict, pg_error *err);
-    int (*ckpt_delete)(pg_db *db, const char *job, int64_t step, pg_error *err);
     /* The shared job queue (node ids checked, *held / *found reset). */
     int (*job_claim)(pg_db *db, const char *node, int64_t now, int64_t lease_s, pg_job_row **out,
                      int *found, pg_error *err);
@@ -140,10 +132,33 @@ struct pg_db_blocks {
     pg_db *db;
 };
 
+/* The shared argument checks (dispatch in db.c, db_queue.c, db_reports.c,
+ * and the backends). Dataset, job and report ids: [a-z0-9_]+, shorter than
+ * PG_ID_MAX (the SQLite backend names directories after them). */
+int pg_db_id_ok(const char *id);
+/* Node ids: 1 to PG_NODE_MAX-1 printable ASCII characters, no spaces. */
+int pg_db_node_ok(const char *node);
+
+/* The columns each backend selects for a row of the contract's types, in
+ * the order its row readers take them (the statements differ by dialect;
+ * the lists do not). */
+#define PG_DB_TOKEN_COLS                                                                           \
+    "seq, id, tenant_id, scope, hash, created_at, expires_at, revoked_at, last_used_at, "          \
+    "coalesce(minted_by, '')"
+#define PG_DB_DATASET_COLS "seq, id, tenant_id, name, meta, d, n, blocks, bytes, created_at"
+#define PG_DB_JOB_COLS                                                                             \
+    "seq, id, tenant_id, dataset_id, method, status, spec, error, created_at, started_at, "        \
+    "finished_at, step, steps_reserved, data_n, public_dataset_id, public_n, owner"
+#define PG_DB_REPORT_COLS                                                                          \
+    "seq, id, tenant_id, job_id, against_id, against_model, against_n, job_step, n, seed, "        \
+    "status, stage, progress, error, created_at, started_at, finished_at, updated_at, "            \
+    "job_model, job_epsilon, utility"
+#define PG_DB_REPORT_COLS_FULL PG_DB_REPORT_COLS ", result, figures"
+
 /* Opens a backend from the full URL (scheme included). */
 typedef int (*pg_db_open_fn)(const char *url, const pg_db_options *opt, pg_db **out, pg_error *err);
 
-/* The SQLite backend (service/db_sqlite*.c). */
+/* The SQLite backend (service/store/sqlite/db_sqlite*.c). */
 int pg_db_sqlite_open(const char *url, const pg_db_options *opt, pg_db **out, pg_error *err);
 
 /* Shared by backends: the ledger row codec lives in service/ledger.h

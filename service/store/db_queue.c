@@ -1,27 +1,10 @@
-/* service/db_queue.c - dispatch and argument checks of the shared job queue
- * (service/db.h, "the shared job queue"). */
+/* service/store/db_queue.c - dispatch and argument checks of the shared job queue
+ * (service/store/db.h, "the shared job queue"). */
 #include <stdio.h>
 #include <string.h>
 
 #include "service/store/db.h"
 #include "service/store/db_backend.h"
-
-static int node_ok(const char *node)
-{
-    if (!node || !*node || strlen(node) >= PG_NODE_MAX) return 0;
-    for (const char *p = node; *p; p++)
-        if (*p < 0x21 || *p > 0x7e) return 0;
-    return 1;
-}
-
-/* Job ids as elsewhere in the contract: [a-z0-9_]+ shorter than PG_ID_MAX. */
-static int job_ok(const char *id)
-{
-    if (!id || !*id || strlen(id) >= PG_ID_MAX) return 0;
-    for (const char *p = id; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_')) return 0;
-    return 1;
-}
 
 static int bad_node(pg_error *err)
 {
@@ -35,7 +18,7 @@ int pg_db_job_claim(pg_db *db, const char *node, int64_t now, int64_t lease_s, p
 {
     *out = NULL;
     *found = 0;
-    if (!node_ok(node)) return bad_node(err);
+    if (!pg_db_node_ok(node)) return bad_node(err);
     if (lease_s <= 0) return pg_error_set(err, PG_EINVAL, "lease must be positive");
     return db->ops->job_claim(db, node, now, lease_s, out, found, err);
 }
@@ -44,9 +27,9 @@ int pg_db_job_heartbeat(pg_db *db, const char *id, const char *node, int64_t now
                         int *held, pg_error *err)
 {
     *held = 0;
-    if (!node_ok(node)) return bad_node(err);
+    if (!pg_db_node_ok(node)) return bad_node(err);
     if (lease_s <= 0) return pg_error_set(err, PG_EINVAL, "lease must be positive");
-    if (!job_ok(id)) return PG_OK; /* no such job: not held */
+    if (!pg_db_id_ok(id)) return PG_OK; /* no such job: not held */
     return db->ops->job_heartbeat(db, id, node, now, lease_s, held, err);
 }
 
@@ -54,10 +37,10 @@ int pg_db_job_patch_owned(pg_db *db, const char *id, const char *node, const pg_
                           int *held, pg_error *err)
 {
     *held = 0;
-    if (!node_ok(node)) return bad_node(err);
+    if (!pg_db_node_ok(node)) return bad_node(err);
     if (p->status && strlen(p->status) >= sizeof((pg_job_row *)0)->status)
         return pg_error_set(err, PG_EINVAL, "invalid job status");
-    if (!job_ok(id)) return PG_OK;
+    if (!pg_db_id_ok(id)) return PG_OK;
     return db->ops->job_patch_owned(db, id, node, p, held, err);
 }
 
@@ -73,8 +56,8 @@ int pg_db_ckpt_put_owned(pg_db *db, const char *job, const char *node, int64_t s
                          pg_error *err)
 {
     *held = 0;
-    if (!node_ok(node)) return bad_node(err);
-    if (!job_ok(job) || step < 0) return pg_error_set(err, PG_EINVAL, "invalid checkpoint id");
+    if (!pg_db_node_ok(node)) return bad_node(err);
+    if (!pg_db_id_ok(job) || step < 0) return pg_error_set(err, PG_EINVAL, "invalid checkpoint id");
     return db->ops->ckpt_put_owned(db, job, node, step, bytes, len, crc, held, err);
 }
 
@@ -82,9 +65,9 @@ int pg_db_job_history_put_owned(pg_db *db, const char *id, const char *node, con
                                 int *held, pg_error *err)
 {
     *held = 0;
-    if (!node_ok(node)) return bad_node(err);
+    if (!pg_db_node_ok(node)) return bad_node(err);
     if (!doc) return pg_error_set(err, PG_EINVAL, "no history document");
-    if (!job_ok(id)) return PG_OK;
+    if (!pg_db_id_ok(id)) return PG_OK;
     return db->ops->job_history_put_owned(db, id, node, doc, held, err);
 }
 
@@ -92,14 +75,14 @@ int pg_db_job_release_node(pg_db *db, const char *node, int64_t now, int64_t *re
                            pg_error *err)
 {
     *released = 0;
-    if (!node_ok(node)) return bad_node(err);
+    if (!pg_db_node_ok(node)) return bad_node(err);
     return db->ops->job_release_node(db, node, now, released, err);
 }
 
 int pg_db_job_cancel_running(pg_db *db, const char *id, int64_t now, int *done, pg_error *err)
 {
     *done = 0;
-    if (!job_ok(id)) return PG_OK;
+    if (!pg_db_id_ok(id)) return PG_OK;
     return db->ops->job_cancel_running(db, id, now, done, err);
 }
 
@@ -107,8 +90,8 @@ int pg_db_job_watch(pg_db *db, const char *id, const char *node, int *held, int 
                     pg_error *err)
 {
     *held = *cancel = 0;
-    if (!node_ok(node)) return bad_node(err);
-    if (!job_ok(id)) return PG_OK;
+    if (!pg_db_node_ok(node)) return bad_node(err);
+    if (!pg_db_id_ok(id)) return PG_OK;
     return db->ops->job_watch(db, id, node, held, cancel, err);
 }
 
@@ -122,7 +105,7 @@ int pg_db_ckpt_delete_owned(pg_db *db, const char *job, const char *node, int64_
                             pg_error *err)
 {
     *held = 0;
-    if (!node_ok(node)) return bad_node(err);
-    if (!job_ok(job) || step < 0) return PG_OK;
+    if (!pg_db_node_ok(node)) return bad_node(err);
+    if (!pg_db_id_ok(job) || step < 0) return PG_OK;
     return db->ops->ckpt_delete_owned(db, job, node, step, held, err);
 }

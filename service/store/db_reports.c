@@ -1,19 +1,10 @@
-/* service/db_reports.c - dispatch of the report operations of service/db.h
+/* service/store/db_reports.c - dispatch of the report operations of service/store/db.h
  * (the shared checks, then the backend's op with the arguments unchanged). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "service/store/db.h"
 #include "service/store/db_backend.h"
-
-/* Report, job and dataset ids: [a-z0-9_]+, shorter than PG_ID_MAX. */
-static int rid_ok(const char *id)
-{
-    if (!id || !*id || strlen(id) >= PG_ID_MAX) return 0;
-    for (const char *p = id; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_')) return 0;
-    return 1;
-}
 
 static int name_ok(const char *s)
 {
@@ -36,8 +27,8 @@ static int status_ok(const char *s)
 int pg_db_report_insert(pg_db *db, pg_report_row *r, int64_t max_queued, int *full, pg_error *err)
 {
     *full = 0;
-    if (!rid_ok(r->id) || !rid_ok(r->job_id) || !rid_ok(r->against_id) || !*r->tenant || r->n < 1 ||
-        r->seed < 0 || r->against_n < 0)
+    if (!pg_db_id_ok(r->id) || !pg_db_id_ok(r->job_id) || !pg_db_id_ok(r->against_id) ||
+        !*r->tenant || r->n < 1 || r->seed < 0 || r->against_n < 0)
         return pg_error_set(err, PG_EINVAL, "invalid report row");
     return db->ops->report_insert(db, r, max_queued, full, err);
 }
@@ -46,7 +37,7 @@ int pg_db_report_get(pg_db *db, const char *tenant, const char *id, pg_report_ro
                      pg_error *err)
 {
     *found = 0;
-    if (!rid_ok(id)) return PG_OK;
+    if (!pg_db_id_ok(id)) return PG_OK;
     return db->ops->report_get(db, tenant, id, out, found, err);
 }
 
@@ -56,7 +47,7 @@ int pg_db_report_list(pg_db *db, const char *tenant, const char *job_id, int pub
 {
     *out = NULL;
     *count = 0;
-    if (!rid_ok(job_id) || limit == 0) return PG_OK;
+    if (!pg_db_id_ok(job_id) || limit == 0) return PG_OK;
     return db->ops->report_list(db, tenant, job_id, public_only, after, limit, out, count, err);
 }
 
@@ -73,7 +64,7 @@ int pg_db_report_progress(pg_db *db, const char *id, const char *stage, double p
                           int64_t now, int *held, pg_error *err)
 {
     *held = 0;
-    if (!rid_ok(id)) return pg_error_set(err, PG_EINVAL, "invalid report id");
+    if (!pg_db_id_ok(id)) return pg_error_set(err, PG_EINVAL, "invalid report id");
     if (!(progress >= 0)) progress = 0;
     if (progress > 1) progress = 1;
     return db->ops->report_progress(db, id, stage ? stage : "", progress, now, held, err);
@@ -84,7 +75,7 @@ int pg_db_report_finish(pg_db *db, const char *id, const char *status, const cha
                         int *held, pg_error *err)
 {
     *held = 0;
-    if (!rid_ok(id)) return pg_error_set(err, PG_EINVAL, "invalid report id");
+    if (!pg_db_id_ok(id)) return pg_error_set(err, PG_EINVAL, "invalid report id");
     if (!status_ok(status) || !strcmp(status, "running") || !strcmp(status, "cancelled"))
         return pg_error_set(err, PG_EINVAL, "a report cannot finish as '%s'",
                             status ? status : "(null)");
@@ -99,7 +90,7 @@ int pg_db_report_cancel(pg_db *db, const char *tenant, const char *id, int64_t n
 {
     *found = 0;
     *done = 0;
-    if (!rid_ok(id)) return PG_OK;
+    if (!pg_db_id_ok(id)) return PG_OK;
     return db->ops->report_cancel(db, tenant, id, now, found, done, err);
 }
 
@@ -108,7 +99,7 @@ int pg_db_report_delete(pg_db *db, const char *tenant, const char *id, int *foun
 {
     *found = 0;
     *conflict = 0;
-    if (!rid_ok(id)) return PG_OK;
+    if (!pg_db_id_ok(id)) return PG_OK;
     return db->ops->report_delete(db, tenant, id, found, conflict, err);
 }
 
@@ -116,7 +107,7 @@ int pg_db_report_figure_get(pg_db *db, const char *id, const char *name, size_t 
                             unsigned char **bytes, size_t *len, int *found, pg_error *err)
 {
     *found = 0;
-    if (!rid_ok(id) || !name_ok(name)) return PG_OK;
+    if (!pg_db_id_ok(id) || !name_ok(name)) return PG_OK;
     return db->ops->report_figure_get(db, id, name, max_bytes, bytes, len, found, err);
 }
 

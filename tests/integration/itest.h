@@ -11,7 +11,7 @@
  * dir (the same across restarts of that server), and, when
  * PRIVGEN_TEST_DB_CREATE is set, the command `$PRIVGEN_TEST_DB_CREATE <name>`
  * runs once before the first start (e.g. createdb on a throwaway cluster).
- * Tests reach the same storage through pg_srv_db (service/db.h), never
+ * Tests reach the same storage through pg_srv_db (service/store/db.h), never
  * through files, except where pg_itest_sqlite() says the files exist.
  */
 #ifndef PG_ITEST_H

@@ -488,10 +488,11 @@ START_TEST(every_central_method_serves_valid_records)
          "\"conditional\":true},\"train\":{\"steps\":40,\"batch_size\":20},\"ot\":{\"max_iter\":"
          "20},\"privacy\":{\"noise_multiplier\":2},\"seed\":3}",
          1},
-        {"{\"dataset_id\":\"%s\",\"method\":\"dp_sinkhorn\",\"model\":{\"hidden\":[16],"
-         "\"conditional\":false},\"train\":{\"steps\":20,\"batch_size\":20},\"ot\":{"
+        /* conditional left out: the default on a labelled table (issue 28) */
+        {"{\"dataset_id\":\"%s\",\"method\":\"dp_sinkhorn\",\"model\":{\"hidden\":[16]},"
+         "\"train\":{\"steps\":20,\"batch_size\":20},\"ot\":{"
          "\"max_iter\":20},\"privacy\":{\"noise_multiplier\":2},\"seed\":3}",
-         0},
+         1},
         {"{\"dataset_id\":\"%s\",\"method\":\"swd_flow\",\"privacy\":{\"noise_multiplier\":5},"
          "\"flow\":{\"steps\":20,\"particles\":100},\"seed\":3}",
          1},
@@ -502,6 +503,20 @@ START_TEST(every_central_method_serves_valid_records)
          "\"train\":{\"steps\":20},\"seed\":3}",
          1},
     };
+    /* An unconditional generator would serve rows without the label: refused
+     * (issue 28). */
+    {
+        char body[1024];
+        snprintf(body, sizeof body,
+                 "{\"dataset_id\":\"%s\",\"method\":\"dp_sinkhorn\",\"model\":{\"hidden\":[16],"
+                 "\"conditional\":false},\"train\":{\"steps\":20,\"batch_size\":20},"
+                 "\"privacy\":{\"noise_multiplier\":2},\"seed\":3}",
+                 ds);
+        req("POST", "/v1/jobs", body, &r);
+        ck_assert_msg(r.status == 422, "%s", r.body);
+        ck_assert_ptr_nonnull(strstr(r.body, "model.conditional"));
+        pg_resp_free(&r);
+    }
     char ids[5][64];
     for (size_t i = 0; i < 5; i++) {
         char body[1024];
@@ -646,9 +661,9 @@ START_TEST(local_typed_dataset_with_declaration)
                             1e-9);
     ck_assert(!json_is_true(json_object_get(pr, "charges")));
     pg_resp_free(&r);
-    /* unconditional: the privatized labels' channel is not modelled, so a
-     * conditional generator is refused on local tables (entropic_gan.c) */
-    check_samples(job, t, 0, 1);
+    /* conditional by default: the privatized labels are read through their
+     * randomized-response channel (entropic_gan.c, issue 28) */
+    check_samples(job, t, 1, 1);
     free(other_txt);
     json_decref(other);
     json_decref(good);

@@ -1,4 +1,4 @@
-/* The PostgreSQL backend through the public contract (service/db.h):
+/* The PostgreSQL backend through the public contract (service/store/db.h):
  * migrations under concurrency and a refused newer schema, chunked appends
  * and reads, all-or-nothing appends when aborted or when the connection is
  * killed, corruption caught by the checksums, checkpoints, idempotency under
@@ -17,6 +17,7 @@
 #include "service/store/db.h"
 #include "service/ledger.h"
 #include "service/store/pg/pgpool.h"
+#include "support/pg_jobs_test.h"
 
 static pg_db *open_db(const char *uri)
 {
@@ -160,8 +161,9 @@ START_TEST(version_1_database_migrates_forward)
     PGconn *c = PQconnectdb(uri);
     ck_assert_msg(PQstatus(c) == CONNECTION_OK, "%s", PQerrorMessage(c));
     exec_ok(c, "DROP TABLE job_history; UPDATE schema_version SET version = 1");
+    /* running and leased by nobody, as after a crash: claimable */
     exec_ok(c, "INSERT INTO jobs(id, tenant_id, dataset_id, status, spec, created_at, updated_at)"
-               " VALUES ('job_v1', 't1', 'ds_v1', 'succeeded', '{}', 1, 2)");
+               " VALUES ('job_v1', 't1', 'ds_v1', 'running', '{}', 1, 2)");
     db = open_db(uri);
     int v = 0;
     ck_assert_int_eq(pg_db_schema_version(db, &v, NULL), PG_OK);
@@ -171,11 +173,16 @@ START_TEST(version_1_database_migrates_forward)
     int found, conflict;
     ck_assert_int_eq(pg_db_job_history_get(db, "job_v1", &doc, &found, NULL), PG_OK);
     ck_assert_int_eq(found, 0);
-    ck_assert_int_eq(pg_db_job_history_put(db, "job_v1", "{\"v\":1}", NULL), PG_OK);
+    pg_test_job_claim(db, "w:1", "job_v1");
+    int held;
+    ck_assert_int_eq(pg_db_job_history_put_owned(db, "job_v1", "w:1", "{\"v\":1}", &held, NULL),
+                     PG_OK);
+    ck_assert_int_eq(held, 1);
     ck_assert_int_eq(pg_db_job_history_get(db, "job_v1", &doc, &found, NULL), PG_OK);
     ck_assert_int_eq(found, 1);
     ck_assert_str_eq(doc, "{\"v\":1}");
     free(doc);
+    pg_test_job_end(db, "job_v1", "w:1", "succeeded", NULL);
     ck_assert_int_eq(pg_db_job_delete(db, "job_v1", &found, &conflict, NULL), PG_OK);
     ck_assert_int_eq(found, 1);
     ck_assert_int_eq(scalar(c, "SELECT count(*) FROM job_history"), 0);
@@ -447,7 +454,8 @@ START_TEST(corruption_is_detected)
     unsigned char ck[100];
     for (int i = 0; i < 100; i++) ck[i] = (unsigned char)i;
     uint32_t crc = (uint32_t)crc32(0L, ck, 100);
-    ck_assert_int_eq(pg_db_ckpt_put(db, "job_bad", 3, ck, 100, crc, &e), PG_OK);
+    pg_test_job_run(db, "t1", "ds_bad", "job_bad", "w:1");
+    ck_assert_int_eq(pg_test_ckpt_put(db, "job_bad", "w:1", 3, ck, 100, crc), PG_OK);
     exec_ok(c,
             "UPDATE checkpoint_chunks SET data = set_byte(data, 50, 0) WHERE job_id = 'job_bad'");
     unsigned char *out = NULL;
@@ -468,9 +476,11 @@ START_TEST(checkpoints_round_trip)
     unsigned char *b = malloc(len);
     for (size_t i = 0; i < len; i++) b[i] = (unsigned char)(i * 2654435761u >> 13);
     uint32_t crc = (uint32_t)crc32(0L, b, (uInt)len);
-    ck_assert_int_eq(pg_db_ckpt_put(db, "job_ck", 10, b, len, crc, &e), PG_OK);
-    ck_assert_int_eq(pg_db_ckpt_put(db, "job_ck", 5, b, 1000, (uint32_t)crc32(0L, b, 1000), &e),
-                     PG_OK);
+    make_dataset(db, "ds_ck", 2);
+    pg_test_job_run(db, "t1", "ds_ck", "job_ck", "w:1");
+    ck_assert_int_eq(pg_test_ckpt_put(db, "job_ck", "w:1", 10, b, len, crc), PG_OK);
+    ck_assert_int_eq(
+        pg_test_ckpt_put(db, "job_ck", "w:1", 5, b, 1000, (uint32_t)crc32(0L, b, 1000)), PG_OK);
     pg_ckpt_row *rows;
     size_t count;
     ck_assert_int_eq(pg_db_ckpt_list(db, "job_ck", &rows, &count, &e), PG_OK);
@@ -493,7 +503,8 @@ START_TEST(checkpoints_round_trip)
     ck_assert(!found);
     /* Replacing a step keeps one checkpoint there, the new one. */
     ck_assert_int_eq(
-        pg_db_ckpt_put(db, "job_ck", 10, b + 1, 64, (uint32_t)crc32(0L, b + 1, 64), &e), PG_OK);
+        pg_test_ckpt_put(db, "job_ck", "w:1", 10, b + 1, 64, (uint32_t)crc32(0L, b + 1, 64)),
+        PG_OK);
     ck_assert_int_eq(pg_db_ckpt_get(db, "job_ck", 10, len, &out, &olen, &found, &e), PG_OK);
     ck_assert_uint_eq(olen, 64);
     ck_assert(!memcmp(out, b + 1, 64));

@@ -18,13 +18,14 @@
  * the cluster, which the CTest fixture removes.
  *
  * The tests read the durable truth (job rows, ledger, checkpoints) through
- * service/db.h on the same database, not through one replica's view.
+ * service/store/db.h on the same database, not through one replica's view.
  */
 #ifndef PG_RPL_H
 #define PG_RPL_H
 
 #include <check.h>
 #include <errno.h>
+#include <libpq-fe.h>
 #include <math.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -38,6 +39,7 @@ typedef struct rpl {
     pg_srv r[RPL_N];
     char node[RPL_N][16];
     char db_url[512];
+    char url[RPL_N][600]; /* db_url naming replica k's sessions (rpl_app) */
     char admin[96];
     char lease[12], heartbeat[12]; /* --lease-seconds, --heartbeat-seconds */
     pg_db *db;                     /* the test's own handle on the shared database */
@@ -169,12 +171,20 @@ static inline void rpl_read_token(pg_srv *s)
     s->admin[strcspn(s->admin, "\n")] = '\0';
 }
 
+/* The application_name of replica k's database sessions: each replica
+ * connects with its own (rpl_up), so a test can tell which of them a
+ * session in pg_stat_activity belongs to (rpl_settle). */
+static inline void rpl_app(const rpl *c, int k, char out[32])
+{
+    snprintf(out, 32, "rpl-%s", c->node[k]);
+}
+
 /* Starts replica k (0-based) of c, or restarts it after a kill. */
 static inline void rpl_start_one(rpl *c, int k)
 {
     const char *const flags[] = {
         "--lease-seconds", c->lease, "--heartbeat-seconds", c->heartbeat, "--workers", "1", NULL};
-    rpl_spawn(&c->r[k], c->db_url, c->node[k], flags);
+    rpl_spawn(&c->r[k], c->url[k], c->node[k], flags);
     snprintf(c->r[k].admin, sizeof c->r[k].admin, "%s", c->admin);
 }
 
@@ -183,7 +193,7 @@ static inline void rpl_start_one(rpl *c, int k)
  * make takeovers quick to test, but on a loaded machine (CI runs suites
  * two at a time on two cores) a heartbeat can come late: the replica then
  * loses a lease nobody meant it to lose, and the job ends a reserved chunk
- * short (by design: see service/db.h). Tests that need no expiry use long
+ * short (by design: see service/store/db.h). Tests that need no expiry use long
  * leases so that cannot happen to them. */
 static inline void rpl_up(rpl *c, const char *name, int lease_s, int heartbeat_s)
 {
@@ -207,7 +217,14 @@ static inline void rpl_up(rpl *c, const char *name, int lease_s, int heartbeat_s
         }
     }
     c->db_url[at] = '\0';
-    for (int k = 0; k < RPL_N; k++) snprintf(c->node[k], sizeof c->node[k], "r%d", k + 1);
+    for (int k = 0; k < RPL_N; k++) {
+        snprintf(c->node[k], sizeof c->node[k], "r%d", k + 1);
+        char app[32];
+        rpl_app(c, k, app);
+        /* a URL setting overrides privgend's own application_name (service/store/pg/pgpool.c) */
+        snprintf(c->url[k], sizeof c->url[k], "%s%sapplication_name=%s", c->db_url,
+                 strchr(c->db_url, '?') ? "&" : "?", app);
+    }
     rpl_start_one(c, 0);
     rpl_read_token(&c->r[0]);
     snprintf(c->admin, sizeof c->admin, "%s", c->r[0].admin);
@@ -494,6 +511,104 @@ static inline int rpl_wait_new_owner(rpl *c, const char *id, const char *gone, i
     }
     ck_abort_msg("no replica took job %s over from %s in %d s", id, gone, secs);
     return -1;
+}
+
+/* ---- stopping a replica and what it left -------------------------------- */
+
+/* SIGSTOP replica k and wait until every thread of it has stopped. kill()
+ * returns before that: the signal stops a multithreaded process only once
+ * one of its threads gets a CPU and stops the group, and meanwhile the
+ * others run on. On a loaded machine a worker woken by the database's
+ * answer went on to commit a checkpoint "after" its SIGSTOP, so
+ * a stop is not a point in the replica's history until waitpid says so. */
+static inline void rpl_stop(rpl *c, int k)
+{
+    ck_assert_int_gt(c->r[k].pid, 0);
+    ck_assert_int_eq(kill(c->r[k].pid, SIGSTOP), 0);
+    int st = 0;
+    pid_t w;
+    do w = waitpid(c->r[k].pid, &st, WUNTRACED);
+    while (w < 0 && errno == EINTR);
+    ck_assert_msg(w == c->r[k].pid && WIFSTOPPED(st), "replica %s did not stop", c->node[k]);
+}
+
+static inline void rpl_cont(rpl *c, int k)
+{
+    ck_assert_int_eq(kill(c->r[k].pid, SIGCONT), 0);
+}
+
+/* Sessions of replica k on the test's database; writing: only those that can
+ * still change something (a statement running, other than one stuck sending
+ * its result to the stopped client, or a transaction that wrote and has not
+ * ended; a writer waiting for a row lock already has its xid). */
+static inline int rpl_sessions(rpl *c, int k, int writing)
+{
+    PGconn *q = PQconnectdb(c->db_url);
+    ck_assert_msg(PQstatus(q) == CONNECTION_OK, "%s", PQerrorMessage(q));
+    char app[32];
+    rpl_app(c, k, app);
+    const char *v[1] = {app};
+    PGresult *r = PQexecParams(
+        q,
+        writing ? "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND "
+                  "application_name = $1 AND ((state = 'active' AND wait_event IS DISTINCT "
+                  "FROM 'ClientWrite') OR (state <> 'idle' AND backend_xid IS NOT NULL))"
+                : "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND "
+                  "application_name = $1",
+        1, NULL, v, NULL, NULL, 0);
+    ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK, "%s", PQerrorMessage(q));
+    int n = atoi(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    PQfinish(q);
+    return n;
+}
+
+/* Waits (up to secs) until what replica k (stopped or killed) sent the
+ * database has landed or been rolled back: killed, until its sessions are
+ * gone (each ends at the end of file, after any COMMIT it had already
+ * received); stopped, until none runs a statement or holds a transaction
+ * that wrote (the server rolls those back after 1 s idle: service/store/pg/db_pg_queue.c).
+ * Twice in a row, 50 ms apart: a message still unread by its session shows
+ * as idle for that long. Only then is the row and checkpoint list the
+ * final word of that replica until it runs again. */
+static inline void rpl_settle(rpl *c, int k, int killed, int secs)
+{
+    int quiet = 0;
+    for (int i = 0; i < secs * 20 && quiet < 2; i++) {
+        quiet = rpl_sessions(c, k, !killed) == 0 ? quiet + 1 : 0;
+        if (quiet < 2) pg_sleep_ms(50);
+    }
+    ck_assert_msg(quiet == 2, "the sessions of %s did not settle in %d s", c->node[k], secs);
+}
+
+/* The newest stored checkpoint of job id (-1: none). A worker stores a
+ * checkpoint, then the step in the job row in a transaction of its own: one
+ * stopped or killed between the two leaves the row one checkpoint behind,
+ * and a takeover resumes from the checkpoint, not from the row's step. */
+static inline int64_t rpl_last_ckpt(rpl *c, const char *id)
+{
+    pg_ckpt_row *rows;
+    size_t n;
+    pg_error err = {0};
+    ck_assert_msg(pg_db_ckpt_list(c->db, id, &rows, &n, &err) == PG_OK, "%s", err.msg);
+    int64_t last = n ? rows[n - 1].step : -1;
+    free(rows);
+    return last;
+}
+
+/* privgen_job_steps_total of a live replica: the training steps (mechanism
+ * invocations) it ran, over all jobs. */
+static inline long rpl_steps_run(const pg_srv *s)
+{
+    pg_resp r;
+    pg_http(s, "GET", "/metrics", NULL, NULL, NULL, 0, NULL, &r);
+    ck_assert_msg(r.status == 200, "/metrics: %ld", r.status);
+    const char *key = "\nprivgen_job_steps_total ";
+    const char *p = r.body ? strstr(r.body, key) : NULL;
+    ck_assert_msg(p != NULL, "no privgen_job_steps_total in /metrics");
+    long n = strtol(p + strlen(key), NULL, 10);
+    pg_resp_free(&r);
+    return n;
 }
 
 /* The job's checkpoints: strictly increasing steps, each one readable and

@@ -22,7 +22,7 @@
  *    reservation; another replica finishes every planned step.
  *
  * The durable truth (job rows, ledger, checkpoints) is read through
- * service/db.h on the same database; tests/replicas/test_replicas_cross.c
+ * service/store/db.h on the same database; tests/replicas/test_replicas_cross.c
  * holds the partition tests and those of cross-replica reads (views, SSE,
  * samples, cancel). */
 #include <math.h>
@@ -238,11 +238,19 @@ START_TEST(kill9_mid_training_fails_over_and_matches_a_single_box)
     kill(C.r[x].pid, SIGKILL);
     waitpid(C.r[x].pid, NULL, 0);
     C.r[x].pid = 0;
-    /* what the dead replica left: its last checkpoint and its reservation
-     * (the lease, renewed every second, still has seconds to run) */
+    /* What the dead replica left: its newest checkpoint and its reservation
+     * (the lease, renewed every second, still has seconds to run). Dead is
+     * not done: a COMMIT it sent just before may still be in its session's
+     * socket, so the sessions go first (rpl_settle); and a worker stores a
+     * checkpoint before the step in the row, so the checkpoint list, not
+     * the row, says where a resume starts. */
+    rpl_settle(&C, x, 1, 10);
     pg_job_row left;
     ck_assert(rpl_row(&C, id, &left));
     ck_assert_str_eq(left.owner, C.node[x]);
+    int64_t last = rpl_last_ckpt(&C, id);
+    ck_assert_int_ge(last, left.step);
+    ck_assert_int_le(last, left.step + EVERY);
     int y = rpl_wait_new_owner(&C, id, C.node[x], 30, &row);
     ck_assert_int_ne(y, x);
     rpl_wait_status(&C, id, "succeeded", 120);
@@ -251,10 +259,20 @@ START_TEST(kill9_mid_training_fails_over_and_matches_a_single_box)
      * had left: steps the dead replica reserved but never checkpointed may
      * have run (their noise was drawn), so they count against the plan and
      * are not run again. Restarting from 0, or running past the plan,
-     * would end elsewhere. */
+     * would end elsewhere. Counted too: the live replicas ran exactly the
+     * steps the plan had left, so with the dead one's (at most its
+     * reservation) no more than the charge. */
     ck_assert(rpl_row(&C, id, &row));
     ck_assert_int_eq(row.steps_reserved, S);
-    ck_assert_int_eq(row.step, left.step + (S - left.steps_reserved));
+    ck_assert_msg(row.step == last + (S - left.steps_reserved),
+                  "final step %lld: resumed from checkpoint %lld with %lld of %d steps reserved "
+                  "(row step %lld)",
+                  (long long)row.step, (long long)last, (long long)left.steps_reserved, (int)S,
+                  (long long)left.step);
+    long ran = 0;
+    for (int k = 0; k < RPL_N; k++)
+        if (k != x) ran += rpl_steps_run(&C.r[k]);
+    ck_assert_int_eq(ran, S - left.steps_reserved);
     ck_assert_int_eq(rpl_ledger_rows_of(&C, ds, id), 1);
     int total, reserved;
     rpl_ledger(&C, ds, &total, &reserved);

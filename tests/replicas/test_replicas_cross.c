@@ -17,9 +17,17 @@
  *    holding the job row's lock (idle in transaction): the claim's
  *    `FOR UPDATE SKIP LOCKED` used to pass that row over until the server
  *    dropped the session (TCP keepalive, hours); the fenced transactions
- *    now bound their idle time (service/db_pg_queue.c). The random-point
+ *    now bound their idle time (service/store/pg/db_pg_queue.c). The random-point
  *    partition test above hit that window in some runs; this one always
- *    does. */
+ *    does;
+ *  - an owner killed between storing a checkpoint and writing its step to
+ *    the job row: the new owner resumes from that checkpoint with the
+ *    owner's reservation and loses no step (the kill9 test of
+ *    test_replicas.c hit that window in some runs).
+ * The takeover tests stop a replica with rpl_stop (kill() alone returns
+ * before a multithreaded process stops) and read what it left only once
+ * its sessions settled (rpl_settle); they count the steps every replica
+ * ran against the charged plan. */
 #include <libpq-fe.h>
 #include <math.h>
 
@@ -158,11 +166,11 @@ START_TEST(a_woken_replica_shows_the_result_of_the_new_owner)
     rpl_submit(&C.r[0], body, id);
     pg_job_row row;
     int x = rpl_wait_running(&C, id, EVERY, 60, &row);
-    kill(C.r[x].pid, SIGSTOP);
+    rpl_stop(&C, x);
     int y = rpl_wait_new_owner(&C, id, C.node[x], 30, &row);
     ck_assert_int_ne(y, x);
     rpl_wait_status(&C, id, "succeeded", 120);
-    kill(C.r[x].pid, SIGCONT);
+    rpl_cont(&C, x);
     ck_assert_int_eq(rpl_wait_ready(&C.r[x], 20), 0);
     /* within a few seconds its view is the database's, not its memory's */
     const char *st = NULL;
@@ -181,35 +189,62 @@ START_TEST(a_woken_replica_shows_the_result_of_the_new_owner)
 }
 END_TEST
 
-/* After replica x (the owner, its row `left`) was stopped: another replica
- * takes the job over within wait_s and writes past left's step, then x
- * wakes. The final state is the new owner's: it resumed from the last
- * checkpoint that landed before the stop (a stopped write, rolled back,
- * left nothing) and ran what the plan of S steps had left, as after a
- * kill; one ledger row, every stored checkpoint verifies, and the woken
- * replica is healthy (that it shows the new owner's result is
- * a_woken_replica_shows_the_result_of_the_new_owner). */
+/* After replica x (the owner) was stopped and what it had sent the database
+ * landed or was rolled back (rpl_stop, rpl_settle), its row `left` and its
+ * newest checkpoint `last` are all it left: another replica takes the job
+ * over within wait_s and writes past `last`, then x wakes. The final state
+ * is the new owner's: it resumed from `last` (a stopped write, rolled back,
+ * left nothing) with left's reservation as its base and ran what the plan
+ * of S steps had left, as after a kill: final step = last + S -
+ * left.steps_reserved. One ledger row, every stored checkpoint verifies,
+ * and the woken replica is healthy (that it shows the new owner's result is
+ * a_woken_replica_shows_the_result_of_the_new_owner).
+ *
+ * The privacy invariant itself, counted rather than inferred from rows: the
+ * training steps all replicas ran together (x's void ones included: their
+ * noise was drawn on the data) are at most the S the ledger charged, and at
+ * least S - every (a takeover loses at most the chunk x had reserved). x's
+ * count is final once its worker let the job go, which its view shows by
+ * following the row (the new owner's node). */
 static void after_takeover(const char *job, const char *dataset, int x, const pg_job_row *left,
-                           int64_t steps, int wait_s)
+                           int64_t last, int64_t steps, int64_t every, int wait_s)
 {
     pg_job_row r;
     int y = rpl_wait_new_owner(&C, job, C.node[x], wait_s, &r);
     ck_assert_int_ne(y, x);
     for (int i = 0; i < 3000; i++) {
         ck_assert(rpl_row(&C, job, &r));
-        if (r.step > left->step || rpl_terminal(r.status)) break;
+        if (r.step > last || rpl_terminal(r.status)) break;
         pg_sleep_ms(20);
     }
-    ck_assert_int_gt(r.step, left->step);
-    kill(C.r[x].pid, SIGCONT);
+    ck_assert_int_gt(r.step, last);
+    rpl_cont(&C, x);
     rpl_wait_status(&C, job, "succeeded", 120);
     ck_assert(rpl_row(&C, job, &r));
     ck_assert_str_eq(r.owner, C.node[y]);
     ck_assert_int_eq(r.steps_reserved, steps);
-    ck_assert_int_eq(r.step, left->step + (steps - left->steps_reserved));
+    ck_assert_msg(r.step == last + (steps - left->steps_reserved),
+                  "final step %lld: resumed from checkpoint %lld with %lld of %lld steps reserved "
+                  "(row step %lld)",
+                  (long long)r.step, (long long)last, (long long)left->steps_reserved,
+                  (long long)steps, (long long)left->step);
     ck_assert_int_eq(rpl_ledger_rows_of(&C, dataset, job), 1);
     rpl_check_ckpts(&C, job, r.step);
     ck_assert_int_eq(rpl_wait_ready(&C.r[x], 20), 0);
+    int let_go = 0;
+    for (int i = 0; i < 1500 && !let_go; i++) {
+        json_t *v = rpl_view(&C.r[x], job);
+        ck_assert_ptr_nonnull(v);
+        let_go = !strcmp(json_string_value(json_object_get(v, "node")), C.node[y]);
+        json_decref(v);
+        if (!let_go) pg_sleep_ms(20);
+    }
+    ck_assert_msg(let_go, "%s still drives job %s", C.node[x], job);
+    long ran = 0, of[RPL_N];
+    for (int k = 0; k < RPL_N; k++) ran += of[k] = rpl_steps_run(&C.r[k]);
+    ck_assert_msg(ran <= steps && ran >= steps - every,
+                  "steps run %ld (%s %ld, %s %ld, %s %ld) for %lld charged", ran, C.node[0], of[0],
+                  C.node[1], of[1], C.node[2], of[2], (long long)steps);
     rpl_down(&C);
 }
 
@@ -223,12 +258,15 @@ START_TEST(a_stopped_replica_past_its_lease_cannot_overwrite_the_new_owner)
     rpl_submit(&C.r[1], body, id);
     pg_job_row row;
     int x = rpl_wait_running(&C, id, EVERY, 60, &row);
-    kill(C.r[x].pid, SIGSTOP); /* cut off: no heartbeat, no step */
-    pg_sleep_ms(300);          /* a write in flight lands or not */
+    rpl_stop(&C, x);          /* cut off: no heartbeat, no step */
+    rpl_settle(&C, x, 0, 10); /* a write in flight lands or is rolled back */
     pg_job_row left;
     ck_assert(rpl_row(&C, id, &left));
     ck_assert_str_eq(left.owner, C.node[x]);
-    after_takeover(id, ds, x, &left, S, 30);
+    int64_t last = rpl_last_ckpt(&C, id);
+    ck_assert_int_ge(last, left.step);
+    ck_assert_int_le(last, left.step + EVERY);
+    after_takeover(id, ds, x, &left, last, S, EVERY, 30);
 }
 END_TEST
 
@@ -237,11 +275,12 @@ END_TEST
  * row's lock (`FOR UPDATE`) and before its COMMIT, so its session sits idle
  * in transaction holding the row. The test holds an EXCLUSIVE lock on the
  * checkpoints table (readers pass) so the owner's write blocks right after
- * taking the row lock, stops the owner there, then lets the statement
- * finish. Another replica must still take the job over after the lease
- * (the fenced transactions bound their idle time, service/db_pg_queue.c;
- * without that the claim's SKIP LOCKED passes the row over for as long as
- * the stopped session lives), and the stopped write must not land. */
+ * taking the row lock, stops the owner there (every thread of it: rpl_stop),
+ * then lets the statement finish. Another replica must still take the job
+ * over after the lease (the fenced transactions bound their idle time,
+ * service/store/pg/db_pg_queue.c; without that the claim's SKIP LOCKED passes the
+ * row over for as long as the stopped session lives), and the stopped write
+ * must not land. */
 static PGconn *pq_open(const char *url)
 {
     PGconn *c = PQconnectdb(url);
@@ -258,13 +297,18 @@ static void pq_ok(PGconn *c, const char *sql)
     PQclear(r);
 }
 
-/* Sessions of this database waiting for a lock in a statement on the
+/* Sessions of replica k waiting for a lock in a statement on the
  * checkpoints table. */
-static int pq_blocked_on_checkpoints(PGconn *c)
+static int pq_blocked_on_checkpoints(PGconn *c, int k)
 {
-    PGresult *r = PQexec(c, "SELECT count(*) FROM pg_stat_activity WHERE datname = "
-                            "current_database() AND pid <> pg_backend_pid() AND "
-                            "wait_event_type = 'Lock' AND query ILIKE '%checkpoints%'");
+    char app[32];
+    rpl_app(&C, k, app);
+    const char *v[1] = {app};
+    PGresult *r = PQexecParams(c,
+                               "SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                               "current_database() AND application_name = $1 AND "
+                               "wait_event_type = 'Lock' AND query ILIKE '%checkpoints%'",
+                               1, NULL, v, NULL, NULL, 0);
     ck_assert_int_eq(PQresultStatus(r), PGRES_TUPLES_OK);
     int n = atoi(PQgetvalue(r, 0, 0));
     PQclear(r);
@@ -286,18 +330,152 @@ START_TEST(an_owner_stopped_inside_its_checkpoint_write_is_still_taken_over)
     pq_ok(lk, "LOCK TABLE checkpoints IN EXCLUSIVE MODE");
     int blocked = 0;
     for (int i = 0; i < 60 * 50 && !blocked; i++) {
-        blocked = pq_blocked_on_checkpoints(mon) > 0;
+        blocked = pq_blocked_on_checkpoints(mon, x) > 0;
         if (!blocked) pg_sleep_ms(20);
     }
     ck_assert_msg(blocked, "the owner of %s wrote no checkpoint in 60 s", id);
-    kill(C.r[x].pid, SIGSTOP); /* inside the write, holding the job row */
-    pq_ok(lk, "COMMIT");       /* its statement ends; its COMMIT never comes */
-    PQfinish(lk);
-    PQfinish(mon);
+    rpl_stop(&C, x); /* inside the write, holding the job row */
+    ck_assert_int_gt(pq_blocked_on_checkpoints(mon, x), 0);
+    /* What x leaves: its write waits on the lock and x is stopped, so none
+     * of it can land any more (its heartbeat waits on the row the write
+     * holds); the row is at its newest checkpoint. */
     pg_job_row left;
     ck_assert(rpl_row(&C, id, &left));
     ck_assert_str_eq(left.owner, C.node[x]);
-    after_takeover(id, ds, x, &left, S, 60);
+    int64_t last = rpl_last_ckpt(&C, id);
+    ck_assert_int_eq(last, left.step);
+    pq_ok(lk, "COMMIT"); /* its statement ends; its COMMIT never comes */
+    PQfinish(lk);
+    PQfinish(mon);
+    rpl_settle(&C, x, 0, 10);
+    ck_assert_int_eq(rpl_last_ckpt(&C, id), last); /* the stopped write did not land */
+    after_takeover(id, ds, x, &left, last, S, EVERY, 60);
+}
+END_TEST
+
+/* The interleaving behind the kill9 test's rare miss, made certain: a
+ * worker stores a checkpoint, then the step in the job row, in two
+ * transactions, and the owner dies between them. The test holds the
+ * checkpoints table so the owner's write of step s blocks holding the job
+ * row, takes the jobs table in SHARE mode (the owner's row lock passes, its
+ * UPDATEs do not), lets the checkpoint commit and kills the owner while its
+ * step write waits. It left checkpoint s, a row
+ * still at s - every and a reservation of s: the new owner resumes from
+ * checkpoint s with s reserved, so it loses nothing and the job ends at S.
+ * The row's step (S - every here) would be the wrong resume point. */
+/* 1 when session pid waits for a lock. */
+static int pq_waiting(PGconn *c, int pid)
+{
+    char sql[160];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM pg_stat_activity WHERE pid = %d AND wait_event_type = 'Lock'",
+             pid);
+    PGresult *r = PQexec(c, sql);
+    ck_assert_int_eq(PQresultStatus(r), PGRES_TUPLES_OK);
+    int n = atoi(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return n > 0;
+}
+
+START_TEST(an_owner_killed_between_its_checkpoint_and_its_step_write_loses_no_step)
+{
+    enum { S = 8000, EVERY = 400 };
+    rpl_up(&C, "gap", 4, 1);
+    char ds[64], body[512], id[64];
+    rpl_dataset(&C.r[0], 100.0, ROWS, ds);
+    /* every checkpoint kept: the owner's next write to the table is a put */
+    snprintf(body, sizeof body,
+             "{\"dataset_id\":\"%s\",\"method\":\"dp_sinkhorn\",\"model\":{\"hidden\":[16]},"
+             "\"train\":{\"steps\":%d,\"batch_size\":20},\"ot\":{\"max_iter\":20},"
+             "\"privacy\":{\"noise_multiplier\":5},\"checkpoint_every\":%d,"
+             "\"keep_checkpoints\":100,\"seed\":3}",
+             ds, (int)S, (int)EVERY);
+    rpl_submit(&C.r[1], body, id);
+    pg_job_row row;
+    int x = rpl_wait_running(&C, id, EVERY, 60, &row);
+    PGconn *lk = pq_open(C.db_url), *rl = pq_open(C.db_url), *mon = pq_open(C.db_url);
+    pq_ok(lk, "BEGIN");
+    pq_ok(lk, "LOCK TABLE checkpoints IN EXCLUSIVE MODE");
+    int blocked = 0;
+    for (int i = 0; i < 60 * 50 && !blocked; i++) {
+        blocked = pq_blocked_on_checkpoints(mon, x) > 0;
+        if (!blocked) pg_sleep_ms(20);
+    }
+    ck_assert_msg(blocked, "the owner of %s wrote no checkpoint in 60 s", id);
+    pg_job_row before;
+    ck_assert(rpl_row(&C, id, &before));
+    int64_t s = before.steps_reserved; /* the step of the blocked write */
+    ck_assert_int_eq(s, before.step + EVERY);
+    ck_assert_int_eq(rpl_last_ckpt(&C, id), before.step);
+    /* SHARE on the jobs table: the owner's write holds the row with
+     * FOR UPDATE (ROW SHARE, compatible), its step write is an UPDATE (ROW
+     * EXCLUSIVE, not). A row lock of the test's would not do: once the
+     * checkpoint commits, the owner's next UPDATE may take the free row
+     * before the test's waiting locker gets to it. */
+    pq_ok(rl, "BEGIN");
+    ck_assert_int_eq(PQsendQuery(rl, "LOCK TABLE jobs IN SHARE MODE"), 1);
+    /* granted, or queued (then the owner's UPDATE queues behind it): not
+     * merely sent, or the step write could still pass before it */
+    int queued = 0;
+    for (int i = 0; i < 30 * 50 && !queued; i++) {
+        ck_assert_int_eq(PQconsumeInput(rl), 1);
+        queued = !PQisBusy(rl) || pq_waiting(mon, PQbackendPID(rl));
+        if (!queued) pg_sleep_ms(20);
+    }
+    ck_assert(queued);
+    pq_ok(lk, "COMMIT"); /* the owner's checkpoint commits */
+    PGresult *r;
+    while ((r = PQgetResult(rl)) != NULL) { /* once the heartbeat it waited for ends */
+        ck_assert_int_eq(PQresultStatus(r), PGRES_COMMAND_OK);
+        PQclear(r);
+    }
+    /* the owner's step write now waits on the table: kill it there */
+    char app[32];
+    rpl_app(&C, x, app);
+    int stuck = 0;
+    for (int i = 0; i < 30 * 50 && !stuck; i++) {
+        const char *v[1] = {app};
+        PGresult *q = PQexecParams(mon,
+                                   "SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                                   "current_database() AND application_name = $1 AND "
+                                   "wait_event_type = 'Lock' AND query ILIKE '%steps_reserved%'",
+                                   1, NULL, v, NULL, NULL, 0);
+        ck_assert_int_eq(PQresultStatus(q), PGRES_TUPLES_OK);
+        stuck = atoi(PQgetvalue(q, 0, 0)) > 0;
+        PQclear(q);
+        if (!stuck) pg_sleep_ms(20);
+    }
+    ck_assert_msg(stuck, "the owner of %s did not write its step", id);
+    ck_assert_int_eq(rpl_last_ckpt(&C, id), s);
+    kill(C.r[x].pid, SIGKILL);
+    waitpid(C.r[x].pid, NULL, 0);
+    C.r[x].pid = 0;
+    pq_ok(rl, "ROLLBACK");
+    PQfinish(rl);
+    PQfinish(lk);
+    PQfinish(mon);
+    rpl_settle(&C, x, 1, 10);
+    pg_job_row left;
+    ck_assert(rpl_row(&C, id, &left));
+    ck_assert_str_eq(left.owner, C.node[x]);
+    ck_assert_int_eq(left.step, s - EVERY); /* the row is a checkpoint behind */
+    ck_assert_int_eq(left.steps_reserved, s);
+    ck_assert_int_eq(rpl_last_ckpt(&C, id), s);
+
+    int y = rpl_wait_new_owner(&C, id, C.node[x], 30, &row);
+    ck_assert_int_ne(y, x);
+    rpl_wait_status(&C, id, "succeeded", 120);
+    ck_assert(rpl_row(&C, id, &row));
+    ck_assert_str_eq(row.owner, C.node[y]);
+    ck_assert_int_eq(row.steps_reserved, S);
+    ck_assert_int_eq(row.step, S); /* resumed at s with s reserved: no step lost */
+    ck_assert_int_eq(rpl_ledger_rows_of(&C, ds, id), 1);
+    rpl_check_ckpts(&C, id, S);
+    long ran = 0;
+    for (int k = 0; k < RPL_N; k++)
+        if (k != x) ran += rpl_steps_run(&C.r[k]);
+    ck_assert_int_eq(ran, S - s); /* x ran s, the charge covers S */
+    rpl_down(&C);
 }
 END_TEST
 
@@ -315,6 +493,7 @@ static Suite *suite(void)
     tcase_set_timeout(tt, 200);
     tcase_add_test(tt, a_stopped_replica_past_its_lease_cannot_overwrite_the_new_owner);
     tcase_add_test(tt, an_owner_stopped_inside_its_checkpoint_write_is_still_taken_over);
+    tcase_add_test(tt, an_owner_killed_between_its_checkpoint_and_its_step_write_loses_no_step);
     suite_add_tcase(s, tt);
     return s;
 }

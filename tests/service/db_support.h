@@ -1,4 +1,4 @@
-/* Backend-parametrized storage tests (service/db.h).
+/* Backend-parametrized storage tests (service/store/db.h).
  *
  * A suite built on this header runs unchanged against any backend: the URL
  * comes from the environment variable PRIVGEN_TEST_DB (e.g. a PostgreSQL
@@ -18,6 +18,7 @@
 #include <sys/random.h>
 
 #include "service/store/db.h"
+#include "support/pg_jobs_test.h"
 #include "support/pg_test.h"
 #include "test_support.h"
 

@@ -1,4 +1,4 @@
-/* The storage contract (service/db.h) against whichever backend
+/* The storage contract (service/store/db.h) against whichever backend
  * PRIVGEN_TEST_DB names (default: a fresh SQLite file): tokens, tenancy,
  * pagination, appends (all or nothing), reading rows, idempotency keys,
  * jobs, checkpoints, job history documents, job and checkpoint deletion,
@@ -240,19 +240,8 @@ static int64_t rows_of(pg_db *db, const char *tenant, const char *id)
 
 static void admit_free_job(pg_db *db, const char *tenant, const char *ds, char *job_id)
 {
-    pg_job_row row;
-    memset(&row, 0, sizeof row);
-    pg_test_uid(row.id, sizeof row.id, "job_");
-    snprintf(row.tenant, sizeof row.tenant, "%s", tenant);
-    snprintf(row.dataset_id, sizeof row.dataset_id, "%s", ds);
-    snprintf(row.method, sizeof row.method, "m");
-    row.spec = "{\"k\":1}";
-    pg_privacy_plan none;
-    memset(&none, 0, sizeof none);
-    pg_ledger_quote q;
-    ck_assert_int_eq(pg_db_job_admit(db, &row, &none, 1.0, 1e-5, &q, NULL), PG_OK);
-    ck_assert_int_eq(q.admit, 1);
-    strcpy(job_id, row.id);
+    pg_test_uid(job_id, PG_ID_MAX, "job_");
+    pg_test_job_admit(db, tenant, ds, job_id, "{\"k\":1}");
 }
 
 START_TEST(datasets_tenancy_pagination_append_delete)
@@ -317,15 +306,16 @@ START_TEST(datasets_tenancy_pagination_append_delete)
     ck_assert_int_eq(g1.bytes - g0.bytes, 2 * (32 + 80));
     /* delete: blocked by a running job, allowed once it is done */
     char job[PG_ID_MAX];
+    pg_test_jobs_drain(db);
     admit_free_job(db, ta, ids[1], job);
-    ck_assert_int_eq(pg_db_job_set_status(db, job, "running", 1, 0, NULL, NULL), PG_OK);
+    pg_test_job_claim(db, "w:1", job);
     ck_assert_int_eq(pg_db_dataset_delete(db, tb, ids[1], &found, &conflict, NULL), PG_OK);
     ck_assert_int_eq(found, 0);
     ck_assert_int_eq(pg_db_dataset_delete(db, ta, ids[1], &found, &conflict, NULL), PG_OK);
     ck_assert_int_eq(found, 1);
     ck_assert_int_eq(conflict, 1);
     ck_assert_int_eq(rows_of(db, ta, ids[1]), 20);
-    ck_assert_int_eq(pg_db_job_set_status(db, job, "succeeded", 0, 1, NULL, NULL), PG_OK);
+    pg_test_job_end(db, job, "w:1", "succeeded", NULL);
     ck_assert_int_eq(pg_db_dataset_delete(db, ta, ids[1], &found, &conflict, NULL), PG_OK);
     ck_assert_int_eq(found && !conflict, 1);
     ck_assert_int_eq(pg_db_dataset_get(db, ta, ids[1], &d, &found, NULL), PG_OK);
@@ -724,6 +714,7 @@ START_TEST(jobs_round_trip)
     pg_test_uid(pub, sizeof pub, "ds_");
     pg_test_dataset(db, t, ds, 2);
     pg_test_dataset(db, t, pub, 2);
+    pg_test_jobs_drain(db);
     pg_job_row row;
     memset(&row, 0, sizeof row);
     pg_test_uid(row.id, sizeof row.id, "job_");
@@ -749,11 +740,11 @@ START_TEST(jobs_round_trip)
     row2.public_n = 0;
     ck_assert_int_eq(pg_db_job_admit(db, &row2, &none, 1.0, 1e-5, &q, NULL), PG_OK);
     ck_assert(row2.seq > row.seq);
-    ck_assert_int_eq(pg_db_job_set_status(db, row.id, "running", 1, 0, NULL, NULL), PG_OK);
-    ck_assert_int_eq(pg_db_job_reserve_steps(db, row.id, 50, NULL), PG_OK);
-    ck_assert_int_eq(pg_db_job_set_step(db, row.id, 40, NULL), PG_OK);
-    ck_assert_int_eq(pg_db_job_set_status(db, row2.id, "failed", 0, 1, "boom \"quoted\"", NULL),
-                     PG_OK);
+    pg_test_job_claim(db, "w:1", row.id);
+    pg_test_job_patch(db, row.id, "w:1", (pg_job_patch){.step = -1, .steps_reserved = 50});
+    pg_test_job_patch(db, row.id, "w:1", (pg_job_patch){.step = 40, .steps_reserved = -1});
+    pg_test_job_claim(db, "w:2", row2.id);
+    pg_test_job_end(db, row2.id, "w:2", "failed", "boom \"quoted\"");
     pg_job_row *rows;
     size_t n;
     ck_assert_int_eq(pg_db_job_load_all(db, &rows, &n, NULL), PG_OK);
@@ -776,7 +767,7 @@ START_TEST(jobs_round_trip)
     ck_assert_int_eq(a->data_n, 42);
     ck_assert_str_eq(a->public_dataset_id, pub);
     ck_assert_int_eq(a->public_n, 17);
-    ck_assert_str_eq(a->owner, ""); /* never claimed through the shared queue */
+    ck_assert_str_eq(a->owner, "w:1");
     ck_assert_str_eq(b->status, "failed");
     ck_assert_str_eq(b->error, "boom \"quoted\"");
     ck_assert(b->finished_at > 0);
@@ -802,8 +793,13 @@ END_TEST
 START_TEST(checkpoints_round_trip)
 {
     pg_db *db = pg_test_db_open();
-    char job[PG_ID_MAX];
-    pg_test_uid(job, sizeof job, "job_");
+    char t[PG_ID_MAX], ds[PG_ID_MAX], job[PG_ID_MAX];
+    pg_test_uid(t, sizeof t, "ten_");
+    pg_test_uid(ds, sizeof ds, "ds_");
+    pg_test_dataset(db, t, ds, 2);
+    pg_test_jobs_drain(db);
+    admit_free_job(db, t, ds, job);
+    pg_test_job_claim(db, "w:1", job);
     pg_ckpt_row *rows;
     size_t n;
     ck_assert_int_eq(pg_db_ckpt_list(db, job, &rows, &n, NULL), PG_OK);
@@ -814,9 +810,9 @@ START_TEST(checkpoints_round_trip)
     unsigned char *blob = malloc(big);
     for (size_t i = 0; i < big; i++) blob[i] = (unsigned char)(i * 2654435761u >> 13);
     uint32_t crc = (uint32_t)crc32(0L, blob, (uInt)big);
-    ck_assert_int_eq(pg_db_ckpt_put(db, job, 20, blob, big, crc, NULL), PG_OK);
+    ck_assert_int_eq(pg_test_ckpt_put(db, job, "w:1", 20, blob, big, crc), PG_OK);
     const unsigned char small[5] = {1, 2, 3, 0, 5};
-    ck_assert_int_eq(pg_db_ckpt_put(db, job, 10, small, 5, (uint32_t)crc32(0L, small, 5), NULL),
+    ck_assert_int_eq(pg_test_ckpt_put(db, job, "w:1", 10, small, 5, (uint32_t)crc32(0L, small, 5)),
                      PG_OK);
     ck_assert_int_eq(pg_db_ckpt_list(db, job, &rows, &n, NULL), PG_OK);
     ck_assert_uint_eq(n, 2);
@@ -835,7 +831,7 @@ START_TEST(checkpoints_round_trip)
     ck_assert(memcmp(got, blob, big) == 0);
     free(got);
     /* rewriting a step replaces it */
-    ck_assert_int_eq(pg_db_ckpt_put(db, job, 20, small, 5, (uint32_t)crc32(0L, small, 5), NULL),
+    ck_assert_int_eq(pg_test_ckpt_put(db, job, "w:1", 20, small, 5, (uint32_t)crc32(0L, small, 5)),
                      PG_OK);
     ck_assert_int_eq(pg_db_ckpt_get(db, job, 20, 1 << 20, &got, &len, &found, NULL), PG_OK);
     ck_assert_uint_eq(len, 5);
@@ -852,7 +848,7 @@ START_TEST(checkpoints_round_trip)
     ck_assert_int_eq(pg_db_ckpt_get(db, job, 10, 4, &got, &len, &found, NULL), PG_ENOMEM);
     ck_assert_ptr_null(got);
     /* a wrong CRC at put time is caught at get time */
-    ck_assert_int_eq(pg_db_ckpt_put(db, job, 40, small, 5, 12345u, NULL), PG_OK);
+    ck_assert_int_eq(pg_test_ckpt_put(db, job, "w:1", 40, small, 5, 12345u), PG_OK);
     ck_assert_int_eq(pg_db_ckpt_get(db, job, 40, 1 << 20, &got, &len, &found, NULL), PG_EFORMAT);
     ck_assert_ptr_null(got);
     free(blob);
@@ -891,35 +887,50 @@ START_TEST(job_history_and_deletion)
     plan.rdp[1] = 0.2;
     snprintf(plan.mechanism, sizeof plan.mechanism, "poisson_subsampled_gaussian");
     pg_ledger_quote q;
+    pg_test_jobs_drain(db);
     ck_assert_int_eq(pg_db_job_admit(db, &row, &plan, 100.0, 1e-5, &q, NULL), PG_OK);
     ck_assert_int_eq(q.admit, 1);
 
-    /* history: none, then written, then replaced (text kept byte for byte) */
+    /* a queued job is not deleted */
     char *doc;
-    int found, conflict;
+    int found, conflict, held;
+    ck_assert_int_eq(pg_db_job_delete(db, row.id, &found, &conflict, NULL), PG_OK);
+    ck_assert_int_eq(found, 1);
+    ck_assert_int_eq(conflict, 1);
+
+    /* history: none, then written by the job's owner, then replaced (text
+     * kept byte for byte) */
+    pg_test_job_claim(db, "w:1", row.id);
     ck_assert_int_eq(pg_db_job_history_get(db, row.id, &doc, &found, NULL), PG_OK);
     ck_assert_int_eq(found, 0);
     ck_assert_ptr_null(doc);
     const char *d1 = "{\"v\":1,\"loss\":0.10000000000000001,\"s\":\"\\u00e9 '\\\"\"}";
-    ck_assert_int_eq(pg_db_job_history_put(db, row.id, d1, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_job_history_put_owned(db, row.id, "w:1", d1, &held, NULL), PG_OK);
+    ck_assert_int_eq(held, 1);
     ck_assert_int_eq(pg_db_job_history_get(db, row.id, &doc, &found, NULL), PG_OK);
     ck_assert_int_eq(found, 1);
     ck_assert_str_eq(doc, d1);
     free(doc);
-    ck_assert_int_eq(pg_db_job_history_put(db, row.id, "{\"v\":2}", NULL), PG_OK);
+    ck_assert_int_eq(pg_db_job_history_put_owned(db, row.id, "w:1", "{\"v\":2}", &held, NULL),
+                     PG_OK);
+    ck_assert_int_eq(held, 1);
     ck_assert_int_eq(pg_db_job_history_get(db, row.id, &doc, &found, NULL), PG_OK);
     ck_assert_str_eq(doc, "{\"v\":2}");
     free(doc);
-    ck_assert_int_eq(pg_db_job_history_put(db, "bad id!", "{}", NULL), PG_EINVAL);
+    /* a malformed id names no job: nothing is stored */
+    ck_assert_int_eq(pg_db_job_history_put_owned(db, "bad id!", "w:1", "{}", &held, NULL), PG_OK);
+    ck_assert_int_eq(held, 0);
 
     /* checkpoints: one deleted, the others kept; deleting a missing one is fine */
     const unsigned char b[3] = {1, 2, 3};
     uint32_t crc = (uint32_t)crc32(0L, b, 3);
     for (int64_t s = 10; s <= 30; s += 10)
-        ck_assert_int_eq(pg_db_ckpt_put(db, row.id, s, b, 3, crc, NULL), PG_OK);
-    ck_assert_int_eq(pg_db_ckpt_delete(db, row.id, 20, NULL), PG_OK);
-    ck_assert_int_eq(pg_db_ckpt_delete(db, row.id, 20, NULL), PG_OK);
-    ck_assert_int_eq(pg_db_ckpt_delete(db, row.id, 99, NULL), PG_OK);
+        ck_assert_int_eq(pg_test_ckpt_put(db, row.id, "w:1", s, b, 3, crc), PG_OK);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(pg_db_ckpt_delete_owned(db, row.id, "w:1", i < 2 ? 20 : 99, &held, NULL),
+                         PG_OK);
+        ck_assert_int_eq(held, 1);
+    }
     pg_ckpt_row *ck;
     size_t n;
     ck_assert_int_eq(pg_db_ckpt_list(db, row.id, &ck, &n, NULL), PG_OK);
@@ -935,11 +946,7 @@ START_TEST(job_history_and_deletion)
     ck_assert_int_eq(found, 1);
     free(got);
 
-    /* queued and running jobs are not deleted */
-    ck_assert_int_eq(pg_db_job_delete(db, row.id, &found, &conflict, NULL), PG_OK);
-    ck_assert_int_eq(found, 1);
-    ck_assert_int_eq(conflict, 1);
-    ck_assert_int_eq(pg_db_job_set_status(db, row.id, "running", 1, 0, NULL, NULL), PG_OK);
+    /* a running job is not deleted either */
     ck_assert_int_eq(pg_db_job_delete(db, row.id, &found, &conflict, NULL), PG_OK);
     ck_assert_int_eq(conflict, 1);
     ck_assert_int_eq(pg_db_job_history_get(db, row.id, &doc, &found, NULL), PG_OK);
@@ -953,7 +960,7 @@ START_TEST(job_history_and_deletion)
 
     /* a finished one goes with its checkpoints, history and quality reports
      * (another job's report stays); its ledger row stays */
-    ck_assert_int_eq(pg_db_job_set_status(db, row.id, "succeeded", 0, 1, NULL, NULL), PG_OK);
+    pg_test_job_end(db, row.id, "w:1", "succeeded", NULL);
     pg_report_row rep[2];
     for (int i = 0; i < 2; i++) {
         rep[i] = (pg_report_row){.against_model = 1, .against_n = 10, .n = 10, .seed = 1};
@@ -1048,21 +1055,24 @@ START_TEST(job_get_and_list_for_other_replicas)
     pg_test_dataset(db, t, ds1, 2);
     pg_test_dataset(db, t, ds2, 2);
     pg_test_dataset(db, other, dso, 2);
+    pg_test_jobs_drain(db);
     for (int i = 0; i < 5; i++) {
         admit_free_job(db, t, i < 3 ? ds1 : ds2, ids[i]);
         if (i == 1) admit_free_job(db, other, dso, fid); /* interleaved seq */
     }
-    ck_assert_int_eq(pg_db_job_set_status(db, ids[1], "running", 1, 0, NULL, NULL), PG_OK);
-    ck_assert_int_eq(pg_db_job_set_status(db, ids[2], "failed", 1, 1, "boom", NULL), PG_OK);
+    /* ids[0] runs, ids[1] ran and failed; the others stay queued */
+    pg_test_job_claim(db, "w:1", ids[0]);
+    pg_test_job_claim(db, "w:1", ids[1]);
+    pg_test_job_end(db, ids[1], "w:1", "failed", "boom");
 
     /* one job: the row, and the document once one is written */
     pg_job_row *r;
     char *doc;
-    int found;
-    ck_assert_int_eq(pg_db_job_get(db, NULL, ids[2], &r, &doc, &found, NULL), PG_OK);
+    int found, held;
+    ck_assert_int_eq(pg_db_job_get(db, NULL, ids[1], &r, &doc, &found, NULL), PG_OK);
     ck_assert_int_eq(found, 1);
     ck_assert_ptr_null(doc);
-    ck_assert_str_eq(r->id, ids[2]);
+    ck_assert_str_eq(r->id, ids[1]);
     ck_assert_str_eq(r->tenant, t);
     ck_assert_str_eq(r->dataset_id, ds1);
     ck_assert_str_eq(r->status, "failed");
@@ -1070,10 +1080,16 @@ START_TEST(job_get_and_list_for_other_replicas)
     ck_assert_str_eq(r->spec, "{\"k\":1}");
     ck_assert_int_gt(r->finished_at, 0);
     pg_job_rows_free(r, 1);
-    const char *d = "{\"v\":1,\"step\":7,\"s\":\"\\u00e9\"}";
-    ck_assert_int_eq(pg_db_job_history_put(db, ids[2], d, NULL), PG_OK);
-    ck_assert_int_eq(pg_db_job_get(db, NULL, ids[2], &r, &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_job_get(db, NULL, ids[0], &r, &doc, &found, NULL), PG_OK);
     ck_assert_int_eq(found, 1);
+    ck_assert_ptr_null(doc);
+    pg_job_rows_free(r, 1);
+    const char *d = "{\"v\":1,\"step\":7,\"s\":\"\\u00e9\"}";
+    ck_assert_int_eq(pg_db_job_history_put_owned(db, ids[0], "w:1", d, &held, NULL), PG_OK);
+    ck_assert_int_eq(held, 1);
+    ck_assert_int_eq(pg_db_job_get(db, NULL, ids[0], &r, &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 1);
+    ck_assert_str_eq(r->status, "running");
     ck_assert_str_eq(doc, d);
     free(doc);
     pg_job_rows_free(r, 1);
@@ -1083,12 +1099,12 @@ START_TEST(job_get_and_list_for_other_replicas)
     ck_assert_int_eq(found, 0);
     /* filtered by tenant: the owner finds it, another tenant reads nothing,
      * exactly as for an unknown id (issue 30) */
-    ck_assert_int_eq(pg_db_job_get(db, t, ids[2], &r, &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_job_get(db, t, ids[0], &r, &doc, &found, NULL), PG_OK);
     ck_assert_int_eq(found, 1);
     free(doc);
     pg_job_rows_free(r, 1);
     r = (pg_job_row *)&found; /* outputs must come back NULL, not untouched garbage */
-    ck_assert_int_eq(pg_db_job_get(db, other, ids[2], &r, &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_job_get(db, other, ids[0], &r, &doc, &found, NULL), PG_OK);
     ck_assert_int_eq(found, 0);
     ck_assert_ptr_null(r);
     ck_assert_ptr_null(doc);
@@ -1101,7 +1117,7 @@ START_TEST(job_get_and_list_for_other_replicas)
     expect_list(db, t, NULL, NULL, seq_of(db, ids[3]), 2, all + 4, 1);
     expect_list(db, t, NULL, NULL, seq_of(db, ids[4]), 2, NULL, 0);
     expect_list(db, t, NULL, NULL, 0, 0, NULL, 0);
-    const char *run[1] = {ids[1]}, *two[2] = {ids[3], ids[4]}, *q1[1] = {ids[0]};
+    const char *run[1] = {ids[0]}, *two[2] = {ids[3], ids[4]}, *q1[1] = {ids[2]};
     expect_list(db, t, "running", NULL, 0, 100, run, 1);
     expect_list(db, t, NULL, ds2, 0, 100, two, 2);
     expect_list(db, t, "queued", ds1, 0, 100, q1, 1);
@@ -1111,11 +1127,11 @@ START_TEST(job_get_and_list_for_other_replicas)
 
     /* a deleted job is gone from both */
     int conflict;
-    ck_assert_int_eq(pg_db_job_delete(db, ids[2], &found, &conflict, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_job_delete(db, ids[1], &found, &conflict, NULL), PG_OK);
     ck_assert_int_eq(found, 1);
-    ck_assert_int_eq(pg_db_job_get(db, NULL, ids[2], &r, &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_job_get(db, NULL, ids[1], &r, &doc, &found, NULL), PG_OK);
     ck_assert_int_eq(found, 0);
-    const char *left[4] = {ids[0], ids[1], ids[3], ids[4]};
+    const char *left[4] = {ids[0], ids[2], ids[3], ids[4]};
     expect_list(db, t, NULL, NULL, 0, 100, left, 4);
     pg_db_close(db);
 }

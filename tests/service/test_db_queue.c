@@ -1,4 +1,4 @@
-/* The shared job queue of service/db.h (claims, leases, heartbeats, fenced
+/* The shared job queue of service/store/db.h (claims, leases, heartbeats, fenced
  * writes) against whichever backend PRIVGEN_TEST_DB names. Every time is a
  * chosen number (the contract reads no clock for leases), so lease expiry
  * is tested without sleeping. Suites share a server database, so each test
@@ -18,24 +18,8 @@ static void teardown(void)
     pg_test_db_teardown();
 }
 
-/* Far beyond any lease a test takes: every job still runnable is claimed
- * and finished, so the test starts from an empty queue. */
-#define LATE ((int64_t)1 << 50)
-
-static void drain(pg_db *db)
-{
-    for (;;) {
-        pg_job_row *r;
-        int found, held;
-        ck_assert_int_eq(pg_db_job_claim(db, "drainer", LATE, 1, &r, &found, NULL), PG_OK);
-        if (!found) return;
-        pg_job_patch p = {
-            .now = LATE, .status = "succeeded", .finished = 1, .step = -1, .steps_reserved = -1};
-        ck_assert_int_eq(pg_db_job_patch_owned(db, r->id, "drainer", &p, &held, NULL), PG_OK);
-        ck_assert_int_eq(held, 1);
-        pg_job_rows_free(r, 1);
-    }
-}
+/* Far beyond any lease a test takes (support/pg_jobs_test.h). */
+#define LATE PG_TEST_LATE
 
 /* Admits a queued job on a fresh dataset (no ledger charge); id written. */
 static void admit(pg_db *db, char *id, size_t cap)
@@ -44,20 +28,8 @@ static void admit(pg_db *db, char *id, size_t cap)
     pg_test_uid(t, sizeof t, "ten_");
     pg_test_uid(ds, sizeof ds, "ds_");
     pg_test_dataset(db, t, ds, 2);
-    pg_job_row row;
-    memset(&row, 0, sizeof row);
-    pg_test_uid(row.id, sizeof row.id, "job_");
-    snprintf(row.tenant, sizeof row.tenant, "%s", t);
-    snprintf(row.dataset_id, sizeof row.dataset_id, "%s", ds);
-    snprintf(row.method, sizeof row.method, "swd_flow");
-    row.spec = "{}";
-    pg_privacy_plan none;
-    memset(&none, 0, sizeof none);
-    pg_ledger_quote q;
-    pg_error err = {0};
-    ck_assert_msg(pg_db_job_admit(db, &row, &none, 1.0, 1e-5, &q, &err) == PG_OK, "%s", err.msg);
-    ck_assert_int_eq(q.admit, 1);
-    snprintf(id, cap, "%s", row.id);
+    pg_test_uid(id, cap, "job_");
+    pg_test_job_admit(db, t, ds, id, "{}");
 }
 
 /* The job's row as load_all sees it (caller frees with pg_job_rows_free(.., 1)). */
@@ -97,7 +69,7 @@ static void claim_expect(pg_db *db, const char *node, int64_t now, const char *w
 START_TEST(claims_take_oldest_and_expired_leases_move)
 {
     pg_db *db = pg_test_db_open();
-    drain(db);
+    pg_test_jobs_drain(db);
     char j1[PG_ID_MAX], j2[PG_ID_MAX], j3[PG_ID_MAX];
     admit(db, j1, sizeof j1);
     admit(db, j2, sizeof j2);
@@ -179,7 +151,7 @@ END_TEST
 START_TEST(release_hands_over_at_once)
 {
     pg_db *db = pg_test_db_open();
-    drain(db);
+    pg_test_jobs_drain(db);
     char j[PG_ID_MAX], q[PG_ID_MAX];
     admit(db, j, sizeof j);
     claim_expect(db, "a:1", 2000, j);
@@ -216,7 +188,7 @@ END_TEST
 START_TEST(fenced_checkpoint_of_a_stale_owner_changes_nothing)
 {
     pg_db *db = pg_test_db_open();
-    drain(db);
+    pg_test_jobs_drain(db);
     char j[PG_ID_MAX];
     admit(db, j, sizeof j);
     const unsigned char mine[6] = {1, 2, 3, 4, 5, 6}, theirs[4] = {9, 9, 9, 9};
@@ -310,7 +282,7 @@ END_TEST
 START_TEST(history_of_a_stale_owner_changes_nothing)
 {
     pg_db *db = pg_test_db_open();
-    drain(db);
+    pg_test_jobs_drain(db);
     char j[PG_ID_MAX];
     admit(db, j, sizeof j);
     int held, found;
@@ -353,7 +325,7 @@ END_TEST
 START_TEST(a_restarted_node_releases_only_its_own_leases)
 {
     pg_db *db = pg_test_db_open();
-    drain(db);
+    pg_test_jobs_drain(db);
     char j1[PG_ID_MAX], j2[PG_ID_MAX], j3[PG_ID_MAX], j4[PG_ID_MAX];
     admit(db, j1, sizeof j1);
     admit(db, j2, sizeof j2);
@@ -392,7 +364,7 @@ END_TEST
 START_TEST(cancel_of_a_running_job_reaches_its_owner)
 {
     pg_db *db = pg_test_db_open();
-    drain(db);
+    pg_test_jobs_drain(db);
     char q[PG_ID_MAX], j[PG_ID_MAX];
     admit(db, j, sizeof j);
     admit(db, q, sizeof q);
@@ -441,7 +413,7 @@ END_TEST
 START_TEST(queue_depth_counts_queued_rows)
 {
     pg_db *db = pg_test_db_open();
-    drain(db);
+    pg_test_jobs_drain(db);
     int64_t d0, d;
     ck_assert_int_eq(pg_db_job_queue_depth(db, &d0, NULL), PG_OK);
     ck_assert_int_eq(d0, 0); /* drained */
@@ -494,7 +466,7 @@ static void *claim_loop(void *arg)
 START_TEST(concurrent_claims_never_share_a_job)
 {
     pg_db *db = pg_test_db_open();
-    drain(db);
+    pg_test_jobs_drain(db);
     char ids[NJOBS][PG_ID_MAX];
     for (int i = 0; i < NJOBS; i++) admit(db, ids[i], sizeof ids[i]);
     pthread_barrier_t bar;

@@ -1,4 +1,4 @@
-/* Quality-report storage through service/db.h, on the backend
+/* Quality-report storage through service/store/db.h, on the backend
  * PRIVGEN_TEST_DB names: tenancy and the public-only list filter, the queue
  * bound, claims (oldest first, never twice, stale ones taken over), the
  * running-only fence of progress and finish that a cancel trips, figure

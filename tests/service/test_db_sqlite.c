@@ -12,6 +12,7 @@
 #include "service/block.h"
 #include "service/store/db.h"
 #include "service/ledger.h"
+#include "support/pg_jobs_test.h"
 #include "support/pg_test.h"
 #include "test_support.h"
 
@@ -244,7 +245,16 @@ START_TEST(old_data_dir_opens_and_works)
     char *doc;
     ck_assert_int_eq(pg_db_job_history_get(db, "job_old", &doc, &found, NULL), PG_OK);
     ck_assert_int_eq(found, 0);
-    ck_assert_int_eq(pg_db_job_history_put(db, "job_old", "{\"v\":1}", NULL), PG_OK);
+    /* and the table migration 4 made takes a new job's history */
+    const char *job = "job_new";
+    pg_test_job_run(db, "ten_old", "ds_old", job, "w:1");
+    int held;
+    ck_assert_int_eq(pg_db_job_history_put_owned(db, job, "w:1", "{\"v\":1}", &held, NULL), PG_OK);
+    ck_assert_int_eq(held, 1);
+    ck_assert_int_eq(pg_db_job_history_get(db, job, &doc, &found, NULL), PG_OK);
+    ck_assert_int_eq(found, 1);
+    ck_assert_str_eq(doc, "{\"v\":1}");
+    free(doc);
     /* deleting the old job removes its checkpoint file; its ledger row stays */
     int conflict;
     ck_assert(file_exists("%s/checkpoints/%s/%s", "job_old", "7.pgc"));
@@ -346,9 +356,11 @@ START_TEST(files_live_next_to_the_database)
     ck_assert_int_eq(pg_db_append_commit(a, NULL, 10, &found, &added, &n, NULL), PG_OK);
     ck_assert(file_exists("%s/datasets/%s/%s", "ds_f", "rows-0.f32"));
     const unsigned char ck[3] = {1, 2, 3};
-    ck_assert_int_eq(pg_db_ckpt_put(db, "job_f", 5, ck, 3, (uint32_t)crc32(0L, ck, 3), NULL),
-                     PG_OK);
-    ck_assert(file_exists("%s/checkpoints/%s/%s", "job_f", "5.pgc"));
+    const char *job = "job_f";
+    pg_test_job_run(db, "t", "ds_f", job, "w:1");
+    ck_assert_int_eq(pg_test_ckpt_put(db, job, "w:1", 5, ck, 3, (uint32_t)crc32(0L, ck, 3)), PG_OK);
+    ck_assert(file_exists("%s/checkpoints/%s/%s", job, "5.pgc"));
+    pg_test_job_end(db, job, "w:1", "succeeded", NULL);
     /* deleting the dataset removes its directory */
     int conflict;
     ck_assert_int_eq(pg_db_dataset_delete(db, "t", "ds_f", &found, &conflict, NULL), PG_OK);
@@ -387,18 +399,19 @@ START_TEST(corrupt_files_are_detected)
     ck_assert_ptr_null(all.x);
     /* a checkpoint file changed or lost behind the database's back */
     const unsigned char ck[4] = {1, 2, 3, 4};
-    ck_assert_int_eq(pg_db_ckpt_put(db, "job_c", 1, ck, 4, (uint32_t)crc32(0L, ck, 4), NULL),
-                     PG_OK);
+    const char *job = "job_c";
+    pg_test_job_run(db, "t", "ds_c", job, "w:1");
+    ck_assert_int_eq(pg_test_ckpt_put(db, job, "w:1", 1, ck, 4, (uint32_t)crc32(0L, ck, 4)), PG_OK);
     char cp[256];
-    snprintf(cp, sizeof cp, "%s/checkpoints/job_c/1.pgc", dir);
+    snprintf(cp, sizeof cp, "%s/checkpoints/%s/1.pgc", dir, job);
     f = fopen(cp, "r+b");
     fputc(0x42, f);
     fclose(f);
     unsigned char *got;
     size_t len;
-    ck_assert_int_eq(pg_db_ckpt_get(db, "job_c", 1, 1 << 20, &got, &len, &found, NULL), PG_EFORMAT);
+    ck_assert_int_eq(pg_db_ckpt_get(db, job, 1, 1 << 20, &got, &len, &found, NULL), PG_EFORMAT);
     unlink(cp);
-    ck_assert_int_eq(pg_db_ckpt_get(db, "job_c", 1, 1 << 20, &got, &len, &found, NULL), PG_EIO);
+    ck_assert_int_eq(pg_db_ckpt_get(db, job, 1, 1 << 20, &got, &len, &found, NULL), PG_EIO);
     pg_db_close(db);
 }
 END_TEST

@@ -54,7 +54,6 @@ static int admit(pg_db *db, const char *ds, double cap, const pg_privacy_plan *p
     return rc;
 }
 
-
 static pg_privacy_plan sgm_plan(double q, double sigma, long steps)
 {
     pg_privacy_plan p;
@@ -191,8 +190,9 @@ START_TEST(queued_cancel_refunds_once)
     ck_assert_int_eq(pg_db_job_cancel_queued(s, x, &done, NULL), PG_OK);
     ck_assert_int_eq(done, 0);
     /* A running job is never refunded by cancel_queued. */
+    pg_test_jobs_drain(s);
     ck_assert_int_eq(admit(s, ds_a, 100.0, &p, "job_y", y, &q), PG_OK);
-    ck_assert_int_eq(pg_db_job_set_status(s, y, "running", 1, 0, NULL, NULL), PG_OK);
+    pg_test_job_claim(s, "w:1", y);
     ck_assert_int_eq(pg_db_job_cancel_queued(s, y, &done, NULL), PG_OK);
     ck_assert_int_eq(done, 0);
     ck_assert_int_eq(pg_ledger_spent(s, ds_a, &c, NULL), PG_OK);

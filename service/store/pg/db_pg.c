@@ -1,4 +1,4 @@
-/* service/db_pg.c - the PostgreSQL backend: open, the statement helpers,
+/* service/store/pg/db_pg.c - the PostgreSQL backend: open, the statement helpers,
  * the transaction runner, probe and idempotency keys (tokens: db_pg_tokens.c). */
 #include "service/store/pg/db_pg.h"
 
@@ -197,8 +197,7 @@ static void pgb_close(pg_db *db)
     free(b);
 }
 
-static int with_conn(pgb *b, int (*fn)(PGconn *c, void *ctx, pg_error *err), void *ctx,
-                     pg_error *err)
+int pgb_with_conn(pgb *b, pgb_fn fn, void *ctx, pg_error *err)
 {
     PGconn *c;
     int rc = pg_pgpool_acquire(b->pool, &c, err);
@@ -215,7 +214,7 @@ static int version_fn(PGconn *c, void *ctx, pg_error *err)
 
 static int pgb_schema_version_op(pg_db *db, int *version, pg_error *err)
 {
-    return with_conn(PGB(db), version_fn, version, err);
+    return pgb_with_conn(PGB(db), version_fn, version, err);
 }
 
 /* Readiness: a write the server accepts (a read-only standby or a full
@@ -382,17 +381,11 @@ static const pg_db_ops PGB_OPS = {
     .job_admit = pgb_job_admit,
     .job_cancel_queued = pgb_job_cancel_queued,
     .job_load_all = pgb_job_load_all,
-    .job_set_status = pgb_job_set_status,
-    .job_set_step = pgb_job_set_step,
-    .job_reserve_steps = pgb_job_reserve_steps,
     .ledger_entries = pgb_ledger_entries,
-    .ckpt_put = pgb_ckpt_put,
     .ckpt_list = pgb_ckpt_list,
     .ckpt_get = pgb_ckpt_get,
-    .job_history_put = pgb_job_history_put,
     .job_history_get = pgb_job_history_get,
     .job_delete = pgb_job_delete,
-    .ckpt_delete = pgb_ckpt_delete,
     .job_claim = pgb_job_claim,
     .job_heartbeat = pgb_job_heartbeat,
     .job_patch_owned = pgb_job_patch_owned,
@@ -437,7 +430,7 @@ int pg_db_postgres_open(const char *url, const pg_db_options *opt, pg_db **out, 
     };
     if (po.size > PG_PGPOOL_MAX) po.size = PG_PGPOOL_MAX;
     int rc = pg_pgpool_open(url, &po, &b->pool, err);
-    if (!rc) rc = with_conn(b, migrate_fn, NULL, err);
+    if (!rc) rc = pgb_with_conn(b, migrate_fn, NULL, err);
     if (rc) {
         char safe[160];
         pg_db_url_redact(url, safe, sizeof safe);

@@ -1,8 +1,8 @@
-/* service/db_pg.h - the PostgreSQL backend of the storage contract.
+/* service/store/pg/db_pg.h - the PostgreSQL backend of the storage contract.
  *
  * The public side is pg_db_postgres_open (registered for postgresql:// and
- * postgres:// in service/db.c); every operation then has exactly the
- * contract of its namesake in service/db.h. The rest of this header is
+ * postgres:// in service/store/db.c); every operation then has exactly the
+ * contract of its namesake in service/store/db.h. The rest of this header is
  * shared by the backend's files only (db_pg*.c).
  *
  * Layout: all state lives in the database, so any replica can serve any
@@ -11,14 +11,20 @@
  * CRC-32 and SHA-256 of its whole payload, which every read verifies.
  *
  * Transactions: every operation is one transaction on one pooled
- * connection, rerun from the start on a serialization failure or deadlock
- * (PG_PGPOOL_RETRY; the statements are written so none is expected). An
- * append holds its connection and its transaction from begin to commit, so
- * a lost connection or an abort leaves nothing; its chunks are staged under
- * a fresh block id and the block gets its place (k) in the dataset only at
- * commit, under the dataset's row lock, so blocks are ordered by commit.
+ * connection (pgb_tx), rerun from the start on a serialization failure or
+ * deadlock (PG_PGPOOL_RETRY; the statements are written so none is
+ * expected). Appends are the exception (db_pg_rows.c): begin and write take
+ * no connection, they spool the payload (hashing it as it comes) to an
+ * unlinked temporary file, so a slow upload holds neither a pooled
+ * connection nor an open transaction. The commit takes a connection and
+ * runs one transaction, not rerun: the chunks go in under a fresh block id,
+ * then the block gets its place (k) in the dataset under the dataset's row
+ * lock (SELECT ... FOR UPDATE), so blocks are ordered by commit and
+ * admissions and deletes wait only for that bookkeeping. An abort, a failed
+ * commit or a lost connection leaves nothing stored (the connection's
+ * release rolls back; the spool goes with its descriptor).
  * Admission locks the dataset's row (SELECT ... FOR UPDATE) before reading
- * the ledger: see "Admission concurrency" in service/db.h.
+ * the ledger: see "Admission concurrency" in service/store/db.h.
  *
  * Idempotency reservations: a reservation (status 0) older than
  * PGB_IDEM_STALE_S belongs to a request that died with its replica; the next
@@ -115,6 +121,11 @@ int pgb_tx(pgb *b, pgb_fn fn, void *ctx, pg_error *err);
  * flags accept (2 s, service/config.c). A healthy writer that is cut off
  * anyway gets PG_EUNAVAIL and retries like after any lost connection. */
 int pgb_tx_row(pgb *b, pgb_fn fn, void *ctx, pg_error *err);
+/* fn on a pooled connection without BEGIN/COMMIT, not rerun: for single
+ * statements (token verification reads one token on every request, so it
+ * saves the round trips) and for fn that runs its own transaction (the
+ * migrations, under their advisory lock). */
+int pgb_with_conn(pgb *b, pgb_fn fn, void *ctx, pg_error *err);
 
 int64_t pgb_now(void);
 uint32_t pgb_crc32(uint32_t crc, const void *p, size_t n);
@@ -155,35 +166,23 @@ int pgb_job_admit(pg_db *db, pg_job_row *job, const pg_privacy_plan *plan, doubl
                   double cap_delta, struct pg_ledger_quote *q, pg_error *err);
 int pgb_job_cancel_queued(pg_db *db, const char *id, int *done, pg_error *err);
 int pgb_job_load_all(pg_db *db, pg_job_row **rows, size_t *count, pg_error *err);
-/* The seventeen columns of a job row, in the order pgb_job_row_at reads
- * them; PGB_JOB_COLS_J is the same list qualified by the alias j. */
-#define PGB_JOB_COLS                                                                               \
-    "seq, id, tenant_id, dataset_id, method, status, spec, error, created_at, started_at, "        \
-    "finished_at, step, steps_reserved, data_n, public_dataset_id, public_n, owner"
+/* PG_DB_JOB_COLS (db_backend.h) qualified by the alias j. */
 #define PGB_JOB_COLS_J                                                                             \
     "j.seq, j.id, j.tenant_id, j.dataset_id, j.method, j.status, j.spec, j.error, "                \
     "j.created_at, j.started_at, j.finished_at, j.step, j.steps_reserved, j.data_n, "              \
     "j.public_dataset_id, j.public_n, j.owner"
-/* Row i of a result selected with PGB_JOB_COLS into *j (zeroed first; its
+/* Row i of a result selected with PG_DB_JOB_COLS into *j (zeroed first; its
  * strings malloc'ed, released by pg_job_rows_free). PG_ENOMEM leaves no
  * allocation behind. The one reader of a job row: load-all, claim and the
  * replica reads share it. */
 int pgb_job_row_at(const PGresult *r, int i, pg_job_row *j, pg_error *err);
-int pgb_job_set_status(pg_db *db, const char *id, const char *status, int started, int finished,
-                       const char *error, pg_error *err);
-int pgb_job_set_step(pg_db *db, const char *id, int64_t step, pg_error *err);
-int pgb_job_reserve_steps(pg_db *db, const char *id, int64_t steps, pg_error *err);
 int pgb_ledger_entries(pg_db *db, const char *dataset_id, pg_ledger_entry **out, size_t *count,
                        pg_error *err);
-int pgb_ckpt_put(pg_db *db, const char *job, int64_t step, const unsigned char *bytes, size_t len,
-                 uint32_t crc, pg_error *err);
 int pgb_ckpt_list(pg_db *db, const char *job, pg_ckpt_row **rows, size_t *count, pg_error *err);
 int pgb_ckpt_get(pg_db *db, const char *job, int64_t step, size_t max_bytes, unsigned char **bytes,
                  size_t *len, int *found, pg_error *err);
-int pgb_job_history_put(pg_db *db, const char *id, const char *doc, pg_error *err);
 int pgb_job_history_get(pg_db *db, const char *id, char **doc, int *found, pg_error *err);
 int pgb_job_delete(pg_db *db, const char *id, int *found, int *conflict, pg_error *err);
-int pgb_ckpt_delete(pg_db *db, const char *job, int64_t step, pg_error *err);
 /* A checkpoint's rows inside the caller's transaction (db_pg_jobs.c). */
 int pgb_ckpt_write(PGconn *c, const char *job, int64_t step, const unsigned char *bytes, size_t len,
                    uint32_t crc, pg_error *err);

@@ -1,4 +1,4 @@
-/* service/db_pg_hist.c - the PostgreSQL backend's job history documents,
+/* service/store/pg/db_pg_hist.c - the PostgreSQL backend's job history documents,
  * job deletion and checkpoint deletion (chunks go by ON DELETE CASCADE). */
 #include <stdlib.h>
 #include <string.h>
@@ -11,26 +11,6 @@ typedef struct hist_ctx {
     char *out;
     int found, conflict;
 } hist_ctx;
-
-static int put_fn(PGconn *c, void *ctx, pg_error *err)
-{
-    hist_ctx *x = ctx;
-    pgb_args a = {0};
-    pgb_text(&a, x->id);
-    pgb_text(&a, x->doc);
-    pgb_i64(&a, pgb_now());
-    return pgb_q(c,
-                 "INSERT INTO job_history(job_id, doc, updated_at) VALUES ($1, $2, $3) "
-                 "ON CONFLICT (job_id) DO UPDATE SET doc = EXCLUDED.doc, "
-                 "updated_at = EXCLUDED.updated_at",
-                 &a, "storing a job's history", NULL, err);
-}
-
-int pgb_job_history_put(pg_db *db, const char *id, const char *doc, pg_error *err)
-{
-    hist_ctx x = {.id = id, .doc = doc};
-    return pgb_tx(PGB(db), put_fn, &x, err);
-}
 
 static int get_fn(PGconn *c, void *ctx, pg_error *err)
 {
@@ -109,20 +89,4 @@ int pgb_job_delete(pg_db *db, const char *id, int *found, int *conflict, pg_erro
         *conflict = x.conflict;
     }
     return rc;
-}
-
-static int ckpt_delete_fn(PGconn *c, void *ctx, pg_error *err)
-{
-    hist_ctx *x = ctx;
-    pgb_args a = {0};
-    pgb_text(&a, x->id);
-    pgb_i64(&a, x->step);
-    return pgb_q(c, "DELETE FROM checkpoints WHERE job_id = $1 AND step = $2", &a,
-                 "deleting a checkpoint", NULL, err);
-}
-
-int pgb_ckpt_delete(pg_db *db, const char *job, int64_t step, pg_error *err)
-{
-    hist_ctx x = {.id = job, .step = step};
-    return pgb_tx(PGB(db), ckpt_delete_fn, &x, err);
 }

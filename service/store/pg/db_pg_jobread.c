@@ -1,6 +1,6 @@
-/* service/db_pg_jobread.c - the PostgreSQL backend's reads of jobs for a
+/* service/store/pg/db_pg_jobread.c - the PostgreSQL backend's reads of jobs for a
  * replica that does not run them: one job with its history document, and a
- * filtered page of a tenant's jobs (service/db.h, "reading jobs"). */
+ * filtered page of a tenant's jobs (service/store/db.h, "reading jobs"). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/* service/db_pg_jobs.c - the PostgreSQL backend's jobs, ledger and
+/* service/store/pg/db_pg_jobs.c - the PostgreSQL backend's jobs, ledger and
  * checkpoints (chunked bytea with length, CRC-32 and SHA-256). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,7 +196,7 @@ static int load_fn(PGconn *c, void *ctx, pg_error *err)
     rows_ctx *x = ctx;
     PGresult *r;
     int rc =
-        pgb_q(c, "SELECT " PGB_JOB_COLS " FROM jobs ORDER BY seq", NULL, "loading jobs", &r, err);
+        pgb_q(c, "SELECT " PG_DB_JOB_COLS " FROM jobs ORDER BY seq", NULL, "loading jobs", &r, err);
     if (rc) return rc;
     int n = PQntuples(r);
     pg_job_rows_free(x->rows, x->n);
@@ -222,53 +222,6 @@ int pgb_job_load_all(pg_db *db, pg_job_row **rows, size_t *count, pg_error *err)
     *rows = x.rows;
     *count = x.n;
     return PG_OK;
-}
-
-typedef struct upd_ctx {
-    const char *sql, *what;
-    pgb_args a;
-} upd_ctx;
-
-static int upd_fn(PGconn *c, void *ctx, pg_error *err)
-{
-    upd_ctx *x = ctx;
-    return pgb_q(c, x->sql, &x->a, x->what, NULL, err);
-}
-
-int pgb_job_set_status(pg_db *db, const char *id, const char *status, int started, int finished,
-                       const char *error, pg_error *err)
-{
-    upd_ctx x = {.sql = "UPDATE jobs SET status = $2, error = $3, updated_at = $4, "
-                        "started_at = CASE WHEN $5 THEN $4 ELSE started_at END, "
-                        "finished_at = CASE WHEN $6 THEN $4 ELSE finished_at END WHERE id = $1",
-                 .what = "updating a job's status"};
-    pgb_text(&x.a, id);
-    pgb_text(&x.a, status);
-    pgb_text(&x.a, error);
-    pgb_i64(&x.a, pgb_now());
-    pgb_text(&x.a, started ? "true" : "false");
-    pgb_text(&x.a, finished ? "true" : "false");
-    return pgb_tx_row(PGB(db), upd_fn, &x, err);
-}
-
-int pgb_job_set_step(pg_db *db, const char *id, int64_t step, pg_error *err)
-{
-    upd_ctx x = {.sql = "UPDATE jobs SET step = $2, updated_at = $3 WHERE id = $1",
-                 .what = "recording a job's step"};
-    pgb_text(&x.a, id);
-    pgb_i64(&x.a, step);
-    pgb_i64(&x.a, pgb_now());
-    return pgb_tx_row(PGB(db), upd_fn, &x, err);
-}
-
-int pgb_job_reserve_steps(pg_db *db, const char *id, int64_t steps, pg_error *err)
-{
-    upd_ctx x = {.sql = "UPDATE jobs SET steps_reserved = $2, updated_at = $3 WHERE id = $1",
-                 .what = "reserving a job's steps"};
-    pgb_text(&x.a, id);
-    pgb_i64(&x.a, steps);
-    pgb_i64(&x.a, pgb_now());
-    return pgb_tx_row(PGB(db), upd_fn, &x, err);
 }
 
 /* ---- ledger rows ------------------------------------------------------ */
@@ -382,15 +335,6 @@ int pgb_ckpt_write(PGconn *c, const char *job, int64_t step, const unsigned char
 {
     ckpt_ctx x = {.job = job, .step = step, .bytes = bytes, .len = len, .crc = crc};
     return put_fn(c, &x, err);
-}
-
-int pgb_ckpt_put(pg_db *db, const char *job, int64_t step, const unsigned char *bytes, size_t len,
-                 uint32_t crc, pg_error *err)
-{
-    /* The caller's CRC is stored as given (the contract): a wrong one makes
-     * the checkpoint fail its check at get, like a corrupt file would. */
-    ckpt_ctx x = {.job = job, .step = step, .bytes = bytes, .len = len, .crc = crc};
-    return pgb_tx(PGB(db), put_fn, &x, err);
 }
 
 static int list_fn(PGconn *c, void *ctx, pg_error *err)

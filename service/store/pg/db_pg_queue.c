@@ -1,5 +1,5 @@
-/* service/db_pg_queue.c - the PostgreSQL backend's shared job queue:
- * claims, heartbeats and fenced writes (service/db.h). The jobs_active
+/* service/store/pg/db_pg_queue.c - the PostgreSQL backend's shared job queue:
+ * claims, heartbeats and fenced writes (service/store/db.h). The jobs_active
  * partial index (seq of queued and running jobs) keeps the claim's scan
  * short however long the job history grows. */
 #include <stdlib.h>
@@ -31,7 +31,7 @@ static const char CLAIM_SQL[] =
     "WHERE seq = (SELECT seq FROM jobs WHERE status = 'queued' OR (status = 'running' AND "
     "(lease_until IS NULL OR lease_until <= $1::bigint)) ORDER BY seq LIMIT 1 FOR UPDATE SKIP "
     "LOCKED) "
-    "RETURNING " PGB_JOB_COLS;
+    "RETURNING " PG_DB_JOB_COLS;
 
 static int claim_fn(PGconn *c, void *ctx, pg_error *err)
 {

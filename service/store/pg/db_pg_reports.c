@@ -1,5 +1,5 @@
-/* service/db_pg_reports.c - the PostgreSQL backend's quality reports
- * (service/db.h). Figures are bytea rows of report_figures, written in the
+/* service/store/pg/db_pg_reports.c - the PostgreSQL backend's quality reports
+ * (service/store/db.h). Figures are bytea rows of report_figures, written in the
  * transaction that ends the report. A claim is one UPDATE over SELECT ...
  * FOR UPDATE SKIP LOCKED, like the job queue's; every later write of the
  * worker is an UPDATE ... WHERE status = 'running', so a cancel committed
@@ -13,12 +13,6 @@
 
 /* 'rep' 'qcap' as one bigint: serializes the queue-bound check of inserts. */
 #define INSERT_LOCK "8245935278387130113"
-
-#define REPORT_COLS                                                                                \
-    "seq, id, tenant_id, job_id, against_id, against_model, against_n, job_step, n, seed, "        \
-    "status, stage, progress, error, created_at, started_at, finished_at, updated_at, "            \
-    "job_model, job_epsilon, utility"
-#define REPORT_COLS_FULL REPORT_COLS ", result, figures"
 
 static int row_from(const PGresult *r, int i, int full, pg_report_row *o, pg_error *err)
 {
@@ -132,8 +126,9 @@ static int get_fn(PGconn *c, void *ctx, pg_error *err)
     pgb_text(&a, x->id);
     pgb_text(&a, x->tenant);
     PGresult *r;
-    int rc = pgb_q(c, "SELECT " REPORT_COLS_FULL " FROM reports WHERE id = $1 AND tenant_id = $2",
-                   &a, "reading a report", &r, err);
+    int rc =
+        pgb_q(c, "SELECT " PG_DB_REPORT_COLS_FULL " FROM reports WHERE id = $1 AND tenant_id = $2",
+              &a, "reading a report", &r, err);
     if (rc) return rc;
     pg_report_rows_free(x->row, x->found);
     x->found = 0;
@@ -164,10 +159,11 @@ static int list_fn(PGconn *c, void *ctx, pg_error *err)
     pgb_i64(&a, x->public_only);
     pgb_i64(&a, (int64_t)(x->limit > 100000 ? 100000 : x->limit));
     PGresult *r;
-    int rc = pgb_q(c,
-                   "SELECT " REPORT_COLS " FROM reports WHERE tenant_id = $1 AND job_id = $2 AND "
-                   "seq > $3 AND ($4::bigint = 0 OR against_model = 3) ORDER BY seq LIMIT $5",
-                   &a, "listing reports", &r, err);
+    int rc =
+        pgb_q(c,
+              "SELECT " PG_DB_REPORT_COLS " FROM reports WHERE tenant_id = $1 AND job_id = $2 AND "
+              "seq > $3 AND ($4::bigint = 0 OR against_model = 3) ORDER BY seq LIMIT $5",
+              &a, "listing reports", &r, err);
     if (rc) return rc;
     pg_report_rows_free(x->list, x->count);
     free(x->list);
@@ -215,7 +211,7 @@ static int claim_fn(PGconn *c, void *ctx, pg_error *err)
                    "started_at = $1::bigint, updated_at = $1::bigint WHERE seq = (SELECT seq FROM "
                    "reports WHERE status = 'queued' OR (status = 'running' AND updated_at <= "
                    "$1::bigint - $2::bigint) ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED) "
-                   "RETURNING " REPORT_COLS,
+                   "RETURNING " PG_DB_REPORT_COLS,
                    &a, "claiming a report", &r, err);
     if (rc) return rc;
     if (x->found) pg_report_rows_free(x->row, 1);

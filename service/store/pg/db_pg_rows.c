@@ -1,4 +1,4 @@
-/* service/db_pg_rows.c - the PostgreSQL backend's datasets, appends and
+/* service/store/pg/db_pg_rows.c - the PostgreSQL backend's datasets, appends and
  * row reads. A block's payload is the row-block file's payload (n*d
  * float32, then n int32 labels when labelled) cut into PGB_CHUNK-byte bytea
  * rows; the block row keeps its length, CRC-32 and SHA-256. */
@@ -13,8 +13,6 @@
 #include "service/sha256.h"
 
 /* ---- datasets --------------------------------------------------------- */
-
-#define DS_COLS "seq, id, tenant_id, name, meta, d, n, blocks, bytes, created_at"
 
 static int ds_from(const PGresult *r, int i, pg_db_dataset *d)
 {
@@ -85,8 +83,9 @@ static int get_fn(PGconn *c, void *ctx, pg_error *err)
     pgb_text(&a, x->id);
     pgb_text(&a, x->tenant);
     PGresult *r;
-    int rc = pgb_q(c, "SELECT " DS_COLS " FROM datasets WHERE id = $1 AND tenant_id = $2", &a,
-                   "reading a dataset", &r, err);
+    int rc =
+        pgb_q(c, "SELECT " PG_DB_DATASET_COLS " FROM datasets WHERE id = $1 AND tenant_id = $2", &a,
+              "reading a dataset", &r, err);
     if (rc) return rc;
     if (PQntuples(r) == 1) {
         if (ds_from(r, 0, x->d))
@@ -119,7 +118,7 @@ static int list_fn(PGconn *c, void *ctx, pg_error *err)
     pgb_i64(&a, (int64_t)(x->limit > 100000 ? 100000 : x->limit));
     PGresult *r;
     int rc = pgb_q(c,
-                   "SELECT " DS_COLS " FROM datasets WHERE tenant_id = $1 AND seq > $2 "
+                   "SELECT " PG_DB_DATASET_COLS " FROM datasets WHERE tenant_id = $1 AND seq > $2 "
                    "ORDER BY seq LIMIT $3",
                    &a, "listing datasets", &r, err);
     if (rc) return rc;

@@ -1,4 +1,4 @@
-/* service/db_pg_schema.c - the PostgreSQL schema and its migrations.
+/* service/store/pg/db_pg_schema.c - the PostgreSQL schema and its migrations.
  *
  * Migration k brings the schema from version k to k+1. Append only: never
  * edit a shipped migration, add the next one. All of them run in one
@@ -75,7 +75,7 @@ static const char *const MIGRATIONS[] = {
     " updated_at bigint NOT NULL);",
     /* 3: token list order, expiry, revocation and last use (db_pg.h). */
     PGB_MIGRATION_TOKENS,
-    /* 4: a cancel of a running job asked through any replica (service/db.h,
+    /* 4: a cancel of a running job asked through any replica (service/store/db.h,
      * pg_db_job_cancel_running); its owner acts on it. */
     "ALTER TABLE jobs ADD COLUMN IF NOT EXISTS cancel_requested boolean NOT NULL DEFAULT false;",
     /* 5: quality reports and their figures (db_pg.h). */

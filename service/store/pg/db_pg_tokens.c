@@ -1,4 +1,4 @@
-/* service/db_pg_tokens.c - the PostgreSQL backend's tokens: count, insert,
+/* service/store/pg/db_pg_tokens.c - the PostgreSQL backend's tokens: count, insert,
  * get, list, revoke, touch. A revoke locks the tenant's row first, so revokes in
  * one tenant queue and the last-admin check sees every earlier revoke. */
 #include <stdio.h>
@@ -7,23 +7,7 @@
 
 #include "service/store/pg/db_pg.h"
 
-#define TOKEN_COLS                                                                                 \
-    "seq, id, tenant_id, scope, hash, created_at, expires_at, revoked_at, last_used_at, "          \
-    "coalesce(minted_by, '')"
-
-/* Verification reads one token on every request: a pooled connection
- * without BEGIN/COMMIT round trips. */
-static int with_conn(pgb *b, pgb_fn fn, void *ctx, pg_error *err)
-{
-    PGconn *c;
-    int rc = pg_pgpool_acquire(b->pool, &c, err);
-    if (rc) return rc;
-    rc = fn(c, ctx, err);
-    pg_pgpool_release(b->pool, c);
-    return rc;
-}
-
-/* Row i of a TOKEN_COLS result; 0 when the stored hash is malformed. */
+/* Row i of a PG_DB_TOKEN_COLS result; 0 when the stored hash is malformed. */
 static int token_from(const PGresult *r, int i, pg_token *out)
 {
     if (PQgetlength(r, i, 4) != 32) return 0;
@@ -53,7 +37,7 @@ static int count_fn(PGconn *c, void *ctx, pg_error *err)
 
 int pgb_token_count(pg_db *db, int64_t *n, pg_error *err)
 {
-    return with_conn(PGB(db), count_fn, n, err);
+    return pgb_with_conn(PGB(db), count_fn, n, err);
 }
 
 typedef struct token_ctx {
@@ -145,7 +129,7 @@ static int bootstrap_fn(PGconn *c, void *ctx, pg_error *err)
     PQclear(r);
     if (any || !x->t) {
         if ((rc = pgb_q(c,
-                        "SELECT " TOKEN_COLS " FROM tokens WHERE scope = 'admin' "
+                        "SELECT " PG_DB_TOKEN_COLS " FROM tokens WHERE scope = 'admin' "
                         "ORDER BY seq LIMIT 1",
                         NULL, "reading the first admin token", &r, err)))
             return rc;
@@ -176,8 +160,8 @@ static int get_fn(PGconn *c, void *ctx, pg_error *err)
     pgb_args a = {0};
     pgb_text(&a, x->id);
     PGresult *r;
-    int rc =
-        pgb_q(c, "SELECT " TOKEN_COLS " FROM tokens WHERE id = $1", &a, "reading a token", &r, err);
+    int rc = pgb_q(c, "SELECT " PG_DB_TOKEN_COLS " FROM tokens WHERE id = $1", &a,
+                   "reading a token", &r, err);
     if (rc) return rc;
     if (PQntuples(r) == 1 && token_from(r, 0, x->out)) x->found = 1;
     PQclear(r);
@@ -188,7 +172,7 @@ int pgb_token_get(pg_db *db, const char *id, pg_token *out, int *found, pg_error
 {
     pg_token t;
     token_ctx x = {.id = id, .out = &t};
-    int rc = with_conn(PGB(db), get_fn, &x, err);
+    int rc = pgb_with_conn(PGB(db), get_fn, &x, err);
     if (rc) return rc;
     *found = x.found;
     if (x.found) *out = t;
@@ -204,7 +188,7 @@ static int list_fn(PGconn *c, void *ctx, pg_error *err)
     pgb_i64(&a, (int64_t)(x->limit > 100000 ? 100000 : x->limit));
     PGresult *r;
     int rc = pgb_q(c,
-                   "SELECT " TOKEN_COLS " FROM tokens WHERE tenant_id = $1 AND seq > $2 "
+                   "SELECT " PG_DB_TOKEN_COLS " FROM tokens WHERE tenant_id = $1 AND seq > $2 "
                    "ORDER BY seq LIMIT $3",
                    &a, "listing tokens", &r, err);
     if (rc) return rc;
@@ -302,5 +286,5 @@ static int touch_fn(PGconn *c, void *ctx, pg_error *err)
 int pgb_token_touch(pg_db *db, const char *id, int64_t now, pg_error *err)
 {
     token_ctx x = {.id = id, .now = now};
-    return with_conn(PGB(db), touch_fn, &x, err);
+    return pgb_with_conn(PGB(db), touch_fn, &x, err);
 }

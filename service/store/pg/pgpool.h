@@ -1,4 +1,4 @@
-/* service/pgpool.h - a small pool of libpq connections to one PostgreSQL.
+/* service/store/pg/pgpool.h - a small pool of libpq connections to one PostgreSQL.
  *
  * Ownership: a connection handed out by pg_pgpool_acquire belongs to the
  * calling thread alone until pg_pgpool_release; libpq connections are never
@@ -22,7 +22,7 @@
  * deadlock) are PG_PGPOOL_RETRY, a code that never leaves the PostgreSQL
  * backend: its caller reruns the whole transaction. Everything else is
  * PG_EIO. Messages name the operation and the server's primary message,
- * never the connection string: pg_db_url_redact (service/db.h) is the one
+ * never the connection string: pg_db_url_redact (service/store/db.h) is the one
  * way a URI may reach a log line.
  */
 #ifndef PG_SVC_PGPOOL_H

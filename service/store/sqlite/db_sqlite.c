@@ -1,4 +1,4 @@
-/* service/db_sqlite.c - the SQLite backend: open, schema, probe and
+/* service/store/sqlite/db_sqlite.c - the SQLite backend: open, schema, probe and
  * idempotency keys; tokens are in db_sqlite_tokens.c (see db_sqlite.h for
  * the locking and file rules). */
 #include "service/store/sqlite/db_sqlite.h"
@@ -64,12 +64,12 @@ static const char *const MIGRATIONS[] = {
     " updated_at INTEGER NOT NULL);",
     /* 5: token list order, expiry, revocation and last use (db_sqlite.h). */
     SQ_MIGRATION_TOKENS,
-    /* 6: the shared job queue's lease (service/db.h): the replica holding a
+    /* 6: the shared job queue's lease (service/store/db.h): the replica holding a
      * job and until when (NULL: nobody). */
     "ALTER TABLE jobs ADD COLUMN owner TEXT;"
     "ALTER TABLE jobs ADD COLUMN lease_until INTEGER;"
     "CREATE INDEX jobs_active ON jobs(seq) WHERE status IN ('queued','running');",
-    /* 7: a cancel of a running job asked through any replica (service/db.h,
+    /* 7: a cancel of a running job asked through any replica (service/store/db.h,
      * pg_db_job_cancel_running); its owner acts on it. */
     "ALTER TABLE jobs ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0;",
     /* 8: quality reports and their figures (db_sqlite.h). */
@@ -118,22 +118,23 @@ int sq_prep(sq_db *s, const char *sql, sqlite3_stmt **st, pg_error *err)
     return PG_OK;
 }
 
-void sq_rollback(sq_db *s)
+int sq_tx_begin(sq_db *s, pg_error *err)
 {
-    sqlite3_exec(s->db, "ROLLBACK;", NULL, NULL, NULL);
+    return sq_exec(s, "BEGIN IMMEDIATE;", err);
 }
 
-static int valid_id(const char *id)
+int sq_tx_end(sq_db *s, int rc, pg_error *err)
 {
-    if (!*id) return 0;
-    for (const char *p = id; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_')) return 0;
-    return 1;
+    if (rc == PG_OK && (rc = sq_exec(s, "COMMIT;", err)) == PG_OK) return PG_OK;
+    /* After a failed step (error already reported), a decision that writes
+     * nothing, or a failed COMMIT (which leaves the transaction open). */
+    sqlite3_exec(s->db, "ROLLBACK;", NULL, NULL, NULL);
+    return rc == SQ_ROLLBACK ? PG_OK : rc;
 }
 
 int sq_dataset_dir(const sq_db *s, const char *id, char *buf, size_t cap, pg_error *err)
 {
-    if (!valid_id(id)) return pg_error_set(err, PG_EINVAL, "invalid dataset id");
+    if (!pg_db_id_ok(id)) return pg_error_set(err, PG_EINVAL, "invalid dataset id");
     if (snprintf(buf, cap, "%s/datasets/%s", s->dir, id) >= (int)cap)
         return pg_error_set(err, PG_EINVAL, "dataset path too long");
     return PG_OK;
@@ -142,7 +143,7 @@ int sq_dataset_dir(const sq_db *s, const char *id, char *buf, size_t cap, pg_err
 int sq_ckpt_path(const sq_db *s, const char *job, int64_t step, char *buf, size_t cap,
                  pg_error *err)
 {
-    if (!valid_id(job)) return pg_error_set(err, PG_EINVAL, "invalid job id");
+    if (!pg_db_id_ok(job)) return pg_error_set(err, PG_EINVAL, "invalid job id");
     if (snprintf(buf, cap, "%s/checkpoints/%s/%lld.pgc", s->dir, job, (long long)step) >= (int)cap)
         return pg_error_set(err, PG_EINVAL, "checkpoint path too long");
     return PG_OK;
@@ -192,21 +193,17 @@ static int version_of(sq_db *s)
  * before either took the lock ("table already exists"). */
 static int migrate(sq_db *s, pg_error *err)
 {
-    if (sq_exec(s, "BEGIN IMMEDIATE;", err)) return PG_EIO;
+    if (sq_tx_begin(s, err)) return PG_EIO;
     int rc =
         sq_exec(s, "CREATE TABLE IF NOT EXISTS schema_version(version INTEGER NOT NULL);", err);
     if (!rc && version_of(s) < 0)
         rc = sq_exec(s, "INSERT INTO schema_version(version) VALUES(0);", err);
-    if (!rc) rc = sq_exec(s, "COMMIT;", err);
-    if (rc) {
-        sq_rollback(s);
-        return PG_EIO;
-    }
+    if (sq_tx_end(s, rc, err)) return PG_EIO;
     for (;;) {
-        if (sq_exec(s, "BEGIN IMMEDIATE;", err)) return PG_EIO;
+        if (sq_tx_begin(s, err)) return PG_EIO;
         int v = version_of(s);
         if (v < 0 || v >= NMIGRATIONS) {
-            sq_rollback(s);
+            sq_tx_end(s, SQ_ROLLBACK, err);
             if (v < 0) return pg_error_set(err, PG_EIO, "cannot read the schema version");
             if (v > NMIGRATIONS)
                 return pg_error_set(err, PG_ENOTSUP,
@@ -219,14 +216,11 @@ static int migrate(sq_db *s, pg_error *err)
         rc = sq_exec(s, MIGRATIONS[v], err);
         if (!rc) rc = sq_exec(s, bump, err);
         if (rc) {
-            sq_rollback(s);
+            sq_tx_end(s, rc, err);
             pg_error_wrap(err, "migration %d", v + 1);
             return rc;
         }
-        if (sq_exec(s, "COMMIT;", err)) {
-            sq_rollback(s);
-            return PG_EIO;
-        }
+        if (sq_tx_end(s, PG_OK, err)) return PG_EIO;
     }
 }
 
@@ -276,7 +270,7 @@ static int sq_idem_begin(pg_db *db, const char *tenant, const char *token, const
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
-    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
+    int rc = sq_tx_begin(s, err);
     if (!rc && !(rc = sq_prep(s,
                               "SELECT fp, status, location, body FROM idempotency "
                               "WHERE tenant_id=? AND token_id=? AND key=?",
@@ -324,10 +318,7 @@ static int sq_idem_begin(pg_db *db, const char *tenant, const char *token, const
         if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "reserving an idempotency key");
         sqlite3_finalize(st);
     }
-    if (rc)
-        sq_rollback(s);
-    else
-        rc = sq_exec(s, "COMMIT;", err);
+    rc = sq_tx_end(s, rc, err);
     if (rc) {
         pg_idem_free(prev);
         *state = 0;
@@ -397,17 +388,11 @@ static const pg_db_ops SQ_OPS = {
     .job_admit = sq_job_admit,
     .job_cancel_queued = sq_job_cancel_queued,
     .job_load_all = sq_job_load_all,
-    .job_set_status = sq_job_set_status,
-    .job_set_step = sq_job_set_step,
-    .job_reserve_steps = sq_job_reserve_steps,
     .ledger_entries = sq_ledger_entries,
-    .ckpt_put = sq_ckpt_put,
     .ckpt_list = sq_ckpt_list,
     .ckpt_get = sq_ckpt_get,
-    .job_history_put = sq_job_history_put,
     .job_history_get = sq_job_history_get,
     .job_delete = sq_job_delete,
-    .ckpt_delete = sq_ckpt_delete,
     .job_claim = sq_job_claim,
     .job_heartbeat = sq_job_heartbeat,
     .job_patch_owned = sq_job_patch_owned,

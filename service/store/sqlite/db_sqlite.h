@@ -1,11 +1,11 @@
-/* service/db_sqlite.h - internals shared by the SQLite backend's files
+/* service/store/sqlite/db_sqlite.h - internals shared by the SQLite backend's files
  * (db_sqlite.c: open, schema, idempotency; db_sqlite_tokens.c: tokens;
  * db_sqlite_rows.c: datasets, appends, blocks; db_sqlite_jobs.c: jobs, ledger,
  * checkpoints; db_sqlite_hist.c: job history documents, job and checkpoint
  * deletion).
  *
  * One connection guarded by one mutex: every op locks, runs its statements
- * (multi-statement writes inside BEGIN IMMEDIATE ... COMMIT) and unlocks, so
+ * (multi-statement writes inside sq_tx_begin ... sq_tx_end) and unlocks, so
  * an op never sees another's half-done transaction. Row blocks and
  * checkpoints are files under the database's directory; a file is always
  * complete and fsynced before a committed row refers to it, and removed when
@@ -35,16 +35,20 @@ int sq_fail(sq_db *s, pg_error *err, const char *what);
 int sq_exec(sq_db *s, const char *sql, pg_error *err);
 int sq_prep(sq_db *s, const char *sql, sqlite3_stmt **st, pg_error *err);
 
-/* The columns of a job row, in the order sq_job_row_read expects. */
-#define SQ_JOB_COLS                                                                                \
-    "seq, id, tenant_id, dataset_id, method, status, spec, error, created_at, started_at, "        \
-    "finished_at, step, steps_reserved, data_n, public_dataset_id, public_n, owner"
-/* Fills j (zeroed first) from a row selected with SQ_JOB_COLS; spec and
+/* Fills j (zeroed first) from a row selected with PG_DB_JOB_COLS; spec and
  * error are malloc'ed. Returns PG_ENOMEM (j's strings freed) when a copy
  * fails. */
 int sq_job_row_read(sqlite3_stmt *st, pg_job_row *j, pg_error *err);
-/* Rolls back after a failed step (error already reported). */
-void sq_rollback(sq_db *s);
+/* Transactions, s->mu held: sq_tx_begin opens BEGIN IMMEDIATE (the
+ * database's write lock, so the statements that follow see no other
+ * writer). sq_tx_end closes it with the op's status rc: COMMIT when rc is
+ * PG_OK, ROLLBACK otherwise and when COMMIT fails; it returns rc, or
+ * COMMIT's failure. rc = SQ_ROLLBACK rolls back a decision that writes
+ * nothing (a refused admission, a write the fence refused) and returns
+ * PG_OK, like pgb_tx's PGB_ROLLBACK. */
+#define SQ_ROLLBACK 1001
+int sq_tx_begin(sq_db *s, pg_error *err);
+int sq_tx_end(sq_db *s, int rc, pg_error *err);
 
 /* DIR/datasets/<id> and DIR/checkpoints/<job>/<step>.pgc. */
 int sq_dataset_dir(const sq_db *s, const char *id, char *buf, size_t cap, pg_error *err);
@@ -100,21 +104,13 @@ int sq_job_admit(pg_db *db, pg_job_row *job, const pg_privacy_plan *plan, double
                  double cap_delta, struct pg_ledger_quote *q, pg_error *err);
 int sq_job_cancel_queued(pg_db *db, const char *id, int *done, pg_error *err);
 int sq_job_load_all(pg_db *db, pg_job_row **rows, size_t *count, pg_error *err);
-int sq_job_set_status(pg_db *db, const char *id, const char *status, int started, int finished,
-                      const char *error, pg_error *err);
-int sq_job_set_step(pg_db *db, const char *id, int64_t step, pg_error *err);
-int sq_job_reserve_steps(pg_db *db, const char *id, int64_t steps, pg_error *err);
 int sq_ledger_entries(pg_db *db, const char *dataset_id, pg_ledger_entry **out, size_t *count,
                       pg_error *err);
-int sq_ckpt_put(pg_db *db, const char *job, int64_t step, const unsigned char *bytes, size_t len,
-                uint32_t crc, pg_error *err);
 int sq_ckpt_list(pg_db *db, const char *job, pg_ckpt_row **rows, size_t *count, pg_error *err);
 int sq_ckpt_get(pg_db *db, const char *job, int64_t step, size_t max_bytes, unsigned char **bytes,
                 size_t *len, int *found, pg_error *err);
-int sq_job_history_put(pg_db *db, const char *id, const char *doc, pg_error *err);
 int sq_job_history_get(pg_db *db, const char *id, char **doc, int *found, pg_error *err);
 int sq_job_delete(pg_db *db, const char *id, int *found, int *conflict, pg_error *err);
-int sq_ckpt_delete(pg_db *db, const char *job, int64_t step, pg_error *err);
 
 /* db_sqlite_queue.c: the shared job queue. */
 int sq_job_claim(pg_db *db, const char *node, int64_t now, int64_t lease_s, pg_job_row **out,

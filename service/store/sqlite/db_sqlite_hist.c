@@ -1,4 +1,4 @@
-/* service/db_sqlite_hist.c - the SQLite backend's job history documents,
+/* service/store/sqlite/db_sqlite_hist.c - the SQLite backend's job history documents,
  * job deletion and checkpoint deletion (files removed after the commit). */
 #include <dirent.h>
 #include <stdio.h>
@@ -7,27 +7,6 @@
 #include <unistd.h>
 
 #include "service/store/sqlite/db_sqlite.h"
-
-int sq_job_history_put(pg_db *db, const char *id, const char *doc, pg_error *err)
-{
-    sq_db *s = SQ(db);
-    pthread_mutex_lock(&s->mu);
-    sqlite3_stmt *st;
-    int rc = sq_prep(s,
-                     "INSERT INTO job_history(job_id, doc, updated_at) VALUES(?,?,?) "
-                     "ON CONFLICT(job_id) DO UPDATE SET doc=excluded.doc, "
-                     "updated_at=excluded.updated_at",
-                     &st, err);
-    if (!rc) {
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, doc, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 3, sq_now());
-        if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "storing a job's history");
-        sqlite3_finalize(st);
-    }
-    pthread_mutex_unlock(&s->mu);
-    return rc;
-}
 
 int sq_job_history_get(pg_db *db, const char *id, char **doc, int *found, pg_error *err)
 {
@@ -88,7 +67,7 @@ int sq_job_delete(pg_db *db, const char *id, int *found, int *conflict, pg_error
 {
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
-    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
+    int rc = sq_tx_begin(s, err);
     if (rc) {
         pthread_mutex_unlock(&s->mu);
         return rc;
@@ -126,22 +105,8 @@ int sq_job_delete(pg_db *db, const char *id, int *found, int *conflict, pg_error
                       err);
         if (!rc) rc = run1(s, "DELETE FROM jobs WHERE id=?", id, 0, 0, "deleting a job", err);
     }
-    if (!rc) rc = sq_exec(s, "COMMIT;", err);
-    if (rc) sq_rollback(s);
+    rc = sq_tx_end(s, rc, err);
     pthread_mutex_unlock(&s->mu);
     if (!rc && *found && !*conflict) remove_ckpt_dir(s, id);
-    return rc;
-}
-
-int sq_ckpt_delete(pg_db *db, const char *job, int64_t step, pg_error *err)
-{
-    sq_db *s = SQ(db);
-    char path[PATH_MAX];
-    if (sq_ckpt_path(s, job, step, path, sizeof path, err)) return PG_EINVAL;
-    pthread_mutex_lock(&s->mu);
-    int rc = run1(s, "DELETE FROM checkpoints WHERE job_id=? AND step=?", job, step, 1,
-                  "deleting a checkpoint", err);
-    pthread_mutex_unlock(&s->mu);
-    if (!rc) unlink(path); /* the row is gone: the file is unreferenced */
     return rc;
 }

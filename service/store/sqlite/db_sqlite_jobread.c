@@ -1,6 +1,6 @@
-/* service/db_sqlite_jobread.c - the SQLite backend's reads of jobs for a
+/* service/store/sqlite/db_sqlite_jobread.c - the SQLite backend's reads of jobs for a
  * replica that does not run them: one job with its history document, and a
- * filtered page of a tenant's jobs (service/db.h, "reading jobs"). */
+ * filtered page of a tenant's jobs (service/store/db.h, "reading jobs"). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,10 +17,11 @@ int sq_job_get(pg_db *db, const char *tenant, const char *id, pg_job_row **row, 
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
     /* One statement, one snapshot: the row and the document agree. */
-    int rc = sq_prep(s,
-                     "SELECT " SQ_JOB_COLS ", (SELECT doc FROM job_history WHERE job_id = jobs.id) "
-                     "FROM jobs WHERE id = ?1 AND (?2 IS NULL OR tenant_id = ?2)",
-                     &st, err);
+    int rc =
+        sq_prep(s,
+                "SELECT " PG_DB_JOB_COLS ", (SELECT doc FROM job_history WHERE job_id = jobs.id) "
+                "FROM jobs WHERE id = ?1 AND (?2 IS NULL OR tenant_id = ?2)",
+                &st, err);
     if (!rc) {
         sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
         if (tenant)
@@ -61,7 +62,7 @@ int sq_job_list(pg_db *db, const char *tenant, const char *status, const char *d
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
     int rc = sq_prep(s,
-                     "SELECT " SQ_JOB_COLS " FROM jobs WHERE tenant_id = ?1 AND seq > ?2 "
+                     "SELECT " PG_DB_JOB_COLS " FROM jobs WHERE tenant_id = ?1 AND seq > ?2 "
                      "AND (?3 IS NULL OR status = ?3) AND (?4 IS NULL OR dataset_id = ?4) "
                      "ORDER BY seq LIMIT ?5",
                      &st, err);

@@ -1,4 +1,4 @@
-/* service/db_sqlite_jobs.c - the SQLite backend's jobs, ledger rows and
+/* service/store/sqlite/db_sqlite_jobs.c - the SQLite backend's jobs, ledger rows and
  * checkpoints (files DIR/checkpoints/<job>/<step>.pgc indexed by rows). */
 #include <errno.h>
 #include <stdio.h>
@@ -142,7 +142,7 @@ int sq_job_admit(pg_db *db, pg_job_row *job, const pg_privacy_plan *plan, double
     pthread_mutex_lock(&s->mu);
     /* IMMEDIATE takes the write lock before reading the ledger: no other
      * connection can reserve between our read and our insert. */
-    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
+    int rc = sq_tx_begin(s, err);
     sqlite3_stmt *st;
     if (!rc && !(rc = sq_prep(s, "SELECT 1 FROM datasets WHERE id=?", &st, err))) {
         sqlite3_bind_text(st, 1, job->dataset_id, -1, SQLITE_STATIC);
@@ -163,8 +163,7 @@ int sq_job_admit(pg_db *db, pg_job_row *job, const pg_privacy_plan *plan, double
         q->admit = 1;
     }
     if (!rc && q->admit) rc = insert_job(s, &row, err);
-    if (!rc && q->admit) rc = sq_exec(s, "COMMIT;", err);
-    if (rc || !q->admit) sq_rollback(s);
+    rc = sq_tx_end(s, !rc && !q->admit ? SQ_ROLLBACK : rc, err);
     pthread_mutex_unlock(&s->mu);
     if (!rc && q->admit) *job = row;
     return rc;
@@ -175,7 +174,7 @@ int sq_job_cancel_queued(pg_db *db, const char *id, int *done, pg_error *err)
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
-    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
+    int rc = sq_tx_begin(s, err);
     if (!rc && !(rc = sq_prep(s,
                               "UPDATE jobs SET status='cancelled', finished_at=?2, updated_at=?2 "
                               "WHERE id=?1 AND status='queued'",
@@ -193,8 +192,7 @@ int sq_job_cancel_queued(pg_db *db, const char *id, int *done, pg_error *err)
         if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "refunding");
         sqlite3_finalize(st);
     }
-    if (!rc) rc = sq_exec(s, "COMMIT;", err);
-    if (rc) sq_rollback(s);
+    rc = sq_tx_end(s, rc, err);
     pthread_mutex_unlock(&s->mu);
     *done = !rc && changed;
     return rc;
@@ -209,7 +207,7 @@ int sq_job_load_all(pg_db *db, pg_job_row **out, size_t *count, pg_error *err)
     size_t n = 0, cap = 0;
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
-    int rc = sq_prep(s, "SELECT " SQ_JOB_COLS " FROM jobs ORDER BY seq", &st, err);
+    int rc = sq_prep(s, "SELECT " PG_DB_JOB_COLS " FROM jobs ORDER BY seq", &st, err);
     if (!rc) {
         int r;
         while ((r = sqlite3_step(st)) == SQLITE_ROW) {
@@ -236,55 +234,6 @@ int sq_job_load_all(pg_db *db, pg_job_row **out, size_t *count, pg_error *err)
     *out = rows;
     *count = n;
     return PG_OK;
-}
-
-/* which: 0 status, 1 step, 2 steps_reserved. */
-static int update(sq_db *s, int which, const char *id, int64_t value, const char *status,
-                  int started, int finished, const char *error, pg_error *err)
-{
-    const char *sql = which == 1   ? "UPDATE jobs SET step=?2, updated_at=?3 WHERE id=?1"
-                      : which == 2 ? "UPDATE jobs SET steps_reserved=?2, updated_at=?3 WHERE id=?1"
-                                   : "UPDATE jobs SET status=?4, updated_at=?3, error=?5, "
-                                     "started_at=CASE WHEN ?6 THEN ?3 ELSE started_at END, "
-                                     "finished_at=CASE WHEN ?7 THEN ?3 ELSE finished_at END "
-                                     "WHERE id=?1";
-    pthread_mutex_lock(&s->mu);
-    sqlite3_stmt *st;
-    int rc = sq_prep(s, sql, &st, err);
-    if (!rc) {
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        if (which) sqlite3_bind_int64(st, 2, value);
-        sqlite3_bind_int64(st, 3, sq_now());
-        if (!which) {
-            sqlite3_bind_text(st, 4, status, -1, SQLITE_STATIC);
-            if (error)
-                sqlite3_bind_text(st, 5, error, -1, SQLITE_STATIC);
-            else
-                sqlite3_bind_null(st, 5);
-            sqlite3_bind_int(st, 6, started);
-            sqlite3_bind_int(st, 7, finished);
-        }
-        if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "updating a job");
-        sqlite3_finalize(st);
-    }
-    pthread_mutex_unlock(&s->mu);
-    return rc;
-}
-
-int sq_job_set_status(pg_db *db, const char *id, const char *status, int started, int finished,
-                      const char *error, pg_error *err)
-{
-    return update(SQ(db), 0, id, 0, status, started, finished, error, err);
-}
-
-int sq_job_set_step(pg_db *db, const char *id, int64_t step, pg_error *err)
-{
-    return update(SQ(db), 1, id, step, NULL, 0, 0, NULL, err);
-}
-
-int sq_job_reserve_steps(pg_db *db, const char *id, int64_t steps, pg_error *err)
-{
-    return update(SQ(db), 2, id, steps, NULL, 0, 0, NULL, err);
 }
 
 int sq_ledger_entries(pg_db *db, const char *dataset_id, pg_ledger_entry **out, size_t *count,
@@ -337,46 +286,6 @@ int sq_ledger_entries(pg_db *db, const char *dataset_id, pg_ledger_entry **out, 
 }
 
 /* ---- checkpoints ------------------------------------------------------ */
-
-static int mkdir_one(const char *p, pg_error *err)
-{
-    if (mkdir(p, 0700) && errno != EEXIST)
-        return pg_error_set(err, PG_EIO, "cannot create %s: %s", p, strerror(errno));
-    return PG_OK;
-}
-
-int sq_ckpt_put(pg_db *db, const char *job, int64_t step, const unsigned char *bytes, size_t len,
-                uint32_t crc, pg_error *err)
-{
-    sq_db *s = SQ(db);
-    char dir[PATH_MAX], path[PATH_MAX];
-    if (sq_ckpt_path(s, job, step, path, sizeof path, err)) return PG_EINVAL;
-    snprintf(dir, sizeof dir, "%s/checkpoints", s->dir);
-    if (mkdir_one(dir, err)) return PG_EIO;
-    snprintf(dir, sizeof dir, "%s/checkpoints/%s", s->dir, job);
-    if (mkdir_one(dir, err)) return PG_EIO;
-    /* The file is complete and durable before its row exists. */
-    int rc = pg_file_write_atomic(path, bytes, len, err);
-    if (rc) return rc;
-    pthread_mutex_lock(&s->mu);
-    sqlite3_stmt *st;
-    rc = sq_prep(s,
-                 "INSERT OR REPLACE INTO checkpoints(job_id, step, path, bytes, crc32, "
-                 "created_at) VALUES(?,?,?,?,?,?)",
-                 &st, err);
-    if (!rc) {
-        sqlite3_bind_text(st, 1, job, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, step);
-        sqlite3_bind_text(st, 3, path, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 4, (int64_t)len);
-        sqlite3_bind_int64(st, 5, crc);
-        sqlite3_bind_int64(st, 6, sq_now());
-        if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "recording a checkpoint");
-        sqlite3_finalize(st);
-    }
-    pthread_mutex_unlock(&s->mu);
-    return rc;
-}
 
 int sq_ckpt_list(pg_db *db, const char *job, pg_ckpt_row **out, size_t *count, pg_error *err)
 {

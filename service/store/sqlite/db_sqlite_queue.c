@@ -1,5 +1,5 @@
-/* service/db_sqlite_queue.c - the SQLite backend's shared job queue: claims,
- * heartbeats and fenced writes (service/db.h). Each op runs inside BEGIN
+/* service/store/sqlite/db_sqlite_queue.c - the SQLite backend's shared job queue: claims,
+ * heartbeats and fenced writes (service/store/db.h). Each op runs inside BEGIN
  * IMMEDIATE, which holds the database write lock from the first read to the
  * commit: that lock is the "job row's lock" of the fence, for every process
  * sharing the file. */
@@ -20,7 +20,7 @@
 static int read_row(sq_db *s, int64_t seq, pg_job_row **out, pg_error *err)
 {
     sqlite3_stmt *st;
-    if (sq_prep(s, "SELECT " SQ_JOB_COLS " FROM jobs WHERE seq=?", &st, err)) return PG_EIO;
+    if (sq_prep(s, "SELECT " PG_DB_JOB_COLS " FROM jobs WHERE seq=?", &st, err)) return PG_EIO;
     sqlite3_bind_int64(st, 1, seq);
     int rc = PG_OK;
     if (sqlite3_step(st) != SQLITE_ROW) {
@@ -44,7 +44,7 @@ int sq_job_claim(pg_db *db, const char *node, int64_t now, int64_t lease_s, pg_j
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
     int64_t seq = -1;
-    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
+    int rc = sq_tx_begin(s, err);
     if (!rc && !(rc = sq_prep(s, "SELECT seq FROM jobs WHERE " RUNNABLE " ORDER BY seq LIMIT 1",
                               &st, err))) {
         sqlite3_bind_int64(st, 1, now);
@@ -70,8 +70,7 @@ int sq_job_claim(pg_db *db, const char *node, int64_t now, int64_t lease_s, pg_j
     }
     pg_job_row *row = NULL;
     if (!rc && seq >= 0) rc = read_row(s, seq, &row, err);
-    if (!rc) rc = sq_exec(s, "COMMIT;", err);
-    if (rc) sq_rollback(s);
+    rc = sq_tx_end(s, rc, err);
     pthread_mutex_unlock(&s->mu);
     if (rc) {
         pg_job_rows_free(row, row ? 1 : 0);
@@ -184,7 +183,7 @@ int sq_ckpt_put_owned(pg_db *db, const char *job, const char *node, int64_t step
     int owned = 0;
     /* The file is written under the write lock, after the fence: a stale
      * owner never replaces the new owner's file of the same step. */
-    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
+    int rc = sq_tx_begin(s, err);
     if (!rc) rc = owns(s, job, node, &owned, err);
     if (!rc && owned) {
         snprintf(dir, sizeof dir, "%s/checkpoints", s->dir);
@@ -207,8 +206,7 @@ int sq_ckpt_put_owned(pg_db *db, const char *job, const char *node, int64_t step
         if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "recording a checkpoint");
         sqlite3_finalize(st);
     }
-    if (!rc) rc = sq_exec(s, owned ? "COMMIT;" : "ROLLBACK;", err);
-    if (rc) sq_rollback(s);
+    rc = sq_tx_end(s, !rc && !owned ? SQ_ROLLBACK : rc, err);
     pthread_mutex_unlock(&s->mu);
     *held = !rc && owned;
     return rc;
@@ -334,13 +332,12 @@ int sq_ckpt_delete_owned(pg_db *db, const char *job, const char *node, int64_t s
     pthread_mutex_lock(&s->mu);
     int owned = 0;
     int64_t gone = 0;
-    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
+    int rc = sq_tx_begin(s, err);
     if (!rc) rc = owns(s, job, node, &owned, err);
     if (!rc && owned)
         rc = run_update(s, "DELETE FROM checkpoints WHERE job_id=?1 AND step=?3", job, NULL, step,
                         "deleting a checkpoint", &gone, err);
-    if (!rc) rc = sq_exec(s, owned ? "COMMIT;" : "ROLLBACK;", err);
-    if (rc) sq_rollback(s);
+    rc = sq_tx_end(s, !rc && !owned ? SQ_ROLLBACK : rc, err);
     pthread_mutex_unlock(&s->mu);
     if (!rc && gone) unlink(path); /* the row is gone: the file is unreferenced */
     *held = !rc && owned;

@@ -1,5 +1,5 @@
-/* service/db_sqlite_reports.c - the SQLite backend's quality reports
- * (service/db.h). Figures are BLOBs in report_figures: a few PNGs of
+/* service/store/sqlite/db_sqlite_reports.c - the SQLite backend's quality reports
+ * (service/store/db.h). Figures are BLOBs in report_figures: a few PNGs of
  * 20-300 kB per report, written in the transaction that ends the report. */
 #include <math.h>
 #include <stdio.h>
@@ -7,12 +7,6 @@
 #include <string.h>
 
 #include "service/store/sqlite/db_sqlite.h"
-
-#define REPORT_COLS                                                                                \
-    "seq, id, tenant_id, job_id, against_id, against_model, against_n, job_step, n, seed, "        \
-    "status, stage, progress, error, created_at, started_at, finished_at, updated_at, "            \
-    "job_model, job_epsilon, utility"
-#define REPORT_COLS_FULL REPORT_COLS ", result, figures"
 
 static char *dup_col(sqlite3_stmt *st, int col)
 {
@@ -26,7 +20,7 @@ static void str_col(sqlite3_stmt *st, int col, char *dst, size_t cap)
     snprintf(dst, cap, "%s", t ? (const char *)t : "");
 }
 
-/* One row of REPORT_COLS (and result, figures when full); PG_ENOMEM frees. */
+/* One row of PG_DB_REPORT_COLS (and result, figures when full); PG_ENOMEM frees. */
 static int row_read(sqlite3_stmt *st, int full, pg_report_row *r, pg_error *err)
 {
     memset(r, 0, sizeof *r);
@@ -67,7 +61,7 @@ int sq_report_insert(pg_db *db, pg_report_row *r, int64_t max_queued, int *full,
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
-    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
+    int rc = sq_tx_begin(s, err);
     if (!rc && !(rc = sq_prep(s, "SELECT count(*) FROM reports WHERE status='queued'", &st, err))) {
         if (sqlite3_step(st) != SQLITE_ROW)
             rc = sq_fail(s, err, "counting queued reports");
@@ -105,8 +99,7 @@ int sq_report_insert(pg_db *db, pg_report_row *r, int64_t max_queued, int *full,
             r->seq = sqlite3_last_insert_rowid(s->db);
         sqlite3_finalize(st);
     }
-    if (!rc) rc = sq_exec(s, "COMMIT;", err);
-    if (rc) sq_rollback(s);
+    rc = sq_tx_end(s, rc, err);
     if (!rc && !*full) {
         snprintf(r->status, sizeof r->status, "queued");
         r->updated_at = r->created_at;
@@ -121,8 +114,8 @@ int sq_report_get(pg_db *db, const char *tenant, const char *id, pg_report_row *
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
-    int rc =
-        sq_prep(s, "SELECT " REPORT_COLS_FULL " FROM reports WHERE id=? AND tenant_id=?", &st, err);
+    int rc = sq_prep(s, "SELECT " PG_DB_REPORT_COLS_FULL " FROM reports WHERE id=? AND tenant_id=?",
+                     &st, err);
     if (!rc) {
         sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, tenant, -1, SQLITE_STATIC);
@@ -148,7 +141,7 @@ int sq_report_list(pg_db *db, const char *tenant, const char *job_id, int public
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
     int rc = sq_prep(s,
-                     "SELECT " REPORT_COLS " FROM reports WHERE tenant_id=? AND job_id=? AND "
+                     "SELECT " PG_DB_REPORT_COLS " FROM reports WHERE tenant_id=? AND job_id=? AND "
                      "seq>? AND (?=0 OR against_model=3) ORDER BY seq LIMIT ?",
                      &st, err);
     if (!rc) {
@@ -191,7 +184,7 @@ int sq_report_claim(pg_db *db, int64_t now, int64_t stale_s, pg_report_row **out
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
     int64_t seq = -1;
-    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
+    int rc = sq_tx_begin(s, err);
     if (!rc && !(rc = sq_prep(s,
                               "SELECT seq FROM reports WHERE status='queued' OR "
                               "(status='running' AND updated_at<=?1-?2) ORDER BY seq LIMIT 1",
@@ -217,7 +210,7 @@ int sq_report_claim(pg_db *db, int64_t now, int64_t stale_s, pg_report_row **out
     }
     pg_report_row *row = NULL;
     if (!rc && seq >= 0 &&
-        !(rc = sq_prep(s, "SELECT " REPORT_COLS " FROM reports WHERE seq=?", &st, err))) {
+        !(rc = sq_prep(s, "SELECT " PG_DB_REPORT_COLS " FROM reports WHERE seq=?", &st, err))) {
         sqlite3_bind_int64(st, 1, seq);
         if (sqlite3_step(st) != SQLITE_ROW)
             rc = sq_fail(s, err, "reading a claimed report");
@@ -229,9 +222,8 @@ int sq_report_claim(pg_db *db, int64_t now, int64_t stale_s, pg_report_row **out
         }
         sqlite3_finalize(st);
     }
-    if (!rc) rc = sq_exec(s, "COMMIT;", err);
+    rc = sq_tx_end(s, rc, err);
     if (rc) {
-        sq_rollback(s);
         if (row) pg_report_rows_free(row, 1);
         free(row);
         row = NULL;
@@ -285,7 +277,7 @@ int sq_report_finish(pg_db *db, const char *id, const char *status, const char *
     snprintf(names + at, cap - at, "]");
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
-    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
+    int rc = sq_tx_begin(s, err);
     if (!rc && !(rc = sq_prep(s,
                               "UPDATE reports SET status=?1, error=?2, result=?3, "
                               "figures=CASE WHEN ?1='succeeded' THEN ?4 ELSE NULL END, "
@@ -322,9 +314,8 @@ int sq_report_finish(pg_db *db, const char *id, const char *status, const char *
         if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "storing a report figure");
         sqlite3_finalize(st);
     }
-    if (!rc) rc = sq_exec(s, "COMMIT;", err);
+    rc = sq_tx_end(s, rc, err);
     if (rc) {
-        sq_rollback(s);
         *held = 0;
     }
     pthread_mutex_unlock(&s->mu);
@@ -339,7 +330,7 @@ static int begin_status(sq_db *s, const char *tenant, const char *id, char *stt,
 {
     sqlite3_stmt *st;
     stt[0] = '\0';
-    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
+    int rc = sq_tx_begin(s, err);
     if (!rc &&
         !(rc = sq_prep(s, "SELECT status FROM reports WHERE id=? AND tenant_id=?", &st, err))) {
         sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
@@ -377,9 +368,8 @@ int sq_report_cancel(pg_db *db, const char *tenant, const char *id, int64_t now,
         if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "cancelling a report");
         sqlite3_finalize(st);
     }
-    if (!rc) rc = sq_exec(s, "COMMIT;", err);
+    rc = sq_tx_end(s, rc, err);
     if (rc) {
-        sq_rollback(s);
         *found = *done = 0;
     }
     pthread_mutex_unlock(&s->mu);
@@ -403,9 +393,8 @@ int sq_report_delete(pg_db *db, const char *tenant, const char *id, int *found, 
         if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "deleting a report");
         sqlite3_finalize(st);
     }
-    if (!rc) rc = sq_exec(s, "COMMIT;", err);
+    rc = sq_tx_end(s, rc, err);
     if (rc) {
-        sq_rollback(s);
         *found = *conflict = 0;
     }
     pthread_mutex_unlock(&s->mu);

@@ -1,4 +1,4 @@
-/* service/db_sqlite_rows.c - the SQLite backend's datasets: rows, row-block
+/* service/store/sqlite/db_sqlite_rows.c - the SQLite backend's datasets: rows, row-block
  * files (service/block.h) under DIR/datasets/<id>/rows-<k>.f32, appends and
  * the block iterator. */
 #include <dirent.h>
@@ -44,8 +44,6 @@ int sq_dataset_insert(pg_db *db, pg_db_dataset *d, pg_error *err)
     return rc;
 }
 
-#define DS_COLS "seq, id, tenant_id, name, meta, d, n, blocks, bytes, created_at"
-
 static int read_dataset(sqlite3_stmt *st, pg_db_dataset *d)
 {
     memset(d, 0, sizeof *d);
@@ -72,7 +70,8 @@ int sq_dataset_get(pg_db *db, const char *tenant, const char *id, pg_db_dataset 
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
-    int rc = sq_prep(s, "SELECT " DS_COLS " FROM datasets WHERE id=? AND tenant_id=?", &st, err);
+    int rc = sq_prep(s, "SELECT " PG_DB_DATASET_COLS " FROM datasets WHERE id=? AND tenant_id=?",
+                     &st, err);
     if (!rc) {
         sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, tenant, -1, SQLITE_STATIC);
@@ -101,7 +100,7 @@ int sq_dataset_list(pg_db *db, const char *tenant, int64_t after, size_t limit, 
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
     int rc = sq_prep(s,
-                     "SELECT " DS_COLS " FROM datasets WHERE tenant_id=? AND seq>? "
+                     "SELECT " PG_DB_DATASET_COLS " FROM datasets WHERE tenant_id=? AND seq>? "
                      "ORDER BY seq LIMIT ?",
                      &st, err);
     if (!rc) {
@@ -149,7 +148,7 @@ int sq_dataset_delete(pg_db *db, const char *tenant, const char *id, int *found,
     char dir[PATH_MAX];
     if (sq_dataset_dir(s, id, dir, sizeof dir, NULL)) return PG_OK; /* cannot exist */
     pthread_mutex_lock(&s->mu);
-    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
+    int rc = sq_tx_begin(s, err);
     sqlite3_stmt *st;
     if (!rc && !(rc = sq_prep(s,
                               "SELECT (SELECT count(*) FROM datasets WHERE id=?1 AND "
@@ -177,10 +176,7 @@ int sq_dataset_delete(pg_db *db, const char *tenant, const char *id, int *found,
             sqlite3_finalize(st);
         }
     }
-    if (rc)
-        sq_rollback(s);
-    else
-        rc = sq_exec(s, "COMMIT;", err);
+    rc = sq_tx_end(s, rc, err);
     /* Files go after the commit: a crash in between leaves only orphan files,
      * never a dataset row pointing at missing blocks. */
     if (!rc && *found && !*conflict) remove_dir(dir);
@@ -258,7 +254,7 @@ static int record(sq_db *s, sq_append *a, const char *tmp, int64_t rows, int64_t
     char final[PATH_MAX + 32];
     pthread_mutex_lock(&s->mu);
     int renamed = 0;
-    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
+    int rc = sq_tx_begin(s, err);
     sqlite3_stmt *st;
     int64_t n = 0, k = 0;
     if (!rc &&
@@ -309,9 +305,8 @@ static int record(sq_db *s, sq_append *a, const char *tmp, int64_t rows, int64_t
         if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "recording a row block");
         sqlite3_finalize(st);
     }
-    if (!rc) rc = sq_exec(s, "COMMIT;", err);
+    rc = sq_tx_end(s, rc, err);
     if (rc) {
-        sq_rollback(s);
         unlink(renamed ? final : tmp);
         *found = 0;
     } else if (!*found) {

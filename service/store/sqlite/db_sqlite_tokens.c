@@ -1,4 +1,4 @@
-/* service/db_sqlite_tokens.c - the SQLite backend's tokens: insert, get,
+/* service/store/sqlite/db_sqlite_tokens.c - the SQLite backend's tokens: insert, get,
  * list, revoke, touch (see db_sqlite.h for the locking rules). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,11 +6,7 @@
 
 #include "service/store/sqlite/db_sqlite.h"
 
-#define TOKEN_COLS                                                                                 \
-    "seq, id, tenant_id, scope, hash, created_at, expires_at, revoked_at, last_used_at, "          \
-    "coalesce(minted_by, '')"
-
-/* One row of TOKEN_COLS into out; 0 when the stored hash is malformed. */
+/* One row of PG_DB_TOKEN_COLS into out; 0 when the stored hash is malformed. */
 static int token_row(sqlite3_stmt *st, pg_token *out)
 {
     if (sqlite3_column_bytes(st, 4) != 32) return 0;
@@ -109,10 +105,9 @@ int sq_token_insert(pg_db *db, const pg_token *t, int new_tenant, pg_error *err)
 {
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
-    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
+    int rc = sq_tx_begin(s, err);
     if (!rc) rc = insert_in_tx(s, t, new_tenant, err);
-    if (!rc) rc = sq_exec(s, "COMMIT;", err);
-    if (rc) sq_rollback(s);
+    rc = sq_tx_end(s, rc, err);
     pthread_mutex_unlock(&s->mu);
     return rc;
 }
@@ -126,9 +121,9 @@ int sq_token_bootstrap(pg_db *db, const pg_token *t, int *created, pg_token *fir
 {
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
-    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
+    int rc = sq_tx_begin(s, err);
     sqlite3_stmt *st = NULL;
-    int any = 0;
+    int any = 0, inserted = 0;
     if (!rc && !(rc = sq_prep(s, "SELECT 1 FROM tokens LIMIT 1", &st, err))) {
         int r = sqlite3_step(st);
         if (r == SQLITE_ROW)
@@ -139,14 +134,11 @@ int sq_token_bootstrap(pg_db *db, const pg_token *t, int *created, pg_token *fir
     }
     if (!rc && !any && t) {
         rc = insert_in_tx(s, t, 1, err);
-        if (!rc && !(rc = sq_exec(s, "COMMIT;", err))) {
-            *created = *has_first = 1;
-            *first = *t;
-        }
+        inserted = !rc;
     } else if (!rc) {
-        rc = sq_prep(s,
-                     "SELECT " TOKEN_COLS " FROM tokens WHERE scope = 'admin' ORDER BY seq LIMIT 1",
-                     &st, err);
+        rc = sq_prep(
+            s, "SELECT " PG_DB_TOKEN_COLS " FROM tokens WHERE scope = 'admin' ORDER BY seq LIMIT 1",
+            &st, err);
         if (!rc) {
             int r = sqlite3_step(st);
             if (r == SQLITE_ROW)
@@ -155,9 +147,12 @@ int sq_token_bootstrap(pg_db *db, const pg_token *t, int *created, pg_token *fir
                 rc = sq_fail(s, err, "reading the first admin token");
             sqlite3_finalize(st);
         }
-        if (!rc) rc = sq_exec(s, "COMMIT;", err);
     }
-    if (rc) sq_rollback(s);
+    rc = sq_tx_end(s, rc, err);
+    if (!rc && inserted) {
+        *created = *has_first = 1;
+        *first = *t;
+    }
     pthread_mutex_unlock(&s->mu);
     return rc;
 }
@@ -167,7 +162,7 @@ int sq_token_get(pg_db *db, const char *id, pg_token *out, int *found, pg_error 
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
-    int rc = sq_prep(s, "SELECT " TOKEN_COLS " FROM tokens WHERE id=?", &st, err);
+    int rc = sq_prep(s, "SELECT " PG_DB_TOKEN_COLS " FROM tokens WHERE id=?", &st, err);
     if (!rc) {
         sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
         int r = sqlite3_step(st);
@@ -196,7 +191,7 @@ int sq_token_list(pg_db *db, const char *tenant, int64_t after, size_t limit, pg
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
     int rc = sq_prep(s,
-                     "SELECT " TOKEN_COLS " FROM tokens WHERE tenant_id=? AND seq>? "
+                     "SELECT " PG_DB_TOKEN_COLS " FROM tokens WHERE tenant_id=? AND seq>? "
                      "ORDER BY seq LIMIT ?",
                      &st, err);
     if (!rc) {
@@ -280,10 +275,9 @@ int sq_token_revoke(pg_db *db, const char *tenant, const char *id, int64_t now, 
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
     int f = 0, last = 0;
-    int rc = sq_exec(s, "BEGIN IMMEDIATE;", err);
+    int rc = sq_tx_begin(s, err);
     if (!rc) rc = revoke_locked(s, tenant, id, now, &f, &last, err);
-    if (!rc) rc = sq_exec(s, "COMMIT;", err);
-    if (rc) sq_rollback(s);
+    rc = sq_tx_end(s, rc, err);
     pthread_mutex_unlock(&s->mu);
     if (!rc) {
         *found = f;

@@ -14,6 +14,7 @@
 #include "engine/methods/method.h"
 #include "engine/methods/snapshot.h"
 #include "engine/methods/spec.h"
+#include "engine/pgm/pgm.h"
 #include "engine/privacy/privacy.h"
 #include "support/pg_method_test.h"
 #include "support/pg_test.h"
@@ -419,6 +420,177 @@ START_TEST(mst_single_rare_level_keeps_the_levels)
 }
 END_TEST
 
+/* MST's merged rare levels: after step 1 (one-way marginals measured, rare
+ * levels merged, the model fitted to them) the checkpoint holds the noisy
+ * one-ways, the compression maps and the model. b has 2 common values and 8
+ * rare ones (30 rows each, below 3 sigma = 47 most of the time), so its
+ * merged level is the sum of about 7 noisy counts, variance nrare sigma^2.
+ * The fit must weigh it so: the total is the inverse-variance mean of the
+ * measurements' sums with that variance, and b's fitted one-way is the
+ * weighted projection y_c + (N - sum y) (1/w_c) / sum_j (1/w_j). The old fit
+ * weighed the merged cell as one cell of variance sigma^2 (its total differs
+ * by several counts: sd of the sums' discrepancy about 40). */
+START_TEST(mst_weighs_merged_levels_by_their_noise)
+{
+    pg_table *t = table();
+    float *x = pg_alloc_f32((size_t)ROWS * t->width);
+    int32_t *lab = pg_alloc(ROWS * sizeof *lab);
+    pg_rng rng;
+    pg_rng_seeded(&rng, 11, 1);
+    for (size_t i = 0; i < ROWS; i++) {
+        float *r = x + i * t->width;
+        memset(r, 0, t->width * sizeof *r);
+        pg_table_value v = {.cat = pg_rng_below(&rng, 3)};
+        ck_assert_int_eq(pg_table_encode_value(t, 1, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
+        /* rows 0..239: values 1-4, 6-9, 30 each; then 0 and 5 alternately */
+        int rare[8] = {1, 2, 3, 4, 6, 7, 8, 9};
+        v = (pg_table_value){.num = i < 240 ? rare[i / 30] : (i % 2 ? 5 : 0)};
+        ck_assert_int_eq(pg_table_encode_value(t, 2, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
+        v = (pg_table_value){.num = pg_rng_uniform(&rng)};
+        ck_assert_int_eq(pg_table_encode_value(t, 3, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
+        v = (pg_table_value){.cat = pg_rng_below(&rng, 2)};
+        ck_assert_int_eq(pg_table_encode_value(t, 4, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
+        lab[i] = (int32_t)pg_rng_below(&rng, 2);
+    }
+    pg_dataset ds;
+    size_t shape[1] = {t->width};
+    ck_assert_int_eq(
+        pg_dataset_adopt(&ds, x, lab, ROWS, shape, 1, 2, (float)t->lo, (float)t->hi, NULL), 0);
+    pg_data_desc desc = desc_of(t);
+    pg_job_data in = {.desc = &desc, .rows = &ds};
+    const pg_method *M = pg_method_find("mst");
+    pg_spec_errors e;
+    json_t *r = pg_test_resolve(M, "{\"privacy\":{\"epsilon\":1},\"seed\":4}", &in, &e);
+    ck_assert(r);
+    pg_trainer *tr;
+    pg_error err = {0};
+    ck_assert_msg(M->create(r, &in, 1, &tr, &err) == PG_OK, "%s", err.msg);
+    pg_step_report rep = {0};
+    ck_assert_msg(M->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
+    unsigned char *bytes;
+    size_t len;
+    ck_assert_int_eq(M->save(tr, &bytes, &len, NULL), PG_OK);
+    pg_ckpt c = {0};
+    ck_assert_int_eq(pg_ckpt_decode(bytes, len, &c, NULL), PG_OK);
+    json_t *h = json_loads(c.header, 0, NULL);
+    ck_assert(h);
+    const json_t *ms = json_object_get(h, "measures"), *cms = json_object_get(h, "compress");
+    const float *y = pg_ckpt_find(&c, "y")->data;
+    const pg_ckpt_tensor *mt = pg_ckpt_find(&c, "model");
+    pg_pgm_model *model = NULL;
+    ck_assert_int_eq(pg_pgm_load((const unsigned char *)mt->data,
+                                 (size_t)json_integer_value(json_object_get(h, "model_len")),
+                                 &model, NULL),
+                     PG_OK);
+    /* b is attribute 2 (schema order; the label is column 0) */
+    const size_t B = 2;
+    const json_t *cb = json_array_get(cms, B);
+    ck_assert_msg(json_is_object(cb), "b was not compressed");
+    size_t nrare = json_array_size(json_object_get(cb, "rare"));
+    ck_assert_uint_ge(nrare, 2);
+    double num = 0, den = 0, num_old = 0, den_old = 0;
+    size_t bo = 0, bc = 0;
+    ck_assert_uint_eq(json_array_size(ms), 5);
+    for (size_t i = 0; i < json_array_size(ms); i++) {
+        const json_t *o = json_array_get(ms, i);
+        size_t off = (size_t)json_integer_value(json_object_get(o, "off"));
+        size_t cells = (size_t)json_integer_value(json_object_get(o, "cells"));
+        double sg = json_number_value(json_object_get(o, "sigma")), s = 0;
+        for (size_t j = 0; j < cells; j++) s += y[off + j];
+        double var = sg * sg * (double)cells, var_old = var;
+        if (i == B) {
+            var = sg * sg * (double)(cells - 1 + nrare);
+            bo = off, bc = cells;
+        }
+        num += s / var, den += 1 / var;
+        num_old += s / var_old, den_old += 1 / var_old;
+    }
+    double N = num / den, N_old = num_old / den_old, tot = pg_pgm_model_total(model);
+    ck_assert_msg(fabs(tot - N) < 1e-9 * N, "total %.6f, want %.6f (unweighted merged level: %.6f)",
+                  tot, N, N_old);
+    /* b's one-way: the weighted projection onto sum = N */
+    double sy = 0, winv = (double)(bc - 1) + (double)nrare, got[16];
+    for (size_t j = 0; j < bc; j++) sy += y[bo + j];
+    ck_assert_int_eq(pg_pgm_marginal(model, &B, 1, got, NULL), PG_OK);
+    for (size_t j = 0; j < bc; j++) {
+        double inv = j + 1 == bc ? (double)nrare : 1.0;
+        double want = y[bo + j] + (N - sy) * inv / winv;
+        ck_assert_msg(want > 1, "cell %zu would be clipped (%.2f): the closed form needs > 0", j,
+                      want);
+        ck_assert_msg(fabs(got[j] - want) < 0.05, "b cell %zu: %.4f, want %.4f", j, got[j], want);
+    }
+    pg_pgm_model_free(model);
+    json_decref(h);
+    pg_ckpt_free(&c);
+    free(bytes);
+    M->destroy(tr);
+    json_decref(r);
+    pg_dataset_free(&ds);
+    pg_table_free(t);
+}
+END_TEST
+
+/* aim.model_cells: the dry run states the bound (auto: max(131072, 32 rows),
+ * never above model.max_cells), and a run keeps its model under it (the
+ * paper's rule: s x bound after spending a share s of the budget, so under
+ * the bound at the end). At epsilon 20 on this table the model would grow
+ * past 400 cells (every label triple fits the default bound). */
+START_TEST(aim_model_stays_under_its_bound)
+{
+    pg_table *t = table();
+    pg_dataset ds;
+    rows(t, &ds);
+    pg_data_desc desc = desc_of(t);
+    pg_job_data in = {.desc = &desc, .rows = &ds};
+    const pg_method *M = pg_method_find("aim");
+    pg_spec_errors e;
+    struct {
+        const char *spec;
+        double cells;
+    } cases[] = {{"{\"privacy\":{\"epsilon\":20}}", 131072},
+                 {"{\"privacy\":{\"epsilon\":20},\"model\":{\"max_cells\":100000}}", 100000},
+                 {"{\"privacy\":{\"epsilon\":20},\"aim\":{\"model_cells\":400}}", 400}};
+    for (size_t c = 0; c < 3; c++) {
+        json_t *r = pg_test_resolve(M, cases[c].spec, &in, &e);
+        ck_assert_msg(r, "%s: %s", e.items[0].field, e.items[0].message);
+        double mc =
+            json_number_value(json_object_get(json_object_get(r, "accounting"), "model_cells"));
+        ck_assert_msg(mc == cases[c].cells, "case %zu: model_cells %g, want %g", c, mc,
+                      cases[c].cells);
+        if (c < 2) {
+            json_decref(r);
+            continue;
+        }
+        pg_trainer *tr;
+        pg_error err = {0};
+        ck_assert_msg(M->create(r, &in, 1, &tr, &err) == PG_OK, "%s", err.msg);
+        pg_step_report rep = {0};
+        while (!rep.done) ck_assert_msg(M->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
+        unsigned char *bytes;
+        size_t len;
+        ck_assert_int_eq(M->save(tr, &bytes, &len, NULL), PG_OK);
+        pg_ckpt ck = {0};
+        ck_assert_int_eq(pg_ckpt_decode(bytes, len, &ck, NULL), PG_OK);
+        json_t *h = json_loads(ck.header, 0, NULL);
+        pg_pgm_model *model = NULL;
+        ck_assert_int_eq(pg_pgm_load((const unsigned char *)pg_ckpt_find(&ck, "model")->data,
+                                     (size_t)json_integer_value(json_object_get(h, "model_len")),
+                                     &model, NULL),
+                         PG_OK);
+        ck_assert_msg(pg_pgm_model_cells(model) <= 400, "model of %g cells above the bound 400",
+                      pg_pgm_model_cells(model));
+        pg_pgm_model_free(model);
+        json_decref(h);
+        pg_ckpt_free(&ck);
+        free(bytes);
+        M->destroy(tr);
+        json_decref(r);
+    }
+    pg_dataset_free(&ds);
+    pg_table_free(t);
+}
+END_TEST
+
 START_TEST(mst_learns_the_tree_and_serves_valid_rows)
 {
     run("mst", "{\"privacy\":{\"epsilon\":20},\"seed\":3}", 0.8);
@@ -440,7 +612,9 @@ static Suite *suite(void)
     tcase_add_test(tc, bad_jobs_get_field_errors);
     tcase_add_test(tc, mst_learns_the_tree_and_serves_valid_rows);
     tcase_add_test(tc, mst_single_rare_level_keeps_the_levels);
+    tcase_add_test(tc, mst_weighs_merged_levels_by_their_noise);
     tcase_add_test(tc, aim_learns_the_workload_and_serves_valid_rows);
+    tcase_add_test(tc, aim_model_stays_under_its_bound);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -152,7 +152,7 @@ START_TEST(fit_refuses_above_bound)
     size_t sizes[] = {10, 10, 10};
     double y[100];
     for (size_t i = 0; i < 100; i++) y[i] = 1;
-    pg_pgm_measure ms[2] = {{2, {0, 1}, y, 1.0}, {2, {1, 2}, y, 1.0}};
+    pg_pgm_measure ms[2] = {{2, {0, 1}, y, 1.0, NULL}, {2, {1, 2}, y, 1.0, NULL}};
     pg_pgm_fit_opts o = {.max_cells = 199};
     pg_pgm_model *m = NULL;
     pg_error err = {0};
@@ -172,10 +172,11 @@ START_TEST(fit_rejects_bad_input)
     double y[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, bad[9] = {1, NAN};
     pg_pgm_model *m = NULL;
     pg_error err = {0};
-    pg_pgm_measure ok = {2, {0, 1}, y, 1.0};
+    pg_pgm_measure ok = {2, {0, 1}, y, 1.0, NULL};
     pg_pgm_measure cases[] = {
-        {2, {1, 0}, y, 1.0},  {2, {0, 3}, y, 1.0},   {2, {0, 1}, y, 0.0}, {2, {0, 1}, y, -1},
-        {2, {0, 1}, NULL, 1}, {2, {0, 1}, bad, 1.0}, {9, {0, 1}, y, 1.0}, {2, {0, 1}, y, INFINITY},
+        {2, {1, 0}, y, 1.0, NULL}, {2, {0, 3}, y, 1.0, NULL},      {2, {0, 1}, y, 0.0, NULL},
+        {2, {0, 1}, y, -1, NULL},  {2, {0, 1}, NULL, 1, NULL},     {2, {0, 1}, bad, 1.0, NULL},
+        {9, {0, 1}, y, 1.0, NULL}, {2, {0, 1}, y, INFINITY, NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         ck_assert_int_eq(pg_pgm_fit(sizes, 3, &cases[i], 1, NULL, NULL, &m, &err), PG_EINVAL);

@@ -162,10 +162,10 @@ START_TEST(noisy_matches_direct_optimum)
     for (size_t x = 0; x < 27; x++) s += (truth[x] = exp(0.7 * pg_rng_normal(&r)));
     for (size_t x = 0; x < 27; x++) truth[x] /= s;
     const double Ntrue = 300;
-    pg_pgm_measure ms[4] = {{2, {0, 1}, NULL, 1.0},
-                            {2, {1, 2}, NULL, 2.0},
-                            {1, {0}, NULL, 0.5},
-                            {2, {0, 2}, NULL, 3.0}};
+    pg_pgm_measure ms[4] = {{2, {0, 1}, NULL, 1.0, NULL},
+                            {2, {1, 2}, NULL, 2.0, NULL},
+                            {1, {0}, NULL, 0.5, NULL},
+                            {2, {0, 2}, NULL, 3.0, NULL}};
     size_t nm = _i == 0 ? 3 : 4;
     double ys[4][9], num = 0, den = 0;
     for (size_t i = 0; i < nm; i++) {
@@ -278,6 +278,55 @@ END_TEST
 
 /* No measurements: the uniform model of the given total; an attribute never
  * measured keeps a uniform marginal next to measured ones. */
+/* Per-cell precisions (pg_pgm_measure.w): two noisy one-way measurements of
+ * one attribute, the first with its last cell the sum of 4 cells (w = 1/4).
+ * The optimum is the weighted least-squares projection onto sum = N with N
+ * the inverse-variance mean of the sums (var = sigma^2 sum_j 1/w_j):
+ *   mu_c = (sum_i a_ic y_ic - nu) / sum_i a_ic,  a_ic = w_ic / sigma_i^2,
+ * nu solving sum_c mu_c = N (no cell is near 0, so positivity is inactive).
+ * A fit that ignores w puts N at 596.0 instead of 593.3. */
+START_TEST(cell_weights_give_the_weighted_optimum)
+{
+    size_t sizes[1] = {3};
+    double y1[3] = {100, 200, 300}, y2[3] = {110, 190, 280}, w1[3] = {1, 1, 0.25};
+    pg_pgm_measure ms[2] = {{1, {0}, y1, 1.0, w1}, {1, {0}, y2, 2.0, NULL}};
+    double v1 = 1.0 * (1 + 1 + 4), v2 = 4.0 * 3;
+    double N = (600 / v1 + 580 / v2) / (1 / v1 + 1 / v2);
+    double num = 0, inv = 0, mu[3];
+    for (int c = 0; c < 3; c++) {
+        double a = w1[c] / 1.0 + 1.0 / 4.0;
+        num += (w1[c] * y1[c] + y2[c] / 4.0) / a;
+        inv += 1.0 / a;
+    }
+    double nu = (num - N) / inv;
+    for (int c = 0; c < 3; c++) {
+        double a = w1[c] + 0.25;
+        mu[c] = (w1[c] * y1[c] + y2[c] / 4.0 - nu) / a;
+    }
+    pg_pgm_fit_opts o = {.max_iters = 20000, .tol = 1e-12};
+    pg_pgm_model *m = NULL;
+    pg_error err = {0};
+    ck_assert_msg(pg_pgm_fit(sizes, 1, ms, 2, &o, NULL, &m, &err) == PG_OK, "%s", err.msg);
+    ck_assert_msg(fabs(pg_pgm_model_total(m) - N) < 1e-9 * N, "total %.9g, want %.9g",
+                  pg_pgm_model_total(m), N);
+    double got[3];
+    size_t a0 = 0;
+    ck_assert_int_eq(pg_pgm_marginal(m, &a0, 1, got, NULL), PG_OK);
+    for (int c = 0; c < 3; c++)
+        ck_assert_msg(fabs(got[c] - mu[c]) < 1e-6 * N, "cell %d: %.9g, want %.9g", c, got[c],
+                      mu[c]);
+    pg_pgm_model_free(m);
+    m = NULL;
+    /* a weight that is not finite and > 0 is refused */
+    double bad[3][3] = {{1, 0, 1}, {1, -1, 1}, {1, NAN, 1}};
+    for (int b = 0; b < 3; b++) {
+        ms[0].w = bad[b];
+        ck_assert_int_eq(pg_pgm_fit(sizes, 1, ms, 2, NULL, NULL, &m, &err), PG_EINVAL);
+        ck_assert_ptr_null(m);
+    }
+}
+END_TEST
+
 START_TEST(uniform_where_unmeasured)
 {
     size_t sizes[3] = {2, 3, 5};
@@ -295,7 +344,7 @@ START_TEST(uniform_where_unmeasured)
     for (size_t c = 0; c < 15; c++) ck_assert(fabs(out[c] - 4) < 1e-12);
     pg_pgm_model_free(m);
     double y[6] = {10, 20, 30, 5, 5, 30};
-    pg_pgm_measure ms = {2, {0, 1}, y, 1.0};
+    pg_pgm_measure ms = {2, {0, 1}, y, 1.0, NULL};
     ck_assert_int_eq(pg_pgm_fit(sizes, 3, &ms, 1, NULL, NULL, &m, &err), PG_OK);
     ck_assert(fabs(pg_pgm_model_total(m) - 100) < 1e-9);
     size_t a2 = 2;
@@ -317,6 +366,7 @@ static Suite *fit_suite(void)
     tcase_add_loop_test(tc, noisy_matches_direct_optimum, 0, 2);
     tcase_add_test(tc, warm_start_same_optimum);
     tcase_add_test(tc, uniform_where_unmeasured);
+    tcase_add_test(tc, cell_weights_give_the_weighted_optimum);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -9,8 +9,10 @@ static pg_pgm_model *fitted(void)
 {
     /* A cycle (fill edge), an unmeasured attribute and noisy counts. */
     size_t sizes[5] = {2, 3, 2, 3, 4};
-    pg_pgm_measure ms[4] = {
-        {2, {0, 1}, NULL, 1}, {2, {1, 2}, NULL, 1}, {2, {2, 3}, NULL, 2}, {2, {0, 3}, NULL, 1}};
+    pg_pgm_measure ms[4] = {{2, {0, 1}, NULL, 1, NULL},
+                            {2, {1, 2}, NULL, 1, NULL},
+                            {2, {2, 3}, NULL, 2, NULL},
+                            {2, {0, 3}, NULL, 1, NULL}};
     static double ys[4][9];
     pg_rng r;
     pg_rng_seeded(&r, 8, 0);

@@ -97,7 +97,7 @@ START_TEST(respects_near_zero_cells)
 {
     size_t sizes[2] = {2, 2};
     double y[4] = {500, 0, 0, 500};
-    pg_pgm_measure ms = {2, {0, 1}, y, 0.01};
+    pg_pgm_measure ms = {2, {0, 1}, y, 0.01, NULL};
     pg_pgm_model *m = NULL;
     pg_error err = {0};
     pg_pgm_fit_opts o = {.max_iters = 5000};
