@@ -35,7 +35,7 @@ void pg_defaults_table_fill(json_t *s, const char *method, const pg_data_desc *d
      * channel, entropic_gan.c). */
     if (strcmp(method, "entropic_gan") == 0 && labelled) fill(s, "model.conditional", json_true());
     /* dp_sinkhorn's parameter table is sized for images (lr 1e-4, batch 50,
-     * steps 2000 at 60 000 rows); on tables the issue 19 bench ran 1500
+     * steps 2000 at 60 000 rows); on tables the credit_data bench ran 1500
      * steps of 64 rows at lr 1e-3 (docs/benchmarks.md, credit_data). */
     if (strcmp(method, "dp_sinkhorn") == 0 && desc->n >= 2) {
         fill(s, "train.batch_size", json_integer((json_int_t)(desc->n < 64 ? desc->n : 64)));
@@ -49,7 +49,7 @@ void pg_defaults_table_fill(json_t *s, const char *method, const pg_data_desc *d
          * class means (credit_data without noise: Assets sd 0.009 against
          * 0.112 real, Income 0.18 against 0.33). At p = 1 the two halves
          * are disjoint: sd 0.055 and 0.27, TV 0.043 -> 0.028
-         * (docs/benchmarks.md, issue 28). Data-free: no privacy effect. */
+         * (docs/benchmarks.md, tables). Data-free: no privacy effect. */
         fill(s, "ot.debias_fraction", json_real(1.0));
     }
 }

@@ -911,7 +911,7 @@ const pg_method pg_method_dp_sinkhorn = {
         "columns, fully debiased by default on tables) its rows trained a classifier to 0.56 "
         "at epsilon 5 and 0.66 at 1000, below the majority class (0.73): on small tables "
         "it does not yet learn how the columns depend on each other (docs/benchmarks.md, "
-        "issue 28).",
+        "tables).",
     .accepts = PG_PRIVACY_CENTRAL,
     .catalogue = dps_catalogue,
     .validate = dps_validate,

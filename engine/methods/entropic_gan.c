@@ -22,7 +22,7 @@
  * rows. ot.channel = false drops the randomized-response channels (the
  * baseline that learns the privatized frequencies).
  *
- * The label of a typed local table (issue 28) went through k-ary randomized
+ * The label of a typed local table went through k-ary randomized
  * response like any categorical column (keep p, any other class q =
  * (1 - p) / (k - 1)). A conditional generator (the default on a labelled
  * table) is given classes c drawn from the channel's inverse of the
@@ -622,7 +622,7 @@ const pg_method pg_method_entropic_gan = {
                "model.logit_gain 10) its rows trained a classifier to 0.77 (majority class 0.73, "
                "real data 0.80); at a local epsilon of 5 per row to 0.54. With the schema's label "
                "it is conditional by default, reading the privatized label through its "
-               "randomized-response channel: 0.73 and 0.60 (docs/benchmarks.md, issue 28).",
+               "randomized-response channel: 0.73 and 0.60 (docs/benchmarks.md, tables).",
     .accepts = PG_PRIVACY_LOCAL,
     .catalogue = egan_catalogue,
     .validate = egan_validate,

@@ -52,7 +52,7 @@ int pg_generator_config(const json_t *r, const pg_data_desc *desc, pg_generator 
         pg_spec_error_add(errors, "model.conditional",
                           "the dataset has no labels, so the generator cannot be conditional");
     /* The samples of a labelled table carry its label column, and only a
-     * conditional generator models the label (issue 28): an unconditional
+     * conditional generator models the label: an unconditional
      * one would serve rows without it, or with classes drawn apart from
      * the rows. */
     if (!conditional && desc->table && desc->table->label != PG_TABLE_NONE && desc->num_classes > 0)

@@ -545,7 +545,7 @@ const pg_method pg_method_swd_gen = {
                "samples stay in the declared range (tanh output). On a labelled typed table its "
                "classes follow a DP count of the label charged in the plan; on credit_data its "
                "rows trained a classifier to 0.42 at epsilon 5 and 0.50 at 1000 (majority "
-               "class 0.73): its numbers come out too narrow (docs/benchmarks.md, issue 28).",
+               "class 0.73): its numbers come out too narrow (docs/benchmarks.md, tables).",
     .accepts = PG_PRIVACY_CENTRAL,
     .catalogue = gen_catalogue,
     .validate = gen_validate,

@@ -403,7 +403,7 @@ int pg_db_job_history_get(pg_db *db, const char *id, char **doc, int *found, pg_
  * files after the commit (a crash in between leaves unreferenced files, never a row without its
  * file). */
 int pg_db_job_delete(pg_db *db, const char *id, int *found, int *conflict, pg_error *err);
-/* ---- the shared job queue: claims, leases, fenced writes (issue 18) --- */
+/* ---- the shared job queue: claims, leases, fenced writes -------------- */
 
 /* Many replicas on one database share the jobs rows as their queue. A
  * replica (a node id: 1..PG_NODE_MAX-1 printable ASCII characters, e.g.
@@ -517,7 +517,7 @@ int pg_db_ckpt_delete_owned(pg_db *db, const char *job, const char *node, int64_
                             pg_error *err);
 /* Queued rows of every tenant: the depth of the shared queue. */
 int pg_db_job_queue_depth(pg_db *db, int64_t *queued, pg_error *err);
-/* ---- reading jobs from any replica (issue 18) ------------------------- */
+/* ---- reading jobs from any replica ------------------------------------ */
 
 /* What a replica that does not run a job reads to show it (service/
  * jobs_sync.c). Plain reads: no lock is taken, nothing is written. */
@@ -533,7 +533,7 @@ int pg_db_job_get(pg_db *db, const char *tenant, const char *id, pg_job_row **ro
  * NULL when count is 0. */
 int pg_db_job_list(pg_db *db, const char *tenant, const char *status, const char *dataset_id,
                    int64_t after, size_t limit, pg_job_row **out, size_t *count, pg_error *err);
-/* ---- quality reports (issue 20, service/reports.h) -------------------- */
+/* ---- quality reports (service/reports.h) ------------------------------ */
 
 /* A report row: the request as stored at creation (so it reproduces the
  * report), its state, and once it succeeded the JSON and the figure names.

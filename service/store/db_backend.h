@@ -84,7 +84,7 @@ typedef struct pg_db_ops {
     int (*ckpt_put_owned)(pg_db *db, const char *job, const char *node, int64_t step,
                           const unsigned char *bytes, size_t len, uint32_t crc, int *held,
                           pg_error *err);
-    /* Reading jobs from any replica (issue 18, r18read). */
+    /* Reading jobs from any replica. */
     int (*job_get)(pg_db *db, const char *tenant, const char *id, pg_job_row **row, char **doc,
                    int *found, pg_error *err);
     int (*job_list)(pg_db *db, const char *tenant, const char *status, const char *dataset_id,
@@ -99,7 +99,7 @@ typedef struct pg_db_ops {
     int (*job_queue_depth)(pg_db *db, int64_t *queued, pg_error *err);
     int (*ckpt_delete_owned)(pg_db *db, const char *job, const char *node, int64_t step, int *held,
                              pg_error *err);
-    /* Quality reports (issue 20). */
+    /* Quality reports. */
     int (*report_insert)(pg_db *db, pg_report_row *r, int64_t max_queued, int *full, pg_error *err);
     int (*report_get)(pg_db *db, const char *tenant, const char *id, pg_report_row *out, int *found,
                       pg_error *err);

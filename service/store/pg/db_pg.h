@@ -6,7 +6,7 @@
  * shared by the backend's files only (db_pg*.c).
  *
  * Layout: all state lives in the database, so any replica can serve any
- * request (issue 18). Row blocks and checkpoints are chunked bytea rows of
+ * request. Row blocks and checkpoints are chunked bytea rows of
  * at most PGB_CHUNK bytes, each block and checkpoint carrying the length,
  * CRC-32 and SHA-256 of its whole payload, which every read verifies.
  *

@@ -74,7 +74,7 @@ static const char *const MIGRATIONS[] = {
     "ALTER TABLE jobs ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0;",
     /* 8: quality reports and their figures (db_sqlite.h). */
     SQ_MIGRATION_REPORTS,
-    /* 9 (issue 30): who minted a token (db.h, pg_token.minted_by), and
+    /* 9: who minted a token (db.h, pg_token.minted_by), and
      * idempotency keys owned by a token: a key's response replays only to
      * the token that made it. SQLite cannot change a primary key in place,
      * so the table is rebuilt; keys stored before (token '') never match
