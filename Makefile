@@ -35,7 +35,7 @@ bench: configure
 	@$(CMAKE) --build $(BUILD) -j $(JOBS)
 	@bash bench/run.sh $(BUILD)
 
-# Issue 31's figures (kernels and service under a competing process), ~10 min.
+# The figures of training under load (kernels and service under a competing process), ~10 min.
 bench-contend: configure
 	@$(CMAKE) --build $(BUILD) -j $(JOBS)
 	@bash bench/contend.sh $(BUILD)

@@ -4,7 +4,7 @@
  * without `done`.
  *
  * Any replica serves any job's stream: one that does not run the job polls
- * its stored state about once a second (service/jobs.h, pg_jobs_wait), so
+ * its stored state about once a second (service/jobs/jobs.h, pg_jobs_wait), so
  * its events are coarser than the running replica's but show the same
  * states. Every event carries an id (pg_jobs_event_id: status, step and
  * latest checkpoint, read alike everywhere); a client reconnecting with
@@ -23,7 +23,7 @@
 #include <time.h>
 
 #include "api/internal.h"
-#include "service/jobs.h"
+#include "service/jobs/jobs.h"
 
 #define WAIT_MS      1000
 #define KEEPALIVE_MS 15000

@@ -1,5 +1,5 @@
 /* /v1/jobs, /v1/algorithms, /v1/datasets/{id}/budget: thin HTTP glue over
- * service/jobs.h (which owns validation, the ledger and the workers). */
+ * service/jobs/jobs.h (which owns validation, the ledger and the workers). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,7 +7,7 @@
 
 #include "api/internal.h"
 #include "api/body_cache.h"
-#include "service/jobs.h"
+#include "service/jobs/jobs.h"
 
 int pg_api_jobs_ready(pg_req *r)
 {

@@ -1,5 +1,5 @@
-/* /v1/jobs/{id}/reports...: thin HTTP glue over service/reports.h, which
- * owns validation, the privacy rule (service/report_rules.h) and the
+/* /v1/jobs/{id}/reports...: thin HTTP glue over service/reports/reports.h, which
+ * owns validation, the privacy rule (service/reports/report_rules.h) and the
  * worker. Every route is PG_AUTH_READ; the rule decides per report. A hidden
  * report answers exactly like a missing one (same status and body). */
 #include <stdio.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "api/internal.h"
-#include "service/reports.h"
+#include "service/reports/reports.h"
 
 static int ready(pg_req *r)
 {

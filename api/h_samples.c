@@ -2,7 +2,7 @@
  * named checkpoint). Sampling is post-processing of the model: no budget.
  *
  * Hot path (see docs/benchmarks.md "Serving speed"): the token check and the
- * job's snapshot come from memory (service/auth.h cache, service/jobs.h: the
+ * job's snapshot come from memory (service/auth.h cache, service/jobs/jobs.h: the
  * model a worker here published, or one rebuilt from the latest checkpoint
  * and kept in the snapshot cache for a job trained on another replica), the
  * forward pass is one GEMM per layer per block of rows, floats are printed by
@@ -29,7 +29,7 @@
 #include "render/samples_stream.h"
 #include "engine/core/alloc.h"
 #include "engine/methods/snapshot.h"
-#include "service/jobs.h"
+#include "service/jobs/jobs.h"
 
 /* Typed jobs (api/h_samples_typed.c). */
 const char *pg_h_samples_label_name(pg_req *r);

@@ -15,7 +15,7 @@
 #include "engine/core/alloc.h"
 #include "engine/data/records.h"
 #include "engine/methods/snapshot.h"
-#include "service/jobs.h"
+#include "service/jobs/jobs.h"
 #include "service/typed.h"
 
 /* Above this many encoded values a body is streamed. */

@@ -223,9 +223,9 @@ void pg_h_reports_figure(pg_req *r);
 void pg_h_reports_cancel(pg_req *r);
 void pg_h_reports_delete(pg_req *r);
 
-/* service/jobs.h's /metrics text (malloc'ed, may be NULL); declared here
+/* service/jobs/jobs.h's /metrics text (malloc'ed, may be NULL); declared here
  * too because jobs.h cannot meet service/datasets/spec.h in one file (see
- * service/jobdesc.h). */
+ * service/jobs/jobdesc.h). */
 char *pg_jobs_metrics(struct pg_jobs *m);
 
 /* The embedded openapi.yaml (generated at build time). */

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "service/jobs.h"
+#include "service/jobs/jobs.h"
 
 int pg_api_plot_request(pg_req *r, const char *job_id, pg_api_plot *out)
 {

@@ -33,7 +33,7 @@ static const pg_route ROUTES[] = {
     {"GET", "/v1/jobs/{id}/samples", PG_AUTH_READ_CACHED, 0, NULL, pg_h_jobs_samples},
     {"GET", "/v1/jobs/{id}/checkpoints", PG_AUTH_READ, 0, NULL, pg_h_jobs_checkpoints},
     {"GET", "/v1/jobs/{id}/checkpoints/{step}", PG_AUTH_READ, 0, NULL, pg_h_jobs_checkpoint_get},
-    /* Quality reports: the rule of service/report_rules.h decides per report. */
+    /* Quality reports: the rule of service/reports/report_rules.h decides per report. */
     {"POST", "/v1/jobs/{id}/reports", PG_AUTH_READ, 0, NULL, pg_h_reports_create},
     {"GET", "/v1/jobs/{id}/reports", PG_AUTH_READ, 0, NULL, pg_h_reports_list},
     {"GET", "/v1/jobs/{id}/reports/{rid}", PG_AUTH_READ, 0, NULL, pg_h_reports_get},

@@ -18,7 +18,7 @@
 #include "api/router.h"
 #include "api/upload_gate.h"
 #include "service/auth.h"
-#include "service/jobs.h"
+#include "service/jobs/jobs.h"
 #include "service/log.h"
 
 struct pg_api_server {

@@ -17,10 +17,10 @@
 #include "engine/core/cpu.h"
 #include "service/auth.h"
 #include "service/config.h"
-#include "service/jobs.h"
+#include "service/jobs/jobs.h"
 #include "service/log.h"
 #include "service/metrics.h"
-#include "service/reports.h"
+#include "service/reports/reports.h"
 #include "service/store/db.h"
 
 #define SHUTDOWN_GRACE_MS 5000

@@ -169,42 +169,54 @@ void pg_block_abort(pg_block_writer *w)
     w->path[0] = '\0';
 }
 
+/* What a block's header says, checked against itself and the file's length. */
+typedef struct {
+    uint64_t n;
+    uint32_t d32, has_labels, crc;
+    size_t vals, vbytes, lbytes, total;
+} block_head;
+
+static int head_read(int fd, const char *path, block_head *b, pg_error *err)
+{
+    struct stat st;
+    unsigned char h[PG_BLOCK_HEADER];
+    if (fstat(fd, &st) || st.st_size < PG_BLOCK_HEADER ||
+        pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h)
+        return pg_error_set(err, PG_EFORMAT, "%s: truncated block header", path);
+    uint32_t version, hcrc;
+    memcpy(&version, h + 4, 4);
+    memcpy(&b->n, h + 8, 8);
+    memcpy(&b->d32, h + 16, 4);
+    memcpy(&b->has_labels, h + 20, 4);
+    memcpy(&b->crc, h + 24, 4);
+    memcpy(&hcrc, h + 28, 4);
+    if (memcmp(h, MAGIC, 4) || version != 1 ||
+        hcrc != crc_update((uint32_t)crc32(0L, Z_NULL, 0), h, 28) || b->d32 == 0 ||
+        b->has_labels > 1)
+        return pg_error_set(err, PG_EFORMAT, "%s: not a valid row block (bad header)", path);
+    if (b->n > SIZE_MAX || pg_size_mul((size_t)b->n, b->d32, &b->vals) ||
+        pg_size_mul(b->vals, 4, &b->vbytes) ||
+        pg_size_mul((size_t)b->n, b->has_labels ? 4 : 0, &b->lbytes) ||
+        pg_size_add(b->vbytes, b->lbytes, &b->total) ||
+        pg_size_add(b->total, PG_BLOCK_HEADER, &b->total) || (uint64_t)st.st_size != b->total)
+        return pg_error_set(err, PG_EFORMAT, "%s: file length does not match its header", path);
+    return PG_OK;
+}
+
 int pg_block_read(const char *path, size_t max_bytes, pg_block *out, pg_error *err)
 {
     memset(out, 0, sizeof *out);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return pg_error_set(err, PG_EIO, "cannot open %s: %s", path, strerror(errno));
-    struct stat st;
-    unsigned char h[PG_BLOCK_HEADER];
     int rc = PG_OK;
     float *x = NULL;
     int32_t *labels = NULL;
-    if (fstat(fd, &st) || st.st_size < PG_BLOCK_HEADER ||
-        pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h) {
-        rc = pg_error_set(err, PG_EFORMAT, "%s: truncated block header", path);
-        goto done;
-    }
-    uint32_t version, d32, has_labels, crc, hcrc;
-    uint64_t n;
-    memcpy(&version, h + 4, 4);
-    memcpy(&n, h + 8, 8);
-    memcpy(&d32, h + 16, 4);
-    memcpy(&has_labels, h + 20, 4);
-    memcpy(&crc, h + 24, 4);
-    memcpy(&hcrc, h + 28, 4);
-    if (memcmp(h, MAGIC, 4) || version != 1 ||
-        hcrc != crc_update((uint32_t)crc32(0L, Z_NULL, 0), h, 28) || d32 == 0 || has_labels > 1) {
-        rc = pg_error_set(err, PG_EFORMAT, "%s: not a valid row block (bad header)", path);
-        goto done;
-    }
-    size_t vals, vbytes, lbytes, total;
-    if (n > SIZE_MAX || pg_size_mul((size_t)n, d32, &vals) || pg_size_mul(vals, 4, &vbytes) ||
-        pg_size_mul((size_t)n, has_labels ? 4 : 0, &lbytes) ||
-        pg_size_add(vbytes, lbytes, &total) || pg_size_add(total, PG_BLOCK_HEADER, &total) ||
-        (uint64_t)st.st_size != total) {
-        rc = pg_error_set(err, PG_EFORMAT, "%s: file length does not match its header", path);
-        goto done;
-    }
+    block_head bh;
+    rc = head_read(fd, path, &bh, err);
+    if (rc) goto done;
+    uint32_t d32 = bh.d32, has_labels = bh.has_labels, crc = bh.crc;
+    uint64_t n = bh.n;
+    size_t vals = bh.vals, vbytes = bh.vbytes, lbytes = bh.lbytes, total = bh.total;
     if (total > max_bytes) {
         rc = pg_error_set(err, PG_ENOMEM, "%s: block of %zu bytes exceeds the limit", path, total);
         goto done;
@@ -254,37 +266,15 @@ int pg_block_pass(const char *path, size_t d, int want_labels, uint64_t limit, s
     if (chunk == 0) return pg_error_set(err, PG_EINVAL, "chunk must be >= 1");
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return pg_error_set(err, PG_EIO, "cannot open %s: %s", path, strerror(errno));
-    struct stat st;
-    unsigned char h[PG_BLOCK_HEADER];
     int rc = PG_OK;
     float *x = NULL;
     int32_t *labels = NULL;
-    if (fstat(fd, &st) || st.st_size < PG_BLOCK_HEADER ||
-        pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h) {
-        rc = pg_error_set(err, PG_EFORMAT, "%s: truncated block header", path);
-        goto done;
-    }
-    uint32_t version, d32, has_labels, crc, hcrc;
-    uint64_t n;
-    memcpy(&version, h + 4, 4);
-    memcpy(&n, h + 8, 8);
-    memcpy(&d32, h + 16, 4);
-    memcpy(&has_labels, h + 20, 4);
-    memcpy(&crc, h + 24, 4);
-    memcpy(&hcrc, h + 28, 4);
-    if (memcmp(h, MAGIC, 4) || version != 1 ||
-        hcrc != crc_update((uint32_t)crc32(0L, Z_NULL, 0), h, 28) || d32 == 0 || has_labels > 1) {
-        rc = pg_error_set(err, PG_EFORMAT, "%s: not a valid row block (bad header)", path);
-        goto done;
-    }
-    size_t vals, vbytes, lbytes, total;
-    if (n > SIZE_MAX || pg_size_mul((size_t)n, d32, &vals) || pg_size_mul(vals, 4, &vbytes) ||
-        pg_size_mul((size_t)n, has_labels ? 4 : 0, &lbytes) ||
-        pg_size_add(vbytes, lbytes, &total) || pg_size_add(total, PG_BLOCK_HEADER, &total) ||
-        (uint64_t)st.st_size != total) {
-        rc = pg_error_set(err, PG_EFORMAT, "%s: file length does not match its header", path);
-        goto done;
-    }
+    block_head bh;
+    rc = head_read(fd, path, &bh, err);
+    if (rc) goto done;
+    uint32_t d32 = bh.d32, has_labels = bh.has_labels, crc = bh.crc;
+    uint64_t n = bh.n;
+    size_t vbytes = bh.vbytes, lbytes = bh.lbytes;
     if (d32 != d) {
         rc = pg_error_set(err, PG_EFORMAT, "%s holds rows of %u values, the dataset has %zu", path,
                           d32, d);

@@ -41,7 +41,7 @@ typedef struct pg_svc_config {
     int snapshot_cache_mb; /* memory cap of the cache, MiB (0: keep none) */
     int claim_poll_ms;     /* idle workers look for claimable jobs this often */
     int progress_s;        /* a running job's view is stored this often (0: at checkpoints only) */
-    /* Quality reports (service/reports.h). */
+    /* Quality reports (service/reports/reports.h). */
     int report_workers;        /* report worker threads; 0: this replica computes none */
     size_t max_queued_reports; /* reports waiting for a worker, all tenants (503 beyond) */
     /* Slow and hostile clients (api/server.c, api/upload_gate.h). */
@@ -76,7 +76,7 @@ int pg_svc_config_db_pool(const pg_svc_config *c);
  * gives "HOST:0-XXXXXXXX", a hash of the data dir's absolute path: replicas
  * of one host with their own data dirs stay distinct, and a restart on the
  * same data dir is the same node, so it gets its jobs back at once (a
- * replica releases its own leases at start, service/jobs.h). PG_EINVAL when
+ * replica releases its own leases at start, service/jobs/jobs.h). PG_EINVAL when
  * it does not fit or is not a valid node id. */
 int pg_svc_config_node_id(const pg_svc_config *c, char *buf, size_t cap, pg_error *err);
 

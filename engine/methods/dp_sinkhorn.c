@@ -647,23 +647,6 @@ void pg_dp_sinkhorn_draw_labels(pg_rng *rng, bool balanced, size_t n, size_t np,
     for (size_t i = 0; i < np; i++) out[n + i] = (int32_t)((off2 + i) % C);
 }
 
-/* Generated classes from the released proportions: the joint of (class,
- * row) then matches the data's, where uniform classes would pull rows of an
- * over-generated class toward the others. Data-free beyond the count. */
-static void draw_weighted(pg_rng *rng, const double *w, int classes, size_t n, int32_t *out)
-{
-    for (size_t i = 0; i < n; i++) {
-        double u = pg_rng_uniform(rng), acc = 0;
-        int k = classes - 1;
-        for (int j = 0; j < classes - 1; j++)
-            if (u < (acc += w[j])) {
-                k = j;
-                break;
-            }
-        out[i] = k;
-    }
-}
-
 double pg_dp_sinkhorn_lr(double lr, int decay, long step, long steps)
 {
     /* The rate of step `step` (0-based) of `steps`: the last planned step
@@ -694,7 +677,7 @@ static int dps_step(pg_trainer *t, pg_step_report *rep, pg_error *err)
     g->last_real = m;
     pg_nn_latent_sample(&g->gen.latent, &g->latent_rng, g->z, rows * g->gen.latent_dim);
     if (cond && g->label_w && !g->balanced_labels)
-        draw_weighted(&g->latent_rng, g->label_w, g->gen.num_classes, rows, g->labels);
+        pg_generator_draw_classes(&g->latent_rng, g->label_w, g->gen.num_classes, rows, g->labels);
     else
         pg_dp_sinkhorn_draw_labels(&g->latent_rng, g->balanced_labels, n, np,
                                    cond ? g->gen.num_classes : 0, g->labels);

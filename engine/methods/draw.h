@@ -1,6 +1,6 @@
 /* engine/methods/draw.h - the one rule that turns (snapshot, seed, label, n)
  * into rows, shared by GET /samples (render/samples_stream.h,
- * render/samples_typed.h) and the quality report (service/reports.c), so a
+ * render/samples_typed.h) and the quality report (service/reports/reports.c), so a
  * report's synthetic rows are the rows /samples serves for the same job,
  * step and seed.
  *

@@ -341,21 +341,6 @@ static int label_channel(egan *g, const pg_data_desc *desc, bool channel, double
     return PG_OK;
 }
 
-/* Classes drawn from the weights w (classes of them, summing to 1). */
-static void draw_classes(pg_rng *rng, const double *w, int classes, size_t n, int32_t *out)
-{
-    for (size_t i = 0; i < n; i++) {
-        double u = pg_rng_uniform(rng), acc = 0;
-        int k = classes - 1;
-        for (int j = 0; j < classes - 1; j++)
-            if (u < (acc += w[j])) {
-                k = j;
-                break;
-            }
-        out[i] = k;
-    }
-}
-
 /* Everything but the network and optimizer, which create and restore build
  * differently. */
 static int egan_common(const json_t *r, const pg_job_data *in, int threads, egan **out,
@@ -462,7 +447,8 @@ static int egan_step(pg_trainer *t, pg_step_report *rep, pg_error *err)
     pg_nn_latent_sample(&g->gen.latent, &g->latent_rng, g->z, b * g->gen.latent_dim);
     /* Typed local: the generated classes follow the channel's inverse, not
      * the privatized labels of the batch. */
-    if (g->label_w) draw_classes(&g->latent_rng, g->label_w, g->gen.num_classes, b, g->labels);
+    if (g->label_w)
+        pg_generator_draw_classes(&g->latent_rng, g->label_w, g->gen.num_classes, b, g->labels);
     const float *out;
     int rc = pg_nn_forward(g->net, g->z, g->gen.num_classes ? g->labels : NULL, b, &out, err);
     if (rc) return rc;

@@ -784,3 +784,17 @@ int pg_generator_ckpt_open(const pg_generator *g, const char *method, const json
     *header = h;
     return PG_OK;
 }
+
+void pg_generator_draw_classes(pg_rng *rng, const double *w, int classes, size_t n, int32_t *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        double u = pg_rng_uniform(rng), acc = 0;
+        int k = classes - 1;
+        for (int j = 0; j < classes - 1; j++)
+            if (u < (acc += w[j])) {
+                k = j;
+                break;
+            }
+        out[i] = k;
+    }
+}

@@ -281,6 +281,12 @@ int pg_generator_ckpt_open(const pg_generator *g, const char *method, const json
 #define PG_GENERATOR_LABEL_COUNTS "label_counts"
 /* Reads the array into counts (classes entries): PG_EFORMAT when it is
  * missing, of another length or not finite. */
+/* Generated classes drawn from class weights w (classes of them, summing to 1)
+ * into out[0..n). Used where released class proportions stand in for uniform
+ * classes, so that the joint of (class, row) matches the data's; data-free
+ * beyond the weights. */
+void pg_generator_draw_classes(pg_rng *rng, const double *w, int classes, size_t n, int32_t *out);
+
 int pg_generator_label_counts_from_json(const json_t *a, int classes, double *counts,
                                         pg_error *err);
 

@@ -307,7 +307,7 @@ void pg_idem_free(pg_idem_response *r);
 
 /* ---- jobs and the ledger ---------------------------------------------- */
 
-/* The jobs rows are the durable truth of a job's state (service/jobs.c
+/* The jobs rows are the durable truth of a job's state (service/jobs/jobs.c
  * mirrors them in memory). Every change that matters for privacy (queued ->
  * running: the data is about to be read; steps_reserved: the mechanism is
  * about to run that many times) is committed before the action it guards. */
@@ -348,7 +348,7 @@ int pg_db_job_load_all(pg_db *db, pg_job_row **rows, size_t *count, pg_error *er
 void pg_job_rows_free(pg_job_row *rows, size_t count);
 /* A running job's status, step (that of its latest checkpoint) and
  * steps_reserved (the write-ahead bound on mechanism invocations,
- * service/jobs.h) change only through its owner's fenced writes
+ * service/jobs/jobs.h) change only through its owner's fenced writes
  * (pg_db_job_patch_owned, "the shared job queue" below). */
 
 /* One ledger row (all states), in admission order. plan is the stored
@@ -391,7 +391,7 @@ int pg_db_ckpt_get(pg_db *db, const char *job, int64_t step, size_t max_bytes,
 
 /* A job's durable view (progress, downsampled loss history, warnings,
  * privacy report, data geometry): one JSON document owned by the job layer
- * (service/jobs_hist.c), opaque to storage. The job layer's worker writes
+ * (service/jobs/jobs_hist.c), opaque to storage. The job layer's worker writes
  * it, fenced (pg_db_job_history_put_owned), at each checkpoint, every few
  * seconds between them and at the end, never per step. */
 /* *doc malloc'ed (free()); *found = 0 when none was ever written. */
@@ -533,7 +533,7 @@ int pg_db_job_get(pg_db *db, const char *tenant, const char *id, pg_job_row **ro
  * NULL when count is 0. */
 int pg_db_job_list(pg_db *db, const char *tenant, const char *status, const char *dataset_id,
                    int64_t after, size_t limit, pg_job_row **out, size_t *count, pg_error *err);
-/* ---- quality reports (service/reports.h) ------------------------------ */
+/* ---- quality reports (service/reports/reports.h) ------------------------------ */
 
 /* A report row: the request as stored at creation (so it reproduces the
  * report), its state, and once it succeeded the JSON and the figure names.

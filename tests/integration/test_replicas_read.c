@@ -1,4 +1,4 @@
-/* Two privgend processes on one database (issue 18, the read side): A runs
+/* Two privgend processes on one database (the read side): A runs
  * the job, B (started before the job existed) serves every read of it over
  * HTTP. The event stream on B follows the job to its `done`; its event ids
  * resume the stream on either replica (Last-Event-ID); samples for a seed

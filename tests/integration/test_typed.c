@@ -1,4 +1,4 @@
-/* Typed tables end to end against a live privgend (issue 19): a mixed schema
+/* Typed tables end to end against a live privgend: a mixed schema
  * (continuous, integer, categorical, boolean, nullable, label) on POST
  * /v1/datasets and in the views (checked against openapi.yaml); CSV (columns
  * in another order, quoted fields), JSON records and NDJSON uploads; hostile
@@ -392,7 +392,7 @@ static void check_samples(const char *job, const pg_table *t, int conditional, i
     int64_t *labels = NULL;
     ck_assert_uint_eq(read_back(rt, PG_RECORDS_CSV, &r, &labels), 500);
     if (conditional) {
-        /* Generators draw classes from a DP count of the label (issue 28),
+        /* Generators draw classes from a DP count of the label,
          * the particle flows balance them: every class is valid and shows. */
         size_t cnt[2] = {0, 0};
         for (size_t i = 0; i < 500; i++) {
@@ -488,7 +488,7 @@ START_TEST(every_central_method_serves_valid_records)
          "\"conditional\":true},\"train\":{\"steps\":40,\"batch_size\":20},\"ot\":{\"max_iter\":"
          "20},\"privacy\":{\"noise_multiplier\":2},\"seed\":3}",
          1},
-        /* conditional left out: the default on a labelled table (issue 28) */
+        /* conditional left out: the default on a labelled table */
         {"{\"dataset_id\":\"%s\",\"method\":\"dp_sinkhorn\",\"model\":{\"hidden\":[16]},"
          "\"train\":{\"steps\":20,\"batch_size\":20},\"ot\":{"
          "\"max_iter\":20},\"privacy\":{\"noise_multiplier\":2},\"seed\":3}",
@@ -503,8 +503,7 @@ START_TEST(every_central_method_serves_valid_records)
          "\"train\":{\"steps\":20},\"seed\":3}",
          1},
     };
-    /* An unconditional generator would serve rows without the label: refused
-     * (issue 28). */
+    /* An unconditional generator would serve rows without the label: refused. */
     {
         char body[1024];
         snprintf(body, sizeof body,
@@ -662,7 +661,7 @@ START_TEST(local_typed_dataset_with_declaration)
     ck_assert(!json_is_true(json_object_get(pr, "charges")));
     pg_resp_free(&r);
     /* conditional by default: the privatized labels are read through their
-     * randomized-response channel (entropic_gan.c, issue 28) */
+     * randomized-response channel (entropic_gan.c) */
     check_samples(job, t, 1, 1);
     free(other_txt);
     json_decref(other);
@@ -737,7 +736,7 @@ static char *wide_body(size_t len)
     return b;
 }
 
-/* Issue 30.5: the issue's 16 x 4096 x 128-byte schema (8.6 MB) took 12.9 s
+/* The 16 x 4096 x 128-byte schema (8.6 MB) took 12.9 s
  * of CPU to create; it is now refused at once by the documented size limit
  * (413 naming it), while 16 x 4096 short categories are created, and the
  * views serve the stored encoding. */
@@ -776,7 +775,7 @@ START_TEST(schema_size_limit_and_wide_schemas)
 }
 END_TEST
 
-/* Issue 32.7: a whole synthetic table in one download. The suite's server
+/* A whole synthetic table in one download. The suite's server
  * runs with --max-samples 20000: streamed formats are no longer held to it
  * (--max-stream-samples, default 1000000), png still is, and each 400 names
  * its limit. */

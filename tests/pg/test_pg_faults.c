@@ -325,8 +325,8 @@ static long long rows_of(const pg_srv *s, const char *ds)
  * for over a second (0: none). An open upload must not leave one: its
  * appender spools. Shorter ones are not the upload's: an idle worker's
  * claim poll (every 500 ms) is a transaction of a few statements, seen idle
- * in transaction between them in about 1% of samples on a loaded machine
- * (issue 33), which failed the check with no upload at fault. */
+ * in transaction between them in about 1% of samples on a loaded machine,
+ * which failed the check with no upload at fault. */
 static int appender_pid(PGconn *c, const char *db)
 {
     const char *v[1] = {db};

@@ -1,4 +1,4 @@
-/* Three real privgend replicas on one PostgreSQL database (issue 18), talked
+/* Three real privgend replicas on one PostgreSQL database, talked
  * to directly on their loopback ports (no balancer: scripts/replicas.sh
  * covers that). Leases are 4 s (heartbeat 1 s) where a test waits for one
  * to expire, 30 s elsewhere (rpl_up says why).

@@ -1,4 +1,4 @@
-/* Multi-replica tests of issue 18 across replicas and across a takeover
+/* Multi-replica tests across replicas and across a takeover
  * (test_replicas.c holds the queue, failover, budget and drain tests):
  *
  *  - samples of a finished job byte-identical from r1, r2, r3 for the same

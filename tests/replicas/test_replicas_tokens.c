@@ -1,4 +1,4 @@
-/* Token revocation across replicas (issue 30 item 1): three real privgend
+/* Token revocation across replicas: three real privgend
  * replicas on one PostgreSQL database.
  *
  *  - an admin token T, used on r2 and r3 (so a token cache there holds it),

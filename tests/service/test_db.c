@@ -86,7 +86,7 @@ START_TEST(url_redaction)
 }
 END_TEST
 
-/* Issue 30: a token mints only while it is usable, as read inside the
+/* A token mints only while it is usable, as read inside the
  * insert's transaction; a mint by a revoked, expired or unknown token stores
  * nothing, and minted_by reads back. */
 START_TEST(mint_by_a_revoked_token_stores_nothing)
@@ -628,7 +628,7 @@ START_TEST(idempotency_records)
     ck_assert_int_eq(state, PG_IDEM_MISMATCH);
     /* keys belong to a token: another token of the same tenant using the
      * key, with the same request or another, neither replays the first
-     * response nor learns the key was used (issue 30) */
+     * response nor learns the key was used */
     pg_db_idem_begin(db, t, "tok_b", "k", fp1, &state, &got, NULL);
     ck_assert_int_eq(state, PG_IDEM_NEW);
     ck_assert_int_eq(pg_db_idem_finish(db, t, "tok_b", "k", NULL, NULL), PG_OK);
@@ -1098,7 +1098,7 @@ START_TEST(job_get_and_list_for_other_replicas)
     ck_assert_int_eq(pg_db_job_get(db, NULL, "bad id!", &r, &doc, &found, NULL), PG_OK);
     ck_assert_int_eq(found, 0);
     /* filtered by tenant: the owner finds it, another tenant reads nothing,
-     * exactly as for an unknown id (issue 30) */
+     * exactly as for an unknown id */
     ck_assert_int_eq(pg_db_job_get(db, t, ids[0], &r, &doc, &found, NULL), PG_OK);
     ck_assert_int_eq(found, 1);
     free(doc);

@@ -496,7 +496,7 @@ START_TEST(probe_fails_when_blocks_dir_is_not_a_dir)
 }
 END_TEST
 
-/* Issue 30.8: kill -9 during an upload left datasets/<id>/.tmp-* for ever.
+/* Kill -9 during an upload left datasets/<id>/.tmp-* for ever.
  * Opening the data dir removes such a spool file, and keeps the one a live
  * writer (here: a writer sharing the data dir) holds. */
 START_TEST(open_sweeps_dead_upload_spools)

@@ -1,4 +1,4 @@
-/* Any replica answers any read (issue 18, the read side): two job managers
+/* Any replica answers any read (the read side): two job managers
  * on ONE database in one process. Replica A runs jobs; replica B has no
  * workers and only reads, through its own database handle, so everything
  * it shows comes from storage. Runs against whichever backend
@@ -23,7 +23,7 @@
 #include "service/calib.h"
 #include "service/config.h"
 #include "service/datasets/spec.h"
-#include "service/jobs.h"
+#include "service/jobs/jobs.h"
 
 static void setup(void)
 {
@@ -211,7 +211,7 @@ static int listed(replica *r, const char *t, const char *status, const char *id)
     return hit;
 }
 
-/* Issue 30: another tenant's existing job and an unknown id take the same
+/* Another tenant's existing job and an unknown id take the same
  * path and the same work: neither is answered from memory (the table is
  * keyed by tenant first), both make one storage read that finds nothing.
  * Before, the other tenant's job was found in memory and refused after, a

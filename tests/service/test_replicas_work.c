@@ -1,6 +1,6 @@
 /* Two job managers (replicas "A" and "B", each with its own storage handle)
  * on ONE database in one process, with short leases: the write side of the
- * shared job queue (service/jobs.h). Runs against whichever backend
+ * shared job queue (service/jobs/jobs.h). Runs against whichever backend
  * PRIVGEN_TEST_DB names (a fresh SQLite file by default; PostgreSQL through
  * its _pg copy). Outcomes are read from storage (rows, checkpoints, ledger,
  * history documents), never from timing; waits are generous. */
@@ -14,8 +14,8 @@
 
 #include "db_support.h"
 #include "service/datasets/spec.h"
-#include "service/jobs.h"
-#include "service/jobs_internal.h"
+#include "service/jobs/jobs.h"
+#include "service/jobs/jobs_internal.h"
 
 static void setup(void)
 {

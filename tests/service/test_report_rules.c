@@ -4,7 +4,7 @@
 #include <jansson.h>
 #include <math.h>
 
-#include "service/report_rules.h"
+#include "service/reports/report_rules.h"
 #include "support/pg_test.h"
 
 enum { R = PG_SCOPE_READ, A = PG_SCOPE_ADMIN };

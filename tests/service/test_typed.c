@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "service/datasets/spec.h"
-#include "service/jobdesc.h"
+#include "service/jobs/jobdesc.h"
 #include "service/typed.h"
 #include "support/pg_test.h"
 

@@ -68,7 +68,7 @@ extern const int PGB_SCHEMA_LATEST;
     "UPDATE tokens SET revoked_at = created_at WHERE revoked AND revoked_at IS NULL;"              \
     "CREATE INDEX IF NOT EXISTS tokens_tenant ON tokens(tenant_id, seq);"
 
-/* Issue 30: the token that minted a token (db.h, pg_token.minted_by), and
+/* The token that minted a token (db.h, pg_token.minted_by), and
  * idempotency keys owned by a token (tenant, token, key): a key's response
  * replays only to the token that made it. Keys stored before (token '')
  * never match again: a retry across this upgrade runs afresh. */

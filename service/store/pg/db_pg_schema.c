@@ -70,7 +70,7 @@ static const char *const MIGRATIONS[] = {
     "CREATE TABLE idempotency(tenant_id text NOT NULL, key text NOT NULL,"
     " fp bytea NOT NULL, status integer NOT NULL, location text, body bytea NOT NULL,"
     " created_at bigint NOT NULL, PRIMARY KEY (tenant_id, key));",
-    /* 2: a job's durable view (service/jobs_hist.c), one JSON document. */
+    /* 2: a job's durable view (service/jobs/jobs_hist.c), one JSON document. */
     "CREATE TABLE job_history(job_id text PRIMARY KEY, doc text NOT NULL,"
     " updated_at bigint NOT NULL);",
     /* 3: token list order, expiry, revocation and last use (db_pg.h). */

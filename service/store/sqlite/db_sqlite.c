@@ -59,7 +59,7 @@ static const char *const MIGRATIONS[] = {
     "ALTER TABLE jobs ADD COLUMN public_dataset_id TEXT;"
     "ALTER TABLE jobs ADD COLUMN public_n INTEGER NOT NULL DEFAULT 0;"
     "CREATE INDEX jobs_public ON jobs(public_dataset_id, status);",
-    /* 4: a job's durable view (service/jobs_hist.c), one JSON document. */
+    /* 4: a job's durable view (service/jobs/jobs_hist.c), one JSON document. */
     "CREATE TABLE job_history(job_id TEXT PRIMARY KEY, doc TEXT NOT NULL,"
     " updated_at INTEGER NOT NULL);",
     /* 5: token list order, expiry, revocation and last use (db_sqlite.h). */

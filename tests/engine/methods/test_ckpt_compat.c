@@ -17,35 +17,9 @@
 #include "engine/core/rng.h"
 #include "engine/data/dataset.h"
 #include "engine/methods/method.h"
+#include "support/pg_dps_test.h"
 #include "support/pg_method_test.h"
 #include "support/pg_test.h"
-
-/* Labelled central rows: two classes around (-2, 0) and (2, 2). */
-static void make_central(pg_dataset *ds, pg_data_desc *desc)
-{
-    size_t n = 400;
-    pg_rng r;
-    pg_rng_seeded(&r, 91, 0);
-    float *x = pg_alloc_f32(n * 2);
-    int32_t *lab = pg_calloc(n, sizeof(int32_t));
-    for (size_t i = 0; i < n; i++) {
-        lab[i] = (int32_t)(i % 2);
-        x[2 * i] = (lab[i] ? 2.0f : -2.0f) + 0.3f * (float)pg_rng_normal(&r);
-        x[2 * i + 1] = (lab[i] ? 2.0f : 0.0f) + 0.3f * (float)pg_rng_normal(&r);
-    }
-    size_t shape[1] = {2};
-    ck_assert_int_eq(pg_dataset_adopt(ds, x, lab, n, shape, 1, 2, -10.0f, 10.0f, NULL), PG_OK);
-    *desc = (pg_data_desc){.n = n,
-                           .d = 2,
-                           .ndim = 1,
-                           .shape = {2},
-                           .lo = -10.0f,
-                           .hi = 10.0f,
-                           .num_classes = 2,
-                           .model = PG_PRIVACY_CENTRAL,
-                           .cap_epsilon = 1e6,
-                           .cap_delta = 1e-5};
-}
 
 /* Laplace-privatized local rows (epsilon 5, l1 sensitivity 2). */
 static void make_local(pg_dataset *ds, pg_data_desc *desc)
@@ -106,7 +80,7 @@ START_TEST(old_checkpoints_restore_and_save_the_same_bytes)
     if (CASES[_i].local)
         make_local(&ds, &desc);
     else
-        make_central(&ds, &desc);
+        make_central(400, 0.0f, &ds, &desc); /* the fixtures were trained on these rows */
     char path[1024];
     snprintf(path, sizeof path, "%s/tests/engine/methods/ckpt/%s.spec.json", src, CASES[_i].file);
     json_t *r = json_load_file(path, 0, NULL);

@@ -121,7 +121,7 @@ START_TEST(entropic_gan_rule)
     ck_assert_int_eq(pg_spec_int(r, "train.batch_size", 0), 100);
     ck_assert_int_eq(pg_spec_int(r, "model.latent_dim", 0), 2);
     ck_assert_str_eq(pg_spec_str(r, "model.out_activation", ""), "auto");
-    /* [128, 128] on small untyped vectors (README tutorial 1, issue 32) */
+    /* [128, 128] on small untyped vectors (README tutorial 1) */
     const json_t *h = pg_spec_get(r, "model.hidden");
     ck_assert_int_eq((int)json_array_size(h), 2);
     ck_assert_int_eq((int)json_integer_value(json_array_get(h, 0)), 128);

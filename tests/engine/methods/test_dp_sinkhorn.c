@@ -305,7 +305,7 @@ START_TEST(validation_names_the_field)
     make_central(100, 0, &ds, &desc);
     pg_spec_errors e;
     json_t *r;
-    /* No target: the error names privacy.epsilon (issue 32: one vocabulary). */
+    /* No target: the error names privacy.epsilon (one vocabulary). */
     ck_assert_ptr_null(r = resolve("{}", &desc, &e));
     ck_assert(pg_test_has_error(&e, "privacy.epsilon"));
     ck_assert_ptr_null(r = resolve("{\"privacy\": {}}", &desc, &e));

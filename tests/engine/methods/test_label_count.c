@@ -1,5 +1,5 @@
 /* The DP label count of conditional generators on labelled typed tables
- * (issue 28, item 1; engine/methods/label_count.h): its cost appears in the
+ * (engine/methods/label_count.h): its cost appears in the
  * plan and equals a closed form computed here, the sampled classes follow
  * the released counts (not uniform), and a checkpoint carries the counts. */
 #include <jansson.h>

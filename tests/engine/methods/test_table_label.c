@@ -1,4 +1,4 @@
-/* The label of a typed table in the generator methods (issue 28):
+/* The label of a typed table in the generator methods:
  *  - model.conditional false on a labelled table is refused by every
  *    generator (an unconditional model would serve rows without the label);
  *    left out, dp_sinkhorn and entropic_gan are conditional;

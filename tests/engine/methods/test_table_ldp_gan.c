@@ -1,4 +1,4 @@
-/* The entropic GAN on a locally privatized typed table (issue 19, item 5):
+/* The entropic GAN on a locally privatized typed table:
  * one categorical column with clean frequencies (0.7, 0.2, 0.1), privatized
  * by 3-ary randomized response at epsilon 2 (keep 0.787: privatized
  * frequencies about (0.583, 0.243, 0.174), total variation 0.117 from the

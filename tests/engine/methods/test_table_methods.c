@@ -1,6 +1,5 @@
-/* Methods on typed tables (issue 19, item 4 and the central defaults of
- * item 2): the generators' per-block output heads (heads.h) checked by
- * finite differences and by the Gumbel-max law, every method trained on a
+/* Methods on typed tables and their central defaults: the generators' per-block output heads
+ * (heads.h) checked by finite differences and by the Gumbel-max law, every method trained on a
  * mixed table with decodable, in-range samples and a checkpoint that carries
  * the table map (a restore with another table is refused), and the
  * sliced-Wasserstein clip radius and sensitivity taken from the schema. */
@@ -548,7 +547,7 @@ START_TEST(swd_clip_and_sensitivity_follow_the_schema)
     ck_assert(fabs(p.w - 1.0) < 1e-12);
     /* swd_flow releases once on all rows: one Gaussian mechanism at noise
      * multiplier S, replace-one; with a label, plus the DP count of the label
-     * (issue 28: Gaussian, noise labels.count_noise = s, two counts move
+     * (Gaussian, noise labels.count_noise = s, two counts move
      * under replace-one, RDP alpha / s^2). */
     pg_privacy_plan plan;
     ck_assert_int_eq(m->plan(r, &in, &plan, NULL), PG_OK);

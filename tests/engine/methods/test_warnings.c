@@ -182,7 +182,7 @@ START_TEST(bad_job_warns_good_job_does_not)
 }
 END_TEST
 
-/* ---- collapse rules on typed tables (issue 28) ---------------------------- */
+/* ---- collapse rules on typed tables ------------------------------------- */
 
 static const char *TABLE =
     "{\"columns\":["

@@ -1,8 +1,8 @@
-/* service/jobs_lease.c - the lease side of the shared job queue: the
+/* service/jobs/jobs_lease.c - the lease side of the shared job queue: the
  * heartbeat thread that renews the leases of the jobs this replica runs,
  * what happens when one is lost, and the per-replica queue metrics. */
-#include "service/jobs.h"
-#include "service/jobs_internal.h"
+#include "service/jobs/jobs.h"
+#include "service/jobs/jobs_internal.h"
 #include "service/text.h"
 #include "service/log.h"
 

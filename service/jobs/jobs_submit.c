@@ -1,8 +1,8 @@
-/* service/jobs_submit.c - POST /v1/jobs: resolve, plan, admit, queue. */
+/* service/jobs/jobs_submit.c - POST /v1/jobs: resolve, plan, admit, queue. */
 #include "service/auth.h"
-#include "service/jobdesc.h"
-#include "service/jobs.h"
-#include "service/jobs_internal.h"
+#include "service/jobs/jobdesc.h"
+#include "service/jobs/jobs.h"
+#include "service/jobs/jobs_internal.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -1,7 +1,7 @@
-/* service/jobs_view.c - JSON views of jobs and plans, and /metrics text. */
-#include "service/jobdesc.h"
-#include "service/jobs.h"
-#include "service/jobs_internal.h"
+/* service/jobs/jobs_view.c - JSON views of jobs and plans, and /metrics text. */
+#include "service/jobs/jobdesc.h"
+#include "service/jobs/jobs.h"
+#include "service/jobs/jobs_internal.h"
 #include "service/text.h"
 #include "service/snapcache.h"
 

@@ -1,4 +1,4 @@
-#include "service/report_rules.h"
+#include "service/reports/report_rules.h"
 
 #include <math.h>
 #include <stdarg.h>

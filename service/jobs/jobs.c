@@ -1,7 +1,7 @@
-/* service/jobs.c - the job table, recovery at start, and the queries. */
-#include "service/jobdesc.h"
-#include "service/jobs.h"
-#include "service/jobs_internal.h"
+/* service/jobs/jobs.c - the job table, recovery at start, and the queries. */
+#include "service/jobs/jobdesc.h"
+#include "service/jobs/jobs.h"
+#include "service/jobs/jobs_internal.h"
 #include "service/log.h"
 #include "service/snapcache.h"
 

@@ -1,6 +1,6 @@
-/* service/report_figures.c - which figures a report stores, and under
- * which names (service/reports.h), drawn with render/report_png.h. */
-#include "service/reports.h"
+/* service/reports/report_figures.c - which figures a report stores, and under
+ * which names (service/reports/reports.h), drawn with render/report_png.h. */
+#include "service/reports/reports.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,8 +1,8 @@
-/* service/reports.h - quality reports of a job's synthetic rows against a
+/* service/reports/reports.h - quality reports of a job's synthetic rows against a
  * dataset (docs/reports.md): creation, the worker that computes
  * them, list, get, figures, cancel.
  *
- * Privacy: every decision is service/report_rules.h's, by the `against`
+ * Privacy: every decision is service/reports/report_rules.h's, by the `against`
  * dataset's privacy model stored with the report at creation. A read-scope
  * token may create reports against public datasets only (403 otherwise), and
  * every read of a report against private data answers exactly like a missing
@@ -35,7 +35,7 @@
 #include "engine/eval/report.h"
 #include "service/config.h"
 #include "service/store/db.h"
-#include "service/report_rules.h"
+#include "service/reports/report_rules.h"
 
 #define PG_REPORTS_STALE_S 600
 /* Cap of one stored figure read back (the figures are 20-300 kB). */
@@ -57,7 +57,7 @@ typedef struct pg_reports_fig_in {
     const char *title;
 } pg_reports_fig_in;
 
-/* The figures a report stores (service/report_figures.c): ndim 3 rows get
+/* The figures a report stores (service/reports/report_figures.c): ndim 3 rows get
  * samples.png (the grid; reference rows only when in->show_real_rows);
  * others get histograms-K.png, pages of PG_REPORT_PAGE_MAX columns (every
  * column of a typed table, the first 4 pages otherwise), correlation.png when

@@ -1,4 +1,4 @@
-/* service/jobs.h - training jobs: submission, worker pool, progress, serving.
+/* service/jobs/jobs.h - training jobs: submission, worker pool, progress, serving.
  *
  * A pg_jobs owns the in-memory job table (mirroring the jobs table of the
  * store), --workers threads and a heartbeat thread. It drives trainers only

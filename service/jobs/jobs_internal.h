@@ -1,4 +1,4 @@
-/* service/jobs_internal.h - shared by service/jobs*.c only: the job table,
+/* service/jobs/jobs_internal.h - shared by service/jobs*.c only: the job table,
  * the manager and helpers. Locking: every field of a job and of pg_jobs is
  * guarded by pg_jobs.mu except the immutable ones set at creation (id,
  * tenant, dataset_id, method, spec, desc, plan, privacy); helpers marked

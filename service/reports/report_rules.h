@@ -1,4 +1,4 @@
-/* service/report_rules.h - the privacy rule of quality reports and the
+/* service/reports/report_rules.h - the privacy rule of quality reports and the
  * validation of a report request (docs/reports.md).
  *
  * A report compares synthetic rows drawn from a job's model with the rows of

@@ -1,4 +1,4 @@
-/* service/jobs_run.c - the worker threads: they claim jobs from the shared
+/* service/jobs/jobs_run.c - the worker threads: they claim jobs from the shared
  * queue in the database and run each from data load to its final
  * checkpoint, under the write-ahead step reservation and the lease's fence
  * (jobs.h). Every write a worker makes about its job is fenced on this
@@ -7,8 +7,8 @@
 #include "engine/data/dataset.h"
 #include "engine/data/rowsrc.h"
 #include "engine/methods/method.h"
-#include "service/jobs.h"
-#include "service/jobs_internal.h"
+#include "service/jobs/jobs.h"
+#include "service/jobs/jobs_internal.h"
 #include "service/log.h"
 
 #include <errno.h>

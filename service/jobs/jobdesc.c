@@ -1,6 +1,6 @@
 #include "service/datasets/spec.h"
 
-#include "service/jobdesc.h"
+#include "service/jobs/jobdesc.h"
 
 #include <math.h>
 #include <string.h>

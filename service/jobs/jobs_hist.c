@@ -1,4 +1,4 @@
-/* service/jobs_hist.c - a job's durable view: the history document stored
+/* service/jobs/jobs_hist.c - a job's durable view: the history document stored
  * with pg_db_job_history_put_owned and applied back when the job table is rebuilt
  * at start, so a restart shows what was shown before it.
  *
@@ -18,8 +18,8 @@
  * point is dropped and the sampling stride doubles), so a document stays
  * below ~40 KB whatever the step count.
  */
-#include "service/jobs.h"
-#include "service/jobs_internal.h"
+#include "service/jobs/jobs.h"
+#include "service/jobs/jobs_internal.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* service/jobdesc.h - a stored dataset's metadata as a trainer's pg_data_desc.
+/* service/jobs/jobdesc.h - a stored dataset's metadata as a trainer's pg_data_desc.
  *
  * The bridge between service/datasets/spec.h (the declaration) and the
  * method interface: the one place a declaration's privacy model (enum

@@ -1,8 +1,8 @@
-/* service/jobs_sync.c - any replica answers any read: jobs this process does
+/* service/jobs/jobs_sync.c - any replica answers any read: jobs this process does
  * not drive are loaded from, and kept in step with, their row and history
  * document (contract in jobs_internal.h, "any replica answers any read"). */
-#include "service/jobs.h"
-#include "service/jobs_internal.h"
+#include "service/jobs/jobs.h"
+#include "service/jobs/jobs_internal.h"
 #include "service/sha256.h"
 #include "service/snapcache.h"
 

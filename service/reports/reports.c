@@ -1,6 +1,6 @@
-/* service/reports.c - quality reports: requests, views and the worker
- * (service/reports.h). */
-#include "service/reports.h"
+/* service/reports/reports.c - quality reports: requests, views and the worker
+ * (service/reports/reports.h). */
+#include "service/reports/reports.h"
 #include "service/text.h"
 
 #include <math.h>
@@ -17,7 +17,7 @@
 #include "engine/eval/table_cols.h"
 #include "engine/methods/draw.h"
 #include "service/datasets/spec.h"
-#include "service/jobs.h"
+#include "service/jobs/jobs.h"
 #include "service/log.h"
 
 struct pg_reports {
