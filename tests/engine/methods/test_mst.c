@@ -345,6 +345,27 @@ static void run(const char *name, const char *spec, double min_agree)
     pg_table_free(t);
 }
 
+/* An mst trainer at epsilon 1 (seed 4) on the ROWS rows x (labels lab),
+ * which ds adopts; ds, desc and in must outlive the trainer, r is the
+ * resolved spec the caller releases. */
+static pg_trainer *mst_start(const pg_table *t, float *x, int32_t *lab, pg_dataset *ds,
+                             pg_data_desc *desc, pg_job_data *in, json_t **r)
+{
+    size_t shape[1] = {t->width};
+    ck_assert_int_eq(
+        pg_dataset_adopt(ds, x, lab, ROWS, shape, 1, 2, (float)t->lo, (float)t->hi, NULL), 0);
+    *desc = desc_of(t);
+    *in = (pg_job_data){.desc = desc, .rows = ds};
+    const pg_method *M = pg_method_find("mst");
+    pg_spec_errors e;
+    *r = pg_test_resolve(M, "{\"privacy\":{\"epsilon\":1},\"seed\":4}", in, &e);
+    ck_assert(*r);
+    pg_trainer *tr;
+    pg_error err = {0};
+    ck_assert_msg(M->create(*r, in, 1, &tr, &err) == PG_OK, "%s", err.msg);
+    return tr;
+}
+
 /* A level no row has is merged alone by MST's domain compression (its noisy
  * count is below 3 sigma almost surely: 0 against 3 x 15.8 here). A single
  * merged level is no compression at all; an earlier version kept its map
@@ -372,18 +393,12 @@ START_TEST(mst_single_rare_level_keeps_the_levels)
         lab[i] = (int32_t)pg_rng_below(&rng, 2);
     }
     pg_dataset ds;
-    size_t shape[1] = {t->width};
-    ck_assert_int_eq(
-        pg_dataset_adopt(&ds, x, lab, ROWS, shape, 1, 2, (float)t->lo, (float)t->hi, NULL), 0);
-    pg_data_desc desc = desc_of(t);
-    pg_job_data in = {.desc = &desc, .rows = &ds};
+    pg_data_desc desc;
+    pg_job_data in;
+    json_t *r;
     const pg_method *M = pg_method_find("mst");
-    pg_spec_errors e;
-    json_t *r = pg_test_resolve(M, "{\"privacy\":{\"epsilon\":1},\"seed\":4}", &in, &e);
-    ck_assert(r);
-    pg_trainer *tr;
+    pg_trainer *tr = mst_start(t, x, lab, &ds, &desc, &in, &r);
     pg_error err = {0};
-    ck_assert_msg(M->create(r, &in, 1, &tr, &err) == PG_OK, "%s", err.msg);
     pg_step_report rep = {0};
     while (!rep.done) ck_assert_msg(M->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
     /* served from the snapshot and from the checkpoint (what a restarted
@@ -453,18 +468,12 @@ START_TEST(mst_weighs_merged_levels_by_their_noise)
         lab[i] = (int32_t)pg_rng_below(&rng, 2);
     }
     pg_dataset ds;
-    size_t shape[1] = {t->width};
-    ck_assert_int_eq(
-        pg_dataset_adopt(&ds, x, lab, ROWS, shape, 1, 2, (float)t->lo, (float)t->hi, NULL), 0);
-    pg_data_desc desc = desc_of(t);
-    pg_job_data in = {.desc = &desc, .rows = &ds};
+    pg_data_desc desc;
+    pg_job_data in;
+    json_t *r;
     const pg_method *M = pg_method_find("mst");
-    pg_spec_errors e;
-    json_t *r = pg_test_resolve(M, "{\"privacy\":{\"epsilon\":1},\"seed\":4}", &in, &e);
-    ck_assert(r);
-    pg_trainer *tr;
+    pg_trainer *tr = mst_start(t, x, lab, &ds, &desc, &in, &r);
     pg_error err = {0};
-    ck_assert_msg(M->create(r, &in, 1, &tr, &err) == PG_OK, "%s", err.msg);
     pg_step_report rep = {0};
     ck_assert_msg(M->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
     unsigned char *bytes;
