@@ -345,11 +345,11 @@ static void run(const char *name, const char *spec, double min_agree)
     pg_table_free(t);
 }
 
-/* An mst trainer at epsilon 1 (seed 4) on the ROWS rows x (labels lab),
+/* An mst trainer with the given spec on the ROWS rows x (labels lab),
  * which ds adopts; ds, desc and in must outlive the trainer, r is the
  * resolved spec the caller releases. */
-static pg_trainer *mst_start(const pg_table *t, float *x, int32_t *lab, pg_dataset *ds,
-                             pg_data_desc *desc, pg_job_data *in, json_t **r)
+static pg_trainer *mst_start(const pg_table *t, float *x, int32_t *lab, const char *spec,
+                             pg_dataset *ds, pg_data_desc *desc, pg_job_data *in, json_t **r)
 {
     size_t shape[1] = {t->width};
     ck_assert_int_eq(
@@ -358,7 +358,7 @@ static pg_trainer *mst_start(const pg_table *t, float *x, int32_t *lab, pg_datas
     *in = (pg_job_data){.desc = desc, .rows = ds};
     const pg_method *M = pg_method_find("mst");
     pg_spec_errors e;
-    *r = pg_test_resolve(M, "{\"privacy\":{\"epsilon\":1},\"seed\":4}", in, &e);
+    *r = pg_test_resolve(M, spec, in, &e);
     ck_assert(*r);
     pg_trainer *tr;
     pg_error err = {0};
@@ -397,7 +397,8 @@ START_TEST(mst_single_rare_level_keeps_the_levels)
     pg_job_data in;
     json_t *r;
     const pg_method *M = pg_method_find("mst");
-    pg_trainer *tr = mst_start(t, x, lab, &ds, &desc, &in, &r);
+    pg_trainer *tr =
+        mst_start(t, x, lab, "{\"privacy\":{\"epsilon\":1},\"seed\":4}", &ds, &desc, &in, &r);
     pg_error err = {0};
     pg_step_report rep = {0};
     while (!rep.done) ck_assert_msg(M->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
@@ -472,7 +473,12 @@ START_TEST(mst_weighs_merged_levels_by_their_noise)
     pg_job_data in;
     json_t *r;
     const pg_method *M = pg_method_find("mst");
-    pg_trainer *tr = mst_start(t, x, lab, &ds, &desc, &in, &r);
+    /* 10 bins: each of b's integers its own level (the default 8 bins
+     * pair 3-4 and 8-9 into levels of 60 rows, above 3 sigma one time in
+     * five, and then too few levels were rare one run in 150). */
+    pg_trainer *tr = mst_start(
+        t, x, lab, "{\"privacy\":{\"epsilon\":1},\"seed\":4,\"discretize\":{\"bins\":10}}", &ds,
+        &desc, &in, &r);
     pg_error err = {0};
     pg_step_report rep = {0};
     ck_assert_msg(M->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
@@ -526,7 +532,14 @@ START_TEST(mst_weighs_merged_levels_by_their_noise)
         double want = y[bo + j] + (N - sy) * inv / winv;
         ck_assert_msg(want > 1, "cell %zu would be clipped (%.2f): the closed form needs > 0", j,
                       want);
-        ck_assert_msg(fabs(got[j] - want) < 0.05, "b cell %zu: %.4f, want %.4f", j, got[j], want);
+        /* Step 0's fit is a warm-up of at most 250 mirror-descent
+         * iterations, not run to convergence: over 500 runs its cells sat
+         * up to 0.17 counts from the closed form, so 0.05 failed about
+         * one run in six. 1 count keeps a wide margin and still tells the
+         * weightings apart: the total above is exact, and the unweighted
+         * projection moves a common cell by about a quarter (1/3 against
+         * 1/10) of the discrepancy N - sum y, whose sd is about 40. */
+        ck_assert_msg(fabs(got[j] - want) < 1.0, "b cell %zu: %.4f, want %.4f", j, got[j], want);
     }
     pg_pgm_model_free(model);
     json_decref(h);
