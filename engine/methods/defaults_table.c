@@ -5,6 +5,7 @@
 
 #include <jansson.h>
 
+#include "engine/data/qmap.h"
 #include "engine/data/table.h"
 #include "engine/methods/defaults.h"
 #include "engine/methods/spec.h"
@@ -52,4 +53,13 @@ void pg_defaults_table_fill(json_t *s, const char *method, const pg_data_desc *d
          * (docs/benchmarks.md, tables). Data-free: no privacy effect. */
         fill(s, "ot.debias_fraction", json_real(1.0));
     }
+    /* The central generators train on numeric columns mapped through a DP
+     * quantile map (engine/data/qmap.h): a tanh head squeezes a skewed
+     * column at the edge of its range (credit_data: Assets sd 0.005-0.01
+     * against 0.11 real), while mapped columns are spread over the range
+     * (docs/benchmarks.md, tables). Its cost, RDP alpha / 200 at the
+     * default noise, is composed into the plan. */
+    if ((strcmp(method, "dp_sinkhorn") == 0 || strcmp(method, "swd_gen") == 0) &&
+        desc->model == PG_PRIVACY_CENTRAL && t->width == desc->d && pg_qmap_columns(t) > 0)
+        fill(s, "encoding.quantile_map", json_true());
 }
