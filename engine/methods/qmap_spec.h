@@ -49,7 +49,8 @@
         "encoding.quantile_noise", PG_PARAM_NUM, "10", 0, 1e6, NULL, 0, PG_PARAM_EXCLUSIVE_MIN,    \
             "Noise multiplier s of the quantile map's histograms: per-count std s sqrt(c) (c "     \
             "numeric "                                                                             \
-            "columns; sqrt(2c) under replace-one), RDP alpha / (2 s^2) composed into the plan."    \
+            "columns; sqrt(2c) under replace-one), RDP alpha / (2 s^2) composed into the plan. "   \
+            "Left out: max(2, 10 / sqrt(privacy.epsilon)), or 10 without an epsilon target."       \
     }
 
 /* The option is on for this spec and data (a typed table whose encoded rows
