@@ -266,6 +266,34 @@ START_TEST(checkpoints_carry_the_map)
 }
 END_TEST
 
+/* Untyped rows (images, vectors) train as before: no release, nothing in
+ * the checkpoint, the plan's mechanism unchanged (on_by_default above). */
+START_TEST(untyped_rows_are_unchanged)
+{
+    pg_threads_set(1);
+    fixture f;
+    make(&f, false);
+    const char *spec = "{\"seed\": 3, \"privacy\": {\"epsilon\": 50}, \"train\": {\"steps\": 5}}";
+    const char *methods[2] = {"dp_sinkhorn", "swd_gen"};
+    for (int i = 0; i < 2; i++) {
+        pg_spec_errors e;
+        json_t *r = resolve(methods[i], spec, &f, &e);
+        ck_assert_msg(r != NULL, "%s: %s", e.items[0].field, e.items[0].message);
+        pg_trainer *tr;
+        train(methods[i], r, &f, &tr);
+        unsigned char *bytes;
+        size_t len;
+        ck_assert_int_eq(pg_method_find(methods[i])->save(tr, &bytes, &len, NULL), PG_OK);
+        ck_assert(memmem(bytes, len, "qmap", 4) == NULL);
+        ck_assert(memmem(bytes, len, "quantile", 8) == NULL);
+        free(bytes);
+        pg_method_find(methods[i])->destroy(tr);
+        json_decref(r);
+    }
+    unmake(&f);
+}
+END_TEST
+
 /* dp_sinkhorn at epsilon 1000 with the table defaults, 600 steps: the
  * sampled x keeps the data's median and its spread. With the map off (the
  * old code) half the samples should fall below the median and 0.27-0.28 did
@@ -322,6 +350,7 @@ static Suite *qmap_methods_suite(void)
     tcase_add_test(tc, on_by_default_on_typed_tables_only);
     tcase_add_test(tc, plan_charges_the_map_exactly);
     tcase_add_test(tc, checkpoints_carry_the_map);
+    tcase_add_test(tc, untyped_rows_are_unchanged);
     tcase_add_test(tc, samples_keep_a_skewed_column_s_spread);
     suite_add_tcase(s, tc);
     return s;
