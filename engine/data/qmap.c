@@ -82,6 +82,7 @@ int pg_qmap_layout(const pg_table *t, size_t bins, pg_qmap **out, pg_error *err)
     if (rc) return rc;
     m->lo = t->lo;
     m->hi = t->hi;
+    m->spread = 1.0;
     double span = t->hi - t->lo;
     size_t k = 0;
     for (size_t j = 0; j < t->ncols && rc == PG_OK; j++) {
@@ -227,16 +228,24 @@ double pg_qmap_inverse(const pg_qmap_col *c, double p)
     return c->edge[lo] + f * (c->edge[lo + 1] - c->edge[lo]);
 }
 
+int pg_qmap_set_spread(pg_qmap *m, double spread, pg_error *err)
+{
+    if (!(spread > 0.0 && spread <= 1.0))
+        return pg_error_set(err, PG_EINVAL, "the quantile map's spread must lie in (0, 1]");
+    m->spread = spread;
+    return PG_OK;
+}
+
 void pg_qmap_encode(const pg_qmap *m, float *x, size_t stride, size_t rows)
 {
     if (!m) return;
-    double span = m->hi - m->lo;
+    double mid = 0.5 * (m->lo + m->hi), kh = 0.5 * (m->hi - m->lo) * m->spread;
     for (size_t i = 0; i < rows; i++) {
         float *row = x + i * stride;
         for (size_t j = 0; j < m->ncols; j++) {
             const pg_qmap_col *c = &m->cols[j];
             if (missing(c, row)) continue;
-            double v = m->lo + span * pg_qmap_cdf(c, row[c->unit]);
+            double v = mid + kh * (2.0 * pg_qmap_cdf(c, row[c->unit]) - 1.0);
             row[c->unit] = (float)(v < m->lo ? m->lo : v > m->hi ? m->hi : v);
         }
     }
@@ -245,12 +254,12 @@ void pg_qmap_encode(const pg_qmap *m, float *x, size_t stride, size_t rows)
 void pg_qmap_decode(const pg_qmap *m, float *x, size_t stride, size_t rows)
 {
     if (!m) return;
-    double span = m->hi - m->lo;
+    double span = m->hi - m->lo, mid = 0.5 * (m->lo + m->hi), kh = 0.5 * span * m->spread;
     for (size_t i = 0; i < rows; i++) {
         float *row = x + i * stride;
         for (size_t j = 0; j < m->ncols; j++) {
             const pg_qmap_col *c = &m->cols[j];
-            double u = pg_qmap_inverse(c, ((double)row[c->unit] - m->lo) / span);
+            double u = pg_qmap_inverse(c, 0.5 * (1.0 + ((double)row[c->unit] - mid) / kh));
             if (c->integer) {
                 double k = round((u - m->lo) / c->step), last = round(span / c->step);
                 u = m->lo + (k < 0 ? 0 : k > last ? last : k) * c->step;
@@ -263,8 +272,8 @@ void pg_qmap_decode(const pg_qmap *m, float *x, size_t stride, size_t rows)
 json_t *pg_qmap_to_json(const pg_qmap *m)
 {
     json_t *cols = json_array();
-    json_t *j = json_pack("{s:i,s:f,s:f,s:o}", "version", PG_QMAP_VERSION, "lo", m->lo, "hi", m->hi,
-                          "columns", cols);
+    json_t *j = json_pack("{s:i,s:f,s:f,s:f,s:o}", "version", PG_QMAP_VERSION, "lo", m->lo, "hi",
+                          m->hi, "spread", m->spread, "columns", cols);
     if (!j) return NULL;
     for (size_t k = 0; k < m->ncols; k++) {
         const pg_qmap_col *c = &m->cols[k];
@@ -296,15 +305,17 @@ int pg_qmap_from_json(const json_t *j, size_t width, pg_qmap **out, pg_error *er
     const json_t *cols = json_object_get(j, "columns");
     double lo = json_number_value(json_object_get(j, "lo"));
     double hi = json_number_value(json_object_get(j, "hi"));
+    double spread = json_number_value(json_object_get(j, "spread"));
     if (json_integer_value(json_object_get(j, "version")) != PG_QMAP_VERSION ||
         !json_is_array(cols) || json_array_size(cols) > width || !isfinite(lo) || !isfinite(hi) ||
-        !(lo < hi))
+        !(lo < hi) || !(spread > 0.0 && spread <= 1.0))
         return bad(err);
     pg_qmap *m = NULL;
     int rc = alloc_map(json_array_size(cols), &m, err);
     if (rc) return rc;
     m->lo = lo;
     m->hi = hi;
+    m->spread = spread;
     for (size_t k = 0; k < m->ncols && rc == PG_OK; k++) {
         const json_t *o = json_array_get(cols, k);
         const json_t *e = json_object_get(o, "edges"), *f = json_object_get(o, "cdf");
@@ -352,6 +363,7 @@ int pg_qmap_copy(const pg_qmap *m, pg_qmap **out, pg_error *err)
     if (rc) return rc;
     c->lo = m->lo;
     c->hi = m->hi;
+    c->spread = m->spread;
     for (size_t k = 0; k < m->ncols && rc == PG_OK; k++) {
         const pg_qmap_col *a = &m->cols[k];
         pg_qmap_col *b = &c->cols[k];

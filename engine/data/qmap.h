@@ -34,10 +34,13 @@
  * uniform over its bins. The CDF is piecewise linear inside the bins.
  *
  * Maps, in place on encoded rows (table.h's layout):
- *   encode  u -> lo + (hi - lo) F(u): the value unit of a present value; a
+ *   encode  u -> c + k h (2 F(u) - 1), c and h the centre and half-width of
+ *           [lo, hi], k the spread in (0, 1] (1: uniform on the whole range;
+ *           smaller keeps the numbers' share of a distance-based loss nearer
+ *           the categories'): the value unit of a present value; a
  *           missing value's unit stays 0 (so rows stay valid encodings and
  *           the schema's diameter still bounds their distance).
- *   decode  v -> F^-1((v - lo) / (hi - lo)), clamped to the column's encoded
+ *   decode  v -> F^-1((1 + (v - c) / (k h)) / 2), clamped to the column's encoded
  *           range; integers to their nearest value (integral after decoding).
  * decode(encode(u)) = u up to float rounding for every u in range.
  *
@@ -76,6 +79,7 @@ typedef struct pg_qmap {
     size_t ncols;
     pg_qmap_col *cols;
     double lo, hi; /* the table's model range */
+    double spread; /* k in (0, 1]: mapped values fill [c - k h, c + k h] */
 } pg_qmap;
 
 /* Numeric columns of t (label excluded): the c of the sensitivity. */
@@ -92,6 +96,8 @@ int pg_qmap_release(pg_rng *secure, const pg_table *t, const float *x, size_t n,
 /* The histograms only (no noise): counts[j] gets column j's bins (layout of
  * pg_qmap_layout). Exposed for tests. */
 int pg_qmap_layout(const pg_table *t, size_t bins, pg_qmap **out, pg_error *err);
+/* spread (default 1 in a layout; k of the maps above): (0, 1]. */
+int pg_qmap_set_spread(pg_qmap *m, double spread, pg_error *err);
 void pg_qmap_histogram(const pg_qmap *m, const float *x, size_t n, size_t stride, double **counts);
 /* Fills the CDFs of a layout from (noisy) counts with the threshold above. */
 void pg_qmap_set_counts(pg_qmap *m, double *const *counts, double threshold);
@@ -102,7 +108,7 @@ void pg_qmap_decode(const pg_qmap *m, float *x, size_t stride, size_t rows);
 double pg_qmap_cdf(const pg_qmap_col *c, double u);
 double pg_qmap_inverse(const pg_qmap_col *c, double p);
 
-/* {"version": 1, "lo", "hi", "columns": [{"unit", "missing" (or null),
+/* {"version": 1, "lo", "hi", "spread", "columns": [{"unit", "missing" (or null),
  * "integer", "step", "edges": [...], "cdf": [...]}]}; back with every field
  * checked (monotone, finite, units below width). */
 json_t *pg_qmap_to_json(const pg_qmap *m);

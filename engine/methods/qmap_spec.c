@@ -40,10 +40,14 @@ int pg_qmap_spec_release(const json_t *r, const pg_data_desc *desc, pg_rng *secu
     if (!pg_qmap_spec_on(r, desc)) return PG_OK;
     pg_qmap_free(gen->qmap);
     gen->qmap = NULL;
-    return pg_qmap_release(secure, desc->table, x, n, desc->d,
-                           (size_t)pg_spec_int(r, "encoding.quantile_bins", PG_QMAP_DEFAULT_BINS),
-                           pg_spec_num(r, "encoding.quantile_noise", PG_QMAP_DEFAULT_NOISE),
-                           replace_one, &gen->qmap, err);
+    int rc = pg_qmap_release(secure, desc->table, x, n, desc->d,
+                             (size_t)pg_spec_int(r, "encoding.quantile_bins", PG_QMAP_DEFAULT_BINS),
+                             pg_spec_num(r, "encoding.quantile_noise", PG_QMAP_DEFAULT_NOISE),
+                             replace_one, &gen->qmap, err);
+    if (rc == PG_OK)
+        rc = pg_qmap_set_spread(
+            gen->qmap, pg_spec_num(r, "encoding.quantile_spread", PG_QMAP_DEFAULT_SPREAD), err);
+    return rc;
 }
 
 int pg_qmap_spec_restore(const json_t *r, const pg_data_desc *desc, const json_t *extra,

@@ -22,6 +22,9 @@
 #include "engine/methods/method.h"
 #include "engine/methods/spec.h"
 
+#define PG_QMAP_DEFAULT_SPREAD 1.0
+#define PG_QMAP_SPREAD_TEXT    "1"
+
 #define PG_QMAP_PARAM_ROWS                                                                         \
     {"encoding.quantile_map",                                                                      \
      PG_PARAM_BOOL,                                                                                \
@@ -45,12 +48,23 @@
          0,                                                                                        \
          "Bins per numeric column of the quantile map (integer columns with at most this many "    \
          "values get one bin per value)."},                                                        \
+        {"encoding.quantile_noise",                                                                \
+         PG_PARAM_NUM,                                                                             \
+         "10",                                                                                     \
+         0,                                                                                        \
+         1e6,                                                                                      \
+         NULL,                                                                                     \
+         0,                                                                                        \
+         PG_PARAM_EXCLUSIVE_MIN,                                                                   \
+         "Noise multiplier s of the quantile map's histograms: per-count std s sqrt(c) (c "        \
+         "numeric "                                                                                \
+         "columns; sqrt(2c) under replace-one), RDP alpha / (2 s^2) composed into the plan. "      \
+         "Left out: max(2, 10 / sqrt(privacy.epsilon)), or 10 without an epsilon target."},        \
     {                                                                                              \
-        "encoding.quantile_noise", PG_PARAM_NUM, "10", 0, 1e6, NULL, 0, PG_PARAM_EXCLUSIVE_MIN,    \
-            "Noise multiplier s of the quantile map's histograms: per-count std s sqrt(c) (c "     \
-            "numeric "                                                                             \
-            "columns; sqrt(2c) under replace-one), RDP alpha / (2 s^2) composed into the plan. "   \
-            "Left out: max(2, 10 / sqrt(privacy.epsilon)), or 10 without an epsilon target."       \
+        "encoding.quantile_spread", PG_PARAM_NUM, PG_QMAP_SPREAD_TEXT, 0, 1, NULL, 0,              \
+            PG_PARAM_EXCLUSIVE_MIN,                                                                \
+            "Mapped numbers fill this fraction k of the model range around its centre (1: the "    \
+            "whole range; smaller keeps the numbers' share of the loss nearer the categories')."   \
     }
 
 /* The option is on for this spec and data (a typed table whose encoded rows

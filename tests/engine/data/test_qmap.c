@@ -42,7 +42,7 @@ static pg_table *table(void)
 /* Float rounding of a mapped value (relative 2^-24 of the range 2), blown up
  * by the inverse's slope inside u's bin (edge width over CDF mass), plus
  * the float rounding of u itself. */
-static double round_trip_tol(const pg_qmap_col *c, double u)
+static double round_trip_tol(const pg_qmap_col *c, double u, double spread)
 {
     size_t b = 0;
     while (b + 1 < c->bins && c->edge[b + 1] <= u) b++;
@@ -50,7 +50,7 @@ static double round_trip_tol(const pg_qmap_col *c, double u)
     double slope = 0;
     for (size_t k = b > 0 ? b - 1 : 0; k <= b + 1 && k < c->bins; k++)
         slope = fmax(slope, (c->edge[k + 1] - c->edge[k]) / (2.0 * (c->cdf[k + 1] - c->cdf[k])));
-    return 4.0 * 1.2e-7 * slope + 1e-6;
+    return 4.0 * 1.2e-7 * slope / spread + 1e-6;
 }
 
 static void set_noisy_counts(pg_qmap *m, pg_rng *r, double scale)
@@ -103,6 +103,8 @@ START_TEST(maps_are_monotone_invertible_and_in_bounds)
         pg_qmap *m;
         ck_assert_int_eq(pg_qmap_layout(t, 2 + (size_t)trial * 3, &m, NULL), PG_OK);
         set_noisy_counts(m, &r, trial % 2 ? 30.0 : 1e4); /* 1e4: all mass thresholded away */
+        double spread = trial % 3 == 0 ? 0.4 : 1.0;
+        ck_assert_int_eq(pg_qmap_set_spread(m, spread, NULL), PG_OK);
         for (size_t j = 0; j < m->ncols; j++) {
             const pg_qmap_col *c = &m->cols[j];
             ck_assert(c->cdf[0] == 0.0 && c->cdf[c->bins] == 1.0);
@@ -119,16 +121,18 @@ START_TEST(maps_are_monotone_invertible_and_in_bounds)
             row[5] = 1.0f;
             memcpy(orig, row, sizeof row);
             pg_qmap_encode(m, row, 7, 1);
-            for (int u = 0; u < 4; u++) ck_assert(row[u] >= -1.0f && row[u] <= 1.0f);
+            for (int u = 0; u < 4; u++)
+                ck_assert(row[u] >= (float)-spread - 1e-6f && row[u] <= (float)spread + 1e-6f);
             if (miss) ck_assert(row[3] == 0.0f); /* missing values stay 0 */
             ck_assert(row[4] == orig[4] && row[5] == orig[5] && row[6] == orig[6]);
             pg_qmap_decode(m, row, 7, 1);
-            ck_assert_msg(fabs(row[0] - orig[0]) <= round_trip_tol(&m->cols[0], orig[0]),
+            ck_assert_msg(fabs(row[0] - orig[0]) <= round_trip_tol(&m->cols[0], orig[0], m->spread),
                           "x %g -> %g", orig[0], row[0]);
             ck_assert(row[1] == orig[1]); /* integers come back exactly */
             ck_assert(row[2] == orig[2]);
             if (!miss)
-                ck_assert_msg(fabs(row[3] - orig[3]) <= round_trip_tol(&m->cols[3], orig[3]),
+                ck_assert_msg(fabs(row[3] - orig[3]) <=
+                                  round_trip_tol(&m->cols[3], orig[3], m->spread),
                               "z %g -> %g", orig[3], row[3]);
             /* any generator output decodes inside bounds, integers integral */
             float v[7] = {0};
@@ -229,6 +233,9 @@ START_TEST(json_round_trip_and_hostile_maps)
     pg_qmap *m, *back, *cp;
     ck_assert_int_eq(pg_qmap_layout(t, 16, &m, NULL), PG_OK);
     set_noisy_counts(m, &r, 5.0);
+    ck_assert_int_eq(pg_qmap_set_spread(m, 0.0, NULL), PG_EINVAL);
+    ck_assert_int_eq(pg_qmap_set_spread(m, 1.5, NULL), PG_EINVAL);
+    ck_assert_int_eq(pg_qmap_set_spread(m, 0.625, NULL), PG_OK);
     json_t *j = pg_qmap_to_json(m);
     ck_assert_ptr_nonnull(j);
     char *text = json_dumps(j, JSON_COMPACT);
@@ -238,6 +245,7 @@ START_TEST(json_round_trip_and_hostile_maps)
     ck_assert_msg(pg_qmap_from_json(j2, 7, &back, &err) == PG_OK, "%s", err.msg);
     ck_assert_int_eq(pg_qmap_copy(back, &cp, NULL), PG_OK);
     ck_assert_uint_eq(back->ncols, m->ncols);
+    ck_assert(back->spread == 0.625 && cp->spread == 0.625);
     for (size_t k = 0; k < m->ncols; k++) {
         ck_assert_uint_eq(back->cols[k].bins, m->cols[k].bins);
         ck_assert_uint_eq(back->cols[k].missing, m->cols[k].missing);
