@@ -22,8 +22,8 @@
 #include "engine/methods/method.h"
 #include "engine/methods/spec.h"
 
-#define PG_QMAP_DEFAULT_SPREAD 1.0
-#define PG_QMAP_SPREAD_TEXT    "1"
+#define PG_QMAP_DEFAULT_SPREAD 0.3
+#define PG_QMAP_SPREAD_TEXT    "0.3"
 
 #define PG_QMAP_PARAM_ROWS                                                                         \
     {"encoding.quantile_map",                                                                      \
