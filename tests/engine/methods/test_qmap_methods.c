@@ -300,9 +300,9 @@ END_TEST
  * sampled x keeps the data's median and its spread. With the map off (the
  * old code) half the samples should fall below the median and 0.24-0.37 did
  * (5 runs; the tanh head cannot pile rows at the bottom edge); with it,
- * 0.46-0.55 (16 runs), sd 0.49-1.08 of the real one (the top tail's sparse
- * bins lose mass to the threshold). Margins: 0.12 on the share, [0.3, 1.7] on the sd (empirical:
- * the run's DP noise is not seeded, so there is no closed-form bound). */
+ * 0.46-0.61 (18 runs), sd 0.49-1.08 of the real one (the top tail's sparse
+ * bins lose mass to the threshold). Bounds: (0.40, 0.68) on the share, [0.3, 1.7] on the sd
+ * (empirical: the run's DP noise is not seeded, so there is no closed-form bound). */
 START_TEST(samples_keep_a_skewed_column_s_spread)
 {
     pg_threads_set(1);
@@ -332,7 +332,8 @@ START_TEST(samples_keep_a_skewed_column_s_spread)
             "dp_sinkhorn skewed x: sd %.2f (real %.2f), mean %.2f (real %.2f), below the "
             "median %.3f\n",
             sd, f.real_sd, mean, f.real_mean, below / SAMPLES);
-    ck_assert_msg(fabs(below / SAMPLES - 0.5) < 0.12, "share below the median %g", below / SAMPLES);
+    ck_assert_msg(below / SAMPLES > 0.40 && below / SAMPLES < 0.68, "share below the median %g",
+                  below / SAMPLES);
     ck_assert_msg(sd > 0.3 * f.real_sd && sd < 1.7 * f.real_sd, "sd %g vs real %g", sd, f.real_sd);
     pg_free(x);
     pg_free(lab);
