@@ -27,6 +27,7 @@
 #include "engine/privacy/privacy.h"
 #include "integration/isuite.h"
 #include "render/render.h"
+#include "support/pg_http_test.h"
 #include "support/pg_test.h"
 
 static pg_srv srv;
@@ -69,37 +70,25 @@ static void req(const pg_srv *s, const char *method, const char *path, const cha
             body ? strlen(body) : 0, NULL, r);
 }
 
+/* Row i of the local toy set: two draws of an LCG, u in [-1, 1), v in
+ * [-0.5, 0.5). */
+static double lcg_cell(int i, int j, void *ctx)
+{
+    unsigned *x = ctx;
+    *x = *x * 1103515245u + 12345u;
+    double u = (double)(*x >> 8) / 16777216.0;
+    return j ? u - 0.5 : 2.0 * u - 1.0;
+}
+
 /* A local Gaussian-LDP 2-D dataset of n noisy points; returns its id. */
 static void make_local(const pg_srv *s, int n, char id[64])
 {
-    pg_resp r;
-    req(s, "POST", "/v1/datasets",
-        "{\"name\":\"toy\",\"shape\":[2],\"range\":[-4,4],\"privacy\":{\"model\":\"local\","
-        "\"mechanism\":\"gaussian\",\"epsilon\":1,\"delta\":1e-5,\"sensitivity\":0.5,"
-        "\"noise_scale\":2.5}}",
-        &r);
-    ck_assert_msg(r.status == 201, "%s", r.body);
-    snprintf(id, 64, "%s", json_string_value(json_object_get(r.json, "id")));
-    pg_resp_free(&r);
-    size_t cap = (size_t)n * 48 + 64, k = 0;
-    char *b = malloc(cap);
-    k += (size_t)snprintf(b + k, cap - k, "{\"rows\":[");
     unsigned x = 12345;
-    for (int i = 0; i < n; i++) {
-        x = x * 1103515245u + 12345u;
-        double u = (double)(x >> 8) / 16777216.0;
-        x = x * 1103515245u + 12345u;
-        double v = (double)(x >> 8) / 16777216.0;
-        k +=
-            (size_t)snprintf(b + k, cap - k, "%s[%.5f,%.5f]", i ? "," : "", 2.0 * u - 1.0, v - 0.5);
-    }
-    snprintf(b + k, cap - k, "]}");
-    char path[128];
-    snprintf(path, sizeof path, "/v1/datasets/%s/rows", id);
-    req(s, "POST", path, b, &r);
-    free(b);
-    ck_assert_msg(r.status == 200, "%s", r.body);
-    pg_resp_free(&r);
+    pg_test_dataset_rows(s, s->admin,
+                         "{\"name\":\"toy\",\"shape\":[2],\"range\":[-4,4],\"privacy\":{\"model\":"
+                         "\"local\",\"mechanism\":\"gaussian\",\"epsilon\":1,\"delta\":1e-5,"
+                         "\"sensitivity\":0.5,\"noise_scale\":2.5}}",
+                         n, 2, "%.5f", lcg_cell, &x, id);
 }
 
 static void job_body(char *buf, size_t cap, const char *ds, long steps, long every)
@@ -114,10 +103,8 @@ static void job_body(char *buf, size_t cap, const char *ds, long steps, long eve
 static void submit(const pg_srv *s, const char *body, char id[64])
 {
     pg_resp r;
-    req(s, "POST", "/v1/jobs", body, &r);
-    ck_assert_msg(r.status == 202, "%ld %s", r.status, r.body);
+    pg_test_post_id(s, s->admin, "/v1/jobs", body, 202, id, &r);
     conform(&r, "Job");
-    snprintf(id, 64, "%s", json_string_value(json_object_get(r.json, "id")));
     char want[128];
     snprintf(want, sizeof want, "/v1/jobs/%s", id);
     ck_assert_str_eq(r.location, want);
@@ -127,26 +114,7 @@ static void submit(const pg_srv *s, const char *body, char id[64])
 /* Polls GET /v1/jobs/{id} until pred holds (or 90 s); returns the last body. */
 static json_t *poll_job(const pg_srv *s, const char *id, const char *status, long min_step)
 {
-    char path[128];
-    snprintf(path, sizeof path, "/v1/jobs/%s", id);
-    for (int i = 0; i < 1800; i++) {
-        pg_resp r;
-        req(s, "GET", path, NULL, &r);
-        ck_assert_msg(r.status == 200, "%s", r.body);
-        const char *st = json_string_value(json_object_get(r.json, "status"));
-        long step =
-            (long)json_integer_value(json_object_get(json_object_get(r.json, "progress"), "step"));
-        if ((status && !strcmp(st, status)) || (!status && step >= min_step)) {
-            json_t *o = json_incref(r.json);
-            pg_resp_free(&r);
-            return o;
-        }
-        ck_assert_msg(strcmp(st, "failed"), "job failed: %s", r.body);
-        pg_resp_free(&r);
-        pg_sleep_ms(50);
-    }
-    ck_abort_msg("job %s did not reach %s", id, status ? status : "the step");
-    return NULL;
+    return pg_test_job_wait(s, id, status, min_step, 50, 1800);
 }
 
 /* ---- lifecycle ---------------------------------------------------------- */
@@ -553,7 +521,7 @@ typedef struct sse_buf {
     size_t len;
 } sse_buf;
 
-static size_t sse_write(char *p, size_t sz, size_t n, void *ctx)
+static size_t sse_collect(char *p, size_t sz, size_t n, void *ctx)
 {
     sse_buf *b = ctx;
     size_t k = sz * n;
@@ -563,6 +531,15 @@ static size_t sse_write(char *p, size_t sz, size_t n, void *ctx)
     memcpy(b->p + b->len, p, k);
     b->len += k;
     b->p[b->len] = '\0';
+    return k;
+}
+
+/* Collects, and ends the transfer once the done event is complete. */
+static size_t sse_write(char *p, size_t sz, size_t n, void *ctx)
+{
+    sse_buf *b = ctx;
+    size_t k = sse_collect(p, sz, n, ctx);
+    if (!k) return 0;
     return strstr(b->p, "event: done\n") && strstr(strstr(b->p, "event: done\n"), "\n\n") ? 0 : k;
 }
 
@@ -618,19 +595,6 @@ typedef struct sse_client {
     sse_buf buf;
     CURLcode rc;
 } sse_client;
-
-static size_t sse_collect(char *p, size_t sz, size_t n, void *ctx)
-{
-    sse_buf *b = ctx;
-    size_t k = sz * n;
-    char *np = realloc(b->p, b->len + k + 1);
-    if (!np) return 0;
-    b->p = np;
-    memcpy(b->p + b->len, p, k);
-    b->len += k;
-    b->p[b->len] = '\0';
-    return k;
-}
 
 static void *sse_thread(void *arg)
 {
@@ -880,24 +844,7 @@ static void make_central(const pg_srv *s, double cap, int n, char id[64])
              "{\"name\":\"c\",\"shape\":[2],\"range\":[-1,1],\"privacy\":{\"model\":"
              "\"central\",\"budget\":{\"epsilon\":%.17g,\"delta\":%g}}}",
              cap, CDELTA);
-    pg_resp r;
-    req(s, "POST", "/v1/datasets", body, &r);
-    ck_assert_msg(r.status == 201, "%s", r.body);
-    snprintf(id, 64, "%s", json_string_value(json_object_get(r.json, "id")));
-    pg_resp_free(&r);
-    size_t bc = (size_t)n * 40 + 64, k = 0;
-    char *b = malloc(bc);
-    k += (size_t)snprintf(b + k, bc - k, "{\"rows\":[");
-    for (int i = 0; i < n; i++)
-        k += (size_t)snprintf(b + k, bc - k, "%s[%.4f,%.4f]", i ? "," : "", 0.8 * cos(0.05 * i),
-                              0.8 * sin(0.05 * i));
-    snprintf(b + k, bc - k, "]}");
-    char path[128];
-    snprintf(path, sizeof path, "/v1/datasets/%s/rows", id);
-    req(s, "POST", path, b, &r);
-    free(b);
-    ck_assert_msg(r.status == 200, "%s", r.body);
-    pg_resp_free(&r);
+    pg_test_dataset_rows(s, s->admin, body, n, 2, "%.4f", pg_test_circle_cell, NULL, id);
 }
 
 static void dps_body(char *buf, size_t cap, const char *ds, long steps, double sigma, long every)
@@ -1105,6 +1052,14 @@ START_TEST(central_ledger_through_dp_sinkhorn)
 }
 END_TEST
 
+/* Row i of a public set: column j on the circle of radius 0.7, 0.1 rad
+ * apart (cos in even columns, sin in odd ones). */
+static double public_cell(int i, int j, void *ctx)
+{
+    (void)ctx;
+    return 0.7 * (j % 2 ? sin(0.1 * i) : cos(0.1 * i));
+}
+
 /* A public 2-D dataset (or `shape` wide) with n rows on a circle. */
 static void make_public(const pg_srv *s, const char *tok, int width, int n, char id[64])
 {
@@ -1113,28 +1068,7 @@ static void make_public(const pg_srv *s, const char *tok, int width, int n, char
              "{\"name\":\"pub\",\"shape\":[%d],\"range\":[-1,1],\"privacy\":{\"model\":"
              "\"public\"}}",
              width);
-    pg_resp r;
-    pg_http(s, "POST", "/v1/datasets", tok, "application/json", body, strlen(body), NULL, &r);
-    ck_assert_msg(r.status == 201, "%s", r.body);
-    snprintf(id, 64, "%s", json_string_value(json_object_get(r.json, "id")));
-    pg_resp_free(&r);
-    size_t bc = (size_t)n * 16 * (size_t)width + 64, k = 0;
-    char *b = malloc(bc);
-    k += (size_t)snprintf(b + k, bc - k, "{\"rows\":[");
-    for (int i = 0; i < n; i++) {
-        k += (size_t)snprintf(b + k, bc - k, "%s[", i ? "," : "");
-        for (int j = 0; j < width; j++)
-            k += (size_t)snprintf(b + k, bc - k, "%s%.4f", j ? "," : "",
-                                  0.7 * (j % 2 ? sin(0.1 * i) : cos(0.1 * i)));
-        k += (size_t)snprintf(b + k, bc - k, "]");
-    }
-    snprintf(b + k, bc - k, "]}");
-    char path[128];
-    snprintf(path, sizeof path, "/v1/datasets/%s/rows", id);
-    pg_http(s, "POST", path, tok, "application/json", b, strlen(b), NULL, &r);
-    free(b);
-    ck_assert_msg(r.status == 200, "%s", r.body);
-    pg_resp_free(&r);
+    pg_test_dataset_rows(s, tok, body, n, width, "%.4f", public_cell, NULL, id);
 }
 
 static void latent_body(char *buf, size_t cap, const char *ds, const char *pub, const char *method,
@@ -1261,20 +1195,6 @@ START_TEST(public_dataset_for_latent_flows)
 }
 END_TEST
 
-/* The history survives restarts (it is stored at each checkpoint), so a run
- * resumed from its checkpoint continues it: strictly increasing steps, and
- * points from before the crash. A run restarted from its initialization
- * would repeat steps. Returns the first offending index, or -1. */
-static long hist_break(json_t *job)
-{
-    json_t *h = json_object_get(job, "history");
-    for (size_t i = 1; i < json_array_size(h); i++)
-        if (json_integer_value(json_object_get(json_array_get(h, i), "step")) <=
-            json_integer_value(json_object_get(json_array_get(h, i - 1), "step")))
-            return (long)i;
-    return -1;
-}
-
 static long first_hist(json_t *job)
 {
     return (long)json_integer_value(
@@ -1367,8 +1287,8 @@ START_TEST(central_kill9_resumes_with_one_charge)
         said |= strstr(json_string_value(json_array_get(json_object_get(j, "warnings"), i)),
                        "ended at step 2500 of 3000 planned") != NULL;
     ck_assert_msg(said == (step == 2500), "shortfall warning %d at step %ld", said, step);
-    ck_assert_msg(hist_break(j) < 0, "not resumed mid-run: history steps repeat at %ld",
-                  hist_break(j));
+    ck_assert_msg(pg_test_hist_break(j) < 0, "not resumed mid-run: history steps repeat at %ld",
+                  pg_test_hist_break(j));
     ck_assert_msg(first_hist(j) < 1000, "the history before the restart is lost: starts at %ld",
                   first_hist(j));
     json_decref(j);
@@ -1387,8 +1307,8 @@ START_TEST(central_kill9_resumes_with_one_charge)
         (int)json_integer_value(json_object_get(json_object_get(j, "progress"), "step")), 3000);
     ck_assert_int_eq(
         (int)json_integer_value(json_object_get(json_object_get(j, "progress"), "steps_short")), 0);
-    ck_assert_msg(hist_break(j) < 0, "not resumed mid-run: history steps repeat at %ld",
-                  hist_break(j));
+    ck_assert_msg(pg_test_hist_break(j) < 0, "not resumed mid-run: history steps repeat at %ld",
+                  pg_test_hist_break(j));
     ck_assert_msg(first_hist(j) < 1000, "the history before the restart is lost: starts at %ld",
                   first_hist(j));
     json_decref(j);

@@ -9,6 +9,7 @@
  * (max-age); a revoked or invalid token and a deleted job are refused
  * whatever the cache holds. */
 #include "integration/isuite.h"
+#include "support/pg_http_test.h"
 #include "support/pg_test.h"
 
 static pg_srv srv;
@@ -113,11 +114,9 @@ static void submit(const char *ds, int steps, int every, char *out, size_t cap)
              "\"train\":{\"steps\":%d,\"batch_size\":16},\"ot\":{\"max_iter\":3},"
              "\"checkpoint_every\":%d,\"seed\":4}",
              ds, steps, every);
-    pg_resp r;
-    req("POST", "/v1/jobs", body, &r);
-    ck_assert_msg(r.status == 202, "%s", r.body);
-    snprintf(out, cap, "%s", json_string_value(json_object_get(r.json, "id")));
-    pg_resp_free(&r);
+    char id[64];
+    pg_test_post_id(&srv, srv.admin, "/v1/jobs", body, 202, id, NULL);
+    snprintf(out, cap, "%s", id);
 }
 
 static const char *status_of(const char *id, long *step)

@@ -12,6 +12,7 @@
 #include "engine/data/idx.h"
 #include "integration/isuite.h"
 #include "service/block.h"
+#include "support/pg_http_test.h"
 #include "support/pg_test.h"
 
 static pg_srv srv;
@@ -48,10 +49,8 @@ static void post_json(const pg_srv *s, const char *path, const char *tok, const 
 static void create_ds(const pg_srv *s, const char *tok, const char *body, char id[64])
 {
     pg_resp r;
-    post_json(s, "/v1/datasets", tok, body, &r);
-    ck_assert_msg(r.status == 201, "create: %ld %s", r.status, r.body);
+    pg_test_post_id(s, tok, "/v1/datasets", body, 201, id, &r);
     conform(&r, "Dataset");
-    snprintf(id, 64, "%s", json_string_value(json_object_get(r.json, "id")));
     char loc[128];
     snprintf(loc, sizeof loc, "/v1/datasets/%s", id);
     ck_assert_str_eq(r.location, loc);
