@@ -14,6 +14,7 @@
 #include "engine/methods/snapshot.h"
 #include "engine/methods/spec.h"
 #include "support/pg_method_test.h"
+#include "support/pg_table_test.h"
 #include "support/pg_test.h"
 
 static const char *SCHEMA =
@@ -62,17 +63,7 @@ static void rows(const pg_table *t, pg_dataset *ds)
 
 static pg_data_desc desc_of(const pg_table *t)
 {
-    return (pg_data_desc){.n = ROWS,
-                          .d = t->width,
-                          .ndim = 1,
-                          .shape = {t->width},
-                          .lo = (float)t->lo,
-                          .hi = (float)t->hi,
-                          .num_classes = t->label != PG_TABLE_NONE ? 2 : 0,
-                          .model = PG_PRIVACY_CENTRAL,
-                          .cap_epsilon = 1e4,
-                          .cap_delta = 1e-5,
-                          .table = t};
+    return pg_test_table_desc(t, ROWS, t->label != PG_TABLE_NONE ? 2 : 0, 1e4, 1e-5);
 }
 
 static const char *const METHODS[] = {"dp_sinkhorn", "swd_gen", "swd_flow", "swd_flow_r"};

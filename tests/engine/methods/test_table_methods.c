@@ -19,6 +19,7 @@
 #include "engine/methods/swd_spec.h"
 #include "engine/privacy/privacy.h"
 #include "support/pg_method_test.h"
+#include "support/pg_table_test.h"
 #include "support/pg_test.h"
 
 /* Every kind of block: width 1 + 2 + 3 + 3 + 1 + 2 = 12, label y. */
@@ -35,13 +36,7 @@ static const char *MIXED =
 
 static pg_table *table_of(const char *text)
 {
-    json_t *j = json_loads(text, 0, NULL);
-    ck_assert_ptr_nonnull(j);
-    pg_table *t = NULL;
-    pg_error err = {0};
-    ck_assert_msg(pg_table_from_json(j, &t, &err) == PG_OK, "%s", err.msg);
-    json_decref(j);
-    return t;
+    return pg_test_table(text);
 }
 
 START_TEST(heads_cover_every_unit_once)
