@@ -1,5 +1,6 @@
 /* tests/support/pg_method_test.h - fixtures shared by the method tests:
- * validating a spec written as JSON text and looking for a field error.
+ * validating a spec written as JSON text and looking for a field error, the
+ * checkpoint round trip, and 2-D toy rows adopted with their description.
  * Check assertions fail the calling test on malformed test input.
  */
 #ifndef PG_METHOD_TEST_H
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/data/dataset.h"
 #include "engine/methods/method.h"
 
 /* Validates `text` for method m against `in`: the resolved spec (caller
@@ -65,6 +67,49 @@ static inline void pg_test_checkpoint_round_trip(const pg_method *m, const json_
     pg_snapshot_release(s1);
     pg_snapshot_release(s2);
     m->destroy(t);
+}
+
+/* Adopts n central 2-D rows x declared on [-10, 10], with labels lab of
+ * num_classes classes (NULL and 0: unlabelled); ds owns x and lab
+ * afterwards. *desc describes them under a cap of (cap_epsilon, 1e-5). */
+static inline void pg_test_central_2d(float *x, int32_t *lab, size_t n, int num_classes,
+                                      double cap_epsilon, pg_dataset *ds, pg_data_desc *desc)
+{
+    size_t shape[1] = {2};
+    ck_assert_int_eq(pg_dataset_adopt(ds, x, lab, n, shape, 1, num_classes, -10.0f, 10.0f, NULL),
+                     PG_OK);
+    *desc = (pg_data_desc){.n = n,
+                           .d = 2,
+                           .ndim = 1,
+                           .shape = {2},
+                           .lo = -10.0f,
+                           .hi = 10.0f,
+                           .num_classes = num_classes,
+                           .model = PG_PRIVACY_CENTRAL,
+                           .cap_epsilon = cap_epsilon,
+                           .cap_delta = 1e-5};
+}
+
+/* Adopts n unlabelled 2-D rows x declared on [lo, hi] as local data
+ * privatized with Laplace noise of scale 0.4 per coordinate: epsilon 5 at
+ * l1 sensitivity 2, as in paper 000 section IV-A; ds owns x afterwards.
+ * *desc describes them. */
+static inline void pg_test_local_laplace_2d(float *x, size_t n, float lo, float hi, pg_dataset *ds,
+                                            pg_data_desc *desc)
+{
+    size_t shape[1] = {2};
+    ck_assert_int_eq(pg_dataset_adopt(ds, x, NULL, n, shape, 1, 0, lo, hi, NULL), PG_OK);
+    *desc = (pg_data_desc){.n = n,
+                           .d = 2,
+                           .ndim = 1,
+                           .shape = {2},
+                           .lo = lo,
+                           .hi = hi,
+                           .model = PG_PRIVACY_LOCAL,
+                           .mechanism = PG_LOCAL_LAPLACE,
+                           .epsilon = 5,
+                           .sensitivity = 2.0,
+                           .noise_scale = 0.4};
 }
 
 #endif

@@ -39,18 +39,7 @@ static void make_central(size_t n, pg_dataset *ds, pg_data_desc *desc)
 {
     float *x = pg_alloc_f32(n * 2);
     mixture(n, 77, x);
-    size_t shape[1] = {2};
-    ck_assert_int_eq(pg_dataset_adopt(ds, x, NULL, n, shape, 1, 0, -10.0f, 10.0f, NULL), PG_OK);
-    pg_data_desc d = {.n = n,
-                      .d = 2,
-                      .ndim = 1,
-                      .shape = {2},
-                      .lo = -10.0f,
-                      .hi = 10.0f,
-                      .model = PG_PRIVACY_CENTRAL,
-                      .cap_epsilon = 10,
-                      .cap_delta = 1e-5};
-    *desc = d;
+    pg_test_central_2d(x, NULL, n, 0, 10, ds, desc);
 }
 
 /* SW2 of x (n x 2) to y (m x 2) along 500 random directions. */
