@@ -3,7 +3,8 @@
  * pg_srv_start launches the binary with --listen 127.0.0.1:0 and a port file
  * in its data dir, and waits for the port; stderr goes to <dir>/privgend.log.
  * pg_http sends one request on a fresh connection and returns status, body
- * (parsed as JSON when it is JSON), Location and Content-Type.
+ * (parsed as JSON when it is JSON), Location, Content-Type, ETag,
+ * Cache-Control and Vary.
  *
  * Storage backend: by default privgend keeps its SQLite database in the data
  * dir. When PRIVGEN_TEST_DB_URL is set, every server gets `--db URL` with
@@ -284,6 +285,8 @@ typedef struct pg_resp {
     char location[256];
     char ctype[128];
     char etag[128]; /* ETag, empty when none */
+    char cc[128];   /* Cache-Control, empty when none */
+    char vary[64];  /* Vary, empty when none */
     json_t *json;   /* parsed body when it is JSON (incl. problem+json) */
 } pg_resp;
 
@@ -314,6 +317,9 @@ static size_t pg_itest_header(char *p, size_t sz, size_t n, void *ctx)
     if (!strncasecmp(line, "Content-Type: ", 14))
         snprintf(r->ctype, sizeof r->ctype, "%.120s", line + 14);
     if (!strncasecmp(line, "ETag: ", 6)) snprintf(r->etag, sizeof r->etag, "%.120s", line + 6);
+    if (!strncasecmp(line, "Cache-Control: ", 15))
+        snprintf(r->cc, sizeof r->cc, "%.120s", line + 15);
+    if (!strncasecmp(line, "Vary: ", 6)) snprintf(r->vary, sizeof r->vary, "%.60s", line + 6);
     return k;
 }
 

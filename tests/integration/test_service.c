@@ -191,55 +191,47 @@ END_TEST
 
 START_TEST(dataset_declarations)
 {
+    /* {declaration, status, field named first}: each refused */
+    static const struct {
+        const char *body;
+        long status;
+        const char *field;
+    } bad[] = {
+        {"{\"name\":", 400, NULL},
+        {"{\"name\":\"p\",\"shape\":[2],\"range\":[0,1],\"privacy\":{\"model\":\"public\"},"
+         "\"colour\":1}",
+         422, "colour"},
+        {"{\"name\":\"p\",\"shape\":[2],\"range\":[0,1],\"privacy\":{\"model\":\"public\","
+         "\"epsilon\":1}}",
+         422, "privacy.epsilon"},
+        {"{\"name\":\"p\",\"shape\":[0],\"range\":[0,1],\"privacy\":{\"model\":\"public\"}}", 422,
+         "shape"},
+        {"{\"name\":\"p\",\"shape\":[2],\"range\":[1,0],\"privacy\":{\"model\":\"public\"}}", 422,
+         "range"},
+        {"{\"name\":\"p\",\"shape\":[2],\"range\":[0,1],\"num_classes\":0,"
+         "\"privacy\":{\"model\":\"public\"}}",
+         422, "num_classes"},
+        {"{\"name\":\"p\",\"shape\":[2],\"range\":[0,1],\"privacy\":{\"model\":\"central\"}}", 422,
+         "privacy.budget"},
+        /* Laplace: b must be >= sensitivity / epsilon = 2 / 0.5 = 4 */
+        {"{\"name\":\"l\",\"shape\":[2],\"range\":[0,1],\"privacy\":{\"model\":\"local\","
+         "\"mechanism\":\"laplace\",\"epsilon\":0.5,\"sensitivity\":2,\"noise_scale\":3.9}}",
+         422, "privacy.noise_scale"},
+        {"{\"name\":\"l\",\"shape\":[2],\"range\":[0,1],\"privacy\":{\"model\":\"local\","
+         "\"mechanism\":\"laplace\",\"epsilon\":0.5,\"delta\":1e-5,\"sensitivity\":2,"
+         "\"noise_scale\":4}}",
+         422, "privacy.delta"},
+        /* Gaussian: analytic sigma for eps 1, delta 1e-5, sensitivity 1 is ~3.7306 */
+        {"{\"name\":\"g\",\"shape\":[2],\"range\":[0,1],\"privacy\":{\"model\":\"local\","
+         "\"mechanism\":\"gaussian\",\"epsilon\":1,\"delta\":1e-5,\"sensitivity\":1,"
+         "\"noise_scale\":3.73}}",
+         422, "privacy.noise_scale"},
+    };
     pg_resp r;
-    post_json(&srv, "/v1/datasets", srv.admin, "{\"name\":", &r);
-    expect_problem(&r, 400, NULL);
-    post_json(&srv, "/v1/datasets", srv.admin,
-              "{\"name\":\"p\",\"shape\":[2],\"range\":[0,1],\"privacy\":{\"model\":\"public\"},"
-              "\"colour\":1}",
-              &r);
-    expect_problem(&r, 422, "colour");
-    post_json(&srv, "/v1/datasets", srv.admin,
-              "{\"name\":\"p\",\"shape\":[2],\"range\":[0,1],\"privacy\":{\"model\":\"public\","
-              "\"epsilon\":1}}",
-              &r);
-    expect_problem(&r, 422, "privacy.epsilon");
-    post_json(&srv, "/v1/datasets", srv.admin,
-              "{\"name\":\"p\",\"shape\":[0],\"range\":[0,1],\"privacy\":{\"model\":\"public\"}}",
-              &r);
-    expect_problem(&r, 422, "shape");
-    post_json(&srv, "/v1/datasets", srv.admin,
-              "{\"name\":\"p\",\"shape\":[2],\"range\":[1,0],\"privacy\":{\"model\":\"public\"}}",
-              &r);
-    expect_problem(&r, 422, "range");
-    post_json(&srv, "/v1/datasets", srv.admin,
-              "{\"name\":\"p\",\"shape\":[2],\"range\":[0,1],\"num_classes\":0,"
-              "\"privacy\":{\"model\":\"public\"}}",
-              &r);
-    expect_problem(&r, 422, "num_classes");
-    post_json(&srv, "/v1/datasets", srv.admin,
-              "{\"name\":\"p\",\"shape\":[2],\"range\":[0,1],\"privacy\":{\"model\":\"central\"}}",
-              &r);
-    expect_problem(&r, 422, "privacy.budget");
-    /* Laplace: b must be >= sensitivity / epsilon = 2 / 0.5 = 4 */
-    post_json(&srv, "/v1/datasets", srv.admin,
-              "{\"name\":\"l\",\"shape\":[2],\"range\":[0,1],\"privacy\":{\"model\":\"local\","
-              "\"mechanism\":\"laplace\",\"epsilon\":0.5,\"sensitivity\":2,\"noise_scale\":3.9}}",
-              &r);
-    expect_problem(&r, 422, "privacy.noise_scale");
-    post_json(&srv, "/v1/datasets", srv.admin,
-              "{\"name\":\"l\",\"shape\":[2],\"range\":[0,1],\"privacy\":{\"model\":\"local\","
-              "\"mechanism\":\"laplace\",\"epsilon\":0.5,\"delta\":1e-5,\"sensitivity\":2,"
-              "\"noise_scale\":4}}",
-              &r);
-    expect_problem(&r, 422, "privacy.delta");
-    /* Gaussian: analytic sigma for eps 1, delta 1e-5, sensitivity 1 is ~3.7306 */
-    post_json(&srv, "/v1/datasets", srv.admin,
-              "{\"name\":\"g\",\"shape\":[2],\"range\":[0,1],\"privacy\":{\"model\":\"local\","
-              "\"mechanism\":\"gaussian\",\"epsilon\":1,\"delta\":1e-5,\"sensitivity\":1,"
-              "\"noise_scale\":3.73}}",
-              &r);
-    expect_problem(&r, 422, "privacy.noise_scale");
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        post_json(&srv, "/v1/datasets", srv.admin, bad[i].body, &r);
+        expect_problem(&r, bad[i].status, bad[i].field);
+    }
     char id[64];
     create_ds(&srv, srv.admin,
               "{\"name\":\"g\",\"shape\":[2],\"range\":[0,1],\"privacy\":{\"model\":\"local\","
