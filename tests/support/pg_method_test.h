@@ -1,6 +1,7 @@
 /* tests/support/pg_method_test.h - fixtures shared by the method tests:
  * validating a spec written as JSON text and looking for a field error, the
- * checkpoint round trip, and 2-D toy rows adopted with their description.
+ * checkpoint round trip, a trainer run to its end, and 2-D toy rows
+ * adopted with their description.
  * Check assertions fail the calling test on malformed test input.
  */
 #ifndef PG_METHOD_TEST_H
@@ -67,6 +68,22 @@ static inline void pg_test_checkpoint_round_trip(const pg_method *m, const json_
     pg_snapshot_release(s1);
     pg_snapshot_release(s2);
     m->destroy(t);
+}
+
+/* Creates a trainer of m for the resolved spec r on in (one thread) and
+ * steps it to its end; the last step's report into *last (may be NULL).
+ * Fails the test with the method's message on any error. Caller destroys
+ * the trainer (m->destroy). */
+static inline pg_trainer *pg_test_train(const pg_method *m, const json_t *r, const pg_job_data *in,
+                                        pg_step_report *last)
+{
+    pg_trainer *t = NULL;
+    pg_error err = {0};
+    ck_assert_msg(m->create(r, in, 1, &t, &err) == PG_OK, "%s", err.msg);
+    pg_step_report rep = {0};
+    while (!rep.done) ck_assert_msg(m->step(t, &rep, &err) == PG_OK, "%s", err.msg);
+    if (last) *last = rep;
+    return t;
 }
 
 /* Adopts n central 2-D rows x declared on [-10, 10], with labels lab of

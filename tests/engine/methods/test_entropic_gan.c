@@ -43,12 +43,7 @@ static double train_and_score(const char *spec_text, const pg_dataset *ds, const
     pg_spec_errors e;
     json_t *r = resolve(m, spec_text, desc, &e);
     ck_assert_msg(r != NULL, "%s: %s", e.items[0].field, e.items[0].message);
-    pg_trainer *t;
-    pg_error err = {0};
-    ck_assert_msg(m->create(r, &(pg_job_data){.desc = desc, .rows = ds}, 1, &t, &err) == PG_OK,
-                  "%s", err.msg);
-    pg_step_report rep = {0};
-    while (!rep.done) ck_assert_msg(m->step(t, &rep, &err) == PG_OK, "%s", err.msg);
+    pg_trainer *t = pg_test_train(m, r, &(pg_job_data){.desc = desc, .rows = ds}, NULL);
     pg_snapshot *snap;
     ck_assert_int_eq(m->snapshot(t, &snap, NULL), PG_OK);
     float *pts = pg_alloc_f32(2000 * 2);

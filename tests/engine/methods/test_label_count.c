@@ -158,11 +158,7 @@ START_TEST(sampled_classes_follow_the_released_counts)
     pg_spec_errors e;
     json_t *r = pg_test_resolve(m, text, &in, &e);
     ck_assert_ptr_nonnull(r);
-    pg_trainer *tr;
-    pg_error err = {0};
-    ck_assert_msg(m->create(r, &in, 1, &tr, &err) == PG_OK, "%s", err.msg);
-    pg_step_report rep = {0};
-    while (!rep.done) ck_assert_msg(m->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
+    pg_trainer *tr = pg_test_train(m, r, &in, NULL);
     pg_snapshot *s;
     ck_assert_int_eq(m->snapshot(tr, &s, NULL), PG_OK);
     const double *w = pg_snapshot_class_weights(s);

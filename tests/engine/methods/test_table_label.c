@@ -163,10 +163,7 @@ START_TEST(entropic_gan_models_the_label_channel)
     pg_error err = {0};
     ck_assert_int_eq(m->plan(r, &in, &pp, &err), PG_OK);
     ck_assert(!pp.charges); /* post-processing of the local reports */
-    pg_trainer *tr;
-    ck_assert_msg(m->create(r, &in, 1, &tr, &err) == PG_OK, "%s", err.msg);
-    pg_step_report rep = {0};
-    while (!rep.done) ck_assert_msg(m->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
+    pg_trainer *tr = pg_test_train(m, r, &in, NULL);
     pg_snapshot *s;
     ck_assert_int_eq(m->snapshot(tr, &s, NULL), PG_OK);
     const double *w = pg_snapshot_class_weights(s);
@@ -228,11 +225,8 @@ START_TEST(entropic_gan_label_at_a_large_epsilon)
                         "{\"hidden\": [8]}}",
                         &in, &e);
     ck_assert_ptr_nonnull(r);
-    pg_trainer *tr;
-    pg_error err = {0};
-    ck_assert_msg(m->create(r, &in, 1, &tr, &err) == PG_OK, "%s", err.msg);
-    pg_step_report rep = {0};
-    while (!rep.done) ck_assert_msg(m->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
+    pg_step_report rep;
+    pg_trainer *tr = pg_test_train(m, r, &in, &rep);
     ck_assert(isfinite(rep.loss));
     m->destroy(tr);
     json_decref(r);

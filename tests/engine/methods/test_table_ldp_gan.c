@@ -110,11 +110,7 @@ static void train(fixture *f, const char *spec, double *freq)
     json_t *r = pg_test_resolve(m, spec, &in, &e);
     ck_assert_msg(r != NULL, "%s: %s", e.items[0].field, e.items[0].message);
     ck_assert(fabs(pg_spec_num(r, "ot.reg", 0) - 1.0) < 1e-12);
-    pg_trainer *t;
-    pg_error err = {0};
-    ck_assert_msg(m->create(r, &in, 1, &t, &err) == PG_OK, "%s", err.msg);
-    pg_step_report rep = {0};
-    while (!rep.done) ck_assert_msg(m->step(t, &rep, &err) == PG_OK, "%s", err.msg);
+    pg_trainer *t = pg_test_train(m, r, &in, NULL);
     pg_snapshot *s;
     ck_assert_int_eq(m->snapshot(t, &s, NULL), PG_OK);
     float *y = pg_alloc_f32((size_t)SAMPLES * 3);

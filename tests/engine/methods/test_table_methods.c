@@ -358,11 +358,7 @@ START_TEST(every_method_trains_on_a_mixed_table)
     /* defaults.h, typed tables: no logit gain unless asked for */
     if (strncmp(METHODS[_i], "swd_flow", 8) != 0)
         ck_assert(pg_spec_num(r, "model.logit_gain", -1) == 1.0);
-    pg_trainer *tr;
-    pg_error err = {0};
-    ck_assert_msg(m->create(r, &in, 1, &tr, &err) == PG_OK, "%s", err.msg);
-    pg_step_report rep = {0};
-    while (!rep.done) ck_assert_msg(m->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
+    pg_trainer *tr = pg_test_train(m, r, &in, NULL);
     pg_snapshot *s;
     ck_assert_int_eq(m->snapshot(tr, &s, NULL), PG_OK);
     enum { S = 300 };
