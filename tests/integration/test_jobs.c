@@ -80,6 +80,16 @@ static double lcg_cell(int i, int j, void *ctx)
     return j ? u - 0.5 : 2.0 * u - 1.0;
 }
 
+/* POSTs body to path and checks the problem that answers: status, and the
+ * field its first error names (NULL: not checked). */
+static void refused(const pg_srv *s, const char *path, const char *body, long status,
+                    const char *field)
+{
+    pg_resp r;
+    req(s, "POST", path, body, &r);
+    expect_problem(&r, status, field);
+}
+
 /* A local Gaussian-LDP 2-D dataset of n noisy points; returns its id. */
 static void make_local(const pg_srv *s, int n, char id[64])
 {
@@ -433,24 +443,20 @@ START_TEST(invalid_specs)
     make_local(&srv, 100, ds);
     pg_resp r;
     snprintf(body, sizeof body, "{\"dataset_id\":\"%s\",\"method\":\"nope\"}", ds);
-    req(&srv, "POST", "/v1/jobs", body, &r);
-    expect_problem(&r, 422, "method");
-    req(&srv, "POST", "/v1/jobs", "{\"dataset_id\":\"ds_0000000000000000\",\"method\":\"x\"}", &r);
-    expect_problem(&r, 422, "dataset_id");
+    refused(&srv, "/v1/jobs", body, 422, "method");
+    refused(&srv, "/v1/jobs", "{\"dataset_id\":\"ds_0000000000000000\",\"method\":\"x\"}", 422,
+            "dataset_id");
     snprintf(body, sizeof body,
              "{\"dataset_id\":\"%s\",\"method\":\"entropic_gan\",\"privacy\":{\"epsilon\":1}}", ds);
-    req(&srv, "POST", "/v1/jobs", body, &r);
-    expect_problem(&r, 422, "privacy");
+    refused(&srv, "/v1/jobs", body, 422, "privacy");
     snprintf(body, sizeof body,
              "{\"dataset_id\":\"%s\",\"method\":\"entropic_gan\",\"train\":{\"steps\":0}}", ds);
-    req(&srv, "POST", "/v1/jobs", body, &r);
-    expect_problem(&r, 422, "train.steps");
+    refused(&srv, "/v1/jobs", body, 422, "train.steps");
     snprintf(body, sizeof body,
              "{\"dataset_id\":\"%s\",\"method\":\"entropic_gan\",\"train\":{\"batch_size\":32},"
              "\"model\":{\"hidden\":[2048,2048]}}",
              ds);
-    req(&srv, "POST", "/v1/jobs", body, &r); /* above --max-job-memory 64M */
-    expect_problem(&r, 422, "model");
+    refused(&srv, "/v1/jobs", body, 422, "model"); /* above --max-job-memory 64M */
     /* central data: no trainer without DP may run; the budget stays untouched */
     req(&srv, "POST", "/v1/datasets",
         "{\"name\":\"c\",\"shape\":[2],\"range\":[-1,1],\"privacy\":{\"model\":\"central\","
@@ -461,8 +467,7 @@ START_TEST(invalid_specs)
     snprintf(cds, sizeof cds, "%s", json_string_value(json_object_get(r.json, "id")));
     pg_resp_free(&r);
     snprintf(body, sizeof body, "{\"dataset_id\":\"%s\",\"method\":\"entropic_gan\"}", cds);
-    req(&srv, "POST", "/v1/jobs", body, &r);
-    expect_problem(&r, 422, "method");
+    refused(&srv, "/v1/jobs", body, 422, "method");
     snprintf(path, sizeof path, "/v1/datasets/%s/budget", cds);
     req(&srv, "GET", path, NULL, &r);
     ck_assert_int_eq(r.status, 200);
@@ -509,8 +514,7 @@ START_TEST(invalid_specs)
              "{\"dataset_id\":\"%s\",\"method\":\"dp_sinkhorn\",\"privacy\":{\"epsilon\":1}}",
              json_string_value(json_object_get(r.json, "id")));
     pg_resp_free(&r);
-    req(&srv, "POST", "/v1/jobs", body, &r);
-    expect_problem(&r, 422, "dataset_id");
+    refused(&srv, "/v1/jobs", body, 422, "dataset_id");
 }
 END_TEST
 
@@ -704,8 +708,7 @@ START_TEST(cancel_queued_and_running_and_queue_limit)
     submit(&srv, body, c);
     submit(&srv, body, d);
     pg_resp r;
-    req(&srv, "POST", "/v1/jobs", body, &r); /* --max-queued 3 */
-    expect_problem(&r, 503, NULL);
+    refused(&srv, "/v1/jobs", body, 503, NULL); /* --max-queued 3 */
     ck_assert_int_ge(retry_after(&srv, body), 1);
     snprintf(path, sizeof path, "/v1/jobs/%s/cancel", b);
     req(&srv, "POST", path, NULL, &r);
@@ -916,8 +919,7 @@ START_TEST(central_ledger_through_dp_sinkhorn)
              "\"delta\":1e-5,\"bound\":\"clt\"},\"projections\":{\"kind\":\"random\"}}",
              ds);
     pg_resp r;
-    req(&s, "POST", "/v1/jobs?dry_run=true", body, &r);
-    expect_problem(&r, 422, "privacy");
+    refused(&s, "/v1/jobs?dry_run=true", body, 422, "privacy");
 
     /* dry run: a charging plan and a quote, nothing reserved */
     dps_body(body, sizeof body, ds, 100000, 100.0, 100000);
@@ -1107,26 +1109,22 @@ START_TEST(public_dataset_for_latent_flows)
     const char *bad[] = {wide, loc, foreign, ds};
     for (int i = 0; i < 4; i++) {
         latent_body(body, sizeof body, ds, bad[i], "swd_flow_r", 10);
-        req(&s, "POST", "/v1/jobs?dry_run=true", body, &r);
-        expect_problem(&r, 422, "public_dataset_id");
+        refused(&s, "/v1/jobs?dry_run=true", body, 422, "public_dataset_id");
     }
     snprintf(body, sizeof body,
              "{\"dataset_id\":\"%s\",\"public_dataset_id\":7,\"method\":\"swd_flow_r\"}", ds);
-    req(&s, "POST", "/v1/jobs", body, &r);
-    expect_problem(&r, 422, "public_dataset_id");
+    refused(&s, "/v1/jobs", body, 422, "public_dataset_id");
     snprintf(body, sizeof body,
              "{\"dataset_id\":\"%s\",\"public_dataset_id\":\"%s\",\"method\":\"dp_sinkhorn\","
              "\"privacy\":{\"noise_multiplier\":5}}",
              ds, pub);
-    req(&s, "POST", "/v1/jobs", body, &r);
-    expect_problem(&r, 422, "public_dataset_id");
+    refused(&s, "/v1/jobs", body, 422, "public_dataset_id");
     /* latent fields without public data */
     snprintf(body, sizeof body,
              "{\"dataset_id\":\"%s\",\"method\":\"swd_flow_r\",\"privacy\":{\"noise_multiplier\":"
              "5},\"latent\":{\"dim\":2}}",
              ds);
-    req(&s, "POST", "/v1/jobs", body, &r);
-    expect_problem(&r, 422, "latent");
+    refused(&s, "/v1/jobs", body, 422, "latent");
 
     /* accepted: a long job (one release: swd_flow), still running below */
     latent_body(body, sizeof body, ds, pub, "swd_flow", 1000000);
@@ -1346,8 +1344,7 @@ START_TEST(tiny_noise_multipliers_are_422_for_every_method)
              "{\"dataset_id\":\"%s\",\"method\":\"dp_sinkhorn\",\"privacy\":{\"noise_"
              "multiplier\":2},\"calibration\":{\"class_means\":true,\"noise_multiplier\":1e-300}}",
              ds);
-    req(&srv, "POST", "/v1/jobs", body, &r);
-    expect_problem(&r, 422, "calibration.noise_multiplier");
+    refused(&srv, "/v1/jobs", body, 422, "calibration.noise_multiplier");
     json_t *bj = budget(&srv, ds);
     ck_assert_int_eq((int)json_array_size(json_object_get(bj, "entries")), 0);
     json_decref(bj);
