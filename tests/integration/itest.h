@@ -374,4 +374,19 @@ static inline void pg_resp_free(pg_resp *r)
     memset(r, 0, sizeof *r);
 }
 
+/* PG_ITEST_MAIN(make_suite) defines main() for a suite that starts its own
+ * servers: it runs the Check suite built by make_suite() between libcurl's
+ * global set-up and clean-up, and exits nonzero on any failure. */
+#define PG_ITEST_MAIN(make_suite)                                                                  \
+    int main(void)                                                                                 \
+    {                                                                                              \
+        curl_global_init(CURL_GLOBAL_DEFAULT);                                                     \
+        SRunner *sr = srunner_create(make_suite());                                                \
+        srunner_run_all(sr, CK_NORMAL);                                                            \
+        int failed = srunner_ntests_failed(sr);                                                    \
+        srunner_free(sr);                                                                          \
+        curl_global_cleanup();                                                                     \
+        return failed ? 1 : 0;                                                                     \
+    }
+
 #endif

@@ -531,9 +531,8 @@ START_TEST(second_server_on_a_used_port_refuses_to_start)
 }
 END_TEST
 
-int main(void)
+static Suite *suite(void)
 {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
     Suite *su = suite_create("integration_slow");
     TCase *tc = tcase_create("slow");
     tcase_set_timeout(tc, 180);
@@ -544,10 +543,7 @@ int main(void)
     tcase_add_test(tc, health_check_gets_in_past_stuck_headers);
     tcase_add_test(tc, second_server_on_a_used_port_refuses_to_start);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    curl_global_cleanup();
-    return failed ? 1 : 0;
+    return su;
 }
+
+PG_ITEST_MAIN(suite)

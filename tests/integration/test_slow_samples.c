@@ -77,18 +77,14 @@ START_TEST(long_draws_stream_to_the_end)
 }
 END_TEST
 
-int main(void)
+static Suite *suite(void)
 {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
     Suite *su = suite_create("integration_slow_samples");
     TCase *tc = tcase_create("slow_samples");
     tcase_set_timeout(tc, 280);
     tcase_add_test(tc, long_draws_stream_to_the_end);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    curl_global_cleanup();
-    return failed ? 1 : 0;
+    return su;
 }
+
+PG_ITEST_MAIN(suite)

@@ -392,19 +392,15 @@ START_TEST(killed_connection_mid_upload)
 }
 END_TEST
 
-int main(void)
+static Suite *suite(void)
 {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
     Suite *su = suite_create("pg_faults");
     TCase *tc = tcase_create("faults");
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, server_down_then_back);
     tcase_add_test(tc, killed_connection_mid_upload);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    curl_global_cleanup();
-    return failed ? 1 : 0;
+    return su;
 }
+
+PG_ITEST_MAIN(suite)
