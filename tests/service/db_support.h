@@ -74,4 +74,17 @@ static inline void pg_test_dataset(pg_db *db, const char *tenant, const char *id
     ck_assert(ds.seq > 0);
 }
 
+/* A job row to admit: a fresh id (prefix and 16 hex digits) of tenant on
+ * dataset ds, method "m", spec "{}"; the rest zero. */
+static inline void pg_test_job_row(pg_job_row *row, const char *tenant, const char *ds,
+                                   const char *prefix)
+{
+    memset(row, 0, sizeof *row);
+    pg_test_uid(row->id, sizeof row->id, prefix);
+    snprintf(row->tenant, sizeof row->tenant, "%s", tenant);
+    snprintf(row->dataset_id, sizeof row->dataset_id, "%s", ds);
+    snprintf(row->method, sizeof row->method, "m");
+    row->spec = "{}";
+}
+
 #endif
