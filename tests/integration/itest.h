@@ -323,10 +323,11 @@ static size_t pg_itest_header(char *p, size_t sz, size_t n, void *ctx)
     return k;
 }
 
-/* headers: NULL-terminated "Name: value" strings, may be NULL. */
-static inline void pg_http(const pg_srv *s, const char *method, const char *path, const char *token,
-                           const char *ctype, const void *body, size_t len,
-                           const char *const *headers, pg_resp *out)
+/* pg_http with a client limit of timeout_s seconds for the whole exchange. */
+static inline void pg_http_within(const pg_srv *s, const char *method, const char *path,
+                                  const char *token, const char *ctype, const void *body,
+                                  size_t len, const char *const *headers, long timeout_s,
+                                  pg_resp *out)
 {
     memset(out, 0, sizeof *out);
     CURL *c = curl_easy_init();
@@ -350,7 +351,7 @@ static inline void pg_http(const pg_srv *s, const char *method, const char *path
     curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, pg_itest_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, out);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, timeout_s);
     curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L);
     if (body) {
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
@@ -365,6 +366,15 @@ static inline void pg_http(const pg_srv *s, const char *method, const char *path
     curl_easy_cleanup(c);
     if (out->body && strstr(out->ctype, "json"))
         out->json = json_loadb(out->body, out->len, 0, NULL);
+}
+
+/* headers: NULL-terminated "Name: value" strings, may be NULL. The client
+ * gives up after 60 s. */
+static inline void pg_http(const pg_srv *s, const char *method, const char *path, const char *token,
+                           const char *ctype, const void *body, size_t len,
+                           const char *const *headers, pg_resp *out)
+{
+    pg_http_within(s, method, path, token, ctype, body, len, headers, 60, out);
 }
 
 static inline void pg_resp_free(pg_resp *r)

@@ -520,31 +520,15 @@ END_TEST
 
 /* ---- SSE -------------------------------------------------------------- */
 
-typedef struct sse_buf {
-    char *p;
-    size_t len;
-} sse_buf;
-
-static size_t sse_collect(char *p, size_t sz, size_t n, void *ctx)
-{
-    sse_buf *b = ctx;
-    size_t k = sz * n;
-    char *np = realloc(b->p, b->len + k + 1);
-    if (!np) return 0;
-    b->p = np;
-    memcpy(b->p + b->len, p, k);
-    b->len += k;
-    b->p[b->len] = '\0';
-    return k;
-}
-
-/* Collects, and ends the transfer once the done event is complete. */
+/* Collects the stream (into a pg_resp's body, as pg_http does), and ends
+ * the transfer once the done event is complete. */
 static size_t sse_write(char *p, size_t sz, size_t n, void *ctx)
 {
-    sse_buf *b = ctx;
-    size_t k = sse_collect(p, sz, n, ctx);
+    pg_resp *b = ctx;
+    size_t k = pg_itest_body(p, sz, n, ctx);
     if (!k) return 0;
-    return strstr(b->p, "event: done\n") && strstr(strstr(b->p, "event: done\n"), "\n\n") ? 0 : k;
+    return strstr(b->body, "event: done\n") && strstr(strstr(b->body, "event: done\n"), "\n\n") ? 0
+                                                                                                : k;
 }
 
 static int count(const char *s, const char *what)
@@ -562,7 +546,7 @@ START_TEST(sse_delivers_progress_and_completion)
     submit(&srv, body, job);
     snprintf(url, sizeof url, "http://127.0.0.1:%u/v1/jobs/%s/events", srv.port, job);
     snprintf(auth, sizeof auth, "Authorization: Bearer %s", srv.admin);
-    sse_buf b = {0};
+    pg_resp b = {0};
     CURL *c = curl_easy_init();
     struct curl_slist *hl = curl_slist_append(NULL, auth);
     curl_easy_setopt(c, CURLOPT_URL, url);
@@ -580,23 +564,23 @@ START_TEST(sse_delivers_progress_and_completion)
     curl_easy_cleanup(c);
     ck_assert_int_eq(code, 200);
     ck_assert_msg(rc == CURLE_WRITE_ERROR, "stream ended without done: %d", rc);
-    ck_assert_int_eq(count(b.p, "event: done\n"), 1);
-    ck_assert_int_ge(count(b.p, "event: progress\n"), 2);
+    ck_assert_int_eq(count(b.body, "event: done\n"), 1);
+    ck_assert_int_ge(count(b.body, "event: progress\n"), 2);
     /* the done event carries the finished job */
-    const char *d = strstr(strstr(b.p, "event: done\n"), "data: ") + 6;
+    const char *d = strstr(strstr(b.body, "event: done\n"), "data: ") + 6;
     json_t *o = json_loadb(d, strcspn(d, "\n"), 0, NULL);
     ck_assert_ptr_nonnull(o);
     ck_assert_str_eq(json_string_value(json_object_get(o, "status")), "succeeded");
     char why[256];
     ck_assert_msg(pg_oa_validate(&oa, "Job", o, why, sizeof why) == 0, "%s", why);
     json_decref(o);
-    free(b.p);
+    free(b.body);
 }
 END_TEST
 
 typedef struct sse_client {
     char url[256], auth[160];
-    sse_buf buf;
+    pg_resp buf;
     CURLcode rc;
 } sse_client;
 
@@ -607,7 +591,7 @@ static void *sse_thread(void *arg)
     struct curl_slist *hl = curl_slist_append(NULL, c->auth);
     curl_easy_setopt(h, CURLOPT_URL, c->url);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sse_collect);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, pg_itest_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &c->buf);
     curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
     c->rc = curl_easy_perform(h);
@@ -639,10 +623,10 @@ START_TEST(shutdown_ends_event_streams)
     ck_assert_int_eq(pg_srv_stop(&s), 0);
     pthread_join(th, NULL);
     ck_assert_int_eq(c.rc, CURLE_OK);
-    ck_assert_ptr_nonnull(c.buf.p);
-    ck_assert_int_ge(count(c.buf.p, "event: progress\n"), 1);
-    ck_assert_int_eq(count(c.buf.p, "event: done\n"), 0);
-    free(c.buf.p);
+    ck_assert_ptr_nonnull(c.buf.body);
+    ck_assert_int_ge(count(c.buf.body, "event: progress\n"), 1);
+    ck_assert_int_eq(count(c.buf.body, "event: done\n"), 0);
+    free(c.buf.body);
     ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
     char path[128];
     snprintf(path, sizeof path, "/v1/jobs/%s", job);

@@ -13,29 +13,6 @@
 
 enum { D = 16, ROWS = 300, N = 4097 /* 4097 x 16 values: streamed */ };
 
-/* pg_http with no 60 s client limit: a loaded machine may draw for longer. */
-static void get_long(const pg_srv *s, const char *path, pg_resp *out)
-{
-    memset(out, 0, sizeof *out);
-    CURL *c = curl_easy_init();
-    char url[512], h[512];
-    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", s->port, path);
-    snprintf(h, sizeof h, "Authorization: Bearer %s", s->admin);
-    struct curl_slist *hl = curl_slist_append(NULL, h);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, pg_itest_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 200L);
-    CURLcode rc = curl_easy_perform(c);
-    if (rc == CURLE_OK)
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
-    else
-        out->status = -(long)rc;
-    curl_slist_free_all(hl);
-    curl_easy_cleanup(c);
-}
-
 /* Row i, column j: a value on a grid of 17 steps in [-0.4, 0.4). */
 static double grid_cell(int i, int j, void *ctx)
 {
@@ -63,7 +40,8 @@ START_TEST(long_draws_stream_to_the_end)
     json_decref(pg_test_job_wait(&s, job, "succeeded", 0, 100, 1200));
     pg_resp r;
     snprintf(path, sizeof path, "/v1/jobs/%s/samples?n=%d&format=csv&seed=1", job, N);
-    get_long(&s, path, &r);
+    /* no 60 s client limit: a loaded machine may draw for longer */
+    pg_http_within(&s, "GET", path, s.admin, NULL, NULL, 0, NULL, 200, &r);
     ck_assert_msg(r.status == 200,
                   "status %ld (negative: a curl error, the body was cut) after %zu "
                   "bytes",
