@@ -87,4 +87,20 @@ static inline void pg_test_job_row(pg_job_row *row, const char *tenant, const ch
     row->spec = "{}";
 }
 
+/* Appends the n rows of x (n x d values) to dataset id of tenant as one
+ * committed block; checks all n were added. */
+static inline void pg_test_rows_append(pg_db *db, const char *tenant, const char *id, int64_t d,
+                                       const float *x, int64_t n)
+{
+    pg_db_append *a;
+    int found;
+    int64_t rows, total;
+    pg_error err = {0};
+    ck_assert_msg(pg_db_append_begin(db, tenant, id, d, &a, &err) == PG_OK, "%s", err.msg);
+    ck_assert_msg(pg_db_append_write(a, x, (size_t)(n * d), &err) == PG_OK, "%s", err.msg);
+    ck_assert_msg(pg_db_append_commit(a, NULL, 1000000, &found, &rows, &total, &err) == PG_OK, "%s",
+                  err.msg);
+    ck_assert_int_eq(rows, n);
+}
+
 #endif
