@@ -266,6 +266,18 @@ static inline int pg_srv_stop(pg_srv *s)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* kill -9 and reap: a crash, nothing shut down cleanly; s is stopped
+ * afterwards (pg_srv_start brings it back on the same data and storage). */
+static inline void pg_srv_kill9(pg_srv *s)
+{
+    kill(s->pid, SIGKILL);
+    waitpid(s->pid, NULL, 0);
+    pg_itest_dir *reg = pg_itest_dir_of(s->dir);
+    if (reg) reg->pid = 0;
+    s->pid = 0;
+    s->port = 0;
+}
+
 static inline void pg_srv_cleanup(pg_srv *s)
 {
     if (s->pid > 0) pg_srv_stop(s);

@@ -606,8 +606,7 @@ START_TEST(shutdown_ends_event_streams)
      * without a `done` event and the server exits 0 (the job stays running
      * and resumes on the next start). */
     pg_srv s;
-    memset(&s, 0, sizeof s);
-    ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
+    pg_test_srv_start(&s, NULL);
     char ds[64], job[64], body[512];
     make_local(&s, 200, ds);
     job_body(body, sizeof body, ds, 10000000, 1000000);
@@ -752,17 +751,13 @@ END_TEST
 START_TEST(kill9_resumes_from_the_checkpoint)
 {
     pg_srv s;
-    memset(&s, 0, sizeof s);
-    ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
+    pg_test_srv_start(&s, NULL);
     char ds[64], job[64], body[512], path[128];
     make_local(&s, 200, ds);
     job_body(body, sizeof body, ds, 6000, 500);
     submit(&s, body, job);
     json_decref(poll_job(&s, job, NULL, 1100)); /* two checkpoints written */
-    kill(s.pid, SIGKILL);
-    waitpid(s.pid, NULL, 0);
-    s.pid = 0;
-    s.port = 0;
+    pg_srv_kill9(&s);
     ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
     snprintf(path, sizeof path, "/v1/jobs/%s", job);
     pg_resp r;
@@ -890,10 +885,9 @@ static void *race(void *arg)
 
 START_TEST(central_ledger_through_dp_sinkhorn)
 {
-    pg_srv s;
-    memset(&s, 0, sizeof s);
     static const char *const extra[] = {"--workers", "1", NULL};
-    ck_assert_int_eq(pg_srv_start(&s, extra), 0);
+    pg_srv s;
+    pg_test_srv_start(&s, extra);
     char ds[64], a[64], b[64], body[768], path[128];
     make_central(&s, 3.0, 400, ds);
 
@@ -1071,10 +1065,9 @@ static void latent_body(char *buf, size_t cap, const char *ds, const char *pub, 
 
 START_TEST(public_dataset_for_latent_flows)
 {
-    pg_srv s;
-    memset(&s, 0, sizeof s);
     static const char *const extra[] = {"--workers", "1", NULL};
-    ck_assert_int_eq(pg_srv_start(&s, extra), 0);
+    pg_srv s;
+    pg_test_srv_start(&s, extra);
     char ds[64], pub[64], wide[64], loc[64], foreign[64], job[64], body[1024], path[128];
     make_central(&s, 100.0, 400, ds);
     make_public(&s, s.admin, 2, 300, pub);
@@ -1189,8 +1182,7 @@ static long first_hist(json_t *job)
 START_TEST(calibrated_dp_sinkhorn_charges_its_release)
 {
     pg_srv s;
-    memset(&s, 0, sizeof s);
-    ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
+    pg_test_srv_start(&s, NULL);
     char ds[64], job[64], body[768];
     make_central(&s, 50.0, 400, ds);
     snprintf(body, sizeof body,
@@ -1238,17 +1230,13 @@ END_TEST
 START_TEST(central_kill9_resumes_with_one_charge)
 {
     pg_srv s;
-    memset(&s, 0, sizeof s);
-    ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
+    pg_test_srv_start(&s, NULL);
     char ds[64], job[64], body[768];
     make_central(&s, 5.0, 400, ds);
     dps_body(body, sizeof body, ds, 3000, 8.0, 500);
     submit(&s, body, job);
     json_decref(poll_job(&s, job, NULL, 1100));
-    kill(s.pid, SIGKILL);
-    waitpid(s.pid, NULL, 0);
-    s.pid = 0;
-    s.port = 0;
+    pg_srv_kill9(&s);
     ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
     json_t *j = poll_job(&s, job, "succeeded", 0);
     long step = (long)json_integer_value(json_object_get(json_object_get(j, "progress"), "step"));

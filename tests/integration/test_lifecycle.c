@@ -81,10 +81,7 @@ static json_t *wait_for(const pg_srv *s, const char *id, const char *st)
 
 static void restart_hard(pg_srv *s)
 {
-    kill(s->pid, SIGKILL);
-    waitpid(s->pid, NULL, 0);
-    s->pid = 0;
-    s->port = 0;
+    pg_srv_kill9(s);
     ck_assert_int_eq(pg_srv_start(s, NULL), 0);
 }
 
@@ -120,8 +117,7 @@ static void assert_same(json_t *a, json_t *b, const char *what)
 START_TEST(history_survives_a_restart)
 {
     pg_srv s;
-    memset(&s, 0, sizeof s);
-    ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
+    pg_test_srv_start(&s, NULL);
     char loc[64], cen[64], a[64], b[64], body[768], pa[128], pb[128];
     make_dataset(&s, LOCAL, 200, loc);
     make_dataset(&s, CENTRAL, 400, cen);
@@ -191,8 +187,7 @@ END_TEST
 START_TEST(keep_checkpoints_is_validated)
 {
     pg_srv s;
-    memset(&s, 0, sizeof s);
-    ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
+    pg_test_srv_start(&s, NULL);
     char loc[64], body[768];
     make_dataset(&s, LOCAL, 50, loc);
     static const char *const bad[] = {",\"keep_checkpoints\":-1", ",\"keep_checkpoints\":1.5",
@@ -248,10 +243,9 @@ static json_t *budget(const pg_srv *s, const char *ds)
 
 START_TEST(delete_job_keeps_the_ledger)
 {
-    pg_srv s;
-    memset(&s, 0, sizeof s);
     static const char *const one[] = {"--workers", "1", NULL};
-    ck_assert_int_eq(pg_srv_start(&s, one), 0);
+    pg_srv s;
+    pg_test_srv_start(&s, one);
     char cen[64], done[64], run[64], queued[64], body[768], path[128];
     make_dataset(&s, CENTRAL, 400, cen);
     dps(body, sizeof body, cen, 20, 5, 2);
@@ -364,8 +358,7 @@ static int png_ok(const char *buf, size_t len)
 START_TEST(orphaned_job_keeps_serving)
 {
     pg_srv s;
-    memset(&s, 0, sizeof s);
-    ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
+    pg_test_srv_start(&s, NULL);
     char loc[64], id[64], body[768], path[160], spath[160];
     make_dataset(&s, LOCAL, 200, loc);
     egan(body, sizeof body, loc, 40, 20, "");

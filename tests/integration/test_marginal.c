@@ -345,8 +345,7 @@ END_TEST
 START_TEST(aim_resumes_after_kill9_with_one_charge)
 {
     pg_srv s;
-    memset(&s, 0, sizeof s);
-    ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
+    pg_test_srv_start(&s, NULL);
     char ds[64], job[64], body[512];
     make_table(&s, "{\"model\":\"central\",\"budget\":{\"epsilon\":60,\"delta\":1e-5}}", 3000, ds);
     /* many small rounds: a large budget over T = 400 rounds, full refits */
@@ -360,10 +359,7 @@ START_TEST(aim_resumes_after_kill9_with_one_charge)
     long at = (long)json_integer_value(json_object_get(json_object_get(j, "progress"), "step"));
     ck_assert_msg(!strcmp(st, "running"), "the job ended before the kill (step %ld)", at);
     json_decref(j);
-    kill(s.pid, SIGKILL);
-    waitpid(s.pid, NULL, 0);
-    s.pid = 0;
-    s.port = 0;
+    pg_srv_kill9(&s);
     ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
     j = poll_job(&s, job, "succeeded", 0, 100);
     long fin = (long)json_integer_value(json_object_get(json_object_get(j, "progress"), "step"));

@@ -550,8 +550,8 @@ END_TEST
  * poll, and the DELETE would then rightly succeed. */
 START_TEST(delete_and_job_conflict)
 {
-    pg_srv s = {0};
-    ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
+    pg_srv s;
+    pg_test_srv_start(&s, NULL);
     char id[64], path[128];
     create_ds(&s, s.admin, DS_PUBLIC2, id);
     snprintf(path, sizeof path, "/v1/datasets/%s", id);
@@ -690,9 +690,9 @@ END_TEST
 
 START_TEST(limits_413)
 {
-    pg_srv s = {0};
     const char *args[] = {"--max-body", "4K", "--max-rows", "10", NULL};
-    ck_assert_int_eq(pg_srv_start(&s, args), 0);
+    pg_srv s;
+    pg_test_srv_start(&s, args);
     char id[64], path[128];
     create_ds(&s, s.admin, DS_PUBLIC2, id);
     rows_path(id, path, sizeof path);
@@ -730,8 +730,8 @@ END_TEST
 
 START_TEST(restart_keeps_everything)
 {
-    pg_srv s = {0};
-    ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
+    pg_srv s;
+    pg_test_srv_start(&s, NULL);
     char admin[96], id[64], path[128];
     snprintf(admin, sizeof admin, "%s", s.admin);
     char *reader = mint(&s, s.admin, "{\"scope\":\"read\"}");
@@ -813,8 +813,8 @@ END_TEST
  * every user. */
 START_TEST(readyz_turns_503)
 {
-    pg_srv s = {0};
-    ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
+    pg_srv s;
+    pg_test_srv_start(&s, NULL);
     pg_resp r;
     pg_http(&s, "GET", "/readyz", NULL, NULL, NULL, 0, NULL, &r);
     ck_assert_int_eq(r.status, 200);
@@ -863,8 +863,8 @@ static long vm_kb(pid_t pid, const char *key)
  * is a resource bound, not a timing assertion. */
 START_TEST(npy_100mb_streams_in_bounded_memory)
 {
-    pg_srv s = {0};
-    ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
+    pg_srv s;
+    pg_test_srv_start(&s, NULL);
     char id[64], path[128];
     create_ds(
         &s, s.admin,
@@ -982,8 +982,8 @@ static size_t slow_read(char *buf, size_t sz, size_t n, void *ctx)
  * stored, then the process exits 0. */
 START_TEST(shutdown_finishes_inflight_request)
 {
-    pg_srv s = {0};
-    ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
+    pg_srv s;
+    pg_test_srv_start(&s, NULL);
     char id[64], path[128], url[256];
     create_ds(&s, s.admin, DS_PUBLIC2, id);
     rows_path(id, path, sizeof path);

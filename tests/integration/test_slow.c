@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 
 #include "itest.h"
+#include "support/pg_http_test.h"
 
 enum { D = 2, SLOW_ROWS = 300 };
 
@@ -213,8 +214,7 @@ START_TEST(slow_uploads_do_not_stall_others)
                            "120",
                            NULL};
     pg_srv s;
-    memset(&s, 0, sizeof s);
-    ck_assert_int_eq(pg_srv_start(&s, extra), 0);
+    pg_test_srv_start(&s, extra);
     char ds[64], other[64];
     make_central(&s, ds);
     make_central(&s, other);
@@ -297,8 +297,7 @@ START_TEST(trickling_upload_is_cut_and_stores_nothing)
 {
     const char *extra[] = {"--min-body-rate", "2000", "--body-grace-seconds", "1", NULL};
     pg_srv s;
-    memset(&s, 0, sizeof s);
-    ck_assert_int_eq(pg_srv_start(&s, extra), 0);
+    pg_test_srv_start(&s, extra);
     char ds[64];
     make_central(&s, ds);
     ck_assert_int_eq(upload_json(&s, s.admin, ds, 5), 200);
@@ -349,8 +348,7 @@ START_TEST(silent_connection_is_closed)
 {
     const char *extra[] = {"--http-timeout-seconds", "1", "--http-threads", "1", NULL};
     pg_srv s;
-    memset(&s, 0, sizeof s);
-    ck_assert_int_eq(pg_srv_start(&s, extra), 0);
+    pg_test_srv_start(&s, extra);
     char ds[64];
     make_central(&s, ds);
     size_t len;
@@ -419,8 +417,7 @@ START_TEST(trickling_headers_are_cut)
     const char *extra[] = {"--http-timeout-seconds", "30", NULL};
     setenv("PRIVGEN_HEADER_TIMEOUT_SECONDS", "2", 1);
     pg_srv s;
-    memset(&s, 0, sizeof s);
-    ck_assert_int_eq(pg_srv_start(&s, extra), 0);
+    pg_test_srv_start(&s, extra);
     unsetenv("PRIVGEN_HEADER_TIMEOUT_SECONDS");
     int fd = dial(&s);
     ck_assert_int_eq(send_all(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n", 32), 0);
@@ -456,8 +453,7 @@ START_TEST(health_check_gets_in_past_stuck_headers)
     const char *extra[] = {"--http-timeout-seconds", "120", "--max-connections", "10", NULL};
     setenv("PRIVGEN_HEADER_TIMEOUT_SECONDS", "120", 1);
     pg_srv s;
-    memset(&s, 0, sizeof s);
-    ck_assert_int_eq(pg_srv_start(&s, extra), 0);
+    pg_test_srv_start(&s, extra);
     unsetenv("PRIVGEN_HEADER_TIMEOUT_SECONDS");
     enum { K = 10 };
     int fd[K];

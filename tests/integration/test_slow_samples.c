@@ -24,8 +24,7 @@ START_TEST(long_draws_stream_to_the_end)
 {
     const char *extra[] = {"--http-timeout-seconds", "1", NULL};
     pg_srv s;
-    memset(&s, 0, sizeof s);
-    ck_assert_int_eq(pg_srv_start(&s, extra), 0);
+    pg_test_srv_start(&s, extra);
     char ds[64], job[64], path[256];
     pg_test_dataset_rows(&s, s.admin,
                          "{\"name\":\"c\",\"shape\":[16],\"range\":[-1,1],\"privacy\":{"

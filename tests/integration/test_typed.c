@@ -655,10 +655,9 @@ END_TEST
  * shared one must not restart under the other tests). */
 START_TEST(decoding_survives_restart)
 {
-    pg_srv own;
-    memset(&own, 0, sizeof own);
     static const char *const extra[] = {"--workers", "1", "--max-samples", "20000", NULL};
-    ck_assert_int_eq(pg_srv_start(&own, extra), 0);
+    pg_srv own;
+    pg_test_srv_start(&own, extra);
     cur = &own;
     char ds[64], job[64], body[1024], path[128];
     make_loaded(600, ds);

@@ -20,6 +20,14 @@
 
 #include "integration/itest.h"
 
+/* Starts a server of the test's own (s zeroed first) with the extra args
+ * (NULL-terminated, may be NULL); fails the test when it does not come up. */
+static inline void pg_test_srv_start(pg_srv *s, const char *const *extra)
+{
+    memset(s, 0, sizeof *s);
+    ck_assert_msg(pg_srv_start(s, extra) == 0, "privgend did not start (log in %s)", s->dir);
+}
+
 /* One request with token tok (NULL: none); body, when not NULL, is JSON. */
 static inline void pg_test_req(const pg_srv *s, const char *tok, const char *method,
                                const char *path, const char *body, pg_resp *r)
