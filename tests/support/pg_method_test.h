@@ -86,6 +86,31 @@ static inline pg_trainer *pg_test_train(const pg_method *m, const json_t *r, con
     return t;
 }
 
+/* Runs a planned job as the worker does: a trainer of m for r on in, stepped
+ * to its end, each step checked against the plan (no more than plan->steps
+ * steps, no more than plan->epsilon spent so far). The checkpoint after
+ * step save_at is saved into *mid, *midlen (caller frees). Returns the
+ * trainer (m->destroy); the last step's report into *last. */
+static inline pg_trainer *pg_test_run_plan(const pg_method *m, const json_t *r,
+                                           const pg_job_data *in, const pg_privacy_plan *plan,
+                                           long save_at, unsigned char **mid, size_t *midlen,
+                                           pg_step_report *last)
+{
+    pg_trainer *t = NULL;
+    pg_error err = {0};
+    ck_assert_msg(m->create(r, in, 1, &t, &err) == PG_OK, "%s", err.msg);
+    pg_step_report rep = {0};
+    long steps = 0;
+    while (!rep.done) {
+        ck_assert_msg(m->step(t, &rep, &err) == PG_OK, "%s", err.msg);
+        ck_assert_int_le(++steps, plan->steps);
+        ck_assert_double_le(rep.epsilon_spent, plan->epsilon * (1 + 1e-12));
+        if (steps == save_at) ck_assert_int_eq(m->save(t, mid, midlen, NULL), PG_OK);
+    }
+    *last = rep;
+    return t;
+}
+
 /* Adopts n central 2-D rows x declared on [-10, 10], with labels lab of
  * num_classes classes (NULL and 0: unlabelled); ds owns x and lab
  * afterwards. *desc describes them under a cap of (cap_epsilon, 1e-5). */

@@ -306,18 +306,11 @@ static void job_from_source(const char *name, int want_passes)
     fake f = {.ds = &ds, .seed = 9, .give = -1, .fail_after = -1};
     pg_rowsrc src = fake_src(&f, ds.n, 7);
     in.source = &src;
-    pg_trainer *tr;
-    pg_error err = {0};
-    ck_assert_msg(M->create(r, &in, 1, &tr, &err) == PG_OK, "%s", err.msg);
-    pg_step_report rep = {0};
-    long steps = 0;
     unsigned char *mid = NULL;
     size_t midlen = 0;
-    while (!rep.done) {
-        ck_assert_msg(M->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
-        ck_assert_int_le(++steps, p.steps);
-        if (steps == 2) ck_assert_int_eq(M->save(tr, &mid, &midlen, NULL), PG_OK);
-    }
+    pg_step_report rep;
+    pg_trainer *tr = pg_test_run_plan(M, r, &in, &p, 2, &mid, &midlen, &rep);
+    pg_error err = {0};
     ck_assert_msg(f.passes == want_passes, "%s: %d passes", name, f.passes);
     /* resumed after step 2: one pass (mst counts its tree again, aim its
      * candidates at restore), and the run ends as planned */

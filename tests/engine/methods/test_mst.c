@@ -233,20 +233,11 @@ static void run(const char *name, const char *spec, double min_agree)
     ck_assert_msg(r, "%s: %s", e.items[0].field, e.items[0].message);
     pg_privacy_plan p;
     ck_assert_int_eq(M->plan(r, &in, &p, NULL), PG_OK);
-    pg_trainer *tr;
-    pg_error err = {0};
-    ck_assert_msg(M->create(r, &in, 1, &tr, &err) == PG_OK, "%s", err.msg);
-    pg_step_report rep = {0};
-    long steps = 0;
     unsigned char *mid = NULL;
     size_t midlen = 0;
-    while (!rep.done) {
-        ck_assert_msg(M->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
-        steps++;
-        ck_assert_int_le(steps, p.steps);
-        ck_assert_double_le(rep.epsilon_spent, p.epsilon * (1 + 1e-12));
-        if (steps == 2) ck_assert_int_eq(M->save(tr, &mid, &midlen, NULL), PG_OK);
-    }
+    pg_step_report rep;
+    pg_trainer *tr = pg_test_run_plan(M, r, &in, &p, 2, &mid, &midlen, &rep);
+    pg_error err = {0};
     /* every bit of rho is spent, none more */
     ck_assert_msg(pg_test_reldiff(rep.epsilon_spent, p.epsilon) < 1e-9, "spent %g of %g",
                   rep.epsilon_spent, p.epsilon);
