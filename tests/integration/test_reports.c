@@ -74,6 +74,26 @@ static void local_job(void)
     make_job(lds, job);
 }
 
+/* Swaps the shared server for one of the test's own, started with extra
+ * (the shared one waits in *keep for own_server_end): a public 2-D
+ * holdout of n rows (phase) in ds, and a finished job on local data in
+ * job. */
+static void own_server(pg_srv *keep, const char *const *extra, int n, double phase, char ds[64])
+{
+    *keep = srv;
+    pg_test_srv_start(&srv, extra);
+    dataset(srv.admin, "{\"model\":\"public\"}", 2, n, phase, ds);
+    local_job();
+}
+
+/* Stops the test's own server (a clean exit) and puts the shared one back. */
+static void own_server_end(const pg_srv *keep)
+{
+    ck_assert_int_eq(pg_srv_stop(&srv), 0);
+    pg_srv_cleanup(&srv);
+    srv = *keep;
+}
+
 static void start_shared(void)
 {
     pg_isuite_start(&srv, &oa, NULL);
@@ -494,13 +514,10 @@ START_TEST(queued_reports_cancel_at_once_without_workers)
 {
     /* A second server that computes no reports (another replica would):
      * they stay queued, and cancel ends them at once. */
-    pg_srv keep = srv;
-    memset(&srv, 0, sizeof srv);
-    const char *extra[] = {"--report-workers", "0", NULL};
-    ck_assert_int_eq(pg_srv_start(&srv, extra), 0);
+    pg_srv keep;
+    static const char *const extra[] = {"--report-workers", "0", NULL};
     char ds[64], rid[64], body[128];
-    dataset(srv.admin, "{\"model\":\"public\"}", 2, 300, 0.0, ds);
-    local_job();
+    own_server(&keep, extra, 300, 0.0, ds);
     snprintf(body, sizeof body, "{\"against\":\"%s\",\"n\":100}", ds);
     ck_assert_int_eq(create(srv.admin, body, rid, NULL), 202);
     pg_sleep_ms(2500);
@@ -533,20 +550,15 @@ START_TEST(queued_reports_cancel_at_once_without_workers)
         pg_resp_free(&r);
     }
     ck_assert(full);
-    ck_assert_int_eq(pg_srv_stop(&srv), 0);
-    pg_srv_cleanup(&srv);
-    srv = keep;
+    own_server_end(&keep);
 }
 END_TEST
 
 START_TEST(a_report_running_at_shutdown_resumes_after_restart)
 {
-    pg_srv keep = srv;
-    memset(&srv, 0, sizeof srv);
-    ck_assert_int_eq(pg_srv_start(&srv, NULL), 0);
+    pg_srv keep;
     char big[64], rid[64], body[128];
-    dataset(srv.admin, "{\"model\":\"public\"}", 2, 20000, 0.3, big);
-    local_job();
+    own_server(&keep, NULL, 20000, 0.3, big);
     snprintf(body, sizeof body, "{\"against\":\"%s\",\"n\":100000,\"seed\":3}", big);
     ck_assert_int_eq(create(srv.admin, body, rid, NULL), 202);
     char path[256];
@@ -576,9 +588,7 @@ START_TEST(a_report_running_at_shutdown_resumes_after_restart)
     ck_assert(json_is_object(json_object_get(v, "result")));
     ck_assert_uint_eq(json_array_size(json_object_get(v, "figures")), 3);
     json_decref(v);
-    ck_assert_int_eq(pg_srv_stop(&srv), 0);
-    pg_srv_cleanup(&srv);
-    srv = keep;
+    own_server_end(&keep);
 }
 END_TEST
 
@@ -661,13 +671,10 @@ END_TEST
  * (409) until it is cancelled, and then deleted. */
 START_TEST(delete_a_queued_or_running_report)
 {
-    pg_srv keep = srv;
-    memset(&srv, 0, sizeof srv);
-    const char *extra[] = {"--report-workers", "0", NULL};
-    ck_assert_int_eq(pg_srv_start(&srv, extra), 0);
+    pg_srv keep;
+    static const char *const extra[] = {"--report-workers", "0", NULL};
     char ds[64], rq[64], rr[64], body[128], path[256];
-    dataset(srv.admin, "{\"model\":\"public\"}", 2, 300, 0.0, ds);
-    local_job();
+    own_server(&keep, extra, 300, 0.0, ds);
     snprintf(body, sizeof body, "{\"against\":\"%s\",\"n\":100}", ds);
     ck_assert_int_eq(create(srv.admin, body, rr, NULL), 202);
     ck_assert_int_eq(create(srv.admin, body, rq, NULL), 202);
@@ -709,9 +716,7 @@ START_TEST(delete_a_queued_or_running_report)
     ck_assert_int_eq(pg_db_report_claim(db, (int64_t)time(NULL), 600, &row, &found, NULL), PG_OK);
     ck_assert(!found);
     pg_db_close(db);
-    ck_assert_int_eq(pg_srv_stop(&srv), 0);
-    pg_srv_cleanup(&srv);
-    srv = keep;
+    own_server_end(&keep);
 }
 END_TEST
 
