@@ -638,8 +638,7 @@ START_TEST(shutdown_ends_event_streams)
     ck_assert_int_eq(r.status, 202);
     pg_resp_free(&r);
     json_decref(poll_job(&s, job, "cancelled", 0));
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 
@@ -810,8 +809,7 @@ START_TEST(kill9_resumes_from_the_checkpoint)
     ck_assert_str_eq(a.body, b.body);
     pg_resp_free(&a);
     pg_resp_free(&b);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 
@@ -1027,8 +1025,7 @@ START_TEST(central_ledger_through_dp_sinkhorn)
     pg_http(&s, "GET", "/metrics", NULL, NULL, NULL, 0, NULL, &r);
     ck_assert_ptr_nonnull(strstr(r.body, "privgen_dataset_epsilon_spent{dataset=\""));
     pg_resp_free(&r);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 
@@ -1285,8 +1282,7 @@ START_TEST(central_kill9_resumes_with_one_charge)
     bj = budget(&s, ds);
     ck_assert_int_eq((int)json_array_size(json_object_get(bj, "entries")), 2);
     json_decref(bj);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 

@@ -179,8 +179,7 @@ START_TEST(history_survives_a_restart)
     json_decref(ja);
     json_decref(jb);
     json_decref(list);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 
@@ -229,8 +228,7 @@ START_TEST(keep_checkpoints_is_validated)
         snprintf(p, sizeof p, "%s/checkpoints/%s/30.pgc", s.data, id);
         ck_assert_int_eq(stat(p, &st), 0);
     }
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 
@@ -340,8 +338,7 @@ START_TEST(delete_job_keeps_the_ledger)
     json_decref(c2);
     json_decref(c3);
     json_decref(before);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 
@@ -387,8 +384,7 @@ START_TEST(orphaned_job_keeps_serving)
     assert_same(view, view2, "the orphaned job");
     json_decref(view);
     json_decref(view2);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 

@@ -377,8 +377,7 @@ START_TEST(aim_resumes_after_kill9_with_one_charge)
     req(&s, "GET", path, NULL, &r);
     ck_assert_int_eq(r.status, 200);
     pg_resp_free(&r);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 

@@ -89,8 +89,7 @@ static void own_server(pg_srv *keep, const char *const *extra, int n, double pha
 /* Stops the test's own server (a clean exit) and puts the shared one back. */
 static void own_server_end(const pg_srv *keep)
 {
-    ck_assert_int_eq(pg_srv_stop(&srv), 0);
-    pg_srv_cleanup(&srv);
+    pg_test_srv_end(&srv);
     srv = *keep;
 }
 

@@ -603,8 +603,7 @@ START_TEST(delete_and_job_conflict)
         struct stat st;
         ck_assert_int_eq(stat(dir, &st), -1);
     }
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 
@@ -723,8 +722,7 @@ START_TEST(limits_413)
     pg_http(&s, "POST", path, s.admin, "application/x-npy", npy, pg_npy_size(sh, 2), NULL, &r);
     expect_problem(&r, 413, NULL);
     ck_assert_int_eq(ds_n(&s, s.admin, id), 6);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 
@@ -841,8 +839,7 @@ START_TEST(readyz_turns_503)
     pg_http(&s, "GET", "/readyz", NULL, NULL, NULL, 0, NULL, &r);
     ck_assert_int_eq(r.status, 200);
     pg_resp_free(&r);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 
@@ -897,8 +894,7 @@ START_TEST(npy_100mb_streams_in_bounded_memory)
             idle, peak, peak - idle);
     ck_assert_msg(idle > 0 && peak - idle < 64 * 1024, "peak RSS grew by %ld kB", peak - idle);
     ck_assert_int_eq(ds_n(&s, s.admin, id), 262144);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 
@@ -1019,8 +1015,7 @@ START_TEST(shutdown_finishes_inflight_request)
     ck_assert_int_eq(pg_srv_stop(&s), 0);
     ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
     ck_assert_int_eq(ds_n(&s, s.admin, id), 256);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 

@@ -286,8 +286,7 @@ START_TEST(slow_uploads_do_not_stall_others)
     ck_assert_int_eq(wait_metric(&s, "privgen_uploads_in_flight", 0), 0);
     ck_assert_int_eq(upload_json(&s, tok2, other, 5), 200);
     free(npy);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 
@@ -337,8 +336,7 @@ START_TEST(trickling_upload_is_cut_and_stores_nothing)
     ck_assert_int_eq(rows_of(&s, ds), 5 + SLOW_ROWS);
     free(npy);
     free(csv);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 
@@ -374,8 +372,7 @@ START_TEST(silent_connection_is_closed)
     ck_assert_int_eq(rows_of(&s, ds), 0);
     ck_assert_int_eq(wait_metric(&s, "privgen_uploads_in_flight", 0), 0);
     free(npy);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 
@@ -439,8 +436,7 @@ START_TEST(trickling_headers_are_cut)
     req(&s, NULL, "GET", "/healthz", NULL, &r);
     ck_assert_int_eq(r.status, 200);
     pg_resp_free(&r);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 
@@ -474,8 +470,7 @@ START_TEST(health_check_gets_in_past_stuck_headers)
     ck_assert_int_ge(cut, 2);
     ck_assert_int_eq(closed_by_server(fd[K - 1], 10), 0);
     for (int i = 0; i < K; i++) close(fd[i]);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 
@@ -521,8 +516,7 @@ START_TEST(second_server_on_a_used_port_refuses_to_start)
     req(&a, a.admin, "GET", "/v1/datasets", NULL, &r);
     ck_assert_int_eq(r.status, 200);
     pg_resp_free(&r);
-    ck_assert_int_eq(pg_srv_stop(&a), 0);
-    pg_srv_cleanup(&a);
+    pg_test_srv_end(&a);
     pg_srv_cleanup(&b);
 }
 END_TEST

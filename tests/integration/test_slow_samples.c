@@ -49,8 +49,7 @@ START_TEST(long_draws_stream_to_the_end)
     for (size_t i = 0; i < r.len; i++) lines += r.body[i] == '\n';
     ck_assert_uint_eq(lines, N + 1); /* header + rows */
     pg_resp_free(&r);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 

@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "integration/itest.h"
+#include "support/pg_http_test.h"
 #include "pg/pgtest_env.h"
 
 #define CAP    3.0
@@ -387,8 +388,7 @@ START_TEST(killed_connection_mid_upload)
     ck_assert_int_eq(rows_of(&s, ds), 10 + 2 * UP_ROWS);
     PQfinish(c);
     free(x);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 

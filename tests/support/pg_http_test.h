@@ -28,6 +28,14 @@ static inline void pg_test_srv_start(pg_srv *s, const char *const *extra)
     ck_assert_msg(pg_srv_start(s, extra) == 0, "privgend did not start (log in %s)", s->dir);
 }
 
+/* Stops a test's own server, which must exit cleanly (status 0), and
+ * removes its scratch dir. */
+static inline void pg_test_srv_end(pg_srv *s)
+{
+    ck_assert_int_eq(pg_srv_stop(s), 0);
+    pg_srv_cleanup(s);
+}
+
 /* One request with token tok (NULL: none); body, when not NULL, is JSON. */
 static inline void pg_test_req(const pg_srv *s, const char *tok, const char *method,
                                const char *path, const char *body, pg_resp *r)
