@@ -240,10 +240,16 @@ def jobs_samples_checkpoints():
     assert j["spec"]["ot"]["max_iter"] == 30 and j["spec"]["train"]["batch_size"] == 32
     rc, out, err = run("jobs", "watch", j["id"])  # not a TTY: plain lines, final message
     assert rc == 0 and out.decode().strip() == f"job {j['id']} succeeded", (rc, out, err)
-    lines = [l for l in err.splitlines() if l.strip()]
+    # The job's own warnings follow its last line. This 40-step job trains on
+    # data privatized afresh every run, and the loss-trend rule flagged its
+    # noisy curve in 1 of 4 full runs (2026-11-28); warnings have their own
+    # case (warnings_are_shown), so here they are set aside, not asserted.
+    warn = "privgen: warning: "
+    lines = [l for l in err.splitlines() if l.strip() and not l.startswith(warn)]
     assert lines and "\r" not in err and "step 40/40" in lines[-1] and "succeeded" in lines[-1], err
     # on a terminal: one line redrawn in place with a bar, ε under a UTF-8 locale
     tty = run_on_tty("jobs", "watch", j["id"], e=dict(AUTH, LANG="C.UTF-8"))
+    tty = "".join(l for l in tty.splitlines(True) if not l.startswith(warn))
     assert "\r\x1b[K" in tty and "[" + "#" * 30 + "]" in tty and "step 40/40" in tty, repr(tty)
     assert "\u03b5 spent" in tty and "\n" not in tty.split("job ")[0].strip("\r\n"), repr(tty)
     final = ok("jobs", "watch", j["id"])

@@ -282,8 +282,16 @@ START_TEST(epsilon_and_release_counts)
     ck_assert_double_eq_tol(u.plan.epsilon, eps, 1e-9 * eps);
     ck_assert_double_eq_tol(u.last.epsilon_spent, eps, 1e-9 * eps);
     ck_assert_str_eq(u.plan.mechanism, "gaussian_projection_per_step_subsampled_wor");
+    /* The flow moved off its starting cloud and did not diverge. Over 110
+     * runs (2026-11-28) this SW2 had median 0.14 and 90th percentile 0.17,
+     * but a long right tail (0.20, 0.22, 0.24, 0.25): the old bound of 0.3
+     * was one tail step away, a false alarm of very roughly 1e-3 per run.
+     * One flow step alone already scores 0.31 (measured) and the untrained
+     * N(0, 1) cloud about 0.5 (a numpy estimate), so 0.4 still fails a flow
+     * that never moves or blows up; the unsubsampled runs above hold the
+     * quality (< 0.2, measured 0.12-0.15). */
     double q = snapshot_sw2(u.t, 300, 2, NULL);
-    ck_assert_msg(q < 0.3, "subsampled swd_flow_r SW2 %.3f", q);
+    ck_assert_msg(q < 0.4, "subsampled swd_flow_r SW2 %.3f", q);
     stop(&u);
     pg_dataset_free(&ds);
 }
