@@ -126,9 +126,10 @@ extern const pg_method pg_method_mst, pg_method_aim;
          NULL,                                                                                     \
          0,                                                                                        \
          0,                                                                                        \
-         "Bins of each number between its declared bounds (0: auto: 8 below 5000 rows, 16 below "  \
-         "50000, 32 up to 500000, 64 above; integer columns with a small span get one code per "   \
-         "value; "                                                                                 \
+         "Bins of each number between its declared bounds (0: auto from rows x sqrt(2 rho), the "  \
+         "count over the noise of one whole-budget measurement: 8 below 2000, 16 below 20000, "    \
+         "32 below 200000, 64 above; at epsilon 1 that is 8 below about 8000 rows); integer "      \
+         "columns with a small span get one code per value; "                                      \
          "\"scale\": \"log\" in the schema spaces bins in log(1 + x - min))."},                    \
         {"model.max_cells",                                                                        \
          PG_PARAM_NUM,                                                                             \
@@ -151,7 +152,7 @@ extern const pg_method pg_method_mst, pg_method_aim;
          "Mirror-descent iterations of the final fit (0: auto, 2000)."},                           \
         {"sample.support_sigmas",                                                                  \
          PG_PARAM_NUM,                                                                             \
-         "3",                                                                                      \
+         "5",                                                                                      \
          0,                                                                                        \
          100,                                                                                      \
          NULL,                                                                                     \
@@ -201,16 +202,29 @@ static const char *const IGNORED[] = {"dataset_id", "method", "public_dataset_id
 
 /* ---- resolved-spec helpers ------------------------------------------------ */
 
-static int auto_bins(size_t n)
+/* Few rows or little budget: coarse bins keep each cell's count above the
+ * noise. The ladder runs on n sqrt(2 rho), the total count over the noise
+ * std of one measurement that spent the whole budget (a signal-to-noise
+ * ratio; rho and n are public here, as for every plan): 8 bins below 2000,
+ * 16 below 20000, 32 below 200000, 64 above. At epsilon 1 (rho 0.03 at
+ * delta 1e-5) that is 8 below about 8000 rows; credit_data (3563 rows) gets 8
+ * at epsilon 1 and 16 at epsilon 5. */
+static int auto_bins(size_t n, double rho)
 {
-    /* Few rows: coarse bins keep each cell's count above the noise. */
-    return n < 5000 ? 8 : n < 50000 ? 16 : n <= 500000 ? 32 : 64;
+    double snr = (double)n * sqrt(2.0 * fmax(rho, 0));
+    return snr < 2000 ? 8 : snr < 20000 ? 16 : snr < 200000 ? 32 : 64;
 }
 
-static int spec_bins(const json_t *r, size_t n)
+static double spec_delta(const json_t *r, const pg_data_desc *desc);
+
+static int spec_bins(const json_t *r, const pg_data_desc *desc)
 {
     long b = pg_spec_int(r, "discretize.bins", 0);
-    return b > 0 ? (int)b : auto_bins(n);
+    if (b > 0) return (int)b;
+    double rho = 0;
+    if (pg_marg_rho_for(pg_spec_num(r, "privacy.epsilon", 1), spec_delta(r, desc), &rho, NULL))
+        rho = 0;
+    return auto_bins(desc->n, rho);
 }
 
 static double spec_delta(const json_t *r, const pg_data_desc *desc)
@@ -982,7 +996,7 @@ static int common_validate(const pg_param *params, const char *name, const json_
                           eps, desc->cap_epsilon);
     /* The domain from the schema alone: its size decides what can fit. */
     pg_disc D;
-    int b = spec_bins(r, desc->n);
+    int b = spec_bins(r, desc);
     int rc = pg_disc_build(desc->table, desc->d, desc->lo, desc->hi, desc->num_classes, b, &D, err);
     if (rc) {
         json_decref(r);
@@ -1156,7 +1170,7 @@ static int common_new(const json_t *r, const pg_job_data *in, bool is_aim, int t
     g->base.method = is_aim ? &pg_method_aim : &pg_method_mst;
     g->aim = is_aim;
     g->threads = threads;
-    g->bins = spec_bins(r, desc->n);
+    g->bins = spec_bins(r, desc);
     g->delta = spec_delta(r, desc);
     g->max_cells = pg_spec_num(r, "model.max_cells", 8e6);
     g->aim_cells =
@@ -1166,7 +1180,7 @@ static int common_new(const json_t *r, const pg_job_data *in, bool is_aim, int t
     g->iters = it > 0 ? (size_t)it : 2000;
     g->round_iters = (size_t)pg_spec_int(r, "aim.round_iters", 250);
     g->compress = !is_aim && pg_spec_bool(r, "mst.compress", true);
-    g->support = pg_spec_num(r, "sample.support_sigmas", 3);
+    g->support = pg_spec_num(r, "sample.support_sigmas", 5);
     int rc = pg_marg_rho_for(pg_spec_num(r, "privacy.epsilon", 1), g->delta, &g->rho, err);
     if (!rc) rc = copy_table(desc->table, &g->t, err);
     if (!rc)
@@ -1981,7 +1995,7 @@ static size_t common_memory(const json_t *r, const pg_job_data *in)
     size_t A = desc->table ? desc->table->ncols : desc->d + (desc->num_classes > 0);
     double cells = pg_spec_num(r, "model.max_cells", 8e6);
     double b = 6.0 * 8.0 * cells + 8.0 * (double)PASS_CELLS;
-    int bins = spec_bins(r, desc->n);
+    int bins = spec_bins(r, desc);
     double answers = (double)A * (double)A * (double)A * (double)bins * (double)bins / 2.0;
     b += 8.0 * fmin(answers, 4.0 * cells); /* aim's candidate answers, bounded */
     return b > (double)SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)b;

@@ -731,6 +731,55 @@ START_TEST(aim_samples_stay_in_the_supported_bins)
 }
 END_TEST
 
+/* discretize.bins 0 (auto): the documented ladder on n sqrt(2 rho), rho found
+ * here by bisection on the independent conversion above: 8 bins below 2000,
+ * 16 below 20000, 32 below 200000, 64 above; a given bin count wins. */
+START_TEST(auto_bins_follow_rows_and_budget)
+{
+    pg_table *t = table();
+    pg_data_desc desc = desc_of(t);
+    pg_job_data in = {.desc = &desc};
+    const pg_method *A = pg_method_find("aim");
+    struct {
+        size_t n;
+        double eps;
+    } cases[] = {{4000, 0.5}, {4000, 1},   {4000, 5},    {30000, 1},
+                 {30000, 20}, {200000, 1}, {2000000, 1}, {500, 50}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        desc.n = cases[c].n;
+        double lo = 0, hi = 100;
+        for (int it = 0; it < 200; it++) {
+            double mid = (lo + hi) / 2;
+            if (eps_of_rho(mid, 1e-5) <= cases[c].eps)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        double snr = (double)cases[c].n * sqrt(2 * lo);
+        long want = snr < 2000 ? 8 : snr < 20000 ? 16 : snr < 200000 ? 32 : 64;
+        char spec[128];
+        snprintf(spec, sizeof spec, "{\"privacy\":{\"epsilon\":%g}}", cases[c].eps);
+        pg_spec_errors e;
+        json_t *r = pg_test_resolve(A, spec, &in, &e);
+        ck_assert_msg(r, "%s", e.count ? e.items[0].message : "");
+        long got =
+            (long)json_integer_value(json_object_get(json_object_get(r, "accounting"), "bins"));
+        ck_assert_msg(got == want, "n %zu eps %g: bins %ld, want %ld (snr %.0f)", cases[c].n,
+                      cases[c].eps, got, want, snr);
+        json_decref(r);
+    }
+    desc.n = ROWS;
+    pg_spec_errors e;
+    json_t *r =
+        pg_test_resolve(A, "{\"privacy\":{\"epsilon\":5},\"discretize\":{\"bins\":6}}", &in, &e);
+    ck_assert(r);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(r, "accounting"), "bins")),
+                     6);
+    json_decref(r);
+    pg_table_free(t);
+}
+END_TEST
+
 START_TEST(mst_learns_the_tree_and_serves_valid_rows)
 {
     run("mst", "{\"privacy\":{\"epsilon\":20},\"seed\":3}", 0.8);
@@ -756,6 +805,7 @@ static Suite *suite(void)
     tcase_add_test(tc, aim_learns_the_workload_and_serves_valid_rows);
     tcase_add_test(tc, aim_model_stays_under_its_bound);
     tcase_add_test(tc, aim_samples_stay_in_the_supported_bins);
+    tcase_add_test(tc, auto_bins_follow_rows_and_budget);
     suite_add_tcase(s, tc);
     return s;
 }
