@@ -43,19 +43,7 @@ static void make_blobs(size_t n, double frac0, pg_dataset *ds, pg_data_desc *des
         x[2 * i] = (lab[i] ? BLOB_X : -BLOB_X) + 0.3f * (float)pg_rng_normal(&r);
         x[2 * i + 1] = 0.3f * (float)pg_rng_normal(&r);
     }
-    size_t shape[1] = {2};
-    ck_assert_int_eq(pg_dataset_adopt(ds, x, lab, n, shape, 1, 2, -10.0f, 10.0f, NULL), PG_OK);
-    pg_data_desc d = {.n = n,
-                      .d = 2,
-                      .ndim = 1,
-                      .shape = {2},
-                      .lo = -10.0f,
-                      .hi = 10.0f,
-                      .num_classes = 2,
-                      .model = PG_PRIVACY_CENTRAL,
-                      .cap_epsilon = 10,
-                      .cap_delta = 1e-5};
-    *desc = d;
+    pg_test_central_2d(x, lab, n, 2, 10, ds, desc);
 }
 
 static json_t *resolve(const pg_method *m, const char *text, const pg_data_desc *desc,
@@ -306,7 +294,9 @@ START_TEST(flow_release_uses_augmented_dimension)
         for (size_t l = 0; l < 400; l++) var += (qj[l] - mean) * (qj[l] - mean) / 400.0;
         for (size_t a = 0; a < 4; a++) centre += row[a] * tt->data[a * 4 + j];
         ck_assert_msg(fabs(sqrt(var) - want) < 0.08 * want, "std %.4f want %.4f", sqrt(var), want);
-        ck_assert_double_eq_tol(mean, centre, 0.08 * want);
+        /* 0.1 want: 6.3 standard errors of the mean of 4000 noisy
+         * projections (see test_swd_flow's released_noise; 0.08 was 5.06) */
+        ck_assert_double_eq_tol(mean, centre, 0.1 * want);
     }
     pg_ckpt_free(&ck);
     free(bytes);
