@@ -126,9 +126,10 @@ extern const pg_method pg_method_mst, pg_method_aim;
          NULL,                                                                                     \
          0,                                                                                        \
          0,                                                                                        \
-         "Bins of each number between its declared bounds (0: auto: 8 below 5000 rows, 16 below "  \
-         "50000, 32 up to 500000, 64 above; integer columns with a small span get one code per "   \
-         "value; "                                                                                 \
+         "Bins of each number between its declared bounds (0: auto from rows x sqrt(2 rho), the "  \
+         "count over the noise of one whole-budget measurement: 8 below 2000, 16 below 20000, "    \
+         "32 below 200000, 64 above; at epsilon 1 that is 8 below about 8000 rows); integer "      \
+         "columns with a small span get one code per value; "                                      \
          "\"scale\": \"log\" in the schema spaces bins in log(1 + x - min))."},                    \
         {"model.max_cells",                                                                        \
          PG_PARAM_NUM,                                                                             \
@@ -149,6 +150,17 @@ extern const pg_method pg_method_mst, pg_method_aim;
          0,                                                                                        \
          0,                                                                                        \
          "Mirror-descent iterations of the final fit (0: auto, 2000)."},                           \
+        {"sample.support_sigmas",                                                                  \
+         PG_PARAM_NUM,                                                                             \
+         "5",                                                                                      \
+         0,                                                                                        \
+         100,                                                                                      \
+         NULL,                                                                                     \
+         0,                                                                                        \
+         0,                                                                                        \
+         "Samples never fall in a bin of a number column whose fitted count is below this many "   \
+         "noise standard deviations (the fit leaves noise mass in empty bins, which would decode " \
+         "to outliers); 0: every bin is sampled. Post-processing: no privacy cost."},              \
         {"seed", PG_PARAM_INT,       NULL,                                                         \
          0,      9007199254740991.0, NULL,                                                         \
          0,      PG_PARAM_OPTIONAL,  "Seed of sampling (never of DP noise or selection)."},        \
@@ -190,16 +202,29 @@ static const char *const IGNORED[] = {"dataset_id", "method", "public_dataset_id
 
 /* ---- resolved-spec helpers ------------------------------------------------ */
 
-static int auto_bins(size_t n)
+/* Few rows or little budget: coarse bins keep each cell's count above the
+ * noise. The ladder runs on n sqrt(2 rho), the total count over the noise
+ * std of one measurement that spent the whole budget (a signal-to-noise
+ * ratio; rho and n are public here, as for every plan): 8 bins below 2000,
+ * 16 below 20000, 32 below 200000, 64 above. At epsilon 1 (rho 0.03 at
+ * delta 1e-5) that is 8 below about 8000 rows; credit_data (3563 rows) gets 8
+ * at epsilon 1 and 16 at epsilon 5. */
+static int auto_bins(size_t n, double rho)
 {
-    /* Few rows: coarse bins keep each cell's count above the noise. */
-    return n < 5000 ? 8 : n < 50000 ? 16 : n <= 500000 ? 32 : 64;
+    double snr = (double)n * sqrt(2.0 * fmax(rho, 0));
+    return snr < 2000 ? 8 : snr < 20000 ? 16 : snr < 200000 ? 32 : 64;
 }
 
-static int spec_bins(const json_t *r, size_t n)
+static double spec_delta(const json_t *r, const pg_data_desc *desc);
+
+static int spec_bins(const json_t *r, const pg_data_desc *desc)
 {
     long b = pg_spec_int(r, "discretize.bins", 0);
-    return b > 0 ? (int)b : auto_bins(n);
+    if (b > 0) return (int)b;
+    double rho = 0;
+    if (pg_marg_rho_for(pg_spec_num(r, "privacy.epsilon", 1), spec_delta(r, desc), &rho, NULL))
+        rho = 0;
+    return auto_bins(desc->n, rho);
 }
 
 static double spec_delta(const json_t *r, const pg_data_desc *desc)
@@ -260,6 +285,7 @@ typedef struct mtr {
     double *weight;  /* per candidate */
     double *answers; /* true marginals of the candidates (counts) */
     double max_weight;
+    double support; /* sample.support_sigmas (0: every level is sampled) */
     pg_rng secure;
 } mtr;
 
@@ -970,7 +996,7 @@ static int common_validate(const pg_param *params, const char *name, const json_
                           eps, desc->cap_epsilon);
     /* The domain from the schema alone: its size decides what can fit. */
     pg_disc D;
-    int b = spec_bins(r, desc->n);
+    int b = spec_bins(r, desc);
     int rc = pg_disc_build(desc->table, desc->d, desc->lo, desc->hi, desc->num_classes, b, &D, err);
     if (rc) {
         json_decref(r);
@@ -1144,7 +1170,7 @@ static int common_new(const json_t *r, const pg_job_data *in, bool is_aim, int t
     g->base.method = is_aim ? &pg_method_aim : &pg_method_mst;
     g->aim = is_aim;
     g->threads = threads;
-    g->bins = spec_bins(r, desc->n);
+    g->bins = spec_bins(r, desc);
     g->delta = spec_delta(r, desc);
     g->max_cells = pg_spec_num(r, "model.max_cells", 8e6);
     g->aim_cells =
@@ -1154,6 +1180,7 @@ static int common_new(const json_t *r, const pg_job_data *in, bool is_aim, int t
     g->iters = it > 0 ? (size_t)it : 2000;
     g->round_iters = (size_t)pg_spec_int(r, "aim.round_iters", 250);
     g->compress = !is_aim && pg_spec_bool(r, "mst.compress", true);
+    g->support = pg_spec_num(r, "sample.support_sigmas", 5);
     int rc = pg_marg_rho_for(pg_spec_num(r, "privacy.epsilon", 1), g->delta, &g->rho, err);
     if (!rc) rc = copy_table(desc->table, &g->t, err);
     if (!rc)
@@ -1272,6 +1299,7 @@ typedef struct msnap {
     size_t nattr, d;
     double *class_p; /* model probability of each class (NULL without label) */
     size_t classes;
+    unsigned char **drop; /* per attribute (NULL: none): levels rejected when sampling */
 } msnap;
 
 static void msnap_free(void *impl)
@@ -1284,6 +1312,8 @@ static void msnap_free(void *impl)
     free(s->cm);
     pg_disc_free(&s->D);
     free(s->class_p);
+    for (size_t i = 0; s->drop && i < s->nattr; i++) free(s->drop[i]);
+    free(s->drop);
     free(s);
 }
 
@@ -1313,7 +1343,8 @@ static int msnap_draw(const msnap *s, size_t n, uint64_t seed, int label, float 
     }
     int rc = PG_OK;
     size_t got = 0;
-    double tries = 0, max_tries = label >= 0 ? 50.0 * (double)n / p + 1e5 : INFINITY;
+    /* The support accepts a row with probability >= 1/2 (msnap_support). */
+    double tries = 0, max_tries = label >= 0 ? 100.0 * (double)n / p + 1e5 : INFINITY;
     while (!rc && got < n) {
         size_t m = label >= 0 ? batch : (n - got < batch ? n - got : batch);
         if (tries > max_tries) {
@@ -1326,6 +1357,9 @@ static int msnap_draw(const msnap *s, size_t n, uint64_t seed, int label, float 
         for (size_t i = 0; !rc && i < m && got < n; i++) {
             const uint32_t *c = codes + i * A;
             if (label >= 0 && c[L] != (uint32_t)label) continue;
+            bool rej = false;
+            for (size_t a = 0; s->drop && a < A; a++) rej |= s->drop[a] && s->drop[a][c[a]];
+            if (rej) continue;
             for (size_t a = 0; a < A; a++) {
                 const cmap *cm = &s->cm[a];
                 uint32_t v = c[a];
@@ -1398,10 +1432,93 @@ static int cmap_copy(const cmap *src, size_t levels, cmap *dst, pg_error *err)
     return PG_OK;
 }
 
+/* Sampling support (sample.support_sigmas). The fit spreads the Gaussian
+ * noise of every measurement over cells whose true count is 0: each such cell
+ * of a measurement at sigma keeps about sigma / sqrt(2 pi) of mass (the fit
+ * cannot go below 0, so the noise's negative half is cut and its positive
+ * half stays). A number column whose data sit in 2 of its 8 bins then gets a
+ * few percent of its rows in the empty bins, decoded far out in the range
+ * (credit_data's Price, declared up to 20000, lives mostly below 2500): the
+ * synthetic rows carry outliers the real ones never had, and a downstream
+ * linear model trained on them loses the column. So the snapshot samples
+ * from the model conditioned on every number column sitting in a level whose
+ * fitted count is at least tau[a] (rejection: a row with a number in a
+ * level below it is drawn again). tau[a] = k x the noise std of the most
+ * precise measurement of a's one-way: min over measurements i holding a of
+ * sigma_i sqrt(cells_i / levels_a) (a's one-way from measurement i sums
+ * cells_i / levels_a noisy cells). Post-processing of the released model:
+ * no privacy cost. Categorical, boolean and label attributes, compressed
+ * attributes (mst merges its rare levels already) and levels that are
+ * "missing" keep every level. At most half of the model's mass is cut: if
+ * the cut levels' mass summed over attributes exceeds 1/2, attributes are
+ * released from the rule, largest cut first, so a row is accepted with
+ * probability at least 1/2 and sampling always ends. */
+static int support_tau(const meas *m, size_t nm, const size_t *sizes, size_t nattr, double k,
+                       double *tau)
+{
+    for (size_t a = 0; a < nattr; a++) tau[a] = 0;
+    if (!(k > 0)) return 0;
+    for (size_t a = 0; a < nattr; a++) {
+        double best = INFINITY;
+        for (size_t i = 0; i < nm; i++)
+            for (size_t j = 0; j < m[i].k; j++)
+                if (m[i].attrs[j] == a && m[i].sigma > 0)
+                    best = fmin(best, m[i].sigma * sqrt((double)m[i].cells / (double)sizes[a]));
+        tau[a] = isfinite(best) ? k * best : 0;
+    }
+    return 1;
+}
+
+static int msnap_support(msnap *s, const double *tau, pg_error *err)
+{
+    const size_t *sz = pg_pgm_model_sizes(s->model);
+    double total = pg_pgm_model_total(s->model);
+    double *cut = calloc(s->nattr, sizeof *cut);
+    s->drop = calloc(s->nattr, sizeof *s->drop);
+    if (!cut || !s->drop) {
+        free(cut);
+        return pg_error_set(err, PG_ENOMEM, "out of memory");
+    }
+    int rc = PG_OK;
+    for (size_t a = 0; !rc && a < s->nattr; a++) {
+        const pg_disc_attr *x = &s->D.a[a];
+        bool numeric = x->kind == PG_DISC_INT || x->kind == PG_DISC_REAL;
+        if (!numeric || !(tau[a] > 0) || s->cm[a].fwd || !(total > 0)) continue;
+        double *m1 = malloc(sz[a] * sizeof *m1);
+        unsigned char *dr = calloc(sz[a], 1);
+        if (!m1 || !dr) rc = pg_error_set(err, PG_ENOMEM, "out of memory");
+        if (!rc) rc = pg_pgm_marginal(s->model, &a, 1, m1, err);
+        size_t nd = 0;
+        for (size_t l = 0; !rc && l < x->nvalue && l < sz[a]; l++)
+            if (m1[l] < tau[a]) dr[l] = 1, nd++, cut[a] += fmax(m1[l], 0) / total;
+        if (!rc && nd > 0 && nd < sz[a])
+            s->drop[a] = dr, dr = NULL;
+        else
+            cut[a] = 0;
+        free(m1);
+        free(dr);
+    }
+    for (;;) {
+        double sum = 0, big = 0;
+        size_t bi = 0;
+        for (size_t a = 0; a < s->nattr; a++) {
+            sum += cut[a];
+            if (cut[a] > big) big = cut[a], bi = a;
+        }
+        if (sum <= 0.5 || big <= 0) break;
+        free(s->drop[bi]);
+        s->drop[bi] = NULL;
+        cut[bi] = 0;
+    }
+    free(cut);
+    return rc;
+}
+
 /* A snapshot of `model` (ownership moves in, even on failure) over the
- * domain D (copied) with compression maps cm (copied). */
+ * domain D (copied) with compression maps cm (copied); tau (NULL: none) the
+ * sampling support's thresholds per attribute (support_tau). */
 static int msnap_make(pg_pgm_model *model, const pg_table *t, const pg_disc *D, const cmap *cm,
-                      long step, pg_snapshot **out, pg_error *err)
+                      const double *tau, long step, pg_snapshot **out, pg_error *err)
 {
     *out = NULL;
     msnap *s = calloc(1, sizeof *s);
@@ -1432,6 +1549,7 @@ static int msnap_make(pg_pgm_model *model, const pg_table *t, const pg_disc *D, 
         for (size_t k = 0; !rc && k < s->classes; k++)
             s->class_p[k] = tot > 0 ? fmax(s->class_p[k], 0) / tot : 0;
     }
+    if (!rc && tau) rc = msnap_support(s, tau, err);
     if (rc) {
         msnap_free(s);
         return rc;
@@ -1457,7 +1575,15 @@ static int common_snapshot(pg_trainer *tr, pg_snapshot **out, pg_error *err)
     pg_pgm_model *copy = NULL;
     int rc = model_copy(g->model, &copy, err);
     if (rc) return rc;
-    return msnap_make(copy, g->t, &g->D, g->cm, g->step, out, err);
+    double *tau = malloc(g->nattr * sizeof *tau);
+    if (!tau) {
+        pg_pgm_model_free(copy);
+        return pg_error_set(err, PG_ENOMEM, "out of memory");
+    }
+    bool on = support_tau(g->m, g->nm, g->sizes, g->nattr, g->support, tau);
+    rc = msnap_make(copy, g->t, &g->D, g->cm, on ? tau : NULL, g->step, out, err);
+    free(tau);
+    return rc;
 }
 
 /* ---- checkpoints ------------------------------------------------------------ */
@@ -1533,6 +1659,8 @@ static int common_save(pg_trainer *tr, unsigned char **bytes, size_t *len, pg_er
                                                 g->m[i].sigma, "off", (json_int_t)g->m[i].off,
                                                 "cells", (json_int_t)g->m[i].cells));
         json_object_set_new(h, "measures", ms);
+        /* the snapshot's sampling support (absent in older checkpoints: off) */
+        json_object_set_new(h, "support_sigmas", json_real(g->support));
         json_t *ed = json_array();
         for (size_t e = 0; e < g->nedges; e++)
             json_array_append_new(ed, size_array(g->edges[e], 2));
@@ -1811,10 +1939,33 @@ static int common_load_snapshot(const char *name, const unsigned char *bytes, si
         if (pg_pgm_model_sizes(model)[a] != sizes[a])
             rc = pg_error_set(err, PG_EFORMAT, "the checkpoint's model does not match its domain");
     long step = h ? (long)json_integer_value(json_object_get(h, "step")) : 0;
+    /* The sampling support's thresholds from the header's measurements (their
+     * sets, sigmas and cells; a malformed entry turns the support off). */
+    double k = h ? json_number_value(json_object_get(h, "support_sigmas")) : 0;
+    const json_t *ms = h ? json_object_get(h, "measures") : NULL;
+    size_t nms = json_array_size(ms);
+    meas *mv = !rc && k > 0 && nms ? calloc(nms, sizeof *mv) : NULL;
+    double *tau = mv ? calloc(A, sizeof *tau) : NULL;
+    bool on = false;
+    if (mv && tau) {
+        on = true;
+        for (size_t i = 0; on && i < nms; i++) {
+            const json_t *o = json_array_get(ms, i);
+            const json_t *at = json_object_get(o, "attrs");
+            mv[i].k = json_array_size(at);
+            mv[i].sigma = json_number_value(json_object_get(o, "sigma"));
+            on = mv[i].k >= 1 && mv[i].k <= PG_PGM_MAX_CLIQUE &&
+                 !read_sizes(at, mv[i].attrs, mv[i].k, A) && mv[i].sigma > 0;
+            if (on) mv[i].cells = set_cells(sizes, mv[i].attrs, mv[i].k);
+        }
+        if (on) on = support_tau(mv, nms, sizes, A, k, tau);
+    }
     if (!rc) {
-        rc = msnap_make(model, t, &D, cm, step, out, err);
+        rc = msnap_make(model, t, &D, cm, on ? tau : NULL, step, out, err);
         model = NULL;
     }
+    free(mv);
+    free(tau);
     pg_pgm_model_free(model);
     for (size_t a = 0; cm && a < A; a++) cmap_free(&cm[a]);
     free(cm);
@@ -1844,7 +1995,7 @@ static size_t common_memory(const json_t *r, const pg_job_data *in)
     size_t A = desc->table ? desc->table->ncols : desc->d + (desc->num_classes > 0);
     double cells = pg_spec_num(r, "model.max_cells", 8e6);
     double b = 6.0 * 8.0 * cells + 8.0 * (double)PASS_CELLS;
-    int bins = spec_bins(r, desc->n);
+    int bins = spec_bins(r, desc);
     double answers = (double)A * (double)A * (double)A * (double)bins * (double)bins / 2.0;
     b += 8.0 * fmin(answers, 4.0 * cells); /* aim's candidate answers, bounded */
     return b > (double)SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)b;

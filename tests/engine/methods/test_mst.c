@@ -149,6 +149,9 @@ START_TEST(bad_jobs_get_field_errors)
     ck_assert_ptr_null(
         pg_test_resolve(M, "{\"privacy\":{\"epsilon\":1},\"discretize\":{\"bins\":1}}", &in, &e));
     ck_assert(pg_test_has_error(&e, "discretize.bins"));
+    ck_assert_ptr_null(pg_test_resolve(
+        A, "{\"privacy\":{\"epsilon\":1},\"sample\":{\"support_sigmas\":-1}}", &in, &e));
+    ck_assert(pg_test_has_error(&e, "sample.support_sigmas"));
     ck_assert_ptr_null(pg_test_resolve(M, "{\"privacy\":{\"epsilon\":1},\"bogus\":2}", &in, &e));
     ck_assert_int_gt(e.count, 0);
     ck_assert_ptr_null(pg_test_resolve(M, "{\"privacy\":{\"epsilon\":1,\"delta\":1e-3}}", &in,
@@ -591,6 +594,170 @@ START_TEST(aim_model_stays_under_its_bound)
 }
 END_TEST
 
+/* The sampling support (sample.support_sigmas): b takes only 0 and 1 (the
+ * bins holding them end at 3 whatever the integer bins' cut), so its other
+ * bins are empty, and the fit leaves noise mass in them (about sigma /
+ * sqrt(2 pi) per empty cell and measurement; at epsilon 0.3, about 1 % of
+ * the rows in most runs). With the support off the samples follow the model,
+ * leak included (b in 4..9, values the data never had); with the default (5
+ * sigmas) no row is served there, from the trainer's snapshot and from the
+ * checkpoint alike. The old code served the leak whatever the spec (its
+ * default arm failed in 11 of 12 runs: the leak is 0 in some runs). */
+START_TEST(aim_samples_stay_in_the_supported_bins)
+{
+    pg_table *t = table();
+    float *x = pg_alloc_f32((size_t)ROWS * t->width);
+    int32_t *lab = pg_alloc(ROWS * sizeof *lab);
+    pg_rng rng;
+    pg_rng_seeded(&rng, 13, 1);
+    for (size_t i = 0; i < ROWS; i++) {
+        float *r = x + i * t->width;
+        memset(r, 0, t->width * sizeof *r);
+        size_t a = pg_rng_below(&rng, 3);
+        pg_table_value v = {.cat = a};
+        ck_assert_int_eq(pg_table_encode_value(t, 1, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
+        v = (pg_table_value){.num = (double)(pg_rng_uniform(&rng) < 0.3)};
+        ck_assert_int_eq(pg_table_encode_value(t, 2, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
+        v = (pg_table_value){.num = pg_rng_uniform(&rng)};
+        ck_assert_int_eq(pg_table_encode_value(t, 3, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
+        v = (pg_table_value){.cat = pg_rng_below(&rng, 2)};
+        ck_assert_int_eq(pg_table_encode_value(t, 4, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
+        lab[i] = a == 2;
+    }
+    const pg_method *M = pg_method_find("aim");
+    const char *specs[2] = {
+        "{\"privacy\":{\"epsilon\":0.3},\"seed\":4,\"discretize\":{\"bins\":10}}",
+        "{\"privacy\":{\"epsilon\":0.3},\"seed\":4,\"discretize\":{\"bins\":10},"
+        "\"sample\":{\"support_sigmas\":0}}"};
+    enum { S = 20000 };
+    float *y = pg_alloc_f32((size_t)S * t->width);
+    for (int k = 0; k < 2; k++) {
+        float *xc = pg_alloc_f32((size_t)ROWS * t->width);
+        int32_t *lc = pg_alloc(ROWS * sizeof *lc);
+        memcpy(xc, x, (size_t)ROWS * t->width * sizeof *xc);
+        memcpy(lc, lab, ROWS * sizeof *lc);
+        size_t shape[1] = {t->width};
+        pg_dataset ds;
+        ck_assert_int_eq(
+            pg_dataset_adopt(&ds, xc, lc, ROWS, shape, 1, 2, (float)t->lo, (float)t->hi, NULL), 0);
+        pg_data_desc desc = desc_of(t);
+        pg_job_data in = {.desc = &desc, .rows = &ds};
+        pg_spec_errors e;
+        json_t *r = pg_test_resolve(M, specs[k], &in, &e);
+        ck_assert_msg(r, "%s", e.count ? e.items[0].message : "");
+        pg_trainer *tr;
+        pg_error err = {0};
+        ck_assert_msg(M->create(r, &in, 1, &tr, &err) == PG_OK, "%s", err.msg);
+        pg_step_report rep = {0};
+        while (!rep.done) ck_assert_msg(M->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
+        pg_snapshot *snaps[2];
+        ck_assert_int_eq(M->snapshot(tr, &snaps[0], NULL), PG_OK);
+        unsigned char *bytes;
+        size_t len;
+        ck_assert_int_eq(M->save(tr, &bytes, &len, NULL), PG_OK);
+        ck_assert_msg(M->load_snapshot(bytes, len, &snaps[1], &err) == PG_OK, "%s", err.msg);
+        /* the fitted model's mass on b >= 4 (b is attribute 2, one code per value) */
+        pg_ckpt ck = {0};
+        ck_assert_int_eq(pg_ckpt_decode(bytes, len, &ck, NULL), PG_OK);
+        json_t *h = json_loads(ck.header, 0, NULL);
+        pg_pgm_model *model = NULL;
+        ck_assert_int_eq(pg_pgm_load((const unsigned char *)pg_ckpt_find(&ck, "model")->data,
+                                     (size_t)json_integer_value(json_object_get(h, "model_len")),
+                                     &model, NULL),
+                         PG_OK);
+        size_t battr = 2;
+        double mb[10], leak = 0;
+        ck_assert_int_eq(pg_pgm_model_sizes(model)[2], 10);
+        ck_assert_int_eq(pg_pgm_marginal(model, &battr, 1, mb, NULL), PG_OK);
+        for (int l = 4; l < 10; l++) leak += fmax(mb[l], 0) / pg_pgm_model_total(model);
+        pg_pgm_model_free(model);
+        json_decref(h);
+        pg_ckpt_free(&ck);
+        for (int q = 0; q < 2; q++) {
+            ck_assert_int_eq(pg_snapshot_sample(snaps[q], S, 21, -1, y, NULL), PG_OK);
+            double out = 0, one = 0;
+            for (size_t i = 0; i < S; i++) {
+                pg_table_value v;
+                pg_table_decode_value(t, 2, y + i * t->width, 0, &v);
+                out += v.num >= 4;
+                one += v.num <= 3;
+            }
+            if (k == 0) {
+                ck_assert_msg(out == 0, "snapshot %d: %g of %d rows with b >= 4 (data: none)", q,
+                              out, S);
+                ck_assert(one == S);
+            } else {
+                /* support off: the model's own distribution, leak included
+                 * (its mass on b >= 4 is about 1 % in most runs; binomial
+                 * bound at 5 sd, false alarm below 1e-6) */
+                double d = fabs(out / S - leak);
+                ck_assert_msg(d <= 5 * sqrt(leak * (1 - leak) / S) + 1e-4,
+                              "support off, snapshot %d: %g rows with b >= 4, model %g", q, out,
+                              leak * S);
+            }
+            pg_snapshot_release(snaps[q]);
+        }
+        free(bytes);
+        M->destroy(tr);
+        json_decref(r);
+        pg_dataset_free(&ds);
+    }
+    pg_free(y);
+    pg_free(x);
+    pg_free(lab);
+    pg_table_free(t);
+}
+END_TEST
+
+/* discretize.bins 0 (auto): the documented ladder on n sqrt(2 rho), rho found
+ * here by bisection on the independent conversion above: 8 bins below 2000,
+ * 16 below 20000, 32 below 200000, 64 above; a given bin count wins. */
+START_TEST(auto_bins_follow_rows_and_budget)
+{
+    pg_table *t = table();
+    pg_data_desc desc = desc_of(t);
+    pg_job_data in = {.desc = &desc};
+    const pg_method *A = pg_method_find("aim");
+    struct {
+        size_t n;
+        double eps;
+    } cases[] = {{4000, 0.5}, {4000, 1},   {4000, 5},    {30000, 1},
+                 {30000, 20}, {200000, 1}, {2000000, 1}, {500, 50}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        desc.n = cases[c].n;
+        double lo = 0, hi = 100;
+        for (int it = 0; it < 200; it++) {
+            double mid = (lo + hi) / 2;
+            if (eps_of_rho(mid, 1e-5) <= cases[c].eps)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        double snr = (double)cases[c].n * sqrt(2 * lo);
+        long want = snr < 2000 ? 8 : snr < 20000 ? 16 : snr < 200000 ? 32 : 64;
+        char spec[128];
+        snprintf(spec, sizeof spec, "{\"privacy\":{\"epsilon\":%g}}", cases[c].eps);
+        pg_spec_errors e;
+        json_t *r = pg_test_resolve(A, spec, &in, &e);
+        ck_assert_msg(r, "%s", e.count ? e.items[0].message : "");
+        long got =
+            (long)json_integer_value(json_object_get(json_object_get(r, "accounting"), "bins"));
+        ck_assert_msg(got == want, "n %zu eps %g: bins %ld, want %ld (snr %.0f)", cases[c].n,
+                      cases[c].eps, got, want, snr);
+        json_decref(r);
+    }
+    desc.n = ROWS;
+    pg_spec_errors e;
+    json_t *r =
+        pg_test_resolve(A, "{\"privacy\":{\"epsilon\":5},\"discretize\":{\"bins\":6}}", &in, &e);
+    ck_assert(r);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(r, "accounting"), "bins")),
+                     6);
+    json_decref(r);
+    pg_table_free(t);
+}
+END_TEST
+
 START_TEST(mst_learns_the_tree_and_serves_valid_rows)
 {
     run("mst", "{\"privacy\":{\"epsilon\":20},\"seed\":3}", 0.8);
@@ -615,6 +782,8 @@ static Suite *suite(void)
     tcase_add_test(tc, mst_weighs_merged_levels_by_their_noise);
     tcase_add_test(tc, aim_learns_the_workload_and_serves_valid_rows);
     tcase_add_test(tc, aim_model_stays_under_its_bound);
+    tcase_add_test(tc, aim_samples_stay_in_the_supported_bins);
+    tcase_add_test(tc, auto_bins_follow_rows_and_budget);
     suite_add_tcase(s, tc);
     return s;
 }
