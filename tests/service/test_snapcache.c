@@ -28,20 +28,31 @@ static void fake_destroy(void *impl)
 
 static const pg_snapshot_ops FAKE = {fake_sample, fake_destroy, NULL};
 
+/* gate (optional): the loader sets gate[0] once it runs and returns only
+ * after gate[1] is set, so a test can act while a load is in progress
+ * without guessing how long the thread takes to get there. */
 typedef struct ld {
     int64_t step;
     size_t bytes;
     int fail, sleep_ms;
+    atomic_int *gate;
 } ld;
+
+static void nap_ms(long ms)
+{
+    struct timespec ts = {0, ms * 1000000L};
+    nanosleep(&ts, NULL);
+}
 
 static int load(void *ctx, pg_snapshot **snap, size_t *bytes, pg_error *err)
 {
     ld *l = ctx;
     atomic_fetch_add(&loads, 1);
-    if (l->sleep_ms) {
-        struct timespec ts = {0, (long)l->sleep_ms * 1000000L};
-        nanosleep(&ts, NULL);
+    if (l->gate) {
+        atomic_store(&l->gate[0], 1);
+        while (!atomic_load(&l->gate[1])) nap_ms(1);
     }
+    if (l->sleep_ms) nap_ms(l->sleep_ms);
     if (l->fail) return pg_error_set(err, PG_EIO, "checkpoint unreadable");
     int64_t *impl = malloc(sizeof *impl);
     *impl = l->step;
@@ -187,13 +198,17 @@ START_TEST(a_burst_of_misses_loads_once)
     pg_snapcache_stats s = stats(c);
     ck_assert_uint_eq(s.misses + s.hits, N);
     ck_assert_uint_eq(s.entries, 1);
-    /* evicted while loading: the load is served but not kept */
-    burst one = {.c = c, .l = {.step = 8, .bytes = 100, .sleep_ms = 300}};
+    /* evicted while loading: the load is served but not kept. The eviction
+     * waits for the loader to be running (a fixed 100 ms sleep against a
+     * 300 ms load lost the race when the thread started late under load,
+     * and the entry was then evicted before the load and kept). */
+    atomic_int gate[2] = {0, 0};
+    burst one = {.c = c, .l = {.step = 8, .bytes = 100, .gate = gate}};
     pthread_t t1;
     pthread_create(&t1, NULL, burst_get, &one);
-    struct timespec ts = {0, 100 * 1000000L};
-    nanosleep(&ts, NULL);
+    while (!atomic_load(&gate[0])) nap_ms(1);
     pg_snapcache_evict(c, "job_hot");
+    atomic_store(&gate[1], 1);
     pthread_join(t1, NULL);
     ck_assert_int_eq(one.rc, PG_OK);
     ck_assert_int_eq(pg_snapshot_step(one.got), 8);

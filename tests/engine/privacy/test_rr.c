@@ -108,9 +108,10 @@ START_TEST(empirical_channel_matches_matrix)
 }
 END_TEST
 
-/* The inverse channel recovers the true frequencies: within 5 standard
- * deviations of the estimator (its variance is f_i (1 - f_i) / (n (p - q)^2)),
- * while the reported frequencies are far off. */
+/* The inverse channel recovers the true frequencies: within 6 standard
+ * deviations of the estimator (its variance is f_i (1 - f_i) / (n (p - q)^2);
+ * the reports are secure draws, new every run: 4 classes x 2e-9, where 5 sd
+ * was 4 x 5.7e-7), while the reported frequencies are far off. */
 START_TEST(estimator_is_unbiased)
 {
     const size_t k = 4, n = 1000000;
@@ -131,7 +132,7 @@ START_TEST(estimator_is_unbiased)
     for (size_t c = 0; c < k; c++) {
         double fc = q + (p - q) * pi[c];
         double sd = sqrt(fc * (1 - fc) / (double)n) / (p - q);
-        ck_assert_msg(fabs(est[c] - pi[c]) < 5 * sd, "class %zu: %g vs %g (sd %g)", c, est[c],
+        ck_assert_msg(fabs(est[c] - pi[c]) < 6 * sd, "class %zu: %g vs %g (sd %g)", c, est[c],
                       pi[c], sd);
         sum += est[c];
     }
