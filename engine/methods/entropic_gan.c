@@ -617,7 +617,9 @@ const pg_method pg_method_entropic_gan = {
                "model.logit_gain 10) its rows trained a classifier to 0.77 (majority class 0.73, "
                "real data 0.80); at a local epsilon of 5 per row to 0.54. With the schema's label "
                "it is conditional by default, reading the privatized label through its "
-               "randomized-response channel: 0.73 and 0.60 (docs/benchmarks.md, tables).",
+               "randomized-response channel: 0.74 and 0.50; at a local epsilon of 5 the reports "
+               "hold too little for any classifier to beat the majority class reliably "
+               "(docs/benchmarks.md, tables).",
     .accepts = PG_PRIVACY_LOCAL,
     .catalogue = egan_catalogue,
     .validate = egan_validate,

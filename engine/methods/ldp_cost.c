@@ -17,7 +17,7 @@ enum { BLK_RR_CAT = 1, BLK_RR_REF = 2, BLK_LAPLACE = 3, BLK_GAUSS = 4 };
  * at a local epsilon of 1000 over 14 columns, 71 each, a category or label
  * mismatch cost a fifth of what the privatizer's channel says). */
 #define Q_FLOOR_IDENTITY 1e-6
-#define Q_FLOOR_CHANNEL 1e-30
+#define Q_FLOOR_CHANNEL  1e-30
 
 typedef struct blk {
     int kind;
@@ -261,8 +261,11 @@ int pg_ldp_cost_grad(const pg_ldp_cost *c, const float *x, size_t n, const float
                 const blk *b = &c->b[k];
                 double t = (double)xi[b->offset] - yj[b->offset];
                 if (b->kind == BLK_LAPLACE)
-                    gi[b->offset] +=
-                        (float)(p * b->weight * (t > 0 ? 1.0 : t < 0 ? -1.0 : 0.0) / b->scale);
+                    gi[b->offset] += (float)(p * b->weight *
+                                             (t > 0   ? 1.0
+                                              : t < 0 ? -1.0
+                                                      : 0.0) /
+                                             b->scale);
                 else if (b->kind == BLK_GAUSS)
                     gi[b->offset] += (float)(p * b->weight * t / (b->scale * b->scale));
                 else

@@ -213,7 +213,6 @@ START_TEST(validation_names_the_field)
 }
 END_TEST
 
-
 /* ---- typed local tables ------------------------------------------------ */
 
 /* Every kind of block: x (1 unit), n nullable (value, indicator), c (3),
@@ -335,8 +334,8 @@ START_TEST(channel_cost_is_the_privatizers_likelihood)
         double r = absdev[u] / N / plan.cols[u].noise_scale;
         ck_assert_msg(fabs(r - 1.0) < 0.05, "unit %zu: mean |noise| / b = %.4f", u, r);
     }
-    ck_assert_msg(fabs(kept_c / N - plan.cols[2].keep) < 0.02, "c kept %.4f, plan %.4f",
-                  kept_c / N, plan.cols[2].keep);
+    ck_assert_msg(fabs(kept_c / N - plan.cols[2].keep) < 0.02, "c kept %.4f, plan %.4f", kept_c / N,
+                  plan.cols[2].keep);
     ck_assert_msg(fabs(kept_y / N - plan.cols[6].keep) < 0.02, "label kept %.4f, plan %.4f",
                   kept_y / N, plan.cols[6].keep);
     pg_free(rows);
