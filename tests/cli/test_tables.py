@@ -250,7 +250,9 @@ def privatize_table_large_epsilon_keeps_values():
 @case
 def privatize_table_frequencies_recoverable():
     """At a small epsilon the reported frequencies are off, and the declared
-    keep probability inverts them back (5 standard deviations)."""
+    keep probability inverts them back (6 standard deviations: the
+    randomization is secure, new every run; 4 categories at 2e-9 each, where
+    5 sd was 4 x 5.7e-7)."""
     n = 6000
     rng = random.Random(5)
     truth = [0.6, 0.25, 0.1, 0.05]
@@ -277,7 +279,7 @@ def privatize_table_frequencies_recoverable():
         est = (f - q) / (p - q)
         fe = q + (p - q) * t
         sd = math.sqrt(fe * (1 - fe) / n) / (p - q)
-        assert abs(est - t) < 5 * sd, (name, est, t, sd)
+        assert abs(est - t) < 6 * sd, (name, est, t, sd)
     assert abs(sum(r["job"] == JOBS[0] for r in out) / n - truth[0]) > 0.1
 
 

@@ -3,7 +3,8 @@
  * pg_srv_start launches the binary with --listen 127.0.0.1:0 and a port file
  * in its data dir, and waits for the port; stderr goes to <dir>/privgend.log.
  * pg_http sends one request on a fresh connection and returns status, body
- * (parsed as JSON when it is JSON), Location and Content-Type.
+ * (parsed as JSON when it is JSON), Location, Content-Type, ETag,
+ * Cache-Control and Vary.
  *
  * Storage backend: by default privgend keeps its SQLite database in the data
  * dir. When PRIVGEN_TEST_DB_URL is set, every server gets `--db URL` with
@@ -265,6 +266,18 @@ static inline int pg_srv_stop(pg_srv *s)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* kill -9 and reap: a crash, nothing shut down cleanly; s is stopped
+ * afterwards (pg_srv_start brings it back on the same data and storage). */
+static inline void pg_srv_kill9(pg_srv *s)
+{
+    kill(s->pid, SIGKILL);
+    waitpid(s->pid, NULL, 0);
+    pg_itest_dir *reg = pg_itest_dir_of(s->dir);
+    if (reg) reg->pid = 0;
+    s->pid = 0;
+    s->port = 0;
+}
+
 static inline void pg_srv_cleanup(pg_srv *s)
 {
     if (s->pid > 0) pg_srv_stop(s);
@@ -284,6 +297,8 @@ typedef struct pg_resp {
     char location[256];
     char ctype[128];
     char etag[128]; /* ETag, empty when none */
+    char cc[128];   /* Cache-Control, empty when none */
+    char vary[64];  /* Vary, empty when none */
     json_t *json;   /* parsed body when it is JSON (incl. problem+json) */
 } pg_resp;
 
@@ -314,13 +329,17 @@ static size_t pg_itest_header(char *p, size_t sz, size_t n, void *ctx)
     if (!strncasecmp(line, "Content-Type: ", 14))
         snprintf(r->ctype, sizeof r->ctype, "%.120s", line + 14);
     if (!strncasecmp(line, "ETag: ", 6)) snprintf(r->etag, sizeof r->etag, "%.120s", line + 6);
+    if (!strncasecmp(line, "Cache-Control: ", 15))
+        snprintf(r->cc, sizeof r->cc, "%.120s", line + 15);
+    if (!strncasecmp(line, "Vary: ", 6)) snprintf(r->vary, sizeof r->vary, "%.60s", line + 6);
     return k;
 }
 
-/* headers: NULL-terminated "Name: value" strings, may be NULL. */
-static inline void pg_http(const pg_srv *s, const char *method, const char *path, const char *token,
-                           const char *ctype, const void *body, size_t len,
-                           const char *const *headers, pg_resp *out)
+/* pg_http with a client limit of timeout_s seconds for the whole exchange. */
+static inline void pg_http_within(const pg_srv *s, const char *method, const char *path,
+                                  const char *token, const char *ctype, const void *body,
+                                  size_t len, const char *const *headers, long timeout_s,
+                                  pg_resp *out)
 {
     memset(out, 0, sizeof *out);
     CURL *c = curl_easy_init();
@@ -344,7 +363,7 @@ static inline void pg_http(const pg_srv *s, const char *method, const char *path
     curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, pg_itest_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, out);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, timeout_s);
     curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L);
     if (body) {
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
@@ -361,11 +380,35 @@ static inline void pg_http(const pg_srv *s, const char *method, const char *path
         out->json = json_loadb(out->body, out->len, 0, NULL);
 }
 
+/* headers: NULL-terminated "Name: value" strings, may be NULL. The client
+ * gives up after 60 s. */
+static inline void pg_http(const pg_srv *s, const char *method, const char *path, const char *token,
+                           const char *ctype, const void *body, size_t len,
+                           const char *const *headers, pg_resp *out)
+{
+    pg_http_within(s, method, path, token, ctype, body, len, headers, 60, out);
+}
+
 static inline void pg_resp_free(pg_resp *r)
 {
     free(r->body);
     json_decref(r->json);
     memset(r, 0, sizeof *r);
 }
+
+/* PG_ITEST_MAIN(make_suite) defines main() for a suite that starts its own
+ * servers: it runs the Check suite built by make_suite() between libcurl's
+ * global set-up and clean-up, and exits nonzero on any failure. */
+#define PG_ITEST_MAIN(make_suite)                                                                  \
+    int main(void)                                                                                 \
+    {                                                                                              \
+        curl_global_init(CURL_GLOBAL_DEFAULT);                                                     \
+        SRunner *sr = srunner_create(make_suite());                                                \
+        srunner_run_all(sr, CK_NORMAL);                                                            \
+        int failed = srunner_ntests_failed(sr);                                                    \
+        srunner_free(sr);                                                                          \
+        curl_global_cleanup();                                                                     \
+        return failed ? 1 : 0;                                                                     \
+    }
 
 #endif

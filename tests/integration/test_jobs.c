@@ -27,6 +27,7 @@
 #include "engine/privacy/privacy.h"
 #include "integration/isuite.h"
 #include "render/render.h"
+#include "support/pg_http_test.h"
 #include "support/pg_test.h"
 
 static pg_srv srv;
@@ -69,37 +70,35 @@ static void req(const pg_srv *s, const char *method, const char *path, const cha
             body ? strlen(body) : 0, NULL, r);
 }
 
+/* Row i of the local toy set: two draws of an LCG, u in [-1, 1), v in
+ * [-0.5, 0.5). */
+static double lcg_cell(int i, int j, void *ctx)
+{
+    unsigned *x = ctx;
+    *x = *x * 1103515245u + 12345u;
+    double u = (double)(*x >> 8) / 16777216.0;
+    return j ? u - 0.5 : 2.0 * u - 1.0;
+}
+
+/* POSTs body to path and checks the problem that answers: status, and the
+ * field its first error names (NULL: not checked). */
+static void refused(const pg_srv *s, const char *path, const char *body, long status,
+                    const char *field)
+{
+    pg_resp r;
+    req(s, "POST", path, body, &r);
+    expect_problem(&r, status, field);
+}
+
 /* A local Gaussian-LDP 2-D dataset of n noisy points; returns its id. */
 static void make_local(const pg_srv *s, int n, char id[64])
 {
-    pg_resp r;
-    req(s, "POST", "/v1/datasets",
-        "{\"name\":\"toy\",\"shape\":[2],\"range\":[-4,4],\"privacy\":{\"model\":\"local\","
-        "\"mechanism\":\"gaussian\",\"epsilon\":1,\"delta\":1e-5,\"sensitivity\":0.5,"
-        "\"noise_scale\":2.5}}",
-        &r);
-    ck_assert_msg(r.status == 201, "%s", r.body);
-    snprintf(id, 64, "%s", json_string_value(json_object_get(r.json, "id")));
-    pg_resp_free(&r);
-    size_t cap = (size_t)n * 48 + 64, k = 0;
-    char *b = malloc(cap);
-    k += (size_t)snprintf(b + k, cap - k, "{\"rows\":[");
     unsigned x = 12345;
-    for (int i = 0; i < n; i++) {
-        x = x * 1103515245u + 12345u;
-        double u = (double)(x >> 8) / 16777216.0;
-        x = x * 1103515245u + 12345u;
-        double v = (double)(x >> 8) / 16777216.0;
-        k +=
-            (size_t)snprintf(b + k, cap - k, "%s[%.5f,%.5f]", i ? "," : "", 2.0 * u - 1.0, v - 0.5);
-    }
-    snprintf(b + k, cap - k, "]}");
-    char path[128];
-    snprintf(path, sizeof path, "/v1/datasets/%s/rows", id);
-    req(s, "POST", path, b, &r);
-    free(b);
-    ck_assert_msg(r.status == 200, "%s", r.body);
-    pg_resp_free(&r);
+    pg_test_dataset_rows(s, s->admin,
+                         "{\"name\":\"toy\",\"shape\":[2],\"range\":[-4,4],\"privacy\":{\"model\":"
+                         "\"local\",\"mechanism\":\"gaussian\",\"epsilon\":1,\"delta\":1e-5,"
+                         "\"sensitivity\":0.5,\"noise_scale\":2.5}}",
+                         n, 2, "%.5f", lcg_cell, &x, id);
 }
 
 static void job_body(char *buf, size_t cap, const char *ds, long steps, long every)
@@ -114,10 +113,8 @@ static void job_body(char *buf, size_t cap, const char *ds, long steps, long eve
 static void submit(const pg_srv *s, const char *body, char id[64])
 {
     pg_resp r;
-    req(s, "POST", "/v1/jobs", body, &r);
-    ck_assert_msg(r.status == 202, "%ld %s", r.status, r.body);
+    pg_test_post_id(s, s->admin, "/v1/jobs", body, 202, id, &r);
     conform(&r, "Job");
-    snprintf(id, 64, "%s", json_string_value(json_object_get(r.json, "id")));
     char want[128];
     snprintf(want, sizeof want, "/v1/jobs/%s", id);
     ck_assert_str_eq(r.location, want);
@@ -127,26 +124,7 @@ static void submit(const pg_srv *s, const char *body, char id[64])
 /* Polls GET /v1/jobs/{id} until pred holds (or 90 s); returns the last body. */
 static json_t *poll_job(const pg_srv *s, const char *id, const char *status, long min_step)
 {
-    char path[128];
-    snprintf(path, sizeof path, "/v1/jobs/%s", id);
-    for (int i = 0; i < 1800; i++) {
-        pg_resp r;
-        req(s, "GET", path, NULL, &r);
-        ck_assert_msg(r.status == 200, "%s", r.body);
-        const char *st = json_string_value(json_object_get(r.json, "status"));
-        long step =
-            (long)json_integer_value(json_object_get(json_object_get(r.json, "progress"), "step"));
-        if ((status && !strcmp(st, status)) || (!status && step >= min_step)) {
-            json_t *o = json_incref(r.json);
-            pg_resp_free(&r);
-            return o;
-        }
-        ck_assert_msg(strcmp(st, "failed"), "job failed: %s", r.body);
-        pg_resp_free(&r);
-        pg_sleep_ms(50);
-    }
-    ck_abort_msg("job %s did not reach %s", id, status ? status : "the step");
-    return NULL;
+    return pg_test_job_wait(s, id, status, min_step, 50, 1800);
 }
 
 /* ---- lifecycle ---------------------------------------------------------- */
@@ -465,24 +443,20 @@ START_TEST(invalid_specs)
     make_local(&srv, 100, ds);
     pg_resp r;
     snprintf(body, sizeof body, "{\"dataset_id\":\"%s\",\"method\":\"nope\"}", ds);
-    req(&srv, "POST", "/v1/jobs", body, &r);
-    expect_problem(&r, 422, "method");
-    req(&srv, "POST", "/v1/jobs", "{\"dataset_id\":\"ds_0000000000000000\",\"method\":\"x\"}", &r);
-    expect_problem(&r, 422, "dataset_id");
+    refused(&srv, "/v1/jobs", body, 422, "method");
+    refused(&srv, "/v1/jobs", "{\"dataset_id\":\"ds_0000000000000000\",\"method\":\"x\"}", 422,
+            "dataset_id");
     snprintf(body, sizeof body,
              "{\"dataset_id\":\"%s\",\"method\":\"entropic_gan\",\"privacy\":{\"epsilon\":1}}", ds);
-    req(&srv, "POST", "/v1/jobs", body, &r);
-    expect_problem(&r, 422, "privacy");
+    refused(&srv, "/v1/jobs", body, 422, "privacy");
     snprintf(body, sizeof body,
              "{\"dataset_id\":\"%s\",\"method\":\"entropic_gan\",\"train\":{\"steps\":0}}", ds);
-    req(&srv, "POST", "/v1/jobs", body, &r);
-    expect_problem(&r, 422, "train.steps");
+    refused(&srv, "/v1/jobs", body, 422, "train.steps");
     snprintf(body, sizeof body,
              "{\"dataset_id\":\"%s\",\"method\":\"entropic_gan\",\"train\":{\"batch_size\":32},"
              "\"model\":{\"hidden\":[2048,2048]}}",
              ds);
-    req(&srv, "POST", "/v1/jobs", body, &r); /* above --max-job-memory 64M */
-    expect_problem(&r, 422, "model");
+    refused(&srv, "/v1/jobs", body, 422, "model"); /* above --max-job-memory 64M */
     /* central data: no trainer without DP may run; the budget stays untouched */
     req(&srv, "POST", "/v1/datasets",
         "{\"name\":\"c\",\"shape\":[2],\"range\":[-1,1],\"privacy\":{\"model\":\"central\","
@@ -493,8 +467,7 @@ START_TEST(invalid_specs)
     snprintf(cds, sizeof cds, "%s", json_string_value(json_object_get(r.json, "id")));
     pg_resp_free(&r);
     snprintf(body, sizeof body, "{\"dataset_id\":\"%s\",\"method\":\"entropic_gan\"}", cds);
-    req(&srv, "POST", "/v1/jobs", body, &r);
-    expect_problem(&r, 422, "method");
+    refused(&srv, "/v1/jobs", body, 422, "method");
     snprintf(path, sizeof path, "/v1/datasets/%s/budget", cds);
     req(&srv, "GET", path, NULL, &r);
     ck_assert_int_eq(r.status, 200);
@@ -541,29 +514,21 @@ START_TEST(invalid_specs)
              "{\"dataset_id\":\"%s\",\"method\":\"dp_sinkhorn\",\"privacy\":{\"epsilon\":1}}",
              json_string_value(json_object_get(r.json, "id")));
     pg_resp_free(&r);
-    req(&srv, "POST", "/v1/jobs", body, &r);
-    expect_problem(&r, 422, "dataset_id");
+    refused(&srv, "/v1/jobs", body, 422, "dataset_id");
 }
 END_TEST
 
 /* ---- SSE -------------------------------------------------------------- */
 
-typedef struct sse_buf {
-    char *p;
-    size_t len;
-} sse_buf;
-
+/* Collects the stream (into a pg_resp's body, as pg_http does), and ends
+ * the transfer once the done event is complete. */
 static size_t sse_write(char *p, size_t sz, size_t n, void *ctx)
 {
-    sse_buf *b = ctx;
-    size_t k = sz * n;
-    char *np = realloc(b->p, b->len + k + 1);
-    if (!np) return 0;
-    b->p = np;
-    memcpy(b->p + b->len, p, k);
-    b->len += k;
-    b->p[b->len] = '\0';
-    return strstr(b->p, "event: done\n") && strstr(strstr(b->p, "event: done\n"), "\n\n") ? 0 : k;
+    pg_resp *b = ctx;
+    size_t k = pg_itest_body(p, sz, n, ctx);
+    if (!k) return 0;
+    return strstr(b->body, "event: done\n") && strstr(strstr(b->body, "event: done\n"), "\n\n") ? 0
+                                                                                                : k;
 }
 
 static int count(const char *s, const char *what)
@@ -581,7 +546,7 @@ START_TEST(sse_delivers_progress_and_completion)
     submit(&srv, body, job);
     snprintf(url, sizeof url, "http://127.0.0.1:%u/v1/jobs/%s/events", srv.port, job);
     snprintf(auth, sizeof auth, "Authorization: Bearer %s", srv.admin);
-    sse_buf b = {0};
+    pg_resp b = {0};
     CURL *c = curl_easy_init();
     struct curl_slist *hl = curl_slist_append(NULL, auth);
     curl_easy_setopt(c, CURLOPT_URL, url);
@@ -599,38 +564,25 @@ START_TEST(sse_delivers_progress_and_completion)
     curl_easy_cleanup(c);
     ck_assert_int_eq(code, 200);
     ck_assert_msg(rc == CURLE_WRITE_ERROR, "stream ended without done: %d", rc);
-    ck_assert_int_eq(count(b.p, "event: done\n"), 1);
-    ck_assert_int_ge(count(b.p, "event: progress\n"), 2);
+    ck_assert_int_eq(count(b.body, "event: done\n"), 1);
+    ck_assert_int_ge(count(b.body, "event: progress\n"), 2);
     /* the done event carries the finished job */
-    const char *d = strstr(strstr(b.p, "event: done\n"), "data: ") + 6;
+    const char *d = strstr(strstr(b.body, "event: done\n"), "data: ") + 6;
     json_t *o = json_loadb(d, strcspn(d, "\n"), 0, NULL);
     ck_assert_ptr_nonnull(o);
     ck_assert_str_eq(json_string_value(json_object_get(o, "status")), "succeeded");
     char why[256];
     ck_assert_msg(pg_oa_validate(&oa, "Job", o, why, sizeof why) == 0, "%s", why);
     json_decref(o);
-    free(b.p);
+    free(b.body);
 }
 END_TEST
 
 typedef struct sse_client {
     char url[256], auth[160];
-    sse_buf buf;
+    pg_resp buf;
     CURLcode rc;
 } sse_client;
-
-static size_t sse_collect(char *p, size_t sz, size_t n, void *ctx)
-{
-    sse_buf *b = ctx;
-    size_t k = sz * n;
-    char *np = realloc(b->p, b->len + k + 1);
-    if (!np) return 0;
-    b->p = np;
-    memcpy(b->p + b->len, p, k);
-    b->len += k;
-    b->p[b->len] = '\0';
-    return k;
-}
 
 static void *sse_thread(void *arg)
 {
@@ -639,7 +591,7 @@ static void *sse_thread(void *arg)
     struct curl_slist *hl = curl_slist_append(NULL, c->auth);
     curl_easy_setopt(h, CURLOPT_URL, c->url);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sse_collect);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, pg_itest_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &c->buf);
     curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
     c->rc = curl_easy_perform(h);
@@ -654,8 +606,7 @@ START_TEST(shutdown_ends_event_streams)
      * without a `done` event and the server exits 0 (the job stays running
      * and resumes on the next start). */
     pg_srv s;
-    memset(&s, 0, sizeof s);
-    ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
+    pg_test_srv_start(&s, NULL);
     char ds[64], job[64], body[512];
     make_local(&s, 200, ds);
     job_body(body, sizeof body, ds, 10000000, 1000000);
@@ -671,10 +622,10 @@ START_TEST(shutdown_ends_event_streams)
     ck_assert_int_eq(pg_srv_stop(&s), 0);
     pthread_join(th, NULL);
     ck_assert_int_eq(c.rc, CURLE_OK);
-    ck_assert_ptr_nonnull(c.buf.p);
-    ck_assert_int_ge(count(c.buf.p, "event: progress\n"), 1);
-    ck_assert_int_eq(count(c.buf.p, "event: done\n"), 0);
-    free(c.buf.p);
+    ck_assert_ptr_nonnull(c.buf.body);
+    ck_assert_int_ge(count(c.buf.body, "event: progress\n"), 1);
+    ck_assert_int_eq(count(c.buf.body, "event: done\n"), 0);
+    free(c.buf.body);
     ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
     char path[128];
     snprintf(path, sizeof path, "/v1/jobs/%s", job);
@@ -687,8 +638,7 @@ START_TEST(shutdown_ends_event_streams)
     ck_assert_int_eq(r.status, 202);
     pg_resp_free(&r);
     json_decref(poll_job(&s, job, "cancelled", 0));
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 
@@ -740,8 +690,7 @@ START_TEST(cancel_queued_and_running_and_queue_limit)
     submit(&srv, body, c);
     submit(&srv, body, d);
     pg_resp r;
-    req(&srv, "POST", "/v1/jobs", body, &r); /* --max-queued 3 */
-    expect_problem(&r, 503, NULL);
+    refused(&srv, "/v1/jobs", body, 503, NULL); /* --max-queued 3 */
     ck_assert_int_ge(retry_after(&srv, body), 1);
     snprintf(path, sizeof path, "/v1/jobs/%s/cancel", b);
     req(&srv, "POST", path, NULL, &r);
@@ -801,17 +750,13 @@ END_TEST
 START_TEST(kill9_resumes_from_the_checkpoint)
 {
     pg_srv s;
-    memset(&s, 0, sizeof s);
-    ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
+    pg_test_srv_start(&s, NULL);
     char ds[64], job[64], body[512], path[128];
     make_local(&s, 200, ds);
     job_body(body, sizeof body, ds, 6000, 500);
     submit(&s, body, job);
     json_decref(poll_job(&s, job, NULL, 1100)); /* two checkpoints written */
-    kill(s.pid, SIGKILL);
-    waitpid(s.pid, NULL, 0);
-    s.pid = 0;
-    s.port = 0;
+    pg_srv_kill9(&s);
     ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
     snprintf(path, sizeof path, "/v1/jobs/%s", job);
     pg_resp r;
@@ -864,8 +809,7 @@ START_TEST(kill9_resumes_from_the_checkpoint)
     ck_assert_str_eq(a.body, b.body);
     pg_resp_free(&a);
     pg_resp_free(&b);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 
@@ -880,24 +824,7 @@ static void make_central(const pg_srv *s, double cap, int n, char id[64])
              "{\"name\":\"c\",\"shape\":[2],\"range\":[-1,1],\"privacy\":{\"model\":"
              "\"central\",\"budget\":{\"epsilon\":%.17g,\"delta\":%g}}}",
              cap, CDELTA);
-    pg_resp r;
-    req(s, "POST", "/v1/datasets", body, &r);
-    ck_assert_msg(r.status == 201, "%s", r.body);
-    snprintf(id, 64, "%s", json_string_value(json_object_get(r.json, "id")));
-    pg_resp_free(&r);
-    size_t bc = (size_t)n * 40 + 64, k = 0;
-    char *b = malloc(bc);
-    k += (size_t)snprintf(b + k, bc - k, "{\"rows\":[");
-    for (int i = 0; i < n; i++)
-        k += (size_t)snprintf(b + k, bc - k, "%s[%.4f,%.4f]", i ? "," : "", 0.8 * cos(0.05 * i),
-                              0.8 * sin(0.05 * i));
-    snprintf(b + k, bc - k, "]}");
-    char path[128];
-    snprintf(path, sizeof path, "/v1/datasets/%s/rows", id);
-    req(s, "POST", path, b, &r);
-    free(b);
-    ck_assert_msg(r.status == 200, "%s", r.body);
-    pg_resp_free(&r);
+    pg_test_dataset_rows(s, s->admin, body, n, 2, "%.4f", pg_test_circle_cell, NULL, id);
 }
 
 static void dps_body(char *buf, size_t cap, const char *ds, long steps, double sigma, long every)
@@ -956,10 +883,9 @@ static void *race(void *arg)
 
 START_TEST(central_ledger_through_dp_sinkhorn)
 {
-    pg_srv s;
-    memset(&s, 0, sizeof s);
     static const char *const extra[] = {"--workers", "1", NULL};
-    ck_assert_int_eq(pg_srv_start(&s, extra), 0);
+    pg_srv s;
+    pg_test_srv_start(&s, extra);
     char ds[64], a[64], b[64], body[768], path[128];
     make_central(&s, 3.0, 400, ds);
 
@@ -969,8 +895,7 @@ START_TEST(central_ledger_through_dp_sinkhorn)
              "\"delta\":1e-5,\"bound\":\"clt\"},\"projections\":{\"kind\":\"random\"}}",
              ds);
     pg_resp r;
-    req(&s, "POST", "/v1/jobs?dry_run=true", body, &r);
-    expect_problem(&r, 422, "privacy");
+    refused(&s, "/v1/jobs?dry_run=true", body, 422, "privacy");
 
     /* dry run: a charging plan and a quote, nothing reserved */
     dps_body(body, sizeof body, ds, 100000, 100.0, 100000);
@@ -1100,10 +1025,17 @@ START_TEST(central_ledger_through_dp_sinkhorn)
     pg_http(&s, "GET", "/metrics", NULL, NULL, NULL, 0, NULL, &r);
     ck_assert_ptr_nonnull(strstr(r.body, "privgen_dataset_epsilon_spent{dataset=\""));
     pg_resp_free(&r);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
+
+/* Row i of a public set: column j on the circle of radius 0.7, 0.1 rad
+ * apart (cos in even columns, sin in odd ones). */
+static double public_cell(int i, int j, void *ctx)
+{
+    (void)ctx;
+    return 0.7 * (j % 2 ? sin(0.1 * i) : cos(0.1 * i));
+}
 
 /* A public 2-D dataset (or `shape` wide) with n rows on a circle. */
 static void make_public(const pg_srv *s, const char *tok, int width, int n, char id[64])
@@ -1113,28 +1045,7 @@ static void make_public(const pg_srv *s, const char *tok, int width, int n, char
              "{\"name\":\"pub\",\"shape\":[%d],\"range\":[-1,1],\"privacy\":{\"model\":"
              "\"public\"}}",
              width);
-    pg_resp r;
-    pg_http(s, "POST", "/v1/datasets", tok, "application/json", body, strlen(body), NULL, &r);
-    ck_assert_msg(r.status == 201, "%s", r.body);
-    snprintf(id, 64, "%s", json_string_value(json_object_get(r.json, "id")));
-    pg_resp_free(&r);
-    size_t bc = (size_t)n * 16 * (size_t)width + 64, k = 0;
-    char *b = malloc(bc);
-    k += (size_t)snprintf(b + k, bc - k, "{\"rows\":[");
-    for (int i = 0; i < n; i++) {
-        k += (size_t)snprintf(b + k, bc - k, "%s[", i ? "," : "");
-        for (int j = 0; j < width; j++)
-            k += (size_t)snprintf(b + k, bc - k, "%s%.4f", j ? "," : "",
-                                  0.7 * (j % 2 ? sin(0.1 * i) : cos(0.1 * i)));
-        k += (size_t)snprintf(b + k, bc - k, "]");
-    }
-    snprintf(b + k, bc - k, "]}");
-    char path[128];
-    snprintf(path, sizeof path, "/v1/datasets/%s/rows", id);
-    pg_http(s, "POST", path, tok, "application/json", b, strlen(b), NULL, &r);
-    free(b);
-    ck_assert_msg(r.status == 200, "%s", r.body);
-    pg_resp_free(&r);
+    pg_test_dataset_rows(s, tok, body, n, width, "%.4f", public_cell, NULL, id);
 }
 
 static void latent_body(char *buf, size_t cap, const char *ds, const char *pub, const char *method,
@@ -1151,10 +1062,9 @@ static void latent_body(char *buf, size_t cap, const char *ds, const char *pub, 
 
 START_TEST(public_dataset_for_latent_flows)
 {
-    pg_srv s;
-    memset(&s, 0, sizeof s);
     static const char *const extra[] = {"--workers", "1", NULL};
-    ck_assert_int_eq(pg_srv_start(&s, extra), 0);
+    pg_srv s;
+    pg_test_srv_start(&s, extra);
     char ds[64], pub[64], wide[64], loc[64], foreign[64], job[64], body[1024], path[128];
     make_central(&s, 100.0, 400, ds);
     make_public(&s, s.admin, 2, 300, pub);
@@ -1173,26 +1083,22 @@ START_TEST(public_dataset_for_latent_flows)
     const char *bad[] = {wide, loc, foreign, ds};
     for (int i = 0; i < 4; i++) {
         latent_body(body, sizeof body, ds, bad[i], "swd_flow_r", 10);
-        req(&s, "POST", "/v1/jobs?dry_run=true", body, &r);
-        expect_problem(&r, 422, "public_dataset_id");
+        refused(&s, "/v1/jobs?dry_run=true", body, 422, "public_dataset_id");
     }
     snprintf(body, sizeof body,
              "{\"dataset_id\":\"%s\",\"public_dataset_id\":7,\"method\":\"swd_flow_r\"}", ds);
-    req(&s, "POST", "/v1/jobs", body, &r);
-    expect_problem(&r, 422, "public_dataset_id");
+    refused(&s, "/v1/jobs", body, 422, "public_dataset_id");
     snprintf(body, sizeof body,
              "{\"dataset_id\":\"%s\",\"public_dataset_id\":\"%s\",\"method\":\"dp_sinkhorn\","
              "\"privacy\":{\"noise_multiplier\":5}}",
              ds, pub);
-    req(&s, "POST", "/v1/jobs", body, &r);
-    expect_problem(&r, 422, "public_dataset_id");
+    refused(&s, "/v1/jobs", body, 422, "public_dataset_id");
     /* latent fields without public data */
     snprintf(body, sizeof body,
              "{\"dataset_id\":\"%s\",\"method\":\"swd_flow_r\",\"privacy\":{\"noise_multiplier\":"
              "5},\"latent\":{\"dim\":2}}",
              ds);
-    req(&s, "POST", "/v1/jobs", body, &r);
-    expect_problem(&r, 422, "latent");
+    refused(&s, "/v1/jobs", body, 422, "latent");
 
     /* accepted: a long job (one release: swd_flow), still running below */
     latent_body(body, sizeof body, ds, pub, "swd_flow", 1000000);
@@ -1261,20 +1167,6 @@ START_TEST(public_dataset_for_latent_flows)
 }
 END_TEST
 
-/* The history survives restarts (it is stored at each checkpoint), so a run
- * resumed from its checkpoint continues it: strictly increasing steps, and
- * points from before the crash. A run restarted from its initialization
- * would repeat steps. Returns the first offending index, or -1. */
-static long hist_break(json_t *job)
-{
-    json_t *h = json_object_get(job, "history");
-    for (size_t i = 1; i < json_array_size(h); i++)
-        if (json_integer_value(json_object_get(json_array_get(h, i), "step")) <=
-            json_integer_value(json_object_get(json_array_get(h, i - 1), "step")))
-            return (long)i;
-    return -1;
-}
-
 static long first_hist(json_t *job)
 {
     return (long)json_integer_value(
@@ -1287,8 +1179,7 @@ static long first_hist(json_t *job)
 START_TEST(calibrated_dp_sinkhorn_charges_its_release)
 {
     pg_srv s;
-    memset(&s, 0, sizeof s);
-    ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
+    pg_test_srv_start(&s, NULL);
     char ds[64], job[64], body[768];
     make_central(&s, 50.0, 400, ds);
     snprintf(body, sizeof body,
@@ -1336,17 +1227,13 @@ END_TEST
 START_TEST(central_kill9_resumes_with_one_charge)
 {
     pg_srv s;
-    memset(&s, 0, sizeof s);
-    ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
+    pg_test_srv_start(&s, NULL);
     char ds[64], job[64], body[768];
     make_central(&s, 5.0, 400, ds);
     dps_body(body, sizeof body, ds, 3000, 8.0, 500);
     submit(&s, body, job);
     json_decref(poll_job(&s, job, NULL, 1100));
-    kill(s.pid, SIGKILL);
-    waitpid(s.pid, NULL, 0);
-    s.pid = 0;
-    s.port = 0;
+    pg_srv_kill9(&s);
     ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
     json_t *j = poll_job(&s, job, "succeeded", 0);
     long step = (long)json_integer_value(json_object_get(json_object_get(j, "progress"), "step"));
@@ -1367,8 +1254,8 @@ START_TEST(central_kill9_resumes_with_one_charge)
         said |= strstr(json_string_value(json_array_get(json_object_get(j, "warnings"), i)),
                        "ended at step 2500 of 3000 planned") != NULL;
     ck_assert_msg(said == (step == 2500), "shortfall warning %d at step %ld", said, step);
-    ck_assert_msg(hist_break(j) < 0, "not resumed mid-run: history steps repeat at %ld",
-                  hist_break(j));
+    ck_assert_msg(pg_test_hist_break(j) < 0, "not resumed mid-run: history steps repeat at %ld",
+                  pg_test_hist_break(j));
     ck_assert_msg(first_hist(j) < 1000, "the history before the restart is lost: starts at %ld",
                   first_hist(j));
     json_decref(j);
@@ -1387,16 +1274,15 @@ START_TEST(central_kill9_resumes_with_one_charge)
         (int)json_integer_value(json_object_get(json_object_get(j, "progress"), "step")), 3000);
     ck_assert_int_eq(
         (int)json_integer_value(json_object_get(json_object_get(j, "progress"), "steps_short")), 0);
-    ck_assert_msg(hist_break(j) < 0, "not resumed mid-run: history steps repeat at %ld",
-                  hist_break(j));
+    ck_assert_msg(pg_test_hist_break(j) < 0, "not resumed mid-run: history steps repeat at %ld",
+                  pg_test_hist_break(j));
     ck_assert_msg(first_hist(j) < 1000, "the history before the restart is lost: starts at %ld",
                   first_hist(j));
     json_decref(j);
     bj = budget(&s, ds);
     ck_assert_int_eq((int)json_array_size(json_object_get(bj, "entries")), 2);
     json_decref(bj);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 
@@ -1426,8 +1312,7 @@ START_TEST(tiny_noise_multipliers_are_422_for_every_method)
              "{\"dataset_id\":\"%s\",\"method\":\"dp_sinkhorn\",\"privacy\":{\"noise_"
              "multiplier\":2},\"calibration\":{\"class_means\":true,\"noise_multiplier\":1e-300}}",
              ds);
-    req(&srv, "POST", "/v1/jobs", body, &r);
-    expect_problem(&r, 422, "calibration.noise_multiplier");
+    refused(&srv, "/v1/jobs", body, 422, "calibration.noise_multiplier");
     json_t *bj = budget(&srv, ds);
     ck_assert_int_eq((int)json_array_size(json_object_get(bj, "entries")), 0);
     json_decref(bj);

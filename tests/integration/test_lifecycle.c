@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "integration/itest.h"
+#include "support/pg_http_test.h"
 #include "support/pg_test.h"
 
 static void req(const pg_srv *s, const char *method, const char *path, const char *body, pg_resp *r)
@@ -25,12 +26,7 @@ static void req(const pg_srv *s, const char *method, const char *path, const cha
 
 static json_t *get_json(const pg_srv *s, const char *path)
 {
-    pg_resp r;
-    req(s, "GET", path, NULL, &r);
-    ck_assert_msg(r.status == 200, "GET %s: %ld %s", path, r.status, r.body ? r.body : "");
-    json_t *o = json_incref(r.json);
-    pg_resp_free(&r);
-    return o;
+    return pg_test_get_json(s, s->admin, path);
 }
 
 static void expect_status(const pg_srv *s, const char *method, const char *path, long status)
@@ -44,24 +40,7 @@ static void expect_status(const pg_srv *s, const char *method, const char *path,
 
 static void make_dataset(const pg_srv *s, const char *decl, int n, char id[64])
 {
-    pg_resp r;
-    req(s, "POST", "/v1/datasets", decl, &r);
-    ck_assert_msg(r.status == 201, "%s", r.body);
-    snprintf(id, 64, "%s", json_string_value(json_object_get(r.json, "id")));
-    pg_resp_free(&r);
-    size_t cap = (size_t)n * 40 + 64, k = 0;
-    char *b = malloc(cap);
-    k += (size_t)snprintf(b + k, cap - k, "{\"rows\":[");
-    for (int i = 0; i < n; i++)
-        k += (size_t)snprintf(b + k, cap - k, "%s[%.4f,%.4f]", i ? "," : "", 0.8 * cos(0.05 * i),
-                              0.8 * sin(0.05 * i));
-    snprintf(b + k, cap - k, "]}");
-    char path[128];
-    snprintf(path, sizeof path, "/v1/datasets/%s/rows", id);
-    req(s, "POST", path, b, &r);
-    free(b);
-    ck_assert_msg(r.status == 200, "%s", r.body);
-    pg_resp_free(&r);
+    pg_test_dataset_rows(s, s->admin, decl, n, 2, "%.4f", pg_test_circle_cell, NULL, id);
 }
 
 static const char LOCAL[] =
@@ -73,11 +52,7 @@ static const char CENTRAL[] = "{\"name\":\"c\",\"shape\":[2],\"range\":[-1,1],\"
 
 static void submit(const pg_srv *s, const char *body, char id[64])
 {
-    pg_resp r;
-    req(s, "POST", "/v1/jobs", body, &r);
-    ck_assert_msg(r.status == 202, "%ld %s", r.status, r.body);
-    snprintf(id, 64, "%s", json_string_value(json_object_get(r.json, "id")));
-    pg_resp_free(&r);
+    pg_test_post_id(s, s->admin, "/v1/jobs", body, 202, id, NULL);
 }
 
 static void egan(char *buf, size_t cap, const char *ds, long steps, long every, const char *extra)
@@ -101,27 +76,12 @@ static void dps(char *buf, size_t cap, const char *ds, long steps, long every, d
 /* Polls the job until it has status st (90 s at most); returns its view. */
 static json_t *wait_for(const pg_srv *s, const char *id, const char *st)
 {
-    char path[128];
-    snprintf(path, sizeof path, "/v1/jobs/%s", id);
-    for (int i = 0; i < 1800; i++) {
-        json_t *j = get_json(s, path);
-        const char *now = json_string_value(json_object_get(j, "status"));
-        if (!strcmp(now, st)) return j;
-        ck_assert_msg(strcmp(now, "failed") || !strcmp(st, "failed"), "job failed: %s",
-                      json_string_value(json_object_get(j, "error")));
-        json_decref(j);
-        pg_sleep_ms(50);
-    }
-    ck_abort_msg("job %s never reached %s", id, st);
-    return NULL;
+    return pg_test_job_wait(s, id, st, 0, 50, 1800);
 }
 
 static void restart_hard(pg_srv *s)
 {
-    kill(s->pid, SIGKILL);
-    waitpid(s->pid, NULL, 0);
-    s->pid = 0;
-    s->port = 0;
+    pg_srv_kill9(s);
     ck_assert_int_eq(pg_srv_start(s, NULL), 0);
 }
 
@@ -157,8 +117,7 @@ static void assert_same(json_t *a, json_t *b, const char *what)
 START_TEST(history_survives_a_restart)
 {
     pg_srv s;
-    memset(&s, 0, sizeof s);
-    ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
+    pg_test_srv_start(&s, NULL);
     char loc[64], cen[64], a[64], b[64], body[768], pa[128], pb[128];
     make_dataset(&s, LOCAL, 200, loc);
     make_dataset(&s, CENTRAL, 400, cen);
@@ -220,16 +179,14 @@ START_TEST(history_survives_a_restart)
     json_decref(ja);
     json_decref(jb);
     json_decref(list);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 
 START_TEST(keep_checkpoints_is_validated)
 {
     pg_srv s;
-    memset(&s, 0, sizeof s);
-    ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
+    pg_test_srv_start(&s, NULL);
     char loc[64], body[768];
     make_dataset(&s, LOCAL, 50, loc);
     static const char *const bad[] = {",\"keep_checkpoints\":-1", ",\"keep_checkpoints\":1.5",
@@ -271,8 +228,7 @@ START_TEST(keep_checkpoints_is_validated)
         snprintf(p, sizeof p, "%s/checkpoints/%s/30.pgc", s.data, id);
         ck_assert_int_eq(stat(p, &st), 0);
     }
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 
@@ -285,10 +241,9 @@ static json_t *budget(const pg_srv *s, const char *ds)
 
 START_TEST(delete_job_keeps_the_ledger)
 {
-    pg_srv s;
-    memset(&s, 0, sizeof s);
     static const char *const one[] = {"--workers", "1", NULL};
-    ck_assert_int_eq(pg_srv_start(&s, one), 0);
+    pg_srv s;
+    pg_test_srv_start(&s, one);
     char cen[64], done[64], run[64], queued[64], body[768], path[128];
     make_dataset(&s, CENTRAL, 400, cen);
     dps(body, sizeof body, cen, 20, 5, 2);
@@ -383,8 +338,7 @@ START_TEST(delete_job_keeps_the_ledger)
     json_decref(c2);
     json_decref(c3);
     json_decref(before);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 
@@ -401,8 +355,7 @@ static int png_ok(const char *buf, size_t len)
 START_TEST(orphaned_job_keeps_serving)
 {
     pg_srv s;
-    memset(&s, 0, sizeof s);
-    ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
+    pg_test_srv_start(&s, NULL);
     char loc[64], id[64], body[768], path[160], spath[160];
     make_dataset(&s, LOCAL, 200, loc);
     egan(body, sizeof body, loc, 40, 20, "");
@@ -431,8 +384,7 @@ START_TEST(orphaned_job_keeps_serving)
     assert_same(view, view2, "the orphaned job");
     json_decref(view);
     json_decref(view2);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 

@@ -18,6 +18,8 @@
 #include "engine/data/table.h"
 #include "engine/privacy/privacy.h"
 #include "integration/isuite.h"
+#include "support/pg_http_test.h"
+#include "support/pg_table_test.h"
 #include "support/pg_test.h"
 
 static pg_srv srv;
@@ -54,11 +56,7 @@ static pg_table *schema_table(void)
 {
     char buf[1024];
     snprintf(buf, sizeof buf, "{%s}", SCHEMA);
-    json_t *j = json_loads(buf, 0, NULL);
-    pg_table *t = NULL;
-    ck_assert_int_eq(pg_table_from_json(j, &t, NULL), PG_OK);
-    json_decref(j);
-    return t;
+    return pg_test_table(buf);
 }
 
 /* Row i: status bad for 30 % of rows, and owner follows status (90 %). */
@@ -85,55 +83,25 @@ static void make_table(const pg_srv *s, const char *privacy, unsigned n, char ds
 {
     char body[2048];
     snprintf(body, sizeof body, "{\"name\":\"t\",%s,\"privacy\":%s}", SCHEMA, privacy);
-    pg_resp r;
-    req(s, "POST", "/v1/datasets", body, &r);
-    ck_assert_msg(r.status == 201, "%s", r.body);
-    snprintf(ds, 64, "%s", json_string_value(json_object_get(r.json, "id")));
-    pg_resp_free(&r);
+    pg_test_post_id(s, s->admin, "/v1/datasets", body, 201, ds, NULL);
     size_t len;
     char *csv = csv_rows(n, &len);
-    char path[128];
-    snprintf(path, sizeof path, "/v1/datasets/%s/rows", ds);
-    pg_http(s, "POST", path, s->admin, "text/csv", csv, len, NULL, &r);
+    pg_test_rows_post(s, s->admin, ds, "text/csv", csv, len);
     free(csv);
-    ck_assert_msg(r.status == 200, "%s", r.body);
-    pg_resp_free(&r);
 }
 
 static void submit(const pg_srv *s, const char *body, char id[64])
 {
     pg_resp r;
-    req(s, "POST", "/v1/jobs", body, &r);
-    ck_assert_msg(r.status == 202, "%ld %s", r.status, r.body);
+    pg_test_post_id(s, s->admin, "/v1/jobs", body, 202, id, &r);
     pg_isuite_conform(&oa, &r, "Job");
-    snprintf(id, 64, "%s", json_string_value(json_object_get(r.json, "id")));
     pg_resp_free(&r);
 }
 
 static json_t *poll_job(const pg_srv *s, const char *id, const char *status, long min_step,
                         int sleep_ms)
 {
-    char path[128];
-    snprintf(path, sizeof path, "/v1/jobs/%s", id);
-    for (int i = 0; i < 6000; i++) {
-        pg_resp r;
-        req(s, "GET", path, NULL, &r);
-        ck_assert_msg(r.status == 200, "%s", r.body);
-        const char *st = json_string_value(json_object_get(r.json, "status"));
-        long step =
-            (long)json_integer_value(json_object_get(json_object_get(r.json, "progress"), "step"));
-        if ((status && !strcmp(st, status)) || (!status && step >= min_step) ||
-            (!status && !strcmp(st, "succeeded"))) {
-            json_t *o = json_incref(r.json);
-            pg_resp_free(&r);
-            return o;
-        }
-        ck_assert_msg(strcmp(st, "failed"), "job failed: %s", r.body);
-        pg_resp_free(&r);
-        pg_sleep_ms(sleep_ms);
-    }
-    ck_abort_msg("job %s did not reach %s", id, status ? status : "the step");
-    return NULL;
+    return pg_test_job_wait(s, id, status, min_step, sleep_ms, 6000);
 }
 
 static json_t *entry(const pg_srv *s, const char *ds, const char *job, size_t *count)
@@ -169,14 +137,7 @@ static double eps_of_rho(double rho, double delta)
 
 static size_t read_back(const pg_table *t, int format, const pg_resp *r, int64_t **labels)
 {
-    pg_records_opts o = {.format = format, .bounds = PG_TABLE_BOUNDS_REFUSE};
-    float *x = NULL;
-    size_t n = 0;
-    pg_error err = {0};
-    int rc = pg_records_parse(t, &o, r->body, r->len, &x, labels, &n, &err);
-    ck_assert_msg(rc == PG_OK, "%s: %.400s", err.msg, r->body);
-    free(x);
-    return n;
+    return pg_test_records_read(t, format, r->body, r->len, labels);
 }
 
 static void check_samples(const char *job, const pg_table *t)
@@ -283,11 +244,8 @@ START_TEST(mst_and_aim_through_http)
         snprintf(path, sizeof path, "/v1/jobs/%s/reports", job);
         char rb[128];
         snprintf(rb, sizeof rb, "{\"against\":\"%s\",\"n\":300,\"seed\":5}", pub);
-        req(&srv, "POST", path, rb, &r);
-        ck_assert_msg(r.status == 202, "%ld %s", r.status, r.body);
         char rid[64];
-        snprintf(rid, sizeof rid, "%s", json_string_value(json_object_get(r.json, "id")));
-        pg_resp_free(&r);
+        pg_test_post_id(&srv, srv.admin, path, rb, 202, rid, NULL);
         snprintf(path, sizeof path, "/v1/jobs/%s/reports/%s", job, rid);
         const char *st = "queued";
         for (int i = 0; i < 600 && (!strcmp(st, "queued") || !strcmp(st, "running")); i++) {
@@ -313,25 +271,18 @@ START_TEST(mst_and_aim_through_http)
 }
 END_TEST
 
+static double zero_cell(int i, int j, void *ctx)
+{
+    (void)i, (void)j, (void)ctx;
+    return 0;
+}
+
 /* Uploads n rows of d zeros (JSON rows). */
 static void zero_rows(const char *ds, int n, int d)
 {
-    size_t cap = (size_t)n * (size_t)d * 3 + 64, k = 0;
-    char *b = malloc(cap);
-    k += (size_t)snprintf(b, cap, "{\"rows\":[");
-    for (int i = 0; i < n; i++) {
-        k += (size_t)snprintf(b + k, cap - k, "%s[", i ? "," : "");
-        for (int j = 0; j < d; j++) k += (size_t)snprintf(b + k, cap - k, "%s0", j ? "," : "");
-        k += (size_t)snprintf(b + k, cap - k, "]");
-    }
-    snprintf(b + k, cap - k, "]}");
-    char path[128];
-    snprintf(path, sizeof path, "/v1/datasets/%s/rows", ds);
-    pg_resp r;
-    req(&srv, "POST", path, b, &r);
+    char *b = pg_test_rows_json(n, d, "%.0f", zero_cell, NULL);
+    pg_test_rows_post(&srv, srv.admin, ds, "application/json", b, strlen(b));
     free(b);
-    ck_assert_msg(r.status == 200, "%s", r.body);
-    pg_resp_free(&r);
 }
 
 static void expect_422(const char *body, const char *field, const char *words)
@@ -365,27 +316,22 @@ START_TEST(bad_jobs_are_422)
     snprintf(body, sizeof body, "{\"dataset_id\":\"%s\",\"method\":\"mst\"}", ds);
     expect_422(body, "privacy.epsilon", NULL);
     /* an untyped dataset of 65 columns */
-    pg_resp r;
-    req(&srv, "POST", "/v1/datasets",
+    pg_test_post_id(
+        &srv, srv.admin, "/v1/datasets",
         "{\"name\":\"w\",\"shape\":[65],\"range\":[-1,1],\"privacy\":{\"model\":\"central\","
         "\"budget\":{\"epsilon\":5,\"delta\":1e-5}}}",
-        &r);
-    ck_assert_msg(r.status == 201, "%s", r.body);
-    snprintf(wide, sizeof wide, "%s", json_string_value(json_object_get(r.json, "id")));
-    pg_resp_free(&r);
+        201, wide, NULL);
     zero_rows(wide, 20, 65);
     snprintf(body, sizeof body,
              "{\"dataset_id\":\"%s\",\"method\":\"mst\",\"privacy\":{\"epsilon\":1}}", wide);
     expect_422(body, "dataset_id", "64");
     /* a local dataset */
-    req(&srv, "POST", "/v1/datasets",
+    pg_test_post_id(
+        &srv, srv.admin, "/v1/datasets",
         "{\"name\":\"l\",\"shape\":[2],\"range\":[-1,1],\"privacy\":{\"model\":\"local\","
         "\"mechanism\":\"gaussian\",\"epsilon\":1,\"delta\":1e-5,\"sensitivity\":0.5,"
         "\"noise_scale\":2.5}}",
-        &r);
-    ck_assert_msg(r.status == 201, "%s", r.body);
-    snprintf(loc, sizeof loc, "%s", json_string_value(json_object_get(r.json, "id")));
-    pg_resp_free(&r);
+        201, loc, NULL);
     zero_rows(loc, 20, 2);
     snprintf(body, sizeof body,
              "{\"dataset_id\":\"%s\",\"method\":\"aim\",\"privacy\":{\"epsilon\":1}}", loc);
@@ -393,24 +339,13 @@ START_TEST(bad_jobs_are_422)
 }
 END_TEST
 
-static long hist_break(json_t *job)
-{
-    json_t *h = json_object_get(job, "history");
-    for (size_t i = 1; i < json_array_size(h); i++)
-        if (json_integer_value(json_object_get(json_array_get(h, i), "step")) <=
-            json_integer_value(json_object_get(json_array_get(h, i - 1), "step")))
-            return (long)i;
-    return -1;
-}
-
 /* kill -9 while aim runs its rounds: the restart resumes from the last
  * checkpointed round (history not repeated), the job succeeds, and the
  * ledger holds one entry, the plan's. */
 START_TEST(aim_resumes_after_kill9_with_one_charge)
 {
     pg_srv s;
-    memset(&s, 0, sizeof s);
-    ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
+    pg_test_srv_start(&s, NULL);
     char ds[64], job[64], body[512];
     make_table(&s, "{\"model\":\"central\",\"budget\":{\"epsilon\":60,\"delta\":1e-5}}", 3000, ds);
     /* many small rounds: a large budget over T = 400 rounds, full refits */
@@ -424,15 +359,12 @@ START_TEST(aim_resumes_after_kill9_with_one_charge)
     long at = (long)json_integer_value(json_object_get(json_object_get(j, "progress"), "step"));
     ck_assert_msg(!strcmp(st, "running"), "the job ended before the kill (step %ld)", at);
     json_decref(j);
-    kill(s.pid, SIGKILL);
-    waitpid(s.pid, NULL, 0);
-    s.pid = 0;
-    s.port = 0;
+    pg_srv_kill9(&s);
     ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
     j = poll_job(&s, job, "succeeded", 0, 100);
     long fin = (long)json_integer_value(json_object_get(json_object_get(j, "progress"), "step"));
     ck_assert_msg(fin > at, "final step %ld, killed at %ld", fin, at);
-    ck_assert_msg(hist_break(j) < 0, "history repeats at %ld", hist_break(j));
+    ck_assert_msg(pg_test_hist_break(j) < 0, "history repeats at %ld", pg_test_hist_break(j));
     json_decref(j);
     size_t count;
     json_t *e = entry(&s, ds, job, &count);
@@ -445,8 +377,7 @@ START_TEST(aim_resumes_after_kill9_with_one_charge)
     req(&s, "GET", path, NULL, &r);
     ck_assert_int_eq(r.status, 200);
     pg_resp_free(&r);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 
@@ -466,28 +397,21 @@ static void upload_blk(const char *ds, char blk, unsigned n)
     for (unsigned i = 0; i < n; i++)
         k += (size_t)snprintf(b + k, cap - k, "%c,%u\n", blk,
                               3u * (unsigned)(blk - 'A') + (i * 2654435761u >> 7) % 3);
-    char path[128];
-    snprintf(path, sizeof path, "/v1/datasets/%s/rows", ds);
-    pg_resp r;
-    pg_http(&srv, "POST", path, srv.admin, "text/csv", b, k, NULL, &r);
+    pg_test_rows_post(&srv, srv.admin, ds, "text/csv", b, k);
     free(b);
-    ck_assert_msg(r.status == 200, "%s", r.body);
-    pg_resp_free(&r);
 }
 
 START_TEST(mst_streams_rows_across_chunks_and_blocks)
 {
     pg_resp r;
-    req(&srv, "POST", "/v1/datasets",
+    char ds[64], body[256], job[64], path[192];
+    pg_test_post_id(
+        &srv, srv.admin, "/v1/datasets",
         "{\"name\":\"s\",\"columns\":["
         "{\"name\":\"blk\",\"type\":\"categorical\",\"categories\":[\"A\",\"B\",\"C\"]},"
         "{\"name\":\"x\",\"type\":\"integer\",\"min\":0,\"max\":8}],"
         "\"privacy\":{\"model\":\"central\",\"budget\":{\"epsilon\":100,\"delta\":1e-5}}}",
-        &r);
-    ck_assert_msg(r.status == 201, "%s", r.body);
-    char ds[64], body[256], job[64], path[192];
-    snprintf(ds, sizeof ds, "%s", json_string_value(json_object_get(r.json, "id")));
-    pg_resp_free(&r);
+        201, ds, NULL);
     upload_blk(ds, 'A', 6000);
     upload_blk(ds, 'B', 5000);
     upload_blk(ds, 'C', 4000);

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "integration/itest.h"
+#include "support/pg_http_test.h"
 #include "support/pg_test.h"
 
 static pg_srv a, b;
@@ -51,28 +52,20 @@ static void start_pair(void)
     ck_assert_int_eq(pg_srv_start(&b, eb), 0);
 }
 
+/* Row i: a point of a 17 x 5 grid in [-1, 1) x [-0.5, 0.5). */
+static double grid_cell(int i, int j, void *ctx)
+{
+    (void)ctx;
+    return j ? (i % 5) / 5.0 - 0.5 : (i % 17) / 8.5 - 1.0;
+}
+
 static void make_dataset(char id[64])
 {
-    pg_resp r;
-    req(&a, "POST", "/v1/datasets",
-        "{\"name\":\"toy\",\"shape\":[2],\"range\":[-4,4],\"privacy\":{\"model\":\"local\","
-        "\"mechanism\":\"gaussian\",\"epsilon\":1,\"delta\":1e-5,\"sensitivity\":0.5,"
-        "\"noise_scale\":2.5}}",
-        NULL, &r);
-    ck_assert_msg(r.status == 201, "%s", r.body);
-    snprintf(id, 64, "%s", json_string_value(json_object_get(r.json, "id")));
-    pg_resp_free(&r);
-    char body[200 * 40 + 32];
-    size_t k = (size_t)snprintf(body, sizeof body, "{\"rows\":[");
-    for (int i = 0; i < 200; i++)
-        k += (size_t)snprintf(body + k, sizeof body - k, "%s[%.4f,%.4f]", i ? "," : "",
-                              (i % 17) / 8.5 - 1.0, (i % 5) / 5.0 - 0.5);
-    snprintf(body + k, sizeof body - k, "]}");
-    char p[128];
-    snprintf(p, sizeof p, "/v1/datasets/%s/rows", id);
-    req(&a, "POST", p, body, NULL, &r);
-    ck_assert_msg(r.status == 200, "%s", r.body);
-    pg_resp_free(&r);
+    pg_test_dataset_rows(&a, a.admin,
+                         "{\"name\":\"toy\",\"shape\":[2],\"range\":[-4,4],\"privacy\":{\"model\":"
+                         "\"local\",\"mechanism\":\"gaussian\",\"epsilon\":1,\"delta\":1e-5,"
+                         "\"sensitivity\":0.5,\"noise_scale\":2.5}}",
+                         200, 2, "%.4f", grid_cell, NULL, id);
 }
 
 /* The id of the last event of type `event` in an SSE body ("" if none):
@@ -103,11 +96,8 @@ START_TEST(reads_of_a_job_from_the_replica_that_does_not_run_it)
              "\"train\":{\"steps\":300,\"batch_size\":32},\"ot\":{\"max_iter\":20},"
              "\"checkpoint_every\":100,\"seed\":7}",
              ds);
+    pg_test_post_id(&a, a.admin, "/v1/jobs", body, 202, job, NULL);
     pg_resp r;
-    req(&a, "POST", "/v1/jobs", body, NULL, &r);
-    ck_assert_msg(r.status == 202, "%s", r.body);
-    snprintf(job, sizeof job, "%s", json_string_value(json_object_get(r.json, "id")));
-    pg_resp_free(&r);
 
     /* B finds and lists it at once */
     snprintf(path, sizeof path, "/v1/jobs/%s", job);

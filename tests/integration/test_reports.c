@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "integration/isuite.h"
+#include "support/pg_http_test.h"
 #include "support/pg_test.h"
 
 static pg_srv srv;
@@ -33,34 +34,21 @@ static void req(const char *method, const char *path, const char *tok, const cha
             body ? strlen(body) : 0, NULL, r);
 }
 
+/* Row i of a dataset: column j on the circle of radius 0.8, 0.37 rad apart
+ * from the phase in ctx (cos in even columns, sin in odd ones). */
+static double phase_cell(int i, int j, void *ctx)
+{
+    double phase = *(const double *)ctx;
+    return 0.8 * (j % 2 ? sin(phase + 0.37 * i) : cos(phase + 0.37 * i));
+}
+
 static void dataset(const char *tok, const char *privacy, int width, int n, double phase,
                     char id[64])
 {
     char body[512];
     snprintf(body, sizeof body, "{\"name\":\"d\",\"shape\":[%d],\"range\":[-1,1],\"privacy\":%s}",
              width, privacy);
-    pg_resp r;
-    req("POST", "/v1/datasets", tok, body, &r);
-    ck_assert_msg(r.status == 201, "%s", r.body);
-    snprintf(id, 64, "%s", json_string_value(json_object_get(r.json, "id")));
-    pg_resp_free(&r);
-    size_t bc = (size_t)n * 16 * (size_t)width + 64, k = 0;
-    char *b = malloc(bc);
-    k += (size_t)snprintf(b + k, bc - k, "{\"rows\":[");
-    for (int i = 0; i < n; i++) {
-        k += (size_t)snprintf(b + k, bc - k, "%s[", i ? "," : "");
-        for (int j = 0; j < width; j++)
-            k += (size_t)snprintf(b + k, bc - k, "%s%.4f", j ? "," : "",
-                                  0.8 * (j % 2 ? sin(phase + 0.37 * i) : cos(phase + 0.37 * i)));
-        k += (size_t)snprintf(b + k, bc - k, "]");
-    }
-    snprintf(b + k, bc - k, "]}");
-    char path[128];
-    snprintf(path, sizeof path, "/v1/datasets/%s/rows", id);
-    req("POST", path, tok, b, &r);
-    free(b);
-    ck_assert_msg(r.status == 200, "%s", r.body);
-    pg_resp_free(&r);
+    pg_test_dataset_rows(&srv, tok, body, n, width, "%.4f", phase_cell, &phase, id);
 }
 
 static void make_job(const char *ds, char id[64])
@@ -70,23 +58,39 @@ static void make_job(const char *ds, char id[64])
              "{\"dataset_id\":\"%s\",\"method\":\"entropic_gan\",\"model\":{\"hidden\":[16]},"
              "\"train\":{\"steps\":40,\"batch_size\":32},\"ot\":{\"max_iter\":30},\"seed\":7}",
              ds);
-    pg_resp r;
-    req("POST", "/v1/jobs", srv.admin, body, &r);
-    ck_assert_msg(r.status == 202, "%s", r.body);
-    snprintf(id, 64, "%s", json_string_value(json_object_get(r.json, "id")));
-    pg_resp_free(&r);
-    char path[128];
-    snprintf(path, sizeof path, "/v1/jobs/%s", id);
-    for (int i = 0; i < 1200; i++) {
-        req("GET", path, srv.admin, NULL, &r);
-        const char *st = json_string_value(json_object_get(r.json, "status"));
-        int done = st && !strcmp(st, "succeeded");
-        ck_assert_msg(!st || strcmp(st, "failed"), "%s", r.body);
-        pg_resp_free(&r);
-        if (done) return;
-        pg_sleep_ms(100);
-    }
-    ck_abort_msg("job did not finish");
+    pg_test_post_id(&srv, srv.admin, "/v1/jobs", body, 202, id, NULL);
+    json_decref(pg_test_job_wait(&srv, id, "succeeded", 0, 100, 1200));
+}
+
+/* The privacy of the local 2-D datasets the jobs here train on. */
+static const char LOCAL[] = "{\"model\":\"local\",\"mechanism\":\"gaussian\",\"epsilon\":1,"
+                            "\"delta\":1e-5,\"sensitivity\":0.5,\"noise_scale\":2.5}";
+
+/* A finished job (into job) on a new local 2-D dataset of 300 rows. */
+static void local_job(void)
+{
+    char lds[64];
+    dataset(srv.admin, LOCAL, 2, 300, 0.0, lds);
+    make_job(lds, job);
+}
+
+/* Swaps the shared server for one of the test's own, started with extra
+ * (the shared one waits in *keep for own_server_end): a public 2-D
+ * holdout of n rows (phase) in ds, and a finished job on local data in
+ * job. */
+static void own_server(pg_srv *keep, const char *const *extra, int n, double phase, char ds[64])
+{
+    *keep = srv;
+    pg_test_srv_start(&srv, extra);
+    dataset(srv.admin, "{\"model\":\"public\"}", 2, n, phase, ds);
+    local_job();
+}
+
+/* Stops the test's own server (a clean exit) and puts the shared one back. */
+static void own_server_end(const pg_srv *keep)
+{
+    pg_test_srv_end(&srv);
+    srv = *keep;
 }
 
 static void start_shared(void)
@@ -109,10 +113,7 @@ static void setup(void)
     snprintf(reader, sizeof reader, "%s", json_string_value(json_object_get(r.json, "token")));
     pg_resp_free(&r);
     char local_ds[64];
-    dataset(srv.admin,
-            "{\"model\":\"local\",\"mechanism\":\"gaussian\",\"epsilon\":1,\"delta\":1e-5,"
-            "\"sensitivity\":0.5,\"noise_scale\":2.5}",
-            2, 300, 0.0, local_ds);
+    dataset(srv.admin, LOCAL, 2, 300, 0.0, local_ds);
     dataset(srv.admin, "{\"model\":\"public\"}", 2, 240, 0.1, pub);
     dataset(srv.admin, "{\"model\":\"central\",\"budget\":{\"epsilon\":5,\"delta\":1e-5}}", 2, 200,
             0.2, priv);
@@ -512,17 +513,10 @@ START_TEST(queued_reports_cancel_at_once_without_workers)
 {
     /* A second server that computes no reports (another replica would):
      * they stay queued, and cancel ends them at once. */
-    pg_srv keep = srv;
-    memset(&srv, 0, sizeof srv);
-    const char *extra[] = {"--report-workers", "0", NULL};
-    ck_assert_int_eq(pg_srv_start(&srv, extra), 0);
-    char ds[64], lds[64], rid[64], body[128];
-    dataset(srv.admin, "{\"model\":\"public\"}", 2, 300, 0.0, ds);
-    dataset(srv.admin,
-            "{\"model\":\"local\",\"mechanism\":\"gaussian\",\"epsilon\":1,\"delta\":1e-5,"
-            "\"sensitivity\":0.5,\"noise_scale\":2.5}",
-            2, 300, 0.0, lds);
-    make_job(lds, job);
+    pg_srv keep;
+    static const char *const extra[] = {"--report-workers", "0", NULL};
+    char ds[64], rid[64], body[128];
+    own_server(&keep, extra, 300, 0.0, ds);
     snprintf(body, sizeof body, "{\"against\":\"%s\",\"n\":100}", ds);
     ck_assert_int_eq(create(srv.admin, body, rid, NULL), 202);
     pg_sleep_ms(2500);
@@ -555,24 +549,15 @@ START_TEST(queued_reports_cancel_at_once_without_workers)
         pg_resp_free(&r);
     }
     ck_assert(full);
-    ck_assert_int_eq(pg_srv_stop(&srv), 0);
-    pg_srv_cleanup(&srv);
-    srv = keep;
+    own_server_end(&keep);
 }
 END_TEST
 
 START_TEST(a_report_running_at_shutdown_resumes_after_restart)
 {
-    pg_srv keep = srv;
-    memset(&srv, 0, sizeof srv);
-    ck_assert_int_eq(pg_srv_start(&srv, NULL), 0);
-    char big[64], lds[64], rid[64], body[128];
-    dataset(srv.admin, "{\"model\":\"public\"}", 2, 20000, 0.3, big);
-    dataset(srv.admin,
-            "{\"model\":\"local\",\"mechanism\":\"gaussian\",\"epsilon\":1,\"delta\":1e-5,"
-            "\"sensitivity\":0.5,\"noise_scale\":2.5}",
-            2, 300, 0.0, lds);
-    make_job(lds, job);
+    pg_srv keep;
+    char big[64], rid[64], body[128];
+    own_server(&keep, NULL, 20000, 0.3, big);
     snprintf(body, sizeof body, "{\"against\":\"%s\",\"n\":100000,\"seed\":3}", big);
     ck_assert_int_eq(create(srv.admin, body, rid, NULL), 202);
     char path[256];
@@ -602,9 +587,7 @@ START_TEST(a_report_running_at_shutdown_resumes_after_restart)
     ck_assert(json_is_object(json_object_get(v, "result")));
     ck_assert_uint_eq(json_array_size(json_object_get(v, "figures")), 3);
     json_decref(v);
-    ck_assert_int_eq(pg_srv_stop(&srv), 0);
-    pg_srv_cleanup(&srv);
-    srv = keep;
+    own_server_end(&keep);
 }
 END_TEST
 
@@ -687,17 +670,10 @@ END_TEST
  * (409) until it is cancelled, and then deleted. */
 START_TEST(delete_a_queued_or_running_report)
 {
-    pg_srv keep = srv;
-    memset(&srv, 0, sizeof srv);
-    const char *extra[] = {"--report-workers", "0", NULL};
-    ck_assert_int_eq(pg_srv_start(&srv, extra), 0);
-    char ds[64], lds[64], rq[64], rr[64], body[128], path[256];
-    dataset(srv.admin, "{\"model\":\"public\"}", 2, 300, 0.0, ds);
-    dataset(srv.admin,
-            "{\"model\":\"local\",\"mechanism\":\"gaussian\",\"epsilon\":1,\"delta\":1e-5,"
-            "\"sensitivity\":0.5,\"noise_scale\":2.5}",
-            2, 300, 0.0, lds);
-    make_job(lds, job);
+    pg_srv keep;
+    static const char *const extra[] = {"--report-workers", "0", NULL};
+    char ds[64], rq[64], rr[64], body[128], path[256];
+    own_server(&keep, extra, 300, 0.0, ds);
     snprintf(body, sizeof body, "{\"against\":\"%s\",\"n\":100}", ds);
     ck_assert_int_eq(create(srv.admin, body, rr, NULL), 202);
     ck_assert_int_eq(create(srv.admin, body, rq, NULL), 202);
@@ -739,9 +715,7 @@ START_TEST(delete_a_queued_or_running_report)
     ck_assert_int_eq(pg_db_report_claim(db, (int64_t)time(NULL), 600, &row, &found, NULL), PG_OK);
     ck_assert(!found);
     pg_db_close(db);
-    ck_assert_int_eq(pg_srv_stop(&srv), 0);
-    pg_srv_cleanup(&srv);
-    srv = keep;
+    own_server_end(&keep);
 }
 END_TEST
 

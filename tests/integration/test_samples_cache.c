@@ -9,91 +9,29 @@
  * (max-age); a revoked or invalid token and a deleted job are refused
  * whatever the cache holds. */
 #include "integration/isuite.h"
+#include "support/pg_http_test.h"
 #include "support/pg_test.h"
 
 static pg_srv srv;
 static pg_oa oa;
 static char job[64]; /* finished, conditional on 2 classes */
 
-typedef struct got {
-    long status;
-    char etag[128], cc[128], vary[64];
-    char *body;
-    size_t len;
-} got;
-
-static size_t on_body(char *p, size_t sz, size_t n, void *ctx)
-{
-    got *g = ctx;
-    size_t k = sz * n;
-    char *b = realloc(g->body, g->len + k + 1);
-    if (!b) return 0;
-    memcpy(b + g->len, p, k);
-    g->body = b;
-    g->len += k;
-    b[g->len] = '\0';
-    return k;
-}
-
-static void header_value(const char *line, const char *name, char *out, size_t cap)
-{
-    size_t n = strlen(name);
-    if (strncasecmp(line, name, n) || line[n] != ':') return;
-    const char *v = line + n + 1;
-    while (*v == ' ') v++;
-    size_t k = strcspn(v, "\r\n");
-    if (k >= cap) k = cap - 1;
-    memcpy(out, v, k);
-    out[k] = '\0';
-}
-
-static size_t on_header(char *p, size_t sz, size_t n, void *ctx)
-{
-    got *g = ctx;
-    size_t k = sz * n;
-    char line[512];
-    size_t m = k < sizeof line - 1 ? k : sizeof line - 1;
-    memcpy(line, p, m);
-    line[m] = '\0';
-    header_value(line, "ETag", g->etag, sizeof g->etag);
-    header_value(line, "Cache-Control", g->cc, sizeof g->cc);
-    header_value(line, "Vary", g->vary, sizeof g->vary);
-    return k;
-}
+/* A response: status, body and len, etag, cc (Cache-Control), vary. */
+typedef pg_resp got;
 
 /* GET path with tok and an optional If-None-Match value. */
 static void get(const char *path, const char *tok, const char *inm, got *g)
 {
-    memset(g, 0, sizeof *g);
-    CURL *c = curl_easy_init();
-    char url[512], h[512];
-    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", srv.port, path);
-    struct curl_slist *hl = NULL;
-    if (tok) {
-        snprintf(h, sizeof h, "Authorization: Bearer %s", tok);
-        hl = curl_slist_append(hl, h);
-    }
-    if (inm) {
-        snprintf(h, sizeof h, "If-None-Match: %s", inm);
-        hl = curl_slist_append(hl, h);
-    }
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, g);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, g);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
-    ck_assert_int_eq(curl_easy_perform(c), CURLE_OK);
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &g->status);
-    curl_slist_free_all(hl);
-    curl_easy_cleanup(c);
+    char h[512];
+    snprintf(h, sizeof h, "If-None-Match: %s", inm ? inm : "");
+    const char *const headers[] = {h, NULL};
+    pg_http(&srv, "GET", path, tok, NULL, NULL, 0, inm ? headers : NULL, g);
+    ck_assert_msg(g->status > 0, "curl error %ld on %s", -g->status, path);
 }
 
 static void got_free(got *g)
 {
-    free(g->body);
-    memset(g, 0, sizeof *g);
+    pg_resp_free(g);
 }
 
 static void req(const char *method, const char *path, const char *body, pg_resp *r)
@@ -113,11 +51,9 @@ static void submit(const char *ds, int steps, int every, char *out, size_t cap)
              "\"train\":{\"steps\":%d,\"batch_size\":16},\"ot\":{\"max_iter\":3},"
              "\"checkpoint_every\":%d,\"seed\":4}",
              ds, steps, every);
-    pg_resp r;
-    req("POST", "/v1/jobs", body, &r);
-    ck_assert_msg(r.status == 202, "%s", r.body);
-    snprintf(out, cap, "%s", json_string_value(json_object_get(r.json, "id")));
-    pg_resp_free(&r);
+    char id[64];
+    pg_test_post_id(&srv, srv.admin, "/v1/jobs", body, 202, id, NULL);
+    snprintf(out, cap, "%s", id);
 }
 
 static const char *status_of(const char *id, long *step)

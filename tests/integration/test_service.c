@@ -12,6 +12,7 @@
 #include "engine/data/idx.h"
 #include "integration/isuite.h"
 #include "service/block.h"
+#include "support/pg_http_test.h"
 #include "support/pg_test.h"
 
 static pg_srv srv;
@@ -48,10 +49,8 @@ static void post_json(const pg_srv *s, const char *path, const char *tok, const 
 static void create_ds(const pg_srv *s, const char *tok, const char *body, char id[64])
 {
     pg_resp r;
-    post_json(s, "/v1/datasets", tok, body, &r);
-    ck_assert_msg(r.status == 201, "create: %ld %s", r.status, r.body);
+    pg_test_post_id(s, tok, "/v1/datasets", body, 201, id, &r);
     conform(&r, "Dataset");
-    snprintf(id, 64, "%s", json_string_value(json_object_get(r.json, "id")));
     char loc[128];
     snprintf(loc, sizeof loc, "/v1/datasets/%s", id);
     ck_assert_str_eq(r.location, loc);
@@ -192,55 +191,47 @@ END_TEST
 
 START_TEST(dataset_declarations)
 {
+    /* {declaration, status, field named first}: each refused */
+    static const struct {
+        const char *body;
+        long status;
+        const char *field;
+    } bad[] = {
+        {"{\"name\":", 400, NULL},
+        {"{\"name\":\"p\",\"shape\":[2],\"range\":[0,1],\"privacy\":{\"model\":\"public\"},"
+         "\"colour\":1}",
+         422, "colour"},
+        {"{\"name\":\"p\",\"shape\":[2],\"range\":[0,1],\"privacy\":{\"model\":\"public\","
+         "\"epsilon\":1}}",
+         422, "privacy.epsilon"},
+        {"{\"name\":\"p\",\"shape\":[0],\"range\":[0,1],\"privacy\":{\"model\":\"public\"}}", 422,
+         "shape"},
+        {"{\"name\":\"p\",\"shape\":[2],\"range\":[1,0],\"privacy\":{\"model\":\"public\"}}", 422,
+         "range"},
+        {"{\"name\":\"p\",\"shape\":[2],\"range\":[0,1],\"num_classes\":0,"
+         "\"privacy\":{\"model\":\"public\"}}",
+         422, "num_classes"},
+        {"{\"name\":\"p\",\"shape\":[2],\"range\":[0,1],\"privacy\":{\"model\":\"central\"}}", 422,
+         "privacy.budget"},
+        /* Laplace: b must be >= sensitivity / epsilon = 2 / 0.5 = 4 */
+        {"{\"name\":\"l\",\"shape\":[2],\"range\":[0,1],\"privacy\":{\"model\":\"local\","
+         "\"mechanism\":\"laplace\",\"epsilon\":0.5,\"sensitivity\":2,\"noise_scale\":3.9}}",
+         422, "privacy.noise_scale"},
+        {"{\"name\":\"l\",\"shape\":[2],\"range\":[0,1],\"privacy\":{\"model\":\"local\","
+         "\"mechanism\":\"laplace\",\"epsilon\":0.5,\"delta\":1e-5,\"sensitivity\":2,"
+         "\"noise_scale\":4}}",
+         422, "privacy.delta"},
+        /* Gaussian: analytic sigma for eps 1, delta 1e-5, sensitivity 1 is ~3.7306 */
+        {"{\"name\":\"g\",\"shape\":[2],\"range\":[0,1],\"privacy\":{\"model\":\"local\","
+         "\"mechanism\":\"gaussian\",\"epsilon\":1,\"delta\":1e-5,\"sensitivity\":1,"
+         "\"noise_scale\":3.73}}",
+         422, "privacy.noise_scale"},
+    };
     pg_resp r;
-    post_json(&srv, "/v1/datasets", srv.admin, "{\"name\":", &r);
-    expect_problem(&r, 400, NULL);
-    post_json(&srv, "/v1/datasets", srv.admin,
-              "{\"name\":\"p\",\"shape\":[2],\"range\":[0,1],\"privacy\":{\"model\":\"public\"},"
-              "\"colour\":1}",
-              &r);
-    expect_problem(&r, 422, "colour");
-    post_json(&srv, "/v1/datasets", srv.admin,
-              "{\"name\":\"p\",\"shape\":[2],\"range\":[0,1],\"privacy\":{\"model\":\"public\","
-              "\"epsilon\":1}}",
-              &r);
-    expect_problem(&r, 422, "privacy.epsilon");
-    post_json(&srv, "/v1/datasets", srv.admin,
-              "{\"name\":\"p\",\"shape\":[0],\"range\":[0,1],\"privacy\":{\"model\":\"public\"}}",
-              &r);
-    expect_problem(&r, 422, "shape");
-    post_json(&srv, "/v1/datasets", srv.admin,
-              "{\"name\":\"p\",\"shape\":[2],\"range\":[1,0],\"privacy\":{\"model\":\"public\"}}",
-              &r);
-    expect_problem(&r, 422, "range");
-    post_json(&srv, "/v1/datasets", srv.admin,
-              "{\"name\":\"p\",\"shape\":[2],\"range\":[0,1],\"num_classes\":0,"
-              "\"privacy\":{\"model\":\"public\"}}",
-              &r);
-    expect_problem(&r, 422, "num_classes");
-    post_json(&srv, "/v1/datasets", srv.admin,
-              "{\"name\":\"p\",\"shape\":[2],\"range\":[0,1],\"privacy\":{\"model\":\"central\"}}",
-              &r);
-    expect_problem(&r, 422, "privacy.budget");
-    /* Laplace: b must be >= sensitivity / epsilon = 2 / 0.5 = 4 */
-    post_json(&srv, "/v1/datasets", srv.admin,
-              "{\"name\":\"l\",\"shape\":[2],\"range\":[0,1],\"privacy\":{\"model\":\"local\","
-              "\"mechanism\":\"laplace\",\"epsilon\":0.5,\"sensitivity\":2,\"noise_scale\":3.9}}",
-              &r);
-    expect_problem(&r, 422, "privacy.noise_scale");
-    post_json(&srv, "/v1/datasets", srv.admin,
-              "{\"name\":\"l\",\"shape\":[2],\"range\":[0,1],\"privacy\":{\"model\":\"local\","
-              "\"mechanism\":\"laplace\",\"epsilon\":0.5,\"delta\":1e-5,\"sensitivity\":2,"
-              "\"noise_scale\":4}}",
-              &r);
-    expect_problem(&r, 422, "privacy.delta");
-    /* Gaussian: analytic sigma for eps 1, delta 1e-5, sensitivity 1 is ~3.7306 */
-    post_json(&srv, "/v1/datasets", srv.admin,
-              "{\"name\":\"g\",\"shape\":[2],\"range\":[0,1],\"privacy\":{\"model\":\"local\","
-              "\"mechanism\":\"gaussian\",\"epsilon\":1,\"delta\":1e-5,\"sensitivity\":1,"
-              "\"noise_scale\":3.73}}",
-              &r);
-    expect_problem(&r, 422, "privacy.noise_scale");
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        post_json(&srv, "/v1/datasets", srv.admin, bad[i].body, &r);
+        expect_problem(&r, bad[i].status, bad[i].field);
+    }
     char id[64];
     create_ds(&srv, srv.admin,
               "{\"name\":\"g\",\"shape\":[2],\"range\":[0,1],\"privacy\":{\"model\":\"local\","
@@ -559,8 +550,8 @@ END_TEST
  * poll, and the DELETE would then rightly succeed. */
 START_TEST(delete_and_job_conflict)
 {
-    pg_srv s = {0};
-    ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
+    pg_srv s;
+    pg_test_srv_start(&s, NULL);
     char id[64], path[128];
     create_ds(&s, s.admin, DS_PUBLIC2, id);
     snprintf(path, sizeof path, "/v1/datasets/%s", id);
@@ -612,8 +603,7 @@ START_TEST(delete_and_job_conflict)
         struct stat st;
         ck_assert_int_eq(stat(dir, &st), -1);
     }
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 
@@ -699,9 +689,9 @@ END_TEST
 
 START_TEST(limits_413)
 {
-    pg_srv s = {0};
     const char *args[] = {"--max-body", "4K", "--max-rows", "10", NULL};
-    ck_assert_int_eq(pg_srv_start(&s, args), 0);
+    pg_srv s;
+    pg_test_srv_start(&s, args);
     char id[64], path[128];
     create_ds(&s, s.admin, DS_PUBLIC2, id);
     rows_path(id, path, sizeof path);
@@ -732,15 +722,14 @@ START_TEST(limits_413)
     pg_http(&s, "POST", path, s.admin, "application/x-npy", npy, pg_npy_size(sh, 2), NULL, &r);
     expect_problem(&r, 413, NULL);
     ck_assert_int_eq(ds_n(&s, s.admin, id), 6);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 
 START_TEST(restart_keeps_everything)
 {
-    pg_srv s = {0};
-    ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
+    pg_srv s;
+    pg_test_srv_start(&s, NULL);
     char admin[96], id[64], path[128];
     snprintf(admin, sizeof admin, "%s", s.admin);
     char *reader = mint(&s, s.admin, "{\"scope\":\"read\"}");
@@ -822,8 +811,8 @@ END_TEST
  * every user. */
 START_TEST(readyz_turns_503)
 {
-    pg_srv s = {0};
-    ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
+    pg_srv s;
+    pg_test_srv_start(&s, NULL);
     pg_resp r;
     pg_http(&s, "GET", "/readyz", NULL, NULL, NULL, 0, NULL, &r);
     ck_assert_int_eq(r.status, 200);
@@ -850,8 +839,7 @@ START_TEST(readyz_turns_503)
     pg_http(&s, "GET", "/readyz", NULL, NULL, NULL, 0, NULL, &r);
     ck_assert_int_eq(r.status, 200);
     pg_resp_free(&r);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 
@@ -872,8 +860,8 @@ static long vm_kb(pid_t pid, const char *key)
  * is a resource bound, not a timing assertion. */
 START_TEST(npy_100mb_streams_in_bounded_memory)
 {
-    pg_srv s = {0};
-    ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
+    pg_srv s;
+    pg_test_srv_start(&s, NULL);
     char id[64], path[128];
     create_ds(
         &s, s.admin,
@@ -906,8 +894,7 @@ START_TEST(npy_100mb_streams_in_bounded_memory)
             idle, peak, peak - idle);
     ck_assert_msg(idle > 0 && peak - idle < 64 * 1024, "peak RSS grew by %ld kB", peak - idle);
     ck_assert_int_eq(ds_n(&s, s.admin, id), 262144);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 
@@ -991,8 +978,8 @@ static size_t slow_read(char *buf, size_t sz, size_t n, void *ctx)
  * stored, then the process exits 0. */
 START_TEST(shutdown_finishes_inflight_request)
 {
-    pg_srv s = {0};
-    ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
+    pg_srv s;
+    pg_test_srv_start(&s, NULL);
     char id[64], path[128], url[256];
     create_ds(&s, s.admin, DS_PUBLIC2, id);
     rows_path(id, path, sizeof path);
@@ -1028,8 +1015,7 @@ START_TEST(shutdown_finishes_inflight_request)
     ck_assert_int_eq(pg_srv_stop(&s), 0);
     ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
     ck_assert_int_eq(ds_n(&s, s.admin, id), 256);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 

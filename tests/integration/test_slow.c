@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 
 #include "itest.h"
+#include "support/pg_http_test.h"
 
 enum { D = 2, SLOW_ROWS = 300 };
 
@@ -213,8 +214,7 @@ START_TEST(slow_uploads_do_not_stall_others)
                            "120",
                            NULL};
     pg_srv s;
-    memset(&s, 0, sizeof s);
-    ck_assert_int_eq(pg_srv_start(&s, extra), 0);
+    pg_test_srv_start(&s, extra);
     char ds[64], other[64];
     make_central(&s, ds);
     make_central(&s, other);
@@ -286,8 +286,7 @@ START_TEST(slow_uploads_do_not_stall_others)
     ck_assert_int_eq(wait_metric(&s, "privgen_uploads_in_flight", 0), 0);
     ck_assert_int_eq(upload_json(&s, tok2, other, 5), 200);
     free(npy);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 
@@ -297,8 +296,7 @@ START_TEST(trickling_upload_is_cut_and_stores_nothing)
 {
     const char *extra[] = {"--min-body-rate", "2000", "--body-grace-seconds", "1", NULL};
     pg_srv s;
-    memset(&s, 0, sizeof s);
-    ck_assert_int_eq(pg_srv_start(&s, extra), 0);
+    pg_test_srv_start(&s, extra);
     char ds[64];
     make_central(&s, ds);
     ck_assert_int_eq(upload_json(&s, s.admin, ds, 5), 200);
@@ -338,8 +336,7 @@ START_TEST(trickling_upload_is_cut_and_stores_nothing)
     ck_assert_int_eq(rows_of(&s, ds), 5 + SLOW_ROWS);
     free(npy);
     free(csv);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 
@@ -349,8 +346,7 @@ START_TEST(silent_connection_is_closed)
 {
     const char *extra[] = {"--http-timeout-seconds", "1", "--http-threads", "1", NULL};
     pg_srv s;
-    memset(&s, 0, sizeof s);
-    ck_assert_int_eq(pg_srv_start(&s, extra), 0);
+    pg_test_srv_start(&s, extra);
     char ds[64];
     make_central(&s, ds);
     size_t len;
@@ -376,8 +372,7 @@ START_TEST(silent_connection_is_closed)
     ck_assert_int_eq(rows_of(&s, ds), 0);
     ck_assert_int_eq(wait_metric(&s, "privgen_uploads_in_flight", 0), 0);
     free(npy);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 
@@ -419,8 +414,7 @@ START_TEST(trickling_headers_are_cut)
     const char *extra[] = {"--http-timeout-seconds", "30", NULL};
     setenv("PRIVGEN_HEADER_TIMEOUT_SECONDS", "2", 1);
     pg_srv s;
-    memset(&s, 0, sizeof s);
-    ck_assert_int_eq(pg_srv_start(&s, extra), 0);
+    pg_test_srv_start(&s, extra);
     unsetenv("PRIVGEN_HEADER_TIMEOUT_SECONDS");
     int fd = dial(&s);
     ck_assert_int_eq(send_all(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n", 32), 0);
@@ -442,8 +436,7 @@ START_TEST(trickling_headers_are_cut)
     req(&s, NULL, "GET", "/healthz", NULL, &r);
     ck_assert_int_eq(r.status, 200);
     pg_resp_free(&r);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 
@@ -456,8 +449,7 @@ START_TEST(health_check_gets_in_past_stuck_headers)
     const char *extra[] = {"--http-timeout-seconds", "120", "--max-connections", "10", NULL};
     setenv("PRIVGEN_HEADER_TIMEOUT_SECONDS", "120", 1);
     pg_srv s;
-    memset(&s, 0, sizeof s);
-    ck_assert_int_eq(pg_srv_start(&s, extra), 0);
+    pg_test_srv_start(&s, extra);
     unsetenv("PRIVGEN_HEADER_TIMEOUT_SECONDS");
     enum { K = 10 };
     int fd[K];
@@ -478,8 +470,7 @@ START_TEST(health_check_gets_in_past_stuck_headers)
     ck_assert_int_ge(cut, 2);
     ck_assert_int_eq(closed_by_server(fd[K - 1], 10), 0);
     for (int i = 0; i < K; i++) close(fd[i]);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 
@@ -525,15 +516,13 @@ START_TEST(second_server_on_a_used_port_refuses_to_start)
     req(&a, a.admin, "GET", "/v1/datasets", NULL, &r);
     ck_assert_int_eq(r.status, 200);
     pg_resp_free(&r);
-    ck_assert_int_eq(pg_srv_stop(&a), 0);
-    pg_srv_cleanup(&a);
+    pg_test_srv_end(&a);
     pg_srv_cleanup(&b);
 }
 END_TEST
 
-int main(void)
+static Suite *suite(void)
 {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
     Suite *su = suite_create("integration_slow");
     TCase *tc = tcase_create("slow");
     tcase_set_timeout(tc, 180);
@@ -544,10 +533,7 @@ int main(void)
     tcase_add_test(tc, health_check_gets_in_past_stuck_headers);
     tcase_add_test(tc, second_server_on_a_used_port_refuses_to_start);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    curl_global_cleanup();
-    return failed ? 1 : 0;
+    return su;
 }
+
+PG_ITEST_MAIN(suite)

@@ -9,94 +9,38 @@
 #include <check.h>
 
 #include "itest.h"
+#include "support/pg_http_test.h"
 
 enum { D = 16, ROWS = 300, N = 4097 /* 4097 x 16 values: streamed */ };
 
-static void req(const pg_srv *s, const char *method, const char *path, const char *body, pg_resp *r)
+/* Row i, column j: a value on a grid of 17 steps in [-0.4, 0.4). */
+static double grid_cell(int i, int j, void *ctx)
 {
-    pg_http(s, method, path, s->admin, body ? "application/json" : NULL, body,
-            body ? strlen(body) : 0, NULL, r);
-}
-
-/* pg_http with no 60 s client limit: a loaded machine may draw for longer. */
-static void get_long(const pg_srv *s, const char *path, pg_resp *out)
-{
-    memset(out, 0, sizeof *out);
-    CURL *c = curl_easy_init();
-    char url[512], h[512];
-    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", s->port, path);
-    snprintf(h, sizeof h, "Authorization: Bearer %s", s->admin);
-    struct curl_slist *hl = curl_slist_append(NULL, h);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, pg_itest_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 200L);
-    CURLcode rc = curl_easy_perform(c);
-    if (rc == CURLE_OK)
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
-    else
-        out->status = -(long)rc;
-    curl_slist_free_all(hl);
-    curl_easy_cleanup(c);
+    (void)ctx;
+    return 0.8 * ((i * 7 + j * 13) % 17) / 17.0 - 0.4;
 }
 
 START_TEST(long_draws_stream_to_the_end)
 {
     const char *extra[] = {"--http-timeout-seconds", "1", NULL};
     pg_srv s;
-    memset(&s, 0, sizeof s);
-    ck_assert_int_eq(pg_srv_start(&s, extra), 0);
-    pg_resp r;
-    req(&s, "POST", "/v1/datasets",
-        "{\"name\":\"c\",\"shape\":[16],\"range\":[-1,1],\"privacy\":{\"model\":\"central\","
-        "\"budget\":{\"epsilon\":50,\"delta\":1e-5}}}",
-        &r);
-    ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
+    pg_test_srv_start(&s, extra);
     char ds[64], job[64], path[256];
-    snprintf(ds, sizeof ds, "%s", json_string_value(json_object_get(r.json, "id")));
-    pg_resp_free(&r);
-    size_t cap = (size_t)ROWS * D * 12 + 64, k = 0;
-    char *body = malloc(cap);
-    k += (size_t)snprintf(body + k, cap - k, "{\"rows\":[");
-    for (int i = 0; i < ROWS; i++) {
-        k += (size_t)snprintf(body + k, cap - k, "%s[", i ? "," : "");
-        for (int j = 0; j < D; j++)
-            k += (size_t)snprintf(body + k, cap - k, "%s%.3f", j ? "," : "",
-                                  0.8 * ((i * 7 + j * 13) % 17) / 17.0 - 0.4);
-        k += (size_t)snprintf(body + k, cap - k, "]");
-    }
-    snprintf(body + k, cap - k, "]}");
-    snprintf(path, sizeof path, "/v1/datasets/%s/rows", ds);
-    req(&s, "POST", path, body, &r);
-    free(body);
-    ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
-    pg_resp_free(&r);
+    pg_test_dataset_rows(&s, s.admin,
+                         "{\"name\":\"c\",\"shape\":[16],\"range\":[-1,1],\"privacy\":{"
+                         "\"model\":\"central\",\"budget\":{\"epsilon\":50,\"delta\":1e-5}}}",
+                         ROWS, D, "%.3f", grid_cell, NULL, ds);
     char spec[512];
     snprintf(spec, sizeof spec,
              "{\"dataset_id\":\"%s\",\"method\":\"swd_flow\",\"privacy\":{\"noise_multiplier\":5},"
              "\"flow\":{\"steps\":1500,\"particles\":1000},\"seed\":3}",
              ds);
-    req(&s, "POST", "/v1/jobs", spec, &r);
-    ck_assert_msg(r.status == 202, "%ld %s", r.status, r.body);
-    snprintf(job, sizeof job, "%s", json_string_value(json_object_get(r.json, "id")));
-    pg_resp_free(&r);
-    snprintf(path, sizeof path, "/v1/jobs/%s", job);
-    const char *st = "";
-    for (int t = 0; t < 1200; t++) {
-        req(&s, "GET", path, NULL, &r);
-        st = json_string_value(json_object_get(r.json, "status"));
-        int done = st && strcmp(st, "queued") && strcmp(st, "running");
-        int ok = st && !strcmp(st, "succeeded");
-        pg_resp_free(&r);
-        if (done) {
-            ck_assert_msg(ok, "job ended");
-            break;
-        }
-        pg_sleep_ms(100);
-    }
+    pg_test_post_id(&s, s.admin, "/v1/jobs", spec, 202, job, NULL);
+    json_decref(pg_test_job_wait(&s, job, "succeeded", 0, 100, 1200));
+    pg_resp r;
     snprintf(path, sizeof path, "/v1/jobs/%s/samples?n=%d&format=csv&seed=1", job, N);
-    get_long(&s, path, &r);
+    /* no 60 s client limit: a loaded machine may draw for longer */
+    pg_http_within(&s, "GET", path, s.admin, NULL, NULL, 0, NULL, 200, &r);
     ck_assert_msg(r.status == 200,
                   "status %ld (negative: a curl error, the body was cut) after %zu "
                   "bytes",
@@ -105,23 +49,18 @@ START_TEST(long_draws_stream_to_the_end)
     for (size_t i = 0; i < r.len; i++) lines += r.body[i] == '\n';
     ck_assert_uint_eq(lines, N + 1); /* header + rows */
     pg_resp_free(&r);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 
-int main(void)
+static Suite *suite(void)
 {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
     Suite *su = suite_create("integration_slow_samples");
     TCase *tc = tcase_create("slow_samples");
     tcase_set_timeout(tc, 280);
     tcase_add_test(tc, long_draws_stream_to_the_end);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    curl_global_cleanup();
-    return failed ? 1 : 0;
+    return su;
 }
+
+PG_ITEST_MAIN(suite)

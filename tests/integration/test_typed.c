@@ -21,6 +21,8 @@
 #include "engine/data/table.h"
 #include "engine/data/table_ldp.h"
 #include "integration/isuite.h"
+#include "support/pg_http_test.h"
+#include "support/pg_table_test.h"
 #include "support/pg_test.h"
 
 static pg_srv srv;
@@ -64,11 +66,7 @@ static pg_table *schema_table(void)
 {
     char buf[1024];
     snprintf(buf, sizeof buf, "{%s}", SCHEMA);
-    json_t *j = json_loads(buf, 0, NULL);
-    pg_table *t = NULL;
-    ck_assert_int_eq(pg_table_from_json(j, &t, NULL), PG_OK);
-    json_decref(j);
-    return t;
+    return pg_test_table(buf);
 }
 
 static long long rows_of(const char *ds)
@@ -129,6 +127,16 @@ static void upload(const char *ds, const char *ctype, const char *body, size_t l
     const char *headers[] = {h, NULL};
     if (decl) snprintf(h, sizeof h, "Privgen-Declaration: %s", decl);
     pg_http(cur, "POST", path, cur->admin, ctype, body, len, decl ? headers : NULL, r);
+}
+
+/* A central dataset of the schema holding clean rows 0 .. n - 1. */
+static void make_loaded(unsigned n, char ds[64])
+{
+    make_central(ds);
+    size_t len;
+    char *csv = clean_csv(0, n, &len);
+    pg_test_rows_post(cur, cur->admin, ds, "text/csv", csv, len);
+    free(csv);
 }
 
 START_TEST(schema_in_the_views)
@@ -304,44 +312,19 @@ END_TEST
 
 static void wait_done(const char *job)
 {
-    char path[128];
-    snprintf(path, sizeof path, "/v1/jobs/%s", job);
-    for (int i = 0; i < 1200; i++) {
-        pg_resp r;
-        req("GET", path, NULL, &r);
-        const char *st = json_string_value(json_object_get(r.json, "status"));
-        if (st && strcmp(st, "queued") && strcmp(st, "running")) {
-            ck_assert_msg(!strcmp(st, "succeeded"), "%s", r.body);
-            pg_resp_free(&r);
-            return;
-        }
-        pg_resp_free(&r);
-        pg_sleep_ms(100);
-    }
-    ck_abort_msg("job %s did not finish", job);
+    json_decref(pg_test_job_wait(cur, job, "succeeded", 0, 100, 1200));
 }
 
 static void submit(const char *body, char job[64])
 {
-    pg_resp r;
-    req("POST", "/v1/jobs", body, &r);
-    ck_assert_msg(r.status == 202 || r.status == 201, "%s", r.body);
-    snprintf(job, 64, "%s", json_string_value(json_object_get(r.json, "id")));
-    pg_resp_free(&r);
+    pg_test_post_id(cur, cur->admin, "/v1/jobs", body, 202, job, NULL);
 }
 
 /* Reads samples back with the strict parser (bounds refused): every value is
  * valid under the schema. Returns n; labels (n) when the table has one. */
 static size_t read_back(const pg_table *t, int format, const pg_resp *r, int64_t **labels)
 {
-    pg_records_opts o = {.format = format, .bounds = PG_TABLE_BOUNDS_REFUSE};
-    float *x = NULL;
-    size_t n = 0;
-    pg_error err = {0};
-    int rc = pg_records_parse(t, &o, r->body, r->len, &x, labels, &n, &err);
-    ck_assert_msg(rc == PG_OK, "%s: %.400s", err.msg, r->body);
-    free(x);
-    return n;
+    return pg_test_records_read(t, format, r->body, r->len, labels);
 }
 
 /* A seeded typed body is cacheable: the same bytes and ETag again (from
@@ -471,14 +454,8 @@ static void check_samples(const char *job, const pg_table *t, int conditional, i
 START_TEST(every_central_method_serves_valid_records)
 {
     char ds[64];
-    make_central(ds);
-    size_t len;
-    char *csv = clean_csv(0, 1500, &len);
+    make_loaded(1500, ds);
     pg_resp r;
-    upload(ds, "text/csv", csv, len, NULL, &r);
-    free(csv);
-    ck_assert_msg(r.status == 200, "%s", r.body);
-    pg_resp_free(&r);
     pg_table *t = schema_table();
     static const struct {
         const char *fmt;
@@ -678,20 +655,13 @@ END_TEST
  * shared one must not restart under the other tests). */
 START_TEST(decoding_survives_restart)
 {
-    pg_srv own;
-    memset(&own, 0, sizeof own);
     static const char *const extra[] = {"--workers", "1", "--max-samples", "20000", NULL};
-    ck_assert_int_eq(pg_srv_start(&own, extra), 0);
+    pg_srv own;
+    pg_test_srv_start(&own, extra);
     cur = &own;
     char ds[64], job[64], body[1024], path[128];
-    make_central(ds);
-    size_t len;
-    char *csv = clean_csv(0, 600, &len);
+    make_loaded(600, ds);
     pg_resp r;
-    upload(ds, "text/csv", csv, len, NULL, &r);
-    free(csv);
-    ck_assert_msg(r.status == 200, "%s", r.body);
-    pg_resp_free(&r);
     snprintf(body, sizeof body,
              "{\"dataset_id\":\"%s\",\"method\":\"swd_flow\",\"privacy\":"
              "{\"noise_multiplier\":5},\"flow\":{\"steps\":10,\"particles\":100},\"seed\":3}",
@@ -782,14 +752,8 @@ END_TEST
 START_TEST(streamed_samples_follow_their_own_limit)
 {
     char ds[64], job[64], path[160], body[512];
-    make_central(ds);
-    size_t len;
-    char *csv = clean_csv(0, 300, &len);
+    make_loaded(300, ds);
     pg_resp r;
-    upload(ds, "text/csv", csv, len, NULL, &r);
-    free(csv);
-    ck_assert_msg(r.status == 200, "%s", r.body);
-    pg_resp_free(&r);
     snprintf(body, sizeof body,
              "{\"dataset_id\":\"%s\",\"method\":\"dp_sinkhorn\",\"model\":{\"hidden\":[16]},"
              "\"train\":{\"steps\":20,\"batch_size\":20},\"ot\":{\"max_iter\":20},"

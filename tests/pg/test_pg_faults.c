@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "integration/itest.h"
+#include "support/pg_http_test.h"
 #include "pg/pgtest_env.h"
 
 #define CAP    3.0
@@ -387,24 +388,19 @@ START_TEST(killed_connection_mid_upload)
     ck_assert_int_eq(rows_of(&s, ds), 10 + 2 * UP_ROWS);
     PQfinish(c);
     free(x);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pg_srv_cleanup(&s);
+    pg_test_srv_end(&s);
 }
 END_TEST
 
-int main(void)
+static Suite *suite(void)
 {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
     Suite *su = suite_create("pg_faults");
     TCase *tc = tcase_create("faults");
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, server_down_then_back);
     tcase_add_test(tc, killed_connection_mid_upload);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    curl_global_cleanup();
-    return failed ? 1 : 0;
+    return su;
 }
+
+PG_ITEST_MAIN(suite)

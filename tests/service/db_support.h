@@ -74,4 +74,33 @@ static inline void pg_test_dataset(pg_db *db, const char *tenant, const char *id
     ck_assert(ds.seq > 0);
 }
 
+/* A job row to admit: a fresh id (prefix and 16 hex digits) of tenant on
+ * dataset ds, method "m", spec "{}"; the rest zero. */
+static inline void pg_test_job_row(pg_job_row *row, const char *tenant, const char *ds,
+                                   const char *prefix)
+{
+    memset(row, 0, sizeof *row);
+    pg_test_uid(row->id, sizeof row->id, prefix);
+    snprintf(row->tenant, sizeof row->tenant, "%s", tenant);
+    snprintf(row->dataset_id, sizeof row->dataset_id, "%s", ds);
+    snprintf(row->method, sizeof row->method, "m");
+    row->spec = "{}";
+}
+
+/* Appends the n rows of x (n x d values) to dataset id of tenant as one
+ * committed block; checks all n were added. */
+static inline void pg_test_rows_append(pg_db *db, const char *tenant, const char *id, int64_t d,
+                                       const float *x, int64_t n)
+{
+    pg_db_append *a;
+    int found;
+    int64_t rows, total;
+    pg_error err = {0};
+    ck_assert_msg(pg_db_append_begin(db, tenant, id, d, &a, &err) == PG_OK, "%s", err.msg);
+    ck_assert_msg(pg_db_append_write(a, x, (size_t)(n * d), &err) == PG_OK, "%s", err.msg);
+    ck_assert_msg(pg_db_append_commit(a, NULL, 1000000, &found, &rows, &total, &err) == PG_OK, "%s",
+                  err.msg);
+    ck_assert_int_eq(rows, n);
+}
+
 #endif

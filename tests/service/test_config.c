@@ -1,4 +1,5 @@
 /* privgend flags and environment: precedence, suffixes, rejection. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,37 @@
 #include "service/config.h"
 #include "service/store/db.h"
 #include "support/pg_test.h"
+
+/* c from its defaults and the environment alone, with name=value set
+ * meanwhile. */
+static void from_env(pg_svc_config *c, const char *name, const char *value)
+{
+    setenv(name, value, 1);
+    pg_svc_config_defaults(c);
+    char *none[] = {"privgend", NULL};
+    int help;
+    pg_error err = {0};
+    ck_assert_msg(pg_svc_config_parse(c, 1, none, &help, &err) == PG_OK, "%s", err.msg);
+    unsetenv(name);
+}
+
+/* Each {flag, value} of bad (value NULL: the flag alone, with any "=value"
+ * in it) given to c is refused: PG_EINVAL and a message naming the flag
+ * (its name before any "="); with documented, the usage text names it
+ * too. */
+static void refused(pg_svc_config *c, const char *const (*bad)[2], size_t n, bool documented)
+{
+    for (size_t i = 0; i < n; i++) {
+        char *a[] = {"privgend", (char *)bad[i][0], (char *)bad[i][1], NULL};
+        int help;
+        pg_error err = {0};
+        ck_assert_int_eq(pg_svc_config_parse(c, bad[i][1] ? 3 : 2, a, &help, &err), PG_EINVAL);
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(bad[i][0], "="), bad[i][0]);
+        ck_assert_msg(strstr(err.msg, name) != NULL, "%s: %s", name, err.msg);
+        if (documented) ck_assert_ptr_nonnull(strstr(pg_svc_config_usage(), name));
+    }
+}
 
 START_TEST(defaults_env_flags)
 {
@@ -223,11 +255,8 @@ START_TEST(snapshot_cache_flag)
     char *a[] = {"privgend", "--snapshot-cache-mb", "64", NULL};
     ck_assert_int_eq(pg_svc_config_parse(&c, 3, a, &help, NULL), PG_OK);
     ck_assert_int_eq(c.snapshot_cache_mb, 64);
-    setenv("PRIVGEN_SNAPSHOT_CACHE_MB", "0", 1);
-    pg_svc_config_defaults(&c);
-    ck_assert_int_eq(pg_svc_config_parse(&c, 1, a, &help, NULL), PG_OK);
+    from_env(&c, "PRIVGEN_SNAPSHOT_CACHE_MB", "0");
     ck_assert_int_eq(c.snapshot_cache_mb, 0);
-    unsetenv("PRIVGEN_SNAPSHOT_CACHE_MB");
     const char *bad[] = {"-1", "x", "1048577", "", "1.5"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char *b[] = {"privgend", "--snapshot-cache-mb", (char *)bad[i], NULL};
@@ -255,16 +284,8 @@ START_TEST(report_flags)
                                          {"--report-workers", "-1"},
                                          {"--report-workers", "x"},
                                          {"--max-queued-reports", "0"}};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        char *a[] = {"privgend", (char *)bad[i][0], (char *)bad[i][1], NULL};
-        ck_assert_int_eq(pg_svc_config_parse(&c, 3, a, &help, &err), PG_EINVAL);
-        ck_assert_ptr_nonnull(strstr(err.msg, bad[i][0]));
-    }
-    setenv("PRIVGEN_REPORT_WORKERS", "4", 1);
-    pg_svc_config_defaults(&c);
-    char *none[] = {"privgend", NULL};
-    ck_assert_int_eq(pg_svc_config_parse(&c, 1, none, &help, &err), PG_OK);
-    unsetenv("PRIVGEN_REPORT_WORKERS");
+    refused(&c, bad, sizeof bad / sizeof bad[0], false);
+    from_env(&c, "PRIVGEN_REPORT_WORKERS", "4");
     ck_assert_int_eq(c.report_workers, 4);
 }
 END_TEST
@@ -299,17 +320,8 @@ START_TEST(slow_client_flags)
         {"--http-timeout-seconds", "0"},  {"--max-connections", "0"}, {"--max-uploads", "0"},
         {"--max-uploads-per-token", "0"}, {"--min-body-rate", "-1"},  {"--body-grace-seconds", "0"},
         {"--max-connections-per-ip", "x"}};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        char *a[] = {"privgend", (char *)bad[i][0], (char *)bad[i][1], NULL};
-        ck_assert_int_eq(pg_svc_config_parse(&c, 3, a, &help, &err), PG_EINVAL);
-        ck_assert_ptr_nonnull(strstr(err.msg, bad[i][0]));
-        ck_assert_ptr_nonnull(strstr(pg_svc_config_usage(), bad[i][0]));
-    }
-    setenv("PRIVGEN_MIN_BODY_RATE", "4K", 1);
-    pg_svc_config_defaults(&c);
-    char *none[] = {"privgend", NULL};
-    ck_assert_int_eq(pg_svc_config_parse(&c, 1, none, &help, &err), PG_OK);
-    unsetenv("PRIVGEN_MIN_BODY_RATE");
+    refused(&c, bad, sizeof bad / sizeof bad[0], true);
+    from_env(&c, "PRIVGEN_MIN_BODY_RATE", "4K");
     ck_assert_int_eq(c.min_body_rate, 4096);
 }
 END_TEST
@@ -334,18 +346,10 @@ START_TEST(header_timeout_and_reuse_port_flags)
     static const char *const bad[][2] = {{"--header-timeout-seconds", "0"},
                                          {"--header-timeout-seconds", "x"},
                                          {"--reuse-port=2", NULL}};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        char *a[] = {"privgend", (char *)bad[i][0], (char *)bad[i][1], NULL};
-        ck_assert_int_eq(pg_svc_config_parse(&c, bad[i][1] ? 3 : 2, a, &help, &err), PG_EINVAL);
-        ck_assert_ptr_nonnull(strstr(err.msg, bad[i][1] ? bad[i][0] : "--reuse-port"));
-    }
+    refused(&c, bad, sizeof bad / sizeof bad[0], false);
     ck_assert_ptr_nonnull(strstr(pg_svc_config_usage(), "--header-timeout-seconds"));
     ck_assert_ptr_nonnull(strstr(pg_svc_config_usage(), "--reuse-port"));
-    setenv("PRIVGEN_REUSE_PORT", "1", 1);
-    pg_svc_config_defaults(&c);
-    char *none[] = {"privgend", NULL};
-    ck_assert_int_eq(pg_svc_config_parse(&c, 1, none, &help, &err), PG_OK);
-    unsetenv("PRIVGEN_REUSE_PORT");
+    from_env(&c, "PRIVGEN_REUSE_PORT", "1");
     ck_assert_int_eq(c.reuse_port, 1);
 }
 END_TEST

@@ -716,10 +716,7 @@ START_TEST(jobs_round_trip)
     pg_test_dataset(db, t, pub, 2);
     pg_test_jobs_drain(db);
     pg_job_row row;
-    memset(&row, 0, sizeof row);
-    pg_test_uid(row.id, sizeof row.id, "job_");
-    snprintf(row.tenant, sizeof row.tenant, "%s", t);
-    snprintf(row.dataset_id, sizeof row.dataset_id, "%s", ds);
+    pg_test_job_row(&row, t, ds, "job_");
     snprintf(row.method, sizeof row.method, "swd_flow");
     snprintf(row.public_dataset_id, sizeof row.public_dataset_id, "%s", pub);
     row.public_n = 17;
@@ -864,13 +861,9 @@ START_TEST(job_history_and_deletion)
     pg_test_uid(ds, sizeof ds, "ds_");
     pg_test_dataset(db, t, ds, 2);
     pg_job_row row;
-    memset(&row, 0, sizeof row);
-    pg_test_uid(row.id, sizeof row.id, "job_");
-    snprintf(row.tenant, sizeof row.tenant, "%s", t);
-    snprintf(row.dataset_id, sizeof row.dataset_id, "%s", ds);
+    pg_test_job_row(&row, t, ds, "job_");
     snprintf(row.method, sizeof row.method, "dp_sinkhorn");
     row.data_n = 10;
-    row.spec = "{}";
     /* a charging plan, so the job has a ledger row that must outlive it */
     pg_privacy_plan plan;
     memset(&plan, 0, sizeof plan);

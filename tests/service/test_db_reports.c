@@ -183,6 +183,15 @@ static int claim_one(pg_db *db, int64_t now, int64_t stale, pg_report_row *out)
     return 1;
 }
 
+/* Claims at now (stale after 600 s) and checks it got the report want. */
+static void claims(pg_db *db, int64_t now, const pg_report_row *want)
+{
+    pg_report_row got;
+    ck_assert(claim_one(db, now, 600, &got));
+    ck_assert_str_eq(got.id, want->id);
+    pg_report_rows_free(&got, 1);
+}
+
 START_TEST(claim_progress_finish_and_figures)
 {
     pg_db *db = pg_test_db_open();
@@ -201,9 +210,7 @@ START_TEST(claim_progress_finish_and_figures)
     ck_assert_str_eq(got.status, "running");
     ck_assert_int_eq(got.started_at, 1000);
     pg_report_rows_free(&got, 1);
-    ck_assert(claim_one(db, 1001, 600, &got));
-    ck_assert_str_eq(got.id, c.id);
-    pg_report_rows_free(&got, 1);
+    claims(db, 1001, &c);
     /* both running and fresh: nothing to claim */
     ck_assert(!claim_one(db, 1002, 600, &got));
 
@@ -305,12 +312,8 @@ START_TEST(cancel_reaches_a_running_report_and_stale_ones_are_taken_over)
     pg_report_row a, b, got;
     put_report(db, ten, job, PG_PRIV_PUBLIC, 1, &a);
     put_report(db, ten, job, PG_PRIV_PUBLIC, 2, &b);
-    ck_assert(claim_one(db, 2000, 600, &got));
-    ck_assert_str_eq(got.id, a.id);
-    pg_report_rows_free(&got, 1);
-    ck_assert(claim_one(db, 2000, 600, &got));
-    ck_assert_str_eq(got.id, b.id);
-    pg_report_rows_free(&got, 1);
+    claims(db, 2000, &a);
+    claims(db, 2000, &b);
     int found, done, held;
     /* a foreign tenant cannot cancel it */
     ck_assert_int_eq(pg_db_report_cancel(db, "ten_other", a.id, 2001, &found, &done, NULL), PG_OK);
@@ -354,9 +357,7 @@ START_TEST(cancel_reaches_a_running_report_and_stale_ones_are_taken_over)
     ck_assert_int_eq(got.started_at, 0);
     ck_assert_int_eq(got.finished_at, 0);
     pg_report_rows_free(&got, 1);
-    ck_assert(claim_one(db, 2603, 600, &got));
-    ck_assert_str_eq(got.id, b.id);
-    pg_report_rows_free(&got, 1);
+    claims(db, 2603, &b);
     cancel(db, &b);
     ck_assert(!claim_one(db, 1000000, 600, &got));
     pg_db_close(db);
@@ -428,9 +429,7 @@ START_TEST(delete_removes_report_and_figures_never_a_running_one)
     pg_report_row a, b, got;
     put_report(db, ten, job, PG_PRIV_PUBLIC, 1, &a);
     put_report(db, ten, job, PG_PRIV_LOCAL, 2, &b);
-    ck_assert(claim_one(db, 3000, 600, &got));
-    ck_assert_str_eq(got.id, a.id);
-    pg_report_rows_free(&got, 1);
+    claims(db, 3000, &a);
     int found = -1, conflict = -1, held;
     ck_assert_int_eq(pg_db_report_delete(db, ten, a.id, &found, &conflict, NULL), PG_OK);
     ck_assert(found && conflict); /* running: refused, nothing deleted */

@@ -320,16 +320,23 @@ START_TEST(version_1_data_dir_is_migrated)
 }
 END_TEST
 
+/* Dataset id of tenant "t" with rows of width d. */
+static void insert_dataset(pg_db *db, const char *id, int64_t d)
+{
+    pg_db_dataset ds = {0};
+    snprintf(ds.id, sizeof ds.id, "%s", id);
+    snprintf(ds.tenant, sizeof ds.tenant, "t");
+    ds.name = "n";
+    ds.meta = "{}";
+    ds.d = d;
+    pg_error err = {0};
+    ck_assert_msg(pg_db_dataset_insert(db, &ds, &err) == PG_OK, "%s", err.msg);
+}
+
 START_TEST(files_live_next_to_the_database)
 {
     pg_db *db = open_db();
-    pg_db_dataset d = {0};
-    snprintf(d.id, sizeof d.id, "ds_f");
-    snprintf(d.tenant, sizeof d.tenant, "t");
-    d.name = "n";
-    d.meta = "{}";
-    d.d = 1;
-    ck_assert_int_eq(pg_db_dataset_insert(db, &d, NULL), PG_OK);
+    insert_dataset(db, "ds_f", 1);
     ck_assert(file_exists("%s/datasets/%s%s", "ds_f", ""));
     pg_db_append *a;
     float x[3] = {1, 2, 3};
@@ -372,13 +379,7 @@ END_TEST
 START_TEST(corrupt_files_are_detected)
 {
     pg_db *db = open_db();
-    pg_db_dataset d = {0};
-    snprintf(d.id, sizeof d.id, "ds_c");
-    snprintf(d.tenant, sizeof d.tenant, "t");
-    d.name = "n";
-    d.meta = "{}";
-    d.d = 2;
-    ck_assert_int_eq(pg_db_dataset_insert(db, &d, NULL), PG_OK);
+    insert_dataset(db, "ds_c", 2);
     pg_db_append *a;
     float x[20] = {0};
     int found;

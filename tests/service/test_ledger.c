@@ -43,12 +43,7 @@ static int admit(pg_db *db, const char *ds, double cap, const pg_privacy_plan *p
                  char *id_out, pg_ledger_quote *q)
 {
     pg_job_row row;
-    memset(&row, 0, sizeof row);
-    pg_test_uid(row.id, sizeof row.id, job);
-    snprintf(row.tenant, sizeof row.tenant, "%s", tenant);
-    snprintf(row.dataset_id, sizeof row.dataset_id, "%s", ds);
-    snprintf(row.method, sizeof row.method, "m");
-    row.spec = "{}";
+    pg_test_job_row(&row, tenant, ds, job);
     int rc = pg_db_job_admit(db, &row, p, cap, CAP_DELTA, q, NULL);
     if (id_out) strcpy(id_out, row.id);
     return rc;

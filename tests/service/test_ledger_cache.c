@@ -319,12 +319,7 @@ START_TEST(admissions_agree_with_and_without_the_cache)
                 if (k) assert_same_quote(&dry[k], &dry[0]);
             }
             pg_job_row row;
-            memset(&row, 0, sizeof row);
-            pg_test_uid(row.id, sizeof row.id, "job_");
-            snprintf(row.tenant, sizeof row.tenant, "%s", tenant);
-            snprintf(row.dataset_id, sizeof row.dataset_id, "%s", ds);
-            snprintf(row.method, sizeof row.method, "m");
-            row.spec = "{}";
+            pg_test_job_row(&row, tenant, ds, "job_");
             pg_error err = {0};
             ck_assert_msg(pg_db_job_admit(h[rnd() % H], &row, &p, cap, CAP_DELTA, &q, &err) ==
                               PG_OK,
@@ -381,12 +376,7 @@ START_TEST(refunded_rows_are_excluded_through_the_cache)
     char id[3][PG_ID_MAX];
     for (int i = 0; i < 3; i++) {
         pg_job_row row;
-        memset(&row, 0, sizeof row);
-        pg_test_uid(row.id, sizeof row.id, "job_");
-        snprintf(row.tenant, sizeof row.tenant, "%s", tenant);
-        snprintf(row.dataset_id, sizeof row.dataset_id, "%s", ds);
-        snprintf(row.method, sizeof row.method, "m");
-        row.spec = "{}";
+        pg_test_job_row(&row, tenant, ds, "job_");
         pg_ledger_quote q;
         ck_assert_int_eq(pg_db_job_admit(db, &row, &p[i], 100.0, CAP_DELTA, &q, NULL), PG_OK);
         ck_assert(q.admit);
@@ -408,12 +398,7 @@ START_TEST(refunded_rows_are_excluded_through_the_cache)
     pg_ledger_quote dry, q;
     ck_assert_int_eq(pg_ledger_quote_plan(&want, &p[1], 100.0, CAP_DELTA, &dry, NULL), PG_OK);
     pg_job_row row;
-    memset(&row, 0, sizeof row);
-    pg_test_uid(row.id, sizeof row.id, "job_");
-    snprintf(row.tenant, sizeof row.tenant, "%s", tenant);
-    snprintf(row.dataset_id, sizeof row.dataset_id, "%s", ds);
-    snprintf(row.method, sizeof row.method, "m");
-    row.spec = "{}";
+    pg_test_job_row(&row, tenant, ds, "job_");
     ck_assert_int_eq(pg_db_job_admit(db, &row, &p[1], 100.0, CAP_DELTA, &q, NULL), PG_OK);
     assert_same_quote(&q, &dry);
     pg_db_close(db);
@@ -454,12 +439,7 @@ static void tamper(const char *job_id, const char *text)
 static int admit_on(pg_db *db, const pg_privacy_plan *p, double cap, char *id, pg_ledger_quote *q)
 {
     pg_job_row row;
-    memset(&row, 0, sizeof row);
-    pg_test_uid(row.id, sizeof row.id, "job_");
-    snprintf(row.tenant, sizeof row.tenant, "%s", tenant);
-    snprintf(row.dataset_id, sizeof row.dataset_id, "%s", ds);
-    snprintf(row.method, sizeof row.method, "m");
-    row.spec = "{}";
+    pg_test_job_row(&row, tenant, ds, "job_");
     if (id) strcpy(id, row.id);
     return pg_db_job_admit(db, &row, p, cap, CAP_DELTA, q, NULL);
 }

@@ -96,14 +96,7 @@ static void make_dataset(pg_db *db, const char *t, char *id, size_t cap, int n)
         v = v * 1103515245u + 12345u;
         x[i] = (float)((double)(v >> 8) / 16777216.0 * 2.0 - 1.0);
     }
-    pg_db_append *a;
-    int found;
-    int64_t rows, nn;
-    ck_assert_int_eq(pg_db_append_begin(db, t, d.id, 2, &a, &err), PG_OK);
-    ck_assert_int_eq(pg_db_append_write(a, x, (size_t)n * 2, &err), PG_OK);
-    ck_assert_msg(pg_db_append_commit(a, NULL, 1000000, &found, &rows, &nn, &err) == PG_OK, "%s",
-                  err.msg);
-    ck_assert_int_eq(rows, n);
+    pg_test_rows_append(db, t, d.id, 2, x, n);
     free(x);
     snprintf(id, cap, "%s", d.id);
 }

@@ -107,14 +107,7 @@ static void central_dataset(pg_db *db, const char *tenant, char *id, size_t cap,
         x[2 * i] = (float)(0.8 * cos(0.05 * i));
         x[2 * i + 1] = (float)(0.8 * sin(0.05 * i));
     }
-    pg_db_append *a;
-    int found;
-    int64_t rows, nn;
-    ck_assert_int_eq(pg_db_append_begin(db, tenant, d.id, 2, &a, &err), PG_OK);
-    ck_assert_int_eq(pg_db_append_write(a, x, (size_t)n * 2, &err), PG_OK);
-    ck_assert_msg(pg_db_append_commit(a, NULL, 1000000, &found, &rows, &nn, &err) == PG_OK, "%s",
-                  err.msg);
-    ck_assert_int_eq(rows, n);
+    pg_test_rows_append(db, tenant, d.id, 2, x, n);
     free(x);
     snprintf(id, cap, "%s", d.id);
 }

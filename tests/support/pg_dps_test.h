@@ -22,19 +22,7 @@ static inline void make_central(size_t n, float shift, pg_dataset *ds, pg_data_d
         x[2 * i] = (lab[i] ? 2.0f : -2.0f) + shift + 0.3f * (float)pg_rng_normal(&r);
         x[2 * i + 1] = (lab[i] ? 2.0f : 0.0f) + shift + 0.3f * (float)pg_rng_normal(&r);
     }
-    size_t shape[1] = {2};
-    ck_assert_int_eq(pg_dataset_adopt(ds, x, lab, n, shape, 1, 2, -10.0f, 10.0f, NULL), PG_OK);
-    pg_data_desc d = {.n = n,
-                      .d = 2,
-                      .ndim = 1,
-                      .shape = {2},
-                      .lo = -10.0f,
-                      .hi = 10.0f,
-                      .num_classes = 2,
-                      .model = PG_PRIVACY_CENTRAL,
-                      .cap_epsilon = 1e6,
-                      .cap_delta = 1e-5};
-    *desc = d;
+    pg_test_central_2d(x, lab, n, 2, 1e6, ds, desc);
 }
 
 static inline json_t *resolve(const char *text, const pg_data_desc *desc, pg_spec_errors *e)

@@ -1,5 +1,7 @@
 /* tests/support/pg_method_test.h - fixtures shared by the method tests:
- * validating a spec written as JSON text and looking for a field error.
+ * validating a spec written as JSON text and looking for a field error, the
+ * checkpoint round trip, a trainer run to its end, and 2-D toy rows
+ * adopted with their description.
  * Check assertions fail the calling test on malformed test input.
  */
 #ifndef PG_METHOD_TEST_H
@@ -11,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/data/dataset.h"
 #include "engine/methods/method.h"
 
 /* Validates `text` for method m against `in`: the resolved spec (caller
@@ -65,6 +68,90 @@ static inline void pg_test_checkpoint_round_trip(const pg_method *m, const json_
     pg_snapshot_release(s1);
     pg_snapshot_release(s2);
     m->destroy(t);
+}
+
+/* Creates a trainer of m for the resolved spec r on in (one thread) and
+ * steps it to its end; the last step's report into *last (may be NULL).
+ * Fails the test with the method's message on any error. Caller destroys
+ * the trainer (m->destroy). */
+static inline pg_trainer *pg_test_train(const pg_method *m, const json_t *r, const pg_job_data *in,
+                                        pg_step_report *last)
+{
+    pg_trainer *t = NULL;
+    pg_error err = {0};
+    ck_assert_msg(m->create(r, in, 1, &t, &err) == PG_OK, "%s", err.msg);
+    pg_step_report rep = {0};
+    while (!rep.done) ck_assert_msg(m->step(t, &rep, &err) == PG_OK, "%s", err.msg);
+    if (last) *last = rep;
+    return t;
+}
+
+/* Runs a planned job as the worker does: a trainer of m for r on in, stepped
+ * to its end, each step checked against the plan (no more than plan->steps
+ * steps, no more than plan->epsilon spent so far). The checkpoint after
+ * step save_at is saved into *mid, *midlen (caller frees). Returns the
+ * trainer (m->destroy); the last step's report into *last. */
+static inline pg_trainer *pg_test_run_plan(const pg_method *m, const json_t *r,
+                                           const pg_job_data *in, const pg_privacy_plan *plan,
+                                           long save_at, unsigned char **mid, size_t *midlen,
+                                           pg_step_report *last)
+{
+    pg_trainer *t = NULL;
+    pg_error err = {0};
+    ck_assert_msg(m->create(r, in, 1, &t, &err) == PG_OK, "%s", err.msg);
+    pg_step_report rep = {0};
+    long steps = 0;
+    while (!rep.done) {
+        ck_assert_msg(m->step(t, &rep, &err) == PG_OK, "%s", err.msg);
+        ck_assert_int_le(++steps, plan->steps);
+        ck_assert_double_le(rep.epsilon_spent, plan->epsilon * (1 + 1e-12));
+        if (steps == save_at) ck_assert_int_eq(m->save(t, mid, midlen, NULL), PG_OK);
+    }
+    *last = rep;
+    return t;
+}
+
+/* Adopts n central 2-D rows x declared on [-10, 10], with labels lab of
+ * num_classes classes (NULL and 0: unlabelled); ds owns x and lab
+ * afterwards. *desc describes them under a cap of (cap_epsilon, 1e-5). */
+static inline void pg_test_central_2d(float *x, int32_t *lab, size_t n, int num_classes,
+                                      double cap_epsilon, pg_dataset *ds, pg_data_desc *desc)
+{
+    size_t shape[1] = {2};
+    ck_assert_int_eq(pg_dataset_adopt(ds, x, lab, n, shape, 1, num_classes, -10.0f, 10.0f, NULL),
+                     PG_OK);
+    *desc = (pg_data_desc){.n = n,
+                           .d = 2,
+                           .ndim = 1,
+                           .shape = {2},
+                           .lo = -10.0f,
+                           .hi = 10.0f,
+                           .num_classes = num_classes,
+                           .model = PG_PRIVACY_CENTRAL,
+                           .cap_epsilon = cap_epsilon,
+                           .cap_delta = 1e-5};
+}
+
+/* Adopts n unlabelled 2-D rows x declared on [lo, hi] as local data
+ * privatized with Laplace noise of scale 0.4 per coordinate: epsilon 5 at
+ * l1 sensitivity 2, as in paper 000 section IV-A; ds owns x afterwards.
+ * *desc describes them. */
+static inline void pg_test_local_laplace_2d(float *x, size_t n, float lo, float hi, pg_dataset *ds,
+                                            pg_data_desc *desc)
+{
+    size_t shape[1] = {2};
+    ck_assert_int_eq(pg_dataset_adopt(ds, x, NULL, n, shape, 1, 0, lo, hi, NULL), PG_OK);
+    *desc = (pg_data_desc){.n = n,
+                           .d = 2,
+                           .ndim = 1,
+                           .shape = {2},
+                           .lo = lo,
+                           .hi = hi,
+                           .model = PG_PRIVACY_LOCAL,
+                           .mechanism = PG_LOCAL_LAPLACE,
+                           .epsilon = 5,
+                           .sensitivity = 2.0,
+                           .noise_scale = 0.4};
 }
 
 #endif

@@ -2,6 +2,7 @@
 
 #include "engine/data/table_ldp.h"
 #include "engine/privacy/privacy.h"
+#include "support/pg_table_test.h"
 #include "support/pg_test.h"
 
 static const char *SCHEMA =
@@ -16,13 +17,7 @@ static const char *SCHEMA =
 
 static pg_table *load(const char *txt)
 {
-    json_t *j = json_loads(txt, 0, NULL);
-    ck_assert_ptr_nonnull(j);
-    pg_table *t = NULL;
-    pg_error err = {0};
-    ck_assert_msg(pg_table_from_json(j, &t, &err) == PG_OK, "%s", err.msg);
-    json_decref(j);
-    return t;
+    return pg_test_table(txt);
 }
 
 START_TEST(plan_split_and_errors)

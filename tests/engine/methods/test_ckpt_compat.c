@@ -30,19 +30,7 @@ static void make_local(pg_dataset *ds, pg_data_desc *desc)
     float *x = pg_alloc_f32(n * 2);
     for (size_t i = 0; i < n * 2; i++)
         x[i] = (float)pg_rng_normal(&r) + (float)pg_rng_laplace(&r, 0.4);
-    size_t shape[1] = {2};
-    ck_assert_int_eq(pg_dataset_adopt(ds, x, NULL, n, shape, 1, 0, -1e30f, 1e30f, NULL), PG_OK);
-    *desc = (pg_data_desc){.n = n,
-                           .d = 2,
-                           .ndim = 1,
-                           .shape = {2},
-                           .lo = -1e30f,
-                           .hi = 1e30f,
-                           .model = PG_PRIVACY_LOCAL,
-                           .mechanism = PG_LOCAL_LAPLACE,
-                           .epsilon = 5,
-                           .sensitivity = 2.0,
-                           .noise_scale = 0.4};
+    pg_test_local_laplace_2d(x, n, -1e30f, 1e30f, ds, desc);
 }
 
 static const struct {

@@ -243,12 +243,8 @@ static void samples_in_range(const char *method, const char *extra)
     snprintf(text, sizeof text, TARGET "%s}", extra);
     json_t *r = ok(method, text, &desc);
     const pg_method *m = pg_method_find(method);
-    pg_trainer *t;
+    pg_trainer *t = pg_test_train(m, r, &(pg_job_data){.desc = &desc, .rows = &ds}, NULL);
     pg_error err = {0};
-    ck_assert_msg(m->create(r, &(pg_job_data){.desc = &desc, .rows = &ds}, 1, &t, &err) == PG_OK,
-                  "%s", err.msg);
-    pg_step_report rep = {0};
-    while (!rep.done) ck_assert_msg(m->step(t, &rep, &err) == PG_OK, "%s", err.msg);
     pg_snapshot *s, *s2;
     unsigned char *bytes;
     size_t len;

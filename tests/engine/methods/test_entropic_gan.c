@@ -29,21 +29,13 @@ static void make_local(size_t n, pg_dataset *ds, pg_data_desc *desc, int gaussia
     double s = gaussian ? 1.28 : 0.4;
     for (size_t i = 0; i < n * 2; i++)
         x[i] += (float)(gaussian ? s * pg_rng_normal(&r) : pg_rng_laplace(&r, s));
-    size_t shape[1] = {2};
-    ck_assert_int_eq(pg_dataset_adopt(ds, x, NULL, n, shape, 1, 0, -1e30f, 1e30f, NULL), PG_OK);
-    pg_data_desc d = {.n = n,
-                      .d = 2,
-                      .ndim = 1,
-                      .shape = {2},
-                      .lo = -1e30f,
-                      .hi = 1e30f,
-                      .model = PG_PRIVACY_LOCAL,
-                      .mechanism = gaussian ? PG_LOCAL_GAUSSIAN : PG_LOCAL_LAPLACE,
-                      .epsilon = 5,
-                      .delta = gaussian ? 1e-4 : 0,
-                      .sensitivity = gaussian ? 1.4142135623730951 : 2.0,
-                      .noise_scale = s};
-    *desc = d;
+    pg_test_local_laplace_2d(x, n, -1e30f, 1e30f, ds, desc);
+    if (gaussian) { /* the same epsilon 5 through the Gaussian mechanism */
+        desc->mechanism = PG_LOCAL_GAUSSIAN;
+        desc->delta = 1e-4;
+        desc->sensitivity = 1.4142135623730951;
+        desc->noise_scale = s;
+    }
 }
 
 static json_t *resolve(const pg_method *m, const char *text, const pg_data_desc *desc,
@@ -58,12 +50,7 @@ static double train_and_score(const char *spec_text, const pg_dataset *ds, const
     pg_spec_errors e;
     json_t *r = resolve(m, spec_text, desc, &e);
     ck_assert_msg(r != NULL, "%s: %s", e.items[0].field, e.items[0].message);
-    pg_trainer *t;
-    pg_error err = {0};
-    ck_assert_msg(m->create(r, &(pg_job_data){.desc = desc, .rows = ds}, 1, &t, &err) == PG_OK,
-                  "%s", err.msg);
-    pg_step_report rep = {0};
-    while (!rep.done) ck_assert_msg(m->step(t, &rep, &err) == PG_OK, "%s", err.msg);
+    pg_trainer *t = pg_test_train(m, r, &(pg_job_data){.desc = desc, .rows = ds}, NULL);
     pg_snapshot *snap;
     ck_assert_int_eq(m->snapshot(t, &snap, NULL), PG_OK);
     float *pts = pg_alloc_f32(2000 * 2);

@@ -14,6 +14,7 @@
 #include "engine/methods/snapshot.h"
 #include "engine/methods/spec.h"
 #include "support/pg_method_test.h"
+#include "support/pg_table_test.h"
 #include "support/pg_test.h"
 
 static const char *SCHEMA =
@@ -62,17 +63,7 @@ static void rows(const pg_table *t, pg_dataset *ds)
 
 static pg_data_desc desc_of(const pg_table *t)
 {
-    return (pg_data_desc){.n = ROWS,
-                          .d = t->width,
-                          .ndim = 1,
-                          .shape = {t->width},
-                          .lo = (float)t->lo,
-                          .hi = (float)t->hi,
-                          .num_classes = t->label != PG_TABLE_NONE ? 2 : 0,
-                          .model = PG_PRIVACY_CENTRAL,
-                          .cap_epsilon = 1e4,
-                          .cap_delta = 1e-5,
-                          .table = t};
+    return pg_test_table_desc(t, ROWS, t->label != PG_TABLE_NONE ? 2 : 0, 1e4, 1e-5);
 }
 
 static const char *const METHODS[] = {"dp_sinkhorn", "swd_gen", "swd_flow", "swd_flow_r"};
@@ -167,11 +158,7 @@ START_TEST(sampled_classes_follow_the_released_counts)
     pg_spec_errors e;
     json_t *r = pg_test_resolve(m, text, &in, &e);
     ck_assert_ptr_nonnull(r);
-    pg_trainer *tr;
-    pg_error err = {0};
-    ck_assert_msg(m->create(r, &in, 1, &tr, &err) == PG_OK, "%s", err.msg);
-    pg_step_report rep = {0};
-    while (!rep.done) ck_assert_msg(m->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
+    pg_trainer *tr = pg_test_train(m, r, &in, NULL);
     pg_snapshot *s;
     ck_assert_int_eq(m->snapshot(tr, &s, NULL), PG_OK);
     const double *w = pg_snapshot_class_weights(s);

@@ -19,6 +19,7 @@
 #include "engine/methods/method.h"
 #include "engine/methods/spec.h"
 #include "support/pg_method_test.h"
+#include "support/pg_table_test.h"
 #include "support/pg_test.h"
 
 static const char *SCHEMA =
@@ -35,11 +36,7 @@ static const char *SCHEMA =
 
 static pg_table *table(void)
 {
-    json_t *j = json_loads(SCHEMA, 0, NULL);
-    pg_table *t = NULL;
-    ck_assert_int_eq(pg_table_from_json(j, &t, NULL), PG_OK);
-    json_decref(j);
-    return t;
+    return pg_test_table(SCHEMA);
 }
 
 /* Dependent columns so that pair tables are far from products. */
@@ -294,17 +291,7 @@ static void job_from_source(const char *name, int want_passes)
     pg_table *t = table();
     pg_dataset ds;
     make_rows(t, 3000, 5, &ds);
-    pg_data_desc desc = {.n = ds.n,
-                         .d = t->width,
-                         .ndim = 1,
-                         .shape = {t->width},
-                         .lo = (float)t->lo,
-                         .hi = (float)t->hi,
-                         .num_classes = 3,
-                         .model = PG_PRIVACY_CENTRAL,
-                         .cap_epsilon = 100,
-                         .cap_delta = 1e-5,
-                         .table = t};
+    pg_data_desc desc = pg_test_table_desc(t, ds.n, 3, 100, 1e-5);
     const pg_method *M = pg_method_find(name);
     ck_assert(M->streams);
     pg_job_data in = {.desc = &desc};
@@ -319,18 +306,11 @@ static void job_from_source(const char *name, int want_passes)
     fake f = {.ds = &ds, .seed = 9, .give = -1, .fail_after = -1};
     pg_rowsrc src = fake_src(&f, ds.n, 7);
     in.source = &src;
-    pg_trainer *tr;
-    pg_error err = {0};
-    ck_assert_msg(M->create(r, &in, 1, &tr, &err) == PG_OK, "%s", err.msg);
-    pg_step_report rep = {0};
-    long steps = 0;
     unsigned char *mid = NULL;
     size_t midlen = 0;
-    while (!rep.done) {
-        ck_assert_msg(M->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
-        ck_assert_int_le(++steps, p.steps);
-        if (steps == 2) ck_assert_int_eq(M->save(tr, &mid, &midlen, NULL), PG_OK);
-    }
+    pg_step_report rep;
+    pg_trainer *tr = pg_test_run_plan(M, r, &in, &p, 2, &mid, &midlen, &rep);
+    pg_error err = {0};
     ck_assert_msg(f.passes == want_passes, "%s: %d passes", name, f.passes);
     /* resumed after step 2: one pass (mst counts its tree again, aim its
      * candidates at restore), and the run ends as planned */

@@ -17,6 +17,7 @@
 #include "engine/pgm/pgm.h"
 #include "engine/privacy/privacy.h"
 #include "support/pg_method_test.h"
+#include "support/pg_table_test.h"
 #include "support/pg_test.h"
 
 static const char *SCHEMA =
@@ -31,11 +32,7 @@ static const char *SCHEMA =
 
 static pg_table *table(void)
 {
-    json_t *j = json_loads(SCHEMA, 0, NULL);
-    pg_table *t = NULL;
-    ck_assert_int_eq(pg_table_from_json(j, &t, NULL), PG_OK);
-    json_decref(j);
-    return t;
+    return pg_test_table(SCHEMA);
 }
 
 /* a uniform; b = 3a + {0,1,2}; y = (a == r) with prob 0.9; e = y with prob
@@ -70,17 +67,7 @@ static void rows(const pg_table *t, pg_dataset *ds)
 
 static pg_data_desc desc_of(const pg_table *t)
 {
-    return (pg_data_desc){.n = ROWS,
-                          .d = t->width,
-                          .ndim = 1,
-                          .shape = {t->width},
-                          .lo = (float)t->lo,
-                          .hi = (float)t->hi,
-                          .num_classes = 2,
-                          .model = PG_PRIVACY_CENTRAL,
-                          .cap_epsilon = 100,
-                          .cap_delta = 1e-5,
-                          .table = t};
+    return pg_test_table_desc(t, ROWS, 2, 100, 1e-5);
 }
 
 /* The ledger's grid written out by hand and the improved conversion. */
@@ -246,20 +233,11 @@ static void run(const char *name, const char *spec, double min_agree)
     ck_assert_msg(r, "%s: %s", e.items[0].field, e.items[0].message);
     pg_privacy_plan p;
     ck_assert_int_eq(M->plan(r, &in, &p, NULL), PG_OK);
-    pg_trainer *tr;
-    pg_error err = {0};
-    ck_assert_msg(M->create(r, &in, 1, &tr, &err) == PG_OK, "%s", err.msg);
-    pg_step_report rep = {0};
-    long steps = 0;
     unsigned char *mid = NULL;
     size_t midlen = 0;
-    while (!rep.done) {
-        ck_assert_msg(M->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
-        steps++;
-        ck_assert_int_le(steps, p.steps);
-        ck_assert_double_le(rep.epsilon_spent, p.epsilon * (1 + 1e-12));
-        if (steps == 2) ck_assert_int_eq(M->save(tr, &mid, &midlen, NULL), PG_OK);
-    }
+    pg_step_report rep;
+    pg_trainer *tr = pg_test_run_plan(M, r, &in, &p, 2, &mid, &midlen, &rep);
+    pg_error err = {0};
     /* every bit of rho is spent, none more */
     ck_assert_msg(pg_test_reldiff(rep.epsilon_spent, p.epsilon) < 1e-9, "spent %g of %g",
                   rep.epsilon_spent, p.epsilon);

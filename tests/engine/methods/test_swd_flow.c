@@ -21,67 +21,12 @@
 #include "engine/ot/sliced.h"
 #include "engine/privacy/privacy.h"
 #include "support/pg_method_test.h"
+#include "support/pg_swd_test.h"
 #include "support/pg_test.h"
-
-static void mixture(size_t n, uint64_t seed, float *out)
-{
-    pg_synth_params sp;
-    pg_synth_defaults(PG_SYNTH_GMM_CIRCLE, &sp, NULL);
-    sp.radius = 2.0;
-    sp.k = 5;
-    sp.std = 0.25;
-    pg_rng r;
-    pg_rng_seeded(&r, seed, 0);
-    ck_assert_int_eq(pg_synth_sample(&sp, &r, n, out, NULL, NULL), PG_OK);
-}
 
 static void make_central(size_t n, pg_dataset *ds, pg_data_desc *desc)
 {
-    float *x = pg_alloc_f32(n * 2);
-    mixture(n, 77, x);
-    size_t shape[1] = {2};
-    ck_assert_int_eq(pg_dataset_adopt(ds, x, NULL, n, shape, 1, 0, -10.0f, 10.0f, NULL), PG_OK);
-    pg_data_desc d = {.n = n,
-                      .d = 2,
-                      .ndim = 1,
-                      .shape = {2},
-                      .lo = -10.0f,
-                      .hi = 10.0f,
-                      .model = PG_PRIVACY_CENTRAL,
-                      .cap_epsilon = 10,
-                      .cap_delta = 1e-5};
-    *desc = d;
-}
-
-/* SW2 of x (n x 2) to y (m x 2) along 500 random directions. */
-static double sw2_between(const float *x, size_t n, const float *y, size_t m)
-{
-    size_t k = 500;
-    float *th = pg_alloc_f32(2 * k);
-    pg_rng r;
-    pg_rng_seeded(&r, 5, 5);
-    pg_mat tm = pg_mat_view(th, 2, k), xm = pg_mat_view((float *)x, n, 2);
-    pg_mat ym = pg_mat_view((float *)y, m, 2);
-    ck_assert_int_eq(pg_sw_directions(&r, false, &tm, NULL), PG_OK);
-    pg_sw_ws ws;
-    ck_assert_int_eq(pg_sw_ws_init(&ws, n, m, k, 2, NULL), PG_OK);
-    double s2;
-    ck_assert_int_eq(pg_sw2(&ws, &xm, &ym, &tm, &s2, NULL, NULL), PG_OK);
-    pg_sw_ws_free(&ws);
-    pg_free(th);
-    return sqrt(s2);
-}
-
-/* SW2 of x to fresh mixture rows (the finite target sample adds its own
- * error of about 0.1 at these sizes). */
-static double sw2_to_mixture(const float *x, size_t n)
-{
-    size_t m = 4000;
-    float *y = pg_alloc_f32(m * 2);
-    mixture(m, 991, y);
-    double v = sw2_between(x, n, y, m);
-    pg_free(y);
-    return v;
+    pg_test_mixture_central(n, ds, desc);
 }
 
 static json_t *resolve(const pg_method *m, const char *text, const pg_data_desc *desc,
@@ -186,11 +131,11 @@ START_TEST(noiseless_flow_converges)
     size_t n = 2000, N = 500, d = 2, k = 20, L = 500;
     float *y = pg_alloc_f32(n * d), *x = pg_alloc_f32(N * d), *th = pg_alloc_f32(d * k);
     float *q = pg_alloc_f32(k * L);
-    mixture(n, 1, y);
+    pg_test_mixture(n, 1, y);
     pg_rng r;
     pg_rng_seeded(&r, 2, 2);
     pg_rng_fill_normal(&r, x, N * d, 0.0f, 1.0f);
-    double before = sw2_between(x, N, y, n);
+    double before = pg_test_sw2_between(x, N, y, n);
     pg_swd_ws ws;
     ck_assert_int_eq(pg_swd_ws_init(&ws, N, d, k, n, L, 0, NULL), PG_OK);
     pg_swd_flow_cfg cfg = {
@@ -203,7 +148,7 @@ START_TEST(noiseless_flow_converges)
     }
     /* The flow matches the sample it was given, much closer than a fresh
      * sample of the same law does (about 0.1 here). */
-    double after = sw2_between(x, N, y, n);
+    double after = pg_test_sw2_between(x, N, y, n);
     ck_assert_msg(before > 0.4 && after < 0.04, "SW2 %.3f -> %.3f", before, after);
     pg_swd_ws_free(&ws);
     pg_free(y);
@@ -256,7 +201,7 @@ static double snapshot_sw2(pg_trainer *t, size_t n, uint64_t seed, float *keep)
     ck_assert_int_eq(t->method->snapshot(t, &s, NULL), PG_OK);
     float *x = pg_alloc_f32(n * 2);
     ck_assert_int_eq(pg_snapshot_sample(s, n, seed, -1, x, NULL), PG_OK);
-    double v = sw2_to_mixture(x, n);
+    double v = pg_test_sw2_to_mixture(x, n);
     if (keep) memcpy(keep, x, n * 2 * sizeof(float));
     pg_free(x);
     pg_snapshot_release(s);
@@ -440,8 +385,8 @@ START_TEST(replay_sampling)
         float *all = pg_alloc_f32(n * 2);
         double trained = snapshot_sw2(u.t, N, 9, NULL);
         snapshot_sw2(u.t, n, 9, all);
-        double fresh1 = sw2_to_mixture(all + N * 2, N);
-        double fresh2 = sw2_to_mixture(all + 2 * N * 2, N);
+        double fresh1 = pg_test_sw2_to_mixture(all + N * 2, N);
+        double fresh2 = pg_test_sw2_to_mixture(all + 2 * N * 2, N);
         ck_assert_msg(fresh1 < 1.5 * trained + 0.05 && fresh2 < 1.5 * trained + 0.05,
                       "trained %.3f replayed %.3f %.3f", trained, fresh1, fresh2);
         ck_assert(memcmp(all + N * 2, all + 2 * N * 2, N * 2 * sizeof(float)) != 0);

@@ -16,56 +16,12 @@
 #include "engine/ot/sliced.h"
 #include "engine/privacy/privacy.h"
 #include "support/pg_method_test.h"
+#include "support/pg_swd_test.h"
 #include "support/pg_test.h"
-
-static void mixture(size_t n, uint64_t seed, float *out)
-{
-    pg_synth_params sp;
-    pg_synth_defaults(PG_SYNTH_GMM_CIRCLE, &sp, NULL);
-    sp.radius = 2.0;
-    sp.k = 5;
-    sp.std = 0.25;
-    pg_rng r;
-    pg_rng_seeded(&r, seed, 0);
-    ck_assert_int_eq(pg_synth_sample(&sp, &r, n, out, NULL, NULL), PG_OK);
-}
 
 static void make_central(size_t n, pg_dataset *ds, pg_data_desc *desc)
 {
-    float *x = pg_alloc_f32(n * 2);
-    mixture(n, 77, x);
-    size_t shape[1] = {2};
-    ck_assert_int_eq(pg_dataset_adopt(ds, x, NULL, n, shape, 1, 0, -10.0f, 10.0f, NULL), PG_OK);
-    pg_data_desc d = {.n = n,
-                      .d = 2,
-                      .ndim = 1,
-                      .shape = {2},
-                      .lo = -10.0f,
-                      .hi = 10.0f,
-                      .model = PG_PRIVACY_CENTRAL,
-                      .cap_epsilon = 10,
-                      .cap_delta = 1e-5};
-    *desc = d;
-}
-
-static double sw2_to_mixture(const float *x, size_t n)
-{
-    size_t m = 4000, k = 500;
-    float *y = pg_alloc_f32(m * 2), *th = pg_alloc_f32(2 * k);
-    mixture(m, 991, y);
-    pg_rng r;
-    pg_rng_seeded(&r, 5, 5);
-    pg_mat tm = pg_mat_view(th, 2, k), xm = pg_mat_view((float *)x, n, 2);
-    pg_mat ym = pg_mat_view(y, m, 2);
-    ck_assert_int_eq(pg_sw_directions(&r, false, &tm, NULL), PG_OK);
-    pg_sw_ws ws;
-    ck_assert_int_eq(pg_sw_ws_init(&ws, n, m, k, 2, NULL), PG_OK);
-    double s2;
-    ck_assert_int_eq(pg_sw2(&ws, &xm, &ym, &tm, &s2, NULL, NULL), PG_OK);
-    pg_sw_ws_free(&ws);
-    pg_free(y);
-    pg_free(th);
-    return sqrt(s2);
+    pg_test_mixture_central(n, ds, desc);
 }
 
 static json_t *resolve(const char *text, const pg_data_desc *desc, pg_spec_errors *e)
@@ -79,7 +35,7 @@ static double snapshot_sw2(const pg_method *m, pg_trainer *t)
     ck_assert_int_eq(m->snapshot(t, &s, NULL), PG_OK);
     float *x = pg_alloc_f32(1000 * 2);
     ck_assert_int_eq(pg_snapshot_sample(s, 1000, 3, -1, x, NULL), PG_OK);
-    double v = sw2_to_mixture(x, 1000);
+    double v = pg_test_sw2_to_mixture(x, 1000);
     pg_free(x);
     pg_snapshot_release(s);
     return v;

@@ -43,19 +43,7 @@ static void make_blobs(size_t n, double frac0, pg_dataset *ds, pg_data_desc *des
         x[2 * i] = (lab[i] ? BLOB_X : -BLOB_X) + 0.3f * (float)pg_rng_normal(&r);
         x[2 * i + 1] = 0.3f * (float)pg_rng_normal(&r);
     }
-    size_t shape[1] = {2};
-    ck_assert_int_eq(pg_dataset_adopt(ds, x, lab, n, shape, 1, 2, -10.0f, 10.0f, NULL), PG_OK);
-    pg_data_desc d = {.n = n,
-                      .d = 2,
-                      .ndim = 1,
-                      .shape = {2},
-                      .lo = -10.0f,
-                      .hi = 10.0f,
-                      .num_classes = 2,
-                      .model = PG_PRIVACY_CENTRAL,
-                      .cap_epsilon = 10,
-                      .cap_delta = 1e-5};
-    *desc = d;
+    pg_test_central_2d(x, lab, n, 2, 10, ds, desc);
 }
 
 static json_t *resolve(const pg_method *m, const char *text, const pg_data_desc *desc,

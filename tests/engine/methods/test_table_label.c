@@ -27,6 +27,7 @@
 #include "engine/methods/spec.h"
 #include "engine/privacy/privacy.h"
 #include "support/pg_method_test.h"
+#include "support/pg_table_test.h"
 #include "support/pg_test.h"
 
 static const char *SCHEMA =
@@ -49,10 +50,8 @@ typedef struct fixture {
 static void make(fixture *f, bool local, double eps)
 {
     memset(f, 0, sizeof *f);
-    json_t *j = json_loads(SCHEMA, 0, NULL);
+    f->t = pg_test_table(SCHEMA);
     pg_error err = {0};
-    ck_assert_msg(pg_table_from_json(j, &f->t, &err) == PG_OK, "%s", err.msg);
-    json_decref(j);
     ck_assert_int_eq(f->t->width, 1);
     pg_rng r, sec;
     pg_rng_seeded(&r, 28, 0);
@@ -78,19 +77,12 @@ static void make(fixture *f, bool local, double eps)
     ck_assert_int_eq(pg_dataset_adopt(&f->ds, x, l32, N, shape, 1, 2, local ? -1e30f : -5.0f,
                                       local ? 1e30f : 5.0f, NULL),
                      PG_OK);
-    f->desc = (pg_data_desc){.n = N,
-                             .d = 1,
-                             .ndim = 1,
-                             .shape = {1},
-                             .lo = (float)f->t->lo,
-                             .hi = (float)f->t->hi,
-                             .model = local ? PG_PRIVACY_LOCAL : PG_PRIVACY_CENTRAL,
-                             .epsilon = local ? f->plan.epsilon : 0,
-                             .cap_epsilon = 1e4,
-                             .cap_delta = 1e-5,
-                             .num_classes = 2,
-                             .table = f->t,
-                             .ldp = local ? &f->plan : NULL};
+    f->desc = pg_test_table_desc(f->t, N, 2, 1e4, 1e-5);
+    if (local) {
+        f->desc.model = PG_PRIVACY_LOCAL;
+        f->desc.epsilon = f->plan.epsilon;
+        f->desc.ldp = &f->plan;
+    }
 }
 
 static void unmake(fixture *f)
@@ -171,10 +163,7 @@ START_TEST(entropic_gan_models_the_label_channel)
     pg_error err = {0};
     ck_assert_int_eq(m->plan(r, &in, &pp, &err), PG_OK);
     ck_assert(!pp.charges); /* post-processing of the local reports */
-    pg_trainer *tr;
-    ck_assert_msg(m->create(r, &in, 1, &tr, &err) == PG_OK, "%s", err.msg);
-    pg_step_report rep = {0};
-    while (!rep.done) ck_assert_msg(m->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
+    pg_trainer *tr = pg_test_train(m, r, &in, NULL);
     pg_snapshot *s;
     ck_assert_int_eq(m->snapshot(tr, &s, NULL), PG_OK);
     const double *w = pg_snapshot_class_weights(s);
@@ -236,11 +225,8 @@ START_TEST(entropic_gan_label_at_a_large_epsilon)
                         "{\"hidden\": [8]}}",
                         &in, &e);
     ck_assert_ptr_nonnull(r);
-    pg_trainer *tr;
-    pg_error err = {0};
-    ck_assert_msg(m->create(r, &in, 1, &tr, &err) == PG_OK, "%s", err.msg);
-    pg_step_report rep = {0};
-    while (!rep.done) ck_assert_msg(m->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
+    pg_step_report rep;
+    pg_trainer *tr = pg_test_train(m, r, &in, &rep);
     ck_assert(isfinite(rep.loss));
     m->destroy(tr);
     json_decref(r);

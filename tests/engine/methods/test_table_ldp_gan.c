@@ -3,8 +3,9 @@
  * by 3-ary randomized response at epsilon 2 (keep 0.787: privatized
  * frequencies about (0.583, 0.243, 0.174), total variation 0.117 from the
  * clean ones). Trained through the channel, the decoded samples recover the
- * clean frequencies within 0.03; trained without it (ot.channel false) they
- * land on the privatized ones, about 0.11 away.
+ * clean frequencies (about 0.01 off, held within 0.06); trained without it
+ * (ot.channel false) they land on the privatized ones, about 0.11 away (held
+ * beyond 0.06).
  *
  * Sampling error budget. The clean rows have exact counts, so the only data
  * noise is the randomized response (from the secure generator: it differs
@@ -24,7 +25,16 @@
  * 0.022 in CI-loaded runs. The bound of 0.03 is twice the largest fit error
  * seen plus the data and sampling noise above; it stays a quarter of the
  * error without the channel, which the second assertion pins above 0.08.
- * (At 0.02 it failed in two of the full runs of 2026-11-25, at 0.0222.) */
+ * (At 0.02 it failed in two of the full runs of 2026-11-25, at 0.0222.)
+ *
+ * Both bounds at 0.06 (2026-11-28). Eleven more runs put the error through
+ * the channel at 0.005-0.020 (mean 0.012, sd 0.006: 0.03 sat 3.3 sd above
+ * the mean, about 1e-3 per run, and these errors are maxima over three
+ * frequencies, skewed to the right) and without it at 0.10-0.13 (mean
+ * 0.117, sd 0.01: 0.08 sat 3.9 sd under, about 5e-5). A cut at 0.06 is 8 sd
+ * above the first and 6 sd under the second, and still fails a channel that
+ * is ignored (the first run lands near 0.117) or applied when switched off
+ * (the second lands near 0.012). */
 #include <jansson.h>
 #include <math.h>
 
@@ -110,11 +120,7 @@ static void train(fixture *f, const char *spec, double *freq)
     json_t *r = pg_test_resolve(m, spec, &in, &e);
     ck_assert_msg(r != NULL, "%s: %s", e.items[0].field, e.items[0].message);
     ck_assert(fabs(pg_spec_num(r, "ot.reg", 0) - 1.0) < 1e-12);
-    pg_trainer *t;
-    pg_error err = {0};
-    ck_assert_msg(m->create(r, &in, 1, &t, &err) == PG_OK, "%s", err.msg);
-    pg_step_report rep = {0};
-    while (!rep.done) ck_assert_msg(m->step(t, &rep, &err) == PG_OK, "%s", err.msg);
+    pg_trainer *t = pg_test_train(m, r, &in, NULL);
     pg_snapshot *s;
     ck_assert_int_eq(m->snapshot(t, &s, NULL), PG_OK);
     float *y = pg_alloc_f32((size_t)SAMPLES * 3);
@@ -163,8 +169,8 @@ START_TEST(recovers_clean_frequencies_through_the_channel)
         worst_with = fmax(worst_with, fabs(with[k] - CLEAN[k]));
         worst_without = fmax(worst_without, fabs(without[k] - CLEAN[k]));
     }
-    ck_assert_msg(worst_with < 0.03, "through the channel: max error %.4f", worst_with);
-    ck_assert_msg(worst_without > 0.08, "without the channel: max error %.4f", worst_without);
+    ck_assert_msg(worst_with < 0.06, "through the channel: max error %.4f", worst_with);
+    ck_assert_msg(worst_without > 0.06, "without the channel: max error %.4f", worst_without);
     unmake(&f);
 }
 END_TEST

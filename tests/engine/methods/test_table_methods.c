@@ -19,6 +19,7 @@
 #include "engine/methods/swd_spec.h"
 #include "engine/privacy/privacy.h"
 #include "support/pg_method_test.h"
+#include "support/pg_table_test.h"
 #include "support/pg_test.h"
 
 /* Every kind of block: width 1 + 2 + 3 + 3 + 1 + 2 = 12, label y. */
@@ -35,13 +36,7 @@ static const char *MIXED =
 
 static pg_table *table_of(const char *text)
 {
-    json_t *j = json_loads(text, 0, NULL);
-    ck_assert_ptr_nonnull(j);
-    pg_table *t = NULL;
-    pg_error err = {0};
-    ck_assert_msg(pg_table_from_json(j, &t, &err) == PG_OK, "%s", err.msg);
-    json_decref(j);
-    return t;
+    return pg_test_table(text);
 }
 
 START_TEST(heads_cover_every_unit_once)
@@ -363,11 +358,7 @@ START_TEST(every_method_trains_on_a_mixed_table)
     /* defaults.h, typed tables: no logit gain unless asked for */
     if (strncmp(METHODS[_i], "swd_flow", 8) != 0)
         ck_assert(pg_spec_num(r, "model.logit_gain", -1) == 1.0);
-    pg_trainer *tr;
-    pg_error err = {0};
-    ck_assert_msg(m->create(r, &in, 1, &tr, &err) == PG_OK, "%s", err.msg);
-    pg_step_report rep = {0};
-    while (!rep.done) ck_assert_msg(m->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
+    pg_trainer *tr = pg_test_train(m, r, &in, NULL);
     pg_snapshot *s;
     ck_assert_int_eq(m->snapshot(tr, &s, NULL), PG_OK);
     enum { S = 300 };

@@ -10,6 +10,7 @@
 #include "engine/methods/snapshot.h"
 #include "engine/methods/warnings.h"
 #include "support/pg_method_test.h"
+#include "support/pg_table_test.h"
 #include "support/pg_test.h"
 
 #define N 101
@@ -109,19 +110,7 @@ static void make_local(size_t n, pg_dataset *ds, pg_data_desc *desc)
     float *x = pg_alloc_f32(n * 2);
     pg_synth_sample(&sp, &r, n, x, NULL, NULL);
     for (size_t i = 0; i < n * 2; i++) x[i] += (float)pg_rng_laplace(&r, 0.4);
-    size_t shape[1] = {2};
-    ck_assert_int_eq(pg_dataset_adopt(ds, x, NULL, n, shape, 1, 0, -4.0f, 4.0f, NULL), PG_OK);
-    *desc = (pg_data_desc){.n = n,
-                           .d = 2,
-                           .ndim = 1,
-                           .shape = {2},
-                           .lo = -4.0f,
-                           .hi = 4.0f,
-                           .model = PG_PRIVACY_LOCAL,
-                           .mechanism = PG_LOCAL_LAPLACE,
-                           .epsilon = 5,
-                           .sensitivity = 2.0,
-                           .noise_scale = 0.4};
+    pg_test_local_laplace_2d(x, n, -4.0f, 4.0f, ds, desc);
 }
 
 /* Trains to the end, records every step's loss, and returns the warnings. */
@@ -243,15 +232,7 @@ static json_t *collapse_of(const pg_table *t, int mode)
     ck_assert_int_eq(pg_snapshot_new(&FAKE_OPS, f, 1, t->width, 2, &s, NULL), PG_OK);
     const double w[2] = {0.7, 0.3};
     ck_assert_int_eq(pg_snapshot_set_class_weights(s, w, NULL), PG_OK);
-    pg_data_desc desc = {.n = 100,
-                         .d = t->width,
-                         .ndim = 1,
-                         .shape = {t->width},
-                         .lo = (float)t->lo,
-                         .hi = (float)t->hi,
-                         .num_classes = 2,
-                         .model = PG_PRIVACY_CENTRAL,
-                         .table = t};
+    pg_data_desc desc = pg_test_table_desc(t, 100, 2, 0, 0);
     json_t *out = json_array();
     pg_error err = {0};
     ck_assert_msg(pg_warnings_append(NULL, NULL, 0, s, &desc, out, &err) >= 0, "%s", err.msg);
@@ -271,10 +252,7 @@ static int count_with(const json_t *w, const char *a, const char *b)
 
 START_TEST(collapse_warns_on_a_dead_model_not_on_a_good_one)
 {
-    json_t *j = json_loads(TABLE, 0, NULL);
-    pg_table *t = NULL;
-    ck_assert_int_eq(pg_table_from_json(j, &t, NULL), PG_OK);
-    json_decref(j);
+    pg_table *t = pg_test_table(TABLE);
     json_t *good = collapse_of(t, 0);
     ck_assert_msg(json_array_size(good) == 0, "a good model warned: %s",
                   json_string_value(json_array_get(good, 0)));
