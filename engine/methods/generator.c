@@ -199,6 +199,8 @@ void pg_generator_free(pg_generator *g)
     g->heads = NULL;
     json_decref(g->table_map);
     g->table_map = NULL;
+    pg_qmap_free(g->qmap);
+    g->qmap = NULL;
 }
 
 int pg_generator_build(const pg_generator *g, size_t max_batch, uint64_t seed, pg_nn **net,
@@ -262,6 +264,10 @@ json_t *pg_generator_to_json(const pg_generator *gen)
         json_decref(j);
         return NULL;
     }
+    if (j && gen->qmap && json_object_set_new(j, "qmap", pg_qmap_to_json(gen->qmap))) {
+        json_decref(j);
+        return NULL;
+    }
     return j;
 }
 
@@ -288,6 +294,11 @@ int pg_generator_from_json(const json_t *j, pg_generator *gen, pg_error *err)
     gen->out_shift = (float)json_number_value(json_object_get(j, "out_shift"));
     const json_t *map = json_object_get(j, "table");
     if (!map || json_is_null(map)) return PG_OK;
+    const json_t *qm = json_object_get(j, "qmap");
+    if (qm && !json_is_null(qm)) {
+        int qrc = pg_qmap_from_json(qm, gen->d, &gen->qmap, err);
+        if (qrc) return qrc;
+    }
     /* The map is parsed and checked like a schema: the heads follow from it. */
     pg_table *t = NULL;
     double tau = json_number_value(json_object_get(j, "heads_tau"));
@@ -312,6 +323,8 @@ int pg_generator_from_json(const json_t *j, pg_generator *gen, pg_error *err)
     if (rc) {
         pg_heads_free(gen->heads);
         gen->heads = NULL;
+        pg_qmap_free(gen->qmap);
+        gen->qmap = NULL;
         return rc == PG_ENOMEM ? rc
                                : pg_error_set(err, PG_EFORMAT, "checkpoint table map is malformed");
     }
@@ -570,6 +583,7 @@ static int gen_sample(const void *impl, size_t n, uint64_t seed, int label, floa
                 row[j] = v < s->lo ? s->lo : v > s->hi ? s->hi : v;
             }
         }
+        pg_qmap_decode(s->g.qmap, out + done * s->g.d, s->g.d, b);
         done += b;
     }
     if (alone) omp_set_num_threads(threads);
@@ -584,6 +598,7 @@ static void gen_destroy(void *impl)
     pool_free(s->pool); /* workspaces read their network's shapes when freed */
     pg_nn_snapshot_free(s->nn);
     pg_heads_free(s->g.heads);
+    pg_qmap_free(s->g.qmap);
     free(s->offset);
     free(s);
 }
@@ -606,8 +621,10 @@ static int snap_new(const pg_generator *g, pg_nn_snapshot *nn, gen_snap **out, p
     s->g.options = NULL;
     s->g.table_map = NULL;
     s->g.heads = NULL;
+    s->g.qmap = NULL;
     s->pool = pool;
     int rc = pg_heads_copy(g->heads, &s->g.heads, err);
+    if (rc == PG_OK) rc = pg_qmap_copy(g->qmap, &s->g.qmap, err);
     if (rc) {
         gen_destroy(s);
         *out = NULL;

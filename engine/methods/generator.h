@@ -26,6 +26,7 @@
 
 #include "engine/methods/spec.h"
 #include "engine/checkpoint/checkpoint.h"
+#include "engine/data/qmap.h"
 #include "engine/methods/heads.h"
 #include "engine/nn/nn.h"
 
@@ -146,6 +147,11 @@ typedef struct pg_generator {
     float out_scale, out_shift;
     pg_heads *heads;   /* typed tables only, else NULL */
     json_t *table_map; /* pg_table_to_json of the table, else NULL */
+    /* DP quantile map of the numeric units (engine/data/qmap.h), set by a
+     * method that released one, else NULL: the network learns mapped units
+     * and snapshots decode their samples through it. Owned; saved as
+     * "qmap" by pg_generator_to_json (absent in older checkpoints). */
+    pg_qmap *qmap;
 } pg_generator;
 
 /* Reads the model.* fields of a resolved spec, checks them against the data

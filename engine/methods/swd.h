@@ -175,6 +175,9 @@ typedef struct pg_swd_privacy {
                            (label_count.h), 0 without; replace-one changes two
                            counts by 1: l2 sensitivity sqrt(2), RDP alpha / s^2,
                            composed once into the curve below */
+    double qmap_noise;  /* noise multiplier s of the job's quantile map
+                           (engine/data/qmap.h), 0 without: RDP alpha / (2 s^2)
+                           under replace-one, composed once like the count */
     int approximate;
 } pg_swd_privacy;
 

@@ -511,6 +511,12 @@ int pg_swd_privacy_curve(const pg_swd_privacy *p, double S, long releases, doubl
             if (rc) return rc;
             rdp[i] += r;
         }
+        if (p->qmap_noise > 0.0) {
+            /* the quantile map: std s sqrt(2c) on sensitivity sqrt(2c) */
+            rc = pg_rdp_gaussian(p->qmap_noise, orders[i], &r, err);
+            if (rc) return rc;
+            rdp[i] += r;
+        }
     }
     *norders = (int)n;
     return PG_OK;
@@ -521,7 +527,7 @@ int pg_swd_privacy_epsilon(const pg_swd_privacy *p, double S, long releases, dou
 {
     double orders[PG_RDP_DEFAULT_ORDERS], rdp[PG_RDP_DEFAULT_ORDERS];
     int n;
-    if (releases <= 0 && !(p->count_noise > 0.0)) {
+    if (releases <= 0 && !(p->count_noise > 0.0) && !(p->qmap_noise > 0.0)) {
         *eps = 0.0;
         return PG_OK;
     }

@@ -7,6 +7,7 @@
 #include "engine/data/table.h"
 #include "engine/methods/label_count.h"
 #include "engine/methods/latent.h"
+#include "engine/methods/qmap_spec.h"
 #include "engine/methods/swd_spec.h"
 #include "engine/privacy/privacy.h"
 
@@ -125,6 +126,9 @@ static int resolve(const json_t *r, const pg_data_desc *desc, size_t k, long rel
     if (dim > desc->d && desc->table && desc->table->label != PG_TABLE_NONE &&
         !pg_latent_spec_on(r) && pg_spec_get(r, "labels.count_noise"))
         p->count_noise = pg_spec_num(r, "labels.count_noise", PG_LABEL_COUNT_NOISE);
+    /* The quantile map (methods whose spec has encoding.quantile_map). */
+    if (!pg_latent_spec_on(r) && pg_qmap_spec_on(r, desc))
+        p->qmap_noise = pg_spec_num(r, "encoding.quantile_noise", PG_QMAP_DEFAULT_NOISE);
     pg_error e = {0};
     *field = "privacy";
     if (pg_swd_privacy_init(p, &e)) {
@@ -212,8 +216,8 @@ int pg_swd_spec_plan(const json_t *r, const pg_data_desc *desc, size_t k, long r
      * mechanism name says whether that is one or one per step). */
     plan->steps = steps;
     plan->approximate = p.approximate != 0;
-    snprintf(plan->mechanism, sizeof plan->mechanism, "%s%s", mechanism,
-             p.count_noise > 0.0 ? "+label_counts" : "");
+    snprintf(plan->mechanism, sizeof plan->mechanism, "%s%s%s", mechanism,
+             p.count_noise > 0.0 ? "+label_counts" : "", p.qmap_noise > 0.0 ? "+qmap" : "");
     snprintf(plan->neighbouring, sizeof plan->neighbouring, "replace_one");
     return PG_OK;
 }
