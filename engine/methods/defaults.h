@@ -57,6 +57,9 @@
  *   are sized for 60 000 images).
  *   entropic_gan, dp_sinkhorn, swd_gen: model.out_activation auto (the
  *   per-block heads of generator.h keep every unit in range).
+ *   (defaults_table.c) entropic_gan on a local table: model.numeric_head
+ *   clip (heads.h; tanh's fading slope collapsed credit_data's skewed
+ *   columns, docs/benchmarks.md).
  *   model.logit_gain stays 1 (heads.h). On credit_data at a local epsilon
  *   of 1000 the entropic GAN's rows trained a classifier to 0.72-0.74 with
  *   gain 1 (majority class 0.73) and 0.77-0.78 with 10 (docs/benchmarks.md),

@@ -17,6 +17,7 @@ const char *const pg_generator_archs[] = {"mlp", "conv_small", "dcgan28", "dcgan
 const char *const pg_generator_latents[] = {"uniform", "normal", NULL};
 const char *const pg_generator_activations[] = {"relu", "leaky_relu", "tanh", "sigmoid", NULL};
 const char *const pg_generator_out_activations[] = {"auto", "none", "tanh", "sigmoid", NULL};
+const char *const pg_generator_numeric_heads[] = {"tanh", "clip", NULL};
 
 /* Maps an output activation's range [a, b] onto the data range [lo, hi]. */
 static void set_affine(pg_generator *g, const char *out_act, float lo, float hi)
@@ -133,6 +134,9 @@ int pg_generator_config(const json_t *r, const pg_data_desc *desc, pg_generator 
     set_affine(g, out_act, desc->lo, desc->hi);
     if (!desc->table && pg_spec_num(r, "model.logit_gain", 1.0) != 1.0)
         pg_spec_error_add(errors, "model.logit_gain", "applies to typed tables only; must be 1");
+    bool clip = strcmp(pg_spec_str(r, "model.numeric_head", "tanh"), "clip") == 0;
+    if (!desc->table && clip)
+        pg_spec_error_add(errors, "model.numeric_head", "applies to typed tables only");
     if (desc->table && errors->count == before) {
         if (strcmp(arch, "mlp") != 0)
             pg_spec_error_add(errors, "model.arch", "a typed table needs the mlp generator");
@@ -148,6 +152,7 @@ int pg_generator_config(const json_t *r, const pg_data_desc *desc, pg_generator 
                 return hrc;
             }
             g->heads->gain = (float)pg_spec_num(r, "model.logit_gain", 1.0);
+            g->heads->numeric = clip ? PG_HEADS_NUMERIC_CLIP : PG_HEADS_NUMERIC_TANH;
             g->table_map = pg_table_to_json(desc->table);
             if (!g->table_map) {
                 json_decref(o);
@@ -253,7 +258,9 @@ json_t *pg_generator_to_json(const pg_generator *gen)
     if (j && gen->table_map &&
         (json_object_set(j, "table", gen->table_map) ||
          json_object_set_new(j, "heads_tau", json_real(gen->heads->tau)) ||
-         json_object_set_new(j, "heads_gain", json_real(gen->heads->gain)))) {
+         json_object_set_new(j, "heads_gain", json_real(gen->heads->gain)) ||
+         (gen->heads->numeric == PG_HEADS_NUMERIC_CLIP &&
+          json_object_set_new(j, "heads_numeric", json_string("clip"))))) {
         json_decref(j);
         return NULL;
     }
@@ -304,7 +311,14 @@ int pg_generator_from_json(const json_t *j, pg_generator *gen, pg_error *err)
     if (rc == PG_OK && !(gain > 0.0 && gain <= 100.0))
         rc = pg_error_set(err, PG_EFORMAT, "checkpoint table map does not match its generator");
     if (rc == PG_OK) rc = pg_heads_from_table(t, (float)tau, &gen->heads, err);
+    /* Absent: tanh, the only numeric head before "clip" existed. */
+    const json_t *nj = json_object_get(j, "heads_numeric");
+    const char *num = nj ? json_string_value(nj) : "tanh";
+    if (rc == PG_OK && (!num || (strcmp(num, "tanh") && strcmp(num, "clip"))))
+        rc = pg_error_set(err, PG_EFORMAT, "checkpoint table map does not match its generator");
     if (rc == PG_OK) gen->heads->gain = (float)gain;
+    if (rc == PG_OK)
+        gen->heads->numeric = strcmp(num, "clip") ? PG_HEADS_NUMERIC_TANH : PG_HEADS_NUMERIC_CLIP;
     pg_table_free(t);
     if (rc) {
         pg_heads_free(gen->heads);

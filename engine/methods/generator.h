@@ -114,6 +114,16 @@
          "Typed tables: factor g on the logits of every categorical, boolean and missing-"          \
          "indicator head (engine/methods/heads.h); a draw follows softmax(g z). Left out: 10 for "  \
          "entropic_gan, else 1 (engine/methods/defaults.h). Other data: must stay 1."},             \
+        {"model.numeric_head",                                                                      \
+         PG_PARAM_STR,                                                                              \
+         "\"tanh\"",                                                                                \
+         0,                                                                                         \
+         0,                                                                                         \
+         pg_generator_numeric_heads,                                                                \
+         0,                                                                                         \
+         0,                                                                                         \
+         "Typed tables: numeric head, tanh onto the range or clip (linear, clamped to the range; "  \
+         "engine/methods/heads.h). Left out: clip for entropic_gan on local tables, else tanh."},   \
     {                                                                                               \
         "model.conditional", PG_PARAM_BOOL, "false", 0, 0, NULL, 0, 0,                              \
             "Condition the generator on the dataset's labels (needs a labelled dataset)."           \
@@ -123,6 +133,7 @@ extern const char *const pg_generator_archs[];
 extern const char *const pg_generator_latents[];
 extern const char *const pg_generator_activations[];
 extern const char *const pg_generator_out_activations[];
+extern const char *const pg_generator_numeric_heads[];
 
 typedef struct pg_generator {
     char arch[16];

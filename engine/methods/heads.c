@@ -110,7 +110,9 @@ void pg_heads_forward(const pg_heads *h, pg_rng *rng, float *x, size_t stride, s
         for (size_t j = 0; j < h->n; j++) {
             const pg_head *hd = &h->h[j];
             float *u = row + hd->offset;
-            if (hd->kind == PG_HEAD_NUMERIC)
+            if (hd->kind == PG_HEAD_NUMERIC && h->numeric == PG_HEADS_NUMERIC_CLIP)
+                u[0] = (float)fmin(fmax(c + half * (double)u[0], (double)h->lo), (double)h->hi);
+            else if (hd->kind == PG_HEAD_NUMERIC)
                 u[0] = (float)(c + half * tanh((double)u[0]));
             else
                 softmax(u, hd->width, hd->kind == PG_HEAD_SOFTMAX_REF, h->gain, h->tau, rng);
@@ -129,6 +131,15 @@ void pg_heads_backward(const pg_heads *h, const float *y, size_t ystride, float 
             const pg_head *hd = &h->h[j];
             const float *u = yr + hd->offset;
             float *gu = g + hd->offset;
+            if (hd->kind == PG_HEAD_NUMERIC && h->numeric == PG_HEADS_NUMERIC_CLIP) {
+                /* Straight through, except where the value sits on a bound
+                 * and descent (-grad) would push it further out: there the
+                 * clamp holds and the gradient is 0. */
+                if ((u[0] <= h->lo && gu[0] > 0.0f) || (u[0] >= h->hi && gu[0] < 0.0f))
+                    gu[0] = 0.0f;
+                gu[0] = (float)((double)gu[0] * half);
+                continue;
+            }
             if (hd->kind == PG_HEAD_NUMERIC) {
                 double t = ((double)u[0] - c) / half;
                 gu[0] = (float)((double)gu[0] * half * (1.0 - t * t));

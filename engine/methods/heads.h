@@ -5,6 +5,14 @@
  * One head per block of the table's encoding (label column excluded):
  *   continuous, integer    numeric: lo + (hi - lo) (tanh(z) + 1) / 2, inside
  *                          the model range [lo, hi], never outside it
+ *                          (numeric = PG_HEADS_NUMERIC_TANH); or, with
+ *                          PG_HEADS_NUMERIC_CLIP, lo + (hi - lo) (z + 1) / 2
+ *                          clamped to [lo, hi]: its slope does not fade
+ *                          toward the bounds and it reaches them, so a
+ *                          column piled at a bound (a debt of 0) or skewed
+ *                          toward one keeps its spread (tanh served such
+ *                          columns of credit_data with a tenth of their
+ *                          standard deviation, docs/benchmarks.md)
  *   categorical (k)        softmax over the k value units
  *   categorical nullable   softmax over k + 1 units: the k values and the
  *                          missing indicator are one k + 1-state one-hot in
@@ -35,7 +43,9 @@
  * tests, deterministic evaluation).
  *
  * Gradients: pg_heads_backward maps dL/dy to dL/dz using only the outputs y
- * (the noise need not be kept): numeric h (1 - t^2) with t = (y - c) / h;
+ * (the noise need not be kept): numeric h (1 - t^2) with t = (y - c) / h
+ * (tanh), or h with the clamp's gradient 0 where y sits on a bound and
+ * descent would push it out (clip: straight through inside and inward);
  * softmax (g/tau) y_k (d_k - sum_j y_j d_j), d = dL/dy, the fixed reference
  * state contributing no gradient term.
  *
@@ -67,16 +77,20 @@ typedef struct pg_head {
 
 #define PG_HEADS_TAU 0.1f
 
+enum { PG_HEADS_NUMERIC_TANH = 0, PG_HEADS_NUMERIC_CLIP = 1 };
+
 typedef struct pg_heads {
     size_t d; /* encoded width */
     size_t n;
     pg_head *h;
     float lo, hi, tau;
-    float gain; /* logit gain g > 0; pg_heads_from_table sets 1 */
+    float gain;  /* logit gain g > 0; pg_heads_from_table sets 1 */
+    int numeric; /* PG_HEADS_NUMERIC_*; pg_heads_from_table sets tanh */
 } pg_heads;
 
-/* Layout for table t with temperature tau > 0 and gain 1 (the creator may
- * set h->gain before the heads are used or shared). */
+/* Layout for table t with temperature tau > 0, gain 1 and tanh numeric
+ * heads (the creator may set h->gain and h->numeric before the heads are
+ * used or shared). */
 int pg_heads_from_table(const pg_table *t, float tau, pg_heads **out, pg_error *err);
 int pg_heads_copy(const pg_heads *src, pg_heads **out, pg_error *err);
 void pg_heads_free(pg_heads *h);

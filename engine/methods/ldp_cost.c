@@ -8,16 +8,25 @@
 
 enum { BLK_RR_CAT = 1, BLK_RR_REF = 2, BLK_LAPLACE = 3, BLK_GAUSS = 4 };
 
-/* Floor of a reported state's probability: only the identity channel
- * (channel = false) can reach 0. */
-#define Q_FLOOR 1e-6
+/* Floor of a reported state's probability. The identity channel
+ * (channel = false) reaches 0, so the baseline floors at 1e-6 as before.
+ * Through the channel q >= a > 0, and the floor only keeps the gradient
+ * b / q finite in float: 1e-30 leaves the cost exact up to a column
+ * epsilon of about 69 (the old common floor 1e-6 capped a mismatch at
+ * 13.8, the cost of a column epsilon of 13.8 however large the real one:
+ * at a local epsilon of 1000 over 14 columns, 71 each, a category or label
+ * mismatch cost a fifth of what the privatizer's channel says). */
+#define Q_FLOOR_IDENTITY 1e-6
+#define Q_FLOOR_CHANNEL  1e-30
 
 typedef struct blk {
     int kind;
     size_t offset, width; /* units */
     size_t k;             /* RR states */
     double a, b;          /* RR: q = a + b p */
+    double floor;         /* RR: least q (Q_FLOOR_*) */
     double scale;         /* numeric: Laplace b or Gaussian sigma */
+    double weight;        /* numeric: factor on the block's cost (1: the likelihood) */
     size_t state0;        /* first slot of this block's states in a row's table */
 } blk;
 
@@ -26,15 +35,32 @@ struct pg_ldp_cost {
     blk *b;
 };
 
-static void rr_ab(size_t k, double keep, bool channel, double *a, double *b)
+double pg_ldp_rr_other(size_t k, double keep, double epsilon)
+{
+    /* (1 - keep) / (k - 1) loses every digit once keep rounds to 1 (a
+     * column epsilon above about 37); the declaration guarantees keep <=
+     * e^eps / (e^eps + k - 1), so the other state's probability is at least
+     * e^-eps / (1 + (k - 1) e^-eps), which is exact when keep is at that
+     * maximum: the larger of the two is right to double precision. */
+    double a = (1.0 - keep) / (double)(k - 1);
+    if (epsilon > 0.0 && isfinite(epsilon)) {
+        double r = exp(-epsilon);
+        a = fmax(a, r / (1.0 + (double)(k - 1) * r));
+    }
+    return a;
+}
+
+static void rr_ab(size_t k, double keep, double epsilon, bool channel, blk *x)
 {
     if (!channel) {
-        *a = 0.0;
-        *b = 1.0;
+        x->a = 0.0;
+        x->b = 1.0;
+        x->floor = Q_FLOOR_IDENTITY;
         return;
     }
-    *a = (1.0 - keep) / (double)(k - 1);
-    *b = keep - *a;
+    x->a = pg_ldp_rr_other(k, keep, epsilon);
+    x->b = keep - x->a;
+    x->floor = Q_FLOOR_CHANNEL;
 }
 
 int pg_ldp_cost_make(const pg_table *t, const pg_ldp_plan *plan, bool channel, pg_ldp_cost **out,
@@ -71,7 +97,7 @@ int pg_ldp_cost_make(const pg_table *t, const pg_ldp_plan *plan, bool channel, p
             x->offset = col->offset;
             x->width = col->width;
             x->k = k;
-            rr_ab(k, pc->keep, channel, &x->a, &x->b);
+            rr_ab(k, pc->keep, pc->epsilon, channel, x);
             x->state0 = states;
             states += k;
             continue;
@@ -90,13 +116,14 @@ int pg_ldp_cost_make(const pg_table *t, const pg_ldp_plan *plan, bool channel, p
         x->offset = col->offset;
         x->width = 1;
         x->scale = pc->noise_scale;
+        x->weight = 1.0;
         if (col->nullable) {
             blk *m = &b[n++];
             m->kind = BLK_RR_REF;
             m->offset = col->offset + 1;
             m->width = 1;
             m->k = 2;
-            rr_ab(2, pc->missing_keep, channel, &m->a, &m->b);
+            rr_ab(2, pc->missing_keep, pc->missing_epsilon, channel, m);
             m->state0 = states;
             states += 2;
         }
@@ -107,6 +134,12 @@ int pg_ldp_cost_make(const pg_table *t, const pg_ldp_plan *plan, bool channel, p
     c->b = b;
     *out = c;
     return PG_OK;
+}
+
+void pg_ldp_cost_set_numeric_weight(pg_ldp_cost *c, double w)
+{
+    for (size_t k = 0; k < c->n; k++)
+        if (c->b[k].kind == BLK_LAPLACE || c->b[k].kind == BLK_GAUSS) c->b[k].weight = w;
 }
 
 void pg_ldp_cost_free(pg_ldp_cost *c)
@@ -143,7 +176,7 @@ static size_t reported_state(const blk *x, const float *u)
 static double q_of(const blk *x, double p)
 {
     double q = x->a + x->b * p;
-    return q < Q_FLOOR ? Q_FLOOR : q;
+    return q < x->floor ? x->floor : q;
 }
 
 /* Per-row tables: nll[i * states + slot] for the generated rows, the
@@ -192,9 +225,9 @@ int pg_ldp_cost_matrix(const pg_ldp_cost *c, const float *x, size_t n, const flo
                 const blk *b = &c->b[k];
                 double t = (double)xi[b->offset] - yj[b->offset];
                 if (b->kind == BLK_LAPLACE)
-                    v += fabs(t) / b->scale;
+                    v += b->weight * fabs(t) / b->scale;
                 else if (b->kind == BLK_GAUSS)
-                    v += t * t / (2.0 * b->scale * b->scale);
+                    v += b->weight * t * t / (2.0 * b->scale * b->scale);
                 else
                     v += nll[i * c->states + rep[j * c->n + k]];
             }
@@ -228,9 +261,13 @@ int pg_ldp_cost_grad(const pg_ldp_cost *c, const float *x, size_t n, const float
                 const blk *b = &c->b[k];
                 double t = (double)xi[b->offset] - yj[b->offset];
                 if (b->kind == BLK_LAPLACE)
-                    gi[b->offset] += (float)(p * (t > 0 ? 1.0 : t < 0 ? -1.0 : 0.0) / b->scale);
+                    gi[b->offset] += (float)(p * b->weight *
+                                             (t > 0   ? 1.0
+                                              : t < 0 ? -1.0
+                                                      : 0.0) /
+                                             b->scale);
                 else if (b->kind == BLK_GAUSS)
-                    gi[b->offset] += (float)(p * t / (b->scale * b->scale));
+                    gi[b->offset] += (float)(p * b->weight * t / (b->scale * b->scale));
                 else
                     wi[rep[j * c->n + k]] += p;
             }
@@ -248,7 +285,7 @@ int pg_ldp_cost_grad(const pg_ldp_cost *c, const float *x, size_t n, const float
             /* d(-log q_s)/dp_s = -b / q_s (0 where the floor holds) */
             for (size_t s = 0; s < b->k; s++) {
                 double q = b->a + b->b * state_prob(b, u, s);
-                g[s] = q > Q_FLOOR ? -wi[b->state0 + s] * b->b / q : 0.0;
+                g[s] = q > b->floor ? -wi[b->state0 + s] * b->b / q : 0.0;
             }
             float *gu = gi + b->offset;
             if (b->kind == BLK_RR_CAT)

@@ -13,6 +13,7 @@
  *                          channel, q = keep p + other (1 - p) (privacy.h's
  *                          pg_rr_channel_apply, written out here), and the
  *                          cost is -log q[s] for y's reported state s
+ *                          (other = pg_ldp_rr_other below)
  *   Laplace (scale b)      |x - y| / b on the value unit
  *   Gaussian (sigma)       (x - y)^2 / (2 sigma^2) on the value unit
  * The label column has no units and is not modelled (a conditional generator
@@ -43,6 +44,19 @@ typedef struct pg_ldp_cost pg_ldp_cost;
 int pg_ldp_cost_make(const pg_table *t, const pg_ldp_plan *plan, bool channel, pg_ldp_cost **out,
                      pg_error *err);
 void pg_ldp_cost_free(pg_ldp_cost *c);
+
+/* Multiplies the cost of every numeric block by w > 0 (1 after make: the
+ * likelihood). w > 1 is the likelihood of noise w times smaller (Laplace) or
+ * sqrt(w) times smaller (Gaussian): the fit then removes less noise than the
+ * rows carry. For experiments (entropic_gan's ot.numeric_weight). */
+void pg_ldp_cost_set_numeric_weight(pg_ldp_cost *c, double w);
+
+/* The probability that k-ary randomized response with keep probability
+ * `keep`, declared for `epsilon`, reports one given other state: (1 - keep) /
+ * (k - 1), without the cancellation that zeroes it once keep rounds to 1.
+ * The cost of a reported state is -log of this channel's probability,
+ * floored only at 1e-30 (exact up to a column epsilon of about 69). */
+double pg_ldp_rr_other(size_t k, double keep, double epsilon);
 
 /* C (n x m at row stride ld) = cost(x_i, y_j); x and y are n and m rows of
  * the table's width. */

@@ -5,7 +5,14 @@
 #include "engine/data/dataset.h"
 #include "engine/data/synth.h"
 #include "engine/eval/arc.h"
+#include "engine/data/table.h"
+#include "engine/data/table_ldp.h"
+#include "engine/methods/generator.h"
+#include "engine/methods/heads.h"
+#include "engine/methods/ldp_cost.h"
 #include "engine/methods/method.h"
+#include "engine/methods/spec.h"
+#include "engine/privacy/privacy.h"
 #include "support/pg_method_test.h"
 #include "support/pg_test.h"
 
@@ -193,6 +200,272 @@ START_TEST(validation_names_the_field)
 }
 END_TEST
 
+/* ---- typed local tables ------------------------------------------------ */
+
+/* Every kind of block: x (1 unit), n nullable (value, indicator), c (3),
+ * cn nullable (2 + missing), b (1), bn nullable (true, missing): width 12,
+ * label y (no units). Seven columns, so a total epsilon E gives E / 7 each. */
+static const char *LDP_TABLE =
+    "{\"columns\":["
+    "{\"name\":\"x\",\"type\":\"continuous\",\"min\":-5,\"max\":5},"
+    "{\"name\":\"n\",\"type\":\"integer\",\"min\":0,\"max\":10,\"nullable\":true},"
+    "{\"name\":\"c\",\"type\":\"categorical\",\"categories\":[\"a\",\"b\",\"c\"]},"
+    "{\"name\":\"cn\",\"type\":\"categorical\",\"categories\":[\"u\",\"v\"],\"nullable\":true},"
+    "{\"name\":\"b\",\"type\":\"boolean\"},"
+    "{\"name\":\"bn\",\"type\":\"boolean\",\"nullable\":true},"
+    "{\"name\":\"y\",\"type\":\"categorical\",\"categories\":[\"no\",\"yes\"]}],"
+    "\"label\":\"y\"}";
+
+static pg_table *ldp_table(void)
+{
+    json_t *j = json_loads(LDP_TABLE, 0, NULL);
+    pg_table *t = NULL;
+    pg_error err = {0};
+    ck_assert_msg(pg_table_from_json(j, &t, &err) == PG_OK, "%s", err.msg);
+    json_decref(j);
+    ck_assert_uint_eq(t->width, 12);
+    return t;
+}
+
+/* A clean row: x 1.5, n 4, c "b", cn "v", b true, bn false. */
+static void clean_row(const pg_table *t, float *row)
+{
+    const pg_table_value v[6] = {{.num = 1.5}, {.num = 4}, {.cat = 1},
+                                 {.cat = 1},   {.cat = 1}, {.cat = 0}};
+    for (size_t c = 0; c < 6; c++)
+        ck_assert_int_eq(pg_table_encode_value(t, c, &v[c], PG_TABLE_BOUNDS_REFUSE, row, NULL),
+                         PG_OK);
+}
+
+static double cost1(const pg_ldp_cost *c, const float *x, const float *y)
+{
+    float v;
+    pg_error err = {0};
+    ck_assert_msg(pg_ldp_cost_matrix(c, x, 1, y, 1, &v, 1, &err) == PG_OK, "%s", err.msg);
+    return v;
+}
+
+/* The cost is the negative log-likelihood of the channel the privatizer
+ * (pg_ldp_apply) really applies, block by block:
+ *  - randomized response: reporting another state than the generated one
+ *    costs log(keep / other) more than reporting it, which for k-ary
+ *    randomized response is exactly the column's epsilon (the missing
+ *    indicator of a nullable number: half of it). Checked at a column epsilon
+ *    of 30, where the old common floor (q >= 1e-6) capped the difference at
+ *    13.8 (this part fails on the old code), and at 1.
+ *  - Laplace: moving the generated value by h changes the cost by h / b,
+ *    and b is the scale of the noise the privatizer adds: over N = 40000
+ *    privatized copies of one clean row, mean(|y - x|) / b estimates 1
+ *    (|Laplace(b)| / b is Exp(1)); the bound 0.05 has a Chernoff false-alarm
+ *    probability below exp(-40000 * 0.0012) = 1e-21 per side.
+ *  - randomized response frequencies: the share of copies that keep their
+ *    state estimates the plan's keep probability (Hoeffding: |error| > 0.02
+ *    has probability below 2 exp(-2 N 0.02^2) = 2.5e-14). */
+START_TEST(channel_cost_is_the_privatizers_likelihood)
+{
+    pg_table *t = ldp_table();
+    const double col_eps = _i == 0 ? 30.0 : 1.0;
+    pg_ldp_plan plan;
+    pg_error err = {0};
+    ck_assert_int_eq(pg_ldp_plan_make(t, PG_LDP_LAPLACE, 7 * col_eps, 0, &plan, &err), PG_OK);
+    pg_ldp_cost *c = NULL;
+    ck_assert_msg(pg_ldp_cost_make(t, &plan, true, &c, &err) == PG_OK, "%s", err.msg);
+    float x[12] = {0}, y[12];
+    clean_row(t, x);
+    double base = cost1(c, x, x);
+    /* Each randomized-response block: flip the reported state only (units:
+     * x 0; n 1 value, 2 indicator; c 3-5; cn 6-8 with 8 missing; b 9; bn 10
+     * true, 11 missing). -1: no unit. */
+    const struct {
+        int clear, set;
+        double eps;
+    } flips[] = {
+        {-1, 2, col_eps / 2}, /* n: present -> missing (the indicator's half) */
+        {4, 3, col_eps},      /* c: b -> a */
+        {7, 8, col_eps},      /* cn: v -> missing */
+        {9, -1, col_eps},     /* b: true -> false */
+        {-1, 10, col_eps},    /* bn: false -> true */
+    };
+    for (size_t f = 0; f < sizeof flips / sizeof flips[0]; f++) {
+        memcpy(y, x, sizeof y);
+        if (flips[f].clear >= 0) y[flips[f].clear] = 0.0f;
+        if (flips[f].set >= 0) y[flips[f].set] = 1.0f;
+        double diff = cost1(c, x, y) - base;
+        ck_assert_msg(fabs(diff - flips[f].eps) < 1e-3 * flips[f].eps + 1e-4,
+                      "flip %zu at column epsilon %g: cost difference %.6f, channel says %.6f", f,
+                      col_eps, diff, flips[f].eps);
+    }
+    /* Laplace on x (unit 0) and n's value (unit 1): cost slope 1 / b. */
+    for (size_t u = 0; u < 2; u++) {
+        const pg_ldp_column *pc = &plan.cols[u];
+        memcpy(y, x, sizeof y);
+        y[u] += 0.25f;
+        double slope = (cost1(c, x, y) - base) / 0.25;
+        ck_assert_double_eq_tol(slope, 1.0 / pc->noise_scale, 1e-4 / pc->noise_scale);
+    }
+    /* The privatizer's noise against the scale and keep the cost uses. */
+    enum { N = 40000 };
+    float *rows = pg_alloc_f32((size_t)N * 12);
+    int64_t *lab = pg_calloc(N, sizeof *lab);
+    for (size_t i = 0; i < N; i++) memcpy(rows + i * 12, x, sizeof x);
+    pg_rng sec;
+    ck_assert_int_eq(pg_rng_secure(&sec, &err), PG_OK);
+    ck_assert_msg(pg_ldp_apply(&sec, t, &plan, rows, lab, N, &err) == PG_OK, "%s", err.msg);
+    double absdev[2] = {0, 0}, kept_c = 0, kept_y = 0;
+    for (size_t i = 0; i < N; i++) {
+        for (size_t u = 0; u < 2; u++) absdev[u] += fabs((double)rows[i * 12 + u] - x[u]);
+        kept_c += rows[i * 12 + 4] == 1.0f;
+        kept_y += lab[i] == 0;
+    }
+    for (size_t u = 0; u < 2; u++) {
+        double r = absdev[u] / N / plan.cols[u].noise_scale;
+        ck_assert_msg(fabs(r - 1.0) < 0.05, "unit %zu: mean |noise| / b = %.4f", u, r);
+    }
+    ck_assert_msg(fabs(kept_c / N - plan.cols[2].keep) < 0.02, "c kept %.4f, plan %.4f", kept_c / N,
+                  plan.cols[2].keep);
+    ck_assert_msg(fabs(kept_y / N - plan.cols[6].keep) < 0.02, "label kept %.4f, plan %.4f",
+                  kept_y / N, plan.cols[6].keep);
+    pg_free(rows);
+    pg_free(lab);
+    pg_ldp_cost_free(c);
+    pg_ldp_plan_free(&plan);
+    pg_table_free(t);
+}
+END_TEST
+
+/* pg_ldp_rr_other: (1 - keep) / (k - 1) without the cancellation that zeroes
+ * it at a large epsilon; equal to it where 1 - keep is representable. */
+START_TEST(rr_other_probability_survives_a_large_epsilon)
+{
+    double keep;
+    ck_assert_int_eq(pg_rr_keep_probability(3, 2.0, &keep, NULL), PG_OK);
+    ck_assert_double_eq_tol(pg_ldp_rr_other(3, keep, 2.0), (1 - keep) / 2, 1e-15);
+    ck_assert_int_eq(pg_rr_keep_probability(3, 80.0, &keep, NULL), PG_OK);
+    ck_assert(keep == 1.0); /* the cancellation the old code hit */
+    double q = pg_ldp_rr_other(3, keep, 80.0);
+    ck_assert_double_eq_tol(-log(q), 80.0 + log1p(2 * exp(-80.0)), 1e-9);
+    /* a keep below the maximum for its epsilon (more private) is honoured */
+    ck_assert_double_eq_tol(pg_ldp_rr_other(2, 0.75, 80.0), 0.25, 1e-15);
+}
+END_TEST
+
+/* The clip numeric head (heads.h): linear inside the range, exactly on the
+ * bound outside it; its gradient passes straight through except where the
+ * value sits on a bound and descent would push it further out. */
+START_TEST(clip_head_is_linear_and_reaches_the_bounds)
+{
+    pg_table *t = ldp_table();
+    pg_heads *h;
+    ck_assert_int_eq(pg_heads_from_table(t, PG_HEADS_TAU, &h, NULL), PG_OK);
+    ck_assert_int_eq(h->numeric, PG_HEADS_NUMERIC_TANH); /* the default */
+    h->numeric = PG_HEADS_NUMERIC_CLIP;
+    const float z[5] = {-3.0f, -1.0f, -0.25f, 0.5f, 2.0f};
+    const float want[5] = {-1.0f, -1.0f, -0.25f, 0.5f, 1.0f}; /* model range [-1, 1] */
+    ck_assert(h->lo == -1.0f && h->hi == 1.0f);
+    float rows[5][12], g[5][12];
+    memset(rows, 0, sizeof rows);
+    for (int i = 0; i < 5; i++) rows[i][0] = z[i];
+    pg_heads_forward(h, NULL, &rows[0][0], 12, 5);
+    for (int i = 0; i < 5; i++) ck_assert_float_eq(rows[i][0], want[i]);
+    /* descent direction -g: g > 0 pushes down, g < 0 pushes up */
+    const float gin[5] = {1.0f, -1.0f, 1.0f, -1.0f, -1.0f};
+    const float gout[5] = {0.0f, -1.0f, 1.0f, -1.0f, 0.0f}; /* half = 1 */
+    memset(g, 0, sizeof g);
+    for (int i = 0; i < 5; i++) g[i][0] = gin[i];
+    pg_heads_backward(h, &rows[0][0], 12, &g[0][0], 5);
+    for (int i = 0; i < 5; i++) ck_assert_float_eq(g[i][0], gout[i]);
+    /* tanh on the same rows can never reach the bound */
+    h->numeric = PG_HEADS_NUMERIC_TANH;
+    float row2[12] = {-3.0f};
+    pg_heads_forward(h, NULL, row2, 12, 1);
+    ck_assert(row2[0] > -1.0f);
+    pg_heads_free(h);
+    pg_table_free(t);
+}
+END_TEST
+
+/* entropic_gan on a local table resolves model.numeric_head to clip; the
+ * generator description of a checkpoint carries it and a snapshot rebuilt
+ * from the description has it; a description without it (older
+ * checkpoints) means tanh; an unknown word is refused. On untyped rows clip
+ * is refused. */
+START_TEST(clip_head_is_the_local_default_and_round_trips)
+{
+    pg_table *t = ldp_table();
+    pg_ldp_plan plan;
+    ck_assert_int_eq(pg_ldp_plan_make(t, PG_LDP_LAPLACE, 70, 0, &plan, NULL), PG_OK);
+    enum { ROWS = 64 };
+    float *x = pg_alloc_f32(ROWS * 12);
+    int64_t *lab = pg_calloc(ROWS, sizeof *lab);
+    for (size_t i = 0; i < ROWS; i++) clean_row(t, x + i * 12), lab[i] = (int64_t)(i % 2);
+    pg_rng sec;
+    ck_assert_int_eq(pg_rng_secure(&sec, NULL), PG_OK);
+    ck_assert_int_eq(pg_ldp_apply(&sec, t, &plan, x, lab, ROWS, NULL), PG_OK);
+    int32_t *l32 = pg_calloc(ROWS, sizeof *l32);
+    for (size_t i = 0; i < ROWS; i++) l32[i] = (int32_t)lab[i];
+    pg_free(lab);
+    pg_dataset ds;
+    size_t shape[1] = {12};
+    ck_assert_int_eq(pg_dataset_adopt(&ds, x, l32, ROWS, shape, 1, 2, -1e30f, 1e30f, NULL), PG_OK);
+    pg_data_desc desc = {.n = ROWS,
+                         .d = 12,
+                         .ndim = 1,
+                         .shape = {12},
+                         .lo = (float)t->lo,
+                         .hi = (float)t->hi,
+                         .model = PG_PRIVACY_LOCAL,
+                         .epsilon = plan.epsilon,
+                         .cap_epsilon = 1e4,
+                         .cap_delta = 1e-5,
+                         .num_classes = 2,
+                         .table = t,
+                         .ldp = &plan};
+    pg_job_data in = {.desc = &desc, .rows = &ds};
+    const pg_method *m = pg_method_find("entropic_gan");
+    pg_spec_errors e;
+    json_t *r = pg_test_resolve(m, "{\"train\": {\"steps\": 2}}", &in, &e);
+    ck_assert_msg(r != NULL, "%s: %s", e.count ? e.items[0].field : "",
+                  e.count ? e.items[0].message : "");
+    ck_assert_str_eq(pg_spec_str(r, "model.numeric_head", ""), "clip");
+    pg_generator g;
+    pg_spec_errors e2 = {0};
+    ck_assert_int_eq(pg_generator_config(r, &desc, &g, &e2, NULL), PG_OK);
+    ck_assert_int_eq(g.heads->numeric, PG_HEADS_NUMERIC_CLIP);
+    json_t *j = pg_generator_to_json(&g);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "heads_numeric")), "clip");
+    pg_generator back;
+    ck_assert_int_eq(pg_generator_from_json(j, &back, NULL), PG_OK);
+    ck_assert_int_eq(back.heads->numeric, PG_HEADS_NUMERIC_CLIP);
+    pg_generator_free(&back);
+    json_object_del(j, "heads_numeric");
+    ck_assert_int_eq(pg_generator_from_json(j, &back, NULL), PG_OK);
+    ck_assert_int_eq(back.heads->numeric, PG_HEADS_NUMERIC_TANH);
+    pg_generator_free(&back);
+    json_object_set_new(j, "heads_numeric", json_string("cubic"));
+    ck_assert_int_eq(pg_generator_from_json(j, &back, NULL), PG_EFORMAT);
+    json_decref(j);
+    pg_generator_free(&g);
+    json_decref(r);
+    /* an explicit tanh is kept */
+    r = pg_test_resolve(m, "{\"model\": {\"numeric_head\": \"tanh\"}}", &in, &e);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_str_eq(pg_spec_str(r, "model.numeric_head", ""), "tanh");
+    json_decref(r);
+    pg_dataset_free(&ds);
+    pg_ldp_plan_free(&plan);
+    /* untyped local rows: clip refused */
+    pg_dataset vds;
+    pg_data_desc vdesc;
+    make_local(200, &vds, &vdesc, 0);
+    pg_job_data vin = {.desc = &vdesc, .rows = &vds};
+    r = pg_test_resolve(m, "{\"model\": {\"numeric_head\": \"clip\"}}", &vin, &e);
+    ck_assert_ptr_null(r);
+    ck_assert(pg_test_has_error(&e, "model.numeric_head"));
+    pg_dataset_free(&vds);
+    pg_table_free(t);
+}
+END_TEST
+
 static Suite *egan_suite(void)
 {
     Suite *s = suite_create("methods/entropic_gan");
@@ -202,6 +475,13 @@ static Suite *egan_suite(void)
     tcase_add_loop_test(tc, resume_continues_exactly, 0, 2);
     tcase_add_test(tc, validation_names_the_field);
     suite_add_tcase(s, tc);
+    TCase *tt = tcase_create("typed local tables");
+    tcase_set_timeout(tt, 60);
+    tcase_add_loop_test(tt, channel_cost_is_the_privatizers_likelihood, 0, 2);
+    tcase_add_test(tt, rr_other_probability_survives_a_large_epsilon);
+    tcase_add_test(tt, clip_head_is_linear_and_reaches_the_bounds);
+    tcase_add_test(tt, clip_head_is_the_local_default_and_round_trips);
+    suite_add_tcase(s, tt);
     return s;
 }
 
