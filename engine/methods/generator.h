@@ -112,8 +112,8 @@
          0,                                                                                         \
          PG_PARAM_EXCLUSIVE_MIN,                                                                    \
          "Typed tables: factor g on the logits of every categorical, boolean and missing-"          \
-         "indicator head (engine/methods/heads.h); a draw follows softmax(g z). Left out: 10 for "  \
-         "entropic_gan, else 1 (engine/methods/defaults.h). Other data: must stay 1."},             \
+         "indicator head (engine/methods/heads.h); a draw follows softmax(g z). Left out: 1 for "   \
+         "every method (engine/methods/defaults.c says why). Other data: must stay 1."},            \
         {"model.numeric_head",                                                                      \
          PG_PARAM_STR,                                                                              \
          "\"tanh\"",                                                                                \
