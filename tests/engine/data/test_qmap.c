@@ -255,6 +255,7 @@ START_TEST(json_round_trip_and_hostile_maps)
             ck_assert(cp->cols[k].cdf[b] == m->cols[k].cdf[b]);
         }
     }
+    pg_qmap_free(back);
     /* width too small for the units */
     ck_assert_int_eq(pg_qmap_from_json(j2, 3, &back, NULL), PG_EFORMAT);
     /* a non-monotone CDF */
