@@ -533,8 +533,15 @@ static uint32_t cmap_draw(const cmap *c, uint32_t q, pg_rng *rng)
  * is about sigma / sqrt(2 pi) after clipping, and 32 of them would weigh as
  * much as the data. Runs are closed greedily at the remaining weight over
  * the remaining runs, and only while weight remains beyond the level, so
- * every run holds weight (decoding never lands in a run of noise only) and
- * empty stretches join their neighbour. When the weighted levels hold less
+ * every run holds weight and empty stretches join their neighbour. When
+ * few fine levels reach thr the greedy cut leaves runs unused: the widest run
+ * is then halved (by levels), again, until k runs or none is wider than one
+ * level; a half without weight decodes uniformly, as an equal bin would (the
+ * sampling support then drops it when its fitted count is below its
+ * threshold). On attrition at epsilon 1 (few rows per fine level) the cut
+ * alone left columns with 2-4 runs, decoded onto a few fine levels, and
+ * lost accuracy against equal bins; the halving recovered it. When the
+ * weighted levels hold less
  * than ADAPT_CAPTURE of the column's noisy count, or would make a single
  * run, the noise decides too much: the levels are cut into k runs of equal
  * width decoded uniformly (the equal bins of a fixed grid). A missing level
@@ -562,6 +569,24 @@ static size_t adaptive_groups(const float *y, size_t nvalue, int nullable, size_
                 closed++;
             }
         }
+    }
+    /* Runs left over (few fine levels reached thr): split the widest run in
+     * two halves of its levels, again, until k runs or none is wider than a
+     * level; a half without weight is decoded uniformly (cmap_weights), as
+     * an equal bin would be. */
+    while (closed > 0 && closed + 1 < k) {
+        size_t best = 0, bw = 0, s0 = 0;
+        for (size_t l = 0; l < nvalue;) {
+            size_t e = l;
+            while (e < nvalue && gid[e] == gid[l]) e++;
+            if (e - l > bw) bw = e - l, best = gid[l], s0 = l;
+            l = e;
+        }
+        if (bw < 2) break;
+        for (size_t l = 0; l < nvalue; l++)
+            if (gid[l] > best) gid[l]++;
+        for (size_t l = s0 + bw / 2; l < s0 + bw; l++) gid[l]++;
+        closed++;
     }
     if (closed == 0) {
         for (size_t l = 0; l < nvalue; l++) {
