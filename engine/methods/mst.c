@@ -29,6 +29,12 @@
  *        rounds' worth spends exactly what remains, and is the last.
  *        Workload: every pair; with a label, every triple holding the label,
  *        weighted by aim.label_weight.
+ *   Data-adaptive bins (discretize.adaptive; aim's default, not mst's): the
+ *        domain holds discretize.fine_bins equal bins per number, the step-1
+ *        one-way release (the same measurement at the same sigma: the plan
+ *        is unchanged) is merged into runs of about equal noisy mass
+ *        (adaptive_groups: post-processing), and every later marginal is on
+ *        the runs. The runs are compression maps like mst's rare levels.
  *
  * A job: step 1 measures the one-way marginals; MST's step 2 selects the
  * tree and step 3 measures it and fits; AIM's every later step is a round.
