@@ -992,6 +992,54 @@ START_TEST(format_1_checkpoints_still_load)
 }
 END_TEST
 
+/* discretize.adaptive applies only when an average fine bin's count, rows /
+ * fine_bins, is at least the one-way noise std (aim: sqrt(T / (1.8 rho)), T
+ * = 16 d; mst: sqrt(3 d / (2 rho))), rho found by bisection on the
+ * independent conversion above; the dry run's fine_bins is null otherwise. */
+START_TEST(adaptive_bins_need_rows_over_noise)
+{
+    pg_table *t = table();
+    pg_data_desc desc = desc_of(t);
+    pg_job_data in = {.desc = &desc};
+    const char *names[2] = {"aim", "mst"};
+    struct {
+        size_t n;
+        double eps;
+    } cases[] = {{300, 1}, {4000, 1}, {4000, 5}, {1500, 1}, {1500, 3}, {100000, 1}};
+    int on = 0, off = 0;
+    for (int m = 0; m < 2; m++)
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            desc.n = cases[c].n;
+            double lo = 0, hi = 100;
+            for (int it = 0; it < 200; it++) {
+                double mid = (lo + hi) / 2;
+                if (eps_of_rho(mid, 1e-5) <= cases[c].eps)
+                    lo = mid;
+                else
+                    hi = mid;
+            }
+            double d = 5, sigma = m == 0 ? sqrt(16 * d / (1.8 * lo)) : sqrt(3 * d / (2 * lo));
+            char spec[160];
+            snprintf(spec, sizeof spec,
+                     "{\"privacy\":{\"epsilon\":%g},\"discretize\":{\"bins\":8,\"adaptive\":true}}",
+                     cases[c].eps);
+            pg_spec_errors e;
+            json_t *r = pg_test_resolve(pg_method_find(names[m]), spec, &in, &e);
+            ck_assert_msg(r, "%s", e.count ? e.items[0].message : "");
+            const json_t *fb = json_object_get(json_object_get(r, "accounting"), "fine_bins");
+            bool want = (double)cases[c].n / 32.0 >= sigma;
+            ck_assert_msg(want ? json_integer_value(fb) == 32 : json_is_null(fb),
+                          "%s n %zu eps %g: fine_bins %s, rows per fine bin %.1f, sigma %.1f",
+                          names[m], cases[c].n, cases[c].eps, json_is_null(fb) ? "null" : "set",
+                          (double)cases[c].n / 32.0, sigma);
+            on += want, off += !want;
+            json_decref(r);
+        }
+    ck_assert(on > 0 && off > 0); /* both sides of the rule are exercised */
+    pg_table_free(t);
+}
+END_TEST
+
 START_TEST(mst_learns_the_tree_and_serves_valid_rows)
 {
     run("mst", "{\"privacy\":{\"epsilon\":20},\"seed\":3}", 0.8);
@@ -1020,6 +1068,7 @@ static Suite *suite(void)
     tcase_add_test(tc, auto_bins_follow_rows_and_budget);
     tcase_add_test(tc, adaptive_bins_follow_a_skewed_column);
     tcase_add_test(tc, format_1_checkpoints_still_load);
+    tcase_add_test(tc, adaptive_bins_need_rows_over_noise);
     suite_add_tcase(s, tc);
     return s;
 }
