@@ -165,14 +165,8 @@ void pg_h_jobs_events(pg_req *r)
     json_t *o;
     int found;
     pg_error err = {0};
-    if (pg_jobs_get(r->app->jobs, r->tok.tenant, r->params[0], &o, NULL, &found, &err)) {
-        pg_api_fail(r, &err);
-        return;
-    }
-    if (!found) {
-        pg_api_problem(r, 404, "no such job", NULL, NULL);
-        return;
-    }
+    int rc = pg_jobs_get(r->app->jobs, r->tok.tenant, r->params[0], &o, NULL, &found, &err);
+    if (pg_api_answer_lookup(r, rc, &err, &found, "no such job")) return;
     json_decref(o);
     sse *s = calloc(1, sizeof *s);
     if (!s) {
