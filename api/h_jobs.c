@@ -143,15 +143,19 @@ void pg_h_jobs_list(pg_req *r)
     pg_api_send_page(r, items, (long long)next);
 }
 
-void pg_h_jobs_get(pg_req *r)
+int pg_api_job_view(pg_req *r, json_t **view)
 {
-    if (!pg_api_jobs_ready(r)) return;
-    json_t *o;
+    if (!pg_api_jobs_ready(r)) return 1;
     int found;
     pg_error err = {0};
-    int rc = pg_jobs_get(r->app->jobs, r->tok.tenant, r->params[0], &o, NULL, &found, &err);
-    if (pg_api_answer_lookup(r, rc, &err, &found, "no such job")) return;
-    pg_api_send_json(r, 200, o);
+    int rc = pg_jobs_get(r->app->jobs, r->tok.tenant, r->params[0], view, NULL, &found, &err);
+    return pg_api_answer_lookup(r, rc, &err, &found, "no such job");
+}
+
+void pg_h_jobs_get(pg_req *r)
+{
+    json_t *o;
+    if (!pg_api_job_view(r, &o)) pg_api_send_json(r, 200, o);
 }
 
 void pg_h_jobs_cancel(pg_req *r)

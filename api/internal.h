@@ -158,6 +158,10 @@ int pg_api_answer_lookup(pg_req *r, int rc, const pg_error *err, const int *foun
 /* Job routes on a server without job workers: 0 after queuing a 503, else 1
  * (api/h_jobs.c). */
 int pg_api_jobs_ready(pg_req *r);
+/* The view of the job named in the path into *view (the caller owns it):
+ * 0, or 1 after queuing the answer instead (503 without job workers, the
+ * service's error, 404) (api/h_jobs.c). */
+int pg_api_job_view(pg_req *r, json_t **view);
 
 const char *pg_api_header(pg_req *r, const char *name);
 const char *pg_api_query(pg_req *r, const char *name);
