@@ -434,9 +434,6 @@ int sq_rows_pass(pg_db *db, const char *dataset_id, size_t d, uint64_t n, int la
         done += rows < n - done ? rows : n - done;
     }
     sq_blocks_close(pit);
-    if (!rc && done < n)
-        rc = pg_error_set(err, PG_ESTATE,
-                          "the dataset has %llu rows, fewer than the %llu the job was planned for",
-                          (unsigned long long)done, (unsigned long long)n);
+    if (!rc) rc = pg_db_rows_enough(done, n, err);
     return rc;
 }
