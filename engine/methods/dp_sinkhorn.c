@@ -68,6 +68,7 @@
 #include "engine/core/alloc.h"
 #include "engine/data/dataset.h"
 #include "engine/methods/calib.h"
+#include "engine/methods/calib_table.h"
 #include "engine/methods/defaults.h"
 #include "engine/methods/generator.h"
 #include "engine/methods/label_count.h"
@@ -191,6 +192,7 @@ typedef struct dps {
     double calib_sigma;
     size_t calib_per_class;
     float *calib_means, lo, hi;
+    size_t calib_width; /* columns of calib_means: d, or 2 d on a table */
     /* Label count (label_count.h): on when counted; the released counts
      * (classes) and the proportions that training and samples follow. */
     bool counted;
@@ -323,10 +325,13 @@ static int dps_validate(const json_t *spec, const pg_job_data *in, json_t **reso
     if (calib && !(desc->lo < desc->hi && isfinite(desc->lo) && isfinite(desc->hi)))
         pg_spec_error_add(errors, "calibration.class_means",
                           "needs the dataset's declared finite value range");
-    /* Shifting samples by class means would break the heads' one-hot blocks. */
-    if (calib && desc->table)
+    /* On a typed table the release and the rule work per output head
+     * (calib_table.h): one-hot blocks are moved between states, never
+     * shifted. A table whose encoding has extra units has no heads. */
+    if (calib && desc->table && desc->table->width != desc->d)
         pg_spec_error_add(errors, "calibration.class_means",
-                          "does not apply to typed tables (it would shift one-hot blocks)");
+                          "needs the table's own encoding (its width %zu, the rows' %zu)",
+                          desc->table->width, desc->d);
     pg_qmap_spec_check(r, desc, errors);
     if (errors->count == before) {
         double q = (double)n / (double)desc->n;
@@ -406,12 +411,14 @@ static int dps_plan(const json_t *r, const pg_job_data *in, pg_privacy_plan *pla
         memset(plan, 0, sizeof *plan);
         return rc;
     }
-    /* Class means apply to untyped data, the label count to tables: never
-     * both (validate refuses calibration on a table). */
-    snprintf(plan->mechanism, sizeof plan->mechanism, "%s%s",
-             calib   ? "poisson_subsampled_gaussian+gaussian_class_means"
-             : count ? "poisson_subsampled_gaussian+label_counts"
-                     : "poisson_subsampled_gaussian",
+    /* Class means on untyped data; on a table the label count and/or the
+     * per-class table statistics (calib_table.h). */
+    const char *mech = calib && !desc->table ? "poisson_subsampled_gaussian+gaussian_class_means"
+                       : count && calib ? "poisson_subsampled_gaussian+label_counts+class_stats"
+                       : count          ? "poisson_subsampled_gaussian+label_counts"
+                       : calib          ? "poisson_subsampled_gaussian+class_stats"
+                                        : "poisson_subsampled_gaussian";
+    snprintf(plan->mechanism, sizeof plan->mechanism, "%.52s%s", mech,
              pg_qmap_spec_on(r, desc) ? "+qmap" : "");
     snprintf(plan->neighbouring, sizeof plan->neighbouring, "add_remove");
     return PG_OK;
@@ -515,7 +522,9 @@ static int dps_common(const json_t *r, const pg_job_data *in, dps **out, pg_erro
         dps_destroy(&g->base);
         return pg_error_set(err, PG_ENOMEM, "cannot allocate the label counts");
     }
-    if (g->calib && !(g->calib_means = malloc(K * desc->d * sizeof *g->calib_means))) {
+    /* Tables: means or frequencies, then sds (calib_table.h). */
+    g->calib_width = g->gen.heads ? 2 * desc->d : desc->d;
+    if (g->calib && !(g->calib_means = malloc(K * g->calib_width * sizeof *g->calib_means))) {
         dps_destroy(&g->base);
         return pg_error_set(err, PG_ENOMEM, "cannot allocate the calibration means");
     }
@@ -563,12 +572,18 @@ static int dps_create(const json_t *r, const pg_job_data *in, int threads, pg_tr
     rc = pg_generator_train_init(&g->gen, r, g->rows, seed, 1e-4, &g->net, &g->opt, &g->ema, err);
     /* The one-off release happens here, once per job: a restore reads the
      * released means back from the checkpoint instead of drawing again. */
-    if (rc == PG_OK && g->calib)
+    if (rc == PG_OK && g->calib && !g->gen.heads)
         rc = pg_calib_release_means(&g->secure, g->data, g->gen.num_classes, g->lo, g->hi,
                                     g->calib_sigma, g->calib_means, err);
     /* The quantile map: released once, before any step reads a row. */
     if (rc == PG_OK && g->qmapped)
         rc = pg_qmap_spec_release(r, in->desc, &g->secure, g->data->x, g->data->n, 0, &g->gen, err);
+    /* On a table the class statistics are taken in the space the generator
+     * trains in, after the quantile map (itself released above). */
+    if (rc == PG_OK && g->calib && g->gen.heads)
+        rc = pg_calib_table_release(&g->secure, g->gen.heads, g->gen.qmap, g->data->x,
+                                    g->data->labels, g->data->n, g->gen.num_classes, g->calib_sigma,
+                                    g->calib_means, NULL, err);
     if (rc == PG_OK && g->counted) {
         rc = pg_label_count_release(&g->secure, g->data->labels, g->data->n, g->gen.num_classes,
                                     g->count_sigma, g->label_counts, err);
@@ -772,8 +787,11 @@ static int dps_snapshot(pg_trainer *t, pg_snapshot **out, pg_error *err)
         pg_nn_snapshot *nn = NULL;
         rc = pg_generator_ema_take(&g->ema, g->net, &nn, err);
         if (rc) return rc;
-        rc = pg_generator_snapshot_calibrated(&g->gen, nn, g->step, g->calib_means,
-                                              g->calib_per_class, g->lo, g->hi, out, err);
+        rc = g->gen.heads
+                 ? pg_generator_snapshot_calibrated_table(&g->gen, nn, g->step, g->calib_means,
+                                                          g->calib_per_class, out, err)
+                 : pg_generator_snapshot_calibrated(&g->gen, nn, g->step, g->calib_means,
+                                                    g->calib_per_class, g->lo, g->hi, out, err);
     }
     /* Samples follow the released class proportions (post-processing). */
     if (rc == PG_OK && g->label_w && (rc = pg_snapshot_set_class_weights(*out, g->label_w, err))) {
@@ -798,9 +816,12 @@ static int dps_save(pg_trainer *t, unsigned char **bytes, size_t *len, pg_error 
     if (extra && g->calib) {
         json_object_set_new(json_object_get(extra, "privacy"), "calibration_noise_multiplier",
                             json_real(g->calib_sigma));
-        json_object_set_new(extra, "calibration",
-                            json_pack("{s:I,s:f,s:f}", "per_class", (json_int_t)g->calib_per_class,
-                                      "lo", (double)g->lo, "hi", (double)g->hi));
+        json_object_set_new(
+            extra, "calibration",
+            g->gen.heads ? json_pack("{s:I,s:s}", "per_class", (json_int_t)g->calib_per_class,
+                                     "kind", "table")
+                         : json_pack("{s:I,s:f,s:f}", "per_class", (json_int_t)g->calib_per_class,
+                                     "lo", (double)g->lo, "hi", (double)g->hi));
     }
     if (extra && g->counted) {
         json_object_set_new(json_object_get(extra, "privacy"), "label_count_noise",
@@ -816,10 +837,11 @@ static int dps_save(pg_trainer *t, unsigned char **bytes, size_t *len, pg_error 
         json_decref(extra);
         extra = NULL;
     }
-    pg_ckpt_tensor m = {.name = PG_GENERATOR_CALIB_TENSOR,
-                        .ndim = 2,
-                        .dims = {g->gen.num_classes > 0 ? (uint64_t)g->gen.num_classes : 1, g->d},
-                        .data = g->calib_means};
+    pg_ckpt_tensor m = {
+        .name = PG_GENERATOR_CALIB_TENSOR,
+        .ndim = 2,
+        .dims = {g->gen.num_classes > 0 ? (uint64_t)g->gen.num_classes : 1, g->calib_width},
+        .data = g->calib_means};
     return pg_generator_ckpt_save(extra, g->net, g->opt, &g->ema, &m, g->calib ? 1 : 0, bytes, len,
                                   err);
 }
@@ -830,12 +852,14 @@ static int restore_means(dps *g, const pg_ckpt *rest, pg_error *err)
 {
     const pg_ckpt_tensor *m = pg_ckpt_find(rest, PG_GENERATOR_CALIB_TENSOR);
     size_t K = g->gen.num_classes > 0 ? (size_t)g->gen.num_classes : 1;
-    bool ok = m && m->ndim == 2 && m->dims[0] == K && m->dims[1] == g->d;
-    for (size_t i = 0; ok && i < K * g->d; i++) ok = isfinite(m->data[i]);
+    bool ok = m && m->ndim == 2 && m->dims[0] == K && m->dims[1] == g->calib_width;
+    for (size_t i = 0; ok && i < K * g->calib_width; i++) ok = isfinite(m->data[i]);
+    if (ok && g->gen.heads)
+        ok = pg_calib_table_check_targets(g->gen.heads, g->gen.num_classes, m->data, NULL) == PG_OK;
     if (!ok)
         return pg_error_set(err, PG_EFORMAT,
                             "the checkpoint's calibration means are missing or malformed");
-    memcpy(g->calib_means, m->data, K * g->d * sizeof(float));
+    memcpy(g->calib_means, m->data, K * g->calib_width * sizeof(float));
     return PG_OK;
 }
 
