@@ -171,8 +171,8 @@ static void within_sd(const pg_heads *h, const pg_qmap *qmap, size_t K, const do
 }
 
 int pg_calib_table_release(pg_rng *secure, const pg_heads *h, const pg_qmap *qmap, const float *x,
-                           const int32_t *labels, size_t n, int classes, double s, float *targets,
-                           double *raw, pg_error *err)
+                           const int32_t *labels, size_t n, int classes, double s, bool spread,
+                           float *targets, double *raw, pg_error *err)
 {
     if (!secure || !pg_rng_is_secure(secure))
         return pg_error_set(err, PG_EPRIVACY, "DP noise needs the secure generator");
@@ -220,7 +220,7 @@ int pg_calib_table_release(pg_rng *secure, const pg_heads *h, const pg_qmap *qma
             for (size_t q = 0; q < w; q++) t[o + q] = (float)p[q + ref], t[d + o + q] = 0.0f;
         }
     }
-    within_sd(h, qmap, K, v + K * d, targets);
+    if (spread) within_sd(h, qmap, K, v + K * d, targets);
 out:
     free(v);
     free(p);
@@ -470,4 +470,15 @@ void pg_calib_table_apply(const pg_calib_table *c, pg_rng *rng, float *rows, con
             set_state(hd, u, to);
         }
     }
+}
+
+int pg_calib_table_fit_all(pg_calib_table *c, const float *targets, const float *rows, size_t n,
+                           pg_error *err)
+{
+    if (!c || !targets || !rows || n == 0)
+        return pg_error_set(err, PG_EINVAL, "calibration fit needs targets and rows");
+    int rc = PG_OK;
+    for (size_t k = 0; k < c->K && rc == PG_OK; k++)
+        rc = pg_calib_table_fit(c, (int)k, targets + k * 2 * c->d, rows + k * n * c->d, n, err);
+    return rc;
 }

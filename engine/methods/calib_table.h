@@ -36,8 +36,9 @@
  * heads.h SOFTMAX_REF, gets 1 - sum of its units before clipping; only the
  * units are stored). A class with no mass left gets uniform frequencies.
  * The second d columns hold a numeric unit's target within-class sd, -1
- * when unknown (no quantile map) and on softmax units. With a map it is
- * known without another release: a mapped column is about uniform on
+ * when not asked for (calibration.numeric "shift", the default), without a
+ * quantile map and on softmax units. With a map it can be guessed without
+ * another release: a mapped column is about uniform on
  * [c - k h, c + k h] (k the map's spread), variance (k h)^2 / 3 over all
  * rows, of which the released class means explain sum_k pi_k (m_k - m)^2
  * (pi from the released counts); the classes share the rest (floored at a
@@ -50,16 +51,15 @@
  * probability (q_a - p_a) / q_a to a state b drawn with probability
  * proportional to (p_b - q_b)+: the fewest samples move, and the expected
  * frequencies after the move are exactly p (for the measured q). Numeric,
- * with a target sd s: x -> m + sqrt(3) s (2 G(x) - 1), G the class's
- * measured CDF of the unit (65 quantiles, linear between them), so the class
- * comes out uniform with the target mean and sd, as a mapped column is over
- * all rows (an affine map would keep the generator's tails, which the
- * map's decoding sends to the column's min and max); without one, a shift
- * x -> x + b fitted by a few fixed-point passes so that the draw, clamped
- * to [lo, hi], has the target mean.
- * Moves draw two uniforms per softmax head per row from the caller's
- * generator whatever the outcome, so row i gets the same draws however a
- * request is chunked.
+ * by default a shift (below); with a target sd s ("rank"): x -> m + sqrt(3) s (2 G(x) - 1), G the
+ * class's measured CDF of the unit (65 quantiles, linear between them), so the class comes out
+ * uniform with the target mean and sd, as a mapped column is over all rows (an affine map would
+ * keep the generator's tails, which the map's decoding sends to the column's min and max). The
+ * pooled sd is a guess: a class narrower than the others comes out too wide (a skewed column's
+ * median moved, test_qmap_methods), which is why it is not the default; without a target sd, a
+ * shift x -> x + b fitted by a few fixed-point passes so that the draw, clamped to [lo, hi], has
+ * the target mean. Moves draw two uniforms per softmax head per row from the caller's generator
+ * whatever the outcome, so row i gets the same draws however a request is chunked.
  *
  * Errors: PG_EPRIVACY for a seeded generator in the release; PG_EINVAL for
  * bad arguments (no heads, widths not covering d, s <= 0, a label outside
@@ -69,6 +69,7 @@
 #ifndef PG_METHODS_CALIB_TABLE_H
 #define PG_METHODS_CALIB_TABLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -87,10 +88,12 @@ int pg_calib_table_stats(const pg_heads *h, const pg_qmap *qmap, const float *x,
                          const int32_t *labels, size_t n, int classes, double *out, pg_error *err);
 
 /* One release: stats + N(0, 2 s^2) per coordinate, post-processed into
- * targets (K x 2d). raw (optional, K d + K): the noisy vector itself. */
+ * targets (K x 2d); spread: fill the within-class sds from the map (else,
+ * and without a map, they stay -1 and numbers are shifted). raw (optional,
+ * K d + K): the noisy vector itself. */
 int pg_calib_table_release(pg_rng *secure, const pg_heads *h, const pg_qmap *qmap, const float *x,
-                           const int32_t *labels, size_t n, int classes, double s, float *targets,
-                           double *raw, pg_error *err);
+                           const int32_t *labels, size_t n, int classes, double s, bool spread,
+                           float *targets, double *raw, pg_error *err);
 
 /* PG_OK when targets (K x 2d) are what a release can produce: numeric means
  * inside [lo, hi] and sds in [0, (hi - lo) / 2] or -1, each softmax head's
@@ -109,6 +112,11 @@ void pg_calib_table_free(pg_calib_table *c);
  * (n x d, the table's encoding) drawn from the generator for class k. */
 int pg_calib_table_fit(pg_calib_table *c, int k, const float *targets_k, const float *rows,
                        size_t n, pg_error *err);
+
+/* Every class at once: rows are K blocks of n rows (block k drawn for class
+ * k), targets K x 2d. */
+int pg_calib_table_fit_all(pg_calib_table *c, const float *targets, const float *rows, size_t n,
+                           pg_error *err);
 
 /* In place on rows (n x d) whose classes are labels (NULL: class 0). */
 void pg_calib_table_apply(const pg_calib_table *c, pg_rng *rng, float *rows, const int32_t *labels,

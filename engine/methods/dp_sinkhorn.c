@@ -89,6 +89,7 @@ static const char *const CLIPS[] = {"matrix", "row", NULL};
 static const char *const DEBIAS_CLIPS[] = {"matched", "none", NULL};
 static const char *const LR_DECAYS[] = {"none", "cosine", "linear", NULL};
 static const char *const GEN_LABELS[] = {"uniform", "balanced", NULL};
+static const char *const CALIB_NUMERIC[] = {"shift", "rank", NULL};
 
 static const pg_param DPS_PARAMS[] = {
     PG_GENERATOR_PARAM_ROWS,
@@ -154,16 +155,27 @@ static const pg_param DPS_PARAMS[] = {
      "release (RDP alpha / (2 s^2)) composed into the plan. At 10, on 3563 rows, a proportion "
      "is off by about 0.003."},
     {"calibration.class_means", PG_PARAM_BOOL, "false", 0, 0, NULL, 0, 0,
-     "Shift each class's samples so their mean is a DP estimate of the data's class mean "
-     "(engine/methods/calib.h): one Gaussian release of per-class sums and counts before "
-     "training, composed with the steps in the accountant, so a target epsilon covers both. "
-     "Needs the dataset's declared value range."},
+     "Move each class's samples onto DP estimates of the data's per-class statistics: one "
+     "Gaussian release of per-class sums and counts before training, composed with the steps in "
+     "the accountant, so a target epsilon covers both. Untyped rows (engine/methods/calib.h): "
+     "samples are shifted onto the class means; needs the dataset's declared value range. Typed "
+     "tables (engine/methods/calib_table.h): per-class category frequencies (the fewest samples "
+     "change category) and numeric means (each class's numbers "
+     "shifted onto the released means, or see calibration.numeric). Default on labelled "
+     "central tables: true."},
     {"calibration.noise_multiplier", PG_PARAM_NUM, "5", 0, 1e4, NULL, 0, PG_PARAM_EXCLUSIVE_MIN,
-     "Noise multiplier of the class-mean release (RDP alpha / (2 s^2)); at 5 and 6000 rows per "
-     "class a 784-value mean is off by about 0.9 in l2 on [-1, 1] data."},
+     "Noise multiplier s of the release (RDP alpha / (2 s^2)); at 5 and 6000 rows per class a "
+     "784-value mean is off by about 0.9 in l2 on [-1, 1] data. Labelled tables: max(1, "
+     "20 / sqrt(epsilon)) when a target epsilon is given (8.9 at epsilon 5: a frequency of a "
+     "class of 1000 rows is off by about 0.05, its share of the budget small)."},
+    {"calibration.numeric", PG_PARAM_STR, "\"shift\"", 0, 0, CALIB_NUMERIC, 0, 0,
+     "Typed tables: how each class's numbers meet the released class mean. shift: moved by one "
+     "offset per class and column (the generator's spread kept); rank: mapped by rank onto a "
+     "uniform law with the released mean and a within-class spread guessed from the quantile "
+     "map (the same for every class; a narrow class comes out too wide)."},
     {"calibration.samples_per_class", PG_PARAM_INT, "1000", 10, 100000, NULL, 0, 0,
-     "Generated rows per class that measure the generator's class means when a snapshot is "
-     "published (a fixed-seed draw)."},
+     "Generated rows per class that measure the generator's class statistics when a snapshot "
+     "is published (a fixed-seed draw). Labelled tables: 4000."},
     {"seed", PG_PARAM_INT, NULL, 0, 9007199254740991.0, NULL, 0, PG_PARAM_OPTIONAL,
      "Seed of initialization, latents, generated labels and sampling (never of DP noise)."},
     {"checkpoint_every", PG_PARAM_INT, "500", 1, 1e8, NULL, 0, 0,
@@ -581,9 +593,11 @@ static int dps_create(const json_t *r, const pg_job_data *in, int threads, pg_tr
     /* On a table the class statistics are taken in the space the generator
      * trains in, after the quantile map (itself released above). */
     if (rc == PG_OK && g->calib && g->gen.heads)
-        rc = pg_calib_table_release(&g->secure, g->gen.heads, g->gen.qmap, g->data->x,
-                                    g->data->labels, g->data->n, g->gen.num_classes, g->calib_sigma,
-                                    g->calib_means, NULL, err);
+        rc = pg_calib_table_release(
+            &g->secure, g->gen.heads, g->gen.qmap, g->data->x, g->data->labels, g->data->n,
+            g->gen.num_classes, g->calib_sigma,
+            strcmp(pg_spec_str(r, "calibration.numeric", "shift"), "rank") == 0, g->calib_means,
+            NULL, err);
     if (rc == PG_OK && g->counted) {
         rc = pg_label_count_release(&g->secure, g->data->labels, g->data->n, g->gen.num_classes,
                                     g->count_sigma, g->label_counts, err);

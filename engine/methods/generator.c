@@ -740,17 +740,17 @@ int pg_generator_snapshot_calibrated_table(const pg_generator *g, pg_nn_snapshot
                                            pg_snapshot **out, pg_error *err)
 {
     *out = NULL;
-    if (!g->heads || per_class == 0 || !targets) {
+    if (!g->heads || per_class < 2 || !targets) {
         pg_nn_snapshot_free(nn);
         return pg_error_set(err, PG_EINVAL,
-                            "table calibration needs heads, targets, per_class >= 1");
+                            "table calibration needs heads, targets, per_class >= 2");
     }
     gen_snap *s;
     int rc = snap_new(g, nn, &s, err);
     if (rc) return rc;
     size_t K = g->num_classes > 0 ? (size_t)g->num_classes : 1, d = g->d;
     pg_calib_table *c = NULL;
-    float *buf = pg_alloc_f32(per_class * d);
+    float *buf = pg_alloc_f32(K * per_class * d);
     rc = buf ? pg_calib_table_new(g->heads, g->num_classes, &c, err)
              : pg_error_set(err, PG_ENOMEM, "cannot allocate a calibrated snapshot");
     /* Measured on the uncalibrated sampler (s is private to this call)
@@ -758,11 +758,10 @@ int pg_generator_snapshot_calibrated_table(const pg_generator *g, pg_nn_snapshot
      * space the release was taken in, where gen_sample applies it. */
     pg_qmap *qm = s->g.qmap;
     s->g.qmap = NULL;
-    for (size_t k = 0; k < K && rc == PG_OK; k++) {
-        rc = gen_sample(s, per_class, PG_CALIB_SEED + k, g->num_classes ? (int)k : -1, buf, err);
-        if (rc == PG_OK)
-            rc = pg_calib_table_fit(c, (int)k, targets + k * 2 * d, buf, per_class, err);
-    }
+    for (size_t k = 0; k < K && rc == PG_OK; k++)
+        rc = gen_sample(s, per_class, PG_CALIB_SEED + k, g->num_classes ? (int)k : -1,
+                        buf + k * per_class * d, err);
+    if (rc == PG_OK) rc = pg_calib_table_fit_all(c, targets, buf, per_class, err);
     s->g.qmap = qm;
     pg_free(buf);
     if (rc) {

@@ -175,7 +175,7 @@ START_TEST(noise_is_multiplier_times_sensitivity)
     float targets[4 * D];
     for (size_t r = 0; r < reps; r++) {
         ck_assert_int_eq(pg_calib_table_release(&sec, f.h, NULL, f.ds.x, f.ds.labels, N, 2, s,
-                                                targets, raw, NULL),
+                                                false, targets, raw, NULL),
                          PG_OK);
         for (size_t i = 0; i < m1; i++) xi[r * m1 + i] = raw[i] - stats[i];
     }
@@ -189,21 +189,21 @@ START_TEST(noise_is_multiplier_times_sensitivity)
     /* Refused: a seeded generator, no noise, no heads. */
     pg_rng seeded;
     pg_rng_seeded(&seeded, 1, 0);
-    ck_assert_int_eq(pg_calib_table_release(&seeded, f.h, NULL, f.ds.x, f.ds.labels, N, 2, s,
+    ck_assert_int_eq(pg_calib_table_release(&seeded, f.h, NULL, f.ds.x, f.ds.labels, N, 2, s, false,
                                             targets, NULL, NULL),
                      PG_EPRIVACY);
-    ck_assert_int_eq(pg_calib_table_release(&sec, f.h, NULL, f.ds.x, f.ds.labels, N, 2, 0.0,
+    ck_assert_int_eq(pg_calib_table_release(&sec, f.h, NULL, f.ds.x, f.ds.labels, N, 2, 0.0, false,
                                             targets, NULL, NULL),
                      PG_EINVAL);
-    ck_assert_int_eq(
-        pg_calib_table_release(&sec, NULL, NULL, f.ds.x, f.ds.labels, N, 2, s, targets, NULL, NULL),
-        PG_EINVAL);
+    ck_assert_int_eq(pg_calib_table_release(&sec, NULL, NULL, f.ds.x, f.ds.labels, N, 2, s, false,
+                                            targets, NULL, NULL),
+                     PG_EINVAL);
     int32_t bad = 2;
     ck_assert_int_eq(
-        pg_calib_table_release(&sec, f.h, NULL, f.ds.x, &bad, 1, 2, s, targets, NULL, NULL),
+        pg_calib_table_release(&sec, f.h, NULL, f.ds.x, &bad, 1, 2, s, false, targets, NULL, NULL),
         PG_EINVAL);
     /* With almost no noise the targets are the data's own statistics. */
-    ck_assert_int_eq(pg_calib_table_release(&sec, f.h, NULL, f.ds.x, f.ds.labels, N, 2, 1e-6,
+    ck_assert_int_eq(pg_calib_table_release(&sec, f.h, NULL, f.ds.x, f.ds.labels, N, 2, 1e-6, false,
                                             targets, NULL, NULL),
                      PG_OK);
     ck_assert_int_eq(pg_calib_table_check_targets(f.h, 2, targets, NULL), PG_OK);
@@ -360,7 +360,9 @@ START_TEST(plan_charges_the_release_exactly)
                          "{\"privacy\": {\"epsilon\": 5}, \"calibration\": {\"class_means\": "
                          "true, \"samples_per_class\": 0}}",
                          "{\"privacy\": {\"epsilon\": 5}, \"calibration\": {\"class_means\": "
-                         "\"yes\"}}"};
+                         "\"yes\"}}",
+                         "{\"privacy\": {\"epsilon\": 5}, \"calibration\": {\"numeric\": "
+                         "\"quantile\"}}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         json_t *x = resolve(bad[i], &f, &e);
         ck_assert_msg(x == NULL && e.count > 0, "accepted: %s", bad[i]);
@@ -436,8 +438,8 @@ END_TEST
 /* The targets travel in the checkpoint (kind "table"): a restore re-saves
  * the same bytes and serves the same samples, the snapshot rebuilt from the
  * bytes alone draws what the trainer's does, and a spec without calibration
- * (or with another noise) is refused. With the quantile map on (default),
- * so the rank map is exercised too. */
+ * (or with another noise) is refused. With the quantile map on (default)
+ * and calibration.numeric "rank", so the rank map is exercised too. */
 START_TEST(checkpoints_carry_the_calibration)
 {
     pg_threads_set(1);
@@ -447,7 +449,8 @@ START_TEST(checkpoints_carry_the_calibration)
     const pg_method *m = pg_method_find("dp_sinkhorn");
     pg_spec_errors e;
     json_t *r = resolve("{\"seed\": 3, \"privacy\": {\"epsilon\": 50}, \"train\": {\"steps\": 20}, "
-                        "\"calibration\": {\"class_means\": true, \"noise_multiplier\": 4}}",
+                        "\"calibration\": {\"class_means\": true, \"noise_multiplier\": 4, "
+                        "\"numeric\": \"rank\"}}",
                         &f, &e);
     ck_assert_msg(r != NULL, "%s: %s", e.items[0].field, e.items[0].message);
     pg_trainer *tr = train(r, &f);
