@@ -494,6 +494,37 @@ START_TEST(checkpoints_carry_the_calibration)
 }
 END_TEST
 
+/* The same rows untyped (the image path): nothing new is on by default, the
+ * plan's mechanism is the plain one, and training and checkpoints carry no
+ * table calibration. */
+START_TEST(untyped_rows_are_unchanged)
+{
+    pg_threads_set(1);
+    fixture f;
+    make(&f);
+    f.desc.table = NULL;
+    pg_spec_errors e;
+    json_t *r =
+        resolve("{\"seed\": 3, \"privacy\": {\"epsilon\": 5}, \"train\": {\"steps\": 5}}", &f, &e);
+    ck_assert_msg(r != NULL, "%s: %s", e.items[0].field, e.items[0].message);
+    ck_assert(!pg_spec_bool(r, "calibration.class_means", false));
+    ck_assert_int_eq(pg_spec_int(r, "calibration.samples_per_class", 0), 1000);
+    pg_privacy_plan p;
+    pg_job_data in = {.desc = &f.desc, .rows = &f.ds};
+    ck_assert_int_eq(pg_method_find("dp_sinkhorn")->plan(r, &in, &p, NULL), PG_OK);
+    ck_assert_str_eq(p.mechanism, "poisson_subsampled_gaussian");
+    pg_trainer *tr = train(r, &f);
+    unsigned char *bytes;
+    size_t len;
+    ck_assert_int_eq(pg_method_find("dp_sinkhorn")->save(tr, &bytes, &len, NULL), PG_OK);
+    ck_assert(memmem(bytes, len, "calibration", 11) == NULL);
+    free(bytes);
+    pg_method_find("dp_sinkhorn")->destroy(tr);
+    json_decref(r);
+    unmake(&f);
+}
+END_TEST
+
 static Suite *calib_table_suite(void)
 {
     Suite *s = suite_create("calib_table");
@@ -505,6 +536,7 @@ static Suite *calib_table_suite(void)
     tcase_add_test(tc, plan_charges_the_release_exactly);
     tcase_add_test(tc, calibrated_samples_match_the_release);
     tcase_add_test(tc, checkpoints_carry_the_calibration);
+    tcase_add_test(tc, untyped_rows_are_unchanged);
     suite_add_tcase(s, tc);
     return s;
 }
