@@ -205,6 +205,7 @@ typedef struct dps {
     size_t calib_per_class;
     float *calib_means, lo, hi;
     size_t calib_width; /* columns of calib_means: d, or 2 d on a table */
+    bool calib_rank;    /* calibration.numeric "rank" (tables) */
     /* Label count (label_count.h): on when counted; the released counts
      * (classes) and the proportions that training and samples follow. */
     bool counted;
@@ -526,6 +527,7 @@ static int dps_common(const json_t *r, const pg_job_data *in, dps **out, pg_erro
     g->count_sigma = g->counted ? pg_spec_num(r, "labels.count_noise", PG_LABEL_COUNT_NOISE) : 0;
     g->calib_sigma = g->calib ? pg_spec_num(r, "calibration.noise_multiplier", 5) : 0.0;
     g->calib_per_class = (size_t)pg_spec_int(r, "calibration.samples_per_class", 1000);
+    g->calib_rank = strcmp(pg_spec_str(r, "calibration.numeric", "shift"), "rank") == 0;
     g->lo = desc->lo;
     g->hi = desc->hi;
     size_t K = g->gen.num_classes > 0 ? (size_t)g->gen.num_classes : 1;
@@ -593,11 +595,9 @@ static int dps_create(const json_t *r, const pg_job_data *in, int threads, pg_tr
     /* On a table the class statistics are taken in the space the generator
      * trains in, after the quantile map (itself released above). */
     if (rc == PG_OK && g->calib && g->gen.heads)
-        rc = pg_calib_table_release(
-            &g->secure, g->gen.heads, g->gen.qmap, g->data->x, g->data->labels, g->data->n,
-            g->gen.num_classes, g->calib_sigma,
-            strcmp(pg_spec_str(r, "calibration.numeric", "shift"), "rank") == 0, g->calib_means,
-            NULL, err);
+        rc = pg_calib_table_release(&g->secure, g->gen.heads, g->gen.qmap, g->data->x,
+                                    g->data->labels, g->data->n, g->gen.num_classes, g->calib_sigma,
+                                    g->calib_rank, g->calib_means, NULL, err);
     if (rc == PG_OK && g->counted) {
         rc = pg_label_count_release(&g->secure, g->data->labels, g->data->n, g->gen.num_classes,
                                     g->count_sigma, g->label_counts, err);
@@ -832,8 +832,8 @@ static int dps_save(pg_trainer *t, unsigned char **bytes, size_t *len, pg_error 
                             json_real(g->calib_sigma));
         json_object_set_new(
             extra, "calibration",
-            g->gen.heads ? json_pack("{s:I,s:s}", "per_class", (json_int_t)g->calib_per_class,
-                                     "kind", "table")
+            g->gen.heads ? json_pack("{s:I,s:s,s:s}", "per_class", (json_int_t)g->calib_per_class,
+                                     "kind", "table", "numeric", g->calib_rank ? "rank" : "shift")
                          : json_pack("{s:I,s:f,s:f}", "per_class", (json_int_t)g->calib_per_class,
                                      "lo", (double)g->lo, "hi", (double)g->hi));
     }
@@ -877,6 +877,14 @@ static int restore_means(dps *g, const pg_ckpt *rest, pg_error *err)
     return PG_OK;
 }
 
+/* The table calibration's numeric rule of a checkpoint matches the spec's. */
+static bool same_numeric(const json_t *extra, bool rank)
+{
+    const char *n =
+        json_string_value(json_object_get(json_object_get(extra, "calibration"), "numeric"));
+    return n && strcmp(n, rank ? "rank" : "shift") == 0;
+}
+
 static bool same(double a, double b)
 {
     return fabs(a - b) <= 1e-12 * fabs(b);
@@ -918,6 +926,10 @@ static int dps_restore(const json_t *r, const pg_job_data *in, int threads,
                               "than this spec");
         else if ((rc = pg_rng_state_from_json(json_object_get(rng, "latent"), &g->latent_rng, err)))
             ;
+        else if (g->calib && g->gen.heads && !same_numeric(extra, g->calib_rank))
+            rc = pg_error_set(err, PG_EFORMAT,
+                              "the checkpoint's numbers were calibrated otherwise "
+                              "(calibration.numeric)");
         else if (g->calib && (rc = restore_means(g, &rest, err)))
             ;
         else if ((rc = pg_qmap_spec_restore(r, in->desc, extra, &g->gen, err)))

@@ -438,7 +438,7 @@ END_TEST
 /* The targets travel in the checkpoint (kind "table"): a restore re-saves
  * the same bytes and serves the same samples, the snapshot rebuilt from the
  * bytes alone draws what the trainer's does, and a spec without calibration
- * (or with another noise) is refused. With the quantile map on (default)
+ * (or with another noise, or shifting its numbers) is refused. With the quantile map on (default)
  * and calibration.numeric "rank", so the rank map is exercised too. */
 START_TEST(checkpoints_carry_the_calibration)
 {
@@ -477,8 +477,11 @@ START_TEST(checkpoints_carry_the_calibration)
                            "20}}",
                            "{\"seed\": 3, \"privacy\": {\"epsilon\": 50}, \"train\": {\"steps\": "
                            "20}, \"calibration\": {\"class_means\": true, \"noise_multiplier\": "
-                           "5}}"};
-    for (int i = 0; i < 2; i++) {
+                           "5}}",
+                           "{\"seed\": 3, \"privacy\": {\"epsilon\": 50}, \"train\": {\"steps\": "
+                           "20}, \"calibration\": {\"class_means\": true, \"noise_multiplier\": "
+                           "4}}"};
+    for (int i = 0; i < 3; i++) {
         json_t *r2 = resolve(other[i], &f, &e);
         ck_assert_ptr_nonnull(r2);
         pg_trainer *t2 = NULL;
