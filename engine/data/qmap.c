@@ -202,6 +202,92 @@ int pg_qmap_release(pg_rng *secure, const pg_table *t, const float *x, size_t n,
     return PG_OK;
 }
 
+size_t pg_qmap_total_bins(const pg_qmap *m)
+{
+    size_t b = 0;
+    for (size_t j = 0; m && j < m->ncols; j++) b += m->cols[j].bins;
+    return b;
+}
+
+/* Histograms of rows x[i] with labels[i] == k (labels NULL: all rows). */
+static void class_histogram(const pg_qmap *m, const float *x, const int32_t *labels, int32_t k,
+                            size_t n, size_t stride, double **counts)
+{
+    for (size_t j = 0; j < m->ncols; j++) {
+        const pg_qmap_col *c = &m->cols[j];
+        memset(counts[j], 0, c->bins * sizeof **counts);
+        for (size_t i = 0; i < n; i++) {
+            const float *row = x + i * stride;
+            if ((!labels || labels[i] == k) && !missing(c, row))
+                counts[j][bin_of(c, row[c->unit])] += 1.0;
+        }
+    }
+}
+
+int pg_qmap_release_classes(pg_rng *secure, const pg_table *t, const float *x,
+                            const int32_t *labels, size_t n, size_t stride, int classes,
+                            size_t bins, double s, int replace_one, pg_qmap **pooled,
+                            pg_qmap **per_class, double *raw, pg_error *err)
+{
+    size_t K = classes > 0 ? (size_t)classes : 1;
+    *pooled = NULL;
+    for (size_t k = 0; k < K; k++) per_class[k] = NULL;
+    if (!secure || !pg_rng_is_secure(secure))
+        return pg_error_set(err, PG_EPRIVACY, "DP noise needs the secure generator");
+    if (!(s > 0) || !isfinite(s) || (n && !x) || stride < (t ? t->width : 0) || classes < 0 ||
+        (classes > 0 && n && !labels))
+        return pg_error_set(err, PG_EINVAL, "a per-class quantile map needs labelled rows, s > 0");
+    for (size_t i = 0; classes > 0 && i < n; i++)
+        if (labels[i] < 0 || labels[i] >= classes)
+            return pg_error_set(err, PG_EINVAL, "row %zu has label %d outside [0, %d)", i + 1,
+                                (int)labels[i], classes);
+    int rc = pg_qmap_layout(t, bins, pooled, err);
+    for (size_t k = 0; k < K && rc == PG_OK; k++) rc = pg_qmap_layout(t, bins, &per_class[k], err);
+    pg_qmap *m = *pooled;
+    size_t nc = m ? m->ncols : 0, tb = pg_qmap_total_bins(m);
+    double *sum = rc ? NULL : calloc(tb ? tb : 1, sizeof *sum);
+    double *cnt = rc ? NULL : malloc((tb ? tb : 1) * sizeof *cnt);
+    double **cs = rc ? NULL : calloc(nc ? nc : 1, sizeof *cs);
+    double **ps = rc ? NULL : calloc(nc ? nc : 1, sizeof *ps);
+    if (rc == PG_OK && (!sum || !cnt || !cs || !ps))
+        rc = pg_error_set(err, PG_ENOMEM, "cannot allocate the histograms");
+    if (rc == PG_OK) {
+        for (size_t j = 0, o = 0; j < nc; o += m->cols[j].bins, j++) {
+            cs[j] = cnt + o;
+            ps[j] = sum + o;
+        }
+        /* One class at a time: its histograms plus the same per-count noise
+         * as the pooled release (sigma = s Delta, Delta the sensitivity of the
+         * concatenation, qmap.h), post-processed with threshold sigma. */
+        double sigma = pg_qmap_count_sigma(s, nc, replace_one);
+        for (size_t k = 0; k < K; k++) {
+            class_histogram(m, x, classes > 0 ? labels : NULL, (int32_t)k, n, stride, cs);
+            for (size_t b = 0; b < tb; b++) {
+                cnt[b] += sigma * pg_rng_normal(secure);
+                sum[b] += cnt[b];
+            }
+            if (raw) memcpy(raw + k * tb, cnt, tb * sizeof *raw);
+            pg_qmap_set_counts(per_class[k], cs, sigma);
+        }
+        /* The pooled map: the sum of the K noisy histograms (noise variance
+         * K sigma^2), thresholded at its own noise std. */
+        pg_qmap_set_counts(m, ps, sqrt((double)K) * sigma);
+    }
+    free(sum);
+    free(cnt);
+    free(cs);
+    free(ps);
+    if (rc) {
+        pg_qmap_free(*pooled);
+        *pooled = NULL;
+        for (size_t k = 0; k < K; k++) {
+            pg_qmap_free(per_class[k]);
+            per_class[k] = NULL;
+        }
+    }
+    return rc;
+}
+
 double pg_qmap_cdf(const pg_qmap_col *c, double u)
 {
     if (u <= c->edge[0]) return 0.0;

@@ -54,6 +54,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "engine/core/error.h"
 #include "engine/core/rng.h"
@@ -93,6 +94,30 @@ int pg_qmap_rdp(double s, const double *orders, size_t n, double *rdp, pg_error 
  * builds the map. bins in [2, PG_QMAP_MAX_BINS], s > 0. */
 int pg_qmap_release(pg_rng *secure, const pg_table *t, const float *x, size_t n, size_t stride,
                     size_t bins, double s, int replace_one, pg_qmap **out, pg_error *err);
+/* Per-class release (labelled tables, dp_sinkhorn's calibration.numeric
+ * "quantile"): one histogram per (class, numeric column) over the same bins,
+ * each count plus N(0, sigma^2), sigma = s Delta with Delta as above:
+ *   add/remove one row: the row lies in one class, so it moves at most one
+ *     count per column, all in its class's histograms: sqrt(c).
+ *   replace one row: per column, one count of the old row's (class, bin)
+ *     down by 1 and one of the new row's (class', bin') up by 1 (different
+ *     classes or not, they are two cells of the concatenated vector, or the
+ *     same one): at most 2 per column in squared l2, sqrt(2c).
+ * So the concatenation of the K classes' histograms has the sensitivity of
+ * the pooled release and the same sigma gives the same RDP alpha / (2 s^2):
+ * it replaces the pooled release in the plan, at no extra cost. per_class[k]
+ * is built from class k's noisy counts (threshold sigma, as above); *pooled,
+ * the map the generator's encoding uses, from their sum (post-processing;
+ * noise variance K sigma^2, so its threshold is sqrt(K) sigma and it is a
+ * noisier map than the pooled release's when K > 1). classes 0: one class,
+ * labels unused. raw (optional): K x pg_qmap_total_bins noisy counts, class
+ * by class, column by column. per_class has max(classes, 1) slots. */
+int pg_qmap_release_classes(pg_rng *secure, const pg_table *t, const float *x,
+                            const int32_t *labels, size_t n, size_t stride, int classes,
+                            size_t bins, double s, int replace_one, pg_qmap **pooled,
+                            pg_qmap **per_class, double *raw, pg_error *err);
+/* Bins over all columns of m (0 for NULL). */
+size_t pg_qmap_total_bins(const pg_qmap *m);
 /* The histograms only (no noise): counts[j] gets column j's bins (layout of
  * pg_qmap_layout). Exposed for tests. */
 int pg_qmap_layout(const pg_table *t, size_t bins, pg_qmap **out, pg_error *err);

@@ -23,6 +23,15 @@ struct pg_calib_table {
     float *knots;
     double *move; /* K x T: probability that a sample in the state moves */
     double *cdf;  /* K x T: per head, cumulative destination probabilities */
+    /* Quantile rule (pg_calib_table_set_quantiles): the pooled map, the
+     * classes' released CDFs (K x Q, Q = bins + ncols) and, per class and map
+     * column, the sorted fixed-seed draw of the unit (its measured CDF G). */
+    pg_qmap *pooled;
+    size_t Q;
+    double *ccdf;
+    size_t *qcol;    /* d: map column of a numeric unit, (size_t)-1 when none */
+    float **sorted;  /* K x ncols arrays (NULL: no present value drawn) */
+    size_t *nsorted; /* K x ncols */
 };
 
 static size_t states(const pg_head *hd)
@@ -267,7 +276,69 @@ void pg_calib_table_free(pg_calib_table *c)
     free(c->knots);
     free(c->move);
     free(c->cdf);
+    for (size_t i = 0; c->sorted && i < c->K * c->pooled->ncols; i++) free(c->sorted[i]);
+    free(c->sorted);
+    free(c->nsorted);
+    free(c->qcol);
+    free(c->ccdf);
+    pg_qmap_free(c->pooled);
     free(c);
+}
+
+size_t pg_calib_table_cdf_len(const pg_qmap *pooled)
+{
+    return pooled ? pg_qmap_total_bins(pooled) + pooled->ncols : 0;
+}
+
+int pg_calib_table_check_cdf(const pg_qmap *pooled, int classes, const float *class_cdf,
+                             pg_error *err)
+{
+    size_t K = classes > 0 ? (size_t)classes : 1;
+    if (!pooled || !class_cdf)
+        return pg_error_set(err, PG_EINVAL, "the quantile rule needs a map and class CDFs");
+    const float *f = class_cdf;
+    for (size_t k = 0; k < K; k++)
+        for (size_t j = 0; j < pooled->ncols; j++) {
+            size_t nb = pooled->cols[j].bins;
+            bool ok = f[0] == 0.0f && f[nb] == 1.0f;
+            for (size_t b = 1; ok && b <= nb; b++) ok = f[b] >= f[b - 1] && isfinite(f[b]);
+            if (!ok) return pg_error_set(err, PG_EFORMAT, "a class CDF is malformed");
+            f += nb + 1;
+        }
+    return PG_OK;
+}
+
+int pg_calib_table_class_cdf(const pg_qmap *const *per_class, int classes, float *out)
+{
+    size_t K = classes > 0 ? (size_t)classes : 1;
+    for (size_t k = 0; k < K; k++)
+        for (size_t j = 0; j < per_class[k]->ncols; j++) {
+            const pg_qmap_col *c = &per_class[k]->cols[j];
+            for (size_t b = 0; b <= c->bins; b++) *out++ = (float)c->cdf[b];
+        }
+    return PG_OK;
+}
+
+int pg_calib_table_set_quantiles(pg_calib_table *c, const pg_qmap *pooled, const float *class_cdf,
+                                 pg_error *err)
+{
+    int rc = pg_calib_table_check_cdf(pooled, (int)c->K, class_cdf, err);
+    if (rc) return rc;
+    if (c->pooled) return pg_error_set(err, PG_EINVAL, "the quantile rule is already set");
+    if ((rc = pg_qmap_copy(pooled, &c->pooled, err))) return rc;
+    size_t nc = pooled->ncols;
+    c->Q = pg_calib_table_cdf_len(pooled);
+    c->ccdf = malloc(c->K * c->Q * sizeof *c->ccdf);
+    c->qcol = malloc(c->d * sizeof *c->qcol);
+    c->sorted = calloc(c->K * nc + 1, sizeof *c->sorted);
+    c->nsorted = calloc(c->K * nc + 1, sizeof *c->nsorted);
+    if (!c->ccdf || !c->qcol || !c->sorted || !c->nsorted)
+        return pg_error_set(err, PG_ENOMEM, "cannot allocate the quantile rule");
+    for (size_t i = 0; i < c->K * c->Q; i++) c->ccdf[i] = (double)class_cdf[i];
+    for (size_t u = 0; u < c->d; u++) c->qcol[u] = (size_t)-1;
+    for (size_t j = 0; j < nc; j++)
+        if (pooled->cols[j].unit < c->d) c->qcol[pooled->cols[j].unit] = j;
+    return PG_OK;
 }
 
 int pg_calib_table_new(const pg_heads *h, int classes, pg_calib_table **out, pg_error *err)
@@ -430,6 +501,27 @@ int pg_calib_table_fit(pg_calib_table *c, int k, const float *targets_k, const f
         off[o] = targets_k[o];
         gain[o] = (float)(sqrt(3.0) * targets_k[d + o]);
     }
+    /* Quantile rule: keep the class's sorted draw of each mapped unit (the
+     * rows whose value is present), its measured CDF G. */
+    for (size_t j = 0; col && c->pooled && j < c->pooled->ncols; j++) {
+        const pg_qmap_col *qc = &c->pooled->cols[j];
+        size_t slot = (size_t)k * c->pooled->ncols + j, m = 0;
+        free(c->sorted[slot]);
+        c->sorted[slot] = NULL;
+        c->nsorted[slot] = 0;
+        for (size_t i = 0; i < n; i++)
+            if (qc->missing == PG_TABLE_NONE || !(rows[i * d + qc->missing] > 0.5f))
+                col[m++] = rows[i * d + qc->unit];
+        if (m == 0) continue; /* nothing drawn present: the shift stays */
+        qsort(col, m, sizeof *col, cmp_float);
+        if (!(c->sorted[slot] = malloc(m * sizeof *col))) {
+            free(col);
+            col = NULL;
+            break;
+        }
+        memcpy(c->sorted[slot], col, m * sizeof *col);
+        c->nsorted[slot] = m;
+    }
     bool ok = col != NULL;
     free(col);
     free(p);
@@ -437,6 +529,49 @@ int pg_calib_table_fit(pg_calib_table *c, int k, const float *targets_k, const f
     free(acc);
     free(buf);
     return ok ? PG_OK : pg_error_set(err, PG_ENOMEM, "cannot allocate calibration buffers");
+}
+
+/* G(x) from a sorted draw s[0 .. m): level (i + 1/2) / m at s[i], linear
+ * between, so a draw's own law comes out uniform; a run of equal values (a
+ * collapsed generator) spreads over its whole share of levels by u, the
+ * sample's own uniform; beyond the ends, within the outer half-steps. */
+static double measured_cdf(const float *s, size_t m, float x, double u)
+{
+    size_t lo = 0, hi = m; /* first index with s[i] >= x */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < m && s[lo] == x) {
+        size_t end = lo; /* one past the run of x */
+        while (end < m && s[end] == x) end++;
+        return ((double)lo + u * (double)(end - lo)) / (double)m;
+    }
+    if (lo == 0) return 0.5 * u / (double)m;
+    if (lo == m) return 1.0 - 0.5 * u / (double)m;
+    double f = ((double)x - s[lo - 1]) / ((double)s[lo] - s[lo - 1]);
+    return ((double)lo - 0.5 + f) / (double)m;
+}
+
+/* x -> encode(F_k^-1(G_k(x))) on a mapped unit: class k's released CDF
+ * (its histogram over the pooled map's bins, post-processed as qmap.h does)
+ * inverted, then sent through the pooled map the decoder inverts. */
+static float quantile_move(const pg_calib_table *c, size_t k, size_t j, float x, double u)
+{
+    const pg_qmap *m = c->pooled;
+    size_t slot = k * m->ncols + j;
+    const pg_qmap_col *pc = &m->cols[j];
+    pg_qmap_col kc = *pc; /* same bins, class k's CDF */
+    const double *f = c->ccdf + k * c->Q;
+    for (size_t i = 0; i < j; i++) f += m->cols[i].bins + 1;
+    kc.cdf = (double *)f;
+    double y = pg_qmap_inverse(&kc, measured_cdf(c->sorted[slot], c->nsorted[slot], x, u));
+    double mid = 0.5 * (m->lo + m->hi), kh = 0.5 * (m->hi - m->lo) * m->spread;
+    double v = mid + kh * (2.0 * pg_qmap_cdf(pc, y) - 1.0);
+    return (float)(v < m->lo ? m->lo : v > m->hi ? m->hi : v);
 }
 
 void pg_calib_table_apply(const pg_calib_table *c, pg_rng *rng, float *rows, const int32_t *labels,
@@ -453,6 +588,16 @@ void pg_calib_table_apply(const pg_calib_table *c, pg_rng *rng, float *rows, con
             const pg_head *hd = &h->h[j];
             float *u = row + hd->offset;
             if (hd->kind == PG_HEAD_NUMERIC) {
+                size_t qj = c->pooled ? c->qcol[hd->offset] : (size_t)-1;
+                if (qj != (size_t)-1) {
+                    /* One draw per mapped unit per row, used or not. */
+                    double t = pg_rng_uniform(rng);
+                    size_t slot = k * c->pooled->ncols + qj;
+                    if (c->nsorted[slot] > 0) {
+                        u[0] = quantile_move(c, k, qj, u[0], t);
+                        continue;
+                    }
+                }
                 const float *kn = c->knots + (k * c->d + hd->offset) * KNOTS;
                 float v = isnan(kn[0])
                               ? off[hd->offset] + gain[hd->offset] * u[0]

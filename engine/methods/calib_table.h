@@ -119,6 +119,27 @@ int pg_calib_table_fit_all(pg_calib_table *c, const float *targets, const float 
                            pg_error *err);
 
 /* In place on rows (n x d) whose classes are labels (NULL: class 0). */
+/* Quantile rule (calibration.numeric "quantile"). class_cdf: per class
+ * (max(classes, 1)), per column of the pooled map, bins + 1 CDF values over
+ * its bins (pg_qmap_release_classes' per-class maps, pg_calib_table_class_cdf;
+ * pg_calib_table_cdf_len values per class): nondecreasing from 0 to 1
+ * (pg_calib_table_check_cdf, PG_EFORMAT otherwise). Set before fitting: the
+ * fit then keeps each class's sorted draw of every mapped unit (its measured
+ * CDF G_k; level (i + 1/2) / m at the i-th of m, linear between) and apply
+ * sends a sample x of class k to pooled_encode(F_k^-1(G_k(x))), F_k the
+ * class's released CDF (piecewise linear, clamped to the bins; the decoder
+ * snaps integers). Ties in the draw (a collapsed generator) are spread by a
+ * uniform from the caller's generator: one draw per mapped unit per row,
+ * used or not, so chunking keeps row i's draws. The class's mean is then
+ * that of F_k; the class_stats release still moves categories. A unit with
+ * no present value in the draw keeps the shift. */
+size_t pg_calib_table_cdf_len(const pg_qmap *pooled);
+int pg_calib_table_check_cdf(const pg_qmap *pooled, int classes, const float *class_cdf,
+                             pg_error *err);
+int pg_calib_table_class_cdf(const pg_qmap *const *per_class, int classes, float *out);
+int pg_calib_table_set_quantiles(pg_calib_table *c, const pg_qmap *pooled, const float *class_cdf,
+                                 pg_error *err);
+
 void pg_calib_table_apply(const pg_calib_table *c, pg_rng *rng, float *rows, const int32_t *labels,
                           size_t n);
 

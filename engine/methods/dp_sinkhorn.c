@@ -89,7 +89,7 @@ static const char *const CLIPS[] = {"matrix", "row", NULL};
 static const char *const DEBIAS_CLIPS[] = {"matched", "none", NULL};
 static const char *const LR_DECAYS[] = {"none", "cosine", "linear", NULL};
 static const char *const GEN_LABELS[] = {"uniform", "balanced", NULL};
-static const char *const CALIB_NUMERIC[] = {"shift", "rank", NULL};
+static const char *const CALIB_NUMERIC[] = {"shift", "rank", "quantile", NULL};
 
 static const pg_param DPS_PARAMS[] = {
     PG_GENERATOR_PARAM_ROWS,
@@ -206,6 +206,11 @@ typedef struct dps {
     float *calib_means, lo, hi;
     size_t calib_width; /* columns of calib_means: d, or 2 d on a table */
     bool calib_rank;    /* calibration.numeric "rank" (tables) */
+    /* calibration.numeric "quantile" (tables): the quantile map released per
+     * class (qmap.h), the classes' CDFs K x cdf_len (calib_table.h). */
+    bool calib_quantile;
+    size_t cdf_len;
+    float *class_cdf;
     /* Label count (label_count.h): on when counted; the released counts
      * (classes) and the proportions that training and samples follow. */
     bool counted;
@@ -346,6 +351,11 @@ static int dps_validate(const json_t *spec, const pg_job_data *in, json_t **reso
                           "needs the table's own encoding (its width %zu, the rows' %zu)",
                           desc->table->width, desc->d);
     pg_qmap_spec_check(r, desc, errors);
+    if (strcmp(pg_spec_str(r, "calibration.numeric", "shift"), "quantile") == 0 &&
+        !(calib && desc->table && pg_qmap_spec_on(r, desc)))
+        pg_spec_error_add(errors, "calibration.numeric",
+                          "\"quantile\" needs calibration.class_means and the quantile map "
+                          "(encoding.quantile_map) on a central typed table");
     if (errors->count == before) {
         double q = (double)n / (double)desc->n;
         double delta = has_delta ? pg_spec_num(r, "privacy.delta", 0) : desc->cap_delta;
@@ -437,6 +447,12 @@ static int dps_plan(const json_t *r, const pg_job_data *in, pg_privacy_plan *pla
     return PG_OK;
 }
 
+/* calibration.numeric as the trainer runs it (tables). */
+static const char *numeric_rule(const dps *g)
+{
+    return g->calib_quantile ? "quantile" : g->calib_rank ? "rank" : "shift";
+}
+
 static void dps_destroy(pg_trainer *t)
 {
     dps *g = (dps *)t;
@@ -452,6 +468,7 @@ static void dps_destroy(pg_trainer *t)
     pg_free(g->ylabels);
     pg_free(g->idx);
     free(g->calib_means);
+    free(g->class_cdf);
     free(g->label_counts);
     free(g->label_w);
     free(g);
@@ -528,6 +545,9 @@ static int dps_common(const json_t *r, const pg_job_data *in, dps **out, pg_erro
     g->calib_sigma = g->calib ? pg_spec_num(r, "calibration.noise_multiplier", 5) : 0.0;
     g->calib_per_class = (size_t)pg_spec_int(r, "calibration.samples_per_class", 1000);
     g->calib_rank = strcmp(pg_spec_str(r, "calibration.numeric", "shift"), "rank") == 0;
+    g->calib_quantile = g->calib && g->gen.heads && g->qmapped &&
+                        strcmp(pg_spec_str(r, "calibration.numeric", "shift"), "quantile") == 0;
+    g->cdf_len = g->calib_quantile ? pg_qmap_spec_cdf_len(r, desc) : 0;
     g->lo = desc->lo;
     g->hi = desc->hi;
     size_t K = g->gen.num_classes > 0 ? (size_t)g->gen.num_classes : 1;
@@ -541,6 +561,10 @@ static int dps_common(const json_t *r, const pg_job_data *in, dps **out, pg_erro
     if (g->calib && !(g->calib_means = malloc(K * g->calib_width * sizeof *g->calib_means))) {
         dps_destroy(&g->base);
         return pg_error_set(err, PG_ENOMEM, "cannot allocate the calibration means");
+    }
+    if (g->calib_quantile && !(g->class_cdf = malloc(K * g->cdf_len * sizeof *g->class_cdf))) {
+        dps_destroy(&g->base);
+        return pg_error_set(err, PG_ENOMEM, "cannot allocate the class CDFs");
     }
     rc = pg_rdp_compute(g->q, g->sigma_acc, 1, g->orders, g->norders, g->rdp1, err);
     if (rc == PG_OK && !(g->delta > 0 && g->delta < 1))
@@ -590,8 +614,14 @@ static int dps_create(const json_t *r, const pg_job_data *in, int threads, pg_tr
         rc = pg_calib_release_means(&g->secure, g->data, g->gen.num_classes, g->lo, g->hi,
                                     g->calib_sigma, g->calib_means, err);
     /* The quantile map: released once, before any step reads a row. */
-    if (rc == PG_OK && g->qmapped)
+    /* calibration.numeric "quantile": the map per class instead, the same
+     * RDP (qmap.h), its pooled sum the encoding's map. */
+    if (rc == PG_OK && g->qmapped && !g->calib_quantile)
         rc = pg_qmap_spec_release(r, in->desc, &g->secure, g->data->x, g->data->n, 0, &g->gen, err);
+    if (rc == PG_OK && g->calib_quantile)
+        rc = pg_qmap_spec_release_classes(r, in->desc, &g->secure, g->data->x, g->data->labels,
+                                          g->data->n, g->gen.num_classes, 0, &g->gen, g->class_cdf,
+                                          err);
     /* On a table the class statistics are taken in the space the generator
      * trains in, after the quantile map (itself released above). */
     if (rc == PG_OK && g->calib && g->gen.heads)
@@ -801,11 +831,12 @@ static int dps_snapshot(pg_trainer *t, pg_snapshot **out, pg_error *err)
         pg_nn_snapshot *nn = NULL;
         rc = pg_generator_ema_take(&g->ema, g->net, &nn, err);
         if (rc) return rc;
-        rc = g->gen.heads
-                 ? pg_generator_snapshot_calibrated_table(&g->gen, nn, g->step, g->calib_means,
-                                                          g->calib_per_class, out, err)
-                 : pg_generator_snapshot_calibrated(&g->gen, nn, g->step, g->calib_means,
-                                                    g->calib_per_class, g->lo, g->hi, out, err);
+        rc =
+            g->gen.heads
+                ? pg_generator_snapshot_calibrated_table(&g->gen, nn, g->step, g->calib_means,
+                                                         g->class_cdf, g->calib_per_class, out, err)
+                : pg_generator_snapshot_calibrated(&g->gen, nn, g->step, g->calib_means,
+                                                   g->calib_per_class, g->lo, g->hi, out, err);
     }
     /* Samples follow the released class proportions (post-processing). */
     if (rc == PG_OK && g->label_w && (rc = pg_snapshot_set_class_weights(*out, g->label_w, err))) {
@@ -833,7 +864,7 @@ static int dps_save(pg_trainer *t, unsigned char **bytes, size_t *len, pg_error 
         json_object_set_new(
             extra, "calibration",
             g->gen.heads ? json_pack("{s:I,s:s,s:s}", "per_class", (json_int_t)g->calib_per_class,
-                                     "kind", "table", "numeric", g->calib_rank ? "rank" : "shift")
+                                     "kind", "table", "numeric", numeric_rule(g))
                          : json_pack("{s:I,s:f,s:f}", "per_class", (json_int_t)g->calib_per_class,
                                      "lo", (double)g->lo, "hi", (double)g->hi));
     }
@@ -851,13 +882,17 @@ static int dps_save(pg_trainer *t, unsigned char **bytes, size_t *len, pg_error 
         json_decref(extra);
         extra = NULL;
     }
-    pg_ckpt_tensor m = {
-        .name = PG_GENERATOR_CALIB_TENSOR,
-        .ndim = 2,
-        .dims = {g->gen.num_classes > 0 ? (uint64_t)g->gen.num_classes : 1, g->calib_width},
-        .data = g->calib_means};
-    return pg_generator_ckpt_save(extra, g->net, g->opt, &g->ema, &m, g->calib ? 1 : 0, bytes, len,
-                                  err);
+    uint64_t K = g->gen.num_classes > 0 ? (uint64_t)g->gen.num_classes : 1;
+    pg_ckpt_tensor m[2] = {{.name = PG_GENERATOR_CALIB_TENSOR,
+                            .ndim = 2,
+                            .dims = {K, g->calib_width},
+                            .data = g->calib_means},
+                           {.name = PG_GENERATOR_CLASS_CDF_TENSOR,
+                            .ndim = 2,
+                            .dims = {K, g->cdf_len},
+                            .data = g->class_cdf}};
+    return pg_generator_ckpt_save(extra, g->net, g->opt, &g->ema, m,
+                                  g->calib ? (g->calib_quantile ? 2 : 1) : 0, bytes, len, err);
 }
 
 /* The released class means come back from the checkpoint: drawing them
@@ -878,11 +913,25 @@ static int restore_means(dps *g, const pg_ckpt *rest, pg_error *err)
 }
 
 /* The table calibration's numeric rule of a checkpoint matches the spec's. */
-static bool same_numeric(const json_t *extra, bool rank)
+static bool same_numeric(const json_t *extra, const char *rule)
 {
     const char *n =
         json_string_value(json_object_get(json_object_get(extra, "calibration"), "numeric"));
-    return n && strcmp(n, rank ? "rank" : "shift") == 0;
+    return n && strcmp(n, rule) == 0;
+}
+
+/* The classes' released CDFs come back too (never drawn again). */
+static int restore_class_cdf(dps *g, const pg_ckpt *rest, pg_error *err)
+{
+    const pg_ckpt_tensor *m = pg_ckpt_find(rest, PG_GENERATOR_CLASS_CDF_TENSOR);
+    size_t K = g->gen.num_classes > 0 ? (size_t)g->gen.num_classes : 1;
+    if (!m || m->ndim != 2 || m->dims[0] != K || m->dims[1] != g->cdf_len || !g->gen.qmap ||
+        g->cdf_len != pg_calib_table_cdf_len(g->gen.qmap) ||
+        pg_calib_table_check_cdf(g->gen.qmap, g->gen.num_classes, m->data, NULL) != PG_OK)
+        return pg_error_set(err, PG_EFORMAT,
+                            "the checkpoint's class CDFs are missing or malformed");
+    memcpy(g->class_cdf, m->data, K * g->cdf_len * sizeof(float));
+    return PG_OK;
 }
 
 static bool same(double a, double b)
@@ -926,13 +975,15 @@ static int dps_restore(const json_t *r, const pg_job_data *in, int threads,
                               "than this spec");
         else if ((rc = pg_rng_state_from_json(json_object_get(rng, "latent"), &g->latent_rng, err)))
             ;
-        else if (g->calib && g->gen.heads && !same_numeric(extra, g->calib_rank))
+        else if (g->calib && g->gen.heads && !same_numeric(extra, numeric_rule(g)))
             rc = pg_error_set(err, PG_EFORMAT,
                               "the checkpoint's numbers were calibrated otherwise "
                               "(calibration.numeric)");
         else if (g->calib && (rc = restore_means(g, &rest, err)))
             ;
         else if ((rc = pg_qmap_spec_restore(r, in->desc, extra, &g->gen, err)))
+            ;
+        else if (g->calib_quantile && (rc = restore_class_cdf(g, &rest, err)))
             ;
         else if (g->counted && (rc = pg_generator_label_counts_from_json(
                                     json_object_get(extra, PG_GENERATOR_LABEL_COUNTS),

@@ -383,12 +383,23 @@ int pg_generator_load_snapshot(const unsigned char *bytes, size_t len, const cha
         for (size_t i = 0; ok && i < K * m->dims[1]; i++) ok = isfinite(m->data[i]);
         if (ok && table)
             ok = pg_calib_table_check_targets(gen.heads, gen.num_classes, m->data, NULL) == PG_OK;
+        /* "numeric": "quantile" (calib_table.h): the classes' released
+         * CDFs come in a tensor of their own. */
+        const char *num = json_string_value(json_object_get(cal, "numeric"));
+        const pg_ckpt_tensor *cc = NULL;
+        if (ok && table && num && strcmp(num, "quantile") == 0) {
+            cc = pg_ckpt_find(&rest, PG_GENERATOR_CLASS_CDF_TENSOR);
+            ok = cc && gen.qmap && cc->ndim == 2 && cc->dims[0] == K &&
+                 cc->dims[1] == pg_calib_table_cdf_len(gen.qmap) &&
+                 pg_calib_table_check_cdf(gen.qmap, gen.num_classes, cc->data, NULL) == PG_OK;
+        }
         pg_nn_snapshot *nn = NULL;
         if (!ok)
             rc = pg_error_set(err, PG_EFORMAT, "the checkpoint's calibration is malformed");
         else if ((rc = pg_nn_snapshot_take(net, &nn, err)) == PG_OK)
             rc = table ? pg_generator_snapshot_calibrated_table(&gen, nn, step, m->data,
-                                                                (size_t)per, out, err)
+                                                                cc ? cc->data : NULL, (size_t)per,
+                                                                out, err)
                        : pg_generator_snapshot_calibrated(&gen, nn, step, m->data, (size_t)per,
                                                           (float)lo, (float)hi, out, err);
     } else if (rc == PG_OK) {
@@ -736,8 +747,8 @@ fail:
 }
 
 int pg_generator_snapshot_calibrated_table(const pg_generator *g, pg_nn_snapshot *nn, long step,
-                                           const float *targets, size_t per_class,
-                                           pg_snapshot **out, pg_error *err)
+                                           const float *targets, const float *class_cdf,
+                                           size_t per_class, pg_snapshot **out, pg_error *err)
 {
     *out = NULL;
     if (!g->heads || per_class < 2 || !targets) {
@@ -753,6 +764,9 @@ int pg_generator_snapshot_calibrated_table(const pg_generator *g, pg_nn_snapshot
     float *buf = pg_alloc_f32(K * per_class * d);
     rc = buf ? pg_calib_table_new(g->heads, g->num_classes, &c, err)
              : pg_error_set(err, PG_ENOMEM, "cannot allocate a calibrated snapshot");
+    if (rc == PG_OK && class_cdf)
+        rc = g->qmap ? pg_calib_table_set_quantiles(c, g->qmap, class_cdf, err)
+                     : pg_error_set(err, PG_EINVAL, "the quantile rule needs the quantile map");
     /* Measured on the uncalibrated sampler (s is private to this call)
      * with the quantile map's decoding held back: the rule works in the
      * space the release was taken in, where gen_sample applies it. */

@@ -217,10 +217,13 @@ int pg_generator_snapshot_calibrated(const pg_generator *g, pg_nn_snapshot *nn, 
  * x d, a release's post-processed means and frequencies) give per-class
  * category moves and numeric shifts fitted on per_class rows per class drawn
  * with a fixed seed; every sample gets them after the heads, before the
- * quantile map decodes. Ownership of nn moves in, even on failure. */
+ * quantile map decodes. class_cdf (NULL: none): the classes' released
+ * CDFs of the quantile rule (calib_table.h, needs g->qmap), saved in the
+ * checkpoint tensor below. Ownership of nn moves in, even on failure. */
+#define PG_GENERATOR_CLASS_CDF_TENSOR "calibration.class_cdf"
 int pg_generator_snapshot_calibrated_table(const pg_generator *g, pg_nn_snapshot *nn, long step,
-                                           const float *targets, size_t per_class,
-                                           pg_snapshot **out, pg_error *err);
+                                           const float *targets, const float *class_cdf,
+                                           size_t per_class, pg_snapshot **out, pg_error *err);
 
 /* ---- parameter averaging ------------------------------------------------
  * An exponential moving average of the generator's parameters, updated after

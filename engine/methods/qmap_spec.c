@@ -2,6 +2,9 @@
 #include "engine/methods/qmap_spec.h"
 
 #include <math.h>
+#include <stdlib.h>
+
+#include "engine/methods/calib_table.h"
 
 #include "engine/data/table.h"
 
@@ -48,6 +51,49 @@ int pg_qmap_spec_release(const json_t *r, const pg_data_desc *desc, pg_rng *secu
         rc = pg_qmap_set_spread(
             gen->qmap, pg_spec_num(r, "encoding.quantile_spread", PG_QMAP_DEFAULT_SPREAD), err);
     return rc;
+}
+
+int pg_qmap_spec_release_classes(const json_t *r, const pg_data_desc *desc, pg_rng *secure,
+                                 const float *x, const int32_t *labels, size_t n, int classes,
+                                 int replace_one, pg_generator *gen, float *class_cdf,
+                                 pg_error *err)
+{
+    if (!pg_qmap_spec_on(r, desc))
+        return pg_error_set(err, PG_EINVAL, "the per-class quantile map needs the quantile map");
+    size_t K = classes > 0 ? (size_t)classes : 1;
+    pg_qmap **per = calloc(K, sizeof *per), *pooled = NULL;
+    if (!per) return pg_error_set(err, PG_ENOMEM, "cannot allocate the per-class maps");
+    int rc = pg_qmap_release_classes(
+        secure, desc->table, x, labels, n, desc->d, classes,
+        (size_t)pg_spec_int(r, "encoding.quantile_bins", PG_QMAP_DEFAULT_BINS),
+        pg_spec_num(r, "encoding.quantile_noise", PG_QMAP_DEFAULT_NOISE), replace_one, &pooled, per,
+        NULL, err);
+    if (rc == PG_OK)
+        rc = pg_qmap_set_spread(
+            pooled, pg_spec_num(r, "encoding.quantile_spread", PG_QMAP_DEFAULT_SPREAD), err);
+    if (rc == PG_OK) {
+        pg_calib_table_class_cdf((const pg_qmap *const *)per, classes, class_cdf);
+        pg_qmap_free(gen->qmap);
+        gen->qmap = pooled;
+        pooled = NULL;
+    }
+    pg_qmap_free(pooled);
+    for (size_t k = 0; k < K; k++) pg_qmap_free(per[k]);
+    free(per);
+    return rc;
+}
+
+size_t pg_qmap_spec_cdf_len(const json_t *r, const pg_data_desc *desc)
+{
+    pg_qmap *m = NULL;
+    if (!desc->table ||
+        pg_qmap_layout(desc->table,
+                       (size_t)pg_spec_int(r, "encoding.quantile_bins", PG_QMAP_DEFAULT_BINS), &m,
+                       NULL) != PG_OK)
+        return 0;
+    size_t len = pg_calib_table_cdf_len(m);
+    pg_qmap_free(m);
+    return len;
 }
 
 int pg_qmap_spec_restore(const json_t *r, const pg_data_desc *desc, const json_t *extra,

@@ -78,6 +78,16 @@ bool pg_qmap_spec_add_rdp(const json_t *r, const pg_data_desc *desc, const doubl
 /* Releases the map into gen->qmap from the rows (when on). */
 int pg_qmap_spec_release(const json_t *r, const pg_data_desc *desc, pg_rng *secure, const float *x,
                          size_t n, int replace_one, pg_generator *gen, pg_error *err);
+/* The same release per class (qmap.h, pg_qmap_release_classes: the same
+ * RDP, so the plan is pg_qmap_spec_add_rdp's): the pooled map into gen->qmap,
+ * the classes' CDFs into class_cdf (max(classes, 1) x pg_qmap_spec_cdf_len,
+ * calib_table.h's layout). PG_EINVAL when the map is off. */
+int pg_qmap_spec_release_classes(const json_t *r, const pg_data_desc *desc, pg_rng *secure,
+                                 const float *x, const int32_t *labels, size_t n, int classes,
+                                 int replace_one, pg_generator *gen, float *class_cdf,
+                                 pg_error *err);
+/* Values per class of that layout (0 without a typed table). */
+size_t pg_qmap_spec_cdf_len(const json_t *r, const pg_data_desc *desc);
 /* Restore: the checkpoint's privacy.quantile_noise (which the method's save
  * writes when on) must match the spec (PG_EPRIVACY); the map is read back
  * from the saved generator description (PG_EFORMAT when missing or
