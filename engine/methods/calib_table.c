@@ -32,6 +32,12 @@ struct pg_calib_table {
     size_t *qcol;    /* d: map column of a numeric unit, (size_t)-1 when none */
     float **sorted;  /* K x ncols arrays (NULL: no present value drawn) */
     size_t *nsorted; /* K x ncols */
+    /* K x ncols arrays of bins + 1: per bin of the map, the first index of
+     * the sorted draw at or above the bin's mapped interval (the last entry
+     * one past it), and whether the draw inside the bin is used (enough
+     * values, no dominant tie) */
+    size_t **first;
+    unsigned char **inside;
 };
 
 static size_t states(const pg_head *hd)
@@ -277,6 +283,10 @@ void pg_calib_table_free(pg_calib_table *c)
     free(c->move);
     free(c->cdf);
     for (size_t i = 0; c->sorted && i < c->K * c->pooled->ncols; i++) free(c->sorted[i]);
+    for (size_t i = 0; c->first && i < c->K * c->pooled->ncols; i++) free(c->first[i]);
+    for (size_t i = 0; c->inside && i < c->K * c->pooled->ncols; i++) free(c->inside[i]);
+    free(c->first);
+    free(c->inside);
     free(c->sorted);
     free(c->nsorted);
     free(c->qcol);
@@ -332,7 +342,9 @@ int pg_calib_table_set_quantiles(pg_calib_table *c, const pg_qmap *pooled, const
     c->qcol = malloc(c->d * sizeof *c->qcol);
     c->sorted = calloc(c->K * nc + 1, sizeof *c->sorted);
     c->nsorted = calloc(c->K * nc + 1, sizeof *c->nsorted);
-    if (!c->ccdf || !c->qcol || !c->sorted || !c->nsorted)
+    c->first = calloc(c->K * nc + 1, sizeof *c->first);
+    c->inside = calloc(c->K * nc + 1, sizeof *c->inside);
+    if (!c->ccdf || !c->qcol || !c->sorted || !c->nsorted || !c->first || !c->inside)
         return pg_error_set(err, PG_ENOMEM, "cannot allocate the quantile rule");
     for (size_t i = 0; i < c->K * c->Q; i++) c->ccdf[i] = (double)class_cdf[i];
     for (size_t u = 0; u < c->d; u++) c->qcol[u] = (size_t)-1;
@@ -402,6 +414,55 @@ static double rank_of(const float *kn, float x)
     }
     double f = ((double)x - kn[lo - 1]) / ((double)kn[lo] - kn[lo - 1]);
     return ((double)(lo - 1) + f) / (KNOTS - 1);
+}
+
+/* Where the draw of a bin's mapped interval is used as the within-bin
+ * shape: at least this many values, no run of equal values above a tenth. */
+#define INSIDE_MIN 20
+
+static float mapped(const pg_qmap *m, double p)
+{
+    double mid = 0.5 * (m->lo + m->hi), kh = 0.5 * (m->hi - m->lo) * m->spread;
+    return (float)(mid + kh * (2.0 * p - 1.0));
+}
+
+static size_t lower_bound(const float *s, size_t m, float x)
+{
+    size_t lo = 0, hi = m;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Per bin of map column j, the slice of class slot's sorted draw inside the
+ * bin's mapped interval and whether it can give the within-bin shape. */
+static bool bins_of_draw(pg_calib_table *c, size_t j, size_t slot)
+{
+    const pg_qmap_col *pc = &c->pooled->cols[j];
+    const float *s = c->sorted[slot];
+    size_t m = c->nsorted[slot], nb = pc->bins;
+    free(c->first[slot]);
+    free(c->inside[slot]);
+    c->first[slot] = malloc((nb + 1) * sizeof **c->first);
+    c->inside[slot] = calloc(nb, 1);
+    if (!c->first[slot] || !c->inside[slot]) return false;
+    size_t *fi = c->first[slot];
+    for (size_t b = 0; b <= nb; b++)
+        fi[b] = b == 0 ? 0 : b == nb ? m : lower_bound(s, m, mapped(c->pooled, pc->cdf[b]));
+    for (size_t b = 0; b < nb; b++) {
+        size_t cnt = fi[b + 1] - fi[b], run = 0, best = 0;
+        for (size_t i = fi[b]; cnt >= INSIDE_MIN && i < fi[b + 1]; i++) {
+            run = i > fi[b] && s[i] == s[i - 1] ? run + 1 : 1;
+            best = run > best ? run : best;
+        }
+        c->inside[slot][b] = cnt >= INSIDE_MIN && best * 10 <= cnt;
+    }
+    return true;
 }
 
 /* Passes of the numeric fit: each moves the clamped mean toward the target;
@@ -521,6 +582,11 @@ int pg_calib_table_fit(pg_calib_table *c, int k, const float *targets_k, const f
         }
         memcpy(c->sorted[slot], col, m * sizeof *col);
         c->nsorted[slot] = m;
+        if (!bins_of_draw(c, j, slot)) {
+            free(col);
+            col = NULL;
+            break;
+        }
     }
     bool ok = col != NULL;
     free(col);
@@ -565,12 +631,40 @@ static float quantile_move(const pg_calib_table *c, size_t k, size_t j, float x,
     size_t slot = k * m->ncols + j;
     const pg_qmap_col *pc = &m->cols[j];
     pg_qmap_col kc = *pc; /* same bins, class k's CDF */
-    const double *f = c->ccdf + k * c->Q;
-    for (size_t i = 0; i < j; i++) f += m->cols[i].bins + 1;
-    kc.cdf = (double *)f;
-    double y = pg_qmap_inverse(&kc, measured_cdf(c->sorted[slot], c->nsorted[slot], x, u));
-    double mid = 0.5 * (m->lo + m->hi), kh = 0.5 * (m->hi - m->lo) * m->spread;
-    double v = mid + kh * (2.0 * pg_qmap_cdf(pc, y) - 1.0);
+    const double *fk = c->ccdf + k * c->Q;
+    for (size_t i = 0; i < j; i++) fk += m->cols[i].bins + 1;
+    kc.cdf = (double *)fk;
+    double p = measured_cdf(c->sorted[slot], c->nsorted[slot], x, u);
+    /* The bin F_k puts level p in, and p's place f inside that bin's mass. */
+    size_t lo = 0, hi = kc.bins;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (kc.cdf[mid] <= p)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    double w = kc.cdf[lo + 1] - kc.cdf[lo];
+    double f = w > 0.0 ? (p - kc.cdf[lo]) / w : 0.5;
+    f = f < 0.0 ? 0.0 : f > 1.0 ? 1.0 : f;
+    double v;
+    if (c->inside[slot][lo]) {
+        /* Inside the bin the release says nothing: the generator's own
+         * shape there (its draw's quantile f within the bin's interval),
+         * which it learned from the rows (a skewed column's mass piled at
+         * one end of a bin), instead of a uniform spread. */
+        const float *s = c->sorted[slot] + c->first[slot][lo];
+        size_t cnt = c->first[slot][lo + 1] - c->first[slot][lo];
+        double at = f * (double)cnt - 0.5;
+        at = at < 0.0 ? 0.0 : at > (double)(cnt - 1) ? (double)(cnt - 1) : at;
+        size_t i = (size_t)at;
+        double r = at - (double)i;
+        v = i + 1 < cnt ? (1.0 - r) * s[i] + r * s[i + 1] : s[i];
+    } else {
+        /* F_k^-1(p), linear in the bin, through the pooled map */
+        double y = pc->edge[lo] + f * (pc->edge[lo + 1] - pc->edge[lo]);
+        v = mapped(m, pg_qmap_cdf(pc, y));
+    }
     return (float)(v < m->lo ? m->lo : v > m->hi ? m->hi : v);
 }
 

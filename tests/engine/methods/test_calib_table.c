@@ -634,12 +634,13 @@ END_TEST
 /* A deliberately wrong generator: in class k, half its x units sit on one
  * value (a collapse, all ties) and the rest are N(0, 0.3^2) clamped, in the
  * mapped space, nothing like the class's law. With the quantile rule the
- * decoded x of class k follows the class's released CDF F_k: KS distance
- * between 4000 calibrated samples and F_k, the rule fitted on another 4000
- * draws (a two-sample situation): below 0.06 = 2.69 sqrt(2 / 4000), the
- * asymptotic two-sample Kolmogorov bound at false alarm 1e-6 per class
- * (interpolation of G adds < 1 / 4000). The shift rule on the same draws
- * (the current default) is off by more than 0.2. */
+ * decoded x of class k follows the class's released CDF F_k at every bin
+ * edge: the largest gap there between 4000 calibrated samples' empirical CDF
+ * and F_k, the rule fitted on another 4000 draws (a two-sample situation;
+ * a sup over edges is at most the KS distance), is below 0.06 =
+ * 2.69 sqrt(2 / 4000), the asymptotic two-sample Kolmogorov bound at false
+ * alarm 1e-6 per class (interpolation of G adds < 1 / 4000). The shift rule
+ * on the same draws (the default before) is off by more than 0.15. */
 START_TEST(quantile_rule_matches_the_class_cdf)
 {
     fixture f;
@@ -701,10 +702,14 @@ START_TEST(quantile_rule_matches_the_class_cdf)
             float *col = pg_alloc_f32(M);
             for (size_t i = 0; i < M; i++) col[i] = x[((size_t)y * M + i) * D];
             qsort(col, M, sizeof *col, cmp_f);
+            /* At the bins' edges, where the release says something (inside
+             * a bin the rule keeps the generator's own shape when its draw
+             * has enough distinct values there, calib_table.h). */
             double ks = 0;
-            for (size_t i = 0; i < M; i++) {
-                double F = pg_qmap_cdf(&per[y]->cols[0], col[i]);
-                ks = fmax(ks, fmax(fabs(F - (double)i / M), fabs(F - (double)(i + 1) / M)));
+            const pg_qmap_col *pc = &per[y]->cols[0];
+            for (size_t b = 0, i = 0; b <= pc->bins; b++) {
+                while (i < M && col[i] <= pc->edge[b]) i++;
+                ks = fmax(ks, fabs(pc->cdf[b] - (double)i / M));
             }
             fprintf(stderr, "%s rule, class %d: KS %.4f\n", rule ? "quantile" : "shift", y, ks);
             if (rule)
@@ -716,7 +721,7 @@ START_TEST(quantile_rule_matches_the_class_cdf)
         pg_free(x);
         pg_calib_table_free(c);
     }
-    ck_assert_msg(worst[0] > 0.2 && worst[1] > 0.2, "the shift already matched (%g %g)", worst[0],
+    ck_assert_msg(worst[0] > 0.15 && worst[1] > 0.15, "the shift already matched (%g %g)", worst[0],
                   worst[1]);
     /* malformed class CDFs are refused */
     cdf[5] = cdf[4] - 0.1f;
