@@ -50,6 +50,7 @@
 
 #include "engine/core/alloc.h"
 #include "engine/data/dataset.h"
+#include "engine/methods/calib_ldp.h"
 #include "engine/methods/defaults.h"
 #include "engine/methods/dp_sinkhorn.h"
 #include "engine/methods/generator.h"
@@ -103,6 +104,14 @@ static const pg_param EGAN_PARAMS[] = {
     {"ot.numeric_weight", PG_PARAM_NUM, "1", 0, 1e4, NULL, 0, PG_PARAM_EXCLUSIVE_MIN,
      "Typed local tables: factor on the numeric columns' noise likelihood in the cost (1: the "
      "channel's own, what Theorem 1 needs; larger removes less noise). Experiments only."},
+    {"calibration.class_means", PG_PARAM_BOOL, "true", 0, 0, NULL, 0, 0,
+     "Typed local tables: after training, move each class's samples onto the class means of "
+     "the numeric columns and the class frequencies of the categories that the privatized rows "
+     "give once every channel is inverted (engine/methods/calib_ldp.h). Post-processing of the "
+     "reports: no budget. Ignored on untyped rows."},
+    {"calibration.samples_per_class", PG_PARAM_INT, "2000", 10, 100000, NULL, 0, 0,
+     "Typed local tables: rows per class of the fixed-seed draw that measures the generator "
+     "before calibrating it."},
     {"variant", PG_PARAM_STR, "\"entropic\"", 0, 0, VARIANTS, 0, 0,
      "entropic (the method) or noisy_w1 (the paper's eq. (15) baseline)."},
     {"seed", PG_PARAM_INT, NULL, 0, 9007199254740991.0, NULL, 0, PG_PARAM_OPTIONAL,
@@ -143,6 +152,10 @@ typedef struct egan {
     int32_t *ylabels;
     double *label_counts, *label_w;
     float label_same, label_diff;
+    /* Class-conditional calibration (calib_ldp.h), NULL when off: targets
+     * debiased from the privatized rows, applied to every snapshot. */
+    pg_calib_ldp *cal;
+    size_t cal_per;
 } egan;
 
 static json_t *egan_catalogue(void)
@@ -300,6 +313,7 @@ static void egan_destroy(pg_trainer *t)
     pg_free(g->labels);
     pg_free(g->xgen);
     pg_ldp_cost_free(g->ldp);
+    pg_calib_ldp_free(g->cal);
     pg_free(g->ylabels);
     free(g->label_counts);
     free(g);
@@ -412,6 +426,16 @@ static int egan_common(const json_t *r, const pg_job_data *in, int threads, egan
     if (rc == PG_OK && g->ldp && g->gen.num_classes)
         rc = label_channel(g, desc, pg_spec_bool(r, "ot.channel", true),
                            pg_spec_num(r, "ot.class_alpha", 10), err);
+    /* Calibration targets: a function of the privatized rows and labels
+     * the job was given, nothing else (no budget; recomputed on restore). */
+    if (rc == PG_OK && g->ldp && pg_spec_bool(r, "calibration.class_means", true) &&
+        pg_spec_bool(r, "ot.channel", true)) {
+        g->cal_per = (size_t)pg_spec_int(r, "calibration.samples_per_class", 2000);
+        rc = pg_calib_ldp_make(desc->table, g->gen.num_classes, &g->cal, err);
+        if (rc == PG_OK)
+            rc = pg_calib_ldp_estimate(g->cal, desc->ldp, data->x,
+                                       g->gen.num_classes ? data->labels : NULL, data->n, err);
+    }
     if (rc) {
         egan_destroy(&g->base);
         return rc;
@@ -525,6 +549,12 @@ static int egan_snapshot(pg_trainer *t, pg_snapshot **out, pg_error *err)
         pg_snapshot_release(*out);
         *out = NULL;
     }
+    /* then onto the debiased class-conditional targets (keeps the weights) */
+    if (rc == PG_OK && g->cal) {
+        pg_snapshot *inner = *out;
+        *out = NULL;
+        rc = pg_calib_ldp_wrap(g->cal, inner, g->cal_per, out, err);
+    }
     return rc;
 }
 
@@ -542,6 +572,16 @@ static int egan_save(pg_trainer *t, unsigned char **bytes, size_t *len, pg_error
     for (int k = 0; c && k < g->gen.num_classes; k++)
         json_array_append_new(c, json_real(g->label_counts[k]));
     if (c) json_object_set_new(extra, PG_GENERATOR_LABEL_COUNTS, c);
+    /* the calibration targets, so a snapshot loaded from the checkpoint
+     * serves calibrated rows (absent: older checkpoints, or off) */
+    if (extra && g->cal) {
+        json_t *cj = pg_calib_ldp_to_json(g->cal, g->cal_per);
+        if (!cj) {
+            json_decref(extra);
+            return pg_error_set(err, PG_ENOMEM, "cannot save the calibration");
+        }
+        json_object_set_new(extra, "calib_ldp", cj);
+    }
     return pg_generator_ckpt_save(extra, g->net, g->opt, &g->ema, NULL, 0, bytes, len, err);
 }
 
@@ -579,7 +619,40 @@ static int egan_restore(const json_t *r, const pg_job_data *in, int threads,
 static int egan_load_snapshot(const unsigned char *bytes, size_t len, pg_snapshot **out,
                               pg_error *err)
 {
-    return pg_generator_load_snapshot(bytes, len, "entropic_gan", out, err);
+    int rc = pg_generator_load_snapshot(bytes, len, "entropic_gan", out, err);
+    if (rc) return rc;
+    /* A calibrated trainer served calibrated rows: so does the reload. */
+    pg_nn *net = NULL;
+    char *text = NULL;
+    pg_ckpt rest = {0};
+    rc = pg_nn_checkpoint_decode(bytes, len, 1, &net, NULL, &text, &rest, err);
+    pg_nn_free(net);
+    pg_ckpt_free(&rest);
+    json_t *extra = rc == PG_OK ? json_loads(text ? text : "", 0, NULL) : NULL;
+    free(text);
+    const json_t *cj = json_object_get(extra, "calib_ldp");
+    if (rc == PG_OK && cj) {
+        const json_t *map = json_object_get(json_object_get(extra, "generator"), "table");
+        pg_table *t = NULL;
+        pg_calib_ldp *cal = NULL;
+        size_t per = 0;
+        if (!map || pg_table_from_json(map, &t, NULL) != PG_OK)
+            rc = pg_error_set(err, PG_EFORMAT, "the checkpoint's calibration has no table map");
+        else if ((rc = pg_calib_ldp_from_json(cj, t, pg_snapshot_num_classes(*out), &cal, &per,
+                                              err)) == PG_OK) {
+            pg_snapshot *inner = *out;
+            *out = NULL;
+            rc = pg_calib_ldp_wrap(cal, inner, per, out, err);
+        }
+        pg_calib_ldp_free(cal);
+        pg_table_free(t);
+    }
+    json_decref(extra);
+    if (rc) {
+        pg_snapshot_release(*out);
+        *out = NULL;
+    }
+    return rc;
 }
 
 static size_t egan_memory(const json_t *r, const pg_job_data *in)
