@@ -83,7 +83,7 @@ int pg_calib_ldp_make(const pg_table *t, int classes, pg_calib_ldp **out, pg_err
     }
     for (size_t i = 0; i < c->nb; i++) {
         c->b[i].stat = c->S;
-        c->S += c->b[i].kind == BLK_NUM ? 1 : c->b[i].states;
+        c->S += c->b[i].kind == BLK_NUM ? 2 : c->b[i].states;
     }
     c->tgt = calloc(c->KK * c->S + 1, sizeof *c->tgt);
     c->se = calloc(c->KK * c->S + 1, sizeof *c->se);
@@ -153,15 +153,16 @@ static void write_state(const blk *x, float *row, size_t s)
     for (size_t j = 0; j < x->width; j++) u[j] = j + base == s ? 1.0f : 0.0f;
 }
 
-/* g(row): numeric units as they are, states as indicators. */
+/* g(row): numeric units and their squares, states as indicators. */
 static void coords(const pg_calib_ldp *c, const float *row, double *g)
 {
     memset(g, 0, c->S * sizeof *g);
     for (size_t i = 0; i < c->nb; i++) {
         const blk *x = &c->b[i];
-        if (x->kind == BLK_NUM)
+        if (x->kind == BLK_NUM) {
             g[x->stat] = row[x->offset];
-        else
+            g[x->stat + 1] = (double)row[x->offset] * row[x->offset];
+        } else
             g[x->stat + state_of(x, row)] = 1.0;
     }
 }
@@ -198,7 +199,16 @@ int pg_calib_ldp_estimate(pg_calib_ldp *c, const pg_ldp_plan *plan, const float 
             break;
         }
         const pg_ldp_column *pc = &plan->cols[b->col];
-        if (b->kind == BLK_NUM) continue;
+        if (b->kind == BLK_NUM) {
+            /* the noise's variance: Laplace 2 b^2, Gaussian sigma^2 */
+            if (pc->mechanism != PG_LDP_LAPLACE && pc->mechanism != PG_LDP_GAUSSIAN) {
+                rc = pg_error_set(err, PG_EINVAL, "the local plan does not fit the table");
+                break;
+            }
+            pq[2 * i] = pc->mechanism == PG_LDP_LAPLACE ? 2.0 * pc->noise_scale * pc->noise_scale
+                                                        : pc->noise_scale * pc->noise_scale;
+            continue;
+        }
         bool ind = i > 0 && c->b[i - 1].ind == (long)i;
         double keep = ind ? pc->missing_keep : pc->keep;
         double eps = ind ? pc->missing_epsilon : pc->epsilon;
@@ -225,9 +235,10 @@ int pg_calib_ldp_estimate(pg_calib_ldp *c, const pg_ldp_plan *plan, const float 
     double *sumA = calloc(KK * S, sizeof *sumA), *sumB = calloc(KK, sizeof *sumB);
     double *g = calloc(S + 1, sizeof *g), *var = calloc(KK * S, sizeof *var);
     double *mu = calloc(KK * S, sizeof *mu), *w = calloc(KK, sizeof *w);
+    double *psi = calloc(S + 1, sizeof *psi);
     size_t pairs = KK * (KK - 1) / 2;
     double *pv = calloc(pairs * S + 1, sizeof *pv);
-    if (rc == PG_OK && (!sumA || !sumB || !g || !var || !mu || !w || !pv))
+    if (rc == PG_OK && (!sumA || !sumB || !g || !var || !mu || !w || !pv || !psi))
         rc = pg_error_set(err, PG_ENOMEM, "cannot allocate the calibration");
     for (size_t i = 0; i < n && rc == PG_OK && labels; i++)
         if (labels[i] < 0 || (c->K > 0 && labels[i] >= c->K))
@@ -256,10 +267,13 @@ int pg_calib_ldp_estimate(pg_calib_ldp *c, const pg_ldp_plan *plan, const float 
         size_t pr = 0;
         for (size_t k = 0; k < KK; k++) {
             double pik = fmax(sumB[k], 1.0) / (double)n;
-            for (size_t u = 0; u < S; u++) {
-                double psi = w[k] * (g[u] - mu[k * S + u]) / pik;
-                var[k * S + u] += psi * psi;
-            }
+            for (size_t u = 0; u < S; u++) psi[u] = w[k] * (g[u] - mu[k * S + u]) / pik;
+            /* a numeric unit's second statistic is its variance: influence
+             * of m2 - m1^2 */
+            for (size_t j = 0; j < c->nb; j++)
+                if (c->b[j].kind == BLK_NUM)
+                    psi[c->b[j].stat + 1] -= 2.0 * mu[k * S + c->b[j].stat] * psi[c->b[j].stat];
+            for (size_t u = 0; u < S; u++) var[k * S + u] += psi[u] * psi[u];
             for (size_t l = k + 1; l < KK; l++, pr++) {
                 double pil = fmax(sumB[l], 1.0) / (double)n;
                 for (size_t u = 0; u < S; u++) {
@@ -289,6 +303,7 @@ int pg_calib_ldp_estimate(pg_calib_ldp *c, const pg_ldp_plan *plan, const float 
             const blk *b = &c->b[i];
             if (b->kind == BLK_NUM) {
                 se[b->stat] = sqrt(var[k * S + b->stat]) / nn;
+                se[b->stat + 1] = 0; /* set below */
                 continue;
             }
             double p = pq[2 * i], q = pq[2 * i + 1], tot = 0;
@@ -306,8 +321,18 @@ int pg_calib_ldp_estimate(pg_calib_ldp *c, const pg_ldp_plan *plan, const float 
             if (b->kind != BLK_NUM) continue;
             double pres = b->ind >= 0 ? fmax(t[c->b[b->ind].stat], PRESENT_FLOOR) : 1.0;
             double v = m[b->stat] / pres;
+            double m2 = (m[b->stat + 1] - pq[2 * i]) / pres, sd = sqrt(fmax(m2 - v * v, 0.0));
             t[b->stat] = v < c->lo ? c->lo : v > c->hi ? c->hi : v;
             se[b->stat] /= pres;
+            /* the standard deviation of present values; its error from the
+             * variance's by the delta method (sd floored at 1 % of the
+             * range there) */
+            /* no law on [lo, hi] with mean t has a larger spread than
+             * sqrt((hi - t) (t - lo)) (Bhatia-Davis) */
+            double tm = t[b->stat];
+            t[b->stat + 1] = fmin(sd, sqrt(fmax((c->hi - tm) * (tm - c->lo), 0.0)));
+            se[b->stat + 1] = sqrt(var[k * S + b->stat + 1]) / nn / pres /
+                              (2.0 * fmax(sd, 0.01 * (c->hi - c->lo)));
         }
     }
 done:
@@ -319,6 +344,7 @@ done:
     free(mu);
     free(w);
     free(pv);
+    free(psi);
     return rc;
 }
 
@@ -334,12 +360,18 @@ void pg_calib_ldp_measure(const pg_calib_ldp *c, const float *x, size_t n, doubl
                 out[b->stat + state_of(b, row)] += 1.0 / (double)n;
             } else if (b->ind < 0 || state_of(&c->b[b->ind], row) == 0) {
                 out[b->stat] += row[b->offset];
+                out[b->stat + 1] += (double)row[b->offset] * row[b->offset];
                 if (cnt) cnt[i] += 1;
             }
         }
     }
     for (size_t i = 0; i < c->nb; i++)
-        if (c->b[i].kind == BLK_NUM) out[c->b[i].stat] /= cnt && cnt[i] > 0 ? cnt[i] : 1.0;
+        if (c->b[i].kind == BLK_NUM) {
+            size_t u = c->b[i].stat;
+            double m = cnt && cnt[i] > 0 ? cnt[i] : 1.0;
+            out[u] /= m;
+            out[u + 1] = sqrt(fmax(out[u + 1] / m - out[u] * out[u], 0.0));
+        }
     free(cnt);
 }
 
@@ -414,7 +446,9 @@ typedef struct cal_snap {
     pg_calib_ldp *c; /* layout (targets unused) */
     double *leave;   /* KK x S: probability a row leaves its state */
     double *cdf;     /* KK x S: cumulative destination distribution per block */
-    double *shift;   /* KK x S: numeric shifts */
+    /* KK x S, numeric units at their first statistic: v -> clamp(center +
+     * scale (v - center) + shift) */
+    double *shift, *scale, *center;
 } cal_snap;
 
 static void cal_destroy(void *impl)
@@ -426,6 +460,8 @@ static void cal_destroy(void *impl)
     free(s->leave);
     free(s->cdf);
     free(s->shift);
+    free(s->scale);
+    free(s->center);
     free(s);
 }
 
@@ -459,8 +495,9 @@ static void apply_row(const cal_snap *s, size_t k, float *row, pg_rng *rng)
             row[b->offset] = 0.0f;
             continue;
         }
-        float v = row[b->offset] + (float)s->shift[k * c->S + b->stat];
-        row[b->offset] = v < c->lo ? c->lo : v > c->hi ? c->hi : v;
+        size_t u = k * c->S + b->stat;
+        double v = s->center[u] + s->scale[u] * (row[b->offset] - s->center[u]) + s->shift[u];
+        row[b->offset] = (float)(v < c->lo ? c->lo : v > c->hi ? c->hi : v);
     }
 }
 
@@ -496,23 +533,48 @@ static double shrink(double f, double t0, double se)
     return f + (1.0 - se * se / (d * d)) * d;
 }
 
-/* The shift s with mean(clamp(v + s)) = target over the n values v. */
-static double solve_shift(const float *v, size_t n, double target, float lo, float hi)
+static double clampd(double x, double lo, double hi)
+{
+    return x < lo ? lo : x > hi ? hi : x;
+}
+
+/* The shift s with mean(clamp(c0 + a (v - c0) + s)) = target over the n
+ * values v (bisection: the mean is monotone in s). */
+static double solve_shift(const float *v, size_t n, double c0, double a, double target, float lo,
+                          float hi)
 {
     if (n == 0) return 0.0;
-    double a = lo - hi, b = hi - lo;
+    double l = lo - hi - a * (hi - lo), r = -l;
     for (int it = 0; it < 60; it++) {
-        double m = 0.5 * (a + b), acc = 0;
-        for (size_t i = 0; i < n; i++) {
-            double x = v[i] + m;
-            acc += x < lo ? lo : x > hi ? hi : x;
-        }
+        double m = 0.5 * (l + r), acc = 0;
+        for (size_t i = 0; i < n; i++) acc += clampd(c0 + a * (v[i] - c0) + m, lo, hi);
         if (acc / (double)n < target)
-            a = m;
+            l = m;
         else
-            b = m;
+            r = m;
     }
-    return 0.5 * (a + b);
+    return 0.5 * (l + r);
+}
+
+/* Scale and shift of n values v (mean c0, sd sd0) so that the clamped values
+ * have mean t1 and standard deviation t2: the scale starts at t2 / sd0 and
+ * is corrected for what the clamp removes (a few rounds; capped at 20). */
+static void solve_affine(const float *v, size_t n, double c0, double sd0, double t1, double t2,
+                         float lo, float hi, double *a, double *sh)
+{
+    *a = sd0 > 1e-6 ? fmin(t2 / sd0, 20.0) : 1.0;
+    for (int round = 0; round < 4 && n > 1 && sd0 > 1e-6; round++) {
+        *sh = solve_shift(v, n, c0, *a, t1, lo, hi);
+        double m1 = 0, m2 = 0;
+        for (size_t i = 0; i < n; i++) {
+            double x = clampd(c0 + *a * (v[i] - c0) + *sh, lo, hi);
+            m1 += x, m2 += x * x;
+        }
+        m1 /= (double)n;
+        double sd = sqrt(fmax(m2 / (double)n - m1 * m1, 0.0));
+        if (sd > 1e-9) *a = fmin(*a * t2 / sd, 20.0);
+    }
+    *sh = solve_shift(v, n, c0, *a, t1, lo, hi);
 }
 
 int pg_calib_ldp_wrap(const pg_calib_ldp *c, pg_snapshot *inner, size_t per_class,
@@ -545,7 +607,11 @@ int pg_calib_ldp_wrap(const pg_calib_ldp *c, pg_snapshot *inner, size_t per_clas
         s->leave = calloc(KK * S + 1, sizeof *s->leave);
         s->cdf = calloc(KK * S + 1, sizeof *s->cdf);
         s->shift = calloc(KK * S + 1, sizeof *s->shift);
-        if (!s->c || !s->c->b || !s->leave || !s->cdf || !s->shift) rc = PG_ENOMEM;
+        s->scale = calloc(KK * S + 1, sizeof *s->scale);
+        s->center = calloc(KK * S + 1, sizeof *s->center);
+        if (!s->c || !s->c->b || !s->leave || !s->cdf || !s->shift || !s->scale || !s->center)
+            rc = PG_ENOMEM;
+        for (size_t u = 0; rc == PG_OK && u < KK * S; u++) s->scale[u] = 1.0;
     }
     if (rc) {
         rc = pg_error_set(err, PG_ENOMEM, "cannot allocate a calibrated snapshot");
@@ -598,8 +664,9 @@ int pg_calib_ldp_wrap(const pg_calib_ldp *c, pg_snapshot *inner, size_t per_clas
             if (!(D > 0))
                 for (size_t j = 0; j < b->states; j++) s->leave[k * S + b->stat + j] = 0.0;
         }
-        /* Move the measured draw's states (shifts still 0), then solve each
-         * numeric unit's shift over its present rows. */
+        /* Move the measured draw's states (numeric maps still the identity),
+         * then solve each numeric unit's scale and shift over its present
+         * rows. */
         pg_rng rng;
         pg_rng_seeded(&rng, CALIB_LDP_SEED + k, CALIB_LDP_STREAM);
         for (size_t r = 0; r < per_class; r++) apply_row(s, k, buf + r * c->d, &rng);
@@ -611,11 +678,15 @@ int pg_calib_ldp_wrap(const pg_calib_ldp *c, pg_snapshot *inner, size_t per_clas
                 const float *row = buf + r * c->d;
                 if (b->ind < 0 || state_of(&c->b[b->ind], row) == 0) vals[m++] = row[b->offset];
             }
-            double gm = 0;
-            for (size_t r = 0; r < m; r++) gm += vals[r];
+            double gm = 0, g2 = 0;
+            for (size_t r = 0; r < m; r++) gm += vals[r], g2 += (double)vals[r] * vals[r];
             gm = m ? gm / (double)m : t0[b->stat];
-            s->shift[k * S + b->stat] =
-                solve_shift(vals, m, shrink(gm, t0[b->stat], se[b->stat]), c->lo, c->hi);
+            double gsd = m ? sqrt(fmax(g2 / (double)m - gm * gm, 0.0)) : 0.0;
+            size_t u = k * S + b->stat;
+            s->center[u] = gm;
+            solve_affine(vals, m, gm, gsd, shrink(gm, t0[b->stat], se[b->stat]),
+                         shrink(gsd, t0[b->stat + 1], se[b->stat + 1]), c->lo, c->hi, &s->scale[u],
+                         &s->shift[u]);
         }
     }
     if (rc) {
