@@ -621,30 +621,58 @@ int pg_calib_ldp_wrap(const pg_calib_ldp *c, pg_snapshot *inner, size_t per_clas
             pg_snapshot_release(inner);
         goto done;
     }
+    /* Pass 1: the generator's statistics per class (F), then the
+     * effective targets (E, see the top): the pooled statistic moves from
+     * the generator's toward the debiased pooled one by the shrinkage
+     * above, and a class keeps its debiased difference from the pooled
+     * statistic only where the difference clears the signal check's
+     * Bonferroni threshold cz, shrunk by 1 - (cz se / d)^2. Without a
+     * detectable class difference the classes so get the same law. */
+    double *F = calloc(KK * S + 1, sizeof *F), *E = calloc(KK * S + 1, sizeof *E);
+    const double *wts = pg_snapshot_class_weights(inner);
+    size_t pairs = KK * (KK - 1) / 2;
+    double cz = pairs ? upper_quantile(0.025 / (double)(pairs * S)) : 0.0;
+    if (!F || !E) rc = pg_error_set(err, PG_ENOMEM, "cannot allocate a calibrated snapshot");
+    for (size_t k = 0; k < KK && rc == PG_OK; k++) {
+        rc = pg_snapshot_sample(inner, per_class, CALIB_LDP_SEED + k, c->K > 0 ? (int)k : -1, buf,
+                                err);
+        if (rc == PG_OK) pg_calib_ldp_measure(c, buf, per_class, F + k * S);
+    }
+    for (size_t u = 0; rc == PG_OK && u < S; u++) {
+        double G = 0, P = 0, v = 0;
+        for (size_t k = 0; k < KK; k++) {
+            double pk = KK == 1 ? 1.0 : wts ? wts[k] : 1.0 / (double)KK;
+            G += pk * F[k * S + u];
+            P += pk * c->tgt[k * S + u];
+            v += pk * pk * c->se[k * S + u] * c->se[k * S + u];
+        }
+        double base = shrink(G, P, sqrt(v));
+        for (size_t k = 0; k < KK; k++) {
+            double d = c->tgt[k * S + u] - P, e = cz * c->se[k * S + u];
+            E[k * S + u] = base + (d * d > e * e ? (1.0 - e * e / (d * d)) * d : 0.0);
+        }
+    }
     for (size_t k = 0; k < KK && rc == PG_OK; k++) {
         rc = pg_snapshot_sample(inner, per_class, CALIB_LDP_SEED + k, c->K > 0 ? (int)k : -1, buf,
                                 err);
         if (rc) break;
-        const double *t0 = c->tgt + k * S, *se = c->se + k * S;
+        const double *tk = E + k * S;
         memset(f, 0, S * sizeof *f);
         for (size_t r = 0; r < per_class; r++)
             for (size_t i = 0; i < c->nb; i++)
                 if (c->b[i].kind != BLK_NUM)
                     f[c->b[i].stat + state_of(&c->b[i], buf + r * c->d)] += 1.0 / (double)per_class;
-        /* Shrink each correction by its own noise: t = f + w (t0 - f) with
-         * w = max(0, 1 - se^2 / (t0 - f)^2), so a target the reports pin
-         * down (se << |t0 - f|) is met and one inside their noise leaves the
-         * generator as it was. */
         for (size_t i = 0; i < c->nb; i++) {
             const blk *b = &c->b[i];
             if (b->kind == BLK_NUM) continue;
             double tot = 0;
             for (size_t j = 0; j < b->states; j++) {
                 size_t u = b->stat + j;
-                t[u] = shrink(f[u], t0[u], se[u]);
+                t[u] = tk[u] > 0 ? tk[u] : 0.0;
                 tot += t[u];
             }
-            for (size_t j = 0; j < b->states; j++) t[b->stat + j] /= tot > 0 ? tot : 1.0;
+            for (size_t j = 0; j < b->states; j++)
+                t[b->stat + j] = tot > 0 ? t[b->stat + j] / tot : f[b->stat + j];
         }
         for (size_t i = 0; i < c->nb; i++) {
             const blk *b = &c->b[i];
@@ -680,15 +708,17 @@ int pg_calib_ldp_wrap(const pg_calib_ldp *c, pg_snapshot *inner, size_t per_clas
             }
             double gm = 0, g2 = 0;
             for (size_t r = 0; r < m; r++) gm += vals[r], g2 += (double)vals[r] * vals[r];
-            gm = m ? gm / (double)m : t0[b->stat];
+            gm = m ? gm / (double)m : tk[b->stat];
             double gsd = m ? sqrt(fmax(g2 / (double)m - gm * gm, 0.0)) : 0.0;
             size_t u = k * S + b->stat;
             s->center[u] = gm;
-            solve_affine(vals, m, gm, gsd, shrink(gm, t0[b->stat], se[b->stat]),
-                         shrink(gsd, t0[b->stat + 1], se[b->stat + 1]), c->lo, c->hi, &s->scale[u],
-                         &s->shift[u]);
+            double t1 = clampd(tk[b->stat], c->lo, c->hi);
+            double t2 = fmin(fmax(tk[b->stat + 1], 0.0), sqrt((c->hi - t1) * (t1 - c->lo)));
+            solve_affine(vals, m, gm, gsd, t1, t2, c->lo, c->hi, &s->scale[u], &s->shift[u]);
         }
     }
+    free(F);
+    free(E);
     if (rc) {
         cal_destroy(s);
         goto done;
