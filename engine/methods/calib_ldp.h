@@ -24,7 +24,12 @@
  *   numeric unit            the mean of the value over rows where it is
  *                           present (the encoding holds 0 when missing, so
  *                           this is E[u | c] / P(present | c), the latter
- *                           floored at 0.05), clamped to the model range
+ *                           floored at 0.05), clamped to the model range;
+ *                           and the standard deviation of present values,
+ *                           from E[u~^2 | c] minus the noise's variance
+ *                           (Laplace 2 b^2, Gaussian sigma^2), capped at
+ *                           sqrt((hi - m)(m - lo)) (no law on the range
+ *                           with mean m spreads more)
  *   randomized-response     state frequencies (E - q) / (p - q), negatives
  *   block (category,        clipped to 0, renormalized
  *   boolean, indicator)
@@ -35,23 +40,37 @@
  * against the Bonferroni threshold for a two-sided 5 % test over all
  * coordinates and pairs. Below it the reports carry no class difference
  * distinguishable from the channel's noise: a generator (or any model) can
- * only guess, and entropic_gan says so in the job's warnings.
+ * only guess, and the calibrated snapshot gives the classes one law (below),
+ * so a classifier trained on its rows falls back on the class shares
+ * instead of on differences fitted to noise. (The job view does not show
+ * the statistic yet: trainers have no warning channel; privgen-bench credit
+ * prints it.)
  *
  * Calibrated snapshot (pg_calib_ldp_wrap): per class, `per_class` rows drawn
- * from the inner snapshot with fixed seeds measure its state frequencies f;
- * a row of state s keeps it with probability min(1, t_s / f_s) and otherwise
- * moves to a state with a deficit (t_b > f_b) in proportion to the deficit,
- * which takes f exactly onto t; every block is then written as a clean
- * one-hot. Then each numeric unit of the class is shifted by the s solving
- * mean(clamp(v + s, lo, hi)) = target over the rows where it is present
- * (bisection; clamp keeps values in range), and missing values hold 0 as the
- * encoding says. The draws that move states come from a stream seeded by the
- * request's seed, one per row and block in order, so a request for more
- * rows begins with the rows of a request for fewer. The same network always
- * gets the same moves and shifts (a checkpoint reload reproduces them).
+ * from the inner snapshot with fixed seeds measure its statistics G_c.
+ * Effective targets, per statistic: with class weights pi (the snapshot's
+ * proportions) the pooled value moves from the generator's sum pi_c G_c
+ * toward the debiased sum pi_c t_c by the factor max(0, 1 - se^2 / d^2)
+ * (se the pooled standard error, d the gap: a value the reports pin down is
+ * met, one inside their noise stays the generator's); a class then adds its
+ * debiased difference from the pooled value, d_c, only where |d_c| clears
+ * cz se_c (cz the signal threshold below), shrunk by 1 - (cz se_c / d_c)^2.
+ * Where the reports show no class difference the classes so get the same
+ * law, not whatever difference the generator fitted to the noise.
+ * States: a row of state s keeps it with probability min(1, t_s / f_s) and
+ * otherwise moves to a state with a deficit (t_b > f_b) in proportion to the
+ * deficit, which takes f exactly onto t; every block is then written as a
+ * clean one-hot. Numbers: each unit of the class maps to clamp(m + a (v - m)
+ * + s) with m the measured mean, a and s solved so the clamped present
+ * values get the target mean and spread (bisection on s, a corrected for
+ * the clamp in a few rounds); missing values hold 0 as the encoding says. The draws that move
+ * states come from a stream seeded by the request's seed, one per row and block in order, so a
+ * request for more rows begins with the rows of a request for fewer. The same network always gets
+ * the same moves and shifts (a checkpoint reload reproduces them).
  *
  * Storage (pg_calib_ldp_to_json / _from_json): {"version": 1, "classes",
- * "per_class", "targets": [classes x stats]} beside the generator in
+ * "per_class", "targets": [classes x stats], "stderr": [classes x stats]}
+ * beside the generator in
  * entropic_gan's checkpoints; the layout follows from the table map, so a
  * map that does not match is refused (PG_EFORMAT).
  *
@@ -92,15 +111,16 @@ typedef struct pg_calib_ldp_signal {
 void pg_calib_ldp_signal_get(const pg_calib_ldp *c, pg_calib_ldp_signal *s);
 
 /* Number of per-class statistics, and class k's targets (see the top; order:
- * per column, a numeric unit's present mean, then each block's states, a
- * reference state first where the block has one). */
+ * per column, a numeric unit's present mean and standard deviation, then
+ * each block's states, a reference state first where the block has one). */
 size_t pg_calib_ldp_stats(const pg_calib_ldp *c);
 const double *pg_calib_ldp_targets(const pg_calib_ldp *c, int k);
-/* Standard error of each class-k estimate (numeric units: of E[u | c]). */
+/* Standard error of each class-k estimate (a numeric unit's mean: of E[u |
+ * c] over the present share). */
 const double *pg_calib_ldp_stderr(const pg_calib_ldp *c, int k);
 
 /* The statistics of rows x (n x width) of one class, as the targets are laid
- * out (states from the largest unit, present means over present rows):
+ * out (states from the largest unit, means and spreads over present rows):
  * what tests compare the calibrated samples with. out: stats doubles. */
 void pg_calib_ldp_measure(const pg_calib_ldp *c, const float *x, size_t n, double *out);
 
