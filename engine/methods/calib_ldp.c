@@ -398,8 +398,10 @@ json_t *pg_calib_ldp_to_json(const pg_calib_ldp *c, size_t per_class)
         json_decref(e);
         return NULL;
     }
-    return json_pack("{s:i,s:i,s:I,s:o,s:o}", "version", PG_CALIB_LDP_VERSION, "classes", c->K,
-                     "per_class", (json_int_t)per_class, "targets", t, "stderr", e);
+    return json_pack("{s:i,s:i,s:I,s:o,s:o,s:{s:f,s:f,s:I}}", "version", PG_CALIB_LDP_VERSION,
+                     "classes", c->K, "per_class", (json_int_t)per_class, "targets", t, "stderr", e,
+                     "signal", "max_z", c->sig.max_z, "threshold", c->sig.threshold, "tests",
+                     (json_int_t)c->sig.tests);
 }
 
 int pg_calib_ldp_from_json(const json_t *j, const pg_table *t, int classes, pg_calib_ldp **out,
@@ -434,6 +436,18 @@ int pg_calib_ldp_from_json(const json_t *j, const pg_table *t, int classes, pg_c
         pg_calib_ldp_free(c);
         return pg_error_set(err, PG_EFORMAT, "the checkpoint's calibration does not fit its table");
     }
+    const json_t *sg = json_object_get(j, "signal");
+    double mz = json_number_value(json_object_get(sg, "max_z"));
+    double th = json_number_value(json_object_get(sg, "threshold"));
+    json_int_t nt = json_integer_value(json_object_get(sg, "tests"));
+    if (!json_is_number(json_object_get(sg, "max_z")) || !isfinite(mz) || mz < 0 ||
+        !json_is_number(json_object_get(sg, "threshold")) || !isfinite(th) || th < 0 || nt < 0) {
+        pg_calib_ldp_free(c);
+        return pg_error_set(err, PG_EFORMAT, "the checkpoint's calibration is malformed");
+    }
+    c->sig.max_z = mz;
+    c->sig.threshold = th;
+    c->sig.tests = (size_t)nt;
     *out = c;
     *per_class = (size_t)per;
     return PG_OK;
@@ -449,6 +463,10 @@ typedef struct cal_snap {
     /* KK x S, numeric units at their first statistic: v -> clamp(center +
      * scale (v - center) + shift) */
     double *shift, *scale, *center;
+    /* no detectable class difference (the signal check): every row's
+     * features come from the generator's mixture over classes, whatever its
+     * label, through class 0's maps (the pooled ones) */
+    bool pooled;
 } cal_snap;
 
 static void cal_destroy(void *impl)
@@ -508,7 +526,7 @@ static int cal_sample(const void *impl, size_t n, uint64_t seed, int label, floa
     const pg_calib_ldp *c = s->c;
     int32_t *lab = NULL;
     int rc;
-    if (c->K > 0 && label < 0) {
+    if (c->K > 0 && (label < 0 || s->pooled)) {
         lab = malloc((n ? n : 1) * sizeof *lab);
         if (!lab) return pg_error_set(err, PG_ENOMEM, "out of memory drawing classes");
         rc = pg_snapshot_sample_labelled(s->inner, n, seed, out, lab, err);
@@ -518,7 +536,8 @@ static int cal_sample(const void *impl, size_t n, uint64_t seed, int label, floa
     pg_rng rng;
     pg_rng_seeded(&rng, seed, CALIB_LDP_STREAM);
     for (size_t i = 0; rc == PG_OK && i < n; i++)
-        apply_row(s, c->K > 0 ? (size_t)(lab ? lab[i] : label) : 0, out + i * c->d, &rng);
+        apply_row(s, c->K > 0 && !s->pooled ? (size_t)(lab ? lab[i] : label) : 0, out + i * c->d,
+                  &rng);
     free(lab);
     return rc;
 }
@@ -632,29 +651,39 @@ int pg_calib_ldp_wrap(const pg_calib_ldp *c, pg_snapshot *inner, size_t per_clas
     const double *wts = pg_snapshot_class_weights(inner);
     size_t pairs = KK * (KK - 1) / 2;
     double cz = pairs ? upper_quantile(0.025 / (double)(pairs * S)) : 0.0;
-    if (!F || !E) rc = pg_error_set(err, PG_ENOMEM, "cannot allocate a calibrated snapshot");
-    for (size_t k = 0; k < KK && rc == PG_OK; k++) {
-        rc = pg_snapshot_sample(inner, per_class, CALIB_LDP_SEED + k, c->K > 0 ? (int)k : -1, buf,
-                                err);
+    s->pooled = c->K > 0 && c->sig.threshold > 0 && c->sig.max_z < c->sig.threshold;
+    /* classes with maps of their own: one when pooled */
+    size_t KM = s->pooled ? 1 : KK;
+    int32_t *labs = pg_calloc(per_class, sizeof *labs);
+    if (!F || !E || !labs)
+        rc = pg_error_set(err, PG_ENOMEM, "cannot allocate a calibrated snapshot");
+    for (size_t k = 0; k < KM && rc == PG_OK; k++) {
+        rc = s->pooled
+                 ? pg_snapshot_sample_labelled(inner, per_class, CALIB_LDP_SEED, buf, labs, err)
+                 : pg_snapshot_sample(inner, per_class, CALIB_LDP_SEED + k, c->K > 0 ? (int)k : -1,
+                                      buf, err);
         if (rc == PG_OK) pg_calib_ldp_measure(c, buf, per_class, F + k * S);
     }
     for (size_t u = 0; rc == PG_OK && u < S; u++) {
         double G = 0, P = 0, v = 0;
         for (size_t k = 0; k < KK; k++) {
             double pk = KK == 1 ? 1.0 : wts ? wts[k] : 1.0 / (double)KK;
-            G += pk * F[k * S + u];
+            G += s->pooled ? 0.0 : pk * F[k * S + u];
             P += pk * c->tgt[k * S + u];
             v += pk * pk * c->se[k * S + u] * c->se[k * S + u];
         }
+        if (s->pooled) G = F[u];
         double base = shrink(G, P, sqrt(v));
-        for (size_t k = 0; k < KK; k++) {
-            double d = c->tgt[k * S + u] - P, e = cz * c->se[k * S + u];
+        for (size_t k = 0; k < KM; k++) {
+            double d = s->pooled ? 0.0 : c->tgt[k * S + u] - P, e = cz * c->se[k * S + u];
             E[k * S + u] = base + (d * d > e * e ? (1.0 - e * e / (d * d)) * d : 0.0);
         }
     }
-    for (size_t k = 0; k < KK && rc == PG_OK; k++) {
-        rc = pg_snapshot_sample(inner, per_class, CALIB_LDP_SEED + k, c->K > 0 ? (int)k : -1, buf,
-                                err);
+    for (size_t k = 0; k < KM && rc == PG_OK; k++) {
+        rc = s->pooled
+                 ? pg_snapshot_sample_labelled(inner, per_class, CALIB_LDP_SEED, buf, labs, err)
+                 : pg_snapshot_sample(inner, per_class, CALIB_LDP_SEED + k, c->K > 0 ? (int)k : -1,
+                                      buf, err);
         if (rc) break;
         const double *tk = E + k * S;
         memset(f, 0, S * sizeof *f);
@@ -719,6 +748,7 @@ int pg_calib_ldp_wrap(const pg_calib_ldp *c, pg_snapshot *inner, size_t per_clas
     }
     free(F);
     free(E);
+    pg_free(labs);
     if (rc) {
         cal_destroy(s);
         goto done;

@@ -240,37 +240,40 @@ START_TEST(json_round_trip_and_hostile_input)
     json_decref(j);
     const char *z9 = "[0,0,0,0,0,0,0,0,0,0,0]";
     char buf[512];
-    snprintf(
-        buf, sizeof buf,
-        "{\"version\":1,\"classes\":2,\"per_class\":100,\"targets\":[%s,%s],\"stderr\":[%s,%s]}",
-        z9, z9, z9, z9);
+    snprintf(buf, sizeof buf,
+             "{\"version\":1,\"classes\":2,\"per_class\":100,\"targets\":[%s,%s],\"stderr\":[%s,%s]"
+             ",\"signal\":{\"max_z\":1,\"threshold\":3,\"tests\":11}}",
+             z9, z9, z9, z9);
     j = json_loads(buf, 0, NULL);
     ck_assert_int_eq(pg_calib_ldp_from_json(j, f.t, 2, &c3, &per, NULL), PG_OK);
     pg_calib_ldp_free(c3);
     json_decref(j);
     must_refuse(
         "{\"version\":2,\"classes\":2,\"per_class\":100,\"targets\":[[0,0,0,0,0,0,0,0,0,0,0],"
-        "[0,0,0,0,0,0,0,0,0,0,0]],\"stderr\":[[0,0,0,0,0,0,0,0,0,0,0],[0,0,0,0,0,0,0,0,0,0,0]]}",
+        "[0,0,0,0,0,0,0,0,0,0,0]],\"stderr\":[[0,0,0,0,0,0,0,0,0,0,0],[0,0,0,0,0,0,0,0,0,0,0]],"
+        "\"signal\":{\"max_z\":1,\"threshold\":3,\"tests\":11}}",
         f.t);
-    must_refuse(
-        "{\"version\":1,\"classes\":2,\"per_class\":100,\"targets\":[[0,0,0,0,0,0,0,0,0,0],"
-        "[0,0,0,0,0,0,0,0,0,0,0]],\"stderr\":[[0,0,0,0,0,0,0,0,0,0,0],[0,0,0,0,0,0,0,0,0,0,0]]}",
-        f.t);
+    must_refuse("{\"version\":1,\"classes\":2,\"per_class\":100,\"targets\":[[0,0,0,0,0,0,0,0,0,0],"
+                "[0,0,0,0,0,0,0,0,0,0,0]],\"stderr\":[[0,0,0,0,0,0,0,0,0,0,0],[0,0,0,0,0,0,0,0,0,0,"
+                "0]],\"signal\":{\"max_z\":1,\"threshold\":3,\"tests\":11}}",
+                f.t);
     must_refuse(
         "{\"version\":1,\"classes\":2,\"per_class\":100,\"targets\":[[0,0,0,0,0,0,0,0,0,0,0],"
-        "[0,0,0,0,0,0,0,0,0,0,0]],\"stderr\":[[0,0,0,0,0,0,0,0,0,0,-1],[0,0,0,0,0,0,0,0,0,0,0]]}",
+        "[0,0,0,0,0,0,0,0,0,0,0]],\"stderr\":[[0,0,0,0,0,0,0,0,0,0,-1],[0,0,0,0,0,0,0,0,0,0,0]],"
+        "\"signal\":{\"max_z\":1,\"threshold\":3,\"tests\":11}}",
         f.t);
-    must_refuse(
-        "{\"version\":1,\"classes\":2,\"per_class\":1,\"targets\":[[0,0,0,0,0,0,0,0,0,0,0],"
-        "[0,0,0,0,0,0,0,0,0,0,0]],\"stderr\":[[0,0,0,0,0,0,0,0,0,0,0],[0,0,0,0,0,0,0,0,0,0,0]]}",
-        f.t);
+    must_refuse("{\"version\":1,\"classes\":2,\"per_class\":1,\"targets\":[[0,0,0,0,0,0,0,0,0,0,0],"
+                "[0,0,0,0,0,0,0,0,0,0,0]],\"stderr\":[[0,0,0,0,0,0,0,0,0,0,0],[0,0,0,0,0,0,0,0,0,0,"
+                "0]],\"signal\":{\"max_z\":1,\"threshold\":3,\"tests\":11}}",
+                f.t);
     must_refuse("{\"version\":1,\"classes\":2,\"per_class\":100,\"targets\":[[0,0,0,0,0,0,0,0,0,0,"
                 "\"x\"],[0,0,0,0,0,0,0,0,0,0,0]],\"stderr\":[[0,0,0,0,0,0,0,0,0,0,0],[0,0,0,0,0,0,"
-                "0,0,0,0,0]]}",
+                "0,0,0,0,0]],\"signal\":{\"max_z\":1,\"threshold\":3,\"tests\":11}}",
                 f.t);
     must_refuse(
         "{\"version\":1,\"classes\":2,\"per_class\":100,\"targets\":[[0,0,0,0,0,0,0,0,0,0,0]"
-        "],\"stderr\":[[0,0,0,0,0,0,0,0,0,0,0]]}",
+        "],\"stderr\":[[0,0,0,0,0,0,0,0,0,0,0]],\"signal\":{\"max_z\":1,\"threshold\":3,\"tests\":"
+        "11}}",
         f.t);
     pg_calib_ldp_free(c);
     pg_calib_ldp_free(c2);
@@ -456,6 +459,55 @@ START_TEST(calibration_reads_only_the_reports_and_round_trips)
 }
 END_TEST
 
+/* Without a detectable class difference (the signal check) every row's
+ * features come from the generator's mixture, whatever the label asked
+ * for: the same seed gives the same rows for either class. With one (the
+ * structured table, |z| far past the threshold) they differ. Under no
+ * signal the check passes its threshold with probability <= 5 %; the test
+ * then asserts the other branch, so it holds either way. */
+START_TEST(no_signal_gives_the_classes_one_law)
+{
+    pg_threads_set(1);
+    const pg_method *m = pg_method_find("entropic_gan");
+    for (int structured = 0; structured < 2; structured++) {
+        fixture f;
+        make(&f, EPS_TOTAL, !structured);
+        pg_job_data in = {.desc = &f.desc, .rows = &f.ds};
+        pg_spec_errors e;
+        json_t *r = pg_test_resolve(m,
+                                    "{\"seed\": 6, \"train\": {\"steps\": 20, \"batch_size\": 64}, "
+                                    "\"model\": {\"hidden\": [16]}, \"calibration\": "
+                                    "{\"samples_per_class\": 300}}",
+                                    &in, &e);
+        ck_assert_ptr_nonnull(r);
+        pg_calib_ldp *c;
+        ck_assert_int_eq(pg_calib_ldp_make(f.t, 2, &c, NULL), PG_OK);
+        ck_assert_int_eq(pg_calib_ldp_estimate(c, &f.plan, f.ds.x, f.ds.labels, N, NULL), PG_OK);
+        pg_calib_ldp_signal sig;
+        pg_calib_ldp_signal_get(c, &sig);
+        pg_calib_ldp_free(c);
+        if (structured) ck_assert(sig.max_z > sig.threshold);
+        pg_trainer *tr = pg_test_train(m, r, &in, NULL);
+        pg_snapshot *s;
+        ck_assert_int_eq(m->snapshot(tr, &s, NULL), PG_OK);
+        size_t d = f.t->width;
+        float *a = pg_alloc_f32(200 * d), *b = pg_alloc_f32(200 * d);
+        ck_assert_int_eq(pg_snapshot_sample(s, 200, 8, 0, a, NULL), PG_OK);
+        ck_assert_int_eq(pg_snapshot_sample(s, 200, 8, 1, b, NULL), PG_OK);
+        bool same = memcmp(a, b, 200 * d * sizeof *a) == 0;
+        fprintf(stderr, "structured %d: z %.2f threshold %.2f, same rows %d\n", structured,
+                sig.max_z, sig.threshold, same);
+        ck_assert(same == (sig.max_z < sig.threshold));
+        pg_free(a);
+        pg_free(b);
+        pg_snapshot_release(s);
+        m->destroy(tr);
+        json_decref(r);
+        unmake(&f);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("methods/calib_ldp");
@@ -466,6 +518,7 @@ static Suite *suite(void)
     tcase_add_test(tc, json_round_trip_and_hostile_input);
     tcase_add_test(tc, calibrated_samples_meet_the_debiased_targets);
     tcase_add_test(tc, calibration_reads_only_the_reports_and_round_trips);
+    tcase_add_test(tc, no_signal_gives_the_classes_one_law);
     suite_add_tcase(s, tc);
     return s;
 }
