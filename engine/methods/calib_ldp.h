@@ -55,8 +55,12 @@
  * met, one inside their noise stays the generator's); a class then adds its
  * debiased difference from the pooled value, d_c, only where |d_c| clears
  * cz se_c (cz the signal threshold below), shrunk by 1 - (cz se_c / d_c)^2.
- * Where the reports show no class difference the classes so get the same
- * law, not whatever difference the generator fitted to the noise.
+ * When the signal check finds no class difference at all (max_z below its
+ * threshold) the snapshot is pooled: every row, whatever its label, is drawn
+ * from the generator's mixture over classes (its class proportions) and
+ * goes through one set of maps onto the pooled targets, so the features are
+ * independent of the label rather than carrying whatever difference the
+ * generator fitted to the noise.
  * States: a row of state s keeps it with probability min(1, t_s / f_s) and
  * otherwise moves to a state with a deficit (t_b > f_b) in proportion to the
  * deficit, which takes f exactly onto t; every block is then written as a
@@ -69,7 +73,8 @@
  * the same moves and shifts (a checkpoint reload reproduces them).
  *
  * Storage (pg_calib_ldp_to_json / _from_json): {"version": 1, "classes",
- * "per_class", "targets": [classes x stats], "stderr": [classes x stats]}
+ * "per_class", "targets": [classes x stats], "stderr": [classes x stats],
+ * "signal": {"max_z", "threshold", "tests"}}
  * beside the generator in
  * entropic_gan's checkpoints; the layout follows from the table map, so a
  * map that does not match is refused (PG_EFORMAT).
