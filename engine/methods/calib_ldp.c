@@ -641,16 +641,9 @@ int pg_calib_ldp_wrap(const pg_calib_ldp *c, pg_snapshot *inner, size_t per_clas
         goto done;
     }
     /* Pass 1: the generator's statistics per class (F), then the
-     * effective targets (E, see the top): the pooled statistic moves from
-     * the generator's toward the debiased pooled one by the shrinkage
-     * above, and a class keeps its debiased difference from the pooled
-     * statistic only where the difference clears the signal check's
-     * Bonferroni threshold cz, shrunk by 1 - (cz se / d)^2. Without a
-     * detectable class difference the classes so get the same law. */
+     * effective targets (E, see the top). */
     double *F = calloc(KK * S + 1, sizeof *F), *E = calloc(KK * S + 1, sizeof *E);
     const double *wts = pg_snapshot_class_weights(inner);
-    size_t pairs = KK * (KK - 1) / 2;
-    double cz = pairs ? upper_quantile(0.025 / (double)(pairs * S)) : 0.0;
     s->pooled = c->K > 0 && c->sig.threshold > 0 && c->sig.max_z < c->sig.threshold;
     /* classes with maps of their own: one when pooled */
     size_t KM = s->pooled ? 1 : KK;
@@ -673,11 +666,14 @@ int pg_calib_ldp_wrap(const pg_calib_ldp *c, pg_snapshot *inner, size_t per_clas
             v += pk * pk * c->se[k * S + u] * c->se[k * S + u];
         }
         if (s->pooled) G = F[u];
-        double base = shrink(G, P, sqrt(v));
-        for (size_t k = 0; k < KM; k++) {
-            double d = s->pooled ? 0.0 : c->tgt[k * S + u] - P, e = cz * c->se[k * S + u];
-            E[k * S + u] = base + (d * d > e * e ? (1.0 - e * e / (d * d)) * d : 0.0);
-        }
+        /* pooled: one target, the generator's mixture moved toward the
+         * debiased pooled value; else each class's own statistic moved
+         * toward its debiased one (a threshold of cz standard errors on
+         * the class differences here zeroed the spreads' differences, whose
+         * errors are large, and cost the classifier: docs/benchmarks.md) */
+        for (size_t k = 0; k < KM; k++)
+            E[k * S + u] = s->pooled ? shrink(G, P, sqrt(v))
+                                     : shrink(F[k * S + u], c->tgt[k * S + u], c->se[k * S + u]);
     }
     for (size_t k = 0; k < KM && rc == PG_OK; k++) {
         rc = s->pooled

@@ -48,17 +48,15 @@
  *
  * Calibrated snapshot (pg_calib_ldp_wrap): per class, `per_class` rows drawn
  * from the inner snapshot with fixed seeds measure its statistics G_c.
- * Effective targets, per statistic: with class weights pi (the snapshot's
- * proportions) the pooled value moves from the generator's sum pi_c G_c
- * toward the debiased sum pi_c t_c by the factor max(0, 1 - se^2 / d^2)
- * (se the pooled standard error, d the gap: a value the reports pin down is
- * met, one inside their noise stays the generator's); a class then adds its
- * debiased difference from the pooled value, d_c, only where |d_c| clears
- * cz se_c (cz the signal threshold below), shrunk by 1 - (cz se_c / d_c)^2.
- * When the signal check finds no class difference at all (max_z below its
+ * Effective targets, per statistic and class: the generator's value G_c
+ * moves toward the debiased t_c by the factor max(0, 1 - se_c^2 / d^2) (d
+ * the gap): a value the reports pin down is met, one inside their noise
+ * stays the generator's. When the signal check finds no class difference at all (max_z below its
  * threshold) the snapshot is pooled: every row, whatever its label, is drawn
  * from the generator's mixture over classes (its class proportions) and
- * goes through one set of maps onto the pooled targets, so the features are
+ * goes through one set of maps onto the pooled targets (the mixture's value
+ * moved toward the debiased sum pi_c t_c, pi the snapshot's class
+ * proportions, by the same factor with the pooled error), so the features are
  * independent of the label rather than carrying whatever difference the
  * generator fitted to the noise.
  * States: a row of state s keeps it with probability min(1, t_s / f_s) and

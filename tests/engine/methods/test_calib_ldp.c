@@ -284,10 +284,9 @@ END_TEST
 /* A short training (the generator alone is far from the class-conditional
  * law), then the calibrated snapshot's rows of each class against the
  * debiased targets. The effective target differs from the debiased one by
- * at most the pooled standard error (the pooled shrinkage) plus cz = 2.84
- * standard errors of the class (the class difference's threshold over 11
- * statistics), so by less than 4 se (se the largest over the block's states
- * for the frequencies, whose renormalization adds as much again: 6 se); the
+ * at most one standard error (the shrinkage: se^2 / |d| < se, or |d| <= se
+ * where the generator is kept); 4 se leaves room, and for the frequencies,
+ * whose renormalization adds the block's errors, 6 se of the largest; the
  * measuring
  * draw (M rows) and the evaluation draw (EVAL rows) add at most 6 sd of a
  * proportion, 6 x 0.5 x sqrt(1/M + 1/EVAL), and for numeric units 6 sd_v
