@@ -4,7 +4,8 @@
 # table of mean (min-max) accuracy and categorical TV per (table, method,
 # epsilon) next to the real and majority rates. Extra arguments go to every
 # privgen-bench call (e.g. --set 'encoding.quantile_map=false' for the old
-# encoding).
+# encoding, --set 'calibration.class_means=false' for dp_sinkhorn without the per-class
+# calibration of its samples, issue 28 fourth pass).
 #
 #   bench/generators.sh [--runs 3] [--methods dp_sinkhorn,swd_gen] [--eps 1000,5] [ARGS...]
 #

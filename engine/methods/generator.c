@@ -9,6 +9,7 @@
 
 #include "engine/core/alloc.h"
 #include "engine/data/table.h"
+#include "engine/methods/calib_table.h"
 #include "engine/methods/label_count.h"
 #include "engine/methods/snapshot.h"
 #include "engine/methods/trainer.h"
@@ -372,15 +373,24 @@ int pg_generator_load_snapshot(const unsigned char *bytes, size_t len, const cha
         double lo = json_number_value(json_object_get(cal, "lo"));
         double hi = json_number_value(json_object_get(cal, "hi"));
         size_t K = gen.num_classes > 0 ? (size_t)gen.num_classes : 1;
-        bool ok = m && m->ndim == 2 && m->dims[0] == K && m->dims[1] == gen.d && per > 0 &&
-                  per <= 1000000 && isfinite(lo) && isfinite(hi) && lo < hi;
-        for (size_t i = 0; ok && i < K * gen.d; i++) ok = isfinite(m->data[i]);
+        /* "kind": "table" (calib_table.h) since issue 28; absent: class means. */
+        const char *kind = json_string_value(json_object_get(cal, "kind"));
+        bool table = kind && strcmp(kind, "table") == 0;
+        bool ok = m && m->ndim == 2 && m->dims[0] == K && m->dims[1] == (table ? 2 : 1) * gen.d &&
+                  per > 0 && per <= 1000000 &&
+                  (table ? gen.heads != NULL && !json_object_get(cal, "lo")
+                         : !kind && isfinite(lo) && isfinite(hi) && lo < hi);
+        for (size_t i = 0; ok && i < K * m->dims[1]; i++) ok = isfinite(m->data[i]);
+        if (ok && table)
+            ok = pg_calib_table_check_targets(gen.heads, gen.num_classes, m->data, NULL) == PG_OK;
         pg_nn_snapshot *nn = NULL;
         if (!ok)
             rc = pg_error_set(err, PG_EFORMAT, "the checkpoint's calibration is malformed");
         else if ((rc = pg_nn_snapshot_take(net, &nn, err)) == PG_OK)
-            rc = pg_generator_snapshot_calibrated(&gen, nn, step, m->data, (size_t)per, (float)lo,
-                                                  (float)hi, out, err);
+            rc = table ? pg_generator_snapshot_calibrated_table(&gen, nn, step, m->data,
+                                                                (size_t)per, out, err)
+                       : pg_generator_snapshot_calibrated(&gen, nn, step, m->data, (size_t)per,
+                                                          (float)lo, (float)hi, out, err);
     } else if (rc == PG_OK) {
         rc = pg_generator_snapshot(&gen, net, step, out, err);
     }
@@ -452,6 +462,9 @@ typedef struct gen_snap {
      * to data-space samples, then clamped to [lo, hi]; NULL when off. */
     float *offset;
     float lo, hi;
+    /* Table calibration (calib_table.h): per-class moves and shifts applied
+     * after the heads; NULL when off. */
+    pg_calib_table *tcal;
     /* The only mutable part, behind its mutex: sampling leaves the rest of
      * the snapshot untouched. */
     gen_pool *pool;
@@ -469,6 +482,8 @@ enum { SAMPLE_CHUNK = 256 };
  * fewer (the streamed and the one-piece responses agree). Sharing the latent
  * stream would interleave them chunk by chunk. */
 #define PG_SAMPLE_HEADS_STREAM 0x53414d48ull
+/* And the table calibration's moves (calib_table.h) one of their own. */
+#define PG_SAMPLE_CALIB_STREAM 0x53414d43ull
 /* Below this many (rows x parameters) a call runs on the calling thread
  * alone: waking the OpenMP team for each layer of a small request costs more
  * than it gains, and a serving process already runs one request per HTTP
@@ -563,6 +578,8 @@ static int gen_sample(const void *impl, size_t n, uint64_t seed, int label, floa
     pg_rng rng, heads_rng;
     pg_rng_seeded(&rng, seed, PG_SAMPLE_STREAM);
     pg_rng_seeded(&heads_rng, seed, PG_SAMPLE_HEADS_STREAM);
+    pg_rng cal_rng; /* a fixed number of draws per row too (calib_table.h) */
+    pg_rng_seeded(&cal_rng, seed, PG_SAMPLE_CALIB_STREAM);
     for (size_t done = 0; done < n;) {
         size_t b = n - done < SAMPLE_CHUNK ? n - done : SAMPLE_CHUNK;
         pg_nn_latent_sample(&s->g.latent, &rng, w->z, b * s->g.latent_dim);
@@ -575,6 +592,11 @@ static int gen_sample(const void *impl, size_t n, uint64_t seed, int label, floa
         if (rc) break;
         memcpy(out + done * s->g.d, y, b * s->g.d * sizeof(float));
         pg_generator_to_data(&s->g, &heads_rng, out + done * s->g.d, s->g.d, b);
+        /* Before decoding: the table calibration works where the generator
+         * does (calib_table.h). */
+        if (s->tcal)
+            pg_calib_table_apply(s->tcal, &cal_rng, out + done * s->g.d,
+                                 s->g.num_classes ? w->labels : NULL, b);
         for (size_t i = 0; i < b && s->offset; i++) {
             const float *off = s->offset + (s->g.num_classes ? (size_t)w->labels[i] : 0) * s->g.d;
             float *row = out + (done + i) * s->g.d;
@@ -599,6 +621,7 @@ static void gen_destroy(void *impl)
     pg_nn_snapshot_free(s->nn);
     pg_heads_free(s->g.heads);
     pg_qmap_free(s->g.qmap);
+    pg_calib_table_free(s->tcal);
     free(s->offset);
     free(s);
 }
@@ -710,6 +733,44 @@ fail:
     pg_free(buf);
     free(acc);
     return rc;
+}
+
+int pg_generator_snapshot_calibrated_table(const pg_generator *g, pg_nn_snapshot *nn, long step,
+                                           const float *targets, size_t per_class,
+                                           pg_snapshot **out, pg_error *err)
+{
+    *out = NULL;
+    if (!g->heads || per_class < 2 || !targets) {
+        pg_nn_snapshot_free(nn);
+        return pg_error_set(err, PG_EINVAL,
+                            "table calibration needs heads, targets, per_class >= 2");
+    }
+    gen_snap *s;
+    int rc = snap_new(g, nn, &s, err);
+    if (rc) return rc;
+    size_t K = g->num_classes > 0 ? (size_t)g->num_classes : 1, d = g->d;
+    pg_calib_table *c = NULL;
+    float *buf = pg_alloc_f32(K * per_class * d);
+    rc = buf ? pg_calib_table_new(g->heads, g->num_classes, &c, err)
+             : pg_error_set(err, PG_ENOMEM, "cannot allocate a calibrated snapshot");
+    /* Measured on the uncalibrated sampler (s is private to this call)
+     * with the quantile map's decoding held back: the rule works in the
+     * space the release was taken in, where gen_sample applies it. */
+    pg_qmap *qm = s->g.qmap;
+    s->g.qmap = NULL;
+    for (size_t k = 0; k < K && rc == PG_OK; k++)
+        rc = gen_sample(s, per_class, PG_CALIB_SEED + k, g->num_classes ? (int)k : -1,
+                        buf + k * per_class * d, err);
+    if (rc == PG_OK) rc = pg_calib_table_fit_all(c, targets, buf, per_class, err);
+    s->g.qmap = qm;
+    pg_free(buf);
+    if (rc) {
+        pg_calib_table_free(c);
+        gen_destroy(s);
+        return rc;
+    }
+    s->tcal = c;
+    return pg_snapshot_new(&GEN_SNAPSHOT_OPS, s, step, g->d, g->num_classes, out, err);
 }
 
 /* ---- trainer scaffolding ------------------------------------------------ */

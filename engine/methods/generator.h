@@ -213,6 +213,15 @@ int pg_generator_snapshot_calibrated(const pg_generator *g, pg_nn_snapshot *nn, 
                                      const float *means, size_t per_class, float lo, float hi,
                                      pg_snapshot **out, pg_error *err);
 
+/* The same on a typed table (calib_table.h): `targets` (max(num_classes, 1)
+ * x d, a release's post-processed means and frequencies) give per-class
+ * category moves and numeric shifts fitted on per_class rows per class drawn
+ * with a fixed seed; every sample gets them after the heads, before the
+ * quantile map decodes. Ownership of nn moves in, even on failure. */
+int pg_generator_snapshot_calibrated_table(const pg_generator *g, pg_nn_snapshot *nn, long step,
+                                           const float *targets, size_t per_class,
+                                           pg_snapshot **out, pg_error *err);
+
 /* ---- parameter averaging ------------------------------------------------
  * An exponential moving average of the generator's parameters, updated after
  * every optimizer step; snapshots serve the average instead of the last

@@ -152,12 +152,14 @@ START_TEST(plan_charges_the_map_exactly)
     pg_spec_errors e;
     json_t *on = resolve("dp_sinkhorn",
                          "{\"privacy\": {\"noise_multiplier\": 1.3}, \"train\": {\"steps\": 40, "
-                         "\"batch_size\": 64}, \"encoding\": {\"quantile_noise\": 4}}",
+                         "\"batch_size\": 64}, \"encoding\": {\"quantile_noise\": 4}, "
+                         "\"calibration\": {\"class_means\": false}}",
                          &f, &e);
     ck_assert_msg(on != NULL, "%s: %s", e.items[0].field, e.items[0].message);
     json_t *off = resolve("dp_sinkhorn",
                           "{\"privacy\": {\"noise_multiplier\": 1.3}, \"train\": {\"steps\": 40, "
-                          "\"batch_size\": 64}, \"encoding\": {\"quantile_map\": false}}",
+                          "\"batch_size\": 64}, \"encoding\": {\"quantile_map\": false}, "
+                          "\"calibration\": {\"class_means\": false}}",
                           &f, &e);
     ck_assert_ptr_nonnull(off);
     pg_privacy_plan a, b;

@@ -1,0 +1,484 @@
+/* engine/methods/calib_table.c - per-class calibration on typed tables
+ * (calib_table.h). */
+#include "engine/methods/calib_table.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/core/alloc.h"
+#include "engine/privacy/privacy.h"
+
+enum { KNOTS = 65 };
+
+struct pg_calib_table {
+    pg_heads *h;
+    size_t K, d, T; /* classes, units, states over all softmax heads */
+    size_t *state0; /* per head: index of its first state in [0, T) */
+    float *offset;  /* K x d: numeric shifts b (0 on softmax units) */
+    float *gain;    /* K x d: numeric gains of the rank map (1 for a shift) */
+    /* K x d x KNOTS: where a target spread is known, the class's measured
+     * quantiles of the unit (knot i at level i / (KNOTS - 1)); the unit is
+     * then mapped by its rank instead of shifted. NaN at knot 0: a shift. */
+    float *knots;
+    double *move; /* K x T: probability that a sample in the state moves */
+    double *cdf;  /* K x T: per head, cumulative destination probabilities */
+};
+
+static size_t states(const pg_head *hd)
+{
+    return hd->kind == PG_HEAD_SOFTMAX_REF ? hd->width + 1 : hd->width;
+}
+
+static int check_heads(const pg_heads *h, pg_error *err)
+{
+    if (!h || h->n == 0 || h->d == 0 || !(h->lo < h->hi))
+        return pg_error_set(err, PG_EINVAL, "table calibration needs the table's output heads");
+    size_t w = 0;
+    for (size_t j = 0; j < h->n; j++) {
+        const pg_head *hd = &h->h[j];
+        if (hd->offset != w || hd->width == 0 || (hd->kind == PG_HEAD_NUMERIC && hd->width != 1))
+            return pg_error_set(err, PG_EINVAL, "the heads do not tile the encoded row");
+        w += hd->width;
+    }
+    return w == h->d ? PG_OK : pg_error_set(err, PG_EINVAL, "the heads do not cover the row");
+}
+
+double pg_calib_table_bound2(const pg_heads *h)
+{
+    return (double)h->n; /* one block of norm <= 1 per head */
+}
+
+/* The state a sample's block decodes to (table.h's decoder): a plain
+ * softmax by its largest unit (first on ties); with a reference state, the
+ * largest unit when it is above 0.5, else state 0. */
+static size_t block_state(const pg_head *hd, const float *u)
+{
+    size_t best = 0;
+    for (size_t i = 1; i < hd->width; i++)
+        if (u[i] > u[best]) best = i;
+    if (hd->kind == PG_HEAD_SOFTMAX) return best;
+    return u[best] > 0.5f ? best + 1 : 0;
+}
+
+static void set_state(const pg_head *hd, float *u, size_t st)
+{
+    memset(u, 0, hd->width * sizeof *u);
+    if (hd->kind == PG_HEAD_SOFTMAX)
+        u[st] = 1.0f;
+    else if (st > 0)
+        u[st - 1] = 1.0f;
+}
+
+static double unit01(float u)
+{
+    return u > 0.0f ? (u < 1.0f ? (double)u : 1.0) : 0.0; /* NaN fails u > 0 */
+}
+
+int pg_calib_table_stats(const pg_heads *h, const pg_qmap *qmap, const float *x,
+                         const int32_t *labels, size_t n, int classes, double *out, pg_error *err)
+{
+    int rc = check_heads(h, err);
+    if (rc) return rc;
+    if (classes < 0 || (classes > 0 && n > 0 && !labels) || (n > 0 && !x))
+        return pg_error_set(err, PG_EINVAL, "table calibration needs labelled rows");
+    size_t K = classes > 0 ? (size_t)classes : 1, d = h->d;
+    double c = 0.5 * ((double)h->lo + h->hi), half = 0.5 * ((double)h->hi - h->lo);
+    double scale = 1.0 / sqrt(pg_calib_table_bound2(h));
+    float *row = malloc(d * sizeof *row);
+    double *acc = calloc(K * d + K, sizeof *acc);
+    if (!row || !acc) {
+        free(row);
+        free(acc);
+        return pg_error_set(err, PG_ENOMEM, "cannot allocate calibration buffers");
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t k = 0;
+        if (classes > 0) {
+            if (labels[i] < 0 || labels[i] >= classes) {
+                free(row);
+                free(acc);
+                return pg_error_set(err, PG_EINVAL, "row %zu has label %d outside [0, %d)", i + 1,
+                                    (int)labels[i], classes);
+            }
+            k = (size_t)labels[i];
+        }
+        memcpy(row, x + i * d, d * sizeof *row);
+        pg_qmap_encode(qmap, row, d, 1);
+        double *s = acc + k * d;
+        for (size_t j = 0; j < h->n; j++) {
+            const pg_head *hd = &h->h[j];
+            const float *u = row + hd->offset;
+            if (hd->kind == PG_HEAD_NUMERIC) {
+                /* Clamped so that a row outside the range cannot exceed the
+                 * block's bound of 1 (NaN counts as the centre). */
+                double t = ((double)u[0] - c) / half;
+                t = t > 1.0 ? 1.0 : t < -1.0 ? -1.0 : t == t ? t : 0.0;
+                s[hd->offset] += scale * t;
+                continue;
+            }
+            /* Units clamped to [0, 1] (NaN to 0), as a one-hot's are, then
+             * the block scaled to l2 norm <= 1. */
+            double nrm = 0.0;
+            for (size_t m = 0; m < hd->width; m++) {
+                double v = unit01(u[m]);
+                nrm += v * v;
+            }
+            double f = nrm > 1.0 ? 1.0 / sqrt(nrm) : 1.0;
+            for (size_t m = 0; m < hd->width; m++) s[hd->offset + m] += scale * f * unit01(u[m]);
+        }
+        acc[K * d + k] += 1.0;
+    }
+    memcpy(out, acc, (K * d + K) * sizeof *out);
+    free(row);
+    free(acc);
+    return PG_OK;
+}
+
+/* Clip at 0 and normalize p[0..m) in place; uniform when nothing is left. */
+static void normalize(double *p, size_t m)
+{
+    double t = 0.0;
+    for (size_t i = 0; i < m; i++) t += p[i] = p[i] > 0.0 ? p[i] : 0.0;
+    for (size_t i = 0; i < m; i++) p[i] = t > 0.0 ? p[i] / t : 1.0 / (double)m;
+}
+
+/* Target within-class sds of the mapped numeric units, by post-processing
+ * alone: a quantile-mapped column is about uniform on [c - k h, c + k h]
+ * (qmap.h), variance (k h)^2 / 3 over all rows, of which the released class
+ * means explain sum_k pi_k (m_k - m)^2 (pi from the released counts); the
+ * rest is shared by the classes (floored at a tenth of the total sd). */
+static void within_sd(const pg_heads *h, const pg_qmap *qmap, size_t K, const double *counts,
+                      float *targets)
+{
+    if (!qmap) return;
+    size_t d = h->d;
+    double tot = 0.0, kh = 0.5 * ((double)qmap->hi - qmap->lo) * qmap->spread;
+    for (size_t k = 0; k < K; k++) tot += counts[k] > 1.0 ? counts[k] : 1.0;
+    for (size_t j = 0; j < qmap->ncols; j++) {
+        size_t u = qmap->cols[j].unit;
+        if (u >= d) continue;
+        double mean = 0.0, between = 0.0, var = kh * kh / 3.0;
+        for (size_t k = 0; k < K; k++)
+            mean += (counts[k] > 1.0 ? counts[k] : 1.0) / tot * targets[k * 2 * d + u];
+        for (size_t k = 0; k < K; k++) {
+            double g = targets[k * 2 * d + u] - mean;
+            between += (counts[k] > 1.0 ? counts[k] : 1.0) / tot * g * g;
+        }
+        double w = var - between < 0.01 * var ? 0.01 * var : var - between;
+        for (size_t k = 0; k < K; k++) targets[k * 2 * d + d + u] = (float)sqrt(w);
+    }
+}
+
+int pg_calib_table_release(pg_rng *secure, const pg_heads *h, const pg_qmap *qmap, const float *x,
+                           const int32_t *labels, size_t n, int classes, double s, bool spread,
+                           float *targets, double *raw, pg_error *err)
+{
+    if (!secure || !pg_rng_is_secure(secure))
+        return pg_error_set(err, PG_EPRIVACY, "DP noise needs the secure generator");
+    if (!(s > 0.0) || !isfinite(s))
+        return pg_error_set(err, PG_EINVAL, "calibration noise multiplier must be finite and > 0");
+    int rc = check_heads(h, err);
+    if (rc) return rc;
+    size_t K = classes > 0 ? (size_t)classes : 1, d = h->d, m = K * d + K;
+    double *v = malloc(m * sizeof *v), *p = NULL;
+    float *noise = pg_alloc_f32(m);
+    size_t wmax = 0;
+    for (size_t j = 0; j < h->n; j++) wmax = h->h[j].width + 1 > wmax ? h->h[j].width + 1 : wmax;
+    p = malloc(wmax * sizeof *p);
+    if (!v || !noise || !p) {
+        rc = pg_error_set(err, PG_ENOMEM, "cannot allocate calibration buffers");
+        goto out;
+    }
+    if ((rc = pg_calib_table_stats(h, qmap, x, labels, n, classes, v, err))) goto out;
+    memset(noise, 0, m * sizeof *noise);
+    if ((rc = pg_privacy_gaussian_noise(secure, noise, m, M_SQRT2 * s, err))) goto out;
+    for (size_t i = 0; i < m; i++) v[i] += (double)noise[i];
+    if (raw) memcpy(raw, v, m * sizeof *raw);
+    double c = 0.5 * ((double)h->lo + h->hi), half = 0.5 * ((double)h->hi - h->lo);
+    double root = sqrt(pg_calib_table_bound2(h));
+    for (size_t k = 0; k < K; k++) {
+        double nk = v[K * d + k] < 1.0 ? 1.0 : v[K * d + k];
+        const double *sk = v + k * d;
+        float *t = targets + k * 2 * d;
+        for (size_t j = 0; j < h->n; j++) {
+            const pg_head *hd = &h->h[j];
+            size_t o = hd->offset, w = hd->width;
+            if (hd->kind == PG_HEAD_NUMERIC) {
+                double mu = root * sk[o] / nk;
+                mu = mu > 1.0 ? 1.0 : mu < -1.0 ? -1.0 : mu;
+                double val = c + half * mu;
+                t[o] = (float)(val < h->lo ? h->lo : val > h->hi ? h->hi : val);
+                t[d + o] = -1.0f; /* set below when the map gives a spread */
+                continue;
+            }
+            bool ref = hd->kind == PG_HEAD_SOFTMAX_REF;
+            double used = 0.0;
+            for (size_t q = 0; q < w; q++) used += p[q + ref] = root * sk[o + q] / nk;
+            if (ref) p[0] = 1.0 - used;
+            normalize(p, w + ref);
+            for (size_t q = 0; q < w; q++) t[o + q] = (float)p[q + ref], t[d + o + q] = 0.0f;
+        }
+    }
+    if (spread) within_sd(h, qmap, K, v + K * d, targets);
+out:
+    free(v);
+    free(p);
+    pg_free(noise);
+    return rc;
+}
+
+int pg_calib_table_check_targets(const pg_heads *h, int classes, const float *targets,
+                                 pg_error *err)
+{
+    int rc = check_heads(h, err);
+    if (rc) return rc;
+    size_t K = classes > 0 ? (size_t)classes : 1;
+    for (size_t k = 0; k < K; k++)
+        for (size_t j = 0; j < h->n; j++) {
+            const pg_head *hd = &h->h[j];
+            const float *t = targets + k * 2 * h->d + hd->offset;
+            if (hd->kind == PG_HEAD_NUMERIC) {
+                if (!(t[0] >= h->lo && t[0] <= h->hi) ||
+                    !(t[h->d] == -1.0f || (t[h->d] >= 0.0f && t[h->d] <= 0.5f * (h->hi - h->lo))))
+                    return pg_error_set(err, PG_EFORMAT,
+                                        "a calibration mean or sd is out of range");
+                continue;
+            }
+            double sum = 0.0;
+            for (size_t q = 0; q < hd->width; q++) {
+                if (!(t[q] >= 0.0f && t[q] <= 1.0f))
+                    return pg_error_set(err, PG_EFORMAT, "a calibration frequency is malformed");
+                sum += t[q];
+            }
+            if (sum > 1.0 + 1e-3 || (hd->kind == PG_HEAD_SOFTMAX && sum < 1.0 - 1e-3))
+                return pg_error_set(err, PG_EFORMAT, "calibration frequencies do not sum to 1");
+        }
+    return PG_OK;
+}
+
+void pg_calib_table_free(pg_calib_table *c)
+{
+    if (!c) return;
+    pg_heads_free(c->h);
+    free(c->state0);
+    free(c->offset);
+    free(c->gain);
+    free(c->knots);
+    free(c->move);
+    free(c->cdf);
+    free(c);
+}
+
+int pg_calib_table_new(const pg_heads *h, int classes, pg_calib_table **out, pg_error *err)
+{
+    *out = NULL;
+    int rc = check_heads(h, err);
+    if (rc) return rc;
+    pg_calib_table *c = calloc(1, sizeof *c);
+    if (!c) return pg_error_set(err, PG_ENOMEM, "cannot allocate a calibration rule");
+    c->K = classes > 0 ? (size_t)classes : 1;
+    c->d = h->d;
+    c->state0 = calloc(h->n, sizeof *c->state0);
+    for (size_t j = 0; c->state0 && j < h->n; j++) {
+        c->state0[j] = c->T;
+        if (h->h[j].kind != PG_HEAD_NUMERIC) c->T += states(&h->h[j]);
+    }
+    size_t T = c->T ? c->T : 1;
+    c->offset = calloc(c->K * c->d, sizeof *c->offset);
+    c->gain = malloc(c->K * c->d * sizeof *c->gain);
+    c->knots = malloc(c->K * c->d * KNOTS * sizeof *c->knots);
+    for (size_t i = 0; c->knots && i < c->K * c->d; i++) c->knots[i * KNOTS] = NAN;
+    for (size_t i = 0; c->gain && i < c->K * c->d; i++) c->gain[i] = 1.0f;
+    c->move = calloc(c->K * T, sizeof *c->move);
+    c->cdf = calloc(c->K * T, sizeof *c->cdf);
+    if (!c->state0 || !c->offset || !c->gain || !c->knots || !c->move || !c->cdf) {
+        pg_calib_table_free(c);
+        return pg_error_set(err, PG_ENOMEM, "cannot allocate a calibration rule");
+    }
+    if ((rc = pg_heads_copy(h, &c->h, err))) {
+        pg_calib_table_free(c);
+        return rc;
+    }
+    *out = c;
+    return PG_OK;
+}
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* The measured CDF at x from KNOTS quantiles, linear between knots, 0 and 1
+ * outside; a run of equal knots (an atom) takes its middle level. */
+static double rank_of(const float *kn, float x)
+{
+    if (x < kn[0]) return 0.0;
+    if (x > kn[KNOTS - 1]) return 1.0;
+    size_t lo = 0, hi = KNOTS - 1; /* first knot >= x */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (kn[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (kn[lo] == x) {
+        size_t last = lo;
+        while (last + 1 < KNOTS && kn[last + 1] == x) last++;
+        return 0.5 * (double)(lo + last) / (KNOTS - 1);
+    }
+    double f = ((double)x - kn[lo - 1]) / ((double)kn[lo] - kn[lo - 1]);
+    return ((double)(lo - 1) + f) / (KNOTS - 1);
+}
+
+/* Passes of the numeric fit: each moves the clamped mean toward the target;
+ * 8 leave it within float rounding on every table tried. */
+#define FIT_PASSES 8
+
+int pg_calib_table_fit(pg_calib_table *c, int k, const float *targets_k, const float *rows,
+                       size_t n, pg_error *err)
+{
+    if (!c || k < 0 || (size_t)k >= c->K || !targets_k || !rows || n == 0)
+        return pg_error_set(err, PG_EINVAL, "calibration fit needs a class and rows");
+    const pg_heads *h = c->h;
+    size_t d = c->d;
+    double *q = calloc(c->T + 1, sizeof *q), *acc = calloc(d, sizeof *acc);
+    double *p = malloc((c->T + 1) * sizeof *p);
+    float *buf = malloc(n * d * sizeof *buf);
+    if (!q || !acc || !buf || !p) {
+        free(p);
+        free(q);
+        free(acc);
+        free(buf);
+        return pg_error_set(err, PG_ENOMEM, "cannot allocate calibration buffers");
+    }
+    memcpy(buf, rows, n * d * sizeof *buf);
+    double *move = c->move + (size_t)k * (c->T ? c->T : 1);
+    double *cdf = c->cdf + (size_t)k * (c->T ? c->T : 1);
+    float *off = c->offset + (size_t)k * d;
+    for (size_t j = 0; j < h->n; j++) {
+        const pg_head *hd = &h->h[j];
+        if (hd->kind == PG_HEAD_NUMERIC) continue;
+        size_t S = states(hd), s0 = c->state0[j];
+        bool ref = hd->kind == PG_HEAD_SOFTMAX_REF;
+        double *qq = q + s0;
+        for (size_t i = 0; i < n; i++) qq[block_state(hd, rows + i * d + hd->offset)] += 1.0;
+        double used = 0.0;
+        for (size_t st = 0; st < S; st++) qq[st] /= (double)n;
+        for (size_t u = 0; u < hd->width; u++) used += p[u + ref] = targets_k[hd->offset + u];
+        if (ref) p[0] = 1.0 - used;
+        normalize(p, S);
+        double deficit = 0.0;
+        for (size_t st = 0; st < S; st++) {
+            double gap = qq[st] - p[st];
+            move[s0 + st] = gap > 0.0 && qq[st] > 0.0 ? gap / qq[st] : 0.0;
+            deficit += gap < 0.0 ? -gap : 0.0;
+        }
+        double run = 0.0;
+        for (size_t st = 0; st < S; st++) {
+            double gap = p[st] - qq[st];
+            run += deficit > 0.0 && gap > 0.0 ? gap / deficit : 0.0;
+            cdf[s0 + st] = run;
+        }
+        if (deficit > 0.0) cdf[s0 + S - 1] = 1.0; /* rounding: the last state closes */
+    }
+    /* Numeric: a shift x -> clamp(x + b) per unit, fitted on the draw with
+     * the clamp applied (each pass moves b by the remaining mean gap). */
+    float *gain = c->gain + (size_t)k * d;
+    for (size_t j = 0; j < h->n; j++) {
+        const pg_head *hd = &h->h[j];
+        if (hd->kind != PG_HEAD_NUMERIC) continue;
+        off[hd->offset] = 0.0f;
+        gain[hd->offset] = 1.0f;
+    }
+    for (int pass = 0; pass < FIT_PASSES; pass++) {
+        memset(acc, 0, d * sizeof *acc);
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < h->n; j++) {
+                const pg_head *hd = &h->h[j];
+                if (hd->kind != PG_HEAD_NUMERIC) continue;
+                size_t o = hd->offset;
+                double v = (double)off[o] + buf[i * d + o];
+                acc[o] += v < h->lo ? h->lo : v > h->hi ? h->hi : v;
+            }
+        for (size_t j = 0; j < h->n; j++) {
+            const pg_head *hd = &h->h[j];
+            if (hd->kind != PG_HEAD_NUMERIC) continue;
+            size_t o = hd->offset;
+            off[o] = (float)((double)off[o] + (double)targets_k[o] - acc[o] / (double)n);
+        }
+    }
+    /* Where a target spread is known (quantile-mapped units), the rank map
+     * replaces the affine one: x -> m + sqrt(3) s (2 G(x) - 1), G the
+     * class's measured CDF, so each class comes out uniform on an interval
+     * with the target mean m and sd s, as a mapped column is over all rows.
+     * An affine map keeps the generator's tails, which the map's clamp sends
+     * to the column's min and max. */
+    float *col = malloc(n * sizeof *col);
+    for (size_t j = 0; col && j < h->n; j++) {
+        const pg_head *hd = &h->h[j];
+        size_t o = hd->offset;
+        float *kn = c->knots + ((size_t)k * d + o) * KNOTS;
+        kn[0] = NAN;
+        if (hd->kind != PG_HEAD_NUMERIC || !(targets_k[d + o] >= 0.0f)) continue;
+        for (size_t i = 0; i < n; i++) col[i] = rows[i * d + o];
+        qsort(col, n, sizeof *col, cmp_float);
+        for (size_t i = 0; i < KNOTS; i++)
+            kn[i] = col[(size_t)((double)i / (KNOTS - 1) * (double)(n - 1) + 0.5)];
+        off[o] = targets_k[o];
+        gain[o] = (float)(sqrt(3.0) * targets_k[d + o]);
+    }
+    bool ok = col != NULL;
+    free(col);
+    free(p);
+    free(q);
+    free(acc);
+    free(buf);
+    return ok ? PG_OK : pg_error_set(err, PG_ENOMEM, "cannot allocate calibration buffers");
+}
+
+void pg_calib_table_apply(const pg_calib_table *c, pg_rng *rng, float *rows, const int32_t *labels,
+                          size_t n)
+{
+    const pg_heads *h = c->h;
+    size_t T = c->T ? c->T : 1;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = labels && labels[i] >= 0 && (size_t)labels[i] < c->K ? (size_t)labels[i] : 0;
+        float *row = rows + i * c->d;
+        const double *move = c->move + k * T, *cdf = c->cdf + k * T;
+        const float *off = c->offset + k * c->d, *gain = c->gain + k * c->d;
+        for (size_t j = 0; j < h->n; j++) {
+            const pg_head *hd = &h->h[j];
+            float *u = row + hd->offset;
+            if (hd->kind == PG_HEAD_NUMERIC) {
+                const float *kn = c->knots + (k * c->d + hd->offset) * KNOTS;
+                float v = isnan(kn[0])
+                              ? off[hd->offset] + gain[hd->offset] * u[0]
+                              : (float)((double)off[hd->offset] +
+                                        gain[hd->offset] * (2.0 * rank_of(kn, u[0]) - 1.0));
+                u[0] = v < h->lo ? h->lo : v > h->hi ? h->hi : v;
+                continue;
+            }
+            /* Two draws per head per row, used or not. */
+            double a = pg_rng_uniform(rng), b = pg_rng_uniform(rng);
+            size_t S = states(hd), s0 = c->state0[j], st = block_state(hd, u);
+            if (!(a < move[s0 + st])) continue;
+            size_t to = 0;
+            while (to + 1 < S && !(b < cdf[s0 + to])) to++;
+            set_state(hd, u, to);
+        }
+    }
+}
+
+int pg_calib_table_fit_all(pg_calib_table *c, const float *targets, const float *rows, size_t n,
+                           pg_error *err)
+{
+    if (!c || !targets || !rows || n == 0)
+        return pg_error_set(err, PG_EINVAL, "calibration fit needs targets and rows");
+    int rc = PG_OK;
+    for (size_t k = 0; k < c->K && rc == PG_OK; k++)
+        rc = pg_calib_table_fit(c, (int)k, targets + k * 2 * c->d, rows + k * n * c->d, n, err);
+    return rc;
+}

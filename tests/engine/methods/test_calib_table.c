@@ -1,0 +1,547 @@
+/* Class-conditional calibration on typed tables (engine/methods/calib_table.h)
+ * and its use by dp_sinkhorn:
+ *  - the released vector's l2 sensitivity is sqrt(2) for any row, hostile
+ *    ones included, and attained by a valid row;
+ *  - the release's noise is N(0, 2 s^2) per coordinate (KS and variance);
+ *  - the rule moves categories and numbers onto the targets (statistical
+ *    bounds), and malformed targets are refused;
+ *  - dp_sinkhorn on a labelled table: the plan equals an independent curve,
+ *    the calibrated samples' per-class frequencies and means match the data's
+ *    (the old code refused the option on tables), checkpoints round-trip and a
+ *    spec without calibration cannot adopt one; hostile options are refused.
+ *
+ * Data: N rows; x continuous on [0, 10], c categorical {a, b, c}, f boolean,
+ * label y boolean with P(y) = 0.3. Class 0: x = 2 + u, c ~ (0.7, 0.2, 0.1),
+ * f true w.p. 0.2; class 1: x = 7 + u, c ~ (0.1, 0.2, 0.7), f w.p. 0.8.
+ * Encoded width 5: x (numeric), c (3 units, softmax), f (1 unit, reference). */
+#include <jansson.h>
+#include <math.h>
+
+#include "engine/core/alloc.h"
+#include "engine/core/mat.h"
+#include "engine/data/dataset.h"
+#include "engine/data/table.h"
+#include "engine/methods/calib_table.h"
+#include "engine/methods/method.h"
+#include "engine/methods/snapshot.h"
+#include "engine/methods/spec.h"
+#include "engine/privacy/privacy.h"
+#include "support/pg_method_test.h"
+#include "support/pg_test.h"
+
+static const char *SCHEMA = "{\"columns\":["
+                            "{\"name\":\"x\",\"type\":\"continuous\",\"min\":0,\"max\":10},"
+                            "{\"name\":\"c\",\"type\":\"categorical\",\"categories\":[\"a\",\"b\","
+                            "\"c\"]},"
+                            "{\"name\":\"f\",\"type\":\"boolean\"},"
+                            "{\"name\":\"y\",\"type\":\"boolean\"}],"
+                            "\"label\":\"y\"}";
+
+enum { N = 3000, D = 5 };
+static const double PC[2][3] = {{0.7, 0.2, 0.1}, {0.1, 0.2, 0.7}};
+static const double PF[2] = {0.2, 0.8};
+
+typedef struct fixture {
+    pg_table *t;
+    pg_heads *h;
+    pg_dataset ds;
+    pg_data_desc desc;
+    double freq[2][3], ftrue[2], xmean[2]; /* the data's, per class (encoded x) */
+    size_t count[2];
+} fixture;
+
+static size_t draw3(pg_rng *r, const double *p)
+{
+    double u = pg_rng_uniform(r);
+    return u < p[0] ? 0 : u < p[0] + p[1] ? 1 : 2;
+}
+
+static void make(fixture *f)
+{
+    memset(f, 0, sizeof *f);
+    json_t *j = json_loads(SCHEMA, 0, NULL);
+    ck_assert_int_eq(pg_table_from_json(j, &f->t, NULL), PG_OK);
+    json_decref(j);
+    ck_assert_int_eq(f->t->width, D);
+    ck_assert_int_eq(pg_heads_from_table(f->t, PG_HEADS_TAU, &f->h, NULL), PG_OK);
+    ck_assert_uint_eq(f->h->n, 3);
+    pg_rng r;
+    pg_rng_seeded(&r, 36, 0);
+    float *x = pg_alloc_f32(N * D);
+    int32_t *lab = pg_calloc(N, sizeof *lab);
+    for (size_t i = 0; i < N; i++) {
+        int y = pg_rng_uniform(&r) < 0.3;
+        pg_table_value v = {.num = (y ? 7.0 : 2.0) + pg_rng_uniform(&r)};
+        ck_assert_int_eq(
+            pg_table_encode_value(f->t, 0, &v, PG_TABLE_BOUNDS_REFUSE, x + D * i, NULL), PG_OK);
+        pg_table_value c = {.cat = draw3(&r, PC[y])};
+        ck_assert_int_eq(
+            pg_table_encode_value(f->t, 1, &c, PG_TABLE_BOUNDS_REFUSE, x + D * i, NULL), PG_OK);
+        pg_table_value b = {.num = pg_rng_uniform(&r) < PF[y], .cat = 0};
+        b.cat = (size_t)b.num;
+        ck_assert_int_eq(
+            pg_table_encode_value(f->t, 2, &b, PG_TABLE_BOUNDS_REFUSE, x + D * i, NULL), PG_OK);
+        lab[i] = y;
+        f->count[y]++;
+        f->xmean[y] += x[D * i];
+        for (int k = 0; k < 3; k++) f->freq[y][k] += x[D * i + 1 + k];
+        f->ftrue[y] += x[D * i + 4];
+    }
+    for (int y = 0; y < 2; y++) {
+        f->xmean[y] /= (double)f->count[y];
+        f->ftrue[y] /= (double)f->count[y];
+        for (int k = 0; k < 3; k++) f->freq[y][k] /= (double)f->count[y];
+    }
+    size_t shape[1] = {D};
+    ck_assert_int_eq(pg_dataset_adopt(&f->ds, x, lab, N, shape, 1, 2, -1.0f, 1.0f, NULL), PG_OK);
+    f->desc = (pg_data_desc){.n = N,
+                             .d = D,
+                             .ndim = 1,
+                             .shape = {D},
+                             .lo = -1.0f,
+                             .hi = 1.0f,
+                             .model = PG_PRIVACY_CENTRAL,
+                             .cap_epsilon = 1e4,
+                             .cap_delta = 1e-5,
+                             .num_classes = 2,
+                             .table = f->t};
+}
+
+static void unmake(fixture *f)
+{
+    pg_dataset_free(&f->ds);
+    pg_heads_free(f->h);
+    pg_table_free(f->t);
+}
+
+/* ---- the release --------------------------------------------------------- */
+
+/* Adding one row moves the noise-free vector by at most sqrt(2) in l2,
+ * whatever the row holds; a valid extreme row attains it. */
+START_TEST(sensitivity_is_sqrt2_for_any_row)
+{
+    fixture f;
+    make(&f);
+    size_t m = 2 * D + 2;
+    double base[2 * D + 2], more[2 * D + 2];
+    ck_assert_int_eq(pg_calib_table_stats(f.h, NULL, f.ds.x, f.ds.labels, 50, 2, base, NULL),
+                     PG_OK);
+    float *x = pg_alloc_f32(51 * D);
+    int32_t lab[51];
+    memcpy(x, f.ds.x, 50 * D * sizeof *x);
+    memcpy(lab, f.ds.labels, 50 * sizeof *lab);
+    const float hostile[][D] = {
+        {1e30f, 5.0f, 5.0f, 5.0f, -3.0f}, {-1e30f, 1.0f, 1.0f, 1.0f, 1e30f},
+        {NAN, NAN, 1.0f, NAN, INFINITY},  {-INFINITY, -1.0f, -1.0f, 7.0f, 0.0f},
+        {1.0f, 1.0f, 0.0f, 0.0f, 1.0f},   /* valid: x at its max, a one-hot, true */
+        {-1.0f, 0.0f, 0.0f, 1.0f, 1.0f}}; /* valid: x at its min, true */
+    for (size_t hrow = 0; hrow < sizeof hostile / sizeof hostile[0]; hrow++)
+        for (int32_t y = 0; y < 2; y++) {
+            memcpy(x + 50 * D, hostile[hrow], sizeof hostile[hrow]);
+            lab[50] = y;
+            ck_assert_int_eq(pg_calib_table_stats(f.h, NULL, x, lab, 51, 2, more, NULL), PG_OK);
+            double d2 = 0;
+            for (size_t i = 0; i < m; i++) d2 += (more[i] - base[i]) * (more[i] - base[i]);
+            ck_assert_msg(isfinite(d2) && sqrt(d2) <= M_SQRT2 + 1e-9, "row %zu: %g", hrow,
+                          sqrt(d2));
+            if (hrow >= 4) ck_assert_double_eq_tol(sqrt(d2), M_SQRT2, 1e-6);
+        }
+    ck_assert_double_eq(pg_calib_table_bound2(f.h), 3.0);
+    pg_free(x);
+    unmake(&f);
+}
+END_TEST
+
+static double normal_cdf(double x, void *ctx)
+{
+    double s = *(double *)ctx;
+    return 0.5 * erfc(-x / (s * sqrt(2.0)));
+}
+
+/* The noise on every released coordinate is N(0, 2 s^2): variance within 6
+ * standard errors (m = 24 000 draws: se 0.0091, false alarm 2e-9) and KS at
+ * PG_TEST_KS_SECURE; a 30 % larger std is rejected by the same KS. */
+START_TEST(noise_is_multiplier_times_sensitivity)
+{
+    fixture f;
+    make(&f);
+    pg_rng sec;
+    ck_assert_int_eq(pg_rng_secure(&sec, NULL), PG_OK);
+    size_t m1 = 2 * D + 2, reps = 2000, m = reps * m1;
+    double stats[2 * D + 2], raw[2 * D + 2], s = 0.7;
+    ck_assert_int_eq(pg_calib_table_stats(f.h, NULL, f.ds.x, f.ds.labels, N, 2, stats, NULL),
+                     PG_OK);
+    double *xi = malloc(m * sizeof *xi), var = 0;
+    float targets[4 * D];
+    for (size_t r = 0; r < reps; r++) {
+        ck_assert_int_eq(pg_calib_table_release(&sec, f.h, NULL, f.ds.x, f.ds.labels, N, 2, s,
+                                                false, targets, raw, NULL),
+                         PG_OK);
+        for (size_t i = 0; i < m1; i++) xi[r * m1 + i] = raw[i] - stats[i];
+    }
+    double std = M_SQRT2 * s;
+    for (size_t i = 0; i < m; i++) var += xi[i] * xi[i] / (double)m;
+    ck_assert_msg(fabs(var / (std * std) - 1.0) < 6.0 * sqrt(2.0 / (double)m), "var ratio %g",
+                  var / (std * std));
+    ck_assert_msg(sqrt((double)m) * pg_test_ks(xi, m, normal_cdf, &std) < PG_TEST_KS_SECURE, "KS");
+    double wrong = 1.3 * std;
+    ck_assert(sqrt((double)m) * pg_test_ks(xi, m, normal_cdf, &wrong) > PG_TEST_KS_SECURE);
+    /* Refused: a seeded generator, no noise, no heads. */
+    pg_rng seeded;
+    pg_rng_seeded(&seeded, 1, 0);
+    ck_assert_int_eq(pg_calib_table_release(&seeded, f.h, NULL, f.ds.x, f.ds.labels, N, 2, s, false,
+                                            targets, NULL, NULL),
+                     PG_EPRIVACY);
+    ck_assert_int_eq(pg_calib_table_release(&sec, f.h, NULL, f.ds.x, f.ds.labels, N, 2, 0.0, false,
+                                            targets, NULL, NULL),
+                     PG_EINVAL);
+    ck_assert_int_eq(pg_calib_table_release(&sec, NULL, NULL, f.ds.x, f.ds.labels, N, 2, s, false,
+                                            targets, NULL, NULL),
+                     PG_EINVAL);
+    int32_t bad = 2;
+    ck_assert_int_eq(
+        pg_calib_table_release(&sec, f.h, NULL, f.ds.x, &bad, 1, 2, s, false, targets, NULL, NULL),
+        PG_EINVAL);
+    /* With almost no noise the targets are the data's own statistics. */
+    ck_assert_int_eq(pg_calib_table_release(&sec, f.h, NULL, f.ds.x, f.ds.labels, N, 2, 1e-6, false,
+                                            targets, NULL, NULL),
+                     PG_OK);
+    ck_assert_int_eq(pg_calib_table_check_targets(f.h, 2, targets, NULL), PG_OK);
+    for (int y = 0; y < 2; y++) {
+        ck_assert_double_eq_tol(targets[y * 2 * D], f.xmean[y], 1e-4);
+        for (int k = 0; k < 3; k++)
+            ck_assert_double_eq_tol(targets[y * 2 * D + 1 + k], f.freq[y][k], 1e-4);
+        ck_assert_double_eq_tol(targets[y * 2 * D + 4], f.ftrue[y], 1e-4);
+        ck_assert_double_eq(targets[y * 2 * D + D], -1.0); /* no map: no spread target */
+    }
+    free(xi);
+    unmake(&f);
+}
+END_TEST
+
+/* ---- the rule ------------------------------------------------------------ */
+
+/* Rows of a "generator" with known law (c ~ (0.2, 0.5, 0.3), f w.p. 0.5, x
+ * uniform on [-1, 0]) calibrated onto targets: fresh rows' frequencies and
+ * mean land on the targets. Each checked frequency has sd <= 0.0065 (fit on
+ * 6000 rows, checked on 12 000), bound 0.04 = 6 sd (false alarm 2e-9 each). */
+static void gen_rows(pg_rng *r, float *x, size_t n)
+{
+    static const double q[3] = {0.2, 0.5, 0.3};
+    for (size_t i = 0; i < n; i++) {
+        float *row = x + i * D;
+        memset(row, 0, D * sizeof *row);
+        row[0] = -(float)pg_rng_uniform(r);
+        row[1 + draw3(r, q)] = 0.97f; /* a relaxed one-hot, as the heads serve */
+        row[4] = pg_rng_uniform(r) < 0.5 ? 0.98f : 0.01f;
+    }
+}
+
+START_TEST(rule_moves_samples_onto_the_targets)
+{
+    fixture f;
+    make(&f);
+    float targets[2 * D] = {0.3f, 0.6f, 0.1f, 0.3f, 0.9f, /* sds: */ -1, -1, -1, -1, -1};
+    ck_assert_int_eq(pg_calib_table_check_targets(f.h, 0, targets, NULL), PG_OK);
+    pg_calib_table *c;
+    ck_assert_int_eq(pg_calib_table_new(f.h, 0, &c, NULL), PG_OK);
+    pg_rng r, a;
+    pg_rng_seeded(&r, 5, 0);
+    pg_rng_seeded(&a, 6, 0);
+    size_t nf = 6000, n = 12000;
+    float *x = pg_alloc_f32(n * D);
+    gen_rows(&r, x, nf);
+    ck_assert_int_eq(pg_calib_table_fit(c, 0, targets, x, nf, NULL), PG_OK);
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) { /* a spread target: the rank map, uniform with mean m and sd s */
+            targets[D] = 0.1f;
+            gen_rows(&r, x, nf);
+            ck_assert_int_eq(pg_calib_table_fit(c, 0, targets, x, nf, NULL), PG_OK);
+        }
+        gen_rows(&r, x, n);
+        pg_calib_table_apply(c, &a, x, NULL, n);
+        double fr[3] = {0}, ft = 0, mx = 0, mx2 = 0;
+        for (size_t i = 0; i < n; i++) {
+            const float *row = x + i * D;
+            size_t best = row[2] > row[1] ? 1 : 0;
+            if (row[3] > row[1 + best]) best = 2;
+            fr[best] += 1.0 / n;
+            ft += (row[4] > 0.5f) / (double)n;
+            mx += row[0] / (double)n, mx2 += row[0] * row[0] / (double)n;
+            ck_assert(row[0] >= -1.0f && row[0] <= 1.0f);
+        }
+        for (int k = 0; k < 3; k++)
+            ck_assert_msg(fabs(fr[k] - targets[1 + k]) < 0.04, "pass %d category %d: %g", pass, k,
+                          fr[k]);
+        ck_assert_msg(fabs(ft - 0.9) < 0.04, "true %g", ft);
+        /* x: sd of the mean 0.3 / sqrt(6000) + 0.3 / sqrt(12000) < 0.007 */
+        ck_assert_msg(fabs(mx - 0.3) < 0.04, "pass %d mean %g", pass, mx);
+        if (pass == 1) ck_assert_msg(fabs(sqrt(mx2 - mx * mx) - 0.1) < 0.01, "sd");
+        /* the old law was far from the targets: the rule did the work */
+        ck_assert(fabs(0.2 - targets[1]) > 0.3 && fabs(-0.5 - targets[0]) > 0.5);
+    }
+    pg_free(x);
+    pg_calib_table_free(c);
+    /* Malformed targets (as a corrupt checkpoint would carry) are refused. */
+    float bad[2 * D];
+    memcpy(bad, targets, sizeof bad);
+    bad[1] = 0.9f; /* frequencies sum to 1.3 */
+    ck_assert_int_eq(pg_calib_table_check_targets(f.h, 0, bad, NULL), PG_EFORMAT);
+    memcpy(bad, targets, sizeof bad);
+    bad[0] = 1.5f; /* mean out of range */
+    ck_assert_int_eq(pg_calib_table_check_targets(f.h, 0, bad, NULL), PG_EFORMAT);
+    memcpy(bad, targets, sizeof bad);
+    bad[4] = -0.1f;
+    ck_assert_int_eq(pg_calib_table_check_targets(f.h, 0, bad, NULL), PG_EFORMAT);
+    memcpy(bad, targets, sizeof bad);
+    bad[D] = 3.0f; /* sd beyond the half range */
+    ck_assert_int_eq(pg_calib_table_check_targets(f.h, 0, bad, NULL), PG_EFORMAT);
+    unmake(&f);
+}
+END_TEST
+
+/* ---- dp_sinkhorn ----------------------------------------------------------- */
+
+static json_t *resolve(const char *spec, fixture *f, pg_spec_errors *e)
+{
+    pg_job_data in = {.desc = &f->desc, .rows = &f->ds};
+    return pg_test_resolve(pg_method_find("dp_sinkhorn"), spec, &in, e);
+}
+
+static pg_trainer *train(const json_t *r, fixture *f)
+{
+    pg_job_data in = {.desc = &f->desc, .rows = &f->ds};
+    pg_error err = {0};
+    pg_trainer *tr = NULL;
+    const pg_method *m = pg_method_find("dp_sinkhorn");
+    ck_assert_msg(m->create(r, &in, 1, &tr, &err) == PG_OK, "%s", err.msg);
+    pg_step_report rep = {0};
+    while (!rep.done) ck_assert_msg(m->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
+    return tr;
+}
+
+/* The plan's curve: the steps' subsampled Gaussian, the label count's
+ * alpha / (2 10^2), the quantile map's alpha / (2 4^2) and the class
+ * statistics' alpha / (2 3^2), computed here by hand; the mechanism names
+ * the release. */
+START_TEST(plan_charges_the_release_exactly)
+{
+    fixture f;
+    make(&f);
+    pg_spec_errors e;
+    json_t *r = resolve("{\"privacy\": {\"noise_multiplier\": 1.3}, \"train\": {\"steps\": 40, "
+                        "\"batch_size\": 64}, \"encoding\": {\"quantile_noise\": 4}, "
+                        "\"calibration\": {\"class_means\": true, \"noise_multiplier\": 3}}",
+                        &f, &e);
+    ck_assert_msg(r != NULL, "%s: %s", e.items[0].field, e.items[0].message);
+    pg_privacy_plan p;
+    pg_job_data in = {.desc = &f.desc, .rows = &f.ds};
+    ck_assert_int_eq(pg_method_find("dp_sinkhorn")->plan(r, &in, &p, NULL), PG_OK);
+    ck_assert_str_eq(p.mechanism, "poisson_subsampled_gaussian+label_counts+class_stats+qmap");
+    double own[PG_PLAN_MAX_ORDERS];
+    ck_assert_int_eq(pg_rdp_compute(64.0 / N, 1.3, 40, p.orders, (size_t)p.norders, own, NULL),
+                     PG_OK);
+    for (int i = 0; i < p.norders; i++) {
+        double al = p.orders[i];
+        own[i] += al / 200.0 + al / 32.0 + al / 18.0;
+        ck_assert_msg(fabs(p.rdp[i] - own[i]) <= 1e-12 * own[i], "order %g", al);
+    }
+    double eps;
+    ck_assert_int_eq(pg_rdp_to_dp(p.orders, own, (size_t)p.norders, 1e-5, PG_RDP_CONV_IMPROVED,
+                                  &eps, NULL, NULL),
+                     PG_OK);
+    ck_assert_double_eq_tol(p.epsilon, eps, 1e-12 * eps);
+    json_decref(r);
+    /* Hostile options: no noise, a negative one, a per-class draw of 0. */
+    const char *bad[] = {"{\"privacy\": {\"epsilon\": 5}, \"calibration\": {\"class_means\": "
+                         "true, \"noise_multiplier\": 0}}",
+                         "{\"privacy\": {\"epsilon\": 5}, \"calibration\": {\"class_means\": "
+                         "true, \"noise_multiplier\": -2}}",
+                         "{\"privacy\": {\"epsilon\": 5}, \"calibration\": {\"class_means\": "
+                         "true, \"samples_per_class\": 0}}",
+                         "{\"privacy\": {\"epsilon\": 5}, \"calibration\": {\"class_means\": "
+                         "\"yes\"}}",
+                         "{\"privacy\": {\"epsilon\": 5}, \"calibration\": {\"numeric\": "
+                         "\"quantile\"}}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        json_t *x = resolve(bad[i], &f, &e);
+        ck_assert_msg(x == NULL && e.count > 0, "accepted: %s", bad[i]);
+        ck_assert_msg(strncmp(e.items[0].field, "calibration.", 12) == 0, "%s", e.items[0].field);
+    }
+    unmake(&f);
+}
+END_TEST
+
+/* A barely trained generator (5 steps) calibrated with almost no release
+ * noise serves, per class, the data's category and boolean frequencies and
+ * its mean of x (encoded; no quantile map, so the rule shifts). 8000 samples
+ * per class, the rule fitted on 8000: a frequency's sd <= 0.008, x's mean
+ * <= 0.01 (x's encoded sd within a class is at most 0.06 + the shift's
+ * clamp), bounds 0.05: 6 sd (false alarm 2e-9 per check, 14 checks). The
+ * same run uncalibrated is off by more than 0.1 somewhere (the rule did the
+ * work). The old code refused calibration on typed tables. */
+START_TEST(calibrated_samples_match_the_release)
+{
+    pg_threads_set(1);
+    fixture f;
+    make(&f);
+    const char *base =
+        "{\"seed\": 9, \"privacy\": {\"epsilon\": 1000}, \"train\": {\"steps\": 5}, "
+        "\"encoding\": {\"quantile_map\": false}, \"calibration\": {\"class_means\": "
+        "%s, \"noise_multiplier\": 0.2, \"samples_per_class\": 8000}}";
+    double worst_off = 0;
+    for (int on = 1; on >= 0; on--) {
+        char spec[512];
+        snprintf(spec, sizeof spec, base, on ? "true" : "false");
+        pg_spec_errors e;
+        json_t *r = resolve(spec, &f, &e);
+        ck_assert_msg(r != NULL, "%s: %s", e.items[0].field, e.items[0].message);
+        pg_trainer *tr = train(r, &f);
+        pg_snapshot *s;
+        ck_assert_int_eq(pg_method_find("dp_sinkhorn")->snapshot(tr, &s, NULL), PG_OK);
+        size_t n = 8000;
+        float *x = pg_alloc_f32(n * D);
+        for (int y = 0; y < 2; y++) {
+            ck_assert_int_eq(pg_snapshot_sample(s, n, 77 + (uint64_t)y, y, x, NULL), PG_OK);
+            double fr[3] = {0}, ft = 0, mx = 0;
+            for (size_t i = 0; i < n; i++) {
+                pg_table_value v;
+                pg_table_decode_value(f.t, 1, x + i * D, 0, &v);
+                fr[v.cat] += 1.0 / n;
+                pg_table_decode_value(f.t, 2, x + i * D, 0, &v);
+                ft += v.cat / (double)n;
+                mx += x[i * D] / (double)n;
+            }
+            double off = fabs(mx - f.xmean[y]);
+            off = fmax(off, fabs(ft - f.ftrue[y]));
+            for (int k = 0; k < 3; k++) off = fmax(off, fabs(fr[k] - f.freq[y][k]));
+            fprintf(stderr,
+                    "calibration %s, class %d: c (%.3f %.3f %.3f) data (%.3f %.3f %.3f), "
+                    "f %.3f data %.3f, x %.3f data %.3f\n",
+                    on ? "on" : "off", y, fr[0], fr[1], fr[2], f.freq[y][0], f.freq[y][1],
+                    f.freq[y][2], ft, f.ftrue[y], mx, f.xmean[y]);
+            if (on)
+                ck_assert_msg(off < 0.05, "class %d: off by %g", y, off);
+            else
+                worst_off = fmax(worst_off, off);
+        }
+        pg_free(x);
+        pg_snapshot_release(s);
+        pg_method_find("dp_sinkhorn")->destroy(tr);
+        json_decref(r);
+    }
+    ck_assert_msg(worst_off > 0.1, "uncalibrated already matched (%g)", worst_off);
+    unmake(&f);
+}
+END_TEST
+
+/* The targets travel in the checkpoint (kind "table"): a restore re-saves
+ * the same bytes and serves the same samples, the snapshot rebuilt from the
+ * bytes alone draws what the trainer's does, and a spec without calibration
+ * (or with another noise, or shifting its numbers) is refused. With the quantile map on (default)
+ * and calibration.numeric "rank", so the rank map is exercised too. */
+START_TEST(checkpoints_carry_the_calibration)
+{
+    pg_threads_set(1);
+    fixture f;
+    make(&f);
+    pg_job_data in = {.desc = &f.desc, .rows = &f.ds};
+    const pg_method *m = pg_method_find("dp_sinkhorn");
+    pg_spec_errors e;
+    json_t *r = resolve("{\"seed\": 3, \"privacy\": {\"epsilon\": 50}, \"train\": {\"steps\": 20}, "
+                        "\"calibration\": {\"class_means\": true, \"noise_multiplier\": 4, "
+                        "\"numeric\": \"rank\"}}",
+                        &f, &e);
+    ck_assert_msg(r != NULL, "%s: %s", e.items[0].field, e.items[0].message);
+    pg_trainer *tr = train(r, &f);
+    unsigned char *bytes;
+    size_t len;
+    ck_assert_int_eq(m->save(tr, &bytes, &len, NULL), PG_OK);
+    ck_assert(memmem(bytes, len, "\"kind\":\"table\"", 14) != NULL);
+    pg_test_checkpoint_round_trip(m, r, &in, bytes, len, 300, D, -1);
+    pg_snapshot *a, *b;
+    ck_assert_int_eq(m->snapshot(tr, &a, NULL), PG_OK);
+    ck_assert_int_eq(m->load_snapshot(bytes, len, &b, NULL), PG_OK);
+    float *xa = pg_alloc_f32(500 * D), *xb = pg_alloc_f32(500 * D);
+    ck_assert_int_eq(pg_snapshot_sample(a, 500, 4, -1, xa, NULL), PG_OK);
+    ck_assert_int_eq(pg_snapshot_sample(b, 500, 4, -1, xb, NULL), PG_OK);
+    ck_assert(memcmp(xa, xb, 500 * D * sizeof *xa) == 0);
+    /* chunking does not change a row's draws: the first 100 of 500 */
+    ck_assert_int_eq(pg_snapshot_sample(b, 100, 4, -1, xb, NULL), PG_OK);
+    ck_assert(memcmp(xa, xb, 100 * D * sizeof *xa) == 0);
+    pg_free(xa);
+    pg_free(xb);
+    pg_snapshot_release(a);
+    pg_snapshot_release(b);
+    const char *other[] = {"{\"seed\": 3, \"privacy\": {\"epsilon\": 50}, \"train\": {\"steps\": "
+                           "20}}",
+                           "{\"seed\": 3, \"privacy\": {\"epsilon\": 50}, \"train\": {\"steps\": "
+                           "20}, \"calibration\": {\"class_means\": true, \"noise_multiplier\": "
+                           "5}}",
+                           "{\"seed\": 3, \"privacy\": {\"epsilon\": 50}, \"train\": {\"steps\": "
+                           "20}, \"calibration\": {\"class_means\": true, \"noise_multiplier\": "
+                           "4}}"};
+    for (int i = 0; i < 3; i++) {
+        json_t *r2 = resolve(other[i], &f, &e);
+        ck_assert_ptr_nonnull(r2);
+        pg_trainer *t2 = NULL;
+        int rc = m->restore(r2, &in, 1, bytes, len, &t2, NULL);
+        ck_assert_msg(rc == PG_EPRIVACY || rc == PG_EFORMAT, "spec %d: rc %d", i, rc);
+        ck_assert_ptr_null(t2);
+        json_decref(r2);
+    }
+    free(bytes);
+    m->destroy(tr);
+    json_decref(r);
+    unmake(&f);
+}
+END_TEST
+
+/* The same rows untyped (the image path): nothing new is on by default, the
+ * plan's mechanism is the plain one, and training and checkpoints carry no
+ * table calibration. */
+START_TEST(untyped_rows_are_unchanged)
+{
+    pg_threads_set(1);
+    fixture f;
+    make(&f);
+    f.desc.table = NULL;
+    pg_spec_errors e;
+    json_t *r =
+        resolve("{\"seed\": 3, \"privacy\": {\"epsilon\": 5}, \"train\": {\"steps\": 5}}", &f, &e);
+    ck_assert_msg(r != NULL, "%s: %s", e.items[0].field, e.items[0].message);
+    ck_assert(!pg_spec_bool(r, "calibration.class_means", false));
+    ck_assert_int_eq(pg_spec_int(r, "calibration.samples_per_class", 0), 1000);
+    pg_privacy_plan p;
+    pg_job_data in = {.desc = &f.desc, .rows = &f.ds};
+    ck_assert_int_eq(pg_method_find("dp_sinkhorn")->plan(r, &in, &p, NULL), PG_OK);
+    ck_assert_str_eq(p.mechanism, "poisson_subsampled_gaussian");
+    pg_trainer *tr = train(r, &f);
+    unsigned char *bytes;
+    size_t len;
+    ck_assert_int_eq(pg_method_find("dp_sinkhorn")->save(tr, &bytes, &len, NULL), PG_OK);
+    ck_assert(memmem(bytes, len, "calibration", 11) == NULL);
+    free(bytes);
+    pg_method_find("dp_sinkhorn")->destroy(tr);
+    json_decref(r);
+    unmake(&f);
+}
+END_TEST
+
+static Suite *calib_table_suite(void)
+{
+    Suite *s = suite_create("calib_table");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, sensitivity_is_sqrt2_for_any_row);
+    tcase_add_test(tc, noise_is_multiplier_times_sensitivity);
+    tcase_add_test(tc, rule_moves_samples_onto_the_targets);
+    tcase_add_test(tc, plan_charges_the_release_exactly);
+    tcase_add_test(tc, calibrated_samples_match_the_release);
+    tcase_add_test(tc, checkpoints_carry_the_calibration);
+    tcase_add_test(tc, untyped_rows_are_unchanged);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+PG_TEST_MAIN(calib_table_suite)
