@@ -704,7 +704,7 @@ const pg_method pg_method_entropic_gan = {
                "it is conditional by default, reading the privatized label through its "
                "randomized-response channel, and calibrates each class onto the means, spreads "
                "and frequencies the privatized rows give (calibration.class_means, no budget): "
-               "0.78 and 0.72 (0.73 and 0.58 without); at a local epsilon of 5 the reports show "
+               "0.78 and 0.71 (0.73 and 0.58 without); at a local epsilon of 5 the reports show "
                "no class difference, so the classes get one law and no classifier beats the "
                "majority class reliably (docs/benchmarks.md, tables).",
     .accepts = PG_PRIVACY_LOCAL,
