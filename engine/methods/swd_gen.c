@@ -20,6 +20,20 @@
  * Fewer releases would need a generator that learns in fewer steps, or
  * several steps per release (free post-processing, not built).
  *
+ * Reused releases (train.steps_per_release r > 1): a release is made at
+ * every step that is a multiple of r, so the job makes ceil(steps / r)
+ * releases (what the plan composes); each step draws, with the seeded
+ * latent stream, one of the releases made so far and fits its directions
+ * and the Hazen quantiles of its noisy projections (at most 1024 levels),
+ * with fresh latents and fresh smoothing noise: post-processing. The kept
+ * releases are in the checkpoint, so a resume never releases again. Why: a
+ * release's noise std is S x the table's diameter, and S grows with the
+ * number of releases; on credit_data 10 releases instead of 2000 cut S at
+ * epsilon 1000 from 1.1 to 0.079 (noise std 8 -> 0.57 against projections
+ * of sd 0.3), and drawing from all of them (not only the newest) let the
+ * last steps fit every release (noise-free: 0.80 against 0.73 accuracy).
+ * Table defaults: defaults_table.c.
+ *
  * Privacy: identical to swd_flow_r (derivation at the top of swd_flow.c):
  * sensitivity 2R sqrt(w) per release under replace-one adjacency, RDP
  * composed over steps, delta0 of a probabilistic bound charged per release.
