@@ -256,11 +256,8 @@ void pg_h_datasets_get(pg_req *r)
     json_t *view;
     int found;
     pg_error err = {0};
-    if (pg_datasets_get(r->app->db, r->tok.tenant, r->params[0], &view, &found, &err))
-        pg_api_fail(r, &err);
-    else if (!found)
-        pg_api_problem(r, 404, "no such dataset", NULL, NULL);
-    else
+    int rc = pg_datasets_get(r->app->db, r->tok.tenant, r->params[0], &view, &found, &err);
+    if (!pg_api_answer_lookup(r, rc, &err, &found, "no such dataset"))
         pg_api_send_json(r, 200, view);
 }
 
@@ -282,14 +279,8 @@ void pg_h_datasets_delete(pg_req *r)
 {
     int found, conflict;
     pg_error err = {0};
-    if (pg_datasets_delete(r->app->db, r->tok.tenant, r->params[0], &found, &conflict, &err)) {
-        pg_api_fail(r, &err);
-        return;
-    }
-    if (!found) {
-        pg_api_problem(r, 404, "no such dataset", NULL, NULL);
-        return;
-    }
+    int rc = pg_datasets_delete(r->app->db, r->tok.tenant, r->params[0], &found, &conflict, &err);
+    if (pg_api_answer_lookup(r, rc, &err, &found, "no such dataset")) return;
     if (conflict) {
         pg_api_problem(r, 409, "a queued or running job uses this dataset", NULL, NULL);
         return;

@@ -161,18 +161,8 @@ static void sse_free(void *cls)
 
 void pg_h_jobs_events(pg_req *r)
 {
-    if (!pg_api_jobs_ready(r)) return;
     json_t *o;
-    int found;
-    pg_error err = {0};
-    if (pg_jobs_get(r->app->jobs, r->tok.tenant, r->params[0], &o, NULL, &found, &err)) {
-        pg_api_fail(r, &err);
-        return;
-    }
-    if (!found) {
-        pg_api_problem(r, 404, "no such job", NULL, NULL);
-        return;
-    }
+    if (pg_api_job_view(r, &o)) return;
     json_decref(o);
     sse *s = calloc(1, sizeof *s);
     if (!s) {

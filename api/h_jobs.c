@@ -31,11 +31,6 @@ static void problem_with(pg_req *r, int status, const char *detail, json_t *extr
     if (r->status == status) r->resp_type = "application/problem+json";
 }
 
-static void fail_err(pg_req *r, const pg_error *err)
-{
-    pg_api_fail(r, err);
-}
-
 void pg_h_algorithms(pg_req *r)
 {
     json_t *o = pg_jobs_algorithms();
@@ -62,7 +57,7 @@ void pg_h_jobs_create(pg_req *r)
     int rc = pg_jobs_submit(r->app->jobs, r->tok.tenant, b, dry_run, &res, &err);
     json_decref(b);
     if (rc) {
-        fail_err(r, &err);
+        pg_api_fail(r, &err);
         return;
     }
     switch (res.outcome) {
@@ -137,7 +132,7 @@ void pg_h_jobs_list(pg_req *r)
     pg_error err = {0};
     if (pg_jobs_list(r->app->jobs, r->tok.tenant, st, ds, after, (size_t)limit, &items, &next,
                      &err)) {
-        fail_err(r, &err);
+        pg_api_fail(r, &err);
         return;
     }
     if (!with_history) {
@@ -148,21 +143,19 @@ void pg_h_jobs_list(pg_req *r)
     pg_api_send_page(r, items, (long long)next);
 }
 
-void pg_h_jobs_get(pg_req *r)
+int pg_api_job_view(pg_req *r, json_t **view)
 {
-    if (!pg_api_jobs_ready(r)) return;
-    json_t *o;
+    if (!pg_api_jobs_ready(r)) return 1;
     int found;
     pg_error err = {0};
-    if (pg_jobs_get(r->app->jobs, r->tok.tenant, r->params[0], &o, NULL, &found, &err)) {
-        fail_err(r, &err);
-        return;
-    }
-    if (!found) {
-        pg_api_problem(r, 404, "no such job", NULL, NULL);
-        return;
-    }
-    pg_api_send_json(r, 200, o);
+    int rc = pg_jobs_get(r->app->jobs, r->tok.tenant, r->params[0], view, NULL, &found, &err);
+    return pg_api_answer_lookup(r, rc, &err, &found, "no such job");
+}
+
+void pg_h_jobs_get(pg_req *r)
+{
+    json_t *o;
+    if (!pg_api_job_view(r, &o)) pg_api_send_json(r, 200, o);
 }
 
 void pg_h_jobs_cancel(pg_req *r)
@@ -171,14 +164,8 @@ void pg_h_jobs_cancel(pg_req *r)
     json_t *o;
     int found, conflict;
     pg_error err = {0};
-    if (pg_jobs_cancel(r->app->jobs, r->tok.tenant, r->params[0], &o, &found, &conflict, &err)) {
-        fail_err(r, &err);
-        return;
-    }
-    if (!found) {
-        pg_api_problem(r, 404, "no such job", NULL, NULL);
-        return;
-    }
+    int rc = pg_jobs_cancel(r->app->jobs, r->tok.tenant, r->params[0], &o, &found, &conflict, &err);
+    if (pg_api_answer_lookup(r, rc, &err, &found, "no such job")) return;
     if (conflict) {
         json_decref(o);
         pg_api_problem(r, 409, "the job has already finished", NULL, NULL);
@@ -192,14 +179,8 @@ void pg_h_jobs_delete(pg_req *r)
     if (!pg_api_jobs_ready(r)) return;
     int found, conflict;
     pg_error err = {0};
-    if (pg_jobs_delete(r->app->jobs, r->tok.tenant, r->params[0], &found, &conflict, &err)) {
-        fail_err(r, &err);
-        return;
-    }
-    if (!found) {
-        pg_api_problem(r, 404, "no such job", NULL, NULL);
-        return;
-    }
+    int rc = pg_jobs_delete(r->app->jobs, r->tok.tenant, r->params[0], &found, &conflict, &err);
+    if (pg_api_answer_lookup(r, rc, &err, &found, "no such job")) return;
     if (conflict) {
         pg_api_problem(r, 409,
                        "the job is running: cancel it (POST /v1/jobs/{id}/cancel) and delete it "
@@ -219,14 +200,8 @@ void pg_h_jobs_checkpoints(pg_req *r)
     json_t *o;
     int found;
     pg_error err = {0};
-    if (pg_jobs_checkpoints(r->app->jobs, r->tok.tenant, r->params[0], &o, &found, &err)) {
-        fail_err(r, &err);
-        return;
-    }
-    if (!found) {
-        pg_api_problem(r, 404, "no such job", NULL, NULL);
-        return;
-    }
+    int rc = pg_jobs_checkpoints(r->app->jobs, r->tok.tenant, r->params[0], &o, &found, &err);
+    if (pg_api_answer_lookup(r, rc, &err, &found, "no such job")) return;
     pg_api_send_json(r, 200, o);
 }
 
@@ -243,15 +218,9 @@ void pg_h_jobs_checkpoint_get(pg_req *r)
     }
     unsigned char *buf;
     size_t len;
-    if (pg_jobs_checkpoint_read(r->app->jobs, r->tok.tenant, r->params[0], step, &buf, &len, &found,
-                                &err)) {
-        fail_err(r, &err);
-        return;
-    }
-    if (!found) {
-        pg_api_problem(r, 404, "no such job or checkpoint", NULL, NULL);
-        return;
-    }
+    int rc = pg_jobs_checkpoint_read(r->app->jobs, r->tok.tenant, r->params[0], step, &buf, &len,
+                                     &found, &err);
+    if (pg_api_answer_lookup(r, rc, &err, &found, "no such job or checkpoint")) return;
     pg_api_send_text(r, 200, "application/octet-stream", (char *)buf, len);
 }
 
@@ -266,13 +235,6 @@ void pg_h_datasets_budget(pg_req *r)
         pg_api_problem(r, 409, err.msg, NULL, NULL);
         return;
     }
-    if (rc) {
-        fail_err(r, &err);
-        return;
-    }
-    if (!found) {
-        pg_api_problem(r, 404, "no such dataset", NULL, NULL);
-        return;
-    }
+    if (pg_api_answer_lookup(r, rc, &err, &found, "no such dataset")) return;
     pg_api_send_json(r, 200, o);
 }

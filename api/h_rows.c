@@ -236,15 +236,9 @@ void pg_h_rows_begin(pg_req *r)
     pg_npy_stream_init(&st->ns);
     int found;
     pg_error err = {0};
-    if (pg_datasets_upload_open(r->app->db, r->tok.tenant, r->params[0], r->app->cfg->max_rows,
-                                &st->u, &found, &err)) {
-        pg_api_fail(r, &err);
-        return;
-    }
-    if (!found) {
-        pg_api_problem(r, 404, "no such dataset", NULL, NULL);
-        return;
-    }
+    int rc = pg_datasets_upload_open(r->app->db, r->tok.tenant, r->params[0], r->app->cfg->max_rows,
+                                     &st->u, &found, &err);
+    if (pg_api_answer_lookup(r, rc, &err, &found, "no such dataset")) return;
     st->spec = pg_datasets_upload_spec(st->u);
     if (check_declaration(r, st)) return;
     char mt[64];

@@ -226,14 +226,10 @@ void pg_h_jobs_samples(pg_req *r)
         pg_api_problem(r, 409, err.msg, NULL, NULL);
         return;
     }
-    if (rc) { /* the model may come from storage: 503 + Retry-After while it is away */
-        pg_api_fail(r, &err);
+    /* the model may come from storage: 503 + Retry-After while it is away */
+    if (pg_api_answer_lookup(r, rc, &err, &found,
+                             has_ck ? "no such job or checkpoint" : "no such job"))
         return;
-    }
-    if (!found) {
-        pg_api_problem(r, 404, has_ck ? "no such job or checkpoint" : "no such job", NULL, NULL);
-        return;
-    }
     /* A PNG's title comes from the job's view: when it could not be read
      * the bytes differ, so such a plot is not cacheable. */
     pg_samples_cache kc;

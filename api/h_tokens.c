@@ -142,15 +142,9 @@ void pg_h_tokens_revoke(pg_req *r)
     }
     int found, last_admin;
     pg_error err = {0};
-    if (pg_auth_revoke(r->app->auth_cache, r->app->db, r->tok.tenant, id, (int64_t)time(NULL),
-                       &found, &last_admin, &err)) {
-        pg_api_fail(r, &err);
-        return;
-    }
-    if (!found) {
-        pg_api_problem(r, 404, "no such token", NULL, NULL);
-        return;
-    }
+    int rc = pg_auth_revoke(r->app->auth_cache, r->app->db, r->tok.tenant, id, (int64_t)time(NULL),
+                            &found, &last_admin, &err);
+    if (pg_api_answer_lookup(r, rc, &err, &found, "no such token")) return;
     if (last_admin) {
         pg_api_problem(r, 409,
                        "this is the tenant's last usable admin token: revoking it would lock the "

@@ -146,9 +146,22 @@ void pg_api_problem_err(pg_req *r, int status, const char *field, const char *de
  * err->msg (a limit the client can act on), anything else -> 500. */
 void pg_api_fail(pg_req *r, const pg_error *err);
 
+/* The shared ending of a service call on one resource named in the path:
+ * after a failed call (rc != 0) queues pg_api_fail(err), after a call that
+ * found nothing (*found == 0) a 404 whose detail is `missing` ("no such
+ * job"). Returns 1 when it queued an answer (the handler stops; the call's
+ * outputs are unset then), 0 when the handler goes on. *found is read only
+ * after a successful call, so it may be left unset by a failed one. */
+int pg_api_answer_lookup(pg_req *r, int rc, const pg_error *err, const int *found,
+                         const char *missing);
+
 /* Job routes on a server without job workers: 0 after queuing a 503, else 1
  * (api/h_jobs.c). */
 int pg_api_jobs_ready(pg_req *r);
+/* The view of the job named in the path into *view (the caller owns it):
+ * 0, or 1 after queuing the answer instead (503 without job workers, the
+ * service's error, 404) (api/h_jobs.c). */
+int pg_api_job_view(pg_req *r, json_t **view);
 
 const char *pg_api_header(pg_req *r, const char *name);
 const char *pg_api_query(pg_req *r, const char *name);

@@ -144,6 +144,18 @@ void pg_api_fail(pg_req *r, const pg_error *err)
     pg_api_problem(r, status, err->msg[0] ? err->msg : pg_status_str(err->code), NULL, NULL);
 }
 
+int pg_api_answer_lookup(pg_req *r, int rc, const pg_error *err, const int *found,
+                         const char *missing)
+{
+    if (rc)
+        pg_api_fail(r, err);
+    else if (!*found)
+        pg_api_problem(r, 404, missing, NULL, NULL);
+    else
+        return 0;
+    return 1;
+}
+
 void pg_api_problem_err(pg_req *r, int status, const char *field, const char *detail)
 {
     pg_api_problem(r, status, detail, field, field ? detail : NULL);

@@ -432,16 +432,9 @@ int pg_cli_jobs(int argc, char **argv)
             out = NULL;
         }
     } else if (!strcmp(sub, "list")) {
-        size_t k = (size_t)snprintf(path, sizeof path, "/v1/jobs?");
-        static const char *const q[] = {"status", "dataset", "limit", "cursor"};
-        static const char *const qn[] = {"status", "dataset_id", "limit", "cursor"};
-        for (int i = 0; i < 4; i++) {
-            const char *v = pg_args_get(&a, q[i]);
-            char *e = v ? pg_http_escape(v) : NULL;
-            if (e && k < sizeof path)
-                k += (size_t)snprintf(path + k, sizeof path - k, "%s=%s&", qn[i], e);
-            free(e);
-        }
+        static const char *const q[] = {"status", "dataset", "limit", "cursor", NULL};
+        static const char *const qn[] = {"status", "dataset_id", "limit", "cursor", NULL};
+        pg_http_list_path(path, sizeof path, "/v1/jobs", &a, q, qn);
         rc = pg_http_json(&h, "GET", path, NULL, &out);
         if (!rc && !h.json) {
             print_jobs(out);

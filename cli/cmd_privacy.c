@@ -34,20 +34,30 @@ static json_t *report_json(double q, double sigma, uint64_t steps, double delta,
     return pg_privacy_report_json(&r);
 }
 
+/* The arguments `epsilon` and `sigma` share: `first` (the one required
+ * number they differ in) into *x, then --sampling-rate, --steps, --delta
+ * and --conversion (default improved). Returns 0 or the parse's exit code
+ * (its message printed). */
+static int rdp_args(int argc, char **argv, const char *first, double *x, double *q, uint64_t *steps,
+                    double *delta, const char **conv)
+{
+    const char *const allowed[] = {first, "sampling-rate", "steps", "delta", "conversion", NULL};
+    pg_cli_opts o;
+    int rc = pg_cli_parse(argc, argv, allowed, &o);
+    if (!rc) rc = pg_cli_double(&o, first, 1, x);
+    if (!rc) rc = pg_cli_double(&o, "sampling-rate", 1, q);
+    if (!rc) rc = pg_cli_u64(&o, "steps", 1, steps);
+    if (!rc) rc = pg_cli_double(&o, "delta", 1, delta);
+    if (!rc) rc = pg_cli_choice(&o, "conversion", conversions, "improved", conv);
+    return rc;
+}
+
 static int cmd_epsilon(int argc, char **argv)
 {
-    static const char *const allowed[] = {
-        "noise-multiplier", "sampling-rate", "steps", "delta", "conversion", NULL};
-    pg_cli_opts o;
     double sigma, q, delta, eps, order;
     uint64_t steps;
     const char *conv;
-    int rc = pg_cli_parse(argc, argv, allowed, &o);
-    if (!rc) rc = pg_cli_double(&o, "noise-multiplier", 1, &sigma);
-    if (!rc) rc = pg_cli_double(&o, "sampling-rate", 1, &q);
-    if (!rc) rc = pg_cli_u64(&o, "steps", 1, &steps);
-    if (!rc) rc = pg_cli_double(&o, "delta", 1, &delta);
-    if (!rc) rc = pg_cli_choice(&o, "conversion", conversions, "improved", &conv);
+    int rc = rdp_args(argc, argv, "noise-multiplier", &sigma, &q, &steps, &delta, &conv);
     if (rc) return rc;
     pg_error e = {0};
     int erc = pg_rdp_epsilon(q, sigma, steps, delta, conv_code(conv), &eps, &order, &e);
@@ -59,18 +69,10 @@ static int cmd_epsilon(int argc, char **argv)
 
 static int cmd_sigma(int argc, char **argv)
 {
-    static const char *const allowed[] = {"epsilon", "sampling-rate", "steps",
-                                          "delta",   "conversion",    NULL};
-    pg_cli_opts o;
     double target, q, delta, sigma, eps;
     uint64_t steps;
     const char *conv;
-    int rc = pg_cli_parse(argc, argv, allowed, &o);
-    if (!rc) rc = pg_cli_double(&o, "epsilon", 1, &target);
-    if (!rc) rc = pg_cli_double(&o, "sampling-rate", 1, &q);
-    if (!rc) rc = pg_cli_u64(&o, "steps", 1, &steps);
-    if (!rc) rc = pg_cli_double(&o, "delta", 1, &delta);
-    if (!rc) rc = pg_cli_choice(&o, "conversion", conversions, "improved", &conv);
+    int rc = rdp_args(argc, argv, "epsilon", &target, &q, &steps, &delta, &conv);
     if (rc) return rc;
     pg_error e = {0};
     int erc = pg_rdp_calibrate_sigma(target, delta, q, steps, conv_code(conv), &sigma, &e);

@@ -152,12 +152,8 @@ int pg_cli_tokens(int argc, char **argv)
             out = NULL;
         }
     } else if (!strcmp(sub, "list")) {
-        const char *lim = pg_args_get(&a, "limit"), *cur = pg_args_get(&a, "cursor");
-        char *el = lim ? pg_http_escape(lim) : NULL, *ec = cur ? pg_http_escape(cur) : NULL;
-        snprintf(path, sizeof path, "/v1/tokens?%s%s%s%s", el ? "limit=" : "", el ? el : "",
-                 ec ? "&cursor=" : "", ec ? ec : "");
-        free(el);
-        free(ec);
+        static const char *const page[] = {"limit", "cursor", NULL};
+        pg_http_list_path(path, sizeof path, "/v1/tokens", &a, page, NULL);
         rc = pg_http_json(&h, "GET", path, NULL, &out);
         if (!rc && !h.json) {
             print_list(out);

@@ -402,6 +402,22 @@ int pg_http_stream(pg_http *h, const char *path, const char *const *headers,
     return *status || cc == CURLE_OK ? PG_CLI_OK : PG_CLI_FAIL;
 }
 
+void pg_http_list_path(char *path, size_t cap, const char *base, const pg_args *a,
+                       const char *const *opts, const char *const *names)
+{
+    size_t k = (size_t)snprintf(path, cap, "%s", base);
+    char sep = '?';
+    for (size_t i = 0; opts[i]; i++) {
+        const char *v = pg_args_get(a, opts[i]);
+        char *e = v ? pg_http_escape(v) : NULL;
+        if (e && k < cap) {
+            k += (size_t)snprintf(path + k, cap - k, "%c%s=%s", sep, names ? names[i] : opts[i], e);
+            sep = '&';
+        }
+        free(e);
+    }
+}
+
 char *pg_http_escape(const char *s)
 {
     static const char hex[] = "0123456789ABCDEF";

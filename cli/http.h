@@ -102,6 +102,14 @@ int pg_http_check_id(const char *id);
 /* Percent-encodes a query value or path segment; malloc'ed (NULL on OOM). */
 char *pg_http_escape(const char *s);
 
+/* A list route's path into path[cap]: base, then "?name=value&..." for each
+ * option opts[i] (NULL-terminated) the arguments hold, sent as names[i]
+ * (names NULL: the option's own name), values percent-encoded; base alone
+ * when none is given. Like every path here, cut at cap (the server then
+ * refuses it); a value that cannot be encoded (no memory) is left out. */
+void pg_http_list_path(char *path, size_t cap, const char *base, const pg_args *a,
+                       const char *const *opts, const char *const *names);
+
 int pg_cli_login(int argc, char **argv);
 int pg_cli_datasets(int argc, char **argv);
 int pg_cli_tokens(int argc, char **argv);

@@ -317,6 +317,20 @@ static void param_line(json_t *p)
     if (desc) printf("      %s\n", desc);
 }
 
+/* A method's "accepts" list joined by sep into acc[cap] (cut to fit; "?"
+ * for a member that is not a string). */
+static void accepts_text(const json_t *m, const char *sep, char *acc, size_t cap)
+{
+    acc[0] = '\0';
+    size_t j;
+    json_t *a;
+    json_array_foreach(json_object_get(m, "accepts"), j, a)
+    {
+        strncat(acc, j ? sep : "", cap - strlen(acc) - 1);
+        strncat(acc, json_is_string(a) ? json_string_value(a) : "?", cap - strlen(acc) - 1);
+    }
+}
+
 int pg_human_methods(json_t *cat, const char *name)
 {
     json_t *items = json_object_get(cat, "items"), *m;
@@ -325,15 +339,8 @@ int pg_human_methods(json_t *cat, const char *name)
         printf("%-14s %-9s %s\n", "METHOD", "ACCEPTS", "SUMMARY");
         json_array_foreach(items, i, m)
         {
-            char acc[64] = "";
-            size_t j;
-            json_t *a;
-            json_array_foreach(json_object_get(m, "accepts"), j, a)
-            {
-                strncat(acc, j ? "," : "", sizeof acc - strlen(acc) - 1);
-                strncat(acc, json_is_string(a) ? json_string_value(a) : "?",
-                        sizeof acc - strlen(acc) - 1);
-            }
+            char acc[64];
+            accepts_text(m, ",", acc, sizeof acc);
             /* the summary up to its first ": " or ". ", at most 60 columns */
             const char *s = str(m, "summary"), *c1 = strstr(s, ": "), *c2 = strstr(s, ". ");
             size_t cut = strlen(s);
@@ -350,15 +357,8 @@ int pg_human_methods(json_t *cat, const char *name)
     json_array_foreach(items, i, m)
     {
         if (strcmp(str(m, "name"), name)) continue;
-        char acc[64] = "";
-        size_t j0;
-        json_t *a0;
-        json_array_foreach(json_object_get(m, "accepts"), j0, a0)
-        {
-            strncat(acc, j0 ? ", " : "", sizeof acc - strlen(acc) - 1);
-            strncat(acc, json_is_string(a0) ? json_string_value(a0) : "?",
-                    sizeof acc - strlen(acc) - 1);
-        }
+        char acc[64];
+        accepts_text(m, ", ", acc, sizeof acc);
         printf("%s  (accepts %s data)\n  %s\n", name, acc, str(m, "summary"));
         printf("parameters (--set NAME=VALUE on `privgen jobs create`):\n");
         size_t j;

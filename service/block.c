@@ -203,17 +203,27 @@ static int head_read(int fd, const char *path, block_head *b, pg_error *err)
     return PG_OK;
 }
 
+/* Opens a block file and reads its checked header, for pg_block_read and
+ * pg_block_pass: PG_OK with *fd open (the caller closes it), or the error
+ * with nothing left open. */
+static int head_open(const char *path, int *fd, block_head *b, pg_error *err)
+{
+    *fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (*fd < 0) return pg_error_set(err, PG_EIO, "cannot open %s: %s", path, strerror(errno));
+    int rc = head_read(*fd, path, b, err);
+    if (rc) close(*fd);
+    return rc;
+}
+
 int pg_block_read(const char *path, size_t max_bytes, pg_block *out, pg_error *err)
 {
     memset(out, 0, sizeof *out);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return pg_error_set(err, PG_EIO, "cannot open %s: %s", path, strerror(errno));
-    int rc = PG_OK;
+    int fd;
+    block_head bh;
+    int rc = head_open(path, &fd, &bh, err);
+    if (rc) return rc;
     float *x = NULL;
     int32_t *labels = NULL;
-    block_head bh;
-    rc = head_read(fd, path, &bh, err);
-    if (rc) goto done;
     uint32_t d32 = bh.d32, has_labels = bh.has_labels, crc = bh.crc;
     uint64_t n = bh.n;
     size_t vals = bh.vals, vbytes = bh.vbytes, lbytes = bh.lbytes, total = bh.total;
@@ -264,14 +274,12 @@ int pg_block_pass(const char *path, size_t d, int want_labels, uint64_t limit, s
                   pg_rowsrc_fn fn, void *ctx, uint64_t *rows, pg_error *err)
 {
     if (chunk == 0) return pg_error_set(err, PG_EINVAL, "chunk must be >= 1");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return pg_error_set(err, PG_EIO, "cannot open %s: %s", path, strerror(errno));
-    int rc = PG_OK;
+    int fd;
+    block_head bh;
+    int rc = head_open(path, &fd, &bh, err);
+    if (rc) return rc;
     float *x = NULL;
     int32_t *labels = NULL;
-    block_head bh;
-    rc = head_read(fd, path, &bh, err);
-    if (rc) goto done;
     uint32_t d32 = bh.d32, has_labels = bh.has_labels, crc = bh.crc;
     uint64_t n = bh.n;
     size_t vbytes = bh.vbytes, lbytes = bh.lbytes;

@@ -228,17 +228,16 @@ static int apply(pg_svc_config *c, const opt *o, const char *val, const char *fr
         if (!*val) return pg_error_set(err, PG_EINVAL, "%s must not be empty", from);
         *(const char **)(void *)base = val;
         return PG_OK;
-    case OPT_INT:
-        if (parse_int(val, (int)o->lo, (int)o->hi, (int *)(void *)base))
-            return pg_error_set(err, PG_EINVAL, "%s must be an integer in [%ld, %ld], got '%s'",
-                                from, o->lo, o->hi, val);
-        return PG_OK;
     case OPT_ZINT:
+        /* 0 spelled exactly "0" (an off switch); anything else as OPT_INT
+         * from 1, so "0K" or "00" are refused as before */
         if (!strcmp(val, "0")) {
             *(int *)(void *)base = 0;
             return PG_OK;
         }
-        if (parse_int(val, 1, (int)o->hi, (int *)(void *)base))
+        /* fall through */
+    case OPT_INT:
+        if (parse_int(val, o->kind == OPT_ZINT ? 1 : (int)o->lo, (int)o->hi, (int *)(void *)base))
             return pg_error_set(err, PG_EINVAL, "%s must be an integer in [%ld, %ld], got '%s'",
                                 from, o->lo, o->hi, val);
         return PG_OK;

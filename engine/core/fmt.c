@@ -347,14 +347,24 @@ static size_t put_nonfinite(char *out, uint32_t bits)
     return n;
 }
 
-size_t pg_fmt_f32(float v, char *out)
+/* One value's text at o without a NUL (put_nonfinite's is harmless), for
+ * pg_fmt_f32 and the joins: non-finite values print "null" when json_null
+ * is nonzero. Returns its length. */
+static size_t put_value(char *o, float v, int json_null)
 {
     uint32_t bits;
     memcpy(&bits, &v, sizeof bits);
     unsigned d;
     int k;
-    if (pg_fmt_f32_decimal(v, &d, &k)) return put_nonfinite(out, bits);
-    size_t n = put_dec(out, bits, d, k);
+    if (pg_fmt_f32_decimal(v, &d, &k) == 0) return put_dec(o, bits, d, k);
+    if (!json_null) return put_nonfinite(o, bits);
+    memcpy(o, "null", 4);
+    return 4;
+}
+
+size_t pg_fmt_f32(float v, char *out)
+{
+    size_t n = put_value(out, v, 0);
     out[n] = '\0';
     return n;
 }
@@ -398,18 +408,6 @@ const char *pg_fmt_f64(double v, char out[PG_FMT_F64_MAX])
  * iterations; `privgen-bench fmt --exhaustive --join` compares the two
  * printers on all 2^32 inputs. */
 enum { JOIN_BLOCK = 64 };
-
-static size_t put_value(char *o, float v, int json_null)
-{
-    uint32_t bits;
-    memcpy(&bits, &v, sizeof bits);
-    unsigned d;
-    int k;
-    if (pg_fmt_f32_decimal(v, &d, &k) == 0) return put_dec(o, bits, d, k);
-    if (!json_null) return put_nonfinite(o, bits);
-    memcpy(o, "null", 4);
-    return 4;
-}
 
 static size_t join_scalar(const float *x, size_t n, char sep, int json_null, char *out)
 {
@@ -715,6 +713,7 @@ __attribute__((target("avx2,fma"))) static size_t join_avx2(const float *x, size
                                                             int json_null, char *out)
 {
     join_block b;
+    float pad[8]; /* a block's last few values, when fewer than eight */
     char *o = out;
     const __m128i zc = _mm_set1_epi8('0');
     /* After each value sep and a '-' the next value keeps if it is
@@ -724,18 +723,16 @@ __attribute__((target("avx2,fma"))) static size_t join_avx2(const float *x, size
     for (size_t at = 0; at < n; at += JOIN_BLOCK) {
         size_t m = n - at < JOIN_BLOCK ? n - at : JOIN_BLOCK, i = 0;
         uint64_t scalar = 0, other = 0;
-        for (; i + 8 <= m; i += 8) {
-            unsigned r = dec8(x + at + i, &b, i);
+        for (; i < m; i += 8) {
+            const float *src = x + at + i;
+            if (m - i < 8) { /* the last few of a short block, padded with zeros (scalar lanes) */
+                memset(pad, 0, sizeof pad);
+                memcpy(pad, src, (m - i) * sizeof *pad);
+                src = pad;
+            }
+            unsigned r = dec8(src, &b, i);
             scalar |= (uint64_t)(r & 0xff) << i;
             other |= (uint64_t)((r | r >> 8) & 0xff) << i;
-        }
-        if (i < m) { /* the last few of a short block, padded with zeros (scalar lanes) */
-            float pad[8] = {0};
-            memcpy(pad, x + at + i, (m - i) * sizeof *pad);
-            unsigned r = dec8(pad, &b, i);
-            scalar |= (uint64_t)(r & 0xff) << i;
-            other |= (uint64_t)((r | r >> 8) & 0xff) << i;
-            i += 8;
         }
         for (size_t j = 0; j < i; j += 4) ascii4(&b, j);
         _mm_store_si128((__m128i *)(void *)b.ascii[i], zc);

@@ -10,6 +10,14 @@
 #include "engine/data/table.h"
 #include "engine/methods/snapshot.h"
 
+/* Successive recorded losses are not independent (a DP loss wanders for tens
+ * of steps: lag-1 autocorrelation 0.9 is common), so an ordinary regression
+ * t over the points claims far more certainty than it has: on a stationary
+ * AR(1) series (phi 0.9) it passed t > 3 with a 5 % rise in 13-26 % of
+ * histories. Batch means fold each run of neighbouring points into one
+ * mean; runs much longer than the correlation are nearly independent, and
+ * the residual spread of the batch means measures the long-run variance
+ * (wandering and white DP noise alike) without modelling either. */
 int pg_trend_last_quarter(const long *steps, const double *loss, size_t n, pg_trend *out,
                           pg_error *err)
 {
@@ -17,32 +25,39 @@ int pg_trend_last_quarter(const long *steps, const double *loss, size_t n, pg_tr
     if (n < PG_TREND_MIN_POINTS || steps[n - 1] <= steps[0])
         return pg_error_set(err, PG_EINVAL, "too short a history for a trend");
     double from = (double)steps[0] + 0.75 * (double)(steps[n - 1] - steps[0]);
-    double sx = 0, sy = 0, sa = 0;
+    double sa = 0;
     size_t m = 0;
     for (size_t i = 0; i < n; i++)
-        if ((double)steps[i] >= from && isfinite(loss[i])) {
-            sx += (double)steps[i], sy += loss[i], sa += fabs(loss[i]);
-            m++;
-        }
+        if ((double)steps[i] >= from && isfinite(loss[i])) sa += fabs(loss[i]), m++;
     if (m < PG_TREND_MIN_POINTS)
         return pg_error_set(err, PG_EINVAL, "too few points in the last quarter for a trend");
-    double mx = sx / (double)m, my = sy / (double)m, sxx = 0, sxy = 0;
+    /* Batch k holds the points j (in order, 0-based among the m kept) with
+     * k m / B <= j < (k + 1) m / B: near-equal runs, none empty as m >= B. */
+    double bx[PG_TREND_BATCHES] = {0}, by[PG_TREND_BATCHES] = {0};
+    size_t bn[PG_TREND_BATCHES] = {0}, j = 0;
     long lo = -1, hi = -1;
     for (size_t i = 0; i < n; i++)
         if ((double)steps[i] >= from && isfinite(loss[i])) {
-            double dx = (double)steps[i] - mx;
-            sxx += dx * dx, sxy += dx * (loss[i] - my);
+            size_t k = j * PG_TREND_BATCHES / m;
+            bx[k] += (double)steps[i], by[k] += loss[i], bn[k]++, j++;
             if (lo < 0) lo = steps[i];
             hi = steps[i];
         }
+    double mx = 0, my = 0;
+    for (size_t k = 0; k < PG_TREND_BATCHES; k++) {
+        bx[k] /= (double)bn[k], by[k] /= (double)bn[k];
+        mx += bx[k] / PG_TREND_BATCHES, my += by[k] / PG_TREND_BATCHES;
+    }
+    double sxx = 0, sxy = 0;
+    for (size_t k = 0; k < PG_TREND_BATCHES; k++)
+        sxx += (bx[k] - mx) * (bx[k] - mx), sxy += (bx[k] - mx) * (by[k] - my);
     if (!(sxx > 0)) return pg_error_set(err, PG_EINVAL, "the last quarter spans a single step");
     double b = sxy / sxx, a = my - b * mx, rss = 0;
-    for (size_t i = 0; i < n; i++)
-        if ((double)steps[i] >= from && isfinite(loss[i])) {
-            double r = loss[i] - (a + b * (double)steps[i]);
-            rss += r * r;
-        }
-    double se = sqrt(rss / (double)(m - 2) / sxx);
+    for (size_t k = 0; k < PG_TREND_BATCHES; k++) {
+        double r = by[k] - (a + b * bx[k]);
+        rss += r * r;
+    }
+    double se = sqrt(rss / (double)(PG_TREND_BATCHES - 2) / sxx);
     out->n = m;
     out->slope = b;
     out->t = se > 0 ? b / se : (b > 0 ? INFINITY : b < 0 ? -INFINITY : 0);

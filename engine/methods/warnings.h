@@ -3,11 +3,26 @@
  * its history, or a model whose samples mostly fall outside the dataset's
  * declared range.
  *
- * Trend rule: fit loss = a + b step by least squares over the history points
- * in the last quarter of the steps run so far (at least PG_TREND_MIN_POINTS
- * points). The trend rises when b is significantly positive (t = b / se(b) >
- * PG_TREND_T, so the noise of a DP loss does not trip it) and the fitted rise
- * over that span exceeds PG_TREND_REL of the mean |loss| there.
+ * Trend rule: take the history points (finite losses) whose step lies in
+ * the last quarter of the steps run so far; fewer than PG_TREND_MIN_POINTS
+ * give no trend and no warning (a short job cannot tell a rise from the
+ * wandering of its loss). Split them in order into PG_TREND_BATCHES runs of
+ * near-equal length, fit mean loss = a + b mean step by least squares over
+ * the batch means, and call the trend rising when b is significantly
+ * positive, t = b / se(b) > PG_TREND_T (the one-sided 0.5 % point of
+ * Student's t with PG_TREND_BATCHES - 2 = 3 degrees of freedom), and the
+ * fitted rise over the span exceeds PG_TREND_REL of the mean |loss| there.
+ * Batch means, not the raw points, because successive losses are strongly
+ * autocorrelated and noisy under DP: a t over raw points treats them as
+ * independent and fired on 7-26 % of the stationary histories below.
+ * False alarms, measured over 10 000 simulated stationary histories a case
+ * (AR(1) losses of mean 1, lag-1 autocorrelation 0.9, stationary sd 0.1,
+ * plus white DP-like noise of sd 0.1; 20, 40 and 125 points in the
+ * quarter): 0.8-1.6 % of histories; 0.8-3.4 % without the white noise (the
+ * most at the 20-point floor); 1.4-2.4 % at autocorrelation 0.95. The test
+ * (tests/engine/methods/test_warnings.c) asserts < 4 % and < 6 %. Detection
+ * on the same noise: a rise by the mean loss (1.0) over the quarter is
+ * flagged in 91-94 % of histories, by 1.5 times it in > 99.6 %.
  *
  * Range rule: a fixed-seed draw of PG_RANGE_DRAW samples; the model warns
  * when more than half of the rows have a value outside [lo, hi]. Skipped for
@@ -43,8 +58,9 @@
 
 #include "engine/methods/method.h"
 
-#define PG_TREND_MIN_POINTS 8
-#define PG_TREND_T          3.0
+#define PG_TREND_MIN_POINTS 20
+#define PG_TREND_BATCHES    5
+#define PG_TREND_T          5.841 /* t(3) one-sided 0.005 */
 #define PG_TREND_REL        0.05
 #define PG_RANGE_DRAW       256
 #define PG_RANGE_MAX_D      64
@@ -60,13 +76,13 @@
 typedef struct pg_trend {
     size_t n;        /* points fitted */
     double slope;    /* per step */
-    double t;        /* slope / its standard error (inf for a noiseless rise) */
+    double t;        /* slope / its batch-means standard error (inf: noiseless rise) */
     double rise;     /* fitted change over the fitted span */
     double mean_abs; /* mean |loss| over the span */
 } pg_trend;
 
-/* Fits the trend over the points whose step lies in the last quarter of
- * [steps[0], steps[n-1]]. Non-finite losses are skipped. PG_EINVAL when fewer
+/* Fits the trend (batch means, as above) over the points whose step lies in
+ * the last quarter of [steps[0], steps[n-1]]. Non-finite losses are skipped. PG_EINVAL when fewer
  * than PG_TREND_MIN_POINTS points remain or the steps do not increase. */
 int pg_trend_last_quarter(const long *steps, const double *loss, size_t n, pg_trend *out,
                           pg_error *err);

@@ -311,6 +311,14 @@ void pg_db_blocks_close(pg_db_blocks *it)
     if (it) it->db->ops->blocks_close(it);
 }
 
+int pg_db_rows_enough(uint64_t done, uint64_t n, pg_error *err)
+{
+    if (done >= n) return PG_OK;
+    return pg_error_set(err, PG_ESTATE,
+                        "the dataset has %llu rows, fewer than the %llu the job was planned for",
+                        (unsigned long long)done, (unsigned long long)n);
+}
+
 int pg_db_rows_pass(pg_db *db, const char *dataset_id, size_t d, uint64_t n, int labelled,
                     size_t chunk, size_t max_bytes, pg_rowsrc_fn fn, void *ctx, pg_error *err)
 {
@@ -350,10 +358,7 @@ int pg_db_rows_pass(pg_db *db, const char *dataset_id, size_t d, uint64_t n, int
         pg_block_free(&b);
     }
     pg_db_blocks_close(it);
-    if (!rc && done < n)
-        rc = pg_error_set(err, PG_ESTATE,
-                          "the dataset has %llu rows, fewer than the %llu the job was planned for",
-                          (unsigned long long)done, (unsigned long long)n);
+    if (!rc) rc = pg_db_rows_enough(done, n, err);
     return rc;
 }
 

@@ -138,6 +138,11 @@ struct pg_db_blocks {
 int pg_db_id_ok(const char *id);
 /* Node ids: 1 to PG_NODE_MAX-1 printable ASCII characters, no spaces. */
 int pg_db_node_ok(const char *node);
+/* The end of every rows pass (db.c's generic one and the backends'), so the
+ * sentence users see is the same whichever storage ran it: PG_ESTATE when
+ * the dataset gave fewer rows (done) than the job was planned for (n), else
+ * PG_OK. */
+int pg_db_rows_enough(uint64_t done, uint64_t n, pg_error *err);
 
 /* The columns each backend selects for a row of the contract's types, in
  * the order its row readers take them (the statements differ by dialect;

@@ -53,6 +53,11 @@ void pgb_i64(pgb_args *a, int64_t x)
     arg(a, a->num[a->n], 0, 0);
 }
 
+void pgb_limit(pgb_args *a, size_t limit)
+{
+    pgb_i64(a, (int64_t)(limit > PGB_PAGE_MAX ? PGB_PAGE_MAX : limit));
+}
+
 void pgb_f64(pgb_args *a, double x)
 {
     if (a->n >= PGB_MAXARGS) return;

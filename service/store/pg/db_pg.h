@@ -90,6 +90,10 @@ void pgb_text(pgb_args *a, const char *s); /* NULL: SQL NULL */
 void pgb_i64(pgb_args *a, int64_t x);
 void pgb_f64(pgb_args *a, double x);
 void pgb_bin(pgb_args *a, const void *p, size_t n);
+/* A list page's LIMIT: the caller's limit, at most PGB_PAGE_MAX rows (the
+ * service asks for far fewer; the cap bounds one result in memory). */
+#define PGB_PAGE_MAX 100000
+void pgb_limit(pgb_args *a, size_t limit);
 
 /* Runs sql; results are binary (read them with the pgb_*_at helpers).
  * *out (tuples) is the caller's to PQclear; with out NULL the result is

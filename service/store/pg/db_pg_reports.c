@@ -157,7 +157,7 @@ static int list_fn(PGconn *c, void *ctx, pg_error *err)
     pgb_text(&a, x->job_id);
     pgb_i64(&a, x->after);
     pgb_i64(&a, x->public_only);
-    pgb_i64(&a, (int64_t)(x->limit > 100000 ? 100000 : x->limit));
+    pgb_limit(&a, x->limit);
     PGresult *r;
     int rc =
         pgb_q(c,

@@ -115,7 +115,7 @@ static int list_fn(PGconn *c, void *ctx, pg_error *err)
     pgb_args a = {0};
     pgb_text(&a, x->tenant);
     pgb_i64(&a, x->after);
-    pgb_i64(&a, (int64_t)(x->limit > 100000 ? 100000 : x->limit));
+    pgb_limit(&a, x->limit);
     PGresult *r;
     int rc = pgb_q(c,
                    "SELECT " PG_DB_DATASET_COLS " FROM datasets WHERE tenant_id = $1 AND seq > $2 "
@@ -560,6 +560,27 @@ int pgb_blocks_open(pg_db *db, const char *dataset_id, pg_db_blocks **out, size_
     return PG_OK;
 }
 
+/* The end of a read of a block's chunks (read_block, pass_block): rc is
+ * the read's status (PG_EFORMAT: a chunk out of order or of the wrong
+ * size), whole whether it consumed exactly the block's payload. A layout
+ * fault or a digest (CRC-32, SHA-256) unlike the block's is PG_EFORMAT
+ * naming the block; another failure is returned as it is. */
+static int block_verdict(const blk *b, int rc, int whole, uint32_t crc, pg_sha256 *sha,
+                         pg_error *err)
+{
+    if (rc == PG_EFORMAT || (!rc && !whole))
+        return pg_error_set(err, PG_EFORMAT,
+                            "row block %lld is corrupt: chunks out of order or of the wrong size",
+                            (long long)b->id);
+    if (rc) return rc;
+    unsigned char digest[32];
+    pg_sha256_final(sha, digest);
+    if (crc != b->crc || memcmp(digest, b->sha, 32))
+        return pg_error_set(err, PG_EFORMAT, "row block %lld fails its CRC-32 or SHA-256 check",
+                            (long long)b->id);
+    return PG_OK;
+}
+
 /* Streams a block's chunks (single-row mode: one chunk in memory at a
  * time besides the destination) into x and labels, checking order, sizes
  * and both digests. */
@@ -608,19 +629,7 @@ static int read_block(PGconn *c, const blk *b, float *x, int32_t *labels, pg_err
     }
     if (!rc && PQstatus(c) != CONNECTION_OK)
         rc = pg_pgpool_check(c, NULL, PGRES_TUPLES_OK, "reading rows", err);
-    if (rc == PG_EFORMAT || (!rc && (at != (uint64_t)b->payload || want_i != b->chunks))) {
-        return pg_error_set(err, PG_EFORMAT,
-                            "row block %lld is corrupt: chunks out of order or "
-                            "of the wrong size",
-                            (long long)b->id);
-    }
-    if (rc) return rc;
-    unsigned char digest[32];
-    pg_sha256_final(&sha, digest);
-    if (crc != b->crc || memcmp(digest, b->sha, 32))
-        return pg_error_set(err, PG_EFORMAT, "row block %lld fails its CRC-32 or SHA-256 check",
-                            (long long)b->id);
-    return PG_OK;
+    return block_verdict(b, rc, at == (uint64_t)b->payload && want_i == b->chunks, crc, &sha, err);
 }
 
 int pgb_blocks_next(pg_db_blocks *pit, size_t max_bytes, pg_block *out, int *end, pg_error *err)
@@ -789,17 +798,7 @@ static int pass_block(pass_blk *p, pg_error *err)
     if (!rc) rc = pass_flush(p, err);
     PQclear(p->lr);
     p->lr = NULL;
-    if (rc == PG_EFORMAT || (!rc && (at != (uint64_t)b->payload || p->fill)))
-        return pg_error_set(err, PG_EFORMAT,
-                            "row block %lld is corrupt: chunks out of order or of the wrong size",
-                            (long long)b->id);
-    if (rc) return rc;
-    unsigned char digest[32];
-    pg_sha256_final(&sha, digest);
-    if (crc != b->crc || memcmp(digest, b->sha, 32))
-        return pg_error_set(err, PG_EFORMAT, "row block %lld fails its CRC-32 or SHA-256 check",
-                            (long long)b->id);
-    return PG_OK;
+    return block_verdict(b, rc, at == (uint64_t)b->payload && !p->fill, crc, &sha, err);
 }
 
 int pgb_rows_pass(pg_db *db, const char *dataset_id, size_t d, uint64_t n, int labelled,
@@ -851,9 +850,6 @@ int pgb_rows_pass(pg_db *db, const char *dataset_id, size_t d, uint64_t n, int l
     free(p.win);
     free(p.lab);
     pgb_blocks_close(pit);
-    if (!rc && done < n)
-        rc = pg_error_set(err, PG_ESTATE,
-                          "the dataset has %llu rows, fewer than the %llu the job was planned for",
-                          (unsigned long long)done, (unsigned long long)n);
+    if (!rc) rc = pg_db_rows_enough(done, n, err);
     return rc;
 }

@@ -185,7 +185,7 @@ static int list_fn(PGconn *c, void *ctx, pg_error *err)
     pgb_args a = {0};
     pgb_text(&a, x->tenant);
     pgb_i64(&a, x->after);
-    pgb_i64(&a, (int64_t)(x->limit > 100000 ? 100000 : x->limit));
+    pgb_limit(&a, x->limit);
     PGresult *r;
     int rc = pgb_q(c,
                    "SELECT " PG_DB_TOKEN_COLS " FROM tokens WHERE tenant_id = $1 AND seq > $2 "

@@ -118,6 +118,27 @@ int sq_prep(sq_db *s, const char *sql, sqlite3_stmt **st, pg_error *err)
     return PG_OK;
 }
 
+int sq_get_by_id(sq_db *s, const char *sql, const char *id, const char *tenant, sq_row_fn read,
+                 void *out, int *found, const char *what, pg_error *err)
+{
+    pthread_mutex_lock(&s->mu);
+    sqlite3_stmt *st;
+    int rc = sq_prep(s, sql, &st, err);
+    if (!rc) {
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, tenant, -1, SQLITE_STATIC);
+        int r = sqlite3_step(st);
+        if (r == SQLITE_ROW) {
+            if (!(rc = read(st, out, err))) *found = 1;
+        } else if (r != SQLITE_DONE) {
+            rc = sq_fail(s, err, what);
+        }
+        sqlite3_finalize(st);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
 int sq_tx_begin(sq_db *s, pg_error *err)
 {
     return sq_exec(s, "BEGIN IMMEDIATE;", err);

@@ -35,6 +35,15 @@ int sq_fail(sq_db *s, pg_error *err, const char *what);
 int sq_exec(sq_db *s, const char *sql, pg_error *err);
 int sq_prep(sq_db *s, const char *sql, sqlite3_stmt **st, pg_error *err);
 
+/* Reads one selected row into out; returns a status (err filled). */
+typedef int (*sq_row_fn)(sqlite3_stmt *st, void *out, pg_error *err);
+/* A tenant's row by id, under the lock: runs sql (parameters ?1 id, ?2
+ * tenant); when it yields a row, read fills out and *found becomes 1; no
+ * row leaves *found as it is. Returns read's status, or PG_EIO with
+ * "database error <what>". */
+int sq_get_by_id(sq_db *s, const char *sql, const char *id, const char *tenant, sq_row_fn read,
+                 void *out, int *found, const char *what, pg_error *err);
+
 /* Fills j (zeroed first) from a row selected with PG_DB_JOB_COLS; spec and
  * error are malloc'ed. Returns PG_ENOMEM (j's strings freed) when a copy
  * fails. */

@@ -108,27 +108,17 @@ int sq_report_insert(pg_db *db, pg_report_row *r, int64_t max_queued, int *full,
     return rc;
 }
 
+static int full_row_read(sqlite3_stmt *st, void *out, pg_error *err)
+{
+    return row_read(st, 1, out, err);
+}
+
 int sq_report_get(pg_db *db, const char *tenant, const char *id, pg_report_row *out, int *found,
                   pg_error *err)
 {
-    sq_db *s = SQ(db);
-    pthread_mutex_lock(&s->mu);
-    sqlite3_stmt *st;
-    int rc = sq_prep(s, "SELECT " PG_DB_REPORT_COLS_FULL " FROM reports WHERE id=? AND tenant_id=?",
-                     &st, err);
-    if (!rc) {
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, tenant, -1, SQLITE_STATIC);
-        int r = sqlite3_step(st);
-        if (r == SQLITE_ROW) {
-            if (!(rc = row_read(st, 1, out, err))) *found = 1;
-        } else if (r != SQLITE_DONE) {
-            rc = sq_fail(s, err, "reading a report");
-        }
-        sqlite3_finalize(st);
-    }
-    pthread_mutex_unlock(&s->mu);
-    return rc;
+    return sq_get_by_id(SQ(db),
+                        "SELECT " PG_DB_REPORT_COLS_FULL " FROM reports WHERE id=? AND tenant_id=?",
+                        id, tenant, full_row_read, out, found, "reading a report", err);
 }
 
 int sq_report_list(pg_db *db, const char *tenant, const char *job_id, int public_only,

@@ -64,30 +64,17 @@ static int read_dataset(sqlite3_stmt *st, pg_db_dataset *d)
     return 0;
 }
 
+static int dataset_row_read(sqlite3_stmt *st, void *out, pg_error *err)
+{
+    return read_dataset(st, out) ? pg_error_set(err, PG_ENOMEM, "out of memory") : PG_OK;
+}
+
 int sq_dataset_get(pg_db *db, const char *tenant, const char *id, pg_db_dataset *out, int *found,
                    pg_error *err)
 {
-    sq_db *s = SQ(db);
-    pthread_mutex_lock(&s->mu);
-    sqlite3_stmt *st;
-    int rc = sq_prep(s, "SELECT " PG_DB_DATASET_COLS " FROM datasets WHERE id=? AND tenant_id=?",
-                     &st, err);
-    if (!rc) {
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, tenant, -1, SQLITE_STATIC);
-        int r = sqlite3_step(st);
-        if (r == SQLITE_ROW) {
-            if (read_dataset(st, out))
-                rc = pg_error_set(err, PG_ENOMEM, "out of memory");
-            else
-                *found = 1;
-        } else if (r != SQLITE_DONE) {
-            rc = sq_fail(s, err, "reading a dataset");
-        }
-        sqlite3_finalize(st);
-    }
-    pthread_mutex_unlock(&s->mu);
-    return rc;
+    return sq_get_by_id(SQ(db),
+                        "SELECT " PG_DB_DATASET_COLS " FROM datasets WHERE id=? AND tenant_id=?",
+                        id, tenant, dataset_row_read, out, found, "reading a dataset", err);
 }
 
 int sq_dataset_list(pg_db *db, const char *tenant, int64_t after, size_t limit, pg_db_dataset **out,
@@ -434,9 +421,6 @@ int sq_rows_pass(pg_db *db, const char *dataset_id, size_t d, uint64_t n, int la
         done += rows < n - done ? rows : n - done;
     }
     sq_blocks_close(pit);
-    if (!rc && done < n)
-        rc = pg_error_set(err, PG_ESTATE,
-                          "the dataset has %llu rows, fewer than the %llu the job was planned for",
-                          (unsigned long long)done, (unsigned long long)n);
+    if (!rc) rc = pg_db_rows_enough(done, n, err);
     return rc;
 }

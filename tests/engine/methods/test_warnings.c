@@ -3,6 +3,7 @@
 
 #include "engine/core/alloc.h"
 #include "engine/core/mat.h"
+#include "engine/core/rng.h"
 #include "engine/data/dataset.h"
 #include "engine/data/synth.h"
 #include "engine/data/table.h"
@@ -97,6 +98,114 @@ START_TEST(trend_rule_on_series)
     ck_assert_int_eq(pg_warnings_append(st, l, N, NULL, &(pg_data_desc){0}, w, NULL), 1);
     ck_assert_ptr_nonnull(strstr(json_string_value(json_array_get(w, 0)), "loss rose"));
     json_decref(w);
+}
+END_TEST
+
+/* A loss history of n points at steps 0..n-1 around a mean of 1: a
+ * stationary AR(1) wander (lag-1 autocorrelation phi, stationary sd sdx)
+ * plus white DP-like noise (sd sde), and over the last quarter a linear rise
+ * of `rise` (in units of the mean loss). */
+static void ar1_history(pg_rng *r, size_t n, double phi, double sdx, double sde, double rise,
+                        long *steps, double *loss)
+{
+    double x = sdx * pg_rng_normal(r), from = 0.75 * (double)(n - 1);
+    for (size_t i = 0; i < n; i++) {
+        if (i) x = phi * x + sdx * sqrt(1 - phi * phi) * pg_rng_normal(r);
+        steps[i] = (long)i;
+        double up = (double)i >= from ? rise * ((double)i - from) / ((double)(n - 1) - from) : 0;
+        loss[i] = 1.0 + x + sde * pg_rng_normal(r) + up;
+    }
+}
+
+/* Fraction of `reps` seeded histories on which the appender warns. */
+static double warn_rate(uint64_t seed, int reps, size_t n, double phi, double sdx, double sde,
+                        double rise)
+{
+    static long steps[500];
+    static double loss[500];
+    ck_assert(n <= 500);
+    pg_rng r;
+    pg_rng_seeded(&r, seed, 0);
+    int hits = 0;
+    for (int k = 0; k < reps; k++) {
+        ar1_history(&r, n, phi, sdx, sde, rise, steps, loss);
+        json_t *w = json_array();
+        int a = pg_warnings_append(steps, loss, n, NULL, &(pg_data_desc){0}, w, NULL);
+        ck_assert_int_ge(a, 0);
+        hits += a > 0;
+        json_decref(w);
+    }
+    return (double)hits / reps;
+}
+
+/* The false-alarm bound of warnings.h on stationary, strongly autocorrelated
+ * losses: 20, 40 and 125 points in the last quarter (a history of 80, 160 and
+ * the full 500 a job keeps). The rule's rate there is about 1-2 % with DP
+ * noise and at most ~3.5 % without it; 2000 histories a case put the
+ * binomial sd near 0.4 %, so the bounds hold with room. The raw-point t the
+ * rule replaced (t > 3 on raw points) warned on 7-26 % of these. */
+START_TEST(trend_false_alarms_on_autocorrelated_losses)
+{
+    static const size_t ns[] = {80, 160, 500};
+    for (size_t c = 0; c < 3; c++) {
+        double dp = warn_rate(100 + c, 2000, ns[c], 0.9, 0.1, 0.1, 0);
+        ck_assert_msg(dp < 0.04, "phi 0.9 with DP noise, %zu points: warned on %.1f %%", ns[c],
+                      100 * dp);
+        double pure = warn_rate(200 + c, 2000, ns[c], 0.9, 0.1, 0.0, 0);
+        ck_assert_msg(pure < 0.06, "phi 0.9 without DP noise, %zu points: warned on %.1f %%", ns[c],
+                      100 * pure);
+    }
+}
+END_TEST
+
+/* A real rise is still caught: the mean loss rising by 1.5 times itself over
+ * the last quarter, on the same noise, is flagged in > 99 % of histories
+ * (measured); 400 histories a case, asserted >= 95 %. */
+START_TEST(trend_detects_a_real_rise)
+{
+    static const size_t ns[] = {80, 160, 500};
+    for (size_t c = 0; c < 3; c++) {
+        double hit = warn_rate(300 + c, 400, ns[c], 0.9, 0.1, 0.1, 1.5);
+        ck_assert_msg(hit >= 0.95, "a rise of 1.5, %zu points: flagged on %.1f %%", ns[c],
+                      100 * hit);
+    }
+}
+END_TEST
+
+/* Fewer than PG_TREND_MIN_POINTS points in the last quarter never warn, not
+ * even on a noiseless tenfold rise (a 40-step job keeps 40 points: 10 in its
+ * last quarter); at the floor the same rise does. */
+START_TEST(trend_short_histories_never_warn)
+{
+    long st[80];
+    double l[80];
+    for (size_t n = 2; n <= 80; n++) {
+        for (size_t i = 0; i < n; i++) st[i] = (long)i, l[i] = 1.0 + 9.0 * (double)i / (double)n;
+        size_t quarter = 0;
+        for (size_t i = 0; i < n; i++) quarter += (double)i >= 0.75 * (double)(n - 1);
+        json_t *w = json_array();
+        int a = pg_warnings_append(st, l, n, NULL, &(pg_data_desc){0}, w, NULL);
+        if (quarter < PG_TREND_MIN_POINTS)
+            ck_assert_msg(a == 0, "%zu points (%zu in the quarter) warned", n, quarter);
+        else
+            ck_assert_msg(a == 1, "%zu points (%zu in the quarter) did not warn", n, quarter);
+        json_decref(w);
+    }
+    /* The 40-step job above, named: 10 points in its quarter, no warning. */
+    for (size_t i = 0; i < 40; i++) st[i] = (long)i, l[i] = 1.0 + 9.0 * (double)i / 40.0;
+    json_t *w40 = json_array();
+    ck_assert_int_eq(pg_warnings_append(st, l, 40, NULL, &(pg_data_desc){0}, w40, NULL), 0);
+    json_decref(w40);
+    /* And short noisy histories: none of 2000 warns. */
+    pg_rng r;
+    pg_rng_seeded(&r, 400, 0);
+    for (int k = 0; k < 2000; k++) {
+        size_t n = 8 + pg_rng_below(&r, 69); /* 8..76: at most 19 in the quarter */
+        ar1_history(&r, n, 0.9, 0.1, 0.1, 3.0, st, l);
+        json_t *w = json_array();
+        ck_assert_int_eq(pg_warnings_append(st, l, n, NULL, &(pg_data_desc){0}, w, NULL), 0);
+        json_decref(w);
+    }
 }
 END_TEST
 
@@ -278,6 +387,9 @@ static Suite *warnings_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, trend_fit_matches_closed_form);
     tcase_add_test(tc, trend_rule_on_series);
+    tcase_add_test(tc, trend_false_alarms_on_autocorrelated_losses);
+    tcase_add_test(tc, trend_detects_a_real_rise);
+    tcase_add_test(tc, trend_short_histories_never_warn);
     tcase_add_test(tc, bad_job_warns_good_job_does_not);
     tcase_add_test(tc, collapse_warns_on_a_dead_model_not_on_a_good_one);
     suite_add_tcase(s, tc);
