@@ -673,11 +673,11 @@ const pg_method pg_method_swd_gen = {
                "classes follow a DP count of the label charged in the plan, its numbers pass "
                "through a DP quantile map, and its table defaults make 10 releases of all rows "
                "on one orthonormal block of directions, each reused for 100 steps "
-               "(train.steps_per_release): on credit_data its rows trained a classifier to 0.75 "
-               "at epsilon 1000 (0.69-0.77; 0.52 with 200 releases; majority class 0.73, real "
-               "rows 0.80), but at epsilon 5 the release noise still collapses its numbers and "
-               "it scores 0.51, below the majority class (docs/benchmarks.md, swd_gen on "
-               "tables).",
+               "(train.steps_per_release): on credit_data its rows trained a classifier to 0.74 "
+               "at epsilon 1000 (0.69-0.77 over 5 runs; 0.52 with 200 releases; majority class "
+               "0.73, real rows 0.80), but at epsilon 5 the release noise still collapses its "
+               "numbers and it scores 0.48, below the majority class (docs/benchmarks.md, "
+               "swd_gen on tables).",
     .accepts = PG_PRIVACY_CENTRAL,
     .catalogue = gen_catalogue,
     .validate = gen_validate,
