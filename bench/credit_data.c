@@ -178,6 +178,54 @@ static double tv_mean(const pg_table *t, const split *a, const split *b)
     return cols ? sum / cols : 0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Mean two-sample Kolmogorov-Smirnov distance of the number columns
+ * (present values only): how well the numbers' shapes are kept. */
+static double ks_mean(const pg_table *t, const split *a, const split *b)
+{
+    double sum = 0;
+    int cols = 0;
+    double *va = malloc((a->n ? a->n : 1) * sizeof *va),
+           *vb = malloc((b->n ? b->n : 1) * sizeof *vb);
+    for (size_t c = 0; va && vb && c < t->ncols; c++) {
+        const pg_table_col *col = &t->cols[c];
+        if (col->type != PG_COL_INTEGER && col->type != PG_COL_CONTINUOUS) continue;
+        size_t na = 0, nb = 0;
+        for (int side = 0; side < 2; side++) {
+            const split *s = side ? b : a;
+            for (size_t i = 0; i < s->n; i++) {
+                pg_table_value v = {0};
+                pg_table_decode_value(t, c, s->x + i * s->w, 1, &v);
+                if (v.missing) continue;
+                if (side)
+                    vb[nb++] = v.num;
+                else
+                    va[na++] = v.num;
+            }
+        }
+        if (!na || !nb) continue;
+        qsort(va, na, sizeof *va, cmp_double);
+        qsort(vb, nb, sizeof *vb, cmp_double);
+        double d = 0;
+        for (size_t i = 0, j = 0; i < na || j < nb;) {
+            double x = i < na && (j >= nb || va[i] <= vb[j]) ? va[i] : vb[j];
+            while (i < na && va[i] <= x) i++;
+            while (j < nb && vb[j] <= x) j++;
+            d = fmax(d, fabs((double)i / (double)na - (double)j / (double)nb));
+        }
+        sum += d;
+        cols++;
+    }
+    free(va);
+    free(vb);
+    return cols ? sum / cols : 0;
+}
+
 /* Decode and re-encode (clamped): the rows a user downloads. */
 static void reencode(const pg_table *t, float *x, size_t n)
 {
@@ -587,12 +635,13 @@ static int run_one(const char *method, double eps, const pg_table *t, size_t sta
     if (!rc && K) rc = pg_snapshot_sample_labelled(snap, n, 99, syn.x, syn.y, &err);
     if (!rc && !K) rc = pg_snapshot_sample(snap, n, 99, -1, syn.x, &err);
     double secs = (pg_bench_now_ms() - t0) / 1000.0;
-    double acc = 0, tv = 0;
+    double acc = 0, tv = 0, ks = 0;
     if (!rc && getenv("PG_BENCH_QMAP")) qmap_back(t, syn.x, n);
     if (!rc) {
         reencode(t, syn.x, n);
         rc = accuracy(t, status, &syn, test, &acc);
         tv = tv_mean(t, &syn, test);
+        ks = ks_mean(t, &syn, test);
         if (!rc && opt_diag && K) {
             /* where the synthetic signal lives: numerics zeroed on both sides,
              * and the synthetic class balance */
@@ -713,11 +762,11 @@ static int run_one(const char *method, double eps, const pg_table *t, size_t sta
                "\"privacy\": \"%s\", \"epsilon_plan\": %.4f, "
                "\"hypothetical_shuffled_central_eps\": %s, \"steps\": %ld, \"acc_synth\": "
                "%.4f, \"acc_real\": %.4f, \"acc_majority\": %.4f, \"tv_mean\": %.4f, \"tv_floor\": "
-               "%.4f, \"seconds\": "
+               "%.4f, \"ks_mean\": %.4f, \"seconds\": "
                "%.1f}\n",
                method, eps, local ? 0.0 : DELTA, local ? "local" : "central",
                local ? plan.epsilon : pp.epsilon, shuf, steps, acc, acc_real, acc_majority, tv,
-               tv_floor, secs);
+               tv_floor, ks, secs);
     fflush(stdout);
     pg_free(syn.x);
     pg_free(syn.y);

@@ -3,7 +3,7 @@
  * resident memory. Issue 27: mst on 1 000 000 rows x 15 columns.
  *
  *   privgen-bench marginal-speed [--rows 1000000] [--method mst] [--eps 1]
- *                                [--threads 1]
+ *                                [--threads 1] [--adaptive true|false]
  *
  * Columns: 5 categorical (6 levels), 5 integer [0, 100], 5 continuous
  * [0, 1000] (one log-scaled), chained so each depends on the previous one.
@@ -109,7 +109,13 @@ static int bench_marginal_speed(int argc, char **argv)
     pg_job_data in = {.desc = &desc, .rows = &ds};
     const pg_method *m = pg_method_find(method);
     char sbuf[256];
-    snprintf(sbuf, sizeof sbuf, "{\"seed\":1,\"privacy\":{\"epsilon\":%g}}", eps);
+    const char *adaptive = pg_bench_opt(argc, argv, "--adaptive", NULL);
+    if (adaptive)
+        snprintf(sbuf, sizeof sbuf,
+                 "{\"seed\":1,\"privacy\":{\"epsilon\":%g},\"discretize\":{\"adaptive\":%s}}", eps,
+                 strcmp(adaptive, "false") ? "true" : "false");
+    else
+        snprintf(sbuf, sizeof sbuf, "{\"seed\":1,\"privacy\":{\"epsilon\":%g}}", eps);
     json_t *spec = json_loads(sbuf, 0, NULL), *r = NULL;
     pg_spec_errors e = {0};
     double t1 = pg_bench_now_ms(), c1 = cpu_s();

@@ -458,8 +458,9 @@ START_TEST(mst_weighs_merged_levels_by_their_noise)
      * pair 3-4 and 8-9 into levels of 60 rows, above 3 sigma one time in
      * five, and then too few levels were rare one run in 150). */
     pg_trainer *tr = mst_start(
-        t, x, lab, "{\"privacy\":{\"epsilon\":1},\"seed\":4,\"discretize\":{\"bins\":10}}", &ds,
-        &desc, &in, &r);
+        t, x, lab,
+        "{\"privacy\":{\"epsilon\":1},\"seed\":4,\"discretize\":{\"bins\":10,\"adaptive\":false}}",
+        &ds, &desc, &in, &r);
     pg_error err = {0};
     pg_step_report rep = {0};
     ck_assert_msg(M->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
@@ -482,7 +483,9 @@ START_TEST(mst_weighs_merged_levels_by_their_noise)
     const size_t B = 2;
     const json_t *cb = json_array_get(cms, B);
     ck_assert_msg(json_is_object(cb), "b was not compressed");
-    size_t nrare = json_array_size(json_object_get(cb, "rare"));
+    /* format 2: the groups of levels, the rare ones last */
+    const json_t *gr = json_object_get(cb, "groups");
+    size_t nrare = json_array_size(json_array_get(gr, json_array_size(gr) - 1));
     ck_assert_uint_ge(nrare, 2);
     double num = 0, den = 0, num_old = 0, den_old = 0;
     size_t bo = 0, bc = 0;
@@ -758,6 +761,285 @@ START_TEST(auto_bins_follow_rows_and_budget)
 }
 END_TEST
 
+/* Data-adaptive bins (discretize.adaptive, the default). m is an integer
+ * column declared on [0, 100000] whose rows sit in [0, 25000) with a skew
+ * (m = 25000 u^2, median 6250); c is continuous on [0, 1] with its rows in
+ * [0, 0.25) and 10 % missing. With equal bins over the declared bounds (8
+ * bins of 12500) m's rows fill two bins, 71 % in the first, decoded
+ * uniformly inside it: the served median is about 8840. Adaptive bins
+ * measure m at 32 fine bins (3125 wide) in the one-way release the method
+ * makes anyway and merge them into runs of about equal noisy mass, so the
+ * served median lands within about one fine bin of the data's (the bound
+ * 900 is 3 sds of the 3000-row sample median, 160, plus the noise of the
+ * fine counts at epsilon 5, sd 8 of about 470 per fine bin). Every row is
+ * valid (integers stay integers, inside the bounds; draw_valid), almost no
+ * row falls beyond the data (a fine bin is decoded only when its noisy count
+ * reaches 3 sds), the missing share is kept, and the checkpoint serves the
+ * same rows as the trainer. The old code's median was 8840 (fails). */
+static const char *SKEW =
+    "{\"columns\":["
+    "{\"name\":\"y\",\"type\":\"categorical\",\"categories\":[\"no\",\"yes\"]},"
+    "{\"name\":\"m\",\"type\":\"integer\",\"min\":0,\"max\":100000},"
+    "{\"name\":\"c\",\"type\":\"continuous\",\"min\":0,\"max\":1,\"nullable\":true},"
+    "{\"name\":\"e\",\"type\":\"boolean\"}],"
+    "\"label\":\"y\"}";
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+START_TEST(adaptive_bins_follow_a_skewed_column)
+{
+    pg_table *t = pg_test_table(SKEW);
+    const char *names[2] = {"aim", "mst"};
+    for (int k = 0; k < 2; k++) {
+        float *x = pg_alloc_f32((size_t)ROWS * t->width);
+        int32_t *lab = pg_alloc(ROWS * sizeof *lab);
+        pg_rng rng;
+        pg_rng_seeded(&rng, 17 + (uint64_t)k, 1);
+        for (size_t i = 0; i < ROWS; i++) {
+            float *r = x + i * t->width;
+            memset(r, 0, t->width * sizeof *r);
+            double u = pg_rng_uniform(&rng);
+            double mv = floor(25000.0 * u * u);
+            pg_table_value v = {.num = mv};
+            ck_assert_int_eq(pg_table_encode_value(t, 1, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
+            v = (pg_table_value){.missing = pg_rng_uniform(&rng) < 0.1,
+                                 .num = 0.25 * pg_rng_uniform(&rng)};
+            ck_assert_int_eq(pg_table_encode_value(t, 2, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
+            v = (pg_table_value){.cat = pg_rng_below(&rng, 2)};
+            ck_assert_int_eq(pg_table_encode_value(t, 3, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
+            lab[i] = pg_rng_uniform(&rng) < 0.9 ? mv > 6250 : mv <= 6250;
+        }
+        size_t shape[1] = {t->width};
+        pg_dataset ds;
+        ck_assert_int_eq(
+            pg_dataset_adopt(&ds, x, lab, ROWS, shape, 1, 2, (float)t->lo, (float)t->hi, NULL), 0);
+        pg_data_desc desc = desc_of(t);
+        pg_job_data in = {.desc = &desc, .rows = &ds};
+        const pg_method *M = pg_method_find(names[k]);
+        pg_spec_errors e;
+        /* aim's default; mst's default is the fixed grid (stated in the dry
+         * run), so it asks */
+        json_t *r = pg_test_resolve(
+            M, "{\"privacy\":{\"epsilon\":5},\"seed\":4,\"discretize\":{\"bins\":8}}", &in, &e);
+        ck_assert_msg(r, "%s", e.count ? e.items[0].message : "");
+        const json_t *acc = json_object_get(r, "accounting");
+        ck_assert_int_eq(json_integer_value(json_object_get(acc, "bins")), 8);
+        if (k == 1) {
+            ck_assert(json_is_null(json_object_get(acc, "fine_bins")));
+            json_decref(r);
+            r = pg_test_resolve(M,
+                                "{\"privacy\":{\"epsilon\":5},\"seed\":4,\"discretize\":{\"bins\":"
+                                "8,\"adaptive\":true}}",
+                                &in, &e);
+            ck_assert_msg(r, "%s", e.count ? e.items[0].message : "");
+            acc = json_object_get(r, "accounting");
+        }
+        ck_assert_int_eq(json_integer_value(json_object_get(acc, "fine_bins")), 32);
+        pg_trainer *tr;
+        pg_error err = {0};
+        ck_assert_msg(M->create(r, &in, 1, &tr, &err) == PG_OK, "%s", err.msg);
+        pg_step_report rep = {0};
+        while (!rep.done) ck_assert_msg(M->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
+        pg_snapshot *snaps[2];
+        ck_assert_int_eq(M->snapshot(tr, &snaps[0], NULL), PG_OK);
+        unsigned char *bytes;
+        size_t len;
+        ck_assert_int_eq(M->save(tr, &bytes, &len, NULL), PG_OK);
+        ck_assert_msg(M->load_snapshot(bytes, len, &snaps[1], &err) == PG_OK, "%s", err.msg);
+        enum { S = 3000 };
+        int32_t cls[S];
+        float *ys[2], ms[S];
+        for (int q = 0; q < 2; q++) ys[q] = draw_valid(t, snaps[q], S, 31, cls);
+        ck_assert_msg(!memcmp(ys[0], ys[1], (size_t)S * t->width * sizeof(float)),
+                      "%s: the checkpoint serves other rows than the trainer", names[k]);
+        double beyond = 0, missing = 0, cbeyond = 0;
+        for (size_t i = 0; i < S; i++) {
+            pg_table_value v;
+            pg_table_decode_value(t, 1, ys[0] + i * t->width, 0, &v);
+            ck_assert(v.num == floor(v.num) && v.num >= 0 && v.num <= 100000);
+            ms[i] = (float)v.num;
+            beyond += v.num >= 25000 + 3125;
+            pg_table_decode_value(t, 2, ys[0] + i * t->width, 0, &v);
+            missing += v.missing;
+            if (!v.missing) {
+                ck_assert(v.num >= 0 && v.num <= 1);
+                cbeyond += v.num >= 0.25 + 1.0 / 32;
+            }
+        }
+        qsort(ms, S, sizeof *ms, cmp_float);
+        double med = 0.5 * (ms[S / 2 - 1] + ms[S / 2]);
+        ck_assert_msg(fabs(med - 6250) < 900, "%s: served median of m %.0f (data 6250)", names[k],
+                      med);
+        ck_assert_msg(beyond / S < 0.01 && cbeyond / S < 0.01,
+                      "%s: %.3f of m and %.3f of c beyond the data", names[k], beyond / S,
+                      cbeyond / S);
+        ck_assert_msg(fabs(missing / S - 0.1) < 0.03, "%s: missing share %.3f", names[k],
+                      missing / S);
+        for (int q = 0; q < 2; q++) {
+            pg_free(ys[q]);
+            pg_snapshot_release(snaps[q]);
+        }
+        free(bytes);
+        M->destroy(tr);
+        json_decref(r);
+        pg_dataset_free(&ds);
+    }
+    pg_table_free(t);
+}
+END_TEST
+
+/* Checkpoints of format 1 (before adaptive bins: MST's rare levels as
+ * {sup, rare, cum}) still load. A format-2 checkpoint of a run with fixed
+ * bins and merged rare levels is rewritten by hand into format 1 (the same
+ * maps, the old keys); the snapshot it loads, and a trainer restored from
+ * it, serve exactly the rows the format-2 checkpoint serves. */
+START_TEST(format_1_checkpoints_still_load)
+{
+    pg_table *t = table();
+    float *x = pg_alloc_f32((size_t)ROWS * t->width);
+    int32_t *lab = pg_alloc(ROWS * sizeof *lab);
+    pg_rng rng;
+    pg_rng_seeded(&rng, 11, 1);
+    for (size_t i = 0; i < ROWS; i++) {
+        float *r = x + i * t->width;
+        memset(r, 0, t->width * sizeof *r);
+        pg_table_value v = {.cat = pg_rng_below(&rng, 3)};
+        ck_assert_int_eq(pg_table_encode_value(t, 1, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
+        int rare[8] = {1, 2, 3, 4, 6, 7, 8, 9};
+        v = (pg_table_value){.num = i < 240 ? rare[i / 30] : (i % 2 ? 5 : 0)};
+        ck_assert_int_eq(pg_table_encode_value(t, 2, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
+        v = (pg_table_value){.num = pg_rng_uniform(&rng)};
+        ck_assert_int_eq(pg_table_encode_value(t, 3, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
+        v = (pg_table_value){.cat = pg_rng_below(&rng, 2)};
+        ck_assert_int_eq(pg_table_encode_value(t, 4, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
+        lab[i] = (int32_t)pg_rng_below(&rng, 2);
+    }
+    pg_dataset ds;
+    pg_data_desc desc;
+    pg_job_data in;
+    json_t *r;
+    const pg_method *M = pg_method_find("mst");
+    pg_trainer *tr = mst_start(
+        t, x, lab,
+        "{\"privacy\":{\"epsilon\":1},\"seed\":4,\"discretize\":{\"bins\":10,\"adaptive\":false}}",
+        &ds, &desc, &in, &r);
+    pg_error err = {0};
+    pg_step_report rep = {0};
+    while (!rep.done) ck_assert_msg(M->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
+    unsigned char *b2;
+    size_t l2;
+    ck_assert_int_eq(M->save(tr, &b2, &l2, NULL), PG_OK);
+    pg_ckpt c = {0};
+    ck_assert_int_eq(pg_ckpt_decode(b2, l2, &c, NULL), PG_OK);
+    json_t *h = json_loads(c.header, 0, NULL);
+    ck_assert_int_eq(json_integer_value(json_object_get(h, "format")), 2);
+    json_t *cms = json_object_get(h, "compress");
+    size_t merged = 0;
+    for (size_t a = 0; a < json_array_size(cms); a++) {
+        json_t *o = json_array_get(cms, a);
+        if (json_is_null(o)) continue;
+        /* singletons first, the rare levels last (cmap_set's layout) */
+        json_t *gr = json_object_get(o, "groups"), *cu = json_object_get(o, "cum");
+        size_t ng = json_array_size(gr);
+        json_t *sup = json_array();
+        for (size_t q = 0; q + 1 < ng; q++) {
+            ck_assert_uint_eq(json_array_size(json_array_get(gr, q)), 1);
+            json_array_append(sup, json_array_get(json_array_get(gr, q), 0));
+        }
+        json_t *o1 = json_pack("{s:o,s:O,s:O}", "sup", sup, "rare", json_array_get(gr, ng - 1),
+                               "cum", json_array_get(cu, ng - 1));
+        json_array_set_new(cms, a, o1);
+        merged++;
+    }
+    ck_assert_uint_ge(merged, 1);
+    json_object_set_new(h, "format", json_integer(1));
+    char *text = json_dumps(h, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    unsigned char *b1;
+    size_t l1;
+    ck_assert_int_eq(pg_ckpt_encode(text, c.tensors, c.n, &b1, &l1, NULL), PG_OK);
+    free(text);
+    json_decref(h);
+    pg_ckpt_free(&c);
+    pg_snapshot *s1, *s2, *s3;
+    ck_assert_msg(M->load_snapshot(b1, l1, &s1, &err) == PG_OK, "%s", err.msg);
+    ck_assert_msg(M->load_snapshot(b2, l2, &s2, &err) == PG_OK, "%s", err.msg);
+    pg_trainer *t1;
+    ck_assert_msg(M->restore(r, &in, 1, b1, l1, &t1, &err) == PG_OK, "%s", err.msg);
+    ck_assert_int_eq(M->snapshot(t1, &s3, NULL), PG_OK);
+    enum { S = 2000 };
+    float *y1 = pg_alloc_f32((size_t)S * t->width), *y2 = pg_alloc_f32((size_t)S * t->width);
+    ck_assert_int_eq(pg_snapshot_sample(s2, S, 5, -1, y2, NULL), PG_OK);
+    ck_assert_int_eq(pg_snapshot_sample(s1, S, 5, -1, y1, NULL), PG_OK);
+    ck_assert(!memcmp(y1, y2, (size_t)S * t->width * sizeof *y1));
+    ck_assert_int_eq(pg_snapshot_sample(s3, S, 5, -1, y1, NULL), PG_OK);
+    ck_assert(!memcmp(y1, y2, (size_t)S * t->width * sizeof *y1));
+    pg_free(y1);
+    pg_free(y2);
+    pg_snapshot_release(s1);
+    pg_snapshot_release(s2);
+    pg_snapshot_release(s3);
+    M->destroy(t1);
+    free(b1);
+    free(b2);
+    M->destroy(tr);
+    json_decref(r);
+    pg_dataset_free(&ds);
+    pg_table_free(t);
+}
+END_TEST
+
+/* discretize.adaptive applies only when an average fine bin's count, rows /
+ * fine_bins, is at least the one-way noise std (aim: sqrt(T / (1.8 rho)), T
+ * = 16 d; mst: sqrt(3 d / (2 rho))), rho found by bisection on the
+ * independent conversion above; the dry run's fine_bins is null otherwise. */
+START_TEST(adaptive_bins_need_rows_over_noise)
+{
+    pg_table *t = table();
+    pg_data_desc desc = desc_of(t);
+    pg_job_data in = {.desc = &desc};
+    const char *names[2] = {"aim", "mst"};
+    struct {
+        size_t n;
+        double eps;
+    } cases[] = {{300, 1}, {4000, 1}, {4000, 5}, {1500, 1}, {1500, 3}, {100000, 1}};
+    int on = 0, off = 0;
+    for (int m = 0; m < 2; m++)
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            desc.n = cases[c].n;
+            double lo = 0, hi = 100;
+            for (int it = 0; it < 200; it++) {
+                double mid = (lo + hi) / 2;
+                if (eps_of_rho(mid, 1e-5) <= cases[c].eps)
+                    lo = mid;
+                else
+                    hi = mid;
+            }
+            double d = 5, sigma = m == 0 ? sqrt(16 * d / (1.8 * lo)) : sqrt(3 * d / (2 * lo));
+            char spec[160];
+            snprintf(spec, sizeof spec,
+                     "{\"privacy\":{\"epsilon\":%g},\"discretize\":{\"bins\":8,\"adaptive\":true}}",
+                     cases[c].eps);
+            pg_spec_errors e;
+            json_t *r = pg_test_resolve(pg_method_find(names[m]), spec, &in, &e);
+            ck_assert_msg(r, "%s", e.count ? e.items[0].message : "");
+            const json_t *fb = json_object_get(json_object_get(r, "accounting"), "fine_bins");
+            bool want = (double)cases[c].n / 32.0 >= sigma;
+            ck_assert_msg(want ? json_integer_value(fb) == 32 : json_is_null(fb),
+                          "%s n %zu eps %g: fine_bins %s, rows per fine bin %.1f, sigma %.1f",
+                          names[m], cases[c].n, cases[c].eps, json_is_null(fb) ? "null" : "set",
+                          (double)cases[c].n / 32.0, sigma);
+            on += want, off += !want;
+            json_decref(r);
+        }
+    ck_assert(on > 0 && off > 0); /* both sides of the rule are exercised */
+    pg_table_free(t);
+}
+END_TEST
+
 START_TEST(mst_learns_the_tree_and_serves_valid_rows)
 {
     run("mst", "{\"privacy\":{\"epsilon\":20},\"seed\":3}", 0.8);
@@ -784,6 +1066,9 @@ static Suite *suite(void)
     tcase_add_test(tc, aim_model_stays_under_its_bound);
     tcase_add_test(tc, aim_samples_stay_in_the_supported_bins);
     tcase_add_test(tc, auto_bins_follow_rows_and_budget);
+    tcase_add_test(tc, adaptive_bins_follow_a_skewed_column);
+    tcase_add_test(tc, format_1_checkpoints_still_load);
+    tcase_add_test(tc, adaptive_bins_need_rows_over_noise);
     suite_add_tcase(s, tc);
     return s;
 }
