@@ -62,6 +62,7 @@
 #include "engine/data/table_ldp.h"
 #include "engine/eval/logreg.h"
 #include "engine/eval/marginal.h"
+#include "engine/methods/calib_ldp.h"
 #include "engine/methods/method.h"
 #include "engine/methods/snapshot.h"
 #include "engine/methods/spec.h"
@@ -567,6 +568,21 @@ static int run_one(const char *method, double eps, const pg_table *t, size_t sta
         for (size_t i = 0; i < n; i++) dl[i] = (int32_t)lab64[i];
     }
     pg_free(lab64);
+    if (local && K) {
+        /* Does the privatized table carry a class difference at all?
+         * (calib_ldp.h: the largest debiased |z| against its Bonferroni
+         * threshold; from the reports only) */
+        pg_calib_ldp *cal = NULL;
+        pg_calib_ldp_signal sig = {0};
+        if (pg_calib_ldp_make(t, K, &cal, NULL) == PG_OK &&
+            pg_calib_ldp_estimate(cal, &plan, x, dl, n, NULL) == PG_OK) {
+            pg_calib_ldp_signal_get(cal, &sig);
+            fprintf(stderr,
+                    "credit: local eps %g: class signal max |z| %.2f, threshold %.2f (%zu tests)\n",
+                    eps, sig.max_z, sig.threshold, sig.tests);
+        }
+        pg_calib_ldp_free(cal);
+    }
     if (pg_dataset_adopt(&ds, x, dl, n, shape, 1, K, local ? -1e30f : (float)t->lo,
                          local ? 1e30f : (float)t->hi, &err)) {
         fprintf(stderr, "credit: %s\n", err.msg);

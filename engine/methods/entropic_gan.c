@@ -36,6 +36,18 @@
  * post-processing of the local reports: nothing is charged. ot.channel =
  * false: w = f and a mismatch costs ot.class_alpha (the baseline).
  *
+ * Class-conditional calibration (typed local tables, calibration.class_means,
+ * on by default with the channel; engine/methods/calib_ldp.h): the GAN
+ * matched the marginals but not the classes (credit_data at a local epsilon
+ * of 1000: classifier 0.74 on its rows, 0.785 fitted on the reports
+ * themselves; its numbers' within-class spread was about half the real
+ * one). From the privatized rows and labels alone (post-processing, no
+ * budget) each class's numeric means and spreads and category frequencies
+ * are debiased through every channel, the label's included; snapshots move
+ * each class's samples onto them, keeping a class difference only where it
+ * clears the noise. The targets and their errors are in checkpoints
+ * ("calib_ldp"; absent in older ones, which load uncalibrated).
+ *
  * Defaults: on small untyped vector data (engine/methods/defaults.h) a
  * [128, 128] generator with a d-dimensional latent whose parameter average
  * (train.ema 0.999) the snapshots serve, and batches of min(256, n) rows.
@@ -50,6 +62,7 @@
 
 #include "engine/core/alloc.h"
 #include "engine/data/dataset.h"
+#include "engine/methods/calib_ldp.h"
 #include "engine/methods/defaults.h"
 #include "engine/methods/dp_sinkhorn.h"
 #include "engine/methods/generator.h"
@@ -103,6 +116,14 @@ static const pg_param EGAN_PARAMS[] = {
     {"ot.numeric_weight", PG_PARAM_NUM, "1", 0, 1e4, NULL, 0, PG_PARAM_EXCLUSIVE_MIN,
      "Typed local tables: factor on the numeric columns' noise likelihood in the cost (1: the "
      "channel's own, what Theorem 1 needs; larger removes less noise). Experiments only."},
+    {"calibration.class_means", PG_PARAM_BOOL, "true", 0, 0, NULL, 0, 0,
+     "Typed local tables: after training, move each class's samples onto the class means of "
+     "the numeric columns and the class frequencies of the categories that the privatized rows "
+     "give once every channel is inverted (engine/methods/calib_ldp.h). Post-processing of the "
+     "reports: no budget. Ignored on untyped rows."},
+    {"calibration.samples_per_class", PG_PARAM_INT, "2000", 10, 100000, NULL, 0, 0,
+     "Typed local tables: rows per class of the fixed-seed draw that measures the generator "
+     "before calibrating it."},
     {"variant", PG_PARAM_STR, "\"entropic\"", 0, 0, VARIANTS, 0, 0,
      "entropic (the method) or noisy_w1 (the paper's eq. (15) baseline)."},
     {"seed", PG_PARAM_INT, NULL, 0, 9007199254740991.0, NULL, 0, PG_PARAM_OPTIONAL,
@@ -143,6 +164,10 @@ typedef struct egan {
     int32_t *ylabels;
     double *label_counts, *label_w;
     float label_same, label_diff;
+    /* Class-conditional calibration (calib_ldp.h), NULL when off: targets
+     * debiased from the privatized rows, applied to every snapshot. */
+    pg_calib_ldp *cal;
+    size_t cal_per;
 } egan;
 
 static json_t *egan_catalogue(void)
@@ -300,6 +325,7 @@ static void egan_destroy(pg_trainer *t)
     pg_free(g->labels);
     pg_free(g->xgen);
     pg_ldp_cost_free(g->ldp);
+    pg_calib_ldp_free(g->cal);
     pg_free(g->ylabels);
     free(g->label_counts);
     free(g);
@@ -412,6 +438,16 @@ static int egan_common(const json_t *r, const pg_job_data *in, int threads, egan
     if (rc == PG_OK && g->ldp && g->gen.num_classes)
         rc = label_channel(g, desc, pg_spec_bool(r, "ot.channel", true),
                            pg_spec_num(r, "ot.class_alpha", 10), err);
+    /* Calibration targets: a function of the privatized rows and labels
+     * the job was given, nothing else (no budget; recomputed on restore). */
+    if (rc == PG_OK && g->ldp && pg_spec_bool(r, "calibration.class_means", true) &&
+        pg_spec_bool(r, "ot.channel", true)) {
+        g->cal_per = (size_t)pg_spec_int(r, "calibration.samples_per_class", 2000);
+        rc = pg_calib_ldp_make(desc->table, g->gen.num_classes, &g->cal, err);
+        if (rc == PG_OK)
+            rc = pg_calib_ldp_estimate(g->cal, desc->ldp, data->x,
+                                       g->gen.num_classes ? data->labels : NULL, data->n, err);
+    }
     if (rc) {
         egan_destroy(&g->base);
         return rc;
@@ -525,6 +561,12 @@ static int egan_snapshot(pg_trainer *t, pg_snapshot **out, pg_error *err)
         pg_snapshot_release(*out);
         *out = NULL;
     }
+    /* then onto the debiased class-conditional targets (keeps the weights) */
+    if (rc == PG_OK && g->cal) {
+        pg_snapshot *inner = *out;
+        *out = NULL;
+        rc = pg_calib_ldp_wrap(g->cal, inner, g->cal_per, out, err);
+    }
     return rc;
 }
 
@@ -542,6 +584,16 @@ static int egan_save(pg_trainer *t, unsigned char **bytes, size_t *len, pg_error
     for (int k = 0; c && k < g->gen.num_classes; k++)
         json_array_append_new(c, json_real(g->label_counts[k]));
     if (c) json_object_set_new(extra, PG_GENERATOR_LABEL_COUNTS, c);
+    /* the calibration targets, so a snapshot loaded from the checkpoint
+     * serves calibrated rows (absent: older checkpoints, or off) */
+    if (extra && g->cal) {
+        json_t *cj = pg_calib_ldp_to_json(g->cal, g->cal_per);
+        if (!cj) {
+            json_decref(extra);
+            return pg_error_set(err, PG_ENOMEM, "cannot save the calibration");
+        }
+        json_object_set_new(extra, "calib_ldp", cj);
+    }
     return pg_generator_ckpt_save(extra, g->net, g->opt, &g->ema, NULL, 0, bytes, len, err);
 }
 
@@ -579,7 +631,40 @@ static int egan_restore(const json_t *r, const pg_job_data *in, int threads,
 static int egan_load_snapshot(const unsigned char *bytes, size_t len, pg_snapshot **out,
                               pg_error *err)
 {
-    return pg_generator_load_snapshot(bytes, len, "entropic_gan", out, err);
+    int rc = pg_generator_load_snapshot(bytes, len, "entropic_gan", out, err);
+    if (rc) return rc;
+    /* A calibrated trainer served calibrated rows: so does the reload. */
+    pg_nn *net = NULL;
+    char *text = NULL;
+    pg_ckpt rest = {0};
+    rc = pg_nn_checkpoint_decode(bytes, len, 1, &net, NULL, &text, &rest, err);
+    pg_nn_free(net);
+    pg_ckpt_free(&rest);
+    json_t *extra = rc == PG_OK ? json_loads(text ? text : "", 0, NULL) : NULL;
+    free(text);
+    const json_t *cj = json_object_get(extra, "calib_ldp");
+    if (rc == PG_OK && cj) {
+        const json_t *map = json_object_get(json_object_get(extra, "generator"), "table");
+        pg_table *t = NULL;
+        pg_calib_ldp *cal = NULL;
+        size_t per = 0;
+        if (!map || pg_table_from_json(map, &t, NULL) != PG_OK)
+            rc = pg_error_set(err, PG_EFORMAT, "the checkpoint's calibration has no table map");
+        else if ((rc = pg_calib_ldp_from_json(cj, t, pg_snapshot_num_classes(*out), &cal, &per,
+                                              err)) == PG_OK) {
+            pg_snapshot *inner = *out;
+            *out = NULL;
+            rc = pg_calib_ldp_wrap(cal, inner, per, out, err);
+        }
+        pg_calib_ldp_free(cal);
+        pg_table_free(t);
+    }
+    json_decref(extra);
+    if (rc) {
+        pg_snapshot_release(*out);
+        *out = NULL;
+    }
+    return rc;
 }
 
 static size_t egan_memory(const json_t *r, const pg_job_data *in)
@@ -617,9 +702,11 @@ const pg_method pg_method_entropic_gan = {
                "model.logit_gain 10) its rows trained a classifier to 0.77 (majority class 0.73, "
                "real data 0.80); at a local epsilon of 5 per row to 0.54. With the schema's label "
                "it is conditional by default, reading the privatized label through its "
-               "randomized-response channel: 0.74 and 0.50; at a local epsilon of 5 the reports "
-               "hold too little for any classifier to beat the majority class reliably "
-               "(docs/benchmarks.md, tables).",
+               "randomized-response channel, and calibrates each class onto the means, spreads "
+               "and frequencies the privatized rows give (calibration.class_means, no budget): "
+               "0.78 and 0.71 (0.73 and 0.58 without); at a local epsilon of 5 the reports show "
+               "no class difference, so the classes get one law and no classifier beats the "
+               "majority class reliably (docs/benchmarks.md, tables).",
     .accepts = PG_PRIVACY_LOCAL,
     .catalogue = egan_catalogue,
     .validate = egan_validate,
