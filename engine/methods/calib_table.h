@@ -61,6 +61,17 @@
  * the target mean. Moves draw two uniforms per softmax head per row from the caller's generator
  * whatever the outcome, so row i gets the same draws however a request is chunked.
  *
+ * Quantile rule (calibration.numeric "quantile", the default for dp_sinkhorn
+ * on labelled central tables): the quantile map is released per class
+ * instead of pooled (qmap.h, pg_qmap_release_classes: one histogram per
+ * (class, column); a row lies in one class, so the concatenation has the
+ * pooled release's l2 sensitivity, sqrt(c) add/remove and sqrt(2c)
+ * replace-one, and the same noise gives the same RDP: nothing is added to
+ * the plan). A sample of class k is sent to F_k^-1(G_k(x)) (below,
+ * pg_calib_table_set_quantiles), F_k the class's released CDF, G_k the
+ * generator's measured on the fixed-seed draw: each class's bin masses are
+ * the released ones whatever the generator learned, a collapse included.
+ *
  * Errors: PG_EPRIVACY for a seeded generator in the release; PG_EINVAL for
  * bad arguments (no heads, widths not covering d, s <= 0, a label outside
  * [0, classes)); PG_ENOMEM. Outputs are written only on success. Callers own
@@ -132,7 +143,13 @@ int pg_calib_table_fit_all(pg_calib_table *c, const float *targets, const float 
  * uniform from the caller's generator: one draw per mapped unit per row,
  * used or not, so chunking keeps row i's draws. The class's mean is then
  * that of F_k; the class_stats release still moves categories. A unit with
- * no present value in the draw keeps the shift. */
+ * no present value in the draw keeps the shift. Inside a bin the release
+ * says nothing (qmap.h spreads a bin's mass uniformly): where the draw has at
+ * least 20 values in the bin's mapped interval and no tie run above a tenth
+ * of them, the sample takes the draw's quantile at its place within the bin's
+ * mass (the generator's own within-bin shape, learned from the rows: a skewed
+ * column piled at the bottom of its first bin, test_qmap_methods), else the
+ * linear inverse. So F_k is met exactly at the bins' edges. */
 size_t pg_calib_table_cdf_len(const pg_qmap *pooled);
 int pg_calib_table_check_cdf(const pg_qmap *pooled, int classes, const float *class_cdf,
                              pg_error *err);

@@ -172,7 +172,11 @@ static const pg_param DPS_PARAMS[] = {
      "Typed tables: how each class's numbers meet the released class mean. shift: moved by one "
      "offset per class and column (the generator's spread kept); rank: mapped by rank onto a "
      "uniform law with the released mean and a within-class spread guessed from the quantile "
-     "map (the same for every class; a narrow class comes out too wide)."},
+     "map (the same for every class; a narrow class comes out too wide); quantile: the quantile "
+     "map is released per class (same sensitivity and cost, engine/data/qmap.h) and each "
+     "class's numbers are mapped by their rank in the generator's class draw onto the class's "
+     "released CDF (calib_table.h; needs encoding.quantile_map). Default on labelled central "
+     "tables with the map: quantile."},
     {"calibration.samples_per_class", PG_PARAM_INT, "1000", 10, 100000, NULL, 0, 0,
      "Generated rows per class that measure the generator's class statistics when a snapshot "
      "is published (a fixed-seed draw). Labelled tables: 4000."},
