@@ -1020,11 +1020,12 @@ const pg_method pg_method_dp_sinkhorn = {
                "loss whose data gradient is clipped and noised (Poisson-subsampled Gaussian). "
                "On a labelled typed table it is class-conditional by default, its classes drawn "
                "from a DP count of the label charged in the plan, and its numeric columns pass "
-               "through a DP quantile map (also in the plan); its samples are moved onto DP "
-               "per-class category frequencies and numeric means (calibration.class_means, one "
-               "more release in the plan). On credit_data (4454 rows, 14 columns) its rows "
-               "trained a classifier to 0.71-0.72 at epsilon 5 (categorical TV 0.03-0.04) and "
-               "0.77 at 1000, against a majority class of 0.73 and 0.80 on real rows: on small "
+               "through a DP quantile map (also in the plan, released per class); its samples "
+               "are moved onto DP per-class category frequencies (calibration.class_means, one "
+               "more release in the plan) and per-class numeric CDFs (calibration.numeric). On "
+               "credit_data (4454 rows, 14 columns) its rows trained a classifier to 0.73 at "
+               "epsilon 5 (0.67-0.76; categorical TV 0.03-0.05) and 0.79 at 1000, against a "
+               "majority class of 0.73 and 0.80 on real rows: on small "
                "tables marginal methods (aim, mst) do better (docs/benchmarks.md, tables).",
     .accepts = PG_PRIVACY_CENTRAL,
     .catalogue = dps_catalogue,
