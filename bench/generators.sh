@@ -5,7 +5,8 @@
 # epsilon) next to the real and majority rates. Extra arguments go to every
 # privgen-bench call (e.g. --set 'encoding.quantile_map=false' for the old
 # encoding, --set 'calibration.class_means=false' for dp_sinkhorn without the per-class
-# calibration of its samples, issue 28 fourth pass).
+# calibration of its samples, issue 28 fourth pass; --set 'calibration.numeric="shift"' for
+# the numbers shifted onto class means instead of mapped onto the per-class CDFs, fifth pass).
 #
 #   bench/generators.sh [--runs 3] [--methods dp_sinkhorn,swd_gen] [--eps 1000,5] [ARGS...]
 #
