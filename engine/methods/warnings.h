@@ -38,8 +38,11 @@
  *     PG_COLLAPSE_UNIFORM of uniform ("almost uniform": the heads learned
  *     nothing about the column);
  *   - a numeric column puts at least PG_COLLAPSE_PILE of its present rows on
- *     one value (to 1e-3 of its span: a bound, or any point) or within 1 %
- *     of the span around the midpoint of its range;
+ *     one value (inside one window of 1e-3 of its span: a bound, or any
+ *     point) or within 1 % of the span around the midpoint of its range; an
+ *     integer column spanning fewer than PG_COLLAPSE_FEW_INTS values has real
+ *     atoms (half of a count column can be 0), so there the bar is
+ *     PG_COLLAPSE_CONST, as for a categorical column;
  *   - a conditional model's sampled class rate differs from the proportions
  *     it released (a DP count of the label) by more than 6 binomial standard
  *     errors (a false alarm has probability < 2e-9 per class).
@@ -58,18 +61,19 @@
 
 #include "engine/methods/method.h"
 
-#define PG_TREND_MIN_POINTS 20
-#define PG_TREND_BATCHES    5
-#define PG_TREND_T          5.841 /* t(3) one-sided 0.005 */
-#define PG_TREND_REL        0.05
-#define PG_RANGE_DRAW       256
-#define PG_RANGE_MAX_D      64
-#define PG_RANGE_SEED       0x5eed0fa11ull
-#define PG_COLLAPSE_DRAW    2000
-#define PG_COLLAPSE_SEED    0xc011a95eull
-#define PG_COLLAPSE_CONST   0.99
-#define PG_COLLAPSE_UNIFORM 0.02
-#define PG_COLLAPSE_PILE    0.5
+#define PG_TREND_MIN_POINTS  20
+#define PG_TREND_BATCHES     5
+#define PG_TREND_T           5.841 /* t(3) one-sided 0.005 */
+#define PG_TREND_REL         0.05
+#define PG_RANGE_DRAW        256
+#define PG_RANGE_MAX_D       64
+#define PG_RANGE_SEED        0x5eed0fa11ull
+#define PG_COLLAPSE_DRAW     2000
+#define PG_COLLAPSE_SEED     0xc011a95eull
+#define PG_COLLAPSE_CONST    0.99
+#define PG_COLLAPSE_UNIFORM  0.02
+#define PG_COLLAPSE_PILE     0.5
+#define PG_COLLAPSE_FEW_INTS 100.0
 #define PG_COLLAPSE_MAX_UNITS                                                                      \
     ((size_t)4 << 20) /* floats of one draw: wide tables draw fewer rows */
 
