@@ -180,7 +180,10 @@ def privatize_gaussian():
     n = np.linalg.norm(x, axis=1, keepdims=True)
     clipped = x * np.minimum(1.0, 1.0 / n)
     resid = (y - clipped).ravel() / ref
-    assert stats.kstest(resid, "norm").pvalue > 1e-3, stats.kstest(resid, "norm")
+    # KS on secure draws: a 1e-3 bar failed CI once (p 6.7e-4); 12 runs of
+    # 1e6 residuals gave p 0.10-0.90, so the sampler fits and 1e-7 is the
+    # false-alarm rate. A 10 % wrong scale gives p about 1e-11 here.
+    assert stats.kstest(resid, "norm").pvalue > 1e-7, stats.kstest(resid, "norm")
     assert abs(resid.std() - 1) < 0.03, resid.std()
     # a second run with the same input gives different noise
     out2 = path("g_out2.npy")
@@ -225,7 +228,9 @@ def privatize_laplace():
     want = np.array([project_l1(r, 1.0) for r in X.astype(np.float64)])
     resid = (y - want).ravel()
     ks = stats.kstest(resid, "laplace", args=(0, b))
-    assert ks.pvalue > 1e-3, ks
+    # False alarm 1e-7 (secure draws; see privatize_gaussian). The 1.1 b
+    # misfit: 200 simulated sets of 20000 gave p <= 1.4e-4, median 8e-8.
+    assert ks.pvalue > 1e-7, ks
     assert stats.kstest(resid, "laplace", args=(0, 1.1 * b)).pvalue < 1e-3
 
 
