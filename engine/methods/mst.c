@@ -201,17 +201,20 @@ extern const pg_method pg_method_mst, pg_method_aim;
             "Every step is checkpointed: its noisy measurements must never be drawn twice."        \
     }
 
+/* discretize.adaptive's help, up to its "false" case (the defaults differ). */
+#define ADAPTIVE_HELP                                                                              \
+    "Data-adaptive bins: each number's one-way marginal is measured at discretize.fine_bins "      \
+    "equal bins (the one-way release the method makes anyway: no extra privacy cost) and "         \
+    "contiguous fine bins are merged into about discretize.bins runs of equal noisy mass; a run "  \
+    "decodes to a fine bin in proportion to its noisy count (those below 3 noise sds never), "     \
+    "then to a value inside it. Applied only when rows / fine_bins is at least the one-way "       \
+    "noise std (the dry run's accounting.fine_bins is null otherwise). "
+
 static const pg_param MST_PARAMS[] = {
     COMMON_PARAMS,
     {"discretize.adaptive", PG_PARAM_BOOL, "false", 0, 0, NULL, 0, 0,
-     "Data-adaptive bins: each number's one-way marginal is measured at discretize.fine_bins "
-     "equal bins (the one-way release the method makes anyway: no extra privacy cost) and "
-     "contiguous fine bins are merged into about discretize.bins runs of equal noisy mass; "
-     "a run decodes to a fine bin in proportion to its noisy count (those below 3 noise sds "
-     "never), then to a value inside it. Applied only when rows / fine_bins is at least the "
-     "one-way noise std (the dry run's accounting.fine_bins is null otherwise). false (mst's "
-     "default: on credit_data it lost 0.005-0.010 of accuracy at epsilon 1): equal bins "
-     "between the declared bounds."},
+     ADAPTIVE_HELP "false (mst's default: on credit_data it lost 0.005-0.010 of accuracy at "
+                   "epsilon 1): equal bins between the declared bounds."},
     {"mst.compress", PG_PARAM_BOOL, "true", 0, 0, NULL, 0, 0,
      "Merge the levels whose noisy one-way count is below 3 sigma into one (the paper's "
      "domain compression)."},
@@ -221,13 +224,7 @@ static const pg_param MST_PARAMS[] = {
 static const pg_param AIM_PARAMS[] = {
     COMMON_PARAMS,
     {"discretize.adaptive", PG_PARAM_BOOL, "true", 0, 0, NULL, 0, 0,
-     "Data-adaptive bins: each number's one-way marginal is measured at discretize.fine_bins "
-     "equal bins (the one-way release the method makes anyway: no extra privacy cost) and "
-     "contiguous fine bins are merged into about discretize.bins runs of equal noisy mass; "
-     "a run decodes to a fine bin in proportion to its noisy count (those below 3 noise sds "
-     "never), then to a value inside it. Applied only when rows / fine_bins is at least the "
-     "one-way noise std (the dry run's accounting.fine_bins is null otherwise). false: equal "
-     "bins between the declared bounds."},
+     ADAPTIVE_HELP "false: equal bins between the declared bounds."},
     {"aim.rounds", PG_PARAM_INT, "0", 0, 100000, NULL, 0, 0,
      "T, the round budget that sets the initial noise (0: auto, 16 x attributes as the paper); "
      "rounds end early as budget annealing spends faster."},

@@ -120,6 +120,27 @@ static void unmake(fixture *f)
 
 /* Adding one row moves the noise-free vector by at most sqrt(2) in l2,
  * whatever the row holds; a valid extreme row attains it. */
+/* The trainer's live snapshot and one loaded from its checkpoint bytes serve
+ * the same 500 rows for a seed, and a 100-row request gets the first 100 of
+ * them (chunking does not change a row's draws). */
+static void same_rows_live_and_loaded(const pg_method *m, pg_trainer *tr,
+                                      const unsigned char *bytes, size_t len)
+{
+    pg_snapshot *a, *b;
+    ck_assert_int_eq(m->snapshot(tr, &a, NULL), PG_OK);
+    ck_assert_int_eq(m->load_snapshot(bytes, len, &b, NULL), PG_OK);
+    float *xa = pg_alloc_f32(500 * D), *xb = pg_alloc_f32(500 * D);
+    ck_assert_int_eq(pg_snapshot_sample(a, 500, 4, -1, xa, NULL), PG_OK);
+    ck_assert_int_eq(pg_snapshot_sample(b, 500, 4, -1, xb, NULL), PG_OK);
+    ck_assert(memcmp(xa, xb, 500 * D * sizeof *xa) == 0);
+    ck_assert_int_eq(pg_snapshot_sample(b, 100, 4, -1, xb, NULL), PG_OK);
+    ck_assert(memcmp(xa, xb, 100 * D * sizeof *xa) == 0);
+    pg_free(xa);
+    pg_free(xb);
+    pg_snapshot_release(a);
+    pg_snapshot_release(b);
+}
+
 START_TEST(sensitivity_is_sqrt2_for_any_row)
 {
     fixture f;
@@ -461,20 +482,7 @@ START_TEST(checkpoints_carry_the_calibration)
     ck_assert_int_eq(m->save(tr, &bytes, &len, NULL), PG_OK);
     ck_assert(memmem(bytes, len, "\"kind\":\"table\"", 14) != NULL);
     pg_test_checkpoint_round_trip(m, r, &in, bytes, len, 300, D, -1);
-    pg_snapshot *a, *b;
-    ck_assert_int_eq(m->snapshot(tr, &a, NULL), PG_OK);
-    ck_assert_int_eq(m->load_snapshot(bytes, len, &b, NULL), PG_OK);
-    float *xa = pg_alloc_f32(500 * D), *xb = pg_alloc_f32(500 * D);
-    ck_assert_int_eq(pg_snapshot_sample(a, 500, 4, -1, xa, NULL), PG_OK);
-    ck_assert_int_eq(pg_snapshot_sample(b, 500, 4, -1, xb, NULL), PG_OK);
-    ck_assert(memcmp(xa, xb, 500 * D * sizeof *xa) == 0);
-    /* chunking does not change a row's draws: the first 100 of 500 */
-    ck_assert_int_eq(pg_snapshot_sample(b, 100, 4, -1, xb, NULL), PG_OK);
-    ck_assert(memcmp(xa, xb, 100 * D * sizeof *xa) == 0);
-    pg_free(xa);
-    pg_free(xb);
-    pg_snapshot_release(a);
-    pg_snapshot_release(b);
+    same_rows_live_and_loaded(m, tr, bytes, len);
     const char *other[] = {"{\"seed\": 3, \"privacy\": {\"epsilon\": 50}, \"train\": {\"steps\": "
                            "20}}",
                            "{\"seed\": 3, \"privacy\": {\"epsilon\": 50}, \"train\": {\"steps\": "
@@ -784,19 +792,7 @@ START_TEST(quantile_rule_in_dp_sinkhorn)
     ck_assert(memmem(bytes, len, "\"numeric\":\"quantile\"", 20) != NULL);
     ck_assert(memmem(bytes, len, PG_GENERATOR_CLASS_CDF_TENSOR, 21) != NULL);
     pg_test_checkpoint_round_trip(m, r, &in, bytes, len, 300, D, -1);
-    pg_snapshot *a, *b;
-    ck_assert_int_eq(m->snapshot(tr, &a, NULL), PG_OK);
-    ck_assert_int_eq(m->load_snapshot(bytes, len, &b, NULL), PG_OK);
-    float *xa = pg_alloc_f32(500 * D), *xb = pg_alloc_f32(500 * D);
-    ck_assert_int_eq(pg_snapshot_sample(a, 500, 4, -1, xa, NULL), PG_OK);
-    ck_assert_int_eq(pg_snapshot_sample(b, 500, 4, -1, xb, NULL), PG_OK);
-    ck_assert(memcmp(xa, xb, 500 * D * sizeof *xa) == 0);
-    ck_assert_int_eq(pg_snapshot_sample(b, 100, 4, -1, xb, NULL), PG_OK);
-    ck_assert(memcmp(xa, xb, 100 * D * sizeof *xa) == 0);
-    pg_free(xa);
-    pg_free(xb);
-    pg_snapshot_release(a);
-    pg_snapshot_release(b);
+    same_rows_live_and_loaded(m, tr, bytes, len);
     for (int i = 0; i < 2; i++) {
         snprintf(spec, sizeof spec, fmt, i ? "rank" : "shift");
         json_t *r2 = resolve(spec, &f, &e);

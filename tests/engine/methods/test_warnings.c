@@ -333,12 +333,13 @@ static void fake_destroy(void *impl)
 
 static const pg_snapshot_ops FAKE_OPS = {fake_sample, fake_destroy, NULL};
 
-static json_t *collapse_of(const pg_table *t, int mode)
+/* The collapse warnings of a fake model (ops over table t in `mode`). */
+static json_t *collapse_with(const pg_snapshot_ops *ops, const pg_table *t, int mode)
 {
     fake *f = malloc(sizeof *f);
     f->t = t, f->mode = mode;
     pg_snapshot *s;
-    ck_assert_int_eq(pg_snapshot_new(&FAKE_OPS, f, 1, t->width, 2, &s, NULL), PG_OK);
+    ck_assert_int_eq(pg_snapshot_new(ops, f, 1, t->width, 2, &s, NULL), PG_OK);
     const double w[2] = {0.7, 0.3};
     ck_assert_int_eq(pg_snapshot_set_class_weights(s, w, NULL), PG_OK);
     pg_data_desc desc = pg_test_table_desc(t, 100, 2, 0, 0);
@@ -347,6 +348,11 @@ static json_t *collapse_of(const pg_table *t, int mode)
     ck_assert_msg(pg_warnings_append(NULL, NULL, 0, s, &desc, out, &err) >= 0, "%s", err.msg);
     pg_snapshot_release(s);
     return out;
+}
+
+static json_t *collapse_of(const pg_table *t, int mode)
+{
+    return collapse_with(&FAKE_OPS, t, mode);
 }
 
 static int count_with(const json_t *w, const char *a, const char *b)
@@ -414,22 +420,6 @@ static int counts_sample(const void *impl, size_t n, uint64_t seed, int label, f
 
 static const pg_snapshot_ops COUNTS_OPS = {counts_sample, fake_destroy, NULL};
 
-static json_t *counts_collapse_of(const pg_table *t, int mode)
-{
-    fake *f = malloc(sizeof *f);
-    f->t = t, f->mode = mode;
-    pg_snapshot *s;
-    ck_assert_int_eq(pg_snapshot_new(&COUNTS_OPS, f, 1, t->width, 2, &s, NULL), PG_OK);
-    const double w[2] = {0.7, 0.3};
-    ck_assert_int_eq(pg_snapshot_set_class_weights(s, w, NULL), PG_OK);
-    pg_data_desc desc = pg_test_table_desc(t, 100, 2, 0, 0);
-    json_t *out = json_array();
-    pg_error err = {0};
-    ck_assert_msg(pg_warnings_append(NULL, NULL, 0, s, &desc, out, &err) >= 0, "%s", err.msg);
-    pg_snapshot_release(s);
-    return out;
-}
-
 /* A dense bin is not one value, and a count's mode is not a collapse: the
  * old rule chained gaps below 1e-3 of the span (m's 1140 draws in one bin
  * are 2.2 apart, under its 20) and held every integer column to 50 %, so it
@@ -437,10 +427,10 @@ static json_t *counts_collapse_of(const pg_table *t, int mode)
 START_TEST(collapse_spares_dense_bins_and_count_modes)
 {
     pg_table *t = pg_test_table(TABLE_COUNTS);
-    json_t *fine = counts_collapse_of(t, 3);
+    json_t *fine = collapse_with(&COUNTS_OPS, t, 3);
     ck_assert_msg(json_array_size(fine) == 0, "a plausible model warned: %s",
                   json_string_value(json_array_get(fine, 0)));
-    json_t *dead = counts_collapse_of(t, 4);
+    json_t *dead = collapse_with(&COUNTS_OPS, t, 4);
     ck_assert_int_eq(count_with(dead, "'k'", "pile on one value (1)"), 1);
     ck_assert_int_eq(json_array_size(dead), 1);
     json_decref(fine), json_decref(dead);
