@@ -603,14 +603,7 @@ int pg_calib_table_fit(pg_calib_table *c, int k, const float *targets_k, const f
  * sample's own uniform; beyond the ends, within the outer half-steps. */
 static double measured_cdf(const float *s, size_t m, float x, double u)
 {
-    size_t lo = 0, hi = m; /* first index with s[i] >= x */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (s[mid] < x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = lower_bound(s, m, x); /* first index with s[i] >= x */
     if (lo < m && s[lo] == x) {
         size_t end = lo; /* one past the run of x */
         while (end < m && s[end] == x) end++;

@@ -417,6 +417,29 @@ START_TEST(mst_single_rare_level_keeps_the_levels)
 }
 END_TEST
 
+/* ROWS rows of table() whose integer column b has rare levels: rows 0..239
+ * hold the values 1-4 and 6-9, 30 each, the rest 0 and 5 alternately; the
+ * other columns and the labels are seeded draws (seed 11). */
+static void fill_rare_rows(const pg_table *t, float *x, int32_t *lab)
+{
+    static const int rare[8] = {1, 2, 3, 4, 6, 7, 8, 9};
+    pg_rng rng;
+    pg_rng_seeded(&rng, 11, 1);
+    for (size_t i = 0; i < ROWS; i++) {
+        float *r = x + i * t->width;
+        memset(r, 0, t->width * sizeof *r);
+        pg_table_value v = {.cat = pg_rng_below(&rng, 3)};
+        ck_assert_int_eq(pg_table_encode_value(t, 1, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
+        v = (pg_table_value){.num = i < 240 ? rare[i / 30] : (i % 2 ? 5 : 0)};
+        ck_assert_int_eq(pg_table_encode_value(t, 2, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
+        v = (pg_table_value){.num = pg_rng_uniform(&rng)};
+        ck_assert_int_eq(pg_table_encode_value(t, 3, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
+        v = (pg_table_value){.cat = pg_rng_below(&rng, 2)};
+        ck_assert_int_eq(pg_table_encode_value(t, 4, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
+        lab[i] = (int32_t)pg_rng_below(&rng, 2);
+    }
+}
+
 /* MST's merged rare levels: after step 1 (one-way marginals measured, rare
  * levels merged, the model fitted to them) the checkpoint holds the noisy
  * one-ways, the compression maps and the model. b has 2 common values and 8
@@ -432,23 +455,7 @@ START_TEST(mst_weighs_merged_levels_by_their_noise)
     pg_table *t = table();
     float *x = pg_alloc_f32((size_t)ROWS * t->width);
     int32_t *lab = pg_alloc(ROWS * sizeof *lab);
-    pg_rng rng;
-    pg_rng_seeded(&rng, 11, 1);
-    for (size_t i = 0; i < ROWS; i++) {
-        float *r = x + i * t->width;
-        memset(r, 0, t->width * sizeof *r);
-        pg_table_value v = {.cat = pg_rng_below(&rng, 3)};
-        ck_assert_int_eq(pg_table_encode_value(t, 1, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
-        /* rows 0..239: values 1-4, 6-9, 30 each; then 0 and 5 alternately */
-        int rare[8] = {1, 2, 3, 4, 6, 7, 8, 9};
-        v = (pg_table_value){.num = i < 240 ? rare[i / 30] : (i % 2 ? 5 : 0)};
-        ck_assert_int_eq(pg_table_encode_value(t, 2, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
-        v = (pg_table_value){.num = pg_rng_uniform(&rng)};
-        ck_assert_int_eq(pg_table_encode_value(t, 3, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
-        v = (pg_table_value){.cat = pg_rng_below(&rng, 2)};
-        ck_assert_int_eq(pg_table_encode_value(t, 4, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
-        lab[i] = (int32_t)pg_rng_below(&rng, 2);
-    }
+    fill_rare_rows(t, x, lab);
     pg_dataset ds;
     pg_data_desc desc;
     pg_job_data in;
@@ -902,22 +909,7 @@ START_TEST(format_1_checkpoints_still_load)
     pg_table *t = table();
     float *x = pg_alloc_f32((size_t)ROWS * t->width);
     int32_t *lab = pg_alloc(ROWS * sizeof *lab);
-    pg_rng rng;
-    pg_rng_seeded(&rng, 11, 1);
-    for (size_t i = 0; i < ROWS; i++) {
-        float *r = x + i * t->width;
-        memset(r, 0, t->width * sizeof *r);
-        pg_table_value v = {.cat = pg_rng_below(&rng, 3)};
-        ck_assert_int_eq(pg_table_encode_value(t, 1, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
-        int rare[8] = {1, 2, 3, 4, 6, 7, 8, 9};
-        v = (pg_table_value){.num = i < 240 ? rare[i / 30] : (i % 2 ? 5 : 0)};
-        ck_assert_int_eq(pg_table_encode_value(t, 2, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
-        v = (pg_table_value){.num = pg_rng_uniform(&rng)};
-        ck_assert_int_eq(pg_table_encode_value(t, 3, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
-        v = (pg_table_value){.cat = pg_rng_below(&rng, 2)};
-        ck_assert_int_eq(pg_table_encode_value(t, 4, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
-        lab[i] = (int32_t)pg_rng_below(&rng, 2);
-    }
+    fill_rare_rows(t, x, lab);
     pg_dataset ds;
     pg_data_desc desc;
     pg_job_data in;
