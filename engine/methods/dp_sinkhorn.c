@@ -177,6 +177,15 @@ static const pg_param DPS_PARAMS[] = {
      "class's numbers are mapped by their rank in the generator's class draw onto the class's "
      "released CDF (calib_table.h; needs encoding.quantile_map). Default on labelled central "
      "tables with the map: quantile."},
+    {"calibration.independence", PG_PARAM_NUM, "0", 0, 1, NULL, 0, 0,
+     "Typed tables with calibration.class_means: the probability that each categorical column "
+     "and each quantile-mapped number of a sample is redrawn from its class's released marginal "
+     "alone instead of moved from the generator's value (calib_table.h). Every column keeps its "
+     "released per-class law; 1 serves the classes' released marginals sampled independently, "
+     "0 the generator's within-class dependence. Post-processing: no privacy cost. Labelled "
+     "central tables: 1 below epsilon 20, else 0 (credit_data at epsilon 5: the generator's "
+     "dependence scored 0.707-0.784, its classes' marginals alone 0.748-0.778; at epsilon 1000 "
+     "0.786 against 0.762)."},
     {"calibration.samples_per_class", PG_PARAM_INT, "1000", 10, 100000, NULL, 0, 0,
      "Generated rows per class that measure the generator's class statistics when a snapshot "
      "is published (a fixed-seed draw). Labelled tables: 4000."},
@@ -210,6 +219,7 @@ typedef struct dps {
     float *calib_means, lo, hi;
     size_t calib_width; /* columns of calib_means: d, or 2 d on a table */
     bool calib_rank;    /* calibration.numeric "rank" (tables) */
+    double calib_indep; /* calibration.independence (tables) */
     /* calibration.numeric "quantile" (tables): the quantile map released per
      * class (qmap.h), the classes' CDFs K x cdf_len (calib_table.h). */
     bool calib_quantile;
@@ -355,6 +365,9 @@ static int dps_validate(const json_t *spec, const pg_job_data *in, json_t **reso
                           "needs the table's own encoding (its width %zu, the rows' %zu)",
                           desc->table->width, desc->d);
     pg_qmap_spec_check(r, desc, errors);
+    if (pg_spec_num(r, "calibration.independence", 0.0) > 0.0 && !(calib && desc->table))
+        pg_spec_error_add(errors, "calibration.independence",
+                          "needs calibration.class_means on a typed table");
     if (strcmp(pg_spec_str(r, "calibration.numeric", "shift"), "quantile") == 0 &&
         !(calib && desc->table && pg_qmap_spec_on(r, desc)))
         pg_spec_error_add(errors, "calibration.numeric",
@@ -549,6 +562,7 @@ static int dps_common(const json_t *r, const pg_job_data *in, dps **out, pg_erro
     g->calib_sigma = g->calib ? pg_spec_num(r, "calibration.noise_multiplier", 5) : 0.0;
     g->calib_per_class = (size_t)pg_spec_int(r, "calibration.samples_per_class", 1000);
     g->calib_rank = strcmp(pg_spec_str(r, "calibration.numeric", "shift"), "rank") == 0;
+    g->calib_indep = g->calib ? pg_spec_num(r, "calibration.independence", 0.0) : 0.0;
     g->calib_quantile = g->calib && g->gen.heads && g->qmapped &&
                         strcmp(pg_spec_str(r, "calibration.numeric", "shift"), "quantile") == 0;
     g->cdf_len = g->calib_quantile ? pg_qmap_spec_cdf_len(r, desc) : 0;
@@ -835,12 +849,12 @@ static int dps_snapshot(pg_trainer *t, pg_snapshot **out, pg_error *err)
         pg_nn_snapshot *nn = NULL;
         rc = pg_generator_ema_take(&g->ema, g->net, &nn, err);
         if (rc) return rc;
-        rc =
-            g->gen.heads
-                ? pg_generator_snapshot_calibrated_table(&g->gen, nn, g->step, g->calib_means,
-                                                         g->class_cdf, g->calib_per_class, out, err)
-                : pg_generator_snapshot_calibrated(&g->gen, nn, g->step, g->calib_means,
-                                                   g->calib_per_class, g->lo, g->hi, out, err);
+        rc = g->gen.heads
+                 ? pg_generator_snapshot_calibrated_table_indep(
+                       &g->gen, nn, g->step, g->calib_means, g->class_cdf, g->calib_per_class,
+                       g->calib_indep, out, err)
+                 : pg_generator_snapshot_calibrated(&g->gen, nn, g->step, g->calib_means,
+                                                    g->calib_per_class, g->lo, g->hi, out, err);
     }
     /* Samples follow the released class proportions (post-processing). */
     if (rc == PG_OK && g->label_w && (rc = pg_snapshot_set_class_weights(*out, g->label_w, err))) {
@@ -872,6 +886,10 @@ static int dps_save(pg_trainer *t, unsigned char **bytes, size_t *len, pg_error 
                          : json_pack("{s:I,s:f,s:f}", "per_class", (json_int_t)g->calib_per_class,
                                      "lo", (double)g->lo, "hi", (double)g->hi));
     }
+    /* Only when on, so that checkpoints without it keep their bytes. */
+    if (extra && g->calib && g->gen.heads && g->calib_indep > 0.0)
+        json_object_set_new(json_object_get(extra, "calibration"), "independence",
+                            json_real(g->calib_indep));
     if (extra && g->counted) {
         json_object_set_new(json_object_get(extra, "privacy"), "label_count_noise",
                             json_real(g->count_sigma));
