@@ -851,7 +851,8 @@ START_TEST(independence_breaks_only_the_dependence)
                     ck_assert_msg(fabs(fr[k] - f.freq[y][k]) < 0.04, "class %d cat %d", y, k);
                 ck_assert_msg(fabs(ft - f.ftrue[y]) < 0.04, "class %d true %g", y, ft);
             } else {
-                ck_assert_msg(a > 50 && b > 50 && d > 50, "class %d: the generator's dependence was lost", y);
+                ck_assert_msg(a > 50 && b > 50 && d > 50,
+                              "class %d: the generator's dependence was lost", y);
             }
             qsort(col, M, sizeof *col, cmp_f);
             double ks = 0;
@@ -951,7 +952,8 @@ END_TEST
  * epsilon 5 equals the independent curve (the steps at the resolved
  * multiplier, the label count alpha / 200, the map alpha / (2 q^2), the
  * class statistics alpha / (2 s^2)) and meets the target; at epsilon 1000,
- * or when a job asks for 0, the noises are the old ones. The checkpoint
+ * when a job asks for 0, or on a table too small for the release to pin
+ * each class's marginals down, the noises are the old ones. The checkpoint
  * carries the independence and the snapshot rebuilt from its bytes draws
  * what the trainer's does; one out of [0, 1] is refused, as are hostile
  * spec values. Fails on the old
@@ -1020,6 +1022,18 @@ START_TEST(independence_by_default_at_small_epsilon)
                                 fmax(2.0, 10.0 / sqrt(eo[i])), 1e-12);
         json_decref(r);
     }
+    /* A table whose per-class marginals the release cannot pin down (the
+     * plan's n 100: a class frequency's sd sqrt(2 3) 9 / sqrt(5) / 50 =
+     * 0.20 > 0.03) keeps the generator's dependence and the old noises;
+     * at 3000 rows it is 0.0066. */
+    f.desc.n = 100;
+    r = resolve("{\"privacy\": {\"epsilon\": 5}}", &f, &e);
+    f.desc.n = N;
+    ck_assert_ptr_nonnull(r);
+    ck_assert_double_eq(pg_spec_num(r, "calibration.independence", 0), 0.0);
+    ck_assert_double_eq_tol(pg_spec_num(r, "calibration.noise_multiplier", 0), 20.0 / sqrt(5.0),
+                            1e-12);
+    json_decref(r);
     const char *bad[] = {
         "{\"privacy\": {\"epsilon\": 5}, \"calibration\": {\"independence\": 1.5}}",
         "{\"privacy\": {\"epsilon\": 5}, \"calibration\": {\"independence\": -1}}",
