@@ -946,9 +946,9 @@ START_TEST(quantile_rule_in_dp_sinkhorn)
 }
 END_TEST
 
-/* Table defaults (defaults_table.c): below epsilon 20 on a labelled central
- * table, calibration.independence 1 and the releases' noises 9 / sqrt(eps)
- * (class statistics) and max(2, 6.7 / sqrt(eps)) (the map). The plan at
+/* Table defaults (defaults_table.c): below epsilon 100 on a labelled central
+ * table (or with fewer than 50 rows per encoded unit), calibration.independence 1 and the releases'
+ * noises 9 / sqrt(eps) (class statistics) and max(2, 6.7 / sqrt(eps)) (the map). The plan at
  * epsilon 5 equals the independent curve (the steps at the resolved
  * multiplier, the label count alpha / 200, the map alpha / (2 q^2), the
  * class statistics alpha / (2 s^2)) and meets the target; at epsilon 1000,
@@ -1033,6 +1033,17 @@ START_TEST(independence_by_default_at_small_epsilon)
     ck_assert_double_eq(pg_spec_num(r, "calibration.independence", 0), 0.0);
     ck_assert_double_eq_tol(pg_spec_num(r, "calibration.noise_multiplier", 0), 20.0 / sqrt(5.0),
                             1e-12);
+    json_decref(r);
+    /* Few rows per encoded unit (200 / 5 < 50): independent even at
+     * epsilon 1000 (sd sqrt(6) / 100 = 0.024 <= 0.03), where the noises
+     * are the old ones (1 and 2) anyway. */
+    f.desc.n = 200;
+    r = resolve("{\"privacy\": {\"epsilon\": 1000}}", &f, &e);
+    f.desc.n = N;
+    ck_assert_ptr_nonnull(r);
+    ck_assert_double_eq(pg_spec_num(r, "calibration.independence", 0), 1.0);
+    ck_assert_double_eq(pg_spec_num(r, "calibration.noise_multiplier", 0), 1.0);
+    ck_assert_double_eq(pg_spec_num(r, "encoding.quantile_noise", 0), 2.0);
     json_decref(r);
     const char *bad[] = {
         "{\"privacy\": {\"epsilon\": 5}, \"calibration\": {\"independence\": 1.5}}",
