@@ -69,6 +69,7 @@
 #include "engine/methods/swd_spec.h"
 #include "engine/methods/trainer.h"
 #include "engine/methods/defaults.h"
+#include "engine/methods/warnings.h"
 #include "engine/ot/sliced.h"
 #include "engine/privacy/privacy.h"
 
@@ -378,6 +379,9 @@ static int gen_create(const json_t *r, const pg_job_data *in, int threads, pg_tr
         rc = pg_label_count_release(&g->secure, in->rows->labels, in->rows->n, (int)g->classes,
                                     g->priv.count_noise, g->label_counts, err);
         if (rc == PG_OK) pg_label_count_weights(g->label_counts, (int)g->classes, g->label_w);
+        if (rc == PG_OK) /* released: a class lost in the noise is said */
+            pg_warn_class_counts(&g->base, in->desc->table, g->label_counts, (int)g->classes,
+                                 g->priv.count_noise);
     }
     if (rc) {
         gen_destroy(&g->base);
