@@ -98,11 +98,12 @@ const pg_cli_subhelp pg_cli_jobs_subhelp[] = {
      "  --limit N         at most N per page\n"
      "  --cursor C        the page after the one that printed `--cursor C`\n" CONN "Example:\n"
      "  privgen jobs list --status running\n"},
-    {"show", "usage: privgen jobs show ID\n"
-             "Prints the job's status, progress, privacy spent, checkpoints and warnings\n"
-             "(a trainer's own warnings name their code, e.g. \"warning (no_class_signal)\").\n" CONN
-             "Example:\n"
-             "  privgen jobs show $JOB\n"},
+    {"show",
+     "usage: privgen jobs show ID\n"
+     "Prints the job's status, progress, privacy spent, checkpoints and warnings\n"
+     "(a trainer's own warnings name their code, e.g. \"warning (no_class_signal)\").\n" CONN
+     "Example:\n"
+     "  privgen jobs show $JOB\n"},
     {"cancel",
      "usage: privgen jobs cancel ID\n"
      "Requests cancellation and prints the job's new state (a queued job is refunded).\n" CONN

@@ -324,6 +324,6 @@ void pg_warn_class_counts(struct pg_trainer *t, const struct pg_table *table, co
                     "and %s too few rows for the generator to learn %s. More rows of %s or "
                     "less noise on the count (labels.count_noise, at more epsilon) would help.",
                     n > 1 ? "classes" : "class", names, PG_WARN_NOISE_SDS, sd,
-                    n > 1 ? "their" : "its", n > 1 ? "they have" : "it has",
-                    n > 1 ? "them" : "it", n > 1 ? "those classes" : "that class");
+                    n > 1 ? "their" : "its", n > 1 ? "they have" : "it has", n > 1 ? "them" : "it",
+                    n > 1 ? "those classes" : "that class");
 }

@@ -232,7 +232,11 @@ START_TEST(no_class_signal_reaches_every_view)
     const char *ev = strstr(r.body, "event: warning\ndata: ");
     ck_assert_msg(ev != NULL, "%s", r.body);
     ck_assert_ptr_null(strstr(ev + 1, "event: warning")); /* once per code */
-    ck_assert_ptr_nonnull(strstr(ev, "event: done"));
+    const char *done = strstr(ev, "event: done\ndata: ");
+    ck_assert_ptr_nonnull(done);
+    json_t *fin = json_loads(done + strlen("event: done\ndata: "), JSON_DISABLE_EOF_CHECK, NULL);
+    ck_assert_int_eq(count_code(fin, "no_class_signal", NULL), 1); /* the final state lists it */
+    json_decref(fin);
     ck_assert_ptr_nonnull(strstr(r.body, "event: progress"));
     ck_assert(strstr(r.body, "event: progress") < ev);
     json_t *w = json_loads(ev + strlen("event: warning\ndata: "), JSON_DISABLE_EOF_CHECK, NULL);

@@ -203,8 +203,7 @@ static void make(fixture *f, double eps, int mode, uint64_t seed)
     }
     pg_error err = {0};
     ck_assert_int_eq(pg_ldp_plan_make(f->t, PG_LDP_LAPLACE, eps, 0, &f->plan, &err), PG_OK);
-    ck_assert_msg(pg_ldp_apply(&noise, f->t, &f->plan, x, lab, priv, &err) == PG_OK, "%s",
-                  err.msg);
+    ck_assert_msg(pg_ldp_apply(&noise, f->t, &f->plan, x, lab, priv, &err) == PG_OK, "%s", err.msg);
     int32_t *l32 = pg_calloc(N, sizeof *l32);
     for (size_t i = 0; i < N; i++) l32[i] = (int32_t)lab[i];
     if (mode == PAIRED)
