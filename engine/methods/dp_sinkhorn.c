@@ -627,6 +627,7 @@ static int dps_create(const json_t *r, const pg_job_data *in, int threads, pg_tr
         rc = pg_qmap_spec_release_classes(r, in->desc, &g->secure, g->data->x, g->data->labels,
                                           g->data->n, g->gen.num_classes, 0, &g->gen, g->class_cdf,
                                           err);
+    if (rc == PG_OK) pg_warn_qmap_empty(&g->base, g->gen.qmap, in->desc->table); /* released */
     /* On a table the class statistics are taken in the space the generator
      * trains in, after the quantile map (itself released above). */
     if (rc == PG_OK && g->calib && g->gen.heads)

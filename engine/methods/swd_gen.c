@@ -373,6 +373,7 @@ static int gen_create(const json_t *r, const pg_job_data *in, int threads, pg_tr
         (rc = pg_qmap_spec_release(r, in->desc, &g->secure, in->rows->x, in->rows->n, 1, &g->gen,
                                    err)) == PG_OK)
         rc = fill_rows(g, in->rows, err);
+    if (rc == PG_OK) pg_warn_qmap_empty(&g->base, g->gen.qmap, in->desc->table); /* released */
     /* The one label count of the job (charged in the plan); a restore reads
      * it back from the checkpoint instead of releasing again. */
     if (rc == PG_OK && g->label_counts) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "engine/core/alloc.h"
+#include "engine/data/qmap.h"
 #include "engine/data/table.h"
 #include "engine/methods/calib_ldp.h"
 #include "engine/methods/snapshot.h"
@@ -326,4 +327,43 @@ void pg_warn_class_counts(struct pg_trainer *t, const struct pg_table *table, co
                     n > 1 ? "classes" : "class", names, PG_WARN_NOISE_SDS, sd,
                     n > 1 ? "their" : "its", n > 1 ? "they have" : "it has", n > 1 ? "them" : "it",
                     n > 1 ? "those classes" : "that class");
+}
+
+void pg_warn_qmap_empty(struct pg_trainer *t, const struct pg_qmap *m, const struct pg_table *table)
+{
+    if (!t || !m) return;
+    char names[400] = "";
+    size_t k = 0;
+    int n = 0;
+    for (size_t j = 0; j < m->ncols; j++) {
+        const pg_qmap_col *c = &m->cols[j];
+        if (c->bins < 2 || !c->cdf) continue;
+        bool flat = true;
+        for (size_t b = 0; b < c->bins && flat; b++)
+            flat = fabs(c->cdf[b + 1] - c->cdf[b] - 1.0 / (double)c->bins) < 1e-12;
+        if (!flat) continue;
+        const char *name = NULL;
+        for (size_t i = 0; table && i < table->ncols && !name; i++)
+            if (table->cols[i].width && c->unit >= table->cols[i].offset &&
+                c->unit < table->cols[i].offset + table->cols[i].width)
+                name = table->cols[i].name;
+        char one[64];
+        if (name)
+            snprintf(one, sizeof one, "\"%.40s\"", name);
+        else
+            snprintf(one, sizeof one, "at unit %zu", c->unit);
+        int w = snprintf(names + k, sizeof names - k, "%s%s", n ? ", " : "", one);
+        if (w < 0 || (size_t)w >= sizeof names - k) break; /* the sentence stays bounded */
+        k += (size_t)w;
+        n++;
+    }
+    if (!n) return;
+    pg_trainer_warn(t, PG_WARN_QMAP_EMPTY,
+                    "The DP histogram of the quantile map kept nothing above its noise for %s %s, "
+                    "so %s map is uniform over the range: %s samples spread evenly between the "
+                    "declared min and max instead of following the data. More rows, fewer "
+                    "encoding.quantile_bins or a smaller encoding.quantile_noise (at more "
+                    "epsilon) would help.",
+                    n > 1 ? "columns" : "column", names, n > 1 ? "their" : "its",
+                    n > 1 ? "their" : "its");
 }

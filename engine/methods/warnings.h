@@ -135,4 +135,15 @@ void pg_warn_ldp_signal(struct pg_trainer *t, const struct pg_calib_ldp *c);
 void pg_warn_class_counts(struct pg_trainer *t, const struct pg_table *table, const double *noisy,
                           int classes, double sd);
 
+struct pg_qmap; /* engine/data/qmap.h */
+#define PG_WARN_QMAP_EMPTY "quantile_map_empty"
+/* A released quantile map (qmap.h, already private) whose column kept no
+ * mass above the threshold in any bin: qmap.h then makes it uniform over its
+ * bins, the one case where every CDF step is exactly 1 / bins (a column with
+ * mass gets floors of 1e-4 of it, never equal steps up to 1e-12 unless its
+ * noisy counts are exactly equal). Names such columns (from table); m may
+ * be NULL. */
+void pg_warn_qmap_empty(struct pg_trainer *t, const struct pg_qmap *m,
+                        const struct pg_table *table);
+
 #endif

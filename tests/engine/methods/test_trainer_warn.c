@@ -1,7 +1,8 @@
 /* Trainer warnings (engine/methods/method.h): the bounded list's rules
  * (codes, replacement, the bound, truncation at a UTF-8 boundary, bad
- * arguments), lists of two trainers on two threads kept apart, and the
- * first emitter: entropic_gan on a local table records no_class_signal
+ * arguments), lists of two trainers on two threads kept apart, the
+ * sentences of the DP label count and quantile map checks, and the first
+ * emitter: entropic_gan on a local table records no_class_signal
  * exactly when its calibration pools the classes (no class difference in
  * the privatized rows), keeps it through a checkpoint restore, and stays
  * silent when the label is a function of a feature.
@@ -25,6 +26,7 @@
 
 #include "engine/core/alloc.h"
 #include "engine/data/dataset.h"
+#include "engine/data/qmap.h"
 #include "engine/data/table.h"
 #include "engine/data/table_ldp.h"
 #include "engine/methods/calib_ldp.h"
@@ -381,6 +383,49 @@ START_TEST(class_counts_in_the_noise_are_named)
 }
 END_TEST
 
+/* A released quantile map with a column whose noisy counts all fell below
+ * the threshold (qmap.h makes it uniform): that column is named, the one
+ * with mass is not; a map where every column has mass (even exactly uniform
+ * data, with noise) says nothing. */
+START_TEST(empty_quantile_map_columns_are_named)
+{
+    pg_table *t = pg_test_table("{\"columns\":[{\"name\":\"age\",\"type\":\"continuous\","
+                                "\"min\":0,\"max\":100},{\"name\":\"income\",\"type\":"
+                                "\"continuous\",\"min\":0,\"max\":1000}]}");
+    pg_qmap *m = NULL;
+    ck_assert_int_eq(pg_qmap_layout(t, 8, &m, NULL), PG_OK);
+    ck_assert_uint_eq(m->ncols, 2);
+    double c0[8] = {3, -2, 4.9, 0, 1, -7, 2, 4}; /* all below the threshold 5 */
+    double c1[8] = {40, 55, 60.5, 52, 47, 49.25, 51, 58};
+    double *counts[2] = {c0, c1};
+    pg_qmap_set_counts(m, counts, 5.0);
+    pg_trainer tr = {0};
+    pg_warn_qmap_empty(&tr, m, t);
+    ck_assert_int_eq(tr.warnings.count, 1);
+    ck_assert_str_eq(tr.warnings.items[0].code, PG_WARN_QMAP_EMPTY);
+    const char *msg = tr.warnings.items[0].message;
+    ck_assert_msg(strstr(msg, "for column \"age\", so its map") != NULL, "%s", msg);
+    ck_assert_ptr_null(strstr(msg, "income"));
+    /* noisy counts of uniform data: not flat, nothing said */
+    double u0[8] = {50.3, 49.1, 50.8, 49.7, 50.05, 50.6, 49.4, 50.2};
+    counts[0] = u0;
+    pg_qmap_set_counts(m, counts, 5.0);
+    pg_trainer tr2 = {0};
+    pg_warn_qmap_empty(&tr2, m, t);
+    pg_warn_qmap_empty(&tr2, NULL, t);
+    ck_assert_int_eq(tr2.warnings.count, 0);
+    /* both empty: both named */
+    counts[0] = c0;
+    counts[1] = c0;
+    pg_qmap_set_counts(m, counts, 5.0);
+    pg_warn_qmap_empty(&tr2, m, t);
+    ck_assert_msg(strstr(tr2.warnings.items[0].message, "columns \"age\", \"income\"") != NULL,
+                  "%s", tr2.warnings.items[0].message);
+    pg_qmap_free(m);
+    pg_table_free(t);
+}
+END_TEST
+
 /* Every method's trainer starts with an empty list. */
 START_TEST(trainers_start_without_warnings)
 {
@@ -416,6 +461,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, entropic_gan_is_silent_with_a_class_signal);
     tcase_add_test(tc, trainers_start_without_warnings);
     tcase_add_test(tc, class_counts_in_the_noise_are_named);
+    tcase_add_test(tc, empty_quantile_map_columns_are_named);
     suite_add_tcase(s, tc);
     return s;
 }
