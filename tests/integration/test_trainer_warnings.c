@@ -6,7 +6,8 @@
  * in GET /v1/jobs/{id}, in the job list, as a `warning` event on the SSE
  * stream, in `privgen jobs show` (plain and --json) and in `privgen jobs
  * watch`; it is still there after a restart, and a job killed mid-run and
- * resumed from its checkpoint keeps it (once). A job whose label is a
+ * resumed from its checkpoint keeps it (once), also when another replica on
+ * the same database takes it over and resumes it. A job whose label is a
  * function of a feature, privatized at a large epsilon, ends without it.
  *
  * The rows are privatized here with the engine's per-column LDP (secure
@@ -19,6 +20,7 @@
  * probability far below 1e-12 (tests/engine/methods/test_trainer_warn.c
  * asserts z > 2 thresholds on the same construction). */
 #include <stdio.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "engine/core/rng.h"
@@ -340,6 +342,59 @@ START_TEST(warnings_survive_restart_and_resume)
 }
 END_TEST
 
+/* Two replicas on one database: A runs the job and dies (kill -9) after its
+ * checkpoints; B takes it over once A's lease ran out, resumes it from the
+ * checkpoint and shows the warning (once), as A did. */
+START_TEST(warnings_survive_a_takeover_by_another_replica)
+{
+    pg_srv a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    const char *ea[] = {"--node-id", "replica-a",           "--workers", "1", "--lease-seconds",
+                        "2",         "--heartbeat-seconds", "1",         NULL};
+    ck_assert_int_eq(pg_srv_start(&a, ea), 0);
+    char ds[64], job[64], path[160];
+    make_local(&a, 1.0, 0, 41, ds);
+    submit(&a, ds, 4000, 10, job);
+    json_decref(pg_test_job_wait(&a, job, NULL, 25, 50, 2400));
+    json_decref(view_with(&a, job, 1));
+    /* B shares A's database and admin token (test_replicas_read.c) */
+    snprintf(b.dir, sizeof b.dir, "/tmp/pgitest-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(b.dir));
+    snprintf(b.data, sizeof b.data, "%s/data", b.dir);
+    ck_assert_int_eq(mkdir(b.data, 0700), 0);
+    snprintf(path, sizeof path, "%s/admin.token", b.data);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "%s\n", a.admin);
+    fclose(f);
+    char url[512];
+    pg_srv_db_url(&a, url, sizeof url);
+    pg_srv_kill9(&a);
+    const char *eb[] = {"--node-id", "replica-b",           "--workers", "1",    "--lease-seconds",
+                        "2",         "--heartbeat-seconds", "1",         "--db", url,
+                        NULL};
+    ck_assert_int_eq(pg_srv_start(&b, eb), 0);
+    json_decref(view_with(&b, job, 1)); /* from the stored view, before B runs it */
+    /* B runs it: wait until it moved past where A was, then cancel */
+    json_t *v = pg_test_job_wait(&b, job, NULL, 60, 50, 2400);
+    json_decref(v);
+    snprintf(path, sizeof path, "/v1/jobs/%s/cancel", job);
+    pg_resp r;
+    pg_test_req(&b, b.admin, "POST", path, NULL, &r);
+    ck_assert_msg(r.status == 200 || r.status == 202, "%ld %s", r.status, r.body);
+    pg_resp_free(&r);
+    json_decref(pg_test_job_wait(&b, job, "cancelled", 0, 100, 1200));
+    v = view_with(&b, job, 1);
+    ck_assert_str_eq(json_string_value(json_object_get(v, "node")), "replica-b");
+    ck_assert_int_eq(pg_test_hist_break(v), -1); /* resumed from A's checkpoint */
+    json_decref(v);
+    ck_assert_int_eq(pg_srv_stop(&b), 0);
+    pg_srv_cleanup(&b);
+    pg_srv_cleanup(&a);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("integration_trainer_warnings");
@@ -349,6 +404,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, no_class_signal_reaches_every_view);
     tcase_add_test(tc, a_class_signal_gives_no_warning);
     tcase_add_test(tc, warnings_survive_restart_and_resume);
+    tcase_add_test(tc, warnings_survive_a_takeover_by_another_replica);
     suite_add_tcase(s, tc);
     return s;
 }
