@@ -94,6 +94,41 @@ static pg_data_desc desc_of(const pg_table *t)
     return pg_test_table_desc(t, ROWS, 2, 100, 1e-5);
 }
 
+/* One job on fresh rows: ROWS rows of a table made by a row function,
+ * adopted by ds and described by desc and in, and the spec r of method M
+ * resolved for them (fixture_open). fixture_close releases r and ds; the
+ * table stays the caller's. */
+typedef struct fixture {
+    pg_dataset ds;
+    pg_data_desc desc;
+    pg_job_data in;
+    const pg_method *M;
+    json_t *r;
+} fixture;
+
+/* j for the rows of t that f makes from seed and the spec of method name. */
+static void fixture_open(fixture *j, const pg_table *t, uint64_t seed, row_fn *f, const char *name,
+                         const char *spec)
+{
+    float *x = pg_alloc_f32((size_t)ROWS * t->width);
+    int32_t *lab = pg_alloc(ROWS * sizeof *lab);
+    fill_rows(t, seed, f, x, lab);
+    adopt(t, x, lab, &j->ds);
+    j->desc = desc_of(t);
+    j->in = (pg_job_data){.desc = &j->desc, .rows = &j->ds};
+    j->M = pg_method_find(name);
+    pg_spec_errors e;
+    j->r = pg_test_resolve(j->M, spec, &j->in, &e);
+    ck_assert_msg(j->r, "%s: %s", e.count ? e.items[0].field : "",
+                  e.count ? e.items[0].message : "");
+}
+
+static void fixture_close(fixture *j)
+{
+    json_decref(j->r);
+    pg_dataset_free(&j->ds);
+}
+
 /* The ledger's grid written out by hand and the improved conversion. */
 static double eps_of_rho(double rho, double delta)
 {
@@ -265,26 +300,20 @@ static float *draw_valid(const pg_table *t, pg_snapshot *s, size_t n, uint64_t s
 static void run(const char *name, const char *spec, double min_agree)
 {
     pg_table *t = table();
-    pg_dataset ds;
-    rows(t, &ds);
-    pg_data_desc desc = desc_of(t);
-    pg_job_data in = {.desc = &desc, .rows = &ds};
-    const pg_method *M = pg_method_find(name);
-    pg_spec_errors e;
-    json_t *r = pg_test_resolve(M, spec, &in, &e);
-    ck_assert_msg(r, "%s: %s", e.items[0].field, e.items[0].message);
+    fixture job;
+    fixture_open(&job, t, 5, dependent_row, name, spec);
     pg_privacy_plan p;
-    ck_assert_int_eq(M->plan(r, &in, &p, NULL), PG_OK);
+    ck_assert_int_eq(job.M->plan(job.r, &job.in, &p, NULL), PG_OK);
     unsigned char *mid = NULL;
     size_t midlen = 0;
     pg_step_report rep;
-    pg_trainer *tr = pg_test_run_plan(M, r, &in, &p, 2, &mid, &midlen, &rep);
+    pg_trainer *tr = pg_test_run_plan(job.M, job.r, &job.in, &p, 2, &mid, &midlen, &rep);
     pg_error err = {0};
     /* every bit of rho is spent, none more */
     ck_assert_msg(pg_test_reldiff(rep.epsilon_spent, p.epsilon) < 1e-9, "spent %g of %g",
                   rep.epsilon_spent, p.epsilon);
     pg_snapshot *s;
-    ck_assert_int_eq(M->snapshot(tr, &s, NULL), PG_OK);
+    ck_assert_int_eq(job.M->snapshot(tr, &s, NULL), PG_OK);
     ck_assert_int_eq(pg_snapshot_num_classes(s), 2);
     enum { S = 3000 };
     int32_t cls[S], cls2[S];
@@ -320,18 +349,19 @@ static void run(const char *name, const char *spec, double min_agree)
     pg_snapshot_release(s);
     unsigned char *bytes;
     size_t len;
-    ck_assert_int_eq(M->save(tr, &bytes, &len, NULL), PG_OK);
-    pg_test_checkpoint_round_trip(M, r, &in, bytes, len, 200, t->width, -1);
-    pg_test_checkpoint_round_trip(M, r, &in, bytes, len, 200, t->width, 1);
+    ck_assert_int_eq(job.M->save(tr, &bytes, &len, NULL), PG_OK);
+    pg_test_checkpoint_round_trip(job.M, job.r, &job.in, bytes, len, 200, t->width, -1);
+    pg_test_checkpoint_round_trip(job.M, job.r, &job.in, bytes, len, 200, t->width, 1);
     /* Resumed from step 2: the measurements made by then come back from the
      * checkpoint, never drawn again, and the run finishes. */
     pg_trainer *t2;
-    ck_assert_msg(M->restore(r, &in, 1, mid, midlen, &t2, &err) == PG_OK, "%s", err.msg);
+    ck_assert_msg(job.M->restore(job.r, &job.in, 1, mid, midlen, &t2, &err) == PG_OK, "%s",
+                  err.msg);
     rep = (pg_step_report){0};
-    while (!rep.done) ck_assert_msg(M->step(t2, &rep, &err) == PG_OK, "%s", err.msg);
+    while (!rep.done) ck_assert_msg(job.M->step(t2, &rep, &err) == PG_OK, "%s", err.msg);
     unsigned char *fin;
     size_t finlen;
-    ck_assert_int_eq(M->save(t2, &fin, &finlen, NULL), PG_OK);
+    ck_assert_int_eq(job.M->save(t2, &fin, &finlen, NULL), PG_OK);
     pg_ckpt c0, c1;
     ck_assert_int_eq(pg_ckpt_decode(mid, midlen, &c0, NULL), PG_OK);
     ck_assert_int_eq(pg_ckpt_decode(fin, finlen, &c1, NULL), PG_OK);
@@ -347,40 +377,21 @@ static void run(const char *name, const char *spec, double min_agree)
     json_t *oj = json_loads(other, 0, NULL);
     pg_table *ot = NULL;
     ck_assert_int_eq(pg_table_from_json(oj, &ot, NULL), PG_OK);
-    pg_data_desc d2 = desc;
+    pg_data_desc d2 = job.desc;
     d2.table = ot;
-    pg_job_data in2 = {.desc = &d2, .rows = &ds};
+    pg_job_data in2 = {.desc = &d2, .rows = &job.ds};
     pg_trainer *t3 = NULL;
-    ck_assert_int_eq(M->restore(r, &in2, 1, bytes, len, &t3, &err), PG_EFORMAT);
+    ck_assert_int_eq(job.M->restore(job.r, &in2, 1, bytes, len, &t3, &err), PG_EFORMAT);
     pg_table_free(ot);
     json_decref(oj);
     free(other);
     free(fin);
     free(mid);
     free(bytes);
-    M->destroy(t2);
-    M->destroy(tr);
-    json_decref(r);
-    pg_dataset_free(&ds);
+    job.M->destroy(t2);
+    job.M->destroy(tr);
+    fixture_close(&job);
     pg_table_free(t);
-}
-
-/* A job of method name with the given spec on the ROWS rows x (labels
- * lab) of t, which ds adopts; *desc and *in describe them and must outlive
- * any trainer of the job, *r is the resolved spec the caller releases.
- * Returns the method. */
-static const pg_method *job(const pg_table *t, float *x, int32_t *lab, const char *name,
-                            const char *spec, pg_dataset *ds, pg_data_desc *desc, pg_job_data *in,
-                            json_t **r)
-{
-    adopt(t, x, lab, ds);
-    *desc = desc_of(t);
-    *in = (pg_job_data){.desc = desc, .rows = ds};
-    const pg_method *M = pg_method_find(name);
-    pg_spec_errors e;
-    *r = pg_test_resolve(M, spec, in, &e);
-    ck_assert_msg(*r, "%s", e.count ? e.items[0].message : "");
-    return M;
 }
 
 /* What a trained tr serves: its own snapshot into snaps[0], and into
@@ -437,22 +448,15 @@ static void no_p_row(pg_rng *rng, size_t i, pg_table_value *v, int32_t *lab)
 START_TEST(mst_single_rare_level_keeps_the_levels)
 {
     pg_table *t = table();
-    float *x = pg_alloc_f32((size_t)ROWS * t->width);
-    int32_t *lab = pg_alloc(ROWS * sizeof *lab);
-    fill_rows(t, 9, no_p_row, x, lab);
-    pg_dataset ds;
-    pg_data_desc desc;
-    pg_job_data in;
-    json_t *r;
-    const pg_method *M =
-        job(t, x, lab, "mst", "{\"privacy\":{\"epsilon\":1},\"seed\":4}", &ds, &desc, &in, &r);
-    pg_trainer *tr = pg_test_train(M, r, &in, NULL);
+    fixture job;
+    fixture_open(&job, t, 9, no_p_row, "mst", "{\"privacy\":{\"epsilon\":1},\"seed\":4}");
+    pg_trainer *tr = pg_test_train(job.M, job.r, &job.in, NULL);
     /* served from the snapshot and from the checkpoint (what a restarted
      * replica serves) alike */
     pg_snapshot *snaps[2];
     unsigned char *bytes;
     size_t len;
-    snapshots(M, tr, snaps, &bytes, &len);
+    snapshots(job.M, tr, snaps, &bytes, &len);
     enum { S = 4000 };
     float *y = pg_alloc_f32((size_t)S * t->width);
     for (int k = 0; k < 2; k++) {
@@ -472,12 +476,15 @@ START_TEST(mst_single_rare_level_keeps_the_levels)
     }
     pg_free(y);
     free(bytes);
-    M->destroy(tr);
-    json_decref(r);
-    pg_dataset_free(&ds);
+    job.M->destroy(tr);
+    fixture_close(&job);
     pg_table_free(t);
 }
 END_TEST
+
+/* MST at epsilon 1 with b's integers each its own level (10 fixed bins). */
+static const char *MST_10_BINS =
+    "{\"privacy\":{\"epsilon\":1},\"seed\":4,\"discretize\":{\"bins\":10,\"adaptive\":false}}";
 
 /* Rows of table() whose integer column b has rare levels: rows 0..239 hold
  * the values 1-4 and 6-9, 30 each, the rest 0 and 5 alternately; the other
@@ -505,28 +512,19 @@ static void rare_row(pg_rng *rng, size_t i, pg_table_value *v, int32_t *lab)
 START_TEST(mst_weighs_merged_levels_by_their_noise)
 {
     pg_table *t = table();
-    float *x = pg_alloc_f32((size_t)ROWS * t->width);
-    int32_t *lab = pg_alloc(ROWS * sizeof *lab);
-    fill_rows(t, 11, rare_row, x, lab);
-    pg_dataset ds;
-    pg_data_desc desc;
-    pg_job_data in;
-    json_t *r;
+    fixture job;
     /* 10 bins: each of b's integers its own level (the default 8 bins
      * pair 3-4 and 8-9 into levels of 60 rows, above 3 sigma one time in
      * five, and then too few levels were rare one run in 150). */
-    const pg_method *M = job(
-        t, x, lab, "mst",
-        "{\"privacy\":{\"epsilon\":1},\"seed\":4,\"discretize\":{\"bins\":10,\"adaptive\":false}}",
-        &ds, &desc, &in, &r);
+    fixture_open(&job, t, 11, rare_row, "mst", MST_10_BINS);
     pg_trainer *tr;
     pg_error err = {0};
-    ck_assert_msg(M->create(r, &in, 1, &tr, &err) == PG_OK, "%s", err.msg);
+    ck_assert_msg(job.M->create(job.r, &job.in, 1, &tr, &err) == PG_OK, "%s", err.msg);
     pg_step_report rep = {0};
-    ck_assert_msg(M->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
+    ck_assert_msg(job.M->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
     unsigned char *bytes;
     size_t len;
-    ck_assert_int_eq(M->save(tr, &bytes, &len, NULL), PG_OK);
+    ck_assert_int_eq(job.M->save(tr, &bytes, &len, NULL), PG_OK);
     pg_ckpt c;
     json_t *h = ckpt_header(bytes, len, &c);
     const json_t *ms = json_object_get(h, "measures"), *cms = json_object_get(h, "compress");
@@ -582,9 +580,8 @@ START_TEST(mst_weighs_merged_levels_by_their_noise)
     json_decref(h);
     pg_ckpt_free(&c);
     free(bytes);
-    M->destroy(tr);
-    json_decref(r);
-    pg_dataset_free(&ds);
+    job.M->destroy(tr);
+    fixture_close(&job);
     pg_table_free(t);
 }
 END_TEST
@@ -665,9 +662,6 @@ static void b_binary_row(pg_rng *rng, size_t i, pg_table_value *v, int32_t *lab)
 START_TEST(aim_samples_stay_in_the_supported_bins)
 {
     pg_table *t = table();
-    float *x = pg_alloc_f32((size_t)ROWS * t->width);
-    int32_t *lab = pg_alloc(ROWS * sizeof *lab);
-    fill_rows(t, 13, b_binary_row, x, lab);
     const char *specs[2] = {
         "{\"privacy\":{\"epsilon\":0.3},\"seed\":4,\"discretize\":{\"bins\":10}}",
         "{\"privacy\":{\"epsilon\":0.3},\"seed\":4,\"discretize\":{\"bins\":10},"
@@ -675,20 +669,13 @@ START_TEST(aim_samples_stay_in_the_supported_bins)
     enum { S = 20000 };
     float *y = pg_alloc_f32((size_t)S * t->width);
     for (int k = 0; k < 2; k++) {
-        float *xc = pg_alloc_f32((size_t)ROWS * t->width);
-        int32_t *lc = pg_alloc(ROWS * sizeof *lc);
-        memcpy(xc, x, (size_t)ROWS * t->width * sizeof *xc);
-        memcpy(lc, lab, ROWS * sizeof *lc);
-        pg_dataset ds;
-        pg_data_desc desc;
-        pg_job_data in;
-        json_t *r;
-        const pg_method *M = job(t, xc, lc, "aim", specs[k], &ds, &desc, &in, &r);
-        pg_trainer *tr = pg_test_train(M, r, &in, NULL);
+        fixture job; /* the same rows for both specs */
+        fixture_open(&job, t, 13, b_binary_row, "aim", specs[k]);
+        pg_trainer *tr = pg_test_train(job.M, job.r, &job.in, NULL);
         pg_snapshot *snaps[2];
         unsigned char *bytes;
         size_t len;
-        snapshots(M, tr, snaps, &bytes, &len);
+        snapshots(job.M, tr, snaps, &bytes, &len);
         /* the fitted model's mass on b >= 4 (b is attribute 2, one code per value) */
         pg_ckpt ck;
         json_t *h = ckpt_header(bytes, len, &ck);
@@ -726,13 +713,10 @@ START_TEST(aim_samples_stay_in_the_supported_bins)
             pg_snapshot_release(snaps[q]);
         }
         free(bytes);
-        M->destroy(tr);
-        json_decref(r);
-        pg_dataset_free(&ds);
+        job.M->destroy(tr);
+        fixture_close(&job);
     }
     pg_free(y);
-    pg_free(x);
-    pg_free(lab);
     pg_table_free(t);
 }
 END_TEST
@@ -827,38 +811,31 @@ START_TEST(adaptive_bins_follow_a_skewed_column)
     pg_table *t = pg_test_table(SKEW);
     const char *names[2] = {"aim", "mst"};
     for (int k = 0; k < 2; k++) {
-        float *x = pg_alloc_f32((size_t)ROWS * t->width);
-        int32_t *lab = pg_alloc(ROWS * sizeof *lab);
-        fill_rows(t, 17 + (uint64_t)k, skewed_row, x, lab);
-        pg_dataset ds;
-        pg_data_desc desc;
-        pg_job_data in;
-        json_t *r;
+        fixture job;
         /* aim's default; mst's default is the fixed grid (stated in the dry
          * run), so it asks */
-        const pg_method *M =
-            job(t, x, lab, names[k],
-                "{\"privacy\":{\"epsilon\":5},\"seed\":4,\"discretize\":{\"bins\":8}}", &ds, &desc,
-                &in, &r);
+        fixture_open(&job, t, 17 + (uint64_t)k, skewed_row, names[k],
+                     "{\"privacy\":{\"epsilon\":5},\"seed\":4,\"discretize\":{\"bins\":8}}");
         pg_spec_errors e;
-        const json_t *acc = json_object_get(r, "accounting");
+        const json_t *acc = json_object_get(job.r, "accounting");
         ck_assert_int_eq(json_integer_value(json_object_get(acc, "bins")), 8);
         if (k == 1) {
             ck_assert(json_is_null(json_object_get(acc, "fine_bins")));
-            json_decref(r);
-            r = pg_test_resolve(M,
+            json_decref(job.r);
+            job.r =
+                pg_test_resolve(job.M,
                                 "{\"privacy\":{\"epsilon\":5},\"seed\":4,\"discretize\":{\"bins\":"
                                 "8,\"adaptive\":true}}",
-                                &in, &e);
-            ck_assert_msg(r, "%s", e.count ? e.items[0].message : "");
-            acc = json_object_get(r, "accounting");
+                                &job.in, &e);
+            ck_assert_msg(job.r, "%s", e.count ? e.items[0].message : "");
+            acc = json_object_get(job.r, "accounting");
         }
         ck_assert_int_eq(json_integer_value(json_object_get(acc, "fine_bins")), 32);
-        pg_trainer *tr = pg_test_train(M, r, &in, NULL);
+        pg_trainer *tr = pg_test_train(job.M, job.r, &job.in, NULL);
         pg_snapshot *snaps[2];
         unsigned char *bytes;
         size_t len;
-        snapshots(M, tr, snaps, &bytes, &len);
+        snapshots(job.M, tr, snaps, &bytes, &len);
         enum { S = 3000 };
         int32_t cls[S];
         float *ys[2], ms[S];
@@ -893,9 +870,8 @@ START_TEST(adaptive_bins_follow_a_skewed_column)
             pg_snapshot_release(snaps[q]);
         }
         free(bytes);
-        M->destroy(tr);
-        json_decref(r);
-        pg_dataset_free(&ds);
+        job.M->destroy(tr);
+        fixture_close(&job);
     }
     pg_table_free(t);
 }
@@ -909,22 +885,13 @@ END_TEST
 START_TEST(format_1_checkpoints_still_load)
 {
     pg_table *t = table();
-    float *x = pg_alloc_f32((size_t)ROWS * t->width);
-    int32_t *lab = pg_alloc(ROWS * sizeof *lab);
-    fill_rows(t, 11, rare_row, x, lab);
-    pg_dataset ds;
-    pg_data_desc desc;
-    pg_job_data in;
-    json_t *r;
-    const pg_method *M = job(
-        t, x, lab, "mst",
-        "{\"privacy\":{\"epsilon\":1},\"seed\":4,\"discretize\":{\"bins\":10,\"adaptive\":false}}",
-        &ds, &desc, &in, &r);
-    pg_trainer *tr = pg_test_train(M, r, &in, NULL);
+    fixture job;
+    fixture_open(&job, t, 11, rare_row, "mst", MST_10_BINS);
+    pg_trainer *tr = pg_test_train(job.M, job.r, &job.in, NULL);
     pg_error err = {0};
     unsigned char *b2;
     size_t l2;
-    ck_assert_int_eq(M->save(tr, &b2, &l2, NULL), PG_OK);
+    ck_assert_int_eq(job.M->save(tr, &b2, &l2, NULL), PG_OK);
     pg_ckpt c;
     json_t *h = ckpt_header(b2, l2, &c);
     ck_assert_int_eq(json_integer_value(json_object_get(h, "format")), 2);
@@ -956,11 +923,11 @@ START_TEST(format_1_checkpoints_still_load)
     json_decref(h);
     pg_ckpt_free(&c);
     pg_snapshot *s1, *s2, *s3;
-    ck_assert_msg(M->load_snapshot(b1, l1, &s1, &err) == PG_OK, "%s", err.msg);
-    ck_assert_msg(M->load_snapshot(b2, l2, &s2, &err) == PG_OK, "%s", err.msg);
+    ck_assert_msg(job.M->load_snapshot(b1, l1, &s1, &err) == PG_OK, "%s", err.msg);
+    ck_assert_msg(job.M->load_snapshot(b2, l2, &s2, &err) == PG_OK, "%s", err.msg);
     pg_trainer *t1;
-    ck_assert_msg(M->restore(r, &in, 1, b1, l1, &t1, &err) == PG_OK, "%s", err.msg);
-    ck_assert_int_eq(M->snapshot(t1, &s3, NULL), PG_OK);
+    ck_assert_msg(job.M->restore(job.r, &job.in, 1, b1, l1, &t1, &err) == PG_OK, "%s", err.msg);
+    ck_assert_int_eq(job.M->snapshot(t1, &s3, NULL), PG_OK);
     enum { S = 2000 };
     float *y1 = pg_alloc_f32((size_t)S * t->width), *y2 = pg_alloc_f32((size_t)S * t->width);
     ck_assert_int_eq(pg_snapshot_sample(s2, S, 5, -1, y2, NULL), PG_OK);
@@ -973,12 +940,11 @@ START_TEST(format_1_checkpoints_still_load)
     pg_snapshot_release(s1);
     pg_snapshot_release(s2);
     pg_snapshot_release(s3);
-    M->destroy(t1);
+    job.M->destroy(t1);
     free(b1);
     free(b2);
-    M->destroy(tr);
-    json_decref(r);
-    pg_dataset_free(&ds);
+    job.M->destroy(tr);
+    fixture_close(&job);
     pg_table_free(t);
 }
 END_TEST
