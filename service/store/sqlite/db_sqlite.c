@@ -118,6 +118,22 @@ int sq_prep(sq_db *s, const char *sql, sqlite3_stmt **st, pg_error *err)
     return PG_OK;
 }
 
+int sq_run(sq_db *s, const char *sql, const char *a, const char *b, int64_t n, const char *what,
+           int64_t *changed, pg_error *err)
+{
+    if (changed) *changed = 0;
+    sqlite3_stmt *st;
+    int rc = sq_prep(s, sql, &st, err);
+    if (rc) return rc;
+    sqlite3_bind_text(st, 1, a, -1, SQLITE_STATIC);
+    if (b) sqlite3_bind_text(st, 2, b, -1, SQLITE_STATIC);
+    if (sqlite3_bind_parameter_count(st) >= 3) sqlite3_bind_int64(st, 3, n);
+    if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, what);
+    sqlite3_finalize(st);
+    if (!rc && changed) *changed = sqlite3_changes(s->db);
+    return rc;
+}
+
 int sq_get_by_id(sq_db *s, const char *sql, const char *id, const char *tenant, sq_row_fn read,
                  void *out, int *found, const char *what, pg_error *err)
 {

@@ -34,6 +34,11 @@ int64_t sq_now(void);
 int sq_fail(sq_db *s, pg_error *err, const char *what);
 int sq_exec(sq_db *s, const char *sql, pg_error *err);
 int sq_prep(sq_db *s, const char *sql, sqlite3_stmt **st, pg_error *err);
+/* Runs one statement that returns no rows (mu held), with text a bound to
+ * ?1, text b to ?2 unless NULL, and n to ?3 when the statement has one;
+ * the rows it changed into *changed (may be NULL; 0 on failure). */
+int sq_run(sq_db *s, const char *sql, const char *a, const char *b, int64_t n, const char *what,
+           int64_t *changed, pg_error *err);
 
 /* Reads one selected row into out; returns a status (err filled). */
 typedef int (*sq_row_fn)(sqlite3_stmt *st, void *out, pg_error *err);

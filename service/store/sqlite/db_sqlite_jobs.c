@@ -173,25 +173,18 @@ int sq_job_cancel_queued(pg_db *db, const char *id, int *done, pg_error *err)
 {
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
-    sqlite3_stmt *st;
+    int64_t n = 0;
     int rc = sq_tx_begin(s, err);
-    if (!rc && !(rc = sq_prep(s,
-                              "UPDATE jobs SET status='cancelled', finished_at=?2, updated_at=?2 "
-                              "WHERE id=?1 AND status='queued'",
-                              &st, err))) {
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, sq_now());
-        if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "cancelling a job");
-        sqlite3_finalize(st);
-    }
-    int changed = !rc && sqlite3_changes(s->db) == 1;
+    if (!rc)
+        rc = sq_run(s,
+                    "UPDATE jobs SET status='cancelled', finished_at=?3, updated_at=?3 "
+                    "WHERE id=?1 AND status='queued'",
+                    id, NULL, sq_now(), "cancelling a job", &n, err);
+    int changed = !rc && n == 1;
     /* Only a job that never left the queue never read the data. */
-    if (changed &&
-        !(rc = sq_prep(s, "UPDATE ledger SET state='refunded' WHERE job_id=?", &st, err))) {
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "refunding");
-        sqlite3_finalize(st);
-    }
+    if (changed)
+        rc = sq_run(s, "UPDATE ledger SET state='refunded' WHERE job_id=?1", id, NULL, 0,
+                    "refunding", NULL, err);
     rc = sq_tx_end(s, rc, err);
     pthread_mutex_unlock(&s->mu);
     *done = !rc && changed;

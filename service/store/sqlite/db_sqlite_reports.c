@@ -343,21 +343,14 @@ int sq_report_cancel(pg_db *db, const char *tenant, const char *id, int64_t now,
 {
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
-    sqlite3_stmt *st;
     char stt[16];
     int rc = begin_status(s, tenant, id, stt, sizeof stt, found, err);
     *done = !rc && (!strcmp(stt, "queued") || !strcmp(stt, "running"));
-    if (!rc && *done &&
-        !(rc = sq_prep(s,
-                       "UPDATE reports SET status='cancelled', finished_at=?, updated_at=? "
-                       "WHERE id=?",
-                       &st, err))) {
-        sqlite3_bind_int64(st, 1, now);
-        sqlite3_bind_int64(st, 2, now);
-        sqlite3_bind_text(st, 3, id, -1, SQLITE_STATIC);
-        if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "cancelling a report");
-        sqlite3_finalize(st);
-    }
+    if (!rc && *done)
+        rc = sq_run(s,
+                    "UPDATE reports SET status='cancelled', finished_at=?3, updated_at=?3 "
+                    "WHERE id=?1",
+                    id, NULL, now, "cancelling a report", NULL, err);
     rc = sq_tx_end(s, rc, err);
     if (rc) {
         *found = *done = 0;
@@ -371,18 +364,13 @@ int sq_report_delete(pg_db *db, const char *tenant, const char *id, int *found, 
 {
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
-    sqlite3_stmt *st;
     char stt[16];
     int rc = begin_status(s, tenant, id, stt, sizeof stt, found, err);
     *conflict = !rc && !strcmp(stt, "running");
     static const char *const del[] = {"DELETE FROM report_figures WHERE report_id=?",
                                       "DELETE FROM reports WHERE id=?"};
-    for (int i = 0; !rc && *found && !*conflict && i < 2; i++) {
-        if ((rc = sq_prep(s, del[i], &st, err))) break;
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "deleting a report");
-        sqlite3_finalize(st);
-    }
+    for (int i = 0; !rc && *found && !*conflict && i < 2; i++)
+        rc = sq_run(s, del[i], id, NULL, 0, "deleting a report", NULL, err);
     rc = sq_tx_end(s, rc, err);
     if (rc) {
         *found = *conflict = 0;

@@ -152,16 +152,12 @@ int sq_dataset_delete(pg_db *db, const char *tenant, const char *id, int *found,
         }
         sqlite3_finalize(st);
     }
-    if (!rc && *found && !*conflict &&
-        !(rc = sq_prep(s, "DELETE FROM datasets WHERE id=?1", &st, err))) {
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "deleting a dataset");
-        sqlite3_finalize(st);
-        if (!rc && !(rc = sq_prep(s, "DELETE FROM row_blocks WHERE dataset_id=?1", &st, err))) {
-            sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-            if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "deleting row blocks");
-            sqlite3_finalize(st);
-        }
+    if (!rc && *found && !*conflict) {
+        rc = sq_run(s, "DELETE FROM datasets WHERE id=?1", id, NULL, 0, "deleting a dataset", NULL,
+                    err);
+        if (!rc)
+            rc = sq_run(s, "DELETE FROM row_blocks WHERE dataset_id=?1", id, NULL, 0,
+                        "deleting row blocks", NULL, err);
     }
     rc = sq_tx_end(s, rc, err);
     /* Files go after the commit: a crash in between leaves only orphan files,

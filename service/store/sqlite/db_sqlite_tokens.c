@@ -260,13 +260,8 @@ static int revoke_locked(sq_db *s, const char *tenant, const char *id, int64_t n
         sqlite3_finalize(st);
         if (rc || *last_admin) return rc;
     }
-    if ((rc = sq_prep(s, "UPDATE tokens SET revoked=1, revoked_at=? WHERE id=?", &st, err)))
-        return rc;
-    sqlite3_bind_int64(st, 1, now);
-    sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "revoking a token");
-    sqlite3_finalize(st);
-    return rc;
+    return sq_run(s, "UPDATE tokens SET revoked=1, revoked_at=?3 WHERE id=?1", id, NULL, now,
+                  "revoking a token", NULL, err);
 }
 
 int sq_token_revoke(pg_db *db, const char *tenant, const char *id, int64_t now, int *found,
