@@ -118,6 +118,19 @@ int sq_prep(sq_db *s, const char *sql, sqlite3_stmt **st, pg_error *err)
     return PG_OK;
 }
 
+int sq_grow(void *pv, size_t *cap, size_t size, const char *what, pg_error *err)
+{
+    /* the caller's pointer through memcpy: any object pointer type */
+    void *v;
+    memcpy(&v, pv, sizeof v);
+    size_t c = *cap ? 2 * *cap : 16;
+    void *g = c <= SIZE_MAX / size ? realloc(v, c * size) : NULL;
+    if (!g) return pg_error_set(err, PG_ENOMEM, "out of memory %s", what);
+    memcpy(pv, &g, sizeof g);
+    *cap = c;
+    return PG_OK;
+}
+
 int sq_run(sq_db *s, const char *sql, const char *a, const char *b, int64_t n, const char *what,
            int64_t *changed, pg_error *err)
 {

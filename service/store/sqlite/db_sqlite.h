@@ -39,6 +39,10 @@ int sq_prep(sq_db *s, const char *sql, sqlite3_stmt **st, pg_error *err);
  * the rows it changed into *changed (may be NULL; 0 on failure). */
 int sq_run(sq_db *s, const char *sql, const char *a, const char *b, int64_t n, const char *what,
            int64_t *changed, pg_error *err);
+/* Doubles the array whose pointer is at pv (*cap elements of size bytes;
+ * 16 when *cap is 0) for a list read row by row. PG_ENOMEM ("out of memory
+ * <what>") leaves the array and *cap as they were, still the caller's. */
+int sq_grow(void *pv, size_t *cap, size_t size, const char *what, pg_error *err);
 
 /* Reads one selected row into out; returns a status (err filled). */
 typedef int (*sq_row_fn)(sqlite3_stmt *st, void *out, pg_error *err);

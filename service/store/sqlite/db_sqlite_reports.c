@@ -142,15 +142,7 @@ int sq_report_list(pg_db *db, const char *tenant, const char *job_id, int public
         sqlite3_bind_int64(st, 5, (sqlite3_int64)(limit > INT64_MAX ? INT64_MAX : limit));
         int r = SQLITE_DONE;
         while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW) {
-            if (n == cap) {
-                pg_report_row *g = realloc(v, 2 * cap * sizeof *v);
-                if (!g) {
-                    rc = pg_error_set(err, PG_ENOMEM, "out of memory listing reports");
-                    break;
-                }
-                v = g;
-                cap *= 2;
-            }
+            if (n == cap && (rc = sq_grow(&v, &cap, sizeof *v, "listing reports", err))) break;
             if (!(rc = row_read(st, 0, &v[n], err))) n++;
         }
         if (!rc && r != SQLITE_DONE) rc = sq_fail(s, err, "listing reports");

@@ -200,15 +200,7 @@ int sq_token_list(pg_db *db, const char *tenant, int64_t after, size_t limit, pg
         sqlite3_bind_int64(st, 3, (sqlite3_int64)(limit > INT64_MAX ? INT64_MAX : limit));
         int r;
         while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW) {
-            if (n == cap) {
-                pg_token *g = realloc(v, 2 * cap * sizeof *v);
-                if (!g) {
-                    rc = pg_error_set(err, PG_ENOMEM, "out of memory listing tokens");
-                    break;
-                }
-                v = g;
-                cap *= 2;
-            }
+            if (n == cap && (rc = sq_grow(&v, &cap, sizeof *v, "listing tokens", err))) break;
             if (token_row(st, &v[n])) n++;
         }
         if (!rc && r != SQLITE_DONE) rc = sq_fail(s, err, "listing tokens");
