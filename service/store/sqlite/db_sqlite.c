@@ -118,6 +118,25 @@ int sq_prep(sq_db *s, const char *sql, sqlite3_stmt **st, pg_error *err)
     return PG_OK;
 }
 
+int sq_int(sq_db *s, const char *sql, int64_t n1, int64_t n2, const char *what, int64_t *v,
+           int *found, pg_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_prep(s, sql, &st, err);
+    if (rc) return rc;
+    int np = sqlite3_bind_parameter_count(st);
+    if (np >= 1) sqlite3_bind_int64(st, 1, n1);
+    if (np >= 2) sqlite3_bind_int64(st, 2, n2);
+    int r = sqlite3_step(st);
+    if (r == SQLITE_ROW)
+        *v = sqlite3_column_int64(st, 0);
+    else if (r != SQLITE_DONE || !found)
+        rc = sq_fail(s, err, what);
+    if (found) *found = r == SQLITE_ROW;
+    sqlite3_finalize(st);
+    return rc;
+}
+
 int sq_grow(void *pv, size_t *cap, size_t size, const char *what, pg_error *err)
 {
     /* the caller's pointer through memcpy: any object pointer type */

@@ -44,17 +44,11 @@ int sq_job_claim(pg_db *db, const char *node, int64_t now, int64_t lease_s, pg_j
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
     int64_t seq = -1;
+    int any = 0;
     int rc = sq_tx_begin(s, err);
-    if (!rc && !(rc = sq_prep(s, "SELECT seq FROM jobs WHERE " RUNNABLE " ORDER BY seq LIMIT 1",
-                              &st, err))) {
-        sqlite3_bind_int64(st, 1, now);
-        int r = sqlite3_step(st);
-        if (r == SQLITE_ROW)
-            seq = sqlite3_column_int64(st, 0);
-        else if (r != SQLITE_DONE)
-            rc = sq_fail(s, err, "finding a runnable job");
-        sqlite3_finalize(st);
-    }
+    if (!rc)
+        rc = sq_int(s, "SELECT seq FROM jobs WHERE " RUNNABLE " ORDER BY seq LIMIT 1", now, 0,
+                    "finding a runnable job", &seq, &any, err);
     if (!rc && seq >= 0 &&
         !(rc = sq_prep(s,
                        "UPDATE jobs SET owner=?2, lease_until=?1+?3, updated_at=?1, "
@@ -285,15 +279,8 @@ int sq_job_queue_depth(pg_db *db, int64_t *queued, pg_error *err)
 {
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
-    sqlite3_stmt *st;
-    int rc = sq_prep(s, "SELECT count(*) FROM jobs WHERE status='queued'", &st, err);
-    if (!rc) {
-        if (sqlite3_step(st) == SQLITE_ROW)
-            *queued = sqlite3_column_int64(st, 0);
-        else
-            rc = sq_fail(s, err, "counting queued jobs");
-        sqlite3_finalize(st);
-    }
+    int rc = sq_int(s, "SELECT count(*) FROM jobs WHERE status='queued'", 0, 0,
+                    "counting queued jobs", queued, NULL, err);
     pthread_mutex_unlock(&s->mu);
     return rc;
 }

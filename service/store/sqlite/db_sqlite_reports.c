@@ -61,14 +61,12 @@ int sq_report_insert(pg_db *db, pg_report_row *r, int64_t max_queued, int *full,
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
+    int64_t queued = 0;
     int rc = sq_tx_begin(s, err);
-    if (!rc && !(rc = sq_prep(s, "SELECT count(*) FROM reports WHERE status='queued'", &st, err))) {
-        if (sqlite3_step(st) != SQLITE_ROW)
-            rc = sq_fail(s, err, "counting queued reports");
-        else if (sqlite3_column_int64(st, 0) >= max_queued)
-            *full = 1;
-        sqlite3_finalize(st);
-    }
+    if (!rc)
+        rc = sq_int(s, "SELECT count(*) FROM reports WHERE status='queued'", 0, 0,
+                    "counting queued reports", &queued, NULL, err);
+    if (!rc && queued >= max_queued) *full = 1;
     if (!rc && !*full &&
         !(rc = sq_prep(
               s,
@@ -166,20 +164,13 @@ int sq_report_claim(pg_db *db, int64_t now, int64_t stale_s, pg_report_row **out
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
     int64_t seq = -1;
+    int any = 0;
     int rc = sq_tx_begin(s, err);
-    if (!rc && !(rc = sq_prep(s,
-                              "SELECT seq FROM reports WHERE status='queued' OR "
-                              "(status='running' AND updated_at<=?1-?2) ORDER BY seq LIMIT 1",
-                              &st, err))) {
-        sqlite3_bind_int64(st, 1, now);
-        sqlite3_bind_int64(st, 2, stale_s);
-        int r = sqlite3_step(st);
-        if (r == SQLITE_ROW)
-            seq = sqlite3_column_int64(st, 0);
-        else if (r != SQLITE_DONE)
-            rc = sq_fail(s, err, "finding a queued report");
-        sqlite3_finalize(st);
-    }
+    if (!rc)
+        rc = sq_int(s,
+                    "SELECT seq FROM reports WHERE status='queued' OR "
+                    "(status='running' AND updated_at<=?1-?2) ORDER BY seq LIMIT 1",
+                    now, stale_s, "finding a queued report", &seq, &any, err);
     if (!rc && seq >= 0 &&
         !(rc = sq_prep(s,
                        "UPDATE reports SET status='running', stage='', progress=0, error=NULL, "

@@ -29,15 +29,7 @@ int sq_token_count(pg_db *db, int64_t *n, pg_error *err)
 {
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
-    sqlite3_stmt *st;
-    int rc = sq_prep(s, "SELECT count(*) FROM tokens", &st, err);
-    if (!rc) {
-        if (sqlite3_step(st) == SQLITE_ROW)
-            *n = sqlite3_column_int64(st, 0);
-        else
-            rc = sq_fail(s, err, "counting tokens");
-        sqlite3_finalize(st);
-    }
+    int rc = sq_int(s, "SELECT count(*) FROM tokens", 0, 0, "counting tokens", n, NULL, err);
     pthread_mutex_unlock(&s->mu);
     return rc;
 }
