@@ -435,9 +435,11 @@ int pg_db_job_delete(pg_db *db, const char *id, int *found, int *conflict, pg_er
  * claimed from yet may still write, and one whose clock is wrong cannot
  * write over its successor. A refused write means "stop this job now".
  * PostgreSQL bounds how long these transactions (and claims) may sit idle
- * holding the row (1 s): a replica stopped inside one is rolled back by
- * the server, so the claim's SKIP LOCKED cannot pass its job over for
- * longer than that after the lease ran out (service/store/pg/db_pg_queue.c).
+ * holding the row (1 s): a replica stopped between two statements of one is
+ * rolled back by the server; and a claim that finds nothing ends the
+ * sessions that have held an expired job's row for over 2 s (a replica
+ * stopped inside a statement), so the claim's SKIP LOCKED cannot pass its
+ * job over for long after the lease ran out (service/store/pg/db_pg_queue.c).
  *
  * Privacy of a takeover: the ledger is charged once, by pg_db_job_admit; a
  * claim never touches the ledger, so a job resumed by another replica is

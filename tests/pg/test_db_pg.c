@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <zlib.h>
 
 #include "engine/core/alloc.h"
@@ -727,6 +728,155 @@ START_TEST(concurrent_admissions_never_overspend)
 }
 END_TEST
 
+/* ---- a frozen owner inside a statement ----------------------------------- */
+
+/* The owner of a job freezes (SIGSTOP, a hung VM, a cut network) in the
+ * middle of sending one statement of its fenced checkpoint write, after the
+ * write locked the job row: here a connection of the test's own takes the
+ * row as pg_db_ckpt_put_owned does, then sends a 16 MiB chunk INSERT
+ * without blocking and never flushes the rest. Its backend reads the rest of
+ * the message for as long as the client lives: neither the 1 s
+ * idle-in-transaction bound nor statement_timeout interrupts that (both
+ * tried: the row stayed locked past 45 s with a 30 s statement_timeout), so
+ * the claim's SKIP LOCKED passed the job over forever. Now a claimer that
+ * finds nothing ends a session holding an expired job's row for more than
+ * 2 s (db_pg_queue.c): the job is taken over about a lease after the
+ * freeze, nothing the frozen owner sent lands, and its later writes are
+ * refused by the fence. The waits are bounds, not timings: 60 s for a 2 s
+ * lease. */
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void nap_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts)) {
+    }
+}
+
+static long long frozen_state(PGconn *mon, int pid, const char *state, const char *wait_event)
+{
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM pg_stat_activity WHERE pid = %d AND state = '%s' AND "
+             "wait_event IS NOT DISTINCT FROM '%s'",
+             pid, state, wait_event);
+    return scalar(mon, sql);
+}
+
+START_TEST(an_owner_frozen_inside_a_statement_is_taken_over)
+{
+    pg_db *db = open_db(pgt_uri());
+    pg_error e = {0};
+    make_dataset(db, "ds_fz", 2);
+    pg_test_jobs_drain(db);
+    pg_test_job_admit(db, "t1", "ds_fz", "job_fz", "{}");
+    pg_job_row *r;
+    int found = 0, held = 1;
+    int64_t t0 = (int64_t)time(NULL);
+    ck_assert_int_eq(pg_db_job_claim(db, "w:old", t0, 2, &r, &found, &e), PG_OK);
+    ck_assert(found);
+    ck_assert_str_eq(r->id, "job_fz");
+    pg_job_rows_free(r, 1);
+
+    PGconn *own = side(), *mon = side();
+    int pid = PQbackendPID(own);
+    exec_ok(own, "BEGIN");
+    exec_ok(own, "SET LOCAL idle_in_transaction_session_timeout = 1000");
+    ck_assert_int_eq(scalar(own, "SELECT count(*) FROM (SELECT 1 FROM jobs WHERE id = 'job_fz' "
+                                 "AND owner = 'w:old' AND status = 'running' FOR UPDATE) l"),
+                     1);
+    size_t n = (size_t)16 << 20;
+    char *blob = calloc(1, n);
+    ck_assert_ptr_nonnull(blob);
+    const char *v[4] = {"job_fz", "400", "0", blob};
+    int len[4] = {0, 0, 0, (int)n}, fmt[4] = {0, 0, 0, 1};
+    ck_assert_int_eq(PQsetnonblocking(own, 1), 0);
+    ck_assert_int_eq(PQsendQueryParams(own,
+                                       "INSERT INTO checkpoint_chunks(job_id, step, i, data) "
+                                       "VALUES ($1, $2, $3, $4)",
+                                       4, NULL, v, len, fmt, 0),
+                     1);
+    /* part of the message is out, the rest stays in libpq's buffer: the
+     * frozen client */
+    ck_assert_int_eq(PQflush(own), 1);
+    int reading = 0;
+    for (int i = 0; i < 500 && !reading; i++) {
+        reading = frozen_state(mon, pid, "active", "ClientRead") == 1;
+        if (!reading) nap_ms(10);
+    }
+    ck_assert_msg(reading, "the frozen owner's backend is not reading a statement");
+
+    /* Its lease runs out; the first claim after that finds nothing (the row
+     * is locked) and ends the holder once it has held the row 2 s; a later
+     * claim takes the job. */
+    double start = mono_s();
+    found = 0;
+    while (!found && mono_s() - start < 60) {
+        ck_assert_msg(pg_db_job_claim(db, "w:new", (int64_t)time(NULL), 3600, &r, &found, &e) ==
+                          PG_OK,
+                      "%s", e.msg);
+        if (found) {
+            ck_assert_str_eq(r->id, "job_fz");
+            pg_job_rows_free(r, 1);
+        } else {
+            /* before the lease ran out the holder is left alone */
+            if ((int64_t)time(NULL) < t0 + 2)
+                ck_assert_int_eq(scalar(mon, "SELECT count(*) FROM pg_stat_activity WHERE "
+                                             "state = 'active' AND wait_event = 'ClientRead' AND "
+                                             "query LIKE 'INSERT INTO checkpoint_chunks%'"),
+                                 1);
+            nap_ms(200);
+        }
+    }
+    ck_assert_msg(found, "no claim took the job over from its frozen owner in 60 s");
+    char q[128];
+    snprintf(q, sizeof q, "SELECT count(*) FROM pg_stat_activity WHERE pid = %d", pid);
+    ck_assert_int_eq(scalar(mon, q), 0); /* its session is gone */
+    fprintf(stderr, "frozen owner (lease 2 s) taken over after %.1f s\n", mono_s() - start);
+
+    /* The owner wakes: what it had sent was rolled back, its connection is
+     * gone, and its writes through a new one are refused by the fence. */
+    int flushed = 0;
+    for (int i = 0; i < 100 && !flushed; i++) flushed = PQflush(own) != 1;
+    PGresult *res;
+    while ((res = PQgetResult(own)) != NULL) {
+        ck_assert_int_ne(PQresultStatus(res), PGRES_COMMAND_OK);
+        PQclear(res);
+    }
+    PQfinish(own);
+    free(blob);
+    ck_assert_int_eq(scalar(mon, "SELECT count(*) FROM checkpoint_chunks WHERE job_id = 'job_fz'"),
+                     0);
+    unsigned char b[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    ck_assert_int_eq(pg_db_ckpt_put_owned(db, "job_fz", "w:old", 400, b, sizeof b,
+                                          (uint32_t)crc32(0L, b, sizeof b), &held, &e),
+                     PG_OK);
+    ck_assert(!held);
+    pg_job_patch pt = {.now = (int64_t)time(NULL), .step = 400, .steps_reserved = 800};
+    ck_assert_int_eq(pg_db_job_patch_owned(db, "job_fz", "w:old", &pt, &held, &e), PG_OK);
+    ck_assert(!held);
+    ck_assert_int_eq(pg_db_job_heartbeat(db, "job_fz", "w:old", (int64_t)time(NULL), 2, &held, &e),
+                     PG_OK);
+    ck_assert(!held);
+    pg_ckpt_row *rows;
+    size_t count;
+    ck_assert_int_eq(pg_db_ckpt_list(db, "job_fz", &rows, &count, &e), PG_OK);
+    ck_assert_uint_eq(count, 0);
+    free(rows);
+    ck_assert_int_eq(scalar(mon, "SELECT count(*) FROM jobs WHERE id = 'job_fz' AND owner = "
+                                 "'w:new' AND status = 'running' AND step = 0 AND "
+                                 "steps_reserved = 0"),
+                     1);
+    PQfinish(mon);
+    pg_db_close(db);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("db_pg");
@@ -744,6 +894,10 @@ int main(void)
     tcase_add_test(tc, idempotency_one_winner);
     tcase_add_test(tc, concurrent_admissions_never_overspend);
     suite_add_tcase(s, tc);
+    TCase *tf = tcase_create("frozen");
+    tcase_set_timeout(tf, 120);
+    tcase_add_test(tf, an_owner_frozen_inside_a_statement_is_taken_over);
+    suite_add_tcase(s, tf);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

@@ -156,6 +156,55 @@ START_TEST(statement_timeout_fires)
 }
 END_TEST
 
+/* A pooled session left idle inside a transaction (its client frozen
+ * between two statements) is ended by the server after the statement
+ * timeout, and the row it locked is free again; the pool replaces the
+ * connection. Bounds, not timings: a 1 s timeout, 20 s to see it. */
+START_TEST(idle_in_transaction_is_bounded)
+{
+    pg_pgpool *p = open_pool(1, 1000, 5000);
+    PGconn *c, *side = PQconnectdb(pgt_uri());
+    ck_assert_int_eq(PQstatus(side), CONNECTION_OK);
+    pg_error e = {0};
+    ck_assert_int_eq(pg_pgpool_acquire(p, &c, &e), PG_OK);
+    ck_assert_int_eq(pg_pgpool_exec(c,
+                                    "DROP TABLE IF EXISTS idle_t; "
+                                    "CREATE TABLE idle_t(x int primary key); "
+                                    "INSERT INTO idle_t VALUES (1)",
+                                    "t", &e),
+                     PG_OK);
+    int pid = backend_pid(c);
+    ck_assert_int_eq(pg_pgpool_exec(c, "BEGIN", "begin", &e), PG_OK);
+    ck_assert_int_eq(pg_pgpool_exec(c, "SELECT x FROM idle_t WHERE x = 1 FOR UPDATE", "lock", &e),
+                     PG_OK);
+    /* the client stops here: its row comes free without it */
+    int free_again = 0;
+    for (int i = 0; i < 200 && !free_again; i++) {
+        PGresult *r = PQexec(side, "SELECT x FROM idle_t WHERE x = 1 FOR UPDATE NOWAIT");
+        free_again = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+        PQclear(r);
+        if (!free_again) usleep(100000);
+    }
+    ck_assert_msg(free_again, "the idle transaction still holds its row after 20 s");
+    char q[96];
+    snprintf(q, sizeof q, "SELECT count(*) FROM pg_stat_activity WHERE pid = %d", pid);
+    int gone = 0; /* its entry goes a moment after its locks */
+    for (int i = 0; i < 100 && !gone; i++) {
+        PGresult *r = PQexec(side, q);
+        gone = PQresultStatus(r) == PGRES_TUPLES_OK && !strcmp(PQgetvalue(r, 0, 0), "0");
+        PQclear(r);
+        if (!gone) usleep(50000);
+    }
+    ck_assert_msg(gone, "the idle session %d is still there", pid);
+    pg_pgpool_release(p, c);
+    ck_assert_int_eq(pg_pgpool_acquire(p, &c, &e), PG_OK);
+    ck_assert_int_ne(backend_pid(c), pid); /* replaced, and usable */
+    pg_pgpool_release(p, c);
+    PQfinish(side);
+    pg_pgpool_close(p);
+}
+END_TEST
+
 START_TEST(sql_errors_are_eio_and_roll_back)
 {
     pg_pgpool *p = open_pool(1, 5000, 5000);
@@ -265,6 +314,7 @@ int main(void)
     tcase_add_test(tc, threads_share_a_bounded_pool);
     tcase_add_test(tc, acquire_times_out_when_all_busy);
     tcase_add_test(tc, statement_timeout_fires);
+    tcase_add_test(tc, idle_in_transaction_is_bounded);
     tcase_add_test(tc, sql_errors_are_eio_and_roll_back);
     tcase_add_test(tc, terminated_backend_is_replaced);
     tcase_add_test(tc, server_restart_recovers);

@@ -20,6 +20,11 @@
  *    now bound their idle time (service/store/pg/db_pg_queue.c). The random-point
  *    partition test above hit that window in some runs; this one always
  *    does;
+ *  - the owner stopped inside a statement of that write that cannot end
+ *    while it is stopped (it waits on a lock the test holds): taken over
+ *    about a lease after the stop, not at the 30 s statement_timeout (a
+ *    claimer ends the session holding an expired job's row), and the
+ *    stopped write never lands;
  *  - an owner killed between storing a checkpoint and writing its step to
  *    the job row: the new owner resumes from that checkpoint with the
  *    owner's reservation and loses no step (the kill9 test of
@@ -30,6 +35,7 @@
  * ran against the charged plan. */
 #include <libpq-fe.h>
 #include <math.h>
+#include <time.h>
 
 #include "replicas/rpl.h"
 #include "support/pg_test.h"
@@ -167,13 +173,14 @@ START_TEST(a_woken_replica_shows_the_result_of_the_new_owner)
     pg_job_row row;
     int x = rpl_wait_running(&C, id, EVERY, 60, &row);
     rpl_stop(&C, x);
-    /* 60 s, not 30: x is stopped wherever it is, not settled (the view is
-     * what this test is about), so it may be stopped inside a statement of a
-     * transaction that holds the job row. Nothing ends that statement before
-     * the pool's 30 s statement_timeout, and only then can the lease be
-     * taken; under ASan on two loaded cores the takeover missed a 30 s wait
-     * (CI, stop 36). The settled takeovers below keep their bounds. */
-    int y = rpl_wait_new_owner(&C, id, C.node[x], 60, &row);
+    /* x is stopped wherever it is, not settled (the view is what this test
+     * is about), so it may be stopped inside a statement of a transaction
+     * that holds the job row. A claimer ends that session once the lease
+     * ran out (service/store/pg/db_pg_queue.c; before, only the pool's 30 s
+     * statement_timeout did, or nothing when x was stopped while sending a
+     * statement), so the takeover comes about a lease (4 s) after the stop;
+     * 30 s is a margin for ASan on two loaded cores, not a timing. */
+    int y = rpl_wait_new_owner(&C, id, C.node[x], 30, &row);
     ck_assert_int_ne(y, x);
     rpl_wait_status(&C, id, "succeeded", 120);
     rpl_cont(&C, x);
@@ -355,7 +362,70 @@ START_TEST(an_owner_stopped_inside_its_checkpoint_write_is_still_taken_over)
     PQfinish(mon);
     rpl_settle(&C, x, 0, 10);
     ck_assert_int_eq(rpl_last_ckpt(&C, id), last); /* the stopped write did not land */
-    after_takeover(id, ds, x, &left, last, S, EVERY, 60);
+    after_takeover(id, ds, x, &left, last, S, EVERY, 30);
+}
+END_TEST
+
+/* The owner stopped *inside* a statement of its fenced checkpoint write,
+ * holding the job row: as above, but the test keeps the checkpoints table
+ * locked, so the stopped owner's statement never ends on its own. Its
+ * backend waits on the lock, neither idle (the 1 s bound does not apply)
+ * nor finished; only the pool's 30 s statement_timeout would end it, and
+ * until then the claim's SKIP LOCKED passed the job over (a client frozen
+ * while sending a message holds it even longer: tests/pg/test_db_pg.c,
+ * an_owner_frozen_inside_a_statement_is_taken_over). Another replica must
+ * take the job over about a lease (4 s) after the stop, well before that
+ * 30 s: a claimer ends the session that holds an expired job's row
+ * (service/store/pg/db_pg_queue.c). Only then does the test let the table
+ * go (the new owner writes checkpoints too). The stopped write never lands
+ * and the woken owner writes nothing (after_takeover). */
+START_TEST(an_owner_stopped_inside_a_statement_is_taken_over_within_its_lease)
+{
+    enum { S = 8000, EVERY = 400 };
+    rpl_up(&C, "instmt", 4, 1);
+    char ds[64], body[512], id[64];
+    rpl_dataset(&C.r[0], 100.0, ROWS, ds);
+    rpl_job_body(body, sizeof body, ds, S, 5.0, EVERY);
+    rpl_submit(&C.r[1], body, id);
+    pg_job_row row;
+    int x = rpl_wait_running(&C, id, EVERY, 60, &row);
+    PGconn *lk = pq_open(C.db_url), *mon = pq_open(C.db_url);
+    pq_ok(lk, "BEGIN");
+    pq_ok(lk, "LOCK TABLE checkpoints IN EXCLUSIVE MODE");
+    int blocked = 0;
+    for (int i = 0; i < 60 * 50 && !blocked; i++) {
+        blocked = pq_blocked_on_checkpoints(mon, x) > 0;
+        if (!blocked) pg_sleep_ms(20);
+    }
+    ck_assert_msg(blocked, "the owner of %s wrote no checkpoint in 60 s", id);
+    rpl_stop(&C, x); /* inside the write's statement, holding the job row */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    pg_job_row left;
+    ck_assert(rpl_row(&C, id, &left));
+    ck_assert_str_eq(left.owner, C.node[x]);
+    int64_t last = rpl_last_ckpt(&C, id);
+    ck_assert_int_eq(last, left.step);
+    /* 20 s: five leases, and 10 s before the statement_timeout would have
+     * freed the row (the old code's takeover came at about 31 s) */
+    int y = rpl_wait_new_owner(&C, id, C.node[x], 20, &row);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    ck_assert_int_ne(y, x);
+    fprintf(stderr, "instmt: %s took %s over %.1f s after %s stopped (lease 4 s)\n", C.node[y], id,
+            (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec), C.node[x]);
+    /* its session was ended, its write rolled back (read while the table
+     * is still the test's: nobody can have written since) */
+    int gone = 0;
+    for (int i = 0; i < 10 * 50 && !gone; i++) {
+        gone = pq_blocked_on_checkpoints(mon, x) == 0;
+        if (!gone) pg_sleep_ms(20);
+    }
+    ck_assert(gone);
+    ck_assert_int_eq(rpl_last_ckpt(&C, id), last);
+    pq_ok(lk, "COMMIT");
+    PQfinish(lk);
+    PQfinish(mon);
+    after_takeover(id, ds, x, &left, last, S, EVERY, 30);
 }
 END_TEST
 
@@ -501,6 +571,10 @@ static Suite *suite(void)
     tcase_add_test(tt, an_owner_stopped_inside_its_checkpoint_write_is_still_taken_over);
     tcase_add_test(tt, an_owner_killed_between_its_checkpoint_and_its_step_write_loses_no_step);
     suite_add_tcase(s, tt);
+    TCase *tf = tcase_create("frozen");
+    tcase_set_timeout(tf, 200);
+    tcase_add_test(tf, an_owner_stopped_inside_a_statement_is_taken_over_within_its_lease);
+    suite_add_tcase(s, tf);
     return s;
 }
 

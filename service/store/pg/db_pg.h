@@ -120,7 +120,8 @@ int pgb_tx(pgb *b, pgb_fn fn, void *ctx, pg_error *err);
  * ms idle in the transaction and rolls it back: an expired lease is then taken over at most that
  * much later, and the stalled writer's statements never land (rolled back before the claim can lock
  * the row; on waking its next statement fails, the worker retries on a new connection and the fence
- * refuses it). A healthy client is idle in these transactions only for a
+ * refuses it). A client stopped inside a statement is not idle: the claim ends that one
+ * (pgb_job_claim, db_pg_queue.c). A healthy client is idle in these transactions only for a
  * round trip, so 1 s is far above it, and below the shortest lease the
  * flags accept (2 s, service/config.c). A healthy writer that is cut off
  * anyway gets PG_EUNAVAIL and retries like after any lost connection. */

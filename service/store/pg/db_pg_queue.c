@@ -56,6 +56,48 @@ static int claim_fn(PGconn *c, void *ctx, pg_error *err)
     return rc;
 }
 
+/* A job whose lease ran out while a session still holds its row: the
+ * claim's SKIP LOCKED passes it over for as long as that session lives.
+ * The idle-in-transaction bound (pgb_tx_row) ends a holder stopped between
+ * two statements, but not one stopped *inside* a statement: a client frozen
+ * in the middle of sending a message (a checkpoint chunk is up to PGB_CHUNK
+ * bytes; libpq writes it in pieces, and a SIGSTOP, a hung VM or a cut
+ * network can fall between two of them) leaves its backend reading the rest
+ * of the message, which neither idle_in_transaction_session_timeout nor
+ * statement_timeout interrupts (PostgreSQL holds query cancels while it
+ * reads a message), and one waiting on a lock is released only by the
+ * 30 s statement_timeout. So a claimer that found nothing ends such
+ * holders itself: the sessions whose transaction holds (xmax) the row of a
+ * running job whose lease ran out by the claimer's clock, and began more
+ * than PGB_ROW_STUCK_S ago (a healthy holder of a job row commits in
+ * milliseconds; one that outlives its lease that long has lost it by the
+ * queue's rules). pg_terminate_backend rolls its transaction back, so
+ * nothing it sent lands; its replica, if it wakes, finds its connection
+ * gone, retries and is refused by the fence. The holder is named by its
+ * xid (backend_xid = the row's xmax: every job-row locker here takes the
+ * row alone, so xmax is a plain xid, never a multixact). Ending another
+ * session of the same role needs no privilege beyond it (a different role
+ * needs pg_signal_backend: then this fails with SQLSTATE 42501 and the
+ * claim reports it). */
+#define PGB_ROW_STUCK_S "2"
+static const char REAP_SQL[] =
+    "SELECT count(pg_terminate_backend(a.pid)) FROM jobs j JOIN pg_stat_activity a ON "
+    "a.backend_xid = j.xmax WHERE j.status = 'running' AND j.lease_until <= $1::bigint AND "
+    "a.datname = current_database() AND a.pid <> pg_backend_pid() AND "
+    "a.xact_start < now() - interval '" PGB_ROW_STUCK_S " s'";
+
+static int reap_fn(PGconn *c, void *ctx, pg_error *err)
+{
+    q_ctx *x = ctx;
+    PGresult *r;
+    int rc =
+        pgb_q(c, REAP_SQL, &x->a, "ending a stalled session that holds an expired job", &r, err);
+    if (rc) return rc;
+    x->hit = PQntuples(r) == 1 && pgb_i64_at(r, 0, 0) > 0;
+    PQclear(r);
+    return PG_OK;
+}
+
 int pgb_job_claim(pg_db *db, const char *node, int64_t now, int64_t lease_s, pg_job_row **out,
                   int *found, pg_error *err)
 {
@@ -70,7 +112,13 @@ int pgb_job_claim(pg_db *db, const char *node, int64_t now, int64_t lease_s, pg_
     }
     *out = x.row;
     *found = x.row != NULL;
-    return PG_OK;
+    if (x.row) return PG_OK;
+    /* Nothing claimable: end the stalled holders of expired jobs; the next
+     * claim (the worker's next poll) takes their jobs once their backends
+     * are gone. */
+    q_ctx y = {0};
+    pgb_i64(&y.a, now);
+    return pgb_with_conn(PGB(db), reap_fn, &y, err);
 }
 
 /* A fenced UPDATE ... RETURNING 1: x->hit says whether the fence held. */

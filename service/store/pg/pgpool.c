@@ -101,8 +101,19 @@ static void no_notice(void *arg, const char *msg)
 static int setup(pg_pgpool *p, PGconn *c, pg_error *err)
 {
     PQsetNoticeProcessor(c, no_notice, NULL);
-    char sql[96];
-    snprintf(sql, sizeof sql, "SET statement_timeout = %d", p->o.statement_timeout_ms);
+    /* The same bound for a session idle inside a transaction: a client
+     * frozen between two statements (SIGSTOP, a hung VM, a cut network)
+     * would otherwise keep its transaction and every row lock it took
+     * (a dataset's for an admission or an append, a tenant's for a mint)
+     * until the server noticed the dead peer, hours later; others waiting
+     * on those rows would fail at their own statement timeout meanwhile.
+     * No transaction of privgend idles anywhere near that long between its
+     * statements; the ones that lock a job row bound it to 1 s
+     * (pgb_tx_row, db_pg.h). */
+    char sql[160];
+    snprintf(sql, sizeof sql,
+             "SET statement_timeout = %d; SET idle_in_transaction_session_timeout = %d",
+             p->o.statement_timeout_ms, p->o.statement_timeout_ms);
     return pg_pgpool_exec(c, sql, "setting statement_timeout", err);
 }
 

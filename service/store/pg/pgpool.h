@@ -10,7 +10,9 @@
  * Recovery: acquire checks the connection it hands out (a server restart or
  * pg_terminate_backend leaves a socket that only reading reveals as dead)
  * and reconnects it, retrying with a short backoff until the acquire
- * timeout; every (re)connect runs SET statement_timeout. When no connection
+ * timeout; every (re)connect sets statement_timeout and, to the same value,
+ * idle_in_transaction_session_timeout (the server ends a session left idle
+ * inside a transaction that long, releasing its locks). When no connection
  * can be made the call fails with PG_EUNAVAIL, which the HTTP layer turns
  * into 503 + Retry-After: a database outage is a transient condition, never
  * a crash.
@@ -43,7 +45,7 @@ typedef struct pg_pgpool pg_pgpool;
 
 typedef struct pg_pgpool_opts {
     int size;                 /* connections, 1..PG_PGPOOL_MAX */
-    int statement_timeout_ms; /* 0: no timeout */
+    int statement_timeout_ms; /* also the idle-in-transaction bound; 0: no timeout */
     int acquire_timeout_ms;   /* wait for a free or reconnected connection */
     int connect_timeout_s;    /* one connection attempt; <= 0: 5 (the URI may override) */
 } pg_pgpool_opts;
