@@ -47,47 +47,26 @@
 
 extern const char *const pg_calib_wire_rules[];
 
+/* clang-format off */
 #define PG_CALIB_WIRE_PARAM_ROWS                                                                   \
-    {"calibration.class_means",                                                                    \
-     PG_PARAM_BOOL,                                                                                \
-     "false",                                                                                      \
-     0,                                                                                            \
-     0,                                                                                            \
-     NULL,                                                                                         \
-     0,                                                                                            \
-     0,                                                                                            \
+    {"calibration.class_means", PG_PARAM_BOOL, "false", 0, 0, NULL, 0, 0,                          \
      "Typed tables: one Gaussian release of per-class sums and counts of the encoded rows "        \
      "before training (charged in the plan), onto which each class's samples are moved: "          \
      "category frequencies exactly, numbers by calibration.numeric. On by default on a "           \
      "labelled central table."},                                                                   \
-        {"calibration.noise_multiplier",                                                           \
-         PG_PARAM_NUM,                                                                             \
-         "5",                                                                                      \
-         0,                                                                                        \
-         1e4,                                                                                      \
-         NULL,                                                                                     \
-         0,                                                                                        \
-         PG_PARAM_EXCLUSIVE_MIN,                                                                   \
-         "Noise multiplier s of that release (calib_table.h; RDP alpha / s^2 under the "           \
-         "replace-one relation of the sliced-Wasserstein trainers). Labelled tables: max(1, "      \
-         "20 / sqrt(privacy.epsilon)) when a target is given."},                                   \
-        {"calibration.numeric",                                                                    \
-         PG_PARAM_STR,                                                                             \
-         "\"shift\"",                                                                              \
-         0,                                                                                        \
-         0,                                                                                        \
-         pg_calib_wire_rules,                                                                      \
-         0,                                                                                        \
-         0,                                                                                        \
-         "How a class's numbers meet the release: shift (one offset per class and column), rank "  \
-         "(a uniform law with the released mean and a pooled spread) or quantile (the quantile "   \
-         "map released per class at no extra cost, each class's numbers sent onto its CDF by "     \
-         "rank; needs encoding.quantile_map, the default with it)."},                              \
-    {                                                                                              \
-        "calibration.samples_per_class", PG_PARAM_INT, "1000", 10, 100000, NULL, 0, 0,             \
-            "Rows per class drawn with a fixed seed to measure the generator's class statistics "  \
-            "when a snapshot is published (labelled tables: 4000)."                                \
-    }
+    {"calibration.noise_multiplier", PG_PARAM_NUM, "5", 0, 1e4, NULL, 0, PG_PARAM_EXCLUSIVE_MIN,   \
+     "Noise multiplier s of that release (calib_table.h; RDP alpha / s^2 under the replace-one "   \
+     "relation of the sliced-Wasserstein trainers). Labelled tables: max(1, 20 / "                 \
+     "sqrt(privacy.epsilon)) when a target is given."},                                            \
+    {"calibration.numeric", PG_PARAM_STR, "\"shift\"", 0, 0, pg_calib_wire_rules, 0, 0,            \
+     "How a class's numbers meet the release: shift (one offset per class and column), rank (a "   \
+     "uniform law with the released mean and a pooled spread) or quantile (the quantile map "      \
+     "released per class at no extra cost, each class's numbers sent onto its CDF by rank; needs " \
+     "encoding.quantile_map, the default with it)."},                                              \
+    {"calibration.samples_per_class", PG_PARAM_INT, "1000", 10, 100000, NULL, 0, 0,                \
+     "Rows per class drawn with a fixed seed to measure the generator's class statistics when a "  \
+     "snapshot is published (labelled tables: 4000)."}
+/* clang-format on */
 
 typedef struct pg_calib_wire {
     double sigma;     /* calibration.noise_multiplier; 0: off */

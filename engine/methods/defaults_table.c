@@ -20,6 +20,20 @@ static void fill(json_t *s, const char *path, json_t *v)
         pg_spec_set(s, path, v); /* null counts as absent, as in the resolver */
 }
 
+/* The per-class calibration of a labelled central table (calib_table.h):
+ * on, 4000 draws per class, and a noise multiplier that follows the target,
+ * s = max(1, 20 / sqrt(epsilon)) (dp_sinkhorn's measurements below). */
+static void fill_class_calibration(json_t *s)
+{
+    fill(s, "calibration.class_means", json_true());
+    fill(s, "calibration.samples_per_class", json_integer(4000));
+    const json_t *eps = pg_spec_get(s, "privacy.epsilon");
+    if (json_is_number(eps) && json_number_value(eps) > 0) {
+        double c = 20.0 / sqrt(json_number_value(eps));
+        fill(s, "calibration.noise_multiplier", json_real(c < 1.0 ? 1.0 : c));
+    }
+}
+
 void pg_defaults_table_fill(json_t *s, const char *method, const pg_data_desc *desc)
 {
     const pg_table *t = desc->table;
@@ -71,15 +85,8 @@ void pg_defaults_table_fill(json_t *s, const char *method, const pg_data_desc *d
          * too little and scored lower, 0.70 against 0.74 at 8, 5 runs
          * each), 1 from epsilon 400 on (a per-class frequency within about
          * 0.01 on 1000 rows of a class). */
-        if (labelled && desc->model == PG_PRIVACY_CENTRAL && t->width == desc->d) {
-            fill(s, "calibration.class_means", json_true());
-            fill(s, "calibration.samples_per_class", json_integer(4000));
-            const json_t *eps = pg_spec_get(s, "privacy.epsilon");
-            if (json_is_number(eps) && json_number_value(eps) > 0) {
-                double c = 20.0 / sqrt(json_number_value(eps));
-                fill(s, "calibration.noise_multiplier", json_real(c < 1.0 ? 1.0 : c));
-            }
-        }
+        if (labelled && desc->model == PG_PRIVACY_CENTRAL && t->width == desc->d)
+            fill_class_calibration(s);
     }
     /* swd_gen on a central typed table (docs/benchmarks.md, "swd_gen on
      * tables"). Every release adds noise of std S x diameter to each row's
@@ -143,13 +150,7 @@ void pg_defaults_table_fill(json_t *s, const char *method, const pg_data_desc *d
         t->width == desc->d && !pg_spec_get(s, "latent")) {
         const json_t *a = pg_spec_get(s, "labels.class_alpha");
         if (!(json_is_number(a) && !(json_number_value(a) > 0.0))) {
-            fill(s, "calibration.class_means", json_true());
-            fill(s, "calibration.samples_per_class", json_integer(4000));
-            const json_t *eps = pg_spec_get(s, "privacy.epsilon");
-            if (json_is_number(eps) && json_number_value(eps) > 0) {
-                double c = 20.0 / sqrt(json_number_value(eps));
-                fill(s, "calibration.noise_multiplier", json_real(c < 1.0 ? 1.0 : c));
-            }
+            fill_class_calibration(s);
             if (pg_spec_bool(s, "encoding.quantile_map", false) &&
                 pg_spec_bool(s, "calibration.class_means", false))
                 fill(s, "calibration.numeric", json_string("quantile"));

@@ -29,6 +29,7 @@
 #include "engine/methods/swd.h"
 #include "engine/methods/swd_spec.h"
 #include "engine/privacy/privacy.h"
+#include "support/pg_dps_test.h"
 #include "support/pg_method_test.h"
 #include "support/pg_table_test.h"
 #include "support/pg_test.h"
@@ -114,40 +115,52 @@ static json_t *spec_of(world *w, const char *text)
  * the improved conversion. A target epsilon resolves to a multiplier whose
  * plan meets it. Defaults on a labelled table turn the calibration on with
  * s = max(1, 20 / sqrt(epsilon)) and the quantile rule. */
+/* The plan of `calib` (a calibration object's text) next to 7 releases at
+ * noise multiplier 0.8 on all rows, a label count at 10 and a quantile map
+ * at 4; its curve must be the closed forms' sum plus cs alpha (the class
+ * statistics' part), and its epsilon their conversion at delta. */
+static void check_plan(world *w, const char *calib, double cs, pg_privacy_plan *p)
+{
+    char text[400];
+    snprintf(text, sizeof text,
+             "{\"privacy\": {\"noise_multiplier\": 0.8}, \"train\": {\"steps\": 70, "
+             "\"steps_per_release\": 10}, \"labels\": {\"count_noise\": 10}, \"encoding\": "
+             "{\"quantile_noise\": 4}, \"calibration\": %s}",
+             calib);
+    json_t *r = spec_of(w, text);
+    ck_assert_int_eq(swd_gen()->plan(r, &w->in, p, NULL), PG_OK);
+    json_decref(r);
+    double mine[PG_PLAN_MAX_ORDERS], eps;
+    for (int i = 0; i < p->norders; i++) {
+        double a = p->orders[i];
+        mine[i] = 7.0 * a / (2 * 0.64) + a / 100.0 + a / 32.0 + cs * a;
+        ck_assert_msg(fabs(p->rdp[i] - mine[i]) <= 1e-12 * mine[i], "order %g: %g vs %g", a,
+                      p->rdp[i], mine[i]);
+    }
+    ck_assert_int_eq(pg_rdp_to_dp(p->orders, mine, (size_t)p->norders, 1e-5, PG_RDP_CONV_IMPROVED,
+                                  &eps, NULL, NULL),
+                     PG_OK);
+    ck_assert_double_eq_tol(p->epsilon, eps, 1e-12 * eps);
+}
+
+/* The plan composes the projection releases (alpha / (2 0.8^2) each), the
+ * label count (alpha / 10^2, replace-one), the quantile map (alpha / (2
+ * 4^2)) and the class statistics (alpha / 3^2), checked against closed
+ * forms; without calibration the last term is gone. A target epsilon
+ * resolves to a multiplier whose plan meets it. Defaults on a labelled
+ * table turn the calibration on with s = max(1, 20 / sqrt(epsilon)) and the
+ * quantile rule. */
 START_TEST(plan_is_the_independent_sum)
 {
     world w;
     build(&w);
-    json_t *r = spec_of(&w, "{\"privacy\": {\"noise_multiplier\": 0.8}, \"train\": {\"steps\": 70, "
-                            "\"steps_per_release\": 10}, \"labels\": {\"count_noise\": 10}, "
-                            "\"encoding\": {\"quantile_noise\": 4}, \"calibration\": "
-                            "{\"class_means\": true, \"noise_multiplier\": 3}}");
-    pg_privacy_plan p;
-    ck_assert_int_eq(swd_gen()->plan(r, &w.in, &p, NULL), PG_OK);
+    pg_privacy_plan p, p0;
+    check_plan(&w, "{\"class_means\": true, \"noise_multiplier\": 3}", 1.0 / 9.0, &p);
     ck_assert_str_eq(p.mechanism, "gaussian_projection_per_step+label_counts+class_stats+qmap");
-    double mine[PG_PLAN_MAX_ORDERS];
-    for (int i = 0; i < p.norders; i++) {
-        double a = p.orders[i];
-        mine[i] = 7.0 * a / (2 * 0.64) + a / 100.0 + a / 32.0 + a / 9.0;
-        ck_assert_msg(fabs(p.rdp[i] - mine[i]) <= 1e-12 * mine[i], "order %g: %g vs %g", a,
-                      p.rdp[i], mine[i]);
-    }
-    double eps;
-    ck_assert_int_eq(pg_rdp_to_dp(p.orders, mine, (size_t)p.norders, 1e-5, PG_RDP_CONV_IMPROVED,
-                                  &eps, NULL, NULL),
-                     PG_OK);
-    ck_assert_double_eq_tol(p.epsilon, eps, 1e-12 * eps);
-    json_decref(r);
-    /* The class statistics are what moved epsilon: without them it drops. */
-    r = spec_of(&w, "{\"privacy\": {\"noise_multiplier\": 0.8}, \"train\": {\"steps\": 70, "
-                    "\"steps_per_release\": 10}, \"labels\": {\"count_noise\": 10}, "
-                    "\"encoding\": {\"quantile_noise\": 4}, \"calibration\": "
-                    "{\"class_means\": false}}");
-    pg_privacy_plan p0;
-    ck_assert_int_eq(swd_gen()->plan(r, &w.in, &p0, NULL), PG_OK);
+    check_plan(&w, "{\"class_means\": false}", 0.0, &p0);
     ck_assert_str_eq(p0.mechanism, "gaussian_projection_per_step+label_counts+qmap");
     ck_assert(p0.epsilon < p.epsilon);
-    json_decref(r);
+    json_t *r;
     /* A target: defaults fill the calibration, the plan meets the target. */
     r = spec_of(&w, "{\"privacy\": {\"epsilon\": 5}}");
     ck_assert(json_is_true(pg_spec_get(r, "calibration.class_means")));
@@ -267,17 +280,19 @@ START_TEST(checkpoints_round_trip)
     ck_assert_ptr_nonnull(pg_ckpt_find(&ck, "calibration.class_cdf"));
     pg_ckpt_free(&ck);
     pg_test_checkpoint_round_trip(swd_gen(), r, &w.in, bytes, len, 300, W, 1);
-    pg_snapshot *live, *loaded;
-    ck_assert_int_eq(swd_gen()->snapshot(tr, &live, NULL), PG_OK);
-    ck_assert_int_eq(swd_gen()->load_snapshot(bytes, len, &loaded, NULL), PG_OK);
-    float *a = pg_alloc_f32(400 * W), *b = pg_alloc_f32(400 * W);
-    ck_assert_int_eq(pg_snapshot_sample(live, 400, 12, -1, a, NULL), PG_OK);
-    ck_assert_int_eq(pg_snapshot_sample(loaded, 400, 12, -1, b, NULL), PG_OK);
-    ck_assert(memcmp(a, b, 400 * W * sizeof *a) == 0);
-    pg_free(a);
-    pg_free(b);
-    pg_snapshot_release(live);
-    pg_snapshot_release(loaded);
+    /* The live trainer's rows are the bytes' rows. */
+    size_t m = 400 * W;
+    float *rows = pg_alloc_f32(2 * m);
+    for (int j = 0; j < 2; j++) {
+        pg_snapshot *s = NULL;
+        ck_assert_int_eq(j ? swd_gen()->load_snapshot(bytes, len, &s, NULL)
+                           : swd_gen()->snapshot(tr, &s, NULL),
+                         PG_OK);
+        ck_assert_int_eq(pg_snapshot_sample(s, 400, 12, -1, rows + j * m, NULL), PG_OK);
+        pg_snapshot_release(s);
+    }
+    ck_assert(memcmp(rows, rows + m, m * sizeof *rows) == 0);
+    pg_free(rows);
     ck_assert_int_eq(pg_swd_trainer_releases(tr), made); /* serving released nothing */
     /* Another noise: another mechanism than the one charged. */
     ck_assert_int_eq(
@@ -316,19 +331,9 @@ END_TEST
  * checkpoint carries no calibration, and asking for it is a field error. */
 START_TEST(untyped_rows_release_nothing_new)
 {
-    size_t n = 400;
-    float *x = pg_alloc_f32(n * 2);
-    int32_t *lab = pg_calloc(n, sizeof *lab);
-    pg_rng r;
-    pg_rng_seeded(&r, 8, 0);
-    for (size_t i = 0; i < n; i++) {
-        lab[i] = (int32_t)(i % 2);
-        x[2 * i] = (float)(lab[i] ? 1.0 : -1.0) + 0.2f * (float)pg_rng_normal(&r);
-        x[2 * i + 1] = 0.2f * (float)pg_rng_normal(&r);
-    }
     pg_dataset ds;
     pg_data_desc desc;
-    pg_test_central_2d(x, lab, n, 2, 1e4, &ds, &desc);
+    make_central(400, 0.0f, &ds, &desc);
     pg_job_data in = {.desc = &desc, .rows = &ds};
     pg_spec_errors e;
     json_t *s = pg_test_resolve(swd_gen(),
