@@ -75,6 +75,7 @@
 #include "engine/methods/qmap_spec.h"
 #include "engine/methods/snapshot.h"
 #include "engine/methods/trainer.h"
+#include "engine/methods/warnings.h"
 #include "engine/ot/divergence.h"
 #include "engine/privacy/privacy.h"
 
@@ -626,6 +627,7 @@ static int dps_create(const json_t *r, const pg_job_data *in, int threads, pg_tr
         rc = pg_qmap_spec_release_classes(r, in->desc, &g->secure, g->data->x, g->data->labels,
                                           g->data->n, g->gen.num_classes, 0, &g->gen, g->class_cdf,
                                           err);
+    if (rc == PG_OK) pg_warn_qmap_empty(&g->base, g->gen.qmap, in->desc->table); /* released */
     /* On a table the class statistics are taken in the space the generator
      * trains in, after the quantile map (itself released above). */
     if (rc == PG_OK && g->calib && g->gen.heads)
@@ -636,6 +638,9 @@ static int dps_create(const json_t *r, const pg_job_data *in, int threads, pg_tr
         rc = pg_label_count_release(&g->secure, g->data->labels, g->data->n, g->gen.num_classes,
                                     g->count_sigma, g->label_counts, err);
         if (rc == PG_OK) pg_label_count_weights(g->label_counts, g->gen.num_classes, g->label_w);
+        if (rc == PG_OK) /* released: a class lost in the noise is said */
+            pg_warn_class_counts(&g->base, in->desc->table, g->label_counts, g->gen.num_classes,
+                                 g->count_sigma);
     }
     if (rc) {
         dps_destroy(&g->base);
