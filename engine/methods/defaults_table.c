@@ -58,6 +58,20 @@ static void fill(json_t *s, const char *path, json_t *v)
         pg_spec_set(s, path, v); /* null counts as absent, as in the resolver */
 }
 
+/* The per-class calibration of a labelled central table (calib_table.h):
+ * on, 4000 draws per class, and a noise multiplier that follows the target,
+ * s = max(1, 20 / sqrt(epsilon)) (dp_sinkhorn's measurements below). */
+static void fill_class_calibration(json_t *s)
+{
+    fill(s, "calibration.class_means", json_true());
+    fill(s, "calibration.samples_per_class", json_integer(4000));
+    const json_t *eps = pg_spec_get(s, "privacy.epsilon");
+    if (json_is_number(eps) && json_number_value(eps) > 0) {
+        double c = 20.0 / sqrt(json_number_value(eps));
+        fill(s, "calibration.noise_multiplier", json_real(c < 1.0 ? 1.0 : c));
+    }
+}
+
 void pg_defaults_table_fill(json_t *s, const char *method, const pg_data_desc *desc)
 {
     const pg_table *t = desc->table;
@@ -142,10 +156,7 @@ void pg_defaults_table_fill(json_t *s, const char *method, const pg_data_desc *d
                 double q = 6.7 / sqrt(e);
                 fill(s, "encoding.quantile_noise", json_real(q < 2.0 ? 2.0 : q));
             }
-            if (e > 0) {
-                double c = 20.0 / sqrt(e);
-                fill(s, "calibration.noise_multiplier", json_real(c < 1.0 ? 1.0 : c));
-            }
+            fill_class_calibration(s); /* what the rule above left unset */
         }
     }
     /* swd_gen on a central typed table (docs/benchmarks.md, "swd_gen on
@@ -197,6 +208,23 @@ void pg_defaults_table_fill(json_t *s, const char *method, const pg_data_desc *d
         if (json_is_number(eps) && json_number_value(eps) > 0) {
             double q = 10.0 / sqrt(json_number_value(eps));
             fill(s, "encoding.quantile_noise", json_real(q < 2.0 ? 2.0 : q));
+        }
+    }
+    /* swd_gen on labelled central tables (class_alpha > 0, the default):
+     * the per-class calibration dp_sinkhorn has (calib_wire.h). Its
+     * releases see each row in full where the sliced loss sees it through
+     * a projection noised at S x the schema's diameter, so at epsilon 5
+     * (noise std 22 against projections of sd 0.3) the generator learns
+     * little beyond the mean and the release is what carries the classes'
+     * frequencies and numbers (docs/benchmarks.md, swd_gen calibrated). */
+    if (strcmp(method, "swd_gen") == 0 && labelled && desc->model == PG_PRIVACY_CENTRAL &&
+        t->width == desc->d && !pg_spec_get(s, "latent")) {
+        const json_t *a = pg_spec_get(s, "labels.class_alpha");
+        if (!(json_is_number(a) && !(json_number_value(a) > 0.0))) {
+            fill_class_calibration(s);
+            if (pg_spec_bool(s, "encoding.quantile_map", false) &&
+                pg_spec_bool(s, "calibration.class_means", false))
+                fill(s, "calibration.numeric", json_string("quantile"));
         }
     }
     /* dp_sinkhorn on labelled central tables, with the map and the class

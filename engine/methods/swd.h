@@ -178,6 +178,10 @@ typedef struct pg_swd_privacy {
     double qmap_noise;  /* noise multiplier s of the job's quantile map
                            (engine/data/qmap.h), 0 without: RDP alpha / (2 s^2)
                            under replace-one, composed once like the count */
+    double calib_noise; /* noise multiplier s of the job's per-class table
+                           statistics (calib_table.h, calib_wire.h), 0 without:
+                           replace-one moves the released vector by 2 in l2
+                           against noise std sqrt(2) s, RDP alpha / s^2 */
     int approximate;
 } pg_swd_privacy;
 

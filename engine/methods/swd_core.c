@@ -517,6 +517,12 @@ int pg_swd_privacy_curve(const pg_swd_privacy *p, double S, long releases, doubl
             if (rc) return rc;
             rdp[i] += r;
         }
+        if (p->calib_noise > 0.0) {
+            /* the class statistics: std sqrt(2) s on sensitivity 2 */
+            rc = pg_rdp_gaussian(p->calib_noise / sqrt(2.0), orders[i], &r, err);
+            if (rc) return rc;
+            rdp[i] += r;
+        }
     }
     *norders = (int)n;
     return PG_OK;
@@ -527,7 +533,8 @@ int pg_swd_privacy_epsilon(const pg_swd_privacy *p, double S, long releases, dou
 {
     double orders[PG_RDP_DEFAULT_ORDERS], rdp[PG_RDP_DEFAULT_ORDERS];
     int n;
-    if (releases <= 0 && !(p->count_noise > 0.0) && !(p->qmap_noise > 0.0)) {
+    if (releases <= 0 && !(p->count_noise > 0.0) && !(p->qmap_noise > 0.0) &&
+        !(p->calib_noise > 0.0)) {
         *eps = 0.0;
         return PG_OK;
     }

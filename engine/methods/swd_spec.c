@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "engine/data/table.h"
+#include "engine/methods/calib_wire.h"
 #include "engine/methods/label_count.h"
 #include "engine/methods/latent.h"
 #include "engine/methods/qmap_spec.h"
@@ -129,6 +130,9 @@ static int resolve(const json_t *r, const pg_data_desc *desc, size_t k, long rel
     /* The quantile map (methods whose spec has encoding.quantile_map). */
     if (!pg_latent_spec_on(r) && pg_qmap_spec_on(r, desc))
         p->qmap_noise = pg_spec_num(r, "encoding.quantile_noise", PG_QMAP_DEFAULT_NOISE);
+    /* The per-class table statistics (methods whose spec has calibration.*:
+     * swd_gen), released once before training. */
+    if (!pg_latent_spec_on(r)) p->calib_noise = pg_calib_wire_sigma(r, desc);
     pg_error e = {0};
     *field = "privacy";
     if (pg_swd_privacy_init(p, &e)) {
@@ -216,8 +220,22 @@ int pg_swd_spec_plan(const json_t *r, const pg_data_desc *desc, size_t k, long r
      * mechanism name says whether that is one or one per step). */
     plan->steps = steps;
     plan->approximate = p.approximate != 0;
-    snprintf(plan->mechanism, sizeof plan->mechanism, "%s%s%s", mechanism,
-             p.count_noise > 0.0 ? "+label_counts" : "", p.qmap_noise > 0.0 ? "+qmap" : "");
+    /* The one-off releases after the projections' mechanism. The field
+     * holds 63 characters: where all of them would not fit (a subsample
+     * with every release), "_per_step" leaves the base name and the class
+     * statistics are "+stats"; "+label_counts" and "+qmap" stay whole. */
+    bool lc = p.count_noise > 0.0, cs = p.calib_noise > 0.0, qm = p.qmap_noise > 0.0;
+    char base[64];
+    snprintf(base, sizeof base, "%s", mechanism);
+    bool fits =
+        strlen(base) + (lc ? 13 : 0) + (cs ? 12 : 0) + (qm ? 5 : 0) < sizeof plan->mechanism;
+    char *cut = fits ? NULL : strstr(base, "_per_step");
+    if (cut) memmove(cut, cut + 9, strlen(cut + 9) + 1);
+    snprintf(plan->mechanism, sizeof plan->mechanism, "%s%s%s%s", base, lc ? "+label_counts" : "",
+             !cs    ? ""
+             : fits ? "+class_stats"
+                    : "+stats",
+             qm ? "+qmap" : "");
     snprintf(plan->neighbouring, sizeof plan->neighbouring, "replace_one");
     return PG_OK;
 }

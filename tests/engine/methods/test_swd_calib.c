@@ -1,0 +1,385 @@
+/* swd_gen's per-class table calibration (calib_wire.h, calib_table.h):
+ *  - the plan composes the projection releases, the label count, the
+ *    quantile map and the class statistics; its curve and epsilon equal a
+ *    sum computed here from closed forms, and a target epsilon is met;
+ *  - at high epsilon the calibrated samples carry each class's category
+ *    frequencies and numeric mean (statistical bounds below); the same run
+ *    without calibration does not (the rule did the work);
+ *  - checkpoints carry the targets and class CDFs: a restore re-saves the
+ *    same bytes and serves the trainer's rows, the snapshot rebuilt from the
+ *    bytes too; a checkpoint without calibration (older format) restores
+ *    under a spec without it and is refused by one with it, and the other
+ *    way round; another noise or numeric rule is refused;
+ *  - untyped rows (the image path) release nothing new and refuse it.
+ *
+ * Table: z continuous on [0, 10], g categorical {p, q, r, s}, label w
+ * boolean with P(w = 1) = 0.35. Class 0: z = 1 + 2 u, g ~ G0; class 1:
+ * z = 6 + 3 u^2, g ~ G1. Encoded width 5: z, then g's 4 softmax units. */
+#include <jansson.h>
+#include <math.h>
+
+#include "engine/checkpoint/checkpoint.h"
+#include "engine/core/alloc.h"
+#include "engine/core/mat.h"
+#include "engine/data/dataset.h"
+#include "engine/data/table.h"
+#include "engine/methods/method.h"
+#include "engine/methods/snapshot.h"
+#include "engine/methods/spec.h"
+#include "engine/methods/swd.h"
+#include "engine/methods/swd_spec.h"
+#include "engine/privacy/privacy.h"
+#include "support/pg_dps_test.h"
+#include "support/pg_method_test.h"
+#include "support/pg_table_test.h"
+#include "support/pg_test.h"
+
+static const double G[2][4] = {{0.55, 0.25, 0.15, 0.05}, {0.05, 0.15, 0.3, 0.5}};
+enum { ROWS = 2400, W = 5 };
+
+typedef struct world {
+    pg_table *t;
+    pg_dataset ds;
+    pg_data_desc desc;
+    pg_job_data in;
+    double gf[2][4], zmean[2]; /* the data's per-class frequencies, means */
+} world;
+
+static void build(world *w)
+{
+    memset(w, 0, sizeof *w);
+    w->t = pg_test_table("{\"label\": \"w\", \"columns\": ["
+                         "{\"name\": \"z\", \"type\": \"continuous\", \"min\": 0, \"max\": 10},"
+                         "{\"name\": \"g\", \"type\": \"categorical\", \"categories\":"
+                         " [\"p\", \"q\", \"r\", \"s\"]},"
+                         "{\"name\": \"w\", \"type\": \"boolean\"}]}");
+    ck_assert_uint_eq(w->t->width, W);
+    float *x = pg_alloc_f32((size_t)ROWS * W);
+    int32_t *lab = pg_calloc(ROWS, sizeof *lab);
+    double n[2] = {0};
+    pg_rng r;
+    pg_rng_seeded(&r, 37, 1);
+    for (size_t i = 0; i < ROWS; i++) {
+        int k = pg_rng_uniform(&r) < 0.35;
+        double u = pg_rng_uniform(&r), a = pg_rng_uniform(&r);
+        size_t cat = 0;
+        for (double acc = G[k][0]; cat < 3 && a >= acc; acc += G[k][++cat]) {
+        }
+        pg_table_value vz = {.num = k ? 6.0 + 3.0 * u * u : 1.0 + 2.0 * u}, vg = {.cat = cat};
+        float *row = x + i * W;
+        ck_assert_int_eq(pg_table_encode_value(w->t, 0, &vz, PG_TABLE_BOUNDS_REFUSE, row, NULL),
+                         PG_OK);
+        ck_assert_int_eq(pg_table_encode_value(w->t, 1, &vg, PG_TABLE_BOUNDS_REFUSE, row, NULL),
+                         PG_OK);
+        lab[i] = k;
+        n[k] += 1;
+        w->zmean[k] += vz.num;
+        w->gf[k][cat] += 1;
+    }
+    for (int k = 0; k < 2; k++) {
+        w->zmean[k] /= n[k];
+        for (int c = 0; c < 4; c++) w->gf[k][c] /= n[k];
+    }
+    size_t shape[1] = {W};
+    ck_assert_int_eq(
+        pg_dataset_adopt(&w->ds, x, lab, ROWS, shape, 1, 2, (float)w->t->lo, (float)w->t->hi, NULL),
+        PG_OK);
+    w->desc = pg_test_table_desc(w->t, ROWS, 2, 1e4, 1e-5);
+    w->in = (pg_job_data){.desc = &w->desc, .rows = &w->ds};
+}
+
+static void unbuild(world *w)
+{
+    pg_dataset_free(&w->ds);
+    pg_table_free(w->t);
+}
+
+static const pg_method *swd_gen(void)
+{
+    return pg_method_find("swd_gen");
+}
+
+static json_t *spec_of(world *w, const char *text)
+{
+    pg_spec_errors e;
+    json_t *r = pg_test_resolve(swd_gen(), text, &w->in, &e);
+    ck_assert_msg(r != NULL, "%s: %s (%s)", e.count ? e.items[0].field : "?",
+                  e.count ? e.items[0].message : "?", text);
+    return r;
+}
+
+/* The plan of 7 releases at noise multiplier 0.8 on all rows: the
+ * projections' Gaussian alpha / (2 0.8^2) each, the label count alpha /
+ * 10^2 (replace-one), the quantile map alpha / (2 4^2) and the class
+ * statistics alpha / 3^2, all from closed forms here; epsilon at delta by
+ * the improved conversion. A target epsilon resolves to a multiplier whose
+ * plan meets it. Defaults on a labelled table turn the calibration on with
+ * s = max(1, 20 / sqrt(epsilon)) and the quantile rule. */
+/* The plan of `calib` (a calibration object's text) next to 7 releases at
+ * noise multiplier 0.8 on all rows, a label count at 10 and a quantile map
+ * at 4; its curve must be the closed forms' sum plus cs alpha (the class
+ * statistics' part), and its epsilon their conversion at delta. */
+static void check_plan(world *w, const char *calib, double cs, pg_privacy_plan *p)
+{
+    char text[400];
+    snprintf(text, sizeof text,
+             "{\"privacy\": {\"noise_multiplier\": 0.8}, \"train\": {\"steps\": 70, "
+             "\"steps_per_release\": 10}, \"labels\": {\"count_noise\": 10}, \"encoding\": "
+             "{\"quantile_noise\": 4}, \"calibration\": %s}",
+             calib);
+    json_t *r = spec_of(w, text);
+    ck_assert_int_eq(swd_gen()->plan(r, &w->in, p, NULL), PG_OK);
+    json_decref(r);
+    double mine[PG_PLAN_MAX_ORDERS], eps;
+    for (int i = 0; i < p->norders; i++) {
+        double a = p->orders[i];
+        mine[i] = 7.0 * a / (2 * 0.64) + a / 100.0 + a / 32.0 + cs * a;
+        ck_assert_msg(fabs(p->rdp[i] - mine[i]) <= 1e-12 * mine[i], "order %g: %g vs %g", a,
+                      p->rdp[i], mine[i]);
+    }
+    ck_assert_int_eq(pg_rdp_to_dp(p->orders, mine, (size_t)p->norders, 1e-5, PG_RDP_CONV_IMPROVED,
+                                  &eps, NULL, NULL),
+                     PG_OK);
+    ck_assert_double_eq_tol(p->epsilon, eps, 1e-12 * eps);
+}
+
+/* The plan composes the projection releases (alpha / (2 0.8^2) each), the
+ * label count (alpha / 10^2, replace-one), the quantile map (alpha / (2
+ * 4^2)) and the class statistics (alpha / 3^2), checked against closed
+ * forms; without calibration the last term is gone. A target epsilon
+ * resolves to a multiplier whose plan meets it. Defaults on a labelled
+ * table turn the calibration on with s = max(1, 20 / sqrt(epsilon)) and the
+ * quantile rule. */
+START_TEST(plan_is_the_independent_sum)
+{
+    world w;
+    build(&w);
+    pg_privacy_plan p, p0;
+    check_plan(&w, "{\"class_means\": true, \"noise_multiplier\": 3}", 1.0 / 9.0, &p);
+    ck_assert_str_eq(p.mechanism, "gaussian_projection_per_step+label_counts+class_stats+qmap");
+    check_plan(&w, "{\"class_means\": false}", 0.0, &p0);
+    ck_assert_str_eq(p0.mechanism, "gaussian_projection_per_step+label_counts+qmap");
+    ck_assert(p0.epsilon < p.epsilon);
+    json_t *r;
+    /* A target: defaults fill the calibration, the plan meets the target. */
+    r = spec_of(&w, "{\"privacy\": {\"epsilon\": 5}}");
+    ck_assert(json_is_true(pg_spec_get(r, "calibration.class_means")));
+    ck_assert_str_eq(pg_spec_str(r, "calibration.numeric", ""), "quantile");
+    ck_assert_double_eq_tol(pg_spec_num(r, "calibration.noise_multiplier", 0), 20 / sqrt(5.0),
+                            1e-12);
+    ck_assert_int_eq(swd_gen()->plan(r, &w.in, &p, NULL), PG_OK);
+    ck_assert(p.epsilon <= 5.0 && p.epsilon > 5.0 * (1 - 1e-4));
+    ck_assert_ptr_nonnull(strstr(p.mechanism, "+class_stats"));
+    json_decref(r);
+    unbuild(&w);
+}
+END_TEST
+
+/* A generator barely trained (4 steps) serves each class's category
+ * frequencies and numeric mean once calibrated (epsilon 1000, release noise
+ * 0.2; quantile rule, the default). Per class, 8000 samples against a fit
+ * on 8000: a frequency's sd is at most sqrt(2) 0.5 / sqrt(8000) = 0.008 and
+ * the release's noise adds under 0.001, so 0.05 is 6 sd (false alarm 2e-9
+ * per check, 10 checks). z's class mean: bins of 10 / 32 hold the released
+ * masses, a sample lies anywhere inside its bin (at most half a bin, 0.16,
+ * off in the mean), its sampling sd is under 0.02: bound 0.25 (5 sd beyond
+ * the bins). Without calibration the same run is off by more than 0.5
+ * somewhere (class 1's mean of z sits above 6, far from the pooled map's
+ * middle an untrained generator falls on). */
+START_TEST(samples_match_the_class_statistics)
+{
+    pg_threads_set(1);
+    world w;
+    build(&w);
+    const char *fmt = "{\"seed\": 4, \"privacy\": {\"epsilon\": 1000}, \"train\": {\"steps\": 4, "
+                      "\"steps_per_release\": 2, \"gen_batch\": 128}, \"calibration\": "
+                      "{\"class_means\": %s, \"noise_multiplier\": 0.2, \"samples_per_class\": "
+                      "8000}}";
+    double worst_off = 0;
+    size_t n = 8000;
+    float *x = pg_alloc_f32(n * W);
+    for (int on = 0; on < 2; on++) {
+        char text[512];
+        snprintf(text, sizeof text, fmt, on ? "true" : "false");
+        json_t *r = spec_of(&w, text);
+        pg_trainer *tr = pg_test_train(swd_gen(), r, &w.in, NULL);
+        pg_snapshot *s;
+        ck_assert_int_eq(swd_gen()->snapshot(tr, &s, NULL), PG_OK);
+        for (int k = 0; k < 2; k++) {
+            ck_assert_int_eq(pg_snapshot_sample(s, n, 50 + (uint64_t)k, k, x, NULL), PG_OK);
+            double gf[4] = {0}, zm = 0;
+            for (size_t i = 0; i < n; i++) {
+                pg_table_value v;
+                pg_table_decode_value(w.t, 0, x + i * W, 1, &v);
+                zm += v.num / (double)n;
+                pg_table_decode_value(w.t, 1, x + i * W, 1, &v);
+                gf[v.cat] += 1.0 / (double)n;
+            }
+            double fo = 0;
+            for (int c = 0; c < 4; c++) fo = fmax(fo, fabs(gf[c] - w.gf[k][c]));
+            double zo = fabs(zm - w.zmean[k]);
+            fprintf(stderr, "swd_gen calibration %s, class %d: z %.3f (data %.3f), g off %.3f\n",
+                    on ? "on" : "off", k, zm, w.zmean[k], fo);
+            if (on) {
+                ck_assert_msg(fo < 0.05, "class %d: a frequency off by %.3f", k, fo);
+                ck_assert_msg(zo < 0.25, "class %d: z mean off by %.3f", k, zo);
+            } else {
+                worst_off = fmax(worst_off, fmax(fo, zo));
+            }
+        }
+        pg_snapshot_release(s);
+        swd_gen()->destroy(tr);
+        json_decref(r);
+    }
+    ck_assert_msg(worst_off > 0.5, "uncalibrated already matched (%.3f)", worst_off);
+    pg_free(x);
+    unbuild(&w);
+}
+END_TEST
+
+/* Restores of `bytes` under spec `text`: the status. */
+static int restore_under(world *w, const char *text, const unsigned char *bytes, size_t len)
+{
+    json_t *r = spec_of(w, text);
+    pg_trainer *t = NULL;
+    int rc = swd_gen()->restore(r, &w->in, 1, bytes, len, &t, NULL);
+    if (t) swd_gen()->destroy(t);
+    json_decref(r);
+    return rc;
+}
+
+#define CK_BASE                                                                                    \
+    "{\"seed\": 6, \"privacy\": {\"epsilon\": 40}, \"train\": {\"steps\": 9, "                     \
+    "\"steps_per_release\": 3, \"gen_batch\": 64}, \"checkpoint_every\": 3"
+
+/* Mid-run checkpoint: restore + save gives the same bytes, the restored
+ * trainer, the snapshot rebuilt from the bytes and the live trainer serve
+ * the same rows (the targets and class CDFs travel, nothing is released
+ * again); the header names the rule and version. Specs that would account
+ * or calibrate otherwise are refused; a checkpoint without calibration (as
+ * written before it existed) restores only under a spec without it. */
+START_TEST(checkpoints_round_trip)
+{
+    pg_threads_set(1);
+    world w;
+    build(&w);
+    json_t *r = spec_of(&w, CK_BASE ", \"calibration\": {\"noise_multiplier\": 2}}");
+    pg_trainer *tr;
+    ck_assert_int_eq(swd_gen()->create(r, &w.in, 1, &tr, NULL), PG_OK);
+    pg_step_report rep;
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(swd_gen()->step(tr, &rep, NULL), PG_OK);
+    long made = pg_swd_trainer_releases(tr);
+    unsigned char *bytes;
+    size_t len;
+    ck_assert_int_eq(swd_gen()->save(tr, &bytes, &len, NULL), PG_OK);
+    pg_ckpt ck;
+    ck_assert_int_eq(pg_ckpt_decode(bytes, len, &ck, NULL), PG_OK);
+    ck_assert_ptr_nonnull(strstr(ck.header, "\"numeric\":\"quantile\""));
+    ck_assert_ptr_nonnull(strstr(ck.header, "\"version\":1"));
+    ck_assert_ptr_nonnull(pg_ckpt_find(&ck, "calibration.means"));
+    ck_assert_ptr_nonnull(pg_ckpt_find(&ck, "calibration.class_cdf"));
+    pg_ckpt_free(&ck);
+    pg_test_checkpoint_round_trip(swd_gen(), r, &w.in, bytes, len, 300, W, 1);
+    /* The live trainer's rows are the bytes' rows. */
+    size_t m = 400 * W;
+    float *rows = pg_alloc_f32(2 * m);
+    for (int j = 0; j < 2; j++) {
+        pg_snapshot *s = NULL;
+        ck_assert_int_eq(j ? swd_gen()->load_snapshot(bytes, len, &s, NULL)
+                           : swd_gen()->snapshot(tr, &s, NULL),
+                         PG_OK);
+        ck_assert_int_eq(pg_snapshot_sample(s, 400, 12, -1, rows + j * m, NULL), PG_OK);
+        pg_snapshot_release(s);
+    }
+    ck_assert(memcmp(rows, rows + m, m * sizeof *rows) == 0);
+    pg_free(rows);
+    ck_assert_int_eq(pg_swd_trainer_releases(tr), made); /* serving released nothing */
+    /* Another noise: another mechanism than the one charged. */
+    ck_assert_int_eq(
+        restore_under(&w, CK_BASE ", \"calibration\": {\"noise_multiplier\": 3}}", bytes, len),
+        PG_EPRIVACY);
+    ck_assert_int_eq(
+        restore_under(&w, CK_BASE ", \"calibration\": {\"class_means\": false}}", bytes, len),
+        PG_EPRIVACY);
+    ck_assert_int_eq(restore_under(&w,
+                                   CK_BASE ", \"calibration\": {\"noise_multiplier\": 2, "
+                                           "\"numeric\": \"shift\"}}",
+                                   bytes, len),
+                     PG_EFORMAT);
+    free(bytes);
+    swd_gen()->destroy(tr);
+    json_decref(r);
+    /* The format without calibration. */
+    r = spec_of(&w, CK_BASE ", \"calibration\": {\"class_means\": false}}");
+    ck_assert_int_eq(swd_gen()->create(r, &w.in, 1, &tr, NULL), PG_OK);
+    ck_assert_int_eq(swd_gen()->step(tr, &rep, NULL), PG_OK);
+    ck_assert_int_eq(swd_gen()->save(tr, &bytes, &len, NULL), PG_OK);
+    ck_assert(memmem(bytes, len, "calibration", 11) == NULL);
+    pg_test_checkpoint_round_trip(swd_gen(), r, &w.in, bytes, len, 100, W, -1);
+    ck_assert_int_eq(
+        restore_under(&w, CK_BASE ", \"calibration\": {\"noise_multiplier\": 2}}", bytes, len),
+        PG_EPRIVACY);
+    free(bytes);
+    swd_gen()->destroy(tr);
+    json_decref(r);
+    unbuild(&w);
+}
+END_TEST
+
+/* Untyped labelled rows: the defaults add no release (the plan's mechanism
+ * and epsilon are those of the projections and nothing else), the
+ * checkpoint carries no calibration, and asking for it is a field error. */
+START_TEST(untyped_rows_release_nothing_new)
+{
+    pg_dataset ds;
+    pg_data_desc desc;
+    make_central(400, 0.0f, &ds, &desc);
+    pg_job_data in = {.desc = &desc, .rows = &ds};
+    pg_spec_errors e;
+    json_t *s = pg_test_resolve(swd_gen(),
+                                "{\"privacy\": {\"noise_multiplier\": 1.5}, \"train\": {\"steps\": "
+                                "3, \"batch_size\": 100}, \"projections\": {\"per_step\": 4}}",
+                                &in, &e);
+    ck_assert_ptr_nonnull(s);
+    ck_assert(!pg_spec_bool(s, "calibration.class_means", true));
+    pg_privacy_plan p;
+    ck_assert_int_eq(swd_gen()->plan(s, &in, &p, NULL), PG_OK);
+    ck_assert_str_eq(p.mechanism, "gaussian_projection_per_step_subsampled_wor");
+    double eps;
+    pg_swd_privacy pp;
+    double S;
+    ck_assert_int_eq(pg_swd_spec_privacy_get(s, &desc, 4, 3, 0.25, &pp, &S, NULL), PG_OK);
+    ck_assert(pp.calib_noise == 0.0 && pp.count_noise == 0.0 && pp.qmap_noise == 0.0);
+    ck_assert_int_eq(pg_swd_privacy_epsilon(&pp, 1.5, 3, &eps, NULL), PG_OK);
+    ck_assert_double_eq(p.epsilon, eps);
+    pg_trainer *t = pg_test_train(swd_gen(), s, &in, NULL);
+    unsigned char *bytes;
+    size_t len;
+    ck_assert_int_eq(swd_gen()->save(t, &bytes, &len, NULL), PG_OK);
+    ck_assert(memmem(bytes, len, "calibration", 11) == NULL);
+    free(bytes);
+    swd_gen()->destroy(t);
+    json_decref(s);
+    ck_assert_ptr_null(pg_test_resolve(swd_gen(),
+                                       "{\"privacy\": {\"epsilon\": 3}, \"calibration\": "
+                                       "{\"class_means\": true}}",
+                                       &in, &e));
+    ck_assert(pg_test_has_error(&e, "calibration.class_means"));
+    pg_dataset_free(&ds);
+}
+END_TEST
+
+static Suite *swd_calib_suite(void)
+{
+    Suite *s = suite_create("methods/swd_calib");
+    TCase *tc = tcase_create("swd_calib");
+    tcase_set_timeout(tc, 180);
+    tcase_add_test(tc, plan_is_the_independent_sum);
+    tcase_add_test(tc, samples_match_the_class_statistics);
+    tcase_add_test(tc, checkpoints_round_trip);
+    tcase_add_test(tc, untyped_rows_release_nothing_new);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+PG_TEST_MAIN(swd_calib_suite)
