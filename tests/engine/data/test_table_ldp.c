@@ -25,7 +25,8 @@ START_TEST(plan_split_and_errors)
     pg_table *t = load(SCHEMA);
     pg_ldp_plan plan;
     pg_error err = {0};
-    ck_assert_int_eq(pg_ldp_plan_make(t, PG_LDP_LAPLACE, 5.0, 0, &plan, &err), PG_OK);
+    ck_assert_int_eq(
+        pg_ldp_plan_make_split(t, PG_LDP_LAPLACE, 5.0, 0, PG_LDP_SPLIT_EVEN, &plan, &err), PG_OK);
     ck_assert_double_le(fabs(plan.epsilon - 5.0), 1e-12);
     ck_assert(plan.delta == 0.0);
     for (size_t c = 0; c < 5; c++) ck_assert_double_eq(plan.cols[c].epsilon, 1.0);
