@@ -156,7 +156,7 @@ START_TEST(apply_statistics)
         pg_table_decode_value(t, 1, x + i * t->width, 1, &v);
         f[v.missing ? 3 : v.cat] += 1.0 / (double)n;
     }
-    ck_assert_int_eq(pg_rr_estimate(4, 1.0, f, est, NULL), PG_OK);
+    ck_assert_int_eq(pg_rr_estimate(4, plan.cols[1].epsilon, f, est, NULL), PG_OK);
     double p = plan.cols[1].keep, q = (1 - p) / 3;
     for (int j = 0; j < 4; j++) {
         double fj = q + (p - q) * truth[j];
