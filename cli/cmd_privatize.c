@@ -111,7 +111,7 @@ static const char PRIVATIZE_HELP[] =
     "  privgen privatize --schema S.json --in DATA.csv --out NOISY.csv --epsilon E\n"
     "                    [--mechanism laplace|gaussian] [--delta D] [--split label|even]\n"
     "  --split label     (default with a label) the label gets the share of E that\n"
-    "                    maximises the class-difference signal of the features, who\n"
+    "                    maximises the class-difference signal of the features, which\n"
     "                    split the rest evenly; even: E / columns each\n";
 
 int pg_cli_privatize(int argc, char **argv)
