@@ -24,7 +24,8 @@
  *                                 a threshold decode with no unbiased
  *                                 estimator of the missing rate.
  * Budget split (pg_ldp_plan_make_split), of the owner's own per-row total
- * (basic composition: the columns' epsilons sum to it):
+ * (basic composition: the columns' epsilons sum to it; under the label split
+ * never above it by rounding, and the plan states the total itself):
  *   label (the default for a table with a label): the label gets the share
  *     eL that maximises the mean squared signal-to-noise ratio of the
  *     debiased class differences of the features (the objective is stated
