@@ -1,7 +1,10 @@
 /* GET /v1/jobs/{id}/events: Server-Sent Events. One `progress` event per job
- * update (the same JSON as GET /v1/jobs/{id}), a final `done` event, and a
- * keep-alive comment after 15 s of silence. At shutdown the stream ends
- * without `done`.
+ * update (the same JSON as GET /v1/jobs/{id}), a `warning` event after the
+ * first update that shows a trainer warning (an object of the view's
+ * `warnings` with source "trainer"; once per code and stream, without an id,
+ * so Last-Event-ID is unaffected), a final `done` event, and a keep-alive
+ * comment after 15 s of silence. At shutdown the stream ends without
+ * `done`.
  *
  * Any replica serves any job's stream: one that does not run the job polls
  * its stored state about once a second (service/jobs/jobs.h, pg_jobs_wait), so
@@ -23,6 +26,7 @@
 #include <time.h>
 
 #include "api/internal.h"
+#include "engine/methods/method.h" /* PG_TRAINER_WARN_CODE */
 #include "service/jobs/jobs.h"
 
 #define WAIT_MS      1000
@@ -40,6 +44,10 @@ typedef struct sse {
     size_t len, off;
     int quiet_ms;
     struct timespec last; /* when the last progress event was queued */
+    /* trainer warning codes sent as `warning` events (the service keeps at
+     * most 2 x PG_TRAINER_WARN_MAX per job) */
+    char sent[32][PG_TRAINER_WARN_CODE];
+    int nsent;
 } sse;
 
 static long ms_since(const struct timespec *t)
@@ -65,6 +73,25 @@ static int append_event(sse *s, const char *event, json_t *o)
     s->len += (size_t)snprintf(s->buf + s->len, need, "%s%s%sevent: %s\ndata: %s\n\n",
                                id[0] ? "id: " : "", id, id[0] ? "\n" : "", event, txt);
     free(txt);
+    return 0;
+}
+
+/* A `warning` event for each trainer warning of view not sent yet. */
+static int warning_events(sse *s, json_t *view)
+{
+    size_t i;
+    json_t *w;
+    json_array_foreach(json_object_get(view, "warnings"), i, w)
+    {
+        const char *src = json_string_value(json_object_get(w, "source"));
+        const char *code = json_string_value(json_object_get(w, "code"));
+        if (!src || strcmp(src, "trainer") || !code) continue;
+        int known = 0;
+        for (int k = 0; k < s->nsent && !known; k++) known = !strcmp(s->sent[k], code);
+        if (known || s->nsent == (int)(sizeof s->sent / sizeof s->sent[0])) continue;
+        snprintf(s->sent[s->nsent++], sizeof s->sent[0], "%s", code);
+        if (append_event(s, "warning", w)) return -1;
+    }
     return 0;
 }
 
@@ -120,6 +147,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
         }
         if (o) {
             int bad = s->resume && !after_resume(s, o) ? 0 : append_event(s, "progress", o);
+            if (!bad) bad = warning_events(s, o);
             s->resume = 0;
             if (!bad && final) {
                 /* final without a finished job: the server is shutting down;

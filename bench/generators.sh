@@ -6,7 +6,9 @@
 # privgen-bench call (e.g. --set 'encoding.quantile_map=false' for the old
 # encoding, --set 'calibration.class_means=false' for dp_sinkhorn without the per-class
 # calibration of its samples, issue 28 fourth pass; --set 'calibration.numeric="shift"' for
-# the numbers shifted onto class means instead of mapped onto the per-class CDFs, fifth pass).
+# the numbers shifted onto class means instead of mapped onto the per-class CDFs, fifth pass;
+# --set 'calibration.independence=0' for dp_sinkhorn as before the sixth pass: the generator's
+# within-class dependence, and the releases' noise of the fifth pass with it).
 #
 #   bench/generators.sh [--runs 3] [--methods dp_sinkhorn,swd_gen] [--eps 1000,5] [ARGS...]
 #

@@ -190,6 +190,16 @@ static void on_line(watch *w)
     } else if (!strncmp(w->line, "data:", 5)) {
         json_t *j = json_loads(w->line + 5, 0, NULL);
         if (!j) return;
+        if (!strcmp(w->event, "warning")) {
+            /* A trainer's warning, as it is recorded (no id: not a state;
+             * the final view lists it again). */
+            if (!w->quiet) {
+                if (w->tty && w->events) fputc('\n', stderr);
+                pg_human_warning(stderr, "privgen: ", j);
+            }
+            json_decref(j);
+            return;
+        }
         int same = w->last && json_equal(w->last, j); /* `done` repeats the last update */
         json_decref(w->last);
         w->last = j;

@@ -63,19 +63,27 @@ static void kv(const char *key, const char *fmt, ...)
     va_end(ap);
 }
 
+void pg_human_warning(FILE *f, const char *prefix, json_t *w)
+{
+    const char *m = json_string_value(w);
+    if (!m) m = json_string_value(json_object_get(w, "message"));
+    const char *code = json_string_value(json_object_get(w, "code"));
+    char *dump = m ? NULL : json_dumps(w, JSON_COMPACT);
+    char clean[1024];
+    pg_num_denoise(m ? m : dump ? dump : "?", clean, sizeof clean);
+    /* a trainer's warning names its code, which the docs explain */
+    fprintf(f, "%swarning%s%s%s: %s\n", prefix, code ? " (" : "", code ? code : "", code ? ")" : "",
+            clean);
+    free(dump);
+}
+
 void pg_human_warnings(FILE *f, const char *prefix, json_t *job)
 {
     size_t i;
     json_t *w;
     json_array_foreach(json_object_get(job, "warnings"), i, w)
     {
-        const char *m = json_string_value(w);
-        if (!m) m = json_string_value(json_object_get(w, "message"));
-        char *dump = m ? NULL : json_dumps(w, JSON_COMPACT);
-        char clean[1024];
-        pg_num_denoise(m ? m : dump ? dump : "?", clean, sizeof clean);
-        fprintf(f, "%swarning: %s\n", prefix, clean);
-        free(dump);
+        pg_human_warning(f, prefix, w);
     }
 }
 

@@ -36,5 +36,7 @@ int pg_human_methods(json_t *catalogue, const char *name);
 /* The job view's `warnings` (strings or {message}) as "warning: ..." lines
  * on f, each prefixed with `prefix`; nothing when there are none. */
 void pg_human_warnings(FILE *f, const char *prefix, json_t *job);
+/* One of them: "warning: ...", or "warning (CODE): ..." for a trainer's. */
+void pg_human_warning(FILE *f, const char *prefix, json_t *w);
 
 #endif

@@ -98,10 +98,12 @@ const pg_cli_subhelp pg_cli_jobs_subhelp[] = {
      "  --limit N         at most N per page\n"
      "  --cursor C        the page after the one that printed `--cursor C`\n" CONN "Example:\n"
      "  privgen jobs list --status running\n"},
-    {"show", "usage: privgen jobs show ID\n"
-             "Prints the job's status, progress, privacy spent, checkpoints and warnings.\n" CONN
-             "Example:\n"
-             "  privgen jobs show $JOB\n"},
+    {"show",
+     "usage: privgen jobs show ID\n"
+     "Prints the job's status, progress, privacy spent, checkpoints and warnings\n"
+     "(a trainer's own warnings name their code, e.g. \"warning (no_class_signal)\").\n" CONN
+     "Example:\n"
+     "  privgen jobs show $JOB\n"},
     {"cancel",
      "usage: privgen jobs cancel ID\n"
      "Requests cancellation and prints the job's new state (a queued job is refunded).\n" CONN
@@ -115,7 +117,9 @@ const pg_cli_subhelp pg_cli_jobs_subhelp[] = {
     {"watch", "usage: privgen jobs watch ID\n"
               "Follows progress until the job ends; exits 1 unless it succeeded. A dropped\n"
               "stream (a restart, a proxy's timeout) is resumed after the last event received\n"
-              "(Last-Event-ID); a server lost mid-watch is retried for 60 s.\n" CONN "Example:\n"
+              "(Last-Event-ID); a server lost mid-watch is retried for 60 s. A trainer's\n"
+              "warning is printed when it is recorded, and every warning again at the end.\n" CONN
+              "Example:\n"
               "  privgen jobs watch $JOB\n"},
     {NULL, NULL},
 };

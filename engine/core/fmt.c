@@ -105,6 +105,23 @@ static u128 pow5(int k)
     return (u128)POW5[k][0] << 64 | POW5[k][1];
 }
 
+/* 2^e for a normal double (-1022 <= e <= 1023), from its exponent bits. */
+static inline double pow2(int e)
+{
+    union {
+        uint64_t u;
+        double d;
+    } p = {(uint64_t)(1023 + e) << 52};
+    return p.d;
+}
+
+static inline uint32_t bits_of(const float *p)
+{
+    uint32_t u;
+    memcpy(&u, p, sizeof u);
+    return u;
+}
+
 /* A scaled value: integer part i plus r / den, 0 <= r < den. */
 typedef struct scaled {
     uint64_t i;
@@ -158,11 +175,7 @@ static scaled scale_up(uint64_t x, int k, int q, u128 den, double dden)
 {
     int sh = q - 2 - k; /* 0..71 */
     u128 num = (u128)x << sh;
-    union {
-        uint64_t u;
-        double d;
-    } p2 = {(uint64_t)(1023 + sh) << 52};
-    uint64_t i = (uint64_t)((double)x * p2.d / dden);
+    uint64_t i = (uint64_t)((double)x * pow2(sh) / dden);
     __int128 r = (__int128)num - (__int128)((u128)i * den);
     while (r < 0) r += (__int128)den, i--;
     while (r >= (__int128)den) r -= (__int128)den, i++;
@@ -190,8 +203,7 @@ static void exact_scaled(uint64_t xl, uint64_t xv, uint64_t xr, int k, int q, sc
 
 int pg_fmt_f32_decimal(float f, unsigned *digits, int *exp10)
 {
-    uint32_t bits;
-    memcpy(&bits, &f, sizeof bits);
+    uint32_t bits = bits_of(&f);
     uint32_t e = bits >> 23 & 0xff, t = bits & 0x7fffff;
     if (e == 0xff) return -1;
     if (e == 0 && t == 0) {
@@ -208,11 +220,7 @@ int pg_fmt_f32_decimal(float f, unsigned *digits, int *exp10)
     uint64_t lo, hi, vi;
     int up;
     {
-        union {
-            uint64_t u;
-            double d;
-        } p2 = {(uint64_t)(1023 + q - 2) << 52};
-        double sc = p2.d * TEN_NEG[k + 45];
+        double sc = pow2(q - 2) * TEN_NEG[k + 45];
         double dl = (double)(int64_t)xl * sc, dv = (double)(int64_t)xv * sc,
                dr = (double)(int64_t)xr * sc;
         /* scaled values are below 2^31: the signed conversion is one instruction */
@@ -352,8 +360,7 @@ static size_t put_nonfinite(char *out, uint32_t bits)
  * is nonzero. Returns its length. */
 static size_t put_value(char *o, float v, int json_null)
 {
-    uint32_t bits;
-    memcpy(&bits, &v, sizeof bits);
+    uint32_t bits = bits_of(&v);
     unsigned d;
     int k;
     if (pg_fmt_f32_decimal(v, &d, &k) == 0) return put_dec(o, bits, d, k);
@@ -511,13 +518,6 @@ static const unsigned char EXP_LEN[84] = {
 
 /* an immediate, also without optimization */
 #define JOIN_NEAREST (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-
-static inline uint32_t bits_of(const float *p)
-{
-    uint32_t u;
-    memcpy(&u, p, sizeof u);
-    return u;
-}
 
 /* Pass one's output. Slot i is value i's text in plain notation when its
  * units digit is one of d's digits (so every plain value below 10^5): d,
@@ -693,13 +693,23 @@ static inline char *put_sci(char *o, const char *s, int sig, int E)
     return o + EXP_LEN[E + 45];
 }
 
+/* The first and last byte of a slot that hold a nonzero digit (neither
+ * '0' nor '.' is above '0'); the slot has at least one. */
+static inline void nonzero_span(const char *slot, unsigned *first, unsigned *last)
+{
+    unsigned nz = (unsigned)_mm_movemask_epi8(
+        _mm_cmpgt_epi8(_mm_load_si128((const __m128i *)(const void *)slot), _mm_set1_epi8('0')));
+    *first = (unsigned)__builtin_ctz(nz);
+    *last = 31u ^ (unsigned)__builtin_clz(nz);
+}
+
 /* A value whose slot does not hold its text (scientific notation, or a
  * whole number of 10^5 and above): its digits are slot bytes 0-14. */
 static inline char *put_other(char *o, const char *slot, int u14)
 {
-    unsigned nz = (unsigned)_mm_movemask_epi8(
-        _mm_cmpgt_epi8(_mm_load_si128((const __m128i *)(const void *)slot), _mm_set1_epi8('0')));
-    int first = __builtin_ctz(nz), last = 31 ^ __builtin_clz(nz);
+    unsigned f, l;
+    nonzero_span(slot, &f, &l);
+    int first = (int)f, last = (int)l;
     int E = u14 - first;
     if ((unsigned)(E + 5) <= 13u) { /* a whole number, up to three zeros after d */
         memcpy(o, slot + first, 16);
@@ -746,10 +756,8 @@ __attribute__((target("avx2,fma"))) static size_t join_avx2(const float *x, size
                 /* From the first nonzero digit (or the '0' before the point)
                  * to the last (or the byte before the point). */
                 const char *slot = b.ascii[i];
-                unsigned nz = (unsigned)_mm_movemask_epi8(
-                    _mm_cmpgt_epi8(_mm_load_si128((const __m128i *)(const void *)slot), zc));
-                unsigned first = (unsigned)__builtin_ctz(nz),
-                         last = 31u ^ (unsigned)__builtin_clz(nz);
+                unsigned first, last;
+                nonzero_span(slot, &first, &last);
                 unsigned pm = (unsigned)b.pm1[i];
                 unsigned start = first < pm ? first : pm, end = (last > pm ? last : pm) + 1;
                 o += bits_of(xb + i) >> 31;

@@ -38,6 +38,11 @@ struct pg_calib_table {
      * values, no dominant tie) */
     size_t **first;
     unsigned char **inside;
+    /* Independence (pg_calib_table_set_independence): the probability that a
+     * unit's value is redrawn from its class's target marginal alone, and
+     * the target frequencies (K x T) the categorical redraws come from. */
+    double indep;
+    double *target;
 };
 
 static size_t states(const pg_head *hd)
@@ -282,6 +287,7 @@ void pg_calib_table_free(pg_calib_table *c)
     free(c->knots);
     free(c->move);
     free(c->cdf);
+    free(c->target);
     for (size_t i = 0; c->sorted && i < c->K * c->pooled->ncols; i++) free(c->sorted[i]);
     for (size_t i = 0; c->first && i < c->K * c->pooled->ncols; i++) free(c->first[i]);
     for (size_t i = 0; c->inside && i < c->K * c->pooled->ncols; i++) free(c->inside[i]);
@@ -375,7 +381,8 @@ int pg_calib_table_new(const pg_heads *h, int classes, pg_calib_table **out, pg_
     for (size_t i = 0; c->gain && i < c->K * c->d; i++) c->gain[i] = 1.0f;
     c->move = calloc(c->K * T, sizeof *c->move);
     c->cdf = calloc(c->K * T, sizeof *c->cdf);
-    if (!c->state0 || !c->offset || !c->gain || !c->knots || !c->move || !c->cdf) {
+    c->target = calloc(c->K * T, sizeof *c->target);
+    if (!c->state0 || !c->offset || !c->gain || !c->knots || !c->move || !c->cdf || !c->target) {
         pg_calib_table_free(c);
         return pg_error_set(err, PG_ENOMEM, "cannot allocate a calibration rule");
     }
@@ -502,6 +509,7 @@ int pg_calib_table_fit(pg_calib_table *c, int k, const float *targets_k, const f
         for (size_t u = 0; u < hd->width; u++) used += p[u + ref] = targets_k[hd->offset + u];
         if (ref) p[0] = 1.0 - used;
         normalize(p, S);
+        memcpy(c->target + (size_t)k * (c->T ? c->T : 1) + s0, p, S * sizeof *p);
         double deficit = 0.0;
         for (size_t st = 0; st < S; st++) {
             double gap = qq[st] - p[st];
@@ -618,7 +626,7 @@ static double measured_cdf(const float *s, size_t m, float x, double u)
 /* x -> encode(F_k^-1(G_k(x))) on a mapped unit: class k's released CDF
  * (its histogram over the pooled map's bins, post-processed as qmap.h does)
  * inverted, then sent through the pooled map the decoder inverts. */
-static float quantile_move(const pg_calib_table *c, size_t k, size_t j, float x, double u)
+static float quantile_move(const pg_calib_table *c, size_t k, size_t j, double p)
 {
     const pg_qmap *m = c->pooled;
     size_t slot = k * m->ncols + j;
@@ -627,7 +635,6 @@ static float quantile_move(const pg_calib_table *c, size_t k, size_t j, float x,
     const double *fk = c->ccdf + k * c->Q;
     for (size_t i = 0; i < j; i++) fk += m->cols[i].bins + 1;
     kc.cdf = (double *)fk;
-    double p = measured_cdf(c->sorted[slot], c->nsorted[slot], x, u);
     /* The bin F_k puts level p in, and p's place f inside that bin's mass. */
     size_t lo = 0, hi = kc.bins;
     while (hi - lo > 1) {
@@ -680,8 +687,17 @@ void pg_calib_table_apply(const pg_calib_table *c, pg_rng *rng, float *rows, con
                     /* One draw per mapped unit per row, used or not. */
                     double t = pg_rng_uniform(rng);
                     size_t slot = k * c->pooled->ncols + qj;
+                    /* Independence: two more draws, used or not. */
+                    bool fresh = false;
+                    if (c->indep > 0.0) {
+                        fresh = pg_rng_uniform(rng) < c->indep;
+                        double f = pg_rng_uniform(rng);
+                        if (fresh) t = f;
+                    }
                     if (c->nsorted[slot] > 0) {
-                        u[0] = quantile_move(c, k, qj, u[0], t);
+                        double p =
+                            fresh ? t : measured_cdf(c->sorted[slot], c->nsorted[slot], u[0], t);
+                        u[0] = quantile_move(c, k, qj, p);
                         continue;
                     }
                 }
@@ -696,12 +712,39 @@ void pg_calib_table_apply(const pg_calib_table *c, pg_rng *rng, float *rows, con
             /* Two draws per head per row, used or not. */
             double a = pg_rng_uniform(rng), b = pg_rng_uniform(rng);
             size_t S = states(hd), s0 = c->state0[j], st = block_state(hd, u);
+            if (c->indep > 0.0) {
+                /* Independence: two more draws, used or not; a redrawn
+                 * state follows the class's target frequencies alone. */
+                bool fresh = pg_rng_uniform(rng) < c->indep;
+                double f = pg_rng_uniform(rng);
+                if (fresh) {
+                    const double *tg = c->target + k * T + s0;
+                    size_t to = 0;
+                    double run = tg[0];
+                    while (to + 1 < S && !(f < run)) run += tg[++to];
+                    set_state(hd, u, to);
+                    continue;
+                }
+            }
             if (!(a < move[s0 + st])) continue;
             size_t to = 0;
             while (to + 1 < S && !(b < cdf[s0 + to])) to++;
             set_state(hd, u, to);
         }
     }
+}
+
+int pg_calib_table_set_independence(pg_calib_table *c, double lambda, pg_error *err)
+{
+    if (!c || !(lambda >= 0.0 && lambda <= 1.0))
+        return pg_error_set(err, PG_EINVAL, "independence must lie in [0, 1]");
+    c->indep = lambda;
+    return PG_OK;
+}
+
+double pg_calib_table_independence(const pg_calib_table *c)
+{
+    return c ? c->indep : 0.0;
 }
 
 int pg_calib_table_fit_all(pg_calib_table *c, const float *targets, const float *rows, size_t n,

@@ -157,6 +157,20 @@ int pg_calib_table_class_cdf(const pg_qmap *const *per_class, int classes, float
 int pg_calib_table_set_quantiles(pg_calib_table *c, const pg_qmap *pooled, const float *class_cdf,
                                  pg_error *err);
 
+/* Independence (calibration.independence): with probability lambda, each
+ * softmax head and each quantile-mapped unit of a row (the quantile rule) is
+ * redrawn from its class's target marginal alone (a state from the target
+ * frequencies; F_k^-1 of a fresh uniform) instead of moved from the
+ * generator's value. Every other unit keeps its rule. Each unit's law is the
+ * same either way (the targets), so only the within-class dependence
+ * between units changes: lambda = 1 serves each class's released marginals
+ * sampled independently, 0 (the default) the generator's dependence. Pure
+ * post-processing of released quantities and of the generator. With lambda
+ * > 0 apply draws two more uniforms per such unit per row, used or not (so
+ * chunking keeps row i's draws); at 0 the draws are the old ones. */
+int pg_calib_table_set_independence(pg_calib_table *c, double lambda, pg_error *err);
+double pg_calib_table_independence(const pg_calib_table *c);
+
 void pg_calib_table_apply(const pg_calib_table *c, pg_rng *rng, float *rows, const int32_t *labels,
                           size_t n);
 

@@ -63,6 +63,7 @@
 #include "engine/core/alloc.h"
 #include "engine/data/dataset.h"
 #include "engine/methods/calib_ldp.h"
+#include "engine/methods/warnings.h"
 #include "engine/methods/defaults.h"
 #include "engine/methods/dp_sinkhorn.h"
 #include "engine/methods/generator.h"
@@ -448,6 +449,7 @@ static int egan_common(const json_t *r, const pg_job_data *in, int threads, egan
             rc = pg_calib_ldp_estimate(g->cal, desc->ldp, data->x,
                                        g->gen.num_classes ? data->labels : NULL, data->n, err);
     }
+    if (rc == PG_OK) pg_warn_ldp_signal(&g->base, g->cal); /* pooled classes: say so */
     if (rc) {
         egan_destroy(&g->base);
         return rc;

@@ -393,13 +393,17 @@ int pg_generator_load_snapshot(const unsigned char *bytes, size_t len, const cha
                  cc->dims[1] == pg_calib_table_cdf_len(gen.qmap) &&
                  pg_calib_table_check_cdf(gen.qmap, gen.num_classes, cc->data, NULL) == PG_OK;
         }
+        /* "independence" (calib_table.h): absent means 0. */
+        const json_t *ij = json_object_get(cal, "independence");
+        double indep = ij ? json_number_value(ij) : 0.0;
+        if (ij && !(json_is_number(ij) && indep >= 0.0 && indep <= 1.0 && table)) ok = false;
         pg_nn_snapshot *nn = NULL;
         if (!ok)
             rc = pg_error_set(err, PG_EFORMAT, "the checkpoint's calibration is malformed");
         else if ((rc = pg_nn_snapshot_take(net, &nn, err)) == PG_OK)
-            rc = table ? pg_generator_snapshot_calibrated_table(&gen, nn, step, m->data,
-                                                                cc ? cc->data : NULL, (size_t)per,
-                                                                out, err)
+            rc = table ? pg_generator_snapshot_calibrated_table_indep(&gen, nn, step, m->data,
+                                                                      cc ? cc->data : NULL,
+                                                                      (size_t)per, indep, out, err)
                        : pg_generator_snapshot_calibrated(&gen, nn, step, m->data, (size_t)per,
                                                           (float)lo, (float)hi, out, err);
     } else if (rc == PG_OK) {
@@ -750,6 +754,16 @@ int pg_generator_snapshot_calibrated_table(const pg_generator *g, pg_nn_snapshot
                                            const float *targets, const float *class_cdf,
                                            size_t per_class, pg_snapshot **out, pg_error *err)
 {
+    return pg_generator_snapshot_calibrated_table_indep(g, nn, step, targets, class_cdf, per_class,
+                                                        0.0, out, err);
+}
+
+int pg_generator_snapshot_calibrated_table_indep(const pg_generator *g, pg_nn_snapshot *nn,
+                                                 long step, const float *targets,
+                                                 const float *class_cdf, size_t per_class,
+                                                 double independence, pg_snapshot **out,
+                                                 pg_error *err)
+{
     *out = NULL;
     if (!g->heads || per_class < 2 || !targets) {
         pg_nn_snapshot_free(nn);
@@ -776,6 +790,7 @@ int pg_generator_snapshot_calibrated_table(const pg_generator *g, pg_nn_snapshot
         rc = gen_sample(s, per_class, PG_CALIB_SEED + k, g->num_classes ? (int)k : -1,
                         buf + k * per_class * d, err);
     if (rc == PG_OK) rc = pg_calib_table_fit_all(c, targets, buf, per_class, err);
+    if (rc == PG_OK) rc = pg_calib_table_set_independence(c, independence, err);
     s->g.qmap = qm;
     pg_free(buf);
     if (rc) {

@@ -224,6 +224,12 @@ int pg_generator_snapshot_calibrated(const pg_generator *g, pg_nn_snapshot *nn, 
 int pg_generator_snapshot_calibrated_table(const pg_generator *g, pg_nn_snapshot *nn, long step,
                                            const float *targets, const float *class_cdf,
                                            size_t per_class, pg_snapshot **out, pg_error *err);
+/* The same with calib_table.h's independence (in [0, 1]; the above: 0). */
+int pg_generator_snapshot_calibrated_table_indep(const pg_generator *g, pg_nn_snapshot *nn,
+                                                 long step, const float *targets,
+                                                 const float *class_cdf, size_t per_class,
+                                                 double independence, pg_snapshot **out,
+                                                 pg_error *err);
 
 /* ---- parameter averaging ------------------------------------------------
  * An exponential moving average of the generator's parameters, updated after

@@ -1,4 +1,5 @@
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,55 @@ const pg_method *pg_method_find(const char *name)
     for (const pg_method *const *m = ALL; *m; m++)
         if (strcmp((*m)->name, name) == 0) return *m;
     return NULL;
+}
+
+/* Cuts s (a NUL-terminated string in a buffer of cap bytes, cap >= 4) to end
+ * in "..." within the buffer, never inside a UTF-8 sequence. */
+static void cut_utf8(char *s, size_t cap)
+{
+    size_t k = cap - 4;
+    while (k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80) k--; /* s[k] starts a character */
+    memcpy(s + k, "...", 4);
+}
+
+int pg_trainer_warnings_add(pg_trainer_warnings *w, const char *code, const char *fmt, ...)
+{
+    if (!w || !code || !fmt) return PG_EINVAL;
+    size_t cl = strlen(code);
+    if (cl == 0 || cl >= PG_TRAINER_WARN_CODE) return PG_EINVAL;
+    for (size_t i = 0; i < cl; i++)
+        if (!((code[i] >= 'a' && code[i] <= 'z') || (code[i] >= '0' && code[i] <= '9') ||
+              code[i] == '_'))
+            return PG_EINVAL;
+    char msg[PG_TRAINER_WARN_TEXT];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (n <= 0) return PG_EINVAL;
+    if ((size_t)n >= sizeof msg) cut_utf8(msg, sizeof msg);
+    int at = -1;
+    for (int i = 0; i < w->count && i < PG_TRAINER_WARN_MAX; i++)
+        if (!strcmp(w->items[i].code, code)) at = i;
+    if (at < 0) {
+        if (w->count >= PG_TRAINER_WARN_MAX) {
+            w->dropped++;
+            return PG_ERANGE;
+        }
+        at = w->count++;
+        memcpy(w->items[at].code, code, cl + 1);
+        w->items[at].message[0] = '\0';
+    }
+    if (strcmp(w->items[at].message, msg)) {
+        memcpy(w->items[at].message, msg, strlen(msg) + 1);
+        w->version++;
+    }
+    return PG_OK;
+}
+
+const pg_trainer_warnings *pg_trainer_warnings_of(const pg_trainer *t)
+{
+    return t ? &t->warnings : NULL;
 }
 
 static json_t *hex64(uint64_t v)

@@ -162,9 +162,62 @@ void pg_snapshot_retain(pg_snapshot *s);
 void pg_snapshot_release(pg_snapshot *s);
 long pg_snapshot_step(const pg_snapshot *s);
 
-/* ---- the method descriptor ---------------------------------------------- */
+/* ---- trainer warnings ----------------------------------------------------
+ *
+ * What a trainer decided that the user must know because it degrades the
+ * output without failing the job (e.g. entropic_gan pooling every class
+ * because the privatized rows show no class difference: its samples cannot
+ * predict the label). Each is a stable code (lower-case letters, digits and
+ * '_', at most PG_TRAINER_WARN_CODE - 1 bytes; clients key on it) and one
+ * plain sentence saying what happened, why, and what would help.
+ *
+ * Privacy: a trainer warning may depend only on quantities that are already
+ * private (released DP statistics, noisy counts, locally privatized rows) or
+ * on the spec: never on raw private rows. The service shows it to anyone
+ * who may read the job, so a warning computed from raw data would be a leak
+ * outside the ledger.
+ *
+ * Bounds: at most PG_TRAINER_WARN_MAX warnings per trainer, each sentence at
+ * most PG_TRAINER_WARN_TEXT - 1 bytes (longer ones are cut at a UTF-8
+ * boundary and end in "..."). Recording a code again replaces its sentence
+ * (a decision re-made at each snapshot does not fill the list); a new code
+ * on a full list is dropped and counted. The list lives inside the trainer
+ * (engine/methods/trainer.h): no global state; like the trainer it is used
+ * by the one thread that owns the trainer, which reads it between calls.
+ * Warnings are not part of checkpoints: a trainer whose restore() re-makes
+ * the decision records it again, and the service keeps every warning it saw
+ * with the job (service/jobs), so a resumed job keeps them either way. */
+#define PG_TRAINER_WARN_MAX  8
+#define PG_TRAINER_WARN_CODE 32
+#define PG_TRAINER_WARN_TEXT 640
+
+typedef struct pg_trainer_warning {
+    char code[PG_TRAINER_WARN_CODE];
+    char message[PG_TRAINER_WARN_TEXT];
+} pg_trainer_warning;
+
+typedef struct pg_trainer_warnings {
+    int count;
+    unsigned version; /* raised by every change: a reader compares it to skip work */
+    unsigned dropped; /* new codes refused on a full list */
+    pg_trainer_warning items[PG_TRAINER_WARN_MAX];
+} pg_trainer_warnings;
+
+/* Records (or replaces) warning `code` with a printf-style sentence. PG_OK
+ * when recorded or replaced; PG_ERANGE when the list is full (dropped, and
+ * counted); PG_EINVAL for a NULL list, a code that is empty, too long or not
+ * [a-z0-9_], or an empty sentence (nothing recorded). A warning never fails
+ * a job: trainers may ignore the status. */
+int pg_trainer_warnings_add(pg_trainer_warnings *w, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 typedef struct pg_trainer pg_trainer;
+
+/* The trainer's warnings so far (owned by the trainer: valid until its next
+ * call or destroy; read on the trainer's own thread). */
+const pg_trainer_warnings *pg_trainer_warnings_of(const pg_trainer *t);
+
+/* ---- the method descriptor ---------------------------------------------- */
 
 typedef struct pg_method {
     const char *name; /* "entropic_gan", "dp_sinkhorn", ... */

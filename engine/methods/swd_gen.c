@@ -69,6 +69,7 @@
 #include "engine/methods/swd_spec.h"
 #include "engine/methods/trainer.h"
 #include "engine/methods/defaults.h"
+#include "engine/methods/warnings.h"
 #include "engine/ot/sliced.h"
 #include "engine/privacy/privacy.h"
 
@@ -372,12 +373,16 @@ static int gen_create(const json_t *r, const pg_job_data *in, int threads, pg_tr
         (rc = pg_qmap_spec_release(r, in->desc, &g->secure, in->rows->x, in->rows->n, 1, &g->gen,
                                    err)) == PG_OK)
         rc = fill_rows(g, in->rows, err);
+    if (rc == PG_OK) pg_warn_qmap_empty(&g->base, g->gen.qmap, in->desc->table); /* released */
     /* The one label count of the job (charged in the plan); a restore reads
      * it back from the checkpoint instead of releasing again. */
     if (rc == PG_OK && g->label_counts) {
         rc = pg_label_count_release(&g->secure, in->rows->labels, in->rows->n, (int)g->classes,
                                     g->priv.count_noise, g->label_counts, err);
         if (rc == PG_OK) pg_label_count_weights(g->label_counts, (int)g->classes, g->label_w);
+        if (rc == PG_OK) /* released: a class lost in the noise is said */
+            pg_warn_class_counts(&g->base, in->desc->table, g->label_counts, (int)g->classes,
+                                 g->priv.count_noise);
     }
     if (rc) {
         gen_destroy(&g->base);

@@ -12,7 +12,14 @@
 
 struct pg_trainer {
     const pg_method *method;
+    /* Warnings for the job view (method.h, "trainer warnings"); zeroed with
+     * the trainer (every trainer struct is calloc'ed). */
+    pg_trainer_warnings warnings;
 };
+
+/* Shorthand for pg_trainer_warnings_add(&t->warnings, ...). Only from
+ * already-private quantities (method.h). */
+#define pg_trainer_warn(t, ...) pg_trainer_warnings_add(&(t)->warnings, __VA_ARGS__)
 
 /* Seeded-generator state <-> JSON (64-bit values as hex strings, since JSON
  * numbers cannot carry them exactly). from_json returns PG_EFORMAT on any

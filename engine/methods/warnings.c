@@ -7,8 +7,11 @@
 #include <stdlib.h>
 
 #include "engine/core/alloc.h"
+#include "engine/data/qmap.h"
 #include "engine/data/table.h"
+#include "engine/methods/calib_ldp.h"
 #include "engine/methods/snapshot.h"
+#include "engine/methods/trainer.h"
 
 /* Successive recorded losses are not independent (a DP loss wanders for tens
  * of steps: lag-1 autocorrelation 0.9 is common), so an ordinary regression
@@ -275,4 +278,92 @@ int pg_warnings_append(const long *steps, const double *loss, size_t n, const pg
         }
     }
     return added;
+}
+
+void pg_warn_ldp_signal(struct pg_trainer *t, const struct pg_calib_ldp *c)
+{
+    if (!t || !c) return;
+    pg_calib_ldp_signal sg;
+    pg_calib_ldp_signal_get(c, &sg);
+    /* calib_ldp_wrap's pooling rule: a threshold exists (two classes or
+     * more) and no |z| reaches it. */
+    if (!(sg.threshold > 0 && sg.max_z < sg.threshold)) return;
+    pg_trainer_warn(t, PG_WARN_NO_CLASS_SIGNAL,
+                    "The privatized rows show no class difference above their noise (largest "
+                    "|z| %.3g against a Bonferroni threshold %.3g over %zu tests): every class "
+                    "is sampled from the same distribution, so a classifier trained on these "
+                    "samples cannot beat the majority rate. A larger epsilon per row or more "
+                    "rows would help.",
+                    sg.max_z, sg.threshold, sg.tests);
+}
+
+void pg_warn_class_counts(struct pg_trainer *t, const struct pg_table *table, const double *noisy,
+                          int classes, double sd)
+{
+    if (!t || !noisy || classes < 2 || !(sd > 0)) return;
+    const pg_table_col *lab =
+        table && table->label < table->ncols ? &table->cols[table->label] : NULL;
+    char names[400] = "";
+    size_t k = 0;
+    int n = 0;
+    for (int c = 0; c < classes; c++) {
+        if (!(noisy[c] < PG_WARN_NOISE_SDS * sd)) continue;
+        char one[96];
+        if (lab && lab->type == PG_COL_CATEGORICAL && (size_t)c < lab->ncat)
+            snprintf(one, sizeof one, "\"%.40s\" (%.3g)", lab->cats[c], noisy[c]);
+        else
+            snprintf(one, sizeof one, "%d (%.3g)", c, noisy[c]);
+        int w = snprintf(names + k, sizeof names - k, "%s%s", n ? ", " : "", one);
+        if (w < 0 || (size_t)w >= sizeof names - k) break; /* the sentence stays bounded */
+        k += (size_t)w;
+        n++;
+    }
+    if (!n) return;
+    pg_trainer_warn(t, PG_WARN_CLASS_IN_NOISE,
+                    "The DP count of the label puts %s %s below %g times its noise (standard "
+                    "deviation %.3g rows): %s share of the samples is set mostly by the noise, "
+                    "and %s too few rows for the generator to learn %s. More rows of %s or "
+                    "less noise on the count (labels.count_noise, at more epsilon) would help.",
+                    n > 1 ? "classes" : "class", names, PG_WARN_NOISE_SDS, sd,
+                    n > 1 ? "their" : "its", n > 1 ? "they have" : "it has", n > 1 ? "them" : "it",
+                    n > 1 ? "those classes" : "that class");
+}
+
+void pg_warn_qmap_empty(struct pg_trainer *t, const struct pg_qmap *m, const struct pg_table *table)
+{
+    if (!t || !m) return;
+    char names[400] = "";
+    size_t k = 0;
+    int n = 0;
+    for (size_t j = 0; j < m->ncols; j++) {
+        const pg_qmap_col *c = &m->cols[j];
+        if (c->bins < 2 || !c->cdf) continue;
+        bool flat = true;
+        for (size_t b = 0; b < c->bins && flat; b++)
+            flat = fabs(c->cdf[b + 1] - c->cdf[b] - 1.0 / (double)c->bins) < 1e-12;
+        if (!flat) continue;
+        const char *name = NULL;
+        for (size_t i = 0; table && i < table->ncols && !name; i++)
+            if (table->cols[i].width && c->unit >= table->cols[i].offset &&
+                c->unit < table->cols[i].offset + table->cols[i].width)
+                name = table->cols[i].name;
+        char one[64];
+        if (name)
+            snprintf(one, sizeof one, "\"%.40s\"", name);
+        else
+            snprintf(one, sizeof one, "at unit %zu", c->unit);
+        int w = snprintf(names + k, sizeof names - k, "%s%s", n ? ", " : "", one);
+        if (w < 0 || (size_t)w >= sizeof names - k) break; /* the sentence stays bounded */
+        k += (size_t)w;
+        n++;
+    }
+    if (!n) return;
+    pg_trainer_warn(t, PG_WARN_QMAP_EMPTY,
+                    "The DP histogram of the quantile map kept nothing above its noise for %s %s, "
+                    "so %s map is uniform over the range: %s samples spread evenly between the "
+                    "declared min and max instead of following the data. More rows, fewer "
+                    "encoding.quantile_bins or a smaller encoding.quantile_noise (at more "
+                    "epsilon) would help.",
+                    n > 1 ? "columns" : "column", names, n > 1 ? "their" : "its",
+                    n > 1 ? "their" : "its");
 }

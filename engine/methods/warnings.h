@@ -112,4 +112,38 @@ int pg_collapse_warnings(const pg_snapshot *snap, const struct pg_table *t, json
 int pg_warnings_append(const long *steps, const double *loss, size_t n, const pg_snapshot *snap,
                        const pg_data_desc *desc, json_t *out, pg_error *err);
 
+/* ---- trainer warnings (method.h): the sentences of trainer decisions ----
+ * Each records its warning on t when the decision it describes was taken,
+ * from already-private quantities only, and does nothing otherwise. */
+
+struct pg_calib_ldp; /* engine/methods/calib_ldp.h */
+struct pg_trainer;
+
+#define PG_WARN_NO_CLASS_SIGNAL "no_class_signal"
+/* entropic_gan on local tables: the signal check of the calibration (c, from
+ * the privatized rows: post-processing) found no class difference, so the
+ * calibrated snapshot pools the classes (calib_ldp.h); c may be NULL. */
+void pg_warn_ldp_signal(struct pg_trainer *t, const struct pg_calib_ldp *c);
+
+#define PG_WARN_CLASS_IN_NOISE "class_count_in_noise"
+#define PG_WARN_NOISE_SDS      3.0
+/* A conditional generator's DP count of the label (label_count.h: noisy[k]
+ * = count + N(0, sd^2), already released): classes whose released count is
+ * below PG_WARN_NOISE_SDS noise standard deviations are named (by their
+ * category in table, when given): their share of the samples is set mostly
+ * by the noise and their rows are too few to learn them from. */
+void pg_warn_class_counts(struct pg_trainer *t, const struct pg_table *table, const double *noisy,
+                          int classes, double sd);
+
+struct pg_qmap; /* engine/data/qmap.h */
+#define PG_WARN_QMAP_EMPTY "quantile_map_empty"
+/* A released quantile map (qmap.h, already private) whose column kept no
+ * mass above the threshold in any bin: qmap.h then makes it uniform over its
+ * bins, the one case where every CDF step is exactly 1 / bins (a column with
+ * mass gets floors of 1e-4 of it, never equal steps up to 1e-12 unless its
+ * noisy counts are exactly equal). Names such columns (from table); m may
+ * be NULL. */
+void pg_warn_qmap_empty(struct pg_trainer *t, const struct pg_qmap *m,
+                        const struct pg_table *table);
+
 #endif

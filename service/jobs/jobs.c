@@ -42,6 +42,7 @@ void pg_jobs_job_free(job *j)
     json_decref(j->spec);
     json_decref(j->privacy);
     json_decref(j->warnings);
+    json_decref(j->twarn);
     free(j->error);
     free(j->ckpts);
     if (j->snap) pg_snapshot_release(j->snap);

@@ -6,6 +6,8 @@
  *   {"v":1, "step", "total_steps", "loss", "epsilon_spent", "steps_per_second",
  *    "history": [[step, loss, epsilon_spent], ...], "hist_stride",
  *    "warnings": [...] (finished jobs only), "privacy": {...},
+ *    "trainer_warnings": [{source, code, message, step}, ...] (when any: what
+ *    the trainer warned of, kept for the rest of the job's life, resumes included),
  *    "node": the replica that ran it (when known)}
  * Non-finite numbers are null. What a job's samples look like (shape, range,
  * classes, privacy model) is not here: it is stored with the spec at
@@ -47,7 +49,40 @@ json_t *pg_jobs_warnings_json(const job *j, int succeeded)
     const pg_snapshot *snap = succeeded ? j->snap : NULL;
     if (snap && !j->desc.d) snap = NULL; /* no geometry to judge the range by */
     pg_warnings_append(steps, loss, j->nhist, snap, &j->desc, w, NULL);
+    /* The trainer's own warnings follow the ones judged from the model. */
+    size_t i;
+    json_t *o;
+    json_array_foreach(j->twarn, i, o) json_array_append_new(w, json_deep_copy(o));
     return w;
+}
+
+int pg_jobs_twarn_merge(job *j, const pg_trainer_warnings *w)
+{
+    if (!w || w->count <= 0) return 0;
+    int changed = 0;
+    for (int k = 0; k < w->count && k < PG_TRAINER_WARN_MAX; k++) {
+        const pg_trainer_warning *tw = &w->items[k];
+        json_t *o, *hit = NULL;
+        size_t i;
+        json_array_foreach(j->twarn, i, o)
+        {
+            const char *c = json_string_value(json_object_get(o, "code"));
+            if (c && !strcmp(c, tw->code)) hit = o;
+        }
+        if (hit) {
+            const char *msg = json_string_value(json_object_get(hit, "message"));
+            if (msg && !strcmp(msg, tw->message)) continue;
+            json_object_set_new(hit, "message", json_string(tw->message));
+            changed = 1;
+            continue;
+        }
+        if (!j->twarn && !(j->twarn = json_array())) return changed;
+        if (json_array_size(j->twarn) >= PG_JOBS_TWARN_MAX) continue;
+        json_t *n = json_pack("{s:s,s:s,s:s,s:I}", "source", "trainer", "code", tw->code, "message",
+                              tw->message, "step", (json_int_t)j->step);
+        if (n && !json_array_append_new(j->twarn, n)) changed = 1;
+    }
+    return changed;
 }
 
 static char *encode(const job *j)
@@ -62,6 +97,7 @@ static char *encode(const job *j)
                   num(j->eps_spent), "steps_per_second", num(j->sps), "history", h, "hist_stride",
                   (json_int_t)j->hist_stride, "privacy", j->privacy);
     if (o && j->warnings) json_object_set(o, "warnings", j->warnings);
+    if (o && json_array_size(j->twarn)) json_object_set(o, "trainer_warnings", j->twarn);
     if (o && j->node[0]) json_object_set_new(o, "node", json_string(j->node));
     char *s = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
     json_decref(o);
@@ -114,6 +150,23 @@ int pg_jobs_hist_apply(job *j, const char *doc)
     if (json_is_array(w)) {
         json_decref(j->warnings);
         j->warnings = json_incref(w);
+    }
+    /* Kept as stored, within the bound, each with a code and a sentence. */
+    json_t *tw = json_object_get(o, "trainer_warnings"), *x;
+    if (json_is_array(tw)) {
+        json_decref(j->twarn);
+        j->twarn = NULL;
+    }
+    json_array_foreach(tw, i, x)
+    {
+        if (!json_is_string(json_object_get(x, "code")) ||
+            !json_is_string(json_object_get(x, "message")))
+            continue;
+        if (!j->twarn && !(j->twarn = json_array())) break;
+        if (json_array_size(j->twarn) >= PG_JOBS_TWARN_MAX) break;
+        json_t *c = json_deep_copy(x);
+        json_object_set_new(c, "source", json_string("trainer"));
+        json_array_append_new(j->twarn, c);
     }
     json_t *pr = json_object_get(o, "privacy");
     if (json_is_object(pr)) {

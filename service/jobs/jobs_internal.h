@@ -72,6 +72,10 @@ typedef struct job {
     size_t nckpts, ckcap;
     pg_snapshot *snap;
     json_t *warnings; /* set once the job finished (stored); NULL: computed per view */
+    /* What its trainer warned of (method.h, trainer warnings): objects
+     * {source "trainer", code, message, step}, at most PG_JOBS_TWARN_MAX,
+     * kept across resumes (stored in the history document); NULL: none. */
+    json_t *twarn;
     uint64_t version;
     /* Any replica answers any read: a copy followed from the database (jobs_sync.c). */
     int followed;          /* the state below came from the database, not a worker here */
@@ -161,6 +165,13 @@ int pg_jobs_read_ckpt(pg_jobs *m, const char *id, long step, unsigned char **byt
  * of the history so far, plus the range draw of the latest snapshot when
  * succeeded (the job ended well: its final model is judged; mu held). */
 int pg_jobs_hist_save(pg_jobs *m, job *j, int *held, pg_error *err);
+/* Trainer warnings (mu held): merges the trainer's list into j->twarn by
+ * code (a new code is appended with the job's current step, a known code
+ * gets the new sentence); returns 1 when j->twarn changed. The list is
+ * bounded by PG_JOBS_TWARN_MAX (a resumed job's stored warnings plus a
+ * trainer's new ones; more are dropped). */
+#define PG_JOBS_TWARN_MAX (2 * PG_TRAINER_WARN_MAX)
+int pg_jobs_twarn_merge(job *j, const pg_trainer_warnings *w);
 int pg_jobs_hist_apply(job *j, const char *doc);
 json_t *pg_jobs_warnings_json(const job *j, int succeeded);
 

@@ -207,6 +207,22 @@ static int publish(pg_jobs *m, job *j, pg_trainer *t, pg_error *err)
     return PG_OK;
 }
 
+/* The trainer's warnings into the job: a new or changed one is published
+ * (views and event streams) and stored at once with the durable view, so a
+ * restart or another replica shows it even before the next checkpoint.
+ * *seen: the version of the trainer's list taken last. */
+static int take_warnings(pg_jobs *m, job *j, const pg_trainer *t, unsigned *seen, pg_error *err)
+{
+    const pg_trainer_warnings *w = pg_trainer_warnings_of(t);
+    if (!w || w->version == *seen) return PG_OK;
+    *seen = w->version;
+    pthread_mutex_lock(&m->mu);
+    int changed = pg_jobs_twarn_merge(j, w);
+    if (changed) pg_jobs_publish_change(m, j);
+    pthread_mutex_unlock(&m->mu);
+    return changed ? hist_save(m, j, err) : PG_OK;
+}
+
 static long keep_ckpts(const json_t *spec)
 {
     json_t *v = json_object_get(spec, "keep_checkpoints");
@@ -553,6 +569,8 @@ static void run_joined(pg_jobs *m, job *j, pg_cpu_share *cpu)
     pg_jobs_publish_change(m, j);
     pthread_mutex_unlock(&m->mu);
     if (k > 0 && publish(m, j, t, &err)) rc = PG_EIO;
+    unsigned seen = 0;
+    if (!rc) rc = take_warnings(m, j, t, &seen, &err);
     int64_t ran = 0, reserved = base;
     long step = k, last_saved = last_ck;
     int outcome = ST_SUCCEEDED;
@@ -634,6 +652,7 @@ static void run_joined(pg_jobs *m, job *j, pg_cpu_share *cpu)
             }
             last_progress = mono();
         }
+        if ((rc = take_warnings(m, j, t, &seen, &err))) break;
         if (rep.done) break;
     }
     if (outcome == -STOP_LOST) {
@@ -656,6 +675,7 @@ static void run_joined(pg_jobs *m, job *j, pg_cpu_share *cpu)
         return;
     }
     if (!rc && step > 0 && step != last_saved) rc = publish(m, j, t, &err);
+    if (!rc) rc = take_warnings(m, j, t, &seen, &err);
     mt->destroy(t);
     pg_dataset_free(&ds);
     if (!rc && outcome == -STOP_DRAIN) {

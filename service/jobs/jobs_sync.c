@@ -76,6 +76,8 @@ static void apply(pg_jobs *m, job *j, const pg_job_row *r, const char *doc, pg_c
     snprintf(j->node, sizeof j->node, "%s", r->owner);
     json_decref(j->warnings);
     j->warnings = NULL;
+    json_decref(j->twarn); /* the stored document says which, if any */
+    j->twarn = NULL;
     j->step = (long)r->step;
     j->loss = j->eps_spent = j->sps = NAN;
     j->nhist = 0;

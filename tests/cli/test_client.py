@@ -457,11 +457,17 @@ def warnings_are_shown():
                          "to 0.5)",
                          {"code": "outside_range", "message": "81 % of samples fall outside the "
                                                               "declared range"}]}
+    # a trainer's own warning: an object with source and code, announced on
+    # the event stream by a `warning` event (no id) before the final state
+    tw = {"source": "trainer", "code": "no_class_signal", "step": 0,
+          "message": "The privatized rows show no class difference above their noise."}
+    view["warnings"].append(tw)
 
     class H(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
             if self.path.endswith("/events"):
-                body = f"event: done\ndata: {json.dumps(view)}\n\n".encode()
+                body = (f"event: warning\ndata: {json.dumps(tw)}\n\n"
+                        f"event: done\ndata: {json.dumps(view)}\n\n").encode()
                 ctype = "text/event-stream"
             elif self.path == "/v1/jobs/job_w":
                 body, ctype = json.dumps(view).encode(), "application/json"
@@ -489,9 +495,14 @@ def warnings_are_shown():
         e = env(PRIVGEN_URL=f"http://127.0.0.1:{srv2.server_address[1]}", PRIVGEN_TOKEN="t")
         out = human("jobs", "show", "job_w", e=e)
         assert "  warning: the loss rose over the last quarter of training (0.1 to 0.5)\n" in out, out
-        assert "  warning: 81 % of samples fall outside the declared range\n" in out, out
+        assert "  warning (outside_range): 81 % of samples fall outside the declared range\n" in out, out
+        assert ("  warning (no_class_signal): The privatized rows show no class difference above "
+                "their noise.\n") in out, out
         rc, out, err = run("jobs", "watch", "job_w", e=e)
-        assert rc == 0 and "privgen: warning: 81 % of samples fall outside" in err, (rc, err)
+        assert rc == 0 and "privgen: warning (outside_range): 81 % of samples fall outside" in err, (rc, err)
+        # the trainer's warning as it came (the `warning` event), then in the final list;
+        # the event is not taken for a job state
+        assert err.count("privgen: warning (no_class_signal): The privatized rows") == 2, err
         assert out.decode() == "job job_w succeeded\n"
         err = code(1, "datasets", "show", "ds_x", e=e)
         assert "seed 18446744073709551615 and job_123456789012345678 kept, 2.5e-05 cleaned" in err, err

@@ -1,5 +1,6 @@
 /* privgend flags and environment: precedence, suffixes, rejection. */
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,57 @@ static void refused(pg_svc_config *c, const char *const (*bad)[2], size_t n, boo
     }
 }
 
+/* An integer setting: its flag, where c keeps it (an int or a size_t), its
+ * default, and a value given on the command line (NULL: the flag alone)
+ * with what that sets. */
+typedef struct setting {
+    const char *flag;
+    size_t off, size;
+    long dflt;
+    const char *value;
+    long want;
+} setting;
+/* A field's place in pg_svc_config, for a setting. */
+#define FIELD(f) offsetof(pg_svc_config, f), sizeof(((pg_svc_config *)0)->f)
+
+static long value_of(const pg_svc_config *c, const setting *s)
+{
+    const char *p = (const char *)c + s->off;
+    if (s->size == sizeof(int)) {
+        int v;
+        memcpy(&v, p, sizeof v);
+        return v;
+    }
+    if (s->size != sizeof(size_t)) ck_abort_msg("%s: neither an int nor a size_t", s->flag);
+    size_t v;
+    memcpy(&v, p, sizeof v);
+    return (long)v;
+}
+
+/* c from its defaults, where each of the n settings s has its default;
+ * then all of them given on one command line (environment unset), each
+ * taking its value. */
+static void defaults_then_given(pg_svc_config *c, const setting *s, size_t n)
+{
+    pg_svc_config_defaults(c);
+    char *argv[32] = {"privgend"};
+    int argc = 1;
+    ck_assert_uint_lt(2 * n + 1, 32);
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_msg(value_of(c, &s[i]) == s[i].dflt, "%s: default %ld, want %ld", s[i].flag,
+                      value_of(c, &s[i]), s[i].dflt);
+        argv[argc++] = (char *)s[i].flag;
+        if (s[i].value) argv[argc++] = (char *)s[i].value;
+    }
+    argv[argc] = NULL;
+    int help;
+    pg_error err = {0};
+    ck_assert_msg(pg_svc_config_parse(c, argc, argv, &help, &err) == PG_OK, "%s", err.msg);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(value_of(c, &s[i]) == s[i].want, "%s %s: %ld, want %ld", s[i].flag,
+                      s[i].value ? s[i].value : "", value_of(c, &s[i]), s[i].want);
+}
+
 START_TEST(defaults_env_flags)
 {
     pg_svc_config c;
@@ -64,18 +116,14 @@ START_TEST(bad_values_rejected)
 {
     pg_svc_config c;
     pg_svc_config_defaults(&c);
+    static const char *const bad[][2] = {{"--workers", "0"},
+                                         {"--max-body", "12Q"},
+                                         {"--bogus", NULL},
+                                         {"--data-dir", NULL},
+                                         {"--max-rows", "-5"}};
+    refused(&c, bad, sizeof bad / sizeof bad[0], false);
     int help;
     pg_error err;
-    char *a1[] = {"privgend", "--workers", "0", NULL};
-    ck_assert_int_eq(pg_svc_config_parse(&c, 3, a1, &help, &err), PG_EINVAL);
-    char *a2[] = {"privgend", "--max-body", "12Q", NULL};
-    ck_assert_int_eq(pg_svc_config_parse(&c, 3, a2, &help, &err), PG_EINVAL);
-    char *a3[] = {"privgend", "--bogus", NULL};
-    ck_assert_int_eq(pg_svc_config_parse(&c, 2, a3, &help, &err), PG_EINVAL);
-    char *a4[] = {"privgend", "--data-dir", NULL};
-    ck_assert_int_eq(pg_svc_config_parse(&c, 2, a4, &help, &err), PG_EINVAL);
-    char *a5[] = {"privgend", "--max-rows", "-5", NULL};
-    ck_assert_int_eq(pg_svc_config_parse(&c, 3, a5, &help, &err), PG_EINVAL);
     char *a6[] = {"privgend", "--help", NULL};
     ck_assert_int_eq(pg_svc_config_parse(&c, 2, a6, &help, &err), PG_OK);
     ck_assert_int_eq(help, 1);
@@ -129,6 +177,16 @@ START_TEST(database_selection)
 }
 END_TEST
 
+/* c parsed from argv (argc of them, "privgend" first), and its node id
+ * into node. */
+static void node_of(pg_svc_config *c, int argc, char **argv, char node[PG_NODE_MAX])
+{
+    int help;
+    pg_error err = {0};
+    ck_assert_msg(pg_svc_config_parse(c, argc, argv, &help, &err) == PG_OK, "%s", err.msg);
+    ck_assert_msg(pg_svc_config_node_id(c, node, PG_NODE_MAX, &err) == PG_OK, "%s", err.msg);
+}
+
 START_TEST(replica_flags)
 {
     pg_svc_config c;
@@ -142,49 +200,35 @@ START_TEST(replica_flags)
     ck_assert_int_eq(gethostname(host, sizeof host), 0);
     /* default: hostname and the port of --listen */
     char *a1[] = {"privgend", "--listen", "10.0.0.1:9001", NULL};
-    ck_assert_int_eq(pg_svc_config_parse(&c, 3, a1, &help, &err), PG_OK);
-    ck_assert_int_eq(pg_svc_config_node_id(&c, node, sizeof node, &err), PG_OK);
+    node_of(&c, 3, a1, node);
     char want[300];
     snprintf(want, sizeof want, "%s:9001", host);
     ck_assert_str_eq(node, want);
     /* port 0: the data dir keeps replicas of one host apart, and a restart
      * on the same data dir (however it is spelled) is the same node */
     char *a2[] = {"privgend", "--listen", "127.0.0.1:0", "--data-dir", "/tmp/../tmp", NULL};
-    ck_assert_int_eq(pg_svc_config_parse(&c, 5, a2, &help, &err), PG_OK);
-    ck_assert_int_eq(pg_svc_config_node_id(&c, node, sizeof node, &err), PG_OK);
+    node_of(&c, 5, a2, node);
     snprintf(want, sizeof want, "%s:0-", host);
     ck_assert_int_eq(strncmp(node, want, strlen(want)), 0);
     ck_assert_uint_eq(strlen(node), strlen(want) + 8);
     char again[PG_NODE_MAX], other[PG_NODE_MAX];
     char *a2b[] = {"privgend", "--listen", "127.0.0.1:0", "--data-dir", "/tmp", NULL};
-    ck_assert_int_eq(pg_svc_config_parse(&c, 5, a2b, &help, &err), PG_OK);
-    ck_assert_int_eq(pg_svc_config_node_id(&c, again, sizeof again, &err), PG_OK);
+    node_of(&c, 5, a2b, again);
     ck_assert_str_eq(again, node);
     char *a2c[] = {"privgend", "--listen", "127.0.0.1:0", "--data-dir", "/var/tmp", NULL};
-    ck_assert_int_eq(pg_svc_config_parse(&c, 5, a2c, &help, &err), PG_OK);
-    ck_assert_int_eq(pg_svc_config_node_id(&c, other, sizeof other, &err), PG_OK);
+    node_of(&c, 5, a2c, other);
     ck_assert_str_ne(other, node);
     /* the workers' pace flags */
-    pg_svc_config_defaults(&c);
-    ck_assert_int_eq(c.claim_poll_ms, 500);
-    ck_assert_int_eq(c.progress_s, 2);
-    char *a4[] = {"privgend", "--claim-poll-ms", "50", "--progress-seconds", "0", NULL};
-    ck_assert_int_eq(pg_svc_config_parse(&c, 5, a4, &help, &err), PG_OK);
-    ck_assert_int_eq(c.claim_poll_ms, 50);
-    ck_assert_int_eq(c.progress_s, 0);
-    char *b5[] = {"privgend", "--claim-poll-ms", "5", NULL};
-    ck_assert_int_eq(pg_svc_config_parse(&c, 3, b5, &help, &err), PG_EINVAL);
-    ck_assert_ptr_nonnull(strstr(err.msg, "--claim-poll-ms"));
-    char *b6[] = {"privgend", "--progress-seconds", "-1", NULL};
-    ck_assert_int_eq(pg_svc_config_parse(&c, 3, b6, &help, &err), PG_EINVAL);
-    ck_assert_ptr_nonnull(strstr(err.msg, "--progress-seconds"));
-    char *b7[] = {"privgend", "--progress-seconds", "3601", NULL};
-    ck_assert_int_eq(pg_svc_config_parse(&c, 3, b7, &help, &err), PG_EINVAL);
+    static const setting pace_ok[] = {{"--claim-poll-ms", FIELD(claim_poll_ms), 500, "50", 50},
+                                      {"--progress-seconds", FIELD(progress_s), 2, "0", 0}};
+    defaults_then_given(&c, pace_ok, sizeof pace_ok / sizeof pace_ok[0]);
+    static const char *const pace[][2] = {
+        {"--claim-poll-ms", "5"}, {"--progress-seconds", "-1"}, {"--progress-seconds", "3601"}};
+    refused(&c, pace, sizeof pace / sizeof pace[0], true);
     char *a3[] = {
         "privgend", "--node-id", "replica-b", "--lease-seconds", "6", "--heartbeat-seconds=2",
         NULL};
-    ck_assert_int_eq(pg_svc_config_parse(&c, 6, a3, &help, &err), PG_OK);
-    ck_assert_int_eq(pg_svc_config_node_id(&c, node, sizeof node, &err), PG_OK);
+    node_of(&c, 6, a3, node);
     ck_assert_str_eq(node, "replica-b");
     ck_assert_int_eq(c.lease_s, 6);
     ck_assert_int_eq(c.heartbeat_s, 2);
@@ -193,26 +237,14 @@ START_TEST(replica_flags)
     char *b1[] = {"privgend", "--lease-seconds", "10", NULL};
     ck_assert_int_eq(pg_svc_config_parse(&c, 3, b1, &help, &err), PG_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "--heartbeat-seconds"));
-    pg_svc_config_defaults(&c);
-    char *b2[] = {"privgend", "--heartbeat-seconds", "0", NULL};
-    ck_assert_int_eq(pg_svc_config_parse(&c, 3, b2, &help, &err), PG_EINVAL);
-    pg_svc_config_defaults(&c);
-    char *b3[] = {"privgend", "--node-id", "has space", NULL};
-    ck_assert_int_eq(pg_svc_config_parse(&c, 3, b3, &help, &err), PG_EINVAL);
-    ck_assert_ptr_nonnull(strstr(err.msg, "--node-id"));
     char longid[PG_NODE_MAX + 1];
     memset(longid, 'x', PG_NODE_MAX);
     longid[PG_NODE_MAX] = '\0';
+    const char *const bad[][2] = {
+        {"--heartbeat-seconds", "0"}, {"--node-id", "has space"}, {"--node-id", longid}};
     pg_svc_config_defaults(&c);
-    char *b4[] = {"privgend", "--node-id", longid, NULL};
-    ck_assert_int_eq(pg_svc_config_parse(&c, 3, b4, &help, &err), PG_EINVAL);
-    /* documented */
-    const char *u = pg_svc_config_usage();
-    ck_assert_ptr_nonnull(strstr(u, "--node-id"));
-    ck_assert_ptr_nonnull(strstr(u, "--lease-seconds"));
-    ck_assert_ptr_nonnull(strstr(u, "--heartbeat-seconds"));
-    ck_assert_ptr_nonnull(strstr(u, "--claim-poll-ms"));
-    ck_assert_ptr_nonnull(strstr(u, "--progress-seconds"));
+    refused(&c, bad, sizeof bad / sizeof bad[0], true);
+    ck_assert_ptr_nonnull(strstr(pg_svc_config_usage(), "--lease-seconds"));
 }
 END_TEST
 
@@ -221,26 +253,13 @@ END_TEST
 START_TEST(cpu_budget_flags)
 {
     pg_svc_config c;
+    static const setting s[] = {{"--cpus", FIELD(cpus), 0, "3", 3},
+                                {"--cpu-follow-load", FIELD(cpu_follow_load), 1, "0", 0},
+                                {"--threads-per-job", FIELD(threads_per_job), 0, "0", 0}};
+    defaults_then_given(&c, s, sizeof s / sizeof s[0]);
+    static const char *const bad[][2] = {{"--cpu-follow-load", "2"}, {"--cpus", "-1"}};
     pg_svc_config_defaults(&c);
-    ck_assert_int_eq(c.cpus, 0);
-    ck_assert_int_eq(c.cpu_follow_load, 1);
-    ck_assert_int_eq(c.threads_per_job, 0);
-    int help;
-    char *a[] = {"privgend",          "--cpus", "3", "--cpu-follow-load", "0",
-                 "--threads-per-job", "0",      NULL};
-    ck_assert_int_eq(pg_svc_config_parse(&c, 7, a, &help, NULL), PG_OK);
-    ck_assert_int_eq(c.cpus, 3);
-    ck_assert_int_eq(c.cpu_follow_load, 0);
-    ck_assert_int_eq(c.threads_per_job, 0);
-    char *b[] = {"privgend", "--cpu-follow-load", "2", NULL};
-    pg_svc_config_defaults(&c);
-    ck_assert_int_eq(pg_svc_config_parse(&c, 3, b, &help, NULL), PG_EINVAL);
-    char *d[] = {"privgend", "--cpus", "-1", NULL};
-    pg_svc_config_defaults(&c);
-    ck_assert_int_eq(pg_svc_config_parse(&c, 3, d, &help, NULL), PG_EINVAL);
-    const char *u = pg_svc_config_usage();
-    ck_assert_ptr_nonnull(strstr(u, "--cpus"));
-    ck_assert_ptr_nonnull(strstr(u, "--cpu-follow-load"));
+    refused(&c, bad, sizeof bad / sizeof bad[0], true);
 }
 END_TEST
 
@@ -248,38 +267,26 @@ END_TEST
 START_TEST(snapshot_cache_flag)
 {
     pg_svc_config c;
-    pg_svc_config_defaults(&c);
-    ck_assert_int_eq(c.snapshot_cache_mb, 512);
-    int help;
-    pg_error err = {0};
-    char *a[] = {"privgend", "--snapshot-cache-mb", "64", NULL};
-    ck_assert_int_eq(pg_svc_config_parse(&c, 3, a, &help, NULL), PG_OK);
-    ck_assert_int_eq(c.snapshot_cache_mb, 64);
+    static const setting s[] = {{"--snapshot-cache-mb", FIELD(snapshot_cache_mb), 512, "64", 64}};
+    defaults_then_given(&c, s, 1);
     from_env(&c, "PRIVGEN_SNAPSHOT_CACHE_MB", "0");
     ck_assert_int_eq(c.snapshot_cache_mb, 0);
-    const char *bad[] = {"-1", "x", "1048577", "", "1.5"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        char *b[] = {"privgend", "--snapshot-cache-mb", (char *)bad[i], NULL};
-        pg_svc_config_defaults(&c);
-        ck_assert_int_eq(pg_svc_config_parse(&c, 3, b, &help, &err), PG_EINVAL);
-        ck_assert_ptr_nonnull(strstr(err.msg, "--snapshot-cache-mb"));
-    }
-    ck_assert_ptr_nonnull(strstr(pg_svc_config_usage(), "--snapshot-cache-mb"));
+    static const char *const bad[][2] = {{"--snapshot-cache-mb", "-1"},
+                                         {"--snapshot-cache-mb", "x"},
+                                         {"--snapshot-cache-mb", "1048577"},
+                                         {"--snapshot-cache-mb", ""},
+                                         {"--snapshot-cache-mb", "1.5"}};
+    pg_svc_config_defaults(&c);
+    refused(&c, bad, sizeof bad / sizeof bad[0], true);
 }
 END_TEST
 
 START_TEST(report_flags)
 {
     pg_svc_config c;
-    pg_svc_config_defaults(&c);
-    ck_assert_int_eq(c.report_workers, 1);
-    ck_assert_uint_eq(c.max_queued_reports, 16);
-    int help;
-    pg_error err;
-    char *ok[] = {"privgend", "--report-workers", "0", "--max-queued-reports", "3", NULL};
-    ck_assert_int_eq(pg_svc_config_parse(&c, 5, ok, &help, &err), PG_OK);
-    ck_assert_int_eq(c.report_workers, 0);
-    ck_assert_uint_eq(c.max_queued_reports, 3);
+    static const setting s[] = {{"--report-workers", FIELD(report_workers), 1, "0", 0},
+                                {"--max-queued-reports", FIELD(max_queued_reports), 16, "3", 3}};
+    defaults_then_given(&c, s, sizeof s / sizeof s[0]);
     static const char *const bad[][2] = {{"--report-workers", "17"},
                                          {"--report-workers", "-1"},
                                          {"--report-workers", "x"},
@@ -294,28 +301,15 @@ END_TEST
 START_TEST(slow_client_flags)
 {
     pg_svc_config c;
-    pg_svc_config_defaults(&c);
-    ck_assert_int_eq(c.http_timeout_s, 30);
-    ck_assert_int_eq(c.max_connections, 1000);
-    ck_assert_int_eq(c.max_conns_per_ip, 0);
-    ck_assert_int_eq(c.max_uploads, 16);
-    ck_assert_int_eq(c.max_uploads_per_token, 4);
-    ck_assert_int_eq(c.min_body_rate, 1024);
-    ck_assert_int_eq(c.body_grace_s, 10);
-    int help;
-    pg_error err;
-    char *ok[] = {"privgend", "--http-timeout-seconds",   "5", "--max-connections",
-                  "50",       "--max-connections-per-ip", "8", "--max-uploads",
-                  "3",        "--max-uploads-per-token",  "2", "--min-body-rate",
-                  "0",        "--body-grace-seconds",     "4", NULL};
-    ck_assert_int_eq(pg_svc_config_parse(&c, 15, ok, &help, &err), PG_OK);
-    ck_assert_int_eq(c.http_timeout_s, 5);
-    ck_assert_int_eq(c.max_connections, 50);
-    ck_assert_int_eq(c.max_conns_per_ip, 8);
-    ck_assert_int_eq(c.max_uploads, 3);
-    ck_assert_int_eq(c.max_uploads_per_token, 2);
-    ck_assert_int_eq(c.min_body_rate, 0);
-    ck_assert_int_eq(c.body_grace_s, 4);
+    static const setting s[] = {
+        {"--http-timeout-seconds", FIELD(http_timeout_s), 30, "5", 5},
+        {"--max-connections", FIELD(max_connections), 1000, "50", 50},
+        {"--max-connections-per-ip", FIELD(max_conns_per_ip), 0, "8", 8},
+        {"--max-uploads", FIELD(max_uploads), 16, "3", 3},
+        {"--max-uploads-per-token", FIELD(max_uploads_per_token), 4, "2", 2},
+        {"--min-body-rate", FIELD(min_body_rate), 1024, "0", 0},
+        {"--body-grace-seconds", FIELD(body_grace_s), 10, "4", 4}};
+    defaults_then_given(&c, s, sizeof s / sizeof s[0]);
     static const char *const bad[][2] = {
         {"--http-timeout-seconds", "0"},  {"--max-connections", "0"}, {"--max-uploads", "0"},
         {"--max-uploads-per-token", "0"}, {"--min-body-rate", "-1"},  {"--body-grace-seconds", "0"},
@@ -330,16 +324,12 @@ END_TEST
 START_TEST(header_timeout_and_reuse_port_flags)
 {
     pg_svc_config c;
-    pg_svc_config_defaults(&c);
-    ck_assert_int_eq(c.header_timeout_s, 20);
-    ck_assert_int_eq(c.reuse_port, 0);
+    /* a flag alone takes no value: the next flag is still parsed */
+    static const setting s[] = {{"--reuse-port", FIELD(reuse_port), 0, NULL, 1},
+                                {"--header-timeout-seconds", FIELD(header_timeout_s), 20, "7", 7}};
+    defaults_then_given(&c, s, sizeof s / sizeof s[0]);
     int help;
     pg_error err;
-    /* a flag alone takes no value: the next flag is still parsed */
-    char *ok[] = {"privgend", "--reuse-port", "--header-timeout-seconds", "7", NULL};
-    ck_assert_int_eq(pg_svc_config_parse(&c, 4, ok, &help, &err), PG_OK);
-    ck_assert_int_eq(c.reuse_port, 1);
-    ck_assert_int_eq(c.header_timeout_s, 7);
     char *off[] = {"privgend", "--reuse-port=0", NULL};
     ck_assert_int_eq(pg_svc_config_parse(&c, 2, off, &help, &err), PG_OK);
     ck_assert_int_eq(c.reuse_port, 0);

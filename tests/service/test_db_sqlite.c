@@ -50,6 +50,41 @@ static void sql(const char *q)
     sqlite3_close(h);
 }
 
+/* The schema version this binary writes (7: cancel_requested, 8: quality
+ * reports, 9: owners), and that of db. */
+enum { SCHEMA_NOW = 9 };
+
+static int schema_version(pg_db *db)
+{
+    int v;
+    ck_assert_int_eq(pg_db_schema_version(db, &v, NULL), PG_OK);
+    return v;
+}
+
+/* Appends the nx values x (rows of width d) to dataset id of tenant, at
+ * most max_rows rows in all: the commit's status, and the dataset's row
+ * count after it into *n. */
+static int append(pg_db *db, const char *tenant, const char *id, size_t d, const float *x,
+                  size_t nx, int64_t max_rows, int64_t *n)
+{
+    pg_db_append *a;
+    ck_assert_int_eq(pg_db_append_begin(db, tenant, id, d, &a, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_append_write(a, x, nx, NULL), PG_OK);
+    int found;
+    int64_t added;
+    return pg_db_append_commit(a, NULL, max_rows, &found, &added, n, NULL);
+}
+
+/* The one job db holds (pg_job_rows_free(jr, 1)). */
+static pg_job_row *only_job(pg_db *db)
+{
+    pg_job_row *jr;
+    size_t n;
+    ck_assert_int_eq(pg_db_job_load_all(db, &jr, &n, NULL), PG_OK);
+    ck_assert_uint_eq(n, 1);
+    return jr;
+}
+
 static int file_exists(const char *fmt, const char *a, const char *b)
 {
     char p[512];
@@ -60,9 +95,7 @@ static int file_exists(const char *fmt, const char *a, const char *b)
 START_TEST(schema_version_and_newer_refused)
 {
     pg_db *db = open_db();
-    int v;
-    ck_assert_int_eq(pg_db_schema_version(db, &v, NULL), PG_OK);
-    ck_assert_int_eq(v, 9); /* 7: cancel_requested, 8: quality reports, 9: owners */
+    ck_assert_int_eq(schema_version(db), SCHEMA_NOW);
     pg_db_close(db);
     /* a database from a future binary is refused, not silently used */
     sql("UPDATE schema_version SET version=99");
@@ -76,40 +109,58 @@ START_TEST(schema_version_and_newer_refused)
 }
 END_TEST
 
-/* The schema and rows exactly as privgend wrote them before the storage
- * contract (schema version 3, frozen here on purpose: this is the old
- * binary's data, not the current migration text). */
-static const char OLD_V3[] =
-    "CREATE TABLE schema_version(version INTEGER NOT NULL);"
-    "INSERT INTO schema_version VALUES(3);"
-    "CREATE TABLE tenants(id TEXT PRIMARY KEY, created_at INTEGER NOT NULL);"
-    "CREATE TABLE tokens(id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL REFERENCES tenants(id),"
-    " scope TEXT NOT NULL CHECK(scope IN ('admin','read')), hash BLOB NOT NULL,"
-    " created_at INTEGER NOT NULL, revoked INTEGER NOT NULL DEFAULT 0);"
-    "CREATE TABLE datasets(seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,"
-    " tenant_id TEXT NOT NULL, name TEXT NOT NULL, meta TEXT NOT NULL, d INTEGER NOT NULL,"
-    " n INTEGER NOT NULL DEFAULT 0, blocks INTEGER NOT NULL DEFAULT 0,"
-    " bytes INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL);"
-    "CREATE INDEX datasets_tenant ON datasets(tenant_id, seq);"
-    "CREATE TABLE row_blocks(dataset_id TEXT NOT NULL, k INTEGER NOT NULL, n INTEGER NOT NULL,"
-    " bytes INTEGER NOT NULL, has_labels INTEGER NOT NULL, created_at INTEGER NOT NULL,"
-    " PRIMARY KEY(dataset_id, k));"
+/* Writes, in one go, what a binary of schema version 1 to 3 wrote (its
+ * text, frozen here on purpose, not the current migration text): version
+ * v, the tables those binaries all wrote alike, jobs (with its indexes) as
+ * jobs says, then the rows. */
+static void old_data(int v, const char *jobs, const char *rows)
+{
+    static const char before_jobs[] =
+        "CREATE TABLE tenants(id TEXT PRIMARY KEY, created_at INTEGER NOT NULL);"
+        "CREATE TABLE tokens(id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL REFERENCES tenants(id),"
+        " scope TEXT NOT NULL CHECK(scope IN ('admin','read')), hash BLOB NOT NULL,"
+        " created_at INTEGER NOT NULL, revoked INTEGER NOT NULL DEFAULT 0);"
+        "CREATE TABLE datasets(seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,"
+        " tenant_id TEXT NOT NULL, name TEXT NOT NULL, meta TEXT NOT NULL, d INTEGER NOT NULL,"
+        " n INTEGER NOT NULL DEFAULT 0, blocks INTEGER NOT NULL DEFAULT 0,"
+        " bytes INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL);"
+        "CREATE INDEX datasets_tenant ON datasets(tenant_id, seq);"
+        "CREATE TABLE row_blocks(dataset_id TEXT NOT NULL, k INTEGER NOT NULL, n INTEGER NOT NULL,"
+        " bytes INTEGER NOT NULL, has_labels INTEGER NOT NULL, created_at INTEGER NOT NULL,"
+        " PRIMARY KEY(dataset_id, k));";
+    static const char after_jobs[] =
+        "CREATE TABLE ledger(seq INTEGER PRIMARY KEY AUTOINCREMENT, dataset_id TEXT NOT NULL,"
+        " job_id TEXT, state TEXT NOT NULL, rdp TEXT, epsilon REAL, delta REAL,"
+        " created_at INTEGER NOT NULL);"
+        "CREATE TABLE checkpoints(job_id TEXT NOT NULL, step INTEGER NOT NULL, path TEXT NOT NULL,"
+        " bytes INTEGER NOT NULL, crc32 INTEGER NOT NULL, created_at INTEGER NOT NULL,"
+        " PRIMARY KEY(job_id, step));"
+        "CREATE TABLE idempotency(tenant_id TEXT NOT NULL, key TEXT NOT NULL, fp BLOB NOT NULL,"
+        " status INTEGER NOT NULL, location TEXT, body BLOB NOT NULL, created_at INTEGER NOT NULL,"
+        " PRIMARY KEY(tenant_id, key));";
+    size_t cap = sizeof before_jobs + sizeof after_jobs + strlen(jobs) + strlen(rows) + 128;
+    char *q = malloc(cap);
+    if (!q) ck_abort_msg("out of memory");
+    snprintf(q, cap,
+             "CREATE TABLE schema_version(version INTEGER NOT NULL);"
+             "INSERT INTO schema_version VALUES(%d);%s%s%s%s",
+             v, before_jobs, jobs, after_jobs, rows);
+    sql(q);
+    free(q);
+}
+
+/* The jobs table and the rows exactly as privgend wrote them before the
+ * storage contract (schema version 3, frozen here on purpose: this is the
+ * old binary's data, not the current migration text). */
+static const char OLD_V3_JOBS[] =
     "CREATE TABLE jobs(seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,"
     " tenant_id TEXT NOT NULL, dataset_id TEXT NOT NULL, status TEXT NOT NULL,"
     " spec TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,"
     " method TEXT NOT NULL DEFAULT '', started_at INTEGER, finished_at INTEGER, error TEXT,"
     " step INTEGER NOT NULL DEFAULT 0, steps_reserved INTEGER NOT NULL DEFAULT 0,"
     " data_n INTEGER NOT NULL DEFAULT 0, public_dataset_id TEXT,"
-    " public_n INTEGER NOT NULL DEFAULT 0);"
-    "CREATE TABLE ledger(seq INTEGER PRIMARY KEY AUTOINCREMENT, dataset_id TEXT NOT NULL,"
-    " job_id TEXT, state TEXT NOT NULL, rdp TEXT, epsilon REAL, delta REAL,"
-    " created_at INTEGER NOT NULL);"
-    "CREATE TABLE checkpoints(job_id TEXT NOT NULL, step INTEGER NOT NULL, path TEXT NOT NULL,"
-    " bytes INTEGER NOT NULL, crc32 INTEGER NOT NULL, created_at INTEGER NOT NULL,"
-    " PRIMARY KEY(job_id, step));"
-    "CREATE TABLE idempotency(tenant_id TEXT NOT NULL, key TEXT NOT NULL, fp BLOB NOT NULL,"
-    " status INTEGER NOT NULL, location TEXT, body BLOB NOT NULL, created_at INTEGER NOT NULL,"
-    " PRIMARY KEY(tenant_id, key));"
+    " public_n INTEGER NOT NULL DEFAULT 0);";
+static const char OLD_V3_ROWS[] =
     "INSERT INTO tenants VALUES('ten_old', 1700000000);"
     "INSERT INTO tokens(id, tenant_id, scope, hash, created_at) VALUES('tok_0123456789abcdef',"
     " 'ten_old', 'admin', zeroblob(32), 1700000000);"
@@ -131,7 +182,7 @@ static const char OLD_V3[] =
 
 START_TEST(old_data_dir_opens_and_works)
 {
-    sql(OLD_V3);
+    old_data(3, OLD_V3_JOBS, OLD_V3_ROWS);
     /* the old binary's files: one labeled block and one checkpoint */
     char p[512];
     snprintf(p, sizeof p, "%s/datasets", dir);
@@ -166,9 +217,7 @@ START_TEST(old_data_dir_opens_and_works)
     sql(q);
 
     pg_db *db = open_db();
-    int v;
-    ck_assert_int_eq(pg_db_schema_version(db, &v, NULL), PG_OK);
-    ck_assert_int_eq(v, 9);
+    ck_assert_int_eq(schema_version(db), SCHEMA_NOW);
     pg_token t;
     int found;
     ck_assert_int_eq(pg_db_token_get(db, "tok_0123456789abcdef", &t, &found, NULL), PG_OK);
@@ -198,14 +247,12 @@ START_TEST(old_data_dir_opens_and_works)
     ck_assert_mem_eq(all.x, x, sizeof x);
     ck_assert_mem_eq(all.labels, lab, sizeof lab);
     pg_block_free(&all);
-    pg_job_row *jr;
-    size_t n;
-    ck_assert_int_eq(pg_db_job_load_all(db, &jr, &n, NULL), PG_OK);
-    ck_assert_uint_eq(n, 1);
+    pg_job_row *jr = only_job(db);
     ck_assert_str_eq(jr[0].status, "succeeded");
     ck_assert_str_eq(jr[0].public_dataset_id, "");
     ck_assert_int_eq(jr[0].step, 7);
-    pg_job_rows_free(jr, n);
+    pg_job_rows_free(jr, 1);
+    size_t n;
     pg_ckpt_row *cr;
     ck_assert_int_eq(pg_db_ckpt_list(db, "job_old", &cr, &n, NULL), PG_OK);
     ck_assert_uint_eq(n, 1);
@@ -234,11 +281,8 @@ START_TEST(old_data_dir_opens_and_works)
                      PG_OK);
     ck_assert_int_eq(state, PG_IDEM_NEW);
     /* and the old dataset takes new rows next to its old block */
-    pg_db_append *a;
-    ck_assert_int_eq(pg_db_append_begin(db, "ten_old", "ds_old", 2, &a, NULL), PG_OK);
-    ck_assert_int_eq(pg_db_append_write(a, x, 2, NULL), PG_OK);
-    int64_t added, nn;
-    ck_assert_int_eq(pg_db_append_commit(a, NULL, 100, &found, &added, &nn, NULL), PG_OK);
+    int64_t nn;
+    ck_assert_int_eq(append(db, "ten_old", "ds_old", 2, x, 2, 100, &nn), PG_OK);
     ck_assert_int_eq(nn, 4);
     ck_assert(file_exists("%s/datasets/%s/%s", "ds_old", "rows-1.f32"));
     /* migration 4: the old job has no stored history until it is written */
@@ -271,48 +315,21 @@ END_TEST
 START_TEST(version_1_data_dir_is_migrated)
 {
     /* Only the first migration applied: jobs lack the later columns. */
-    sql("CREATE TABLE schema_version(version INTEGER NOT NULL);"
-        "INSERT INTO schema_version VALUES(1);"
-        "CREATE TABLE tenants(id TEXT PRIMARY KEY, created_at INTEGER NOT NULL);"
-        "CREATE TABLE tokens(id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL REFERENCES tenants(id),"
-        " scope TEXT NOT NULL CHECK(scope IN ('admin','read')), hash BLOB NOT NULL,"
-        " created_at INTEGER NOT NULL, revoked INTEGER NOT NULL DEFAULT 0);"
-        "CREATE TABLE datasets(seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,"
-        " tenant_id TEXT NOT NULL, name TEXT NOT NULL, meta TEXT NOT NULL, d INTEGER NOT NULL,"
-        " n INTEGER NOT NULL DEFAULT 0, blocks INTEGER NOT NULL DEFAULT 0,"
-        " bytes INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL);"
-        "CREATE INDEX datasets_tenant ON datasets(tenant_id, seq);"
-        "CREATE TABLE row_blocks(dataset_id TEXT NOT NULL, k INTEGER NOT NULL, n INTEGER NOT "
-        "NULL, bytes INTEGER NOT NULL, has_labels INTEGER NOT NULL, created_at INTEGER NOT NULL,"
-        " PRIMARY KEY(dataset_id, k));"
-        "CREATE TABLE jobs(seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,"
-        " tenant_id TEXT NOT NULL, dataset_id TEXT NOT NULL, status TEXT NOT NULL,"
-        " spec TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);"
-        "CREATE INDEX jobs_dataset ON jobs(dataset_id, status);"
-        "CREATE TABLE ledger(seq INTEGER PRIMARY KEY AUTOINCREMENT, dataset_id TEXT NOT NULL,"
-        " job_id TEXT, state TEXT NOT NULL, rdp TEXT, epsilon REAL, delta REAL,"
-        " created_at INTEGER NOT NULL);"
-        "CREATE TABLE checkpoints(job_id TEXT NOT NULL, step INTEGER NOT NULL, path TEXT NOT "
-        "NULL, bytes INTEGER NOT NULL, crc32 INTEGER NOT NULL, created_at INTEGER NOT NULL,"
-        " PRIMARY KEY(job_id, step));"
-        "CREATE TABLE idempotency(tenant_id TEXT NOT NULL, key TEXT NOT NULL, fp BLOB NOT NULL,"
-        " status INTEGER NOT NULL, location TEXT, body BLOB NOT NULL, created_at INTEGER NOT "
-        "NULL, PRIMARY KEY(tenant_id, key));"
-        "INSERT INTO datasets(id, tenant_id, name, meta, d, created_at) VALUES('ds_v1', 't1',"
-        " 'n', '{}', 2, 1);"
-        "INSERT INTO jobs VALUES(1, 'job_v1', 't1', 'ds_v1', 'queued', '{}', 1, 1);");
+    old_data(1,
+             "CREATE TABLE jobs(seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,"
+             " tenant_id TEXT NOT NULL, dataset_id TEXT NOT NULL, status TEXT NOT NULL,"
+             " spec TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);"
+             "CREATE INDEX jobs_dataset ON jobs(dataset_id, status);",
+             "INSERT INTO datasets(id, tenant_id, name, meta, d, created_at) VALUES('ds_v1', 't1',"
+             " 'n', '{}', 2, 1);"
+             "INSERT INTO jobs VALUES(1, 'job_v1', 't1', 'ds_v1', 'queued', '{}', 1, 1);");
     pg_db *db = open_db();
-    int v;
-    ck_assert_int_eq(pg_db_schema_version(db, &v, NULL), PG_OK);
-    ck_assert_int_eq(v, 9);
-    pg_job_row *jr;
-    size_t n;
-    ck_assert_int_eq(pg_db_job_load_all(db, &jr, &n, NULL), PG_OK);
-    ck_assert_uint_eq(n, 1);
+    ck_assert_int_eq(schema_version(db), SCHEMA_NOW);
+    pg_job_row *jr = only_job(db);
     ck_assert_str_eq(jr[0].id, "job_v1");
     ck_assert_str_eq(jr[0].method, "");
     ck_assert_int_eq(jr[0].steps_reserved, 0);
-    pg_job_rows_free(jr, n);
+    pg_job_rows_free(jr, 1);
     int done;
     ck_assert_int_eq(pg_db_job_cancel_queued(db, "job_v1", &done, NULL), PG_OK);
     ck_assert_int_eq(done, 1);
@@ -341,14 +358,12 @@ START_TEST(files_live_next_to_the_database)
     pg_db_append *a;
     float x[3] = {1, 2, 3};
     int found;
-    int64_t added, n;
+    int64_t n;
     /* an aborted or refused append leaves no file behind */
     ck_assert_int_eq(pg_db_append_begin(db, "t", "ds_f", 1, &a, NULL), PG_OK);
     ck_assert_int_eq(pg_db_append_write(a, x, 3, NULL), PG_OK);
     pg_db_append_abort(a);
-    ck_assert_int_eq(pg_db_append_begin(db, "t", "ds_f", 1, &a, NULL), PG_OK);
-    ck_assert_int_eq(pg_db_append_write(a, x, 3, NULL), PG_OK);
-    ck_assert_int_eq(pg_db_append_commit(a, NULL, 2, &found, &added, &n, NULL), PG_ERANGE);
+    ck_assert_int_eq(append(db, "t", "ds_f", 1, x, 3, 2, &n), PG_ERANGE);
     char p[256];
     snprintf(p, sizeof p, "%s/datasets/ds_f", dir);
     int entries = 0;
@@ -358,9 +373,7 @@ START_TEST(files_live_next_to_the_database)
     ck_assert(fscanf(ls, "%d", &entries) == 1);
     pclose(ls);
     ck_assert_int_eq(entries, 0);
-    ck_assert_int_eq(pg_db_append_begin(db, "t", "ds_f", 1, &a, NULL), PG_OK);
-    ck_assert_int_eq(pg_db_append_write(a, x, 3, NULL), PG_OK);
-    ck_assert_int_eq(pg_db_append_commit(a, NULL, 10, &found, &added, &n, NULL), PG_OK);
+    ck_assert_int_eq(append(db, "t", "ds_f", 1, x, 3, 10, &n), PG_OK);
     ck_assert(file_exists("%s/datasets/%s/%s", "ds_f", "rows-0.f32"));
     const unsigned char ck[3] = {1, 2, 3};
     const char *job = "job_f";
@@ -380,13 +393,10 @@ START_TEST(corrupt_files_are_detected)
 {
     pg_db *db = open_db();
     insert_dataset(db, "ds_c", 2);
-    pg_db_append *a;
     float x[20] = {0};
     int found;
-    int64_t added, n;
-    ck_assert_int_eq(pg_db_append_begin(db, "t", "ds_c", 2, &a, NULL), PG_OK);
-    ck_assert_int_eq(pg_db_append_write(a, x, 20, NULL), PG_OK);
-    ck_assert_int_eq(pg_db_append_commit(a, NULL, 100, &found, &added, &n, NULL), PG_OK);
+    int64_t n;
+    ck_assert_int_eq(append(db, "t", "ds_c", 2, x, 20, 100, &n), PG_OK);
     char blk[256];
     snprintf(blk, sizeof blk, "%s/datasets/ds_c/rows-0.f32", dir);
     FILE *f = fopen(blk, "r+b");

@@ -296,12 +296,17 @@ try {
   await page.route(warned, async (route) => {
     const res = await route.fetch();
     const body = await res.json();
-    body.warnings = ['the loss rose over the last quarter of training', 'most samples fall outside the declared range'];
+    body.warnings = ['the loss rose over the last quarter of training', 'most samples fall outside the declared range',
+      { source: 'trainer', code: 'no_class_signal', step: 0,
+        message: 'The privatized rows show no class difference above their noise: every class is sampled alike.' }];
     await route.fulfill({ response: res, json: body });
   });
   await page.click(`#jobs tr[data-id="${job.id}"]`);
-  await page.waitForFunction(() => document.querySelectorAll('#jd-warnings:not([hidden]) li').length === 2);
+  await page.waitForFunction(() => document.querySelectorAll('#jd-warnings:not([hidden]) li').length === 3);
   if (!(await page.textContent('#jd-warnings')).includes('loss rose')) fail('warnings not shown');
+  // A trainer's warning (an object) shows its code and its sentence.
+  const tw = await page.textContent('#jd-warnings li.trainer-warning[data-code="no_class_signal"]').catch(() => null);
+  if (!tw || !tw.includes('no_class_signal') || !tw.includes('no class difference')) fail(`trainer warning shown as ${tw}`);
   await page.unroute(warned);
   await page.click(`#jobs tr[data-id="${job.id}"]`);
   await page.waitForFunction((n) => document.querySelectorAll('#jd-warnings li').length === n, warnings.length);

@@ -68,7 +68,7 @@ function drawJobs() {
                   td('Job', el('code', { text: j.id })), td('Method', j.method),
                   td('Dataset', name ? name : el('span', { class: 'hint', text: `${j.dataset_id} (deleted)` })),
                   td('Status', el('span', { class: 'badge ' + j.status, text: j.status }),
-                     (j.warnings || []).length ? el('span', { class: 'warn-dot', title: j.warnings.join('\n'), text: ' ⚠' }) : null),
+                     (j.warnings || []).length ? el('span', { class: 'warn-dot', title: j.warnings.map(warnText).join('\n'), text: ' ⚠' }) : null),
                   td('Progress', el('span', { class: 'mini-bar' }, el('span', { style: `width:${(100 * frac).toFixed(0)}%` })),
                      ' ' + progressText(j)),
                   td('ε spent', fmt(p.epsilon_spent ?? 0)),
@@ -149,10 +149,14 @@ function showJob(j) {
   $('jd-bar').style.width = p.total_steps ? `${(100 * (p.step || 0)) / p.total_steps}%` : '0';
   $('jd-error').textContent = j.error || '';
   $('jd-cancel').hidden = !(j.status === 'queued' || j.status === 'running');
-  // The server's warnings (loss rising at the end, samples outside the range).
+  // The server's warnings: sentences judged from the model (loss rising at the
+  // end, samples outside the range, a collapsed column), then the trainer's own
+  // ({source: "trainer", code, message}), which show their code.
   const warns = j.warnings || [];
   $('jd-warnings').hidden = warns.length === 0;
-  $('jd-warnings').replaceChildren(...warns.map((w) => el('li', { text: typeof w === 'string' ? w : (w.message || JSON.stringify(w)) })));
+  $('jd-warnings').replaceChildren(...warns.map((w) => (w && w.code)
+    ? el('li', { class: 'trainer-warning', 'data-code': w.code }, el('code', { text: w.code }), ' ' + (w.message || ''))
+    : el('li', { text: warnText(w) })));
   if (Array.isArray(j.history)) state.history = j.history.slice();
   else if (p.step !== undefined && !state.history.some((h) => h.step === p.step))
     state.history.push({ step: p.step, loss: p.loss, epsilon_spent: p.epsilon_spent ?? 0 });
@@ -201,6 +205,10 @@ function stopStream() {
 // it skipped. A server that cannot be reached is retried, 1 s then up to 10 s
 // apart, while the job stays open on the page.
 const FINISHED = ['succeeded', 'failed', 'cancelled'];
+// A warning's text: a sentence, or an object's message.
+function warnText(w) {
+  return typeof w === 'string' ? w : (w && w.message) || JSON.stringify(w);
+}
 async function follow(id) {
   const ctrl = new AbortController();
   state.stream = ctrl;
@@ -227,6 +235,8 @@ async function follow(id) {
             const field = (f) => lines.filter((l) => l.startsWith(f + ':')).map((l) => l.slice(f.length + 1).replace(/^ /, ''));
             const data = field('data').join('\n');
             if (!data) continue; // keep-alive comment
+            // A trainer's warning: the job view that follows (or came) lists it.
+            if (field('event').pop() === 'warning') continue;
             let j;
             try { j = JSON.parse(data); } catch (_) { continue; }
             showJob(j);

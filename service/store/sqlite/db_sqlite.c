@@ -118,6 +118,54 @@ int sq_prep(sq_db *s, const char *sql, sqlite3_stmt **st, pg_error *err)
     return PG_OK;
 }
 
+int sq_int(sq_db *s, const char *sql, int64_t n1, int64_t n2, const char *what, int64_t *v,
+           int *found, pg_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_prep(s, sql, &st, err);
+    if (rc) return rc;
+    int np = sqlite3_bind_parameter_count(st);
+    if (np >= 1) sqlite3_bind_int64(st, 1, n1);
+    if (np >= 2) sqlite3_bind_int64(st, 2, n2);
+    int r = sqlite3_step(st);
+    if (r == SQLITE_ROW)
+        *v = sqlite3_column_int64(st, 0);
+    else if (r != SQLITE_DONE || !found)
+        rc = sq_fail(s, err, what);
+    if (found) *found = r == SQLITE_ROW;
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int sq_grow(void *pv, size_t *cap, size_t size, const char *what, pg_error *err)
+{
+    /* the caller's pointer through memcpy: any object pointer type */
+    void *v;
+    memcpy(&v, pv, sizeof v);
+    size_t c = *cap ? 2 * *cap : 16;
+    void *g = c <= SIZE_MAX / size ? realloc(v, c * size) : NULL;
+    if (!g) return pg_error_set(err, PG_ENOMEM, "out of memory %s", what);
+    memcpy(pv, &g, sizeof g);
+    *cap = c;
+    return PG_OK;
+}
+
+int sq_run(sq_db *s, const char *sql, const char *a, const char *b, int64_t n, const char *what,
+           int64_t *changed, pg_error *err)
+{
+    if (changed) *changed = 0;
+    sqlite3_stmt *st;
+    int rc = sq_prep(s, sql, &st, err);
+    if (rc) return rc;
+    sqlite3_bind_text(st, 1, a, -1, SQLITE_STATIC);
+    if (b) sqlite3_bind_text(st, 2, b, -1, SQLITE_STATIC);
+    if (sqlite3_bind_parameter_count(st) >= 3) sqlite3_bind_int64(st, 3, n);
+    if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, what);
+    sqlite3_finalize(st);
+    if (!rc && changed) *changed = sqlite3_changes(s->db);
+    return rc;
+}
+
 int sq_get_by_id(sq_db *s, const char *sql, const char *id, const char *tenant, sq_row_fn read,
                  void *out, int *found, const char *what, pg_error *err)
 {

@@ -34,6 +34,21 @@ int64_t sq_now(void);
 int sq_fail(sq_db *s, pg_error *err, const char *what);
 int sq_exec(sq_db *s, const char *sql, pg_error *err);
 int sq_prep(sq_db *s, const char *sql, sqlite3_stmt **st, pg_error *err);
+/* Runs one statement that returns no rows (mu held), with text a bound to
+ * ?1, text b to ?2 unless NULL, and n to ?3 when the statement has one;
+ * the rows it changed into *changed (may be NULL; 0 on failure). */
+int sq_run(sq_db *s, const char *sql, const char *a, const char *b, int64_t n, const char *what,
+           int64_t *changed, pg_error *err);
+/* Runs a statement that selects one integer (mu held), with n1 bound to
+ * ?1 and n2 to ?2 where the statement has them: the first row's value into
+ * *v. With found, no row sets *found to 0 and leaves *v; without, no row is
+ * an error like any other. */
+int sq_int(sq_db *s, const char *sql, int64_t n1, int64_t n2, const char *what, int64_t *v,
+           int *found, pg_error *err);
+/* Doubles the array whose pointer is at pv (*cap elements of size bytes;
+ * 16 when *cap is 0) for a list read row by row. PG_ENOMEM ("out of memory
+ * <what>") leaves the array and *cap as they were, still the caller's. */
+int sq_grow(void *pv, size_t *cap, size_t size, const char *what, pg_error *err);
 
 /* Reads one selected row into out; returns a status (err filled). */
 typedef int (*sq_row_fn)(sqlite3_stmt *st, void *out, pg_error *err);

@@ -33,19 +33,6 @@ int sq_job_history_get(pg_db *db, const char *id, char **doc, int *found, pg_err
     return rc;
 }
 
-/* Runs one statement binding (text id[, int64 step]); mu held. */
-static int run1(sq_db *s, const char *sql, const char *id, int64_t step, int has_step,
-                const char *what, pg_error *err)
-{
-    sqlite3_stmt *st;
-    if (sq_prep(s, sql, &st, err)) return PG_EIO;
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    if (has_step) sqlite3_bind_int64(st, 2, step);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? PG_OK : sq_fail(s, err, what);
-    sqlite3_finalize(st);
-    return rc;
-}
-
 /* DIR/checkpoints/<job>: every file, then the directory (best effort: the
  * rows are gone, so leftovers are unreferenced and harmless). */
 static void remove_ckpt_dir(sq_db *s, const char *job)
@@ -87,23 +74,24 @@ int sq_job_delete(pg_db *db, const char *id, int *found, int *conflict, pg_error
         sqlite3_finalize(st);
     }
     if (!rc && *found && !*conflict) {
-        rc = run1(s, "DELETE FROM checkpoints WHERE job_id=?", id, 0, 0, "deleting checkpoints",
-                  err);
+        rc = sq_run(s, "DELETE FROM checkpoints WHERE job_id=?", id, NULL, 0,
+                    "deleting checkpoints", NULL, err);
         if (!rc)
-            rc = run1(s, "DELETE FROM job_history WHERE job_id=?", id, 0, 0,
-                      "deleting a job's history", err);
+            rc = sq_run(s, "DELETE FROM job_history WHERE job_id=?", id, NULL, 0,
+                        "deleting a job's history", NULL, err);
         /* Its quality reports go with it: every report route looks the job
          * up first, so they could never be read again. A report being
          * computed finds its row gone and its fenced finish refused. */
         if (!rc)
-            rc = run1(s,
-                      "DELETE FROM report_figures WHERE report_id IN "
-                      "(SELECT id FROM reports WHERE job_id=?)",
-                      id, 0, 0, "deleting a job's report figures", err);
+            rc = sq_run(s,
+                        "DELETE FROM report_figures WHERE report_id IN "
+                        "(SELECT id FROM reports WHERE job_id=?)",
+                        id, NULL, 0, "deleting a job's report figures", NULL, err);
         if (!rc)
-            rc = run1(s, "DELETE FROM reports WHERE job_id=?", id, 0, 0, "deleting a job's reports",
-                      err);
-        if (!rc) rc = run1(s, "DELETE FROM jobs WHERE id=?", id, 0, 0, "deleting a job", err);
+            rc = sq_run(s, "DELETE FROM reports WHERE job_id=?", id, NULL, 0,
+                        "deleting a job's reports", NULL, err);
+        if (!rc)
+            rc = sq_run(s, "DELETE FROM jobs WHERE id=?", id, NULL, 0, "deleting a job", NULL, err);
     }
     rc = sq_tx_end(s, rc, err);
     pthread_mutex_unlock(&s->mu);

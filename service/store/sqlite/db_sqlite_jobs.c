@@ -173,25 +173,18 @@ int sq_job_cancel_queued(pg_db *db, const char *id, int *done, pg_error *err)
 {
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
-    sqlite3_stmt *st;
+    int64_t n = 0;
     int rc = sq_tx_begin(s, err);
-    if (!rc && !(rc = sq_prep(s,
-                              "UPDATE jobs SET status='cancelled', finished_at=?2, updated_at=?2 "
-                              "WHERE id=?1 AND status='queued'",
-                              &st, err))) {
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, sq_now());
-        if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "cancelling a job");
-        sqlite3_finalize(st);
-    }
-    int changed = !rc && sqlite3_changes(s->db) == 1;
+    if (!rc)
+        rc = sq_run(s,
+                    "UPDATE jobs SET status='cancelled', finished_at=?3, updated_at=?3 "
+                    "WHERE id=?1 AND status='queued'",
+                    id, NULL, sq_now(), "cancelling a job", &n, err);
+    int changed = !rc && n == 1;
     /* Only a job that never left the queue never read the data. */
-    if (changed &&
-        !(rc = sq_prep(s, "UPDATE ledger SET state='refunded' WHERE job_id=?", &st, err))) {
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "refunding");
-        sqlite3_finalize(st);
-    }
+    if (changed)
+        rc = sq_run(s, "UPDATE ledger SET state='refunded' WHERE job_id=?1", id, NULL, 0,
+                    "refunding", NULL, err);
     rc = sq_tx_end(s, rc, err);
     pthread_mutex_unlock(&s->mu);
     *done = !rc && changed;
@@ -211,15 +204,7 @@ int sq_job_load_all(pg_db *db, pg_job_row **out, size_t *count, pg_error *err)
     if (!rc) {
         int r;
         while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-            if (n == cap) {
-                cap = cap ? 2 * cap : 16;
-                pg_job_row *nr = realloc(rows, cap * sizeof *nr);
-                if (!nr) {
-                    rc = pg_error_set(err, PG_ENOMEM, "out of memory loading jobs");
-                    break;
-                }
-                rows = nr;
-            }
+            if (n == cap && (rc = sq_grow(&rows, &cap, sizeof *rows, "loading jobs", err))) break;
             if ((rc = sq_job_row_read(st, &rows[n], err))) break;
             n++;
         }
@@ -252,15 +237,7 @@ int sq_ledger_entries(pg_db *db, const char *dataset_id, pg_ledger_entry **out, 
         sqlite3_bind_text(st, 1, dataset_id, -1, SQLITE_STATIC);
         int r;
         while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-            if (n == cap) {
-                cap = cap ? 2 * cap : 16;
-                pg_ledger_entry *ne = realloc(e, cap * sizeof *ne);
-                if (!ne) {
-                    rc = pg_error_set(err, PG_ENOMEM, "out of memory reading the ledger");
-                    break;
-                }
-                e = ne;
-            }
+            if (n == cap && (rc = sq_grow(&e, &cap, sizeof *e, "reading the ledger", err))) break;
             pg_ledger_entry *x = &e[n++];
             memset(x, 0, sizeof *x);
             copy_col(x->job_id, sizeof x->job_id, st, 0);
@@ -301,15 +278,8 @@ int sq_ckpt_list(pg_db *db, const char *job, pg_ckpt_row **out, size_t *count, p
         sqlite3_bind_text(st, 1, job, -1, SQLITE_STATIC);
         int r;
         while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-            if (n == cap) {
-                cap = cap ? cap * 2 : 8;
-                pg_ckpt_row *nr = realloc(rows, cap * sizeof *nr);
-                if (!nr) {
-                    rc = pg_error_set(err, PG_ENOMEM, "out of memory listing checkpoints");
-                    break;
-                }
-                rows = nr;
-            }
+            if (n == cap && (rc = sq_grow(&rows, &cap, sizeof *rows, "listing checkpoints", err)))
+                break;
             rows[n++] = (pg_ckpt_row){sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
                                       sqlite3_column_int64(st, 2)};
         }

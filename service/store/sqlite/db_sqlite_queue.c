@@ -44,17 +44,11 @@ int sq_job_claim(pg_db *db, const char *node, int64_t now, int64_t lease_s, pg_j
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
     int64_t seq = -1;
+    int any = 0;
     int rc = sq_tx_begin(s, err);
-    if (!rc && !(rc = sq_prep(s, "SELECT seq FROM jobs WHERE " RUNNABLE " ORDER BY seq LIMIT 1",
-                              &st, err))) {
-        sqlite3_bind_int64(st, 1, now);
-        int r = sqlite3_step(st);
-        if (r == SQLITE_ROW)
-            seq = sqlite3_column_int64(st, 0);
-        else if (r != SQLITE_DONE)
-            rc = sq_fail(s, err, "finding a runnable job");
-        sqlite3_finalize(st);
-    }
+    if (!rc)
+        rc = sq_int(s, "SELECT seq FROM jobs WHERE " RUNNABLE " ORDER BY seq LIMIT 1", now, 0,
+                    "finding a runnable job", &seq, &any, err);
     if (!rc && seq >= 0 &&
         !(rc = sq_prep(s,
                        "UPDATE jobs SET owner=?2, lease_until=?1+?3, updated_at=?1, "
@@ -86,22 +80,13 @@ int sq_job_heartbeat(pg_db *db, const char *id, const char *node, int64_t now, i
 {
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
-    sqlite3_stmt *st;
-    int rc = sq_prep(s,
-                     "UPDATE jobs SET lease_until=?3+?4 WHERE id=?1 AND owner=?2 "
-                     "AND status='running' AND lease_until IS NOT NULL",
-                     &st, err);
-    if (!rc) {
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, node, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 3, now);
-        sqlite3_bind_int64(st, 4, lease_s);
-        if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "renewing a lease");
-        sqlite3_finalize(st);
-    }
-    int changed = !rc && sqlite3_changes(s->db) == 1;
+    int64_t n;
+    int rc = sq_run(s,
+                    "UPDATE jobs SET lease_until=?3 WHERE id=?1 AND owner=?2 "
+                    "AND status='running' AND lease_until IS NOT NULL",
+                    id, node, now + lease_s, "renewing a lease", &n, err);
     pthread_mutex_unlock(&s->mu);
-    *held = changed;
+    *held = !rc && n == 1;
     return rc;
 }
 
@@ -212,22 +197,6 @@ int sq_ckpt_put_owned(pg_db *db, const char *job, const char *node, int64_t step
     return rc;
 }
 
-/* One statement binding (id or node, text ?2, int64 ?3); returns changes. */
-static int run_update(sq_db *s, const char *sql, const char *a, const char *b, int64_t n,
-                      const char *what, int64_t *changed, pg_error *err)
-{
-    sqlite3_stmt *st;
-    int rc = sq_prep(s, sql, &st, err);
-    if (rc) return rc;
-    sqlite3_bind_text(st, 1, a, -1, SQLITE_STATIC);
-    if (b) sqlite3_bind_text(st, 2, b, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, n);
-    if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, what);
-    sqlite3_finalize(st);
-    *changed = rc ? 0 : sqlite3_changes(s->db);
-    return rc;
-}
-
 int sq_job_history_put_owned(pg_db *db, const char *id, const char *node, const char *doc,
                              int *held, pg_error *err)
 {
@@ -259,10 +228,10 @@ int sq_job_release_node(pg_db *db, const char *node, int64_t now, int64_t *relea
 {
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
-    int rc = run_update(s,
-                        "UPDATE jobs SET lease_until=NULL, updated_at=?3 WHERE owner=?1 AND "
-                        "status='running' AND lease_until IS NOT NULL",
-                        node, NULL, now, "releasing a node's leases", released, err);
+    int rc = sq_run(s,
+                    "UPDATE jobs SET lease_until=NULL, updated_at=?3 WHERE owner=?1 AND "
+                    "status='running' AND lease_until IS NOT NULL",
+                    node, NULL, now, "releasing a node's leases", released, err);
     pthread_mutex_unlock(&s->mu);
     return rc;
 }
@@ -272,10 +241,10 @@ int sq_job_cancel_running(pg_db *db, const char *id, int64_t now, int *done, pg_
     sq_db *s = SQ(db);
     int64_t n = 0;
     pthread_mutex_lock(&s->mu);
-    int rc = run_update(s,
-                        "UPDATE jobs SET cancel_requested=1, updated_at=?3 WHERE id=?1 AND "
-                        "status='running'",
-                        id, NULL, now, "asking a running job to stop", &n, err);
+    int rc = sq_run(s,
+                    "UPDATE jobs SET cancel_requested=1, updated_at=?3 WHERE id=?1 AND "
+                    "status='running'",
+                    id, NULL, now, "asking a running job to stop", &n, err);
     pthread_mutex_unlock(&s->mu);
     *done = n == 1;
     return rc;
@@ -310,15 +279,8 @@ int sq_job_queue_depth(pg_db *db, int64_t *queued, pg_error *err)
 {
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
-    sqlite3_stmt *st;
-    int rc = sq_prep(s, "SELECT count(*) FROM jobs WHERE status='queued'", &st, err);
-    if (!rc) {
-        if (sqlite3_step(st) == SQLITE_ROW)
-            *queued = sqlite3_column_int64(st, 0);
-        else
-            rc = sq_fail(s, err, "counting queued jobs");
-        sqlite3_finalize(st);
-    }
+    int rc = sq_int(s, "SELECT count(*) FROM jobs WHERE status='queued'", 0, 0,
+                    "counting queued jobs", queued, NULL, err);
     pthread_mutex_unlock(&s->mu);
     return rc;
 }
@@ -335,8 +297,8 @@ int sq_ckpt_delete_owned(pg_db *db, const char *job, const char *node, int64_t s
     int rc = sq_tx_begin(s, err);
     if (!rc) rc = owns(s, job, node, &owned, err);
     if (!rc && owned)
-        rc = run_update(s, "DELETE FROM checkpoints WHERE job_id=?1 AND step=?3", job, NULL, step,
-                        "deleting a checkpoint", &gone, err);
+        rc = sq_run(s, "DELETE FROM checkpoints WHERE job_id=?1 AND step=?3", job, NULL, step,
+                    "deleting a checkpoint", &gone, err);
     rc = sq_tx_end(s, !rc && !owned ? SQ_ROLLBACK : rc, err);
     pthread_mutex_unlock(&s->mu);
     if (!rc && gone) unlink(path); /* the row is gone: the file is unreferenced */

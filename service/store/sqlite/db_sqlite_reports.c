@@ -61,14 +61,12 @@ int sq_report_insert(pg_db *db, pg_report_row *r, int64_t max_queued, int *full,
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
+    int64_t queued = 0;
     int rc = sq_tx_begin(s, err);
-    if (!rc && !(rc = sq_prep(s, "SELECT count(*) FROM reports WHERE status='queued'", &st, err))) {
-        if (sqlite3_step(st) != SQLITE_ROW)
-            rc = sq_fail(s, err, "counting queued reports");
-        else if (sqlite3_column_int64(st, 0) >= max_queued)
-            *full = 1;
-        sqlite3_finalize(st);
-    }
+    if (!rc)
+        rc = sq_int(s, "SELECT count(*) FROM reports WHERE status='queued'", 0, 0,
+                    "counting queued reports", &queued, NULL, err);
+    if (!rc && queued >= max_queued) *full = 1;
     if (!rc && !*full &&
         !(rc = sq_prep(
               s,
@@ -142,15 +140,7 @@ int sq_report_list(pg_db *db, const char *tenant, const char *job_id, int public
         sqlite3_bind_int64(st, 5, (sqlite3_int64)(limit > INT64_MAX ? INT64_MAX : limit));
         int r = SQLITE_DONE;
         while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW) {
-            if (n == cap) {
-                pg_report_row *g = realloc(v, 2 * cap * sizeof *v);
-                if (!g) {
-                    rc = pg_error_set(err, PG_ENOMEM, "out of memory listing reports");
-                    break;
-                }
-                v = g;
-                cap *= 2;
-            }
+            if (n == cap && (rc = sq_grow(&v, &cap, sizeof *v, "listing reports", err))) break;
             if (!(rc = row_read(st, 0, &v[n], err))) n++;
         }
         if (!rc && r != SQLITE_DONE) rc = sq_fail(s, err, "listing reports");
@@ -174,20 +164,13 @@ int sq_report_claim(pg_db *db, int64_t now, int64_t stale_s, pg_report_row **out
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
     int64_t seq = -1;
+    int any = 0;
     int rc = sq_tx_begin(s, err);
-    if (!rc && !(rc = sq_prep(s,
-                              "SELECT seq FROM reports WHERE status='queued' OR "
-                              "(status='running' AND updated_at<=?1-?2) ORDER BY seq LIMIT 1",
-                              &st, err))) {
-        sqlite3_bind_int64(st, 1, now);
-        sqlite3_bind_int64(st, 2, stale_s);
-        int r = sqlite3_step(st);
-        if (r == SQLITE_ROW)
-            seq = sqlite3_column_int64(st, 0);
-        else if (r != SQLITE_DONE)
-            rc = sq_fail(s, err, "finding a queued report");
-        sqlite3_finalize(st);
-    }
+    if (!rc)
+        rc = sq_int(s,
+                    "SELECT seq FROM reports WHERE status='queued' OR "
+                    "(status='running' AND updated_at<=?1-?2) ORDER BY seq LIMIT 1",
+                    now, stale_s, "finding a queued report", &seq, &any, err);
     if (!rc && seq >= 0 &&
         !(rc = sq_prep(s,
                        "UPDATE reports SET status='running', stage='', progress=0, error=NULL, "
@@ -343,21 +326,14 @@ int sq_report_cancel(pg_db *db, const char *tenant, const char *id, int64_t now,
 {
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
-    sqlite3_stmt *st;
     char stt[16];
     int rc = begin_status(s, tenant, id, stt, sizeof stt, found, err);
     *done = !rc && (!strcmp(stt, "queued") || !strcmp(stt, "running"));
-    if (!rc && *done &&
-        !(rc = sq_prep(s,
-                       "UPDATE reports SET status='cancelled', finished_at=?, updated_at=? "
-                       "WHERE id=?",
-                       &st, err))) {
-        sqlite3_bind_int64(st, 1, now);
-        sqlite3_bind_int64(st, 2, now);
-        sqlite3_bind_text(st, 3, id, -1, SQLITE_STATIC);
-        if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "cancelling a report");
-        sqlite3_finalize(st);
-    }
+    if (!rc && *done)
+        rc = sq_run(s,
+                    "UPDATE reports SET status='cancelled', finished_at=?3, updated_at=?3 "
+                    "WHERE id=?1",
+                    id, NULL, now, "cancelling a report", NULL, err);
     rc = sq_tx_end(s, rc, err);
     if (rc) {
         *found = *done = 0;
@@ -371,18 +347,13 @@ int sq_report_delete(pg_db *db, const char *tenant, const char *id, int *found, 
 {
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
-    sqlite3_stmt *st;
     char stt[16];
     int rc = begin_status(s, tenant, id, stt, sizeof stt, found, err);
     *conflict = !rc && !strcmp(stt, "running");
     static const char *const del[] = {"DELETE FROM report_figures WHERE report_id=?",
                                       "DELETE FROM reports WHERE id=?"};
-    for (int i = 0; !rc && *found && !*conflict && i < 2; i++) {
-        if ((rc = sq_prep(s, del[i], &st, err))) break;
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "deleting a report");
-        sqlite3_finalize(st);
-    }
+    for (int i = 0; !rc && *found && !*conflict && i < 2; i++)
+        rc = sq_run(s, del[i], id, NULL, 0, "deleting a report", NULL, err);
     rc = sq_tx_end(s, rc, err);
     if (rc) {
         *found = *conflict = 0;

@@ -152,16 +152,12 @@ int sq_dataset_delete(pg_db *db, const char *tenant, const char *id, int *found,
         }
         sqlite3_finalize(st);
     }
-    if (!rc && *found && !*conflict &&
-        !(rc = sq_prep(s, "DELETE FROM datasets WHERE id=?1", &st, err))) {
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "deleting a dataset");
-        sqlite3_finalize(st);
-        if (!rc && !(rc = sq_prep(s, "DELETE FROM row_blocks WHERE dataset_id=?1", &st, err))) {
-            sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-            if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "deleting row blocks");
-            sqlite3_finalize(st);
-        }
+    if (!rc && *found && !*conflict) {
+        rc = sq_run(s, "DELETE FROM datasets WHERE id=?1", id, NULL, 0, "deleting a dataset", NULL,
+                    err);
+        if (!rc)
+            rc = sq_run(s, "DELETE FROM row_blocks WHERE dataset_id=?1", id, NULL, 0,
+                        "deleting row blocks", NULL, err);
     }
     rc = sq_tx_end(s, rc, err);
     /* Files go after the commit: a crash in between leaves only orphan files,
@@ -364,15 +360,9 @@ int sq_blocks_open(pg_db *db, const char *dataset_id, pg_db_blocks **out, size_t
         sqlite3_bind_text(st, 1, dataset_id, -1, SQLITE_STATIC);
         int r = SQLITE_DONE;
         while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW) {
-            if (it->n == cap) {
-                cap = cap ? 2 * cap : 8;
-                char **g = realloc(it->paths, cap * sizeof *g);
-                if (!g) {
-                    rc = pg_error_set(err, PG_ENOMEM, "out of memory");
-                    break;
-                }
-                it->paths = g;
-            }
+            if (it->n == cap &&
+                (rc = sq_grow(&it->paths, &cap, sizeof *it->paths, "listing row blocks", err)))
+                break;
             char p[PATH_MAX + 32];
             snprintf(p, sizeof p, "%s/rows-%lld.f32", dir, (long long)sqlite3_column_int64(st, 0));
             if (!(it->paths[it->n] = strdup(p)))

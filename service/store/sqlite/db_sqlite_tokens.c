@@ -29,15 +29,7 @@ int sq_token_count(pg_db *db, int64_t *n, pg_error *err)
 {
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
-    sqlite3_stmt *st;
-    int rc = sq_prep(s, "SELECT count(*) FROM tokens", &st, err);
-    if (!rc) {
-        if (sqlite3_step(st) == SQLITE_ROW)
-            *n = sqlite3_column_int64(st, 0);
-        else
-            rc = sq_fail(s, err, "counting tokens");
-        sqlite3_finalize(st);
-    }
+    int rc = sq_int(s, "SELECT count(*) FROM tokens", 0, 0, "counting tokens", n, NULL, err);
     pthread_mutex_unlock(&s->mu);
     return rc;
 }
@@ -200,15 +192,7 @@ int sq_token_list(pg_db *db, const char *tenant, int64_t after, size_t limit, pg
         sqlite3_bind_int64(st, 3, (sqlite3_int64)(limit > INT64_MAX ? INT64_MAX : limit));
         int r;
         while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW) {
-            if (n == cap) {
-                pg_token *g = realloc(v, 2 * cap * sizeof *v);
-                if (!g) {
-                    rc = pg_error_set(err, PG_ENOMEM, "out of memory listing tokens");
-                    break;
-                }
-                v = g;
-                cap *= 2;
-            }
+            if (n == cap && (rc = sq_grow(&v, &cap, sizeof *v, "listing tokens", err))) break;
             if (token_row(st, &v[n])) n++;
         }
         if (!rc && r != SQLITE_DONE) rc = sq_fail(s, err, "listing tokens");
@@ -260,13 +244,8 @@ static int revoke_locked(sq_db *s, const char *tenant, const char *id, int64_t n
         sqlite3_finalize(st);
         if (rc || *last_admin) return rc;
     }
-    if ((rc = sq_prep(s, "UPDATE tokens SET revoked=1, revoked_at=? WHERE id=?", &st, err)))
-        return rc;
-    sqlite3_bind_int64(st, 1, now);
-    sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) != SQLITE_DONE) rc = sq_fail(s, err, "revoking a token");
-    sqlite3_finalize(st);
-    return rc;
+    return sq_run(s, "UPDATE tokens SET revoked=1, revoked_at=?3 WHERE id=?1", id, NULL, now,
+                  "revoking a token", NULL, err);
 }
 
 int sq_token_revoke(pg_db *db, const char *tenant, const char *id, int64_t now, int *found,

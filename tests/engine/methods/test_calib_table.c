@@ -748,6 +748,138 @@ START_TEST(quantile_rule_matches_the_class_cdf)
 }
 END_TEST
 
+/* Pearson's chi-square statistic of an r x c table of counts. */
+static double chi2(const double *n, int r, int c)
+{
+    double tot = 0, row[4] = {0}, col[4] = {0}, x = 0;
+    for (int i = 0; i < r; i++)
+        for (int j = 0; j < c; j++)
+            row[i] += n[i * c + j], col[j] += n[i * c + j], tot += n[i * c + j];
+    for (int i = 0; i < r; i++)
+        for (int j = 0; j < c; j++) {
+            double e = row[i] * col[j] / tot;
+            if (e > 0) x += (n[i * c + j] - e) * (n[i * c + j] - e) / e;
+        }
+    return x;
+}
+
+/* calibration.independence (calib_table.h). A "generator" whose three
+ * columns all follow one uniform z within each class (x = -0.9 + 1.8 z in
+ * the mapped space, c = a / b / c at z < 0.4 / 0.7 / else, f = z > 0.5),
+ * calibrated with the quantile rule onto the fixture's per-class maps and
+ * frequencies. At independence 1, per class: each pair of columns (x split
+ * at the class's centre, 2.5 / 7.5: -0.5 / 0.5 encoded) passes Pearson's chi-square test of
+ * independence at p = 1e-6 (27.63 at 2 degrees of freedom, 23.93 at 1; six
+ * tests, false alarm <= 6e-6), the frequencies sit within 0.04 of the
+ * targets (sd <= 0.0079 on 4000 rows: 5 sd, 6e-7 each) and x's CDF within
+ * 0.06 of the class's released one at the bins' edges, as the rule at 0
+ * does. At 0 the generator's dependence stays (every pair above 50).
+ * Out-of-range values are refused. New: the old code had no independence. */
+START_TEST(independence_breaks_only_the_dependence)
+{
+    fixture f;
+    make(&f);
+    pg_rng sec;
+    ck_assert_int_eq(pg_rng_secure(&sec, NULL), PG_OK);
+    pg_qmap *pooled, *per[2];
+    ck_assert_int_eq(pg_qmap_release_classes(&sec, f.t, f.ds.x, f.ds.labels, N, D, 2, 32, 1.0, 0,
+                                             &pooled, per, NULL, NULL),
+                     PG_OK);
+    ck_assert_int_eq(pg_qmap_set_spread(pooled, 0.3, NULL), PG_OK);
+    float cdf[2 * 33];
+    pg_calib_table_class_cdf((const pg_qmap *const *)per, 2, cdf);
+    float targets[2 * 2 * D];
+    for (int y = 0; y < 2; y++) {
+        float *t = targets + y * 2 * D;
+        float xm = (float)f.xmean[y];
+        pg_qmap_encode(pooled, &xm, 1, 1);
+        t[0] = xm;
+        for (int k = 0; k < 3; k++) t[1 + k] = (float)f.freq[y][k];
+        t[4] = (float)f.ftrue[y];
+        for (int u = 0; u < D; u++) t[D + u] = u == 0 ? -1.0f : 0.0f;
+    }
+    enum { M = 4000 };
+    float *draw = pg_alloc_f32(2 * M * D), *rows = pg_alloc_f32(2 * M * D);
+    int32_t *lab = pg_calloc(2 * M, sizeof *lab);
+    pg_rng g;
+    pg_rng_seeded(&g, 8, 0);
+    for (size_t i = 0; i < 2 * M; i++) {
+        float *both[2] = {draw + i * D, rows + i * D};
+        for (int w = 0; w < 2; w++) {
+            float *r = both[w];
+            double z = pg_rng_uniform(&g);
+            memset(r, 0, D * sizeof *r);
+            r[0] = (float)(-0.9 + 1.8 * z);
+            r[1 + (z < 0.4 ? 0 : z < 0.7 ? 1 : 2)] = 0.97f;
+            r[4] = z > 0.5 ? 0.98f : 0.01f;
+        }
+        lab[i] = i < M ? 0 : 1;
+    }
+    for (int on = 1; on >= 0; on--) {
+        pg_calib_table *c;
+        ck_assert_int_eq(pg_calib_table_new(f.h, 2, &c, NULL), PG_OK);
+        ck_assert_int_eq(pg_calib_table_set_quantiles(c, pooled, cdf, NULL), PG_OK);
+        ck_assert_int_eq(pg_calib_table_fit_all(c, targets, draw, M, NULL), PG_OK);
+        ck_assert_int_eq(pg_calib_table_set_independence(c, on ? 1.0 : 0.0, NULL), PG_OK);
+        ck_assert_double_eq(pg_calib_table_independence(c), on ? 1.0 : 0.0);
+        float *x = pg_alloc_f32(2 * M * D);
+        memcpy(x, rows, 2 * M * D * sizeof *x);
+        pg_rng cr;
+        pg_rng_seeded(&cr, 12, 0);
+        pg_calib_table_apply(c, &cr, x, lab, 2 * M);
+        pg_qmap_decode(pooled, x, D, 2 * M);
+        for (int y = 0; y < 2; y++) {
+            double cf[6] = {0}, xc[6] = {0}, xf[4] = {0}, fr[3] = {0}, ft = 0;
+            float *col = pg_alloc_f32(M);
+            for (size_t i = 0; i < M; i++) {
+                const float *row = x + ((size_t)y * M + i) * D;
+                pg_table_value v;
+                pg_table_decode_value(f.t, 1, row, 0, &v);
+                size_t cat = v.cat;
+                pg_table_decode_value(f.t, 2, row, 0, &v);
+                size_t fl = v.cat, hi = row[0] > (y ? 0.5f : -0.5f);
+                cf[cat * 2 + fl] += 1, xc[hi * 3 + cat] += 1, xf[hi * 2 + fl] += 1;
+                fr[cat] += 1.0 / M, ft += (double)fl / M;
+                col[i] = row[0];
+            }
+            double a = chi2(cf, 3, 2), b = chi2(xc, 2, 3), d = chi2(xf, 2, 2);
+            fprintf(stderr, "independence %d, class %d: chi2 c-f %.1f x-c %.1f x-f %.1f\n", on, y,
+                    a, b, d);
+            if (on) {
+                ck_assert_msg(a < 27.63 && b < 27.63 && d < 23.93, "class %d: dependent", y);
+                for (int k = 0; k < 3; k++)
+                    ck_assert_msg(fabs(fr[k] - f.freq[y][k]) < 0.04, "class %d cat %d", y, k);
+                ck_assert_msg(fabs(ft - f.ftrue[y]) < 0.04, "class %d true %g", y, ft);
+            } else {
+                ck_assert_msg(a > 50 && b > 50 && d > 50,
+                              "class %d: the generator's dependence was lost", y);
+            }
+            qsort(col, M, sizeof *col, cmp_f);
+            double ks = 0;
+            const pg_qmap_col *pc = &per[y]->cols[0];
+            for (size_t bb = 0, i = 0; bb <= pc->bins; bb++) {
+                while (i < M && col[i] <= pc->edge[bb]) i++;
+                ks = fmax(ks, fabs(pc->cdf[bb] - (double)i / M));
+            }
+            ck_assert_msg(ks < 0.06, "independence %d class %d: KS %g", on, y, ks);
+            pg_free(col);
+        }
+        pg_free(x);
+        ck_assert_int_eq(pg_calib_table_set_independence(c, 1.5, NULL), PG_EINVAL);
+        ck_assert_int_eq(pg_calib_table_set_independence(c, -0.1, NULL), PG_EINVAL);
+        ck_assert_int_eq(pg_calib_table_set_independence(c, NAN, NULL), PG_EINVAL);
+        pg_calib_table_free(c);
+    }
+    pg_free(draw);
+    pg_free(rows);
+    pg_free(lab);
+    pg_qmap_free(pooled);
+    pg_qmap_free(per[0]);
+    pg_qmap_free(per[1]);
+    unmake(&f);
+}
+END_TEST
+
 /* dp_sinkhorn with calibration.numeric "quantile": the plan is the shift
  * rule's, equal to the independent curve (steps + label count + per-class
  * map at alpha / (2 4^2) + class statistics); the checkpoint carries the
@@ -814,6 +946,119 @@ START_TEST(quantile_rule_in_dp_sinkhorn)
 }
 END_TEST
 
+/* Table defaults (defaults_table.c): below epsilon 100 on a labelled central
+ * table (or with fewer than 50 rows per encoded unit), calibration.independence 1 and the releases'
+ * noises 9 / sqrt(eps) (class statistics) and max(2, 6.7 / sqrt(eps)) (the map). The plan at
+ * epsilon 5 equals the independent curve (the steps at the resolved
+ * multiplier, the label count alpha / 200, the map alpha / (2 q^2), the
+ * class statistics alpha / (2 s^2)) and meets the target; at epsilon 1000,
+ * when a job asks for 0, or on a table too small for the release to pin
+ * each class's marginals down, the noises are the old ones. The checkpoint
+ * carries the independence and the snapshot rebuilt from its bytes draws
+ * what the trainer's does; one out of [0, 1] is refused, as are hostile
+ * spec values. Fails on the old
+ * code (no calibration.independence). */
+START_TEST(independence_by_default_at_small_epsilon)
+{
+    pg_threads_set(1);
+    fixture f;
+    make(&f);
+    pg_job_data in = {.desc = &f.desc, .rows = &f.ds};
+    const pg_method *m = pg_method_find("dp_sinkhorn");
+    pg_spec_errors e;
+    json_t *r =
+        resolve("{\"seed\": 4, \"privacy\": {\"epsilon\": 5}, \"train\": {\"steps\": 20}}", &f, &e);
+    ck_assert_msg(r != NULL, "%s: %s", e.items[0].field, e.items[0].message);
+    ck_assert_double_eq(pg_spec_num(r, "calibration.independence", -1), 1.0);
+    double s = pg_spec_num(r, "calibration.noise_multiplier", 0);
+    double q = pg_spec_num(r, "encoding.quantile_noise", 0);
+    ck_assert_double_eq_tol(s, 9.0 / sqrt(5.0), 1e-12);
+    ck_assert_double_eq_tol(q, 6.7 / sqrt(5.0), 1e-12);
+    pg_privacy_plan p;
+    ck_assert_int_eq(m->plan(r, &in, &p, NULL), PG_OK);
+    double own[PG_PLAN_MAX_ORDERS], eps;
+    double rate = (double)pg_spec_int(r, "train.batch_size", 0) / N;
+    ck_assert_double_eq_tol(rate, 64.0 / N, 1e-15);
+    ck_assert_int_eq(pg_rdp_compute(rate, pg_spec_num(r, "privacy.noise_multiplier", 0), 20,
+                                    p.orders, (size_t)p.norders, own, NULL),
+                     PG_OK);
+    for (int i = 0; i < p.norders; i++) {
+        double al = p.orders[i];
+        own[i] += al / 200.0 + al / (2 * q * q) + al / (2 * s * s);
+        ck_assert_msg(fabs(p.rdp[i] - own[i]) <= 1e-12 * own[i], "order %g", al);
+    }
+    ck_assert_int_eq(pg_rdp_to_dp(p.orders, own, (size_t)p.norders, 1e-5, PG_RDP_CONV_IMPROVED,
+                                  &eps, NULL, NULL),
+                     PG_OK);
+    ck_assert_double_eq_tol(p.epsilon, eps, 1e-12 * eps);
+    ck_assert_msg(eps <= 5.0 + 1e-9 && eps > 4.9, "epsilon %g", eps);
+    pg_trainer *tr = train(r, &f);
+    unsigned char *bytes;
+    size_t len;
+    ck_assert_int_eq(m->save(tr, &bytes, &len, NULL), PG_OK);
+    ck_assert(memmem(bytes, len, "\"independence\":1", 16) != NULL);
+    pg_test_checkpoint_round_trip(m, r, &in, bytes, len, 300, D, -1);
+    same_rows_live_and_loaded(m, tr, bytes, len);
+    /* A checkpoint whose independence is out of [0, 1] is refused. */
+    unsigned char *at = memmem(bytes, len, "\"independence\":1", 16);
+    at[15] = '7';
+    pg_snapshot *bad_snap = NULL;
+    ck_assert_int_eq(m->load_snapshot(bytes, len, &bad_snap, NULL), PG_EFORMAT);
+    ck_assert_ptr_null(bad_snap);
+    free(bytes);
+    m->destroy(tr);
+    json_decref(r);
+    /* The old noises at a large epsilon and when a job asks for 0. */
+    const char *old[] = {"{\"privacy\": {\"epsilon\": 1000}}",
+                         "{\"privacy\": {\"epsilon\": 5}, \"calibration\": {\"independence\": 0}}"};
+    const double eo[] = {1000, 5};
+    for (int i = 0; i < 2; i++) {
+        r = resolve(old[i], &f, &e);
+        ck_assert_ptr_nonnull(r);
+        ck_assert_double_eq(pg_spec_num(r, "calibration.independence", 0), 0.0);
+        ck_assert_double_eq_tol(pg_spec_num(r, "calibration.noise_multiplier", 0),
+                                fmax(1.0, 20.0 / sqrt(eo[i])), 1e-12);
+        ck_assert_double_eq_tol(pg_spec_num(r, "encoding.quantile_noise", 0),
+                                fmax(2.0, 10.0 / sqrt(eo[i])), 1e-12);
+        json_decref(r);
+    }
+    /* A table whose per-class marginals the release cannot pin down (the
+     * plan's n 100: a class frequency's sd sqrt(2 3) 9 / sqrt(5) / 50 =
+     * 0.20 > 0.03) keeps the generator's dependence and the old noises;
+     * at 3000 rows it is 0.0066. */
+    f.desc.n = 100;
+    r = resolve("{\"privacy\": {\"epsilon\": 5}}", &f, &e);
+    f.desc.n = N;
+    ck_assert_ptr_nonnull(r);
+    ck_assert_double_eq(pg_spec_num(r, "calibration.independence", 0), 0.0);
+    ck_assert_double_eq_tol(pg_spec_num(r, "calibration.noise_multiplier", 0), 20.0 / sqrt(5.0),
+                            1e-12);
+    json_decref(r);
+    /* Few rows per encoded unit (200 / 5 < 50): independent even at
+     * epsilon 1000 (sd sqrt(6) / 100 = 0.024 <= 0.03), where the noises
+     * are the old ones (1 and 2) anyway. */
+    f.desc.n = 200;
+    r = resolve("{\"privacy\": {\"epsilon\": 1000}}", &f, &e);
+    f.desc.n = N;
+    ck_assert_ptr_nonnull(r);
+    ck_assert_double_eq(pg_spec_num(r, "calibration.independence", 0), 1.0);
+    ck_assert_double_eq(pg_spec_num(r, "calibration.noise_multiplier", 0), 1.0);
+    ck_assert_double_eq(pg_spec_num(r, "encoding.quantile_noise", 0), 2.0);
+    json_decref(r);
+    const char *bad[] = {
+        "{\"privacy\": {\"epsilon\": 5}, \"calibration\": {\"independence\": 1.5}}",
+        "{\"privacy\": {\"epsilon\": 5}, \"calibration\": {\"independence\": -1}}",
+        "{\"privacy\": {\"epsilon\": 5}, \"calibration\": {\"class_means\": false, "
+        "\"independence\": 1}}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        json_t *x = resolve(bad[i], &f, &e);
+        ck_assert_msg(x == NULL && e.count > 0, "accepted: %s", bad[i]);
+        ck_assert_str_eq(e.items[0].field, "calibration.independence");
+    }
+    unmake(&f);
+}
+END_TEST
+
 static Suite *calib_table_suite(void)
 {
     Suite *s = suite_create("calib_table");
@@ -829,6 +1074,8 @@ static Suite *calib_table_suite(void)
     tcase_add_test(tc, class_maps_sum_to_the_pooled_map);
     tcase_add_test(tc, quantile_rule_matches_the_class_cdf);
     tcase_add_test(tc, quantile_rule_in_dp_sinkhorn);
+    tcase_add_test(tc, independence_breaks_only_the_dependence);
+    tcase_add_test(tc, independence_by_default_at_small_epsilon);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -238,7 +238,7 @@ START_TEST(release_shape_is_independent_of_the_batch)
     ck_assert_int_gt(seen[0], 0);
     ck_assert_int_gt(seen[1], 0);
     ck_assert_int_gt(seen[2] + seen[3] + seen[4], 0);
-    pg_trainer other = {pg_method_find("entropic_gan")};
+    pg_trainer other = {.method = pg_method_find("entropic_gan")};
     pg_dp_sinkhorn_info none;
     ck_assert_int_eq(pg_dp_sinkhorn_info_get(&other, &none, NULL), PG_EINVAL);
     m->destroy(t);

@@ -35,39 +35,98 @@ static pg_table *table(void)
     return pg_test_table(SCHEMA);
 }
 
-/* a uniform; b = 3a + {0,1,2}; y = (a == r) with prob 0.9; e = y with prob
- * 0.9; c missing 10 %, else uniform. */
-static void rows(const pg_table *t, pg_dataset *ds)
+/* The values of one row's columns 1 .. ncols - 1 (column 0 is the label
+ * column y) into v, its label into *lab, for row i of ROWS. */
+typedef void row_fn(pg_rng *rng, size_t i, pg_table_value *v, int32_t *lab);
+
+/* ROWS rows of t made by f from a generator seeded with seed: x gets the
+ * encoded rows (every value checked against the schema), lab the labels. */
+static void fill_rows(const pg_table *t, uint64_t seed, row_fn *f, float *x, int32_t *lab)
 {
-    float *x = pg_alloc_f32((size_t)ROWS * t->width);
-    int32_t *lab = pg_alloc(ROWS * sizeof *lab);
+    if (t->ncols > 8) ck_abort_msg("fill_rows takes up to 8 columns, not %zu", t->ncols);
     pg_rng rng;
-    pg_rng_seeded(&rng, 5, 1);
+    pg_rng_seeded(&rng, seed, 1);
     for (size_t i = 0; i < ROWS; i++) {
         float *r = x + i * t->width;
         memset(r, 0, t->width * sizeof *r);
-        size_t a = pg_rng_below(&rng, 3);
-        int y = pg_rng_uniform(&rng) < 0.9 ? a == 2 : a != 2;
-        int e = pg_rng_uniform(&rng) < 0.9 ? y : !y;
-        pg_table_value v = {0};
-        v.cat = a;
-        ck_assert_int_eq(pg_table_encode_value(t, 1, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
-        v.num = (double)(3 * a + pg_rng_below(&rng, 3));
-        ck_assert_int_eq(pg_table_encode_value(t, 2, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
-        v = (pg_table_value){.missing = pg_rng_uniform(&rng) < 0.1, .num = pg_rng_uniform(&rng)};
-        ck_assert_int_eq(pg_table_encode_value(t, 3, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
-        v = (pg_table_value){.cat = (size_t)e};
-        ck_assert_int_eq(pg_table_encode_value(t, 4, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
-        lab[i] = y;
+        pg_table_value v[8] = {{0}};
+        f(&rng, i, v, lab + i);
+        for (size_t c = 1; c < t->ncols; c++)
+            ck_assert_int_eq(pg_table_encode_value(t, c, &v[c], PG_TABLE_BOUNDS_REFUSE, r, NULL),
+                             0);
     }
+}
+
+/* ds adopts the ROWS rows x of t with labels lab (two classes). */
+static void adopt(const pg_table *t, float *x, int32_t *lab, pg_dataset *ds)
+{
     size_t shape[1] = {t->width};
     ck_assert_int_eq(
         pg_dataset_adopt(ds, x, lab, ROWS, shape, 1, 2, (float)t->lo, (float)t->hi, NULL), 0);
 }
 
+/* a uniform; b = 3a + {0,1,2}; y = (a == r) with prob 0.9; e = y with prob
+ * 0.9; c missing 10 %, else uniform. */
+static void dependent_row(pg_rng *rng, size_t i, pg_table_value *v, int32_t *lab)
+{
+    (void)i;
+    size_t a = pg_rng_below(rng, 3);
+    int y = pg_rng_uniform(rng) < 0.9 ? a == 2 : a != 2;
+    int e = pg_rng_uniform(rng) < 0.9 ? y : !y;
+    v[1].cat = a;
+    v[2].num = (double)(3 * a + pg_rng_below(rng, 3));
+    v[3] = (pg_table_value){.missing = pg_rng_uniform(rng) < 0.1, .num = pg_rng_uniform(rng)};
+    v[4].cat = (size_t)e;
+    *lab = y;
+}
+
+/* The rows of dependent_row (seed 5), adopted by ds. */
+static void rows(const pg_table *t, pg_dataset *ds)
+{
+    float *x = pg_alloc_f32((size_t)ROWS * t->width);
+    int32_t *lab = pg_alloc(ROWS * sizeof *lab);
+    fill_rows(t, 5, dependent_row, x, lab);
+    adopt(t, x, lab, ds);
+}
+
 static pg_data_desc desc_of(const pg_table *t)
 {
     return pg_test_table_desc(t, ROWS, 2, 100, 1e-5);
+}
+
+/* One job on fresh rows: ROWS rows of a table made by a row function,
+ * adopted by ds and described by desc and in, and the spec r of method M
+ * resolved for them (fixture_open). fixture_close releases r and ds; the
+ * table stays the caller's. */
+typedef struct fixture {
+    pg_dataset ds;
+    pg_data_desc desc;
+    pg_job_data in;
+    const pg_method *M;
+    json_t *r;
+} fixture;
+
+/* j for the rows of t that f makes from seed and the spec of method name. */
+static void fixture_open(fixture *j, const pg_table *t, uint64_t seed, row_fn *f, const char *name,
+                         const char *spec)
+{
+    float *x = pg_alloc_f32((size_t)ROWS * t->width);
+    int32_t *lab = pg_alloc(ROWS * sizeof *lab);
+    fill_rows(t, seed, f, x, lab);
+    adopt(t, x, lab, &j->ds);
+    j->desc = desc_of(t);
+    j->in = (pg_job_data){.desc = &j->desc, .rows = &j->ds};
+    j->M = pg_method_find(name);
+    pg_spec_errors e;
+    j->r = pg_test_resolve(j->M, spec, &j->in, &e);
+    ck_assert_msg(j->r, "%s: %s", e.count ? e.items[0].field : "",
+                  e.count ? e.items[0].message : "");
+}
+
+static void fixture_close(fixture *j)
+{
+    json_decref(j->r);
+    pg_dataset_free(&j->ds);
 }
 
 /* The ledger's grid written out by hand and the improved conversion. */
@@ -92,6 +151,21 @@ static double eps_of_rho(double rho, double delta)
         best = fmin(best, v);
     }
     return fmax(best, 0);
+}
+
+/* The largest rho whose conversion at delta 1e-5 stays within eps:
+ * bisection on eps_of_rho over [0, 100] to the last bit. */
+static double rho_of_eps(double eps)
+{
+    double lo = 0, hi = 100;
+    for (int it = 0; it < 200; it++) {
+        double mid = (lo + hi) / 2;
+        if (eps_of_rho(mid, 1e-5) <= eps)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 START_TEST(plans_charge_the_zcdp_curve_within_epsilon)
@@ -226,26 +300,20 @@ static float *draw_valid(const pg_table *t, pg_snapshot *s, size_t n, uint64_t s
 static void run(const char *name, const char *spec, double min_agree)
 {
     pg_table *t = table();
-    pg_dataset ds;
-    rows(t, &ds);
-    pg_data_desc desc = desc_of(t);
-    pg_job_data in = {.desc = &desc, .rows = &ds};
-    const pg_method *M = pg_method_find(name);
-    pg_spec_errors e;
-    json_t *r = pg_test_resolve(M, spec, &in, &e);
-    ck_assert_msg(r, "%s: %s", e.items[0].field, e.items[0].message);
+    fixture job;
+    fixture_open(&job, t, 5, dependent_row, name, spec);
     pg_privacy_plan p;
-    ck_assert_int_eq(M->plan(r, &in, &p, NULL), PG_OK);
+    ck_assert_int_eq(job.M->plan(job.r, &job.in, &p, NULL), PG_OK);
     unsigned char *mid = NULL;
     size_t midlen = 0;
     pg_step_report rep;
-    pg_trainer *tr = pg_test_run_plan(M, r, &in, &p, 2, &mid, &midlen, &rep);
+    pg_trainer *tr = pg_test_run_plan(job.M, job.r, &job.in, &p, 2, &mid, &midlen, &rep);
     pg_error err = {0};
     /* every bit of rho is spent, none more */
     ck_assert_msg(pg_test_reldiff(rep.epsilon_spent, p.epsilon) < 1e-9, "spent %g of %g",
                   rep.epsilon_spent, p.epsilon);
     pg_snapshot *s;
-    ck_assert_int_eq(M->snapshot(tr, &s, NULL), PG_OK);
+    ck_assert_int_eq(job.M->snapshot(tr, &s, NULL), PG_OK);
     ck_assert_int_eq(pg_snapshot_num_classes(s), 2);
     enum { S = 3000 };
     int32_t cls[S], cls2[S];
@@ -281,18 +349,19 @@ static void run(const char *name, const char *spec, double min_agree)
     pg_snapshot_release(s);
     unsigned char *bytes;
     size_t len;
-    ck_assert_int_eq(M->save(tr, &bytes, &len, NULL), PG_OK);
-    pg_test_checkpoint_round_trip(M, r, &in, bytes, len, 200, t->width, -1);
-    pg_test_checkpoint_round_trip(M, r, &in, bytes, len, 200, t->width, 1);
+    ck_assert_int_eq(job.M->save(tr, &bytes, &len, NULL), PG_OK);
+    pg_test_checkpoint_round_trip(job.M, job.r, &job.in, bytes, len, 200, t->width, -1);
+    pg_test_checkpoint_round_trip(job.M, job.r, &job.in, bytes, len, 200, t->width, 1);
     /* Resumed from step 2: the measurements made by then come back from the
      * checkpoint, never drawn again, and the run finishes. */
     pg_trainer *t2;
-    ck_assert_msg(M->restore(r, &in, 1, mid, midlen, &t2, &err) == PG_OK, "%s", err.msg);
+    ck_assert_msg(job.M->restore(job.r, &job.in, 1, mid, midlen, &t2, &err) == PG_OK, "%s",
+                  err.msg);
     rep = (pg_step_report){0};
-    while (!rep.done) ck_assert_msg(M->step(t2, &rep, &err) == PG_OK, "%s", err.msg);
+    while (!rep.done) ck_assert_msg(job.M->step(t2, &rep, &err) == PG_OK, "%s", err.msg);
     unsigned char *fin;
     size_t finlen;
-    ck_assert_int_eq(M->save(t2, &fin, &finlen, NULL), PG_OK);
+    ck_assert_int_eq(job.M->save(t2, &fin, &finlen, NULL), PG_OK);
     pg_ckpt c0, c1;
     ck_assert_int_eq(pg_ckpt_decode(mid, midlen, &c0, NULL), PG_OK);
     ck_assert_int_eq(pg_ckpt_decode(fin, finlen, &c1, NULL), PG_OK);
@@ -308,43 +377,67 @@ static void run(const char *name, const char *spec, double min_agree)
     json_t *oj = json_loads(other, 0, NULL);
     pg_table *ot = NULL;
     ck_assert_int_eq(pg_table_from_json(oj, &ot, NULL), PG_OK);
-    pg_data_desc d2 = desc;
+    pg_data_desc d2 = job.desc;
     d2.table = ot;
-    pg_job_data in2 = {.desc = &d2, .rows = &ds};
+    pg_job_data in2 = {.desc = &d2, .rows = &job.ds};
     pg_trainer *t3 = NULL;
-    ck_assert_int_eq(M->restore(r, &in2, 1, bytes, len, &t3, &err), PG_EFORMAT);
+    ck_assert_int_eq(job.M->restore(job.r, &in2, 1, bytes, len, &t3, &err), PG_EFORMAT);
     pg_table_free(ot);
     json_decref(oj);
     free(other);
     free(fin);
     free(mid);
     free(bytes);
-    M->destroy(t2);
-    M->destroy(tr);
-    json_decref(r);
-    pg_dataset_free(&ds);
+    job.M->destroy(t2);
+    job.M->destroy(tr);
+    fixture_close(&job);
     pg_table_free(t);
 }
 
-/* An mst trainer with the given spec on the ROWS rows x (labels lab),
- * which ds adopts; ds, desc and in must outlive the trainer, r is the
- * resolved spec the caller releases. */
-static pg_trainer *mst_start(const pg_table *t, float *x, int32_t *lab, const char *spec,
-                             pg_dataset *ds, pg_data_desc *desc, pg_job_data *in, json_t **r)
+/* What a trained tr serves: its own snapshot into snaps[0], and into
+ * snaps[1] the one its checkpoint loads alone (what a restarted replica
+ * serves); the checkpoint into *bytes, *len (caller frees). */
+static void snapshots(const pg_method *M, pg_trainer *tr, pg_snapshot *snaps[2],
+                      unsigned char **bytes, size_t *len)
 {
-    size_t shape[1] = {t->width};
-    ck_assert_int_eq(
-        pg_dataset_adopt(ds, x, lab, ROWS, shape, 1, 2, (float)t->lo, (float)t->hi, NULL), 0);
-    *desc = desc_of(t);
-    *in = (pg_job_data){.desc = desc, .rows = ds};
-    const pg_method *M = pg_method_find("mst");
-    pg_spec_errors e;
-    *r = pg_test_resolve(M, spec, in, &e);
-    ck_assert(*r);
-    pg_trainer *tr;
     pg_error err = {0};
-    ck_assert_msg(M->create(*r, in, 1, &tr, &err) == PG_OK, "%s", err.msg);
-    return tr;
+    ck_assert_int_eq(M->snapshot(tr, &snaps[0], NULL), PG_OK);
+    ck_assert_int_eq(M->save(tr, bytes, len, NULL), PG_OK);
+    ck_assert_msg(M->load_snapshot(*bytes, *len, &snaps[1], &err) == PG_OK, "%s", err.msg);
+}
+
+/* The header of checkpoint bytes (caller decrefs) and its tensors into *c
+ * (pg_ckpt_free). */
+static json_t *ckpt_header(const unsigned char *bytes, size_t len, pg_ckpt *c)
+{
+    *c = (pg_ckpt){0};
+    ck_assert_int_eq(pg_ckpt_decode(bytes, len, c, NULL), PG_OK);
+    json_t *h = json_loads(c->header, 0, NULL);
+    ck_assert(h);
+    return h;
+}
+
+/* The fitted model a checkpoint holds (c and its header h), the caller's
+ * (pg_pgm_model_free). */
+static pg_pgm_model *ckpt_model(const pg_ckpt *c, const json_t *h)
+{
+    pg_pgm_model *model = NULL;
+    ck_assert_int_eq(pg_pgm_load((const unsigned char *)pg_ckpt_find(c, "model")->data,
+                                 (size_t)json_integer_value(json_object_get(h, "model_len")),
+                                 &model, NULL),
+                     PG_OK);
+    return model;
+}
+
+/* a: q 70 %, r 30 %, p never; b uniform on 0..9; c uniform; e and y coins. */
+static void no_p_row(pg_rng *rng, size_t i, pg_table_value *v, int32_t *lab)
+{
+    (void)i;
+    v[1].cat = pg_rng_uniform(rng) < 0.7 ? 1 : 2; /* q 70 %, r 30 %, p never */
+    v[2].num = (double)pg_rng_below(rng, 10);
+    v[3].num = pg_rng_uniform(rng);
+    v[4].cat = pg_rng_below(rng, 2);
+    *lab = (int32_t)pg_rng_below(rng, 2);
 }
 
 /* A level no row has is merged alone by MST's domain compression (its noisy
@@ -355,42 +448,15 @@ static pg_trainer *mst_start(const pg_table *t, float *x, int32_t *lab, const ch
 START_TEST(mst_single_rare_level_keeps_the_levels)
 {
     pg_table *t = table();
-    float *x = pg_alloc_f32((size_t)ROWS * t->width);
-    int32_t *lab = pg_alloc(ROWS * sizeof *lab);
-    pg_rng rng;
-    pg_rng_seeded(&rng, 9, 1);
-    for (size_t i = 0; i < ROWS; i++) {
-        float *r = x + i * t->width;
-        memset(r, 0, t->width * sizeof *r);
-        size_t a = pg_rng_uniform(&rng) < 0.7 ? 1 : 2; /* q 70 %, r 30 %, p never */
-        pg_table_value v = {.cat = a};
-        ck_assert_int_eq(pg_table_encode_value(t, 1, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
-        v = (pg_table_value){.num = (double)pg_rng_below(&rng, 10)};
-        ck_assert_int_eq(pg_table_encode_value(t, 2, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
-        v = (pg_table_value){.num = pg_rng_uniform(&rng)};
-        ck_assert_int_eq(pg_table_encode_value(t, 3, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
-        v = (pg_table_value){.cat = pg_rng_below(&rng, 2)};
-        ck_assert_int_eq(pg_table_encode_value(t, 4, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
-        lab[i] = (int32_t)pg_rng_below(&rng, 2);
-    }
-    pg_dataset ds;
-    pg_data_desc desc;
-    pg_job_data in;
-    json_t *r;
-    const pg_method *M = pg_method_find("mst");
-    pg_trainer *tr =
-        mst_start(t, x, lab, "{\"privacy\":{\"epsilon\":1},\"seed\":4}", &ds, &desc, &in, &r);
-    pg_error err = {0};
-    pg_step_report rep = {0};
-    while (!rep.done) ck_assert_msg(M->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
+    fixture job;
+    fixture_open(&job, t, 9, no_p_row, "mst", "{\"privacy\":{\"epsilon\":1},\"seed\":4}");
+    pg_trainer *tr = pg_test_train(job.M, job.r, &job.in, NULL);
     /* served from the snapshot and from the checkpoint (what a restarted
      * replica serves) alike */
     pg_snapshot *snaps[2];
-    ck_assert_int_eq(M->snapshot(tr, &snaps[0], NULL), PG_OK);
     unsigned char *bytes;
     size_t len;
-    ck_assert_int_eq(M->save(tr, &bytes, &len, NULL), PG_OK);
-    ck_assert_msg(M->load_snapshot(bytes, len, &snaps[1], &err) == PG_OK, "%s", err.msg);
+    snapshots(job.M, tr, snaps, &bytes, &len);
     enum { S = 4000 };
     float *y = pg_alloc_f32((size_t)S * t->width);
     for (int k = 0; k < 2; k++) {
@@ -410,34 +476,27 @@ START_TEST(mst_single_rare_level_keeps_the_levels)
     }
     pg_free(y);
     free(bytes);
-    M->destroy(tr);
-    json_decref(r);
-    pg_dataset_free(&ds);
+    job.M->destroy(tr);
+    fixture_close(&job);
     pg_table_free(t);
 }
 END_TEST
 
-/* ROWS rows of table() whose integer column b has rare levels: rows 0..239
- * hold the values 1-4 and 6-9, 30 each, the rest 0 and 5 alternately; the
- * other columns and the labels are seeded draws (seed 11). */
-static void fill_rare_rows(const pg_table *t, float *x, int32_t *lab)
+/* MST at epsilon 1 with b's integers each its own level (10 fixed bins). */
+static const char *MST_10_BINS =
+    "{\"privacy\":{\"epsilon\":1},\"seed\":4,\"discretize\":{\"bins\":10,\"adaptive\":false}}";
+
+/* Rows of table() whose integer column b has rare levels: rows 0..239 hold
+ * the values 1-4 and 6-9, 30 each, the rest 0 and 5 alternately; the other
+ * columns and the labels are seeded draws (fill_rows with seed 11). */
+static void rare_row(pg_rng *rng, size_t i, pg_table_value *v, int32_t *lab)
 {
     static const int rare[8] = {1, 2, 3, 4, 6, 7, 8, 9};
-    pg_rng rng;
-    pg_rng_seeded(&rng, 11, 1);
-    for (size_t i = 0; i < ROWS; i++) {
-        float *r = x + i * t->width;
-        memset(r, 0, t->width * sizeof *r);
-        pg_table_value v = {.cat = pg_rng_below(&rng, 3)};
-        ck_assert_int_eq(pg_table_encode_value(t, 1, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
-        v = (pg_table_value){.num = i < 240 ? rare[i / 30] : (i % 2 ? 5 : 0)};
-        ck_assert_int_eq(pg_table_encode_value(t, 2, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
-        v = (pg_table_value){.num = pg_rng_uniform(&rng)};
-        ck_assert_int_eq(pg_table_encode_value(t, 3, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
-        v = (pg_table_value){.cat = pg_rng_below(&rng, 2)};
-        ck_assert_int_eq(pg_table_encode_value(t, 4, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
-        lab[i] = (int32_t)pg_rng_below(&rng, 2);
-    }
+    v[1].cat = pg_rng_below(rng, 3);
+    v[2].num = i < 240 ? rare[i / 30] : (i % 2 ? 5 : 0);
+    v[3].num = pg_rng_uniform(rng);
+    v[4].cat = pg_rng_below(rng, 2);
+    *lab = (int32_t)pg_rng_below(rng, 2);
 }
 
 /* MST's merged rare levels: after step 1 (one-way marginals measured, rare
@@ -453,39 +512,24 @@ static void fill_rare_rows(const pg_table *t, float *x, int32_t *lab)
 START_TEST(mst_weighs_merged_levels_by_their_noise)
 {
     pg_table *t = table();
-    float *x = pg_alloc_f32((size_t)ROWS * t->width);
-    int32_t *lab = pg_alloc(ROWS * sizeof *lab);
-    fill_rare_rows(t, x, lab);
-    pg_dataset ds;
-    pg_data_desc desc;
-    pg_job_data in;
-    json_t *r;
-    const pg_method *M = pg_method_find("mst");
+    fixture job;
     /* 10 bins: each of b's integers its own level (the default 8 bins
      * pair 3-4 and 8-9 into levels of 60 rows, above 3 sigma one time in
      * five, and then too few levels were rare one run in 150). */
-    pg_trainer *tr = mst_start(
-        t, x, lab,
-        "{\"privacy\":{\"epsilon\":1},\"seed\":4,\"discretize\":{\"bins\":10,\"adaptive\":false}}",
-        &ds, &desc, &in, &r);
+    fixture_open(&job, t, 11, rare_row, "mst", MST_10_BINS);
+    pg_trainer *tr;
     pg_error err = {0};
+    ck_assert_msg(job.M->create(job.r, &job.in, 1, &tr, &err) == PG_OK, "%s", err.msg);
     pg_step_report rep = {0};
-    ck_assert_msg(M->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
+    ck_assert_msg(job.M->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
     unsigned char *bytes;
     size_t len;
-    ck_assert_int_eq(M->save(tr, &bytes, &len, NULL), PG_OK);
-    pg_ckpt c = {0};
-    ck_assert_int_eq(pg_ckpt_decode(bytes, len, &c, NULL), PG_OK);
-    json_t *h = json_loads(c.header, 0, NULL);
-    ck_assert(h);
+    ck_assert_int_eq(job.M->save(tr, &bytes, &len, NULL), PG_OK);
+    pg_ckpt c;
+    json_t *h = ckpt_header(bytes, len, &c);
     const json_t *ms = json_object_get(h, "measures"), *cms = json_object_get(h, "compress");
     const float *y = pg_ckpt_find(&c, "y")->data;
-    const pg_ckpt_tensor *mt = pg_ckpt_find(&c, "model");
-    pg_pgm_model *model = NULL;
-    ck_assert_int_eq(pg_pgm_load((const unsigned char *)mt->data,
-                                 (size_t)json_integer_value(json_object_get(h, "model_len")),
-                                 &model, NULL),
-                     PG_OK);
+    pg_pgm_model *model = ckpt_model(&c, h);
     /* b is attribute 2 (schema order; the label is column 0) */
     const size_t B = 2;
     const json_t *cb = json_array_get(cms, B);
@@ -536,9 +580,8 @@ START_TEST(mst_weighs_merged_levels_by_their_noise)
     json_decref(h);
     pg_ckpt_free(&c);
     free(bytes);
-    M->destroy(tr);
-    json_decref(r);
-    pg_dataset_free(&ds);
+    job.M->destroy(tr);
+    fixture_close(&job);
     pg_table_free(t);
 }
 END_TEST
@@ -574,22 +617,13 @@ START_TEST(aim_model_stays_under_its_bound)
             json_decref(r);
             continue;
         }
-        pg_trainer *tr;
-        pg_error err = {0};
-        ck_assert_msg(M->create(r, &in, 1, &tr, &err) == PG_OK, "%s", err.msg);
-        pg_step_report rep = {0};
-        while (!rep.done) ck_assert_msg(M->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
+        pg_trainer *tr = pg_test_train(M, r, &in, NULL);
         unsigned char *bytes;
         size_t len;
         ck_assert_int_eq(M->save(tr, &bytes, &len, NULL), PG_OK);
-        pg_ckpt ck = {0};
-        ck_assert_int_eq(pg_ckpt_decode(bytes, len, &ck, NULL), PG_OK);
-        json_t *h = json_loads(ck.header, 0, NULL);
-        pg_pgm_model *model = NULL;
-        ck_assert_int_eq(pg_pgm_load((const unsigned char *)pg_ckpt_find(&ck, "model")->data,
-                                     (size_t)json_integer_value(json_object_get(h, "model_len")),
-                                     &model, NULL),
-                         PG_OK);
+        pg_ckpt ck;
+        json_t *h = ckpt_header(bytes, len, &ck);
+        pg_pgm_model *model = ckpt_model(&ck, h);
         ck_assert_msg(pg_pgm_model_cells(model) <= 400, "model of %g cells above the bound 400",
                       pg_pgm_model_cells(model));
         pg_pgm_model_free(model);
@@ -604,6 +638,18 @@ START_TEST(aim_model_stays_under_its_bound)
 }
 END_TEST
 
+/* a uniform; b 1 with prob 0.3, else 0; c uniform; e a coin; y = (a == r). */
+static void b_binary_row(pg_rng *rng, size_t i, pg_table_value *v, int32_t *lab)
+{
+    (void)i;
+    size_t a = pg_rng_below(rng, 3);
+    v[1].cat = a;
+    v[2].num = (double)(pg_rng_uniform(rng) < 0.3);
+    v[3].num = pg_rng_uniform(rng);
+    v[4].cat = pg_rng_below(rng, 2);
+    *lab = a == 2;
+}
+
 /* The sampling support (sample.support_sigmas): b takes only 0 and 1 (the
  * bins holding them end at 3 whatever the integer bins' cut), so its other
  * bins are empty, and the fit leaves noise mass in them (about sigma /
@@ -616,25 +662,6 @@ END_TEST
 START_TEST(aim_samples_stay_in_the_supported_bins)
 {
     pg_table *t = table();
-    float *x = pg_alloc_f32((size_t)ROWS * t->width);
-    int32_t *lab = pg_alloc(ROWS * sizeof *lab);
-    pg_rng rng;
-    pg_rng_seeded(&rng, 13, 1);
-    for (size_t i = 0; i < ROWS; i++) {
-        float *r = x + i * t->width;
-        memset(r, 0, t->width * sizeof *r);
-        size_t a = pg_rng_below(&rng, 3);
-        pg_table_value v = {.cat = a};
-        ck_assert_int_eq(pg_table_encode_value(t, 1, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
-        v = (pg_table_value){.num = (double)(pg_rng_uniform(&rng) < 0.3)};
-        ck_assert_int_eq(pg_table_encode_value(t, 2, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
-        v = (pg_table_value){.num = pg_rng_uniform(&rng)};
-        ck_assert_int_eq(pg_table_encode_value(t, 3, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
-        v = (pg_table_value){.cat = pg_rng_below(&rng, 2)};
-        ck_assert_int_eq(pg_table_encode_value(t, 4, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
-        lab[i] = a == 2;
-    }
-    const pg_method *M = pg_method_find("aim");
     const char *specs[2] = {
         "{\"privacy\":{\"epsilon\":0.3},\"seed\":4,\"discretize\":{\"bins\":10}}",
         "{\"privacy\":{\"epsilon\":0.3},\"seed\":4,\"discretize\":{\"bins\":10},"
@@ -642,39 +669,17 @@ START_TEST(aim_samples_stay_in_the_supported_bins)
     enum { S = 20000 };
     float *y = pg_alloc_f32((size_t)S * t->width);
     for (int k = 0; k < 2; k++) {
-        float *xc = pg_alloc_f32((size_t)ROWS * t->width);
-        int32_t *lc = pg_alloc(ROWS * sizeof *lc);
-        memcpy(xc, x, (size_t)ROWS * t->width * sizeof *xc);
-        memcpy(lc, lab, ROWS * sizeof *lc);
-        size_t shape[1] = {t->width};
-        pg_dataset ds;
-        ck_assert_int_eq(
-            pg_dataset_adopt(&ds, xc, lc, ROWS, shape, 1, 2, (float)t->lo, (float)t->hi, NULL), 0);
-        pg_data_desc desc = desc_of(t);
-        pg_job_data in = {.desc = &desc, .rows = &ds};
-        pg_spec_errors e;
-        json_t *r = pg_test_resolve(M, specs[k], &in, &e);
-        ck_assert_msg(r, "%s", e.count ? e.items[0].message : "");
-        pg_trainer *tr;
-        pg_error err = {0};
-        ck_assert_msg(M->create(r, &in, 1, &tr, &err) == PG_OK, "%s", err.msg);
-        pg_step_report rep = {0};
-        while (!rep.done) ck_assert_msg(M->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
+        fixture job; /* the same rows for both specs */
+        fixture_open(&job, t, 13, b_binary_row, "aim", specs[k]);
+        pg_trainer *tr = pg_test_train(job.M, job.r, &job.in, NULL);
         pg_snapshot *snaps[2];
-        ck_assert_int_eq(M->snapshot(tr, &snaps[0], NULL), PG_OK);
         unsigned char *bytes;
         size_t len;
-        ck_assert_int_eq(M->save(tr, &bytes, &len, NULL), PG_OK);
-        ck_assert_msg(M->load_snapshot(bytes, len, &snaps[1], &err) == PG_OK, "%s", err.msg);
+        snapshots(job.M, tr, snaps, &bytes, &len);
         /* the fitted model's mass on b >= 4 (b is attribute 2, one code per value) */
-        pg_ckpt ck = {0};
-        ck_assert_int_eq(pg_ckpt_decode(bytes, len, &ck, NULL), PG_OK);
-        json_t *h = json_loads(ck.header, 0, NULL);
-        pg_pgm_model *model = NULL;
-        ck_assert_int_eq(pg_pgm_load((const unsigned char *)pg_ckpt_find(&ck, "model")->data,
-                                     (size_t)json_integer_value(json_object_get(h, "model_len")),
-                                     &model, NULL),
-                         PG_OK);
+        pg_ckpt ck;
+        json_t *h = ckpt_header(bytes, len, &ck);
+        pg_pgm_model *model = ckpt_model(&ck, h);
         size_t battr = 2;
         double mb[10], leak = 0;
         ck_assert_int_eq(pg_pgm_model_sizes(model)[2], 10);
@@ -708,13 +713,10 @@ START_TEST(aim_samples_stay_in_the_supported_bins)
             pg_snapshot_release(snaps[q]);
         }
         free(bytes);
-        M->destroy(tr);
-        json_decref(r);
-        pg_dataset_free(&ds);
+        job.M->destroy(tr);
+        fixture_close(&job);
     }
     pg_free(y);
-    pg_free(x);
-    pg_free(lab);
     pg_table_free(t);
 }
 END_TEST
@@ -735,14 +737,7 @@ START_TEST(auto_bins_follow_rows_and_budget)
                  {30000, 20}, {200000, 1}, {2000000, 1}, {500, 50}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         desc.n = cases[c].n;
-        double lo = 0, hi = 100;
-        for (int it = 0; it < 200; it++) {
-            double mid = (lo + hi) / 2;
-            if (eps_of_rho(mid, 1e-5) <= cases[c].eps)
-                lo = mid;
-            else
-                hi = mid;
-        }
+        double lo = rho_of_eps(cases[c].eps);
         double snr = (double)cases[c].n * sqrt(2 * lo);
         long want = snr < 2000 ? 8 : snr < 20000 ? 16 : snr < 200000 ? 32 : 64;
         char spec[128];
@@ -791,6 +786,20 @@ static const char *SKEW =
     "{\"name\":\"e\",\"type\":\"boolean\"}],"
     "\"label\":\"y\"}";
 
+/* m = 25000 u^2 (an integer), c on [0, 0.25) missing 10 %, e a coin; y
+ * = (m above its median 6250) with prob 0.9. */
+static void skewed_row(pg_rng *rng, size_t i, pg_table_value *v, int32_t *lab)
+{
+    (void)i;
+    double u = pg_rng_uniform(rng);
+    double mv = floor(25000.0 * u * u);
+    v[1].num = mv;
+    v[2] =
+        (pg_table_value){.missing = pg_rng_uniform(rng) < 0.1, .num = 0.25 * pg_rng_uniform(rng)};
+    v[3].cat = pg_rng_below(rng, 2);
+    *lab = pg_rng_uniform(rng) < 0.9 ? mv > 6250 : mv <= 6250;
+}
+
 static int cmp_float(const void *a, const void *b)
 {
     float x = *(const float *)a, y = *(const float *)b;
@@ -802,61 +811,31 @@ START_TEST(adaptive_bins_follow_a_skewed_column)
     pg_table *t = pg_test_table(SKEW);
     const char *names[2] = {"aim", "mst"};
     for (int k = 0; k < 2; k++) {
-        float *x = pg_alloc_f32((size_t)ROWS * t->width);
-        int32_t *lab = pg_alloc(ROWS * sizeof *lab);
-        pg_rng rng;
-        pg_rng_seeded(&rng, 17 + (uint64_t)k, 1);
-        for (size_t i = 0; i < ROWS; i++) {
-            float *r = x + i * t->width;
-            memset(r, 0, t->width * sizeof *r);
-            double u = pg_rng_uniform(&rng);
-            double mv = floor(25000.0 * u * u);
-            pg_table_value v = {.num = mv};
-            ck_assert_int_eq(pg_table_encode_value(t, 1, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
-            v = (pg_table_value){.missing = pg_rng_uniform(&rng) < 0.1,
-                                 .num = 0.25 * pg_rng_uniform(&rng)};
-            ck_assert_int_eq(pg_table_encode_value(t, 2, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
-            v = (pg_table_value){.cat = pg_rng_below(&rng, 2)};
-            ck_assert_int_eq(pg_table_encode_value(t, 3, &v, PG_TABLE_BOUNDS_REFUSE, r, NULL), 0);
-            lab[i] = pg_rng_uniform(&rng) < 0.9 ? mv > 6250 : mv <= 6250;
-        }
-        size_t shape[1] = {t->width};
-        pg_dataset ds;
-        ck_assert_int_eq(
-            pg_dataset_adopt(&ds, x, lab, ROWS, shape, 1, 2, (float)t->lo, (float)t->hi, NULL), 0);
-        pg_data_desc desc = desc_of(t);
-        pg_job_data in = {.desc = &desc, .rows = &ds};
-        const pg_method *M = pg_method_find(names[k]);
-        pg_spec_errors e;
+        fixture job;
         /* aim's default; mst's default is the fixed grid (stated in the dry
          * run), so it asks */
-        json_t *r = pg_test_resolve(
-            M, "{\"privacy\":{\"epsilon\":5},\"seed\":4,\"discretize\":{\"bins\":8}}", &in, &e);
-        ck_assert_msg(r, "%s", e.count ? e.items[0].message : "");
-        const json_t *acc = json_object_get(r, "accounting");
+        fixture_open(&job, t, 17 + (uint64_t)k, skewed_row, names[k],
+                     "{\"privacy\":{\"epsilon\":5},\"seed\":4,\"discretize\":{\"bins\":8}}");
+        pg_spec_errors e;
+        const json_t *acc = json_object_get(job.r, "accounting");
         ck_assert_int_eq(json_integer_value(json_object_get(acc, "bins")), 8);
         if (k == 1) {
             ck_assert(json_is_null(json_object_get(acc, "fine_bins")));
-            json_decref(r);
-            r = pg_test_resolve(M,
+            json_decref(job.r);
+            job.r =
+                pg_test_resolve(job.M,
                                 "{\"privacy\":{\"epsilon\":5},\"seed\":4,\"discretize\":{\"bins\":"
                                 "8,\"adaptive\":true}}",
-                                &in, &e);
-            ck_assert_msg(r, "%s", e.count ? e.items[0].message : "");
-            acc = json_object_get(r, "accounting");
+                                &job.in, &e);
+            ck_assert_msg(job.r, "%s", e.count ? e.items[0].message : "");
+            acc = json_object_get(job.r, "accounting");
         }
         ck_assert_int_eq(json_integer_value(json_object_get(acc, "fine_bins")), 32);
-        pg_trainer *tr;
-        pg_error err = {0};
-        ck_assert_msg(M->create(r, &in, 1, &tr, &err) == PG_OK, "%s", err.msg);
-        pg_step_report rep = {0};
-        while (!rep.done) ck_assert_msg(M->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
+        pg_trainer *tr = pg_test_train(job.M, job.r, &job.in, NULL);
         pg_snapshot *snaps[2];
-        ck_assert_int_eq(M->snapshot(tr, &snaps[0], NULL), PG_OK);
         unsigned char *bytes;
         size_t len;
-        ck_assert_int_eq(M->save(tr, &bytes, &len, NULL), PG_OK);
-        ck_assert_msg(M->load_snapshot(bytes, len, &snaps[1], &err) == PG_OK, "%s", err.msg);
+        snapshots(job.M, tr, snaps, &bytes, &len);
         enum { S = 3000 };
         int32_t cls[S];
         float *ys[2], ms[S];
@@ -891,9 +870,8 @@ START_TEST(adaptive_bins_follow_a_skewed_column)
             pg_snapshot_release(snaps[q]);
         }
         free(bytes);
-        M->destroy(tr);
-        json_decref(r);
-        pg_dataset_free(&ds);
+        job.M->destroy(tr);
+        fixture_close(&job);
     }
     pg_table_free(t);
 }
@@ -907,27 +885,15 @@ END_TEST
 START_TEST(format_1_checkpoints_still_load)
 {
     pg_table *t = table();
-    float *x = pg_alloc_f32((size_t)ROWS * t->width);
-    int32_t *lab = pg_alloc(ROWS * sizeof *lab);
-    fill_rare_rows(t, x, lab);
-    pg_dataset ds;
-    pg_data_desc desc;
-    pg_job_data in;
-    json_t *r;
-    const pg_method *M = pg_method_find("mst");
-    pg_trainer *tr = mst_start(
-        t, x, lab,
-        "{\"privacy\":{\"epsilon\":1},\"seed\":4,\"discretize\":{\"bins\":10,\"adaptive\":false}}",
-        &ds, &desc, &in, &r);
+    fixture job;
+    fixture_open(&job, t, 11, rare_row, "mst", MST_10_BINS);
+    pg_trainer *tr = pg_test_train(job.M, job.r, &job.in, NULL);
     pg_error err = {0};
-    pg_step_report rep = {0};
-    while (!rep.done) ck_assert_msg(M->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
     unsigned char *b2;
     size_t l2;
-    ck_assert_int_eq(M->save(tr, &b2, &l2, NULL), PG_OK);
-    pg_ckpt c = {0};
-    ck_assert_int_eq(pg_ckpt_decode(b2, l2, &c, NULL), PG_OK);
-    json_t *h = json_loads(c.header, 0, NULL);
+    ck_assert_int_eq(job.M->save(tr, &b2, &l2, NULL), PG_OK);
+    pg_ckpt c;
+    json_t *h = ckpt_header(b2, l2, &c);
     ck_assert_int_eq(json_integer_value(json_object_get(h, "format")), 2);
     json_t *cms = json_object_get(h, "compress");
     size_t merged = 0;
@@ -957,11 +923,11 @@ START_TEST(format_1_checkpoints_still_load)
     json_decref(h);
     pg_ckpt_free(&c);
     pg_snapshot *s1, *s2, *s3;
-    ck_assert_msg(M->load_snapshot(b1, l1, &s1, &err) == PG_OK, "%s", err.msg);
-    ck_assert_msg(M->load_snapshot(b2, l2, &s2, &err) == PG_OK, "%s", err.msg);
+    ck_assert_msg(job.M->load_snapshot(b1, l1, &s1, &err) == PG_OK, "%s", err.msg);
+    ck_assert_msg(job.M->load_snapshot(b2, l2, &s2, &err) == PG_OK, "%s", err.msg);
     pg_trainer *t1;
-    ck_assert_msg(M->restore(r, &in, 1, b1, l1, &t1, &err) == PG_OK, "%s", err.msg);
-    ck_assert_int_eq(M->snapshot(t1, &s3, NULL), PG_OK);
+    ck_assert_msg(job.M->restore(job.r, &job.in, 1, b1, l1, &t1, &err) == PG_OK, "%s", err.msg);
+    ck_assert_int_eq(job.M->snapshot(t1, &s3, NULL), PG_OK);
     enum { S = 2000 };
     float *y1 = pg_alloc_f32((size_t)S * t->width), *y2 = pg_alloc_f32((size_t)S * t->width);
     ck_assert_int_eq(pg_snapshot_sample(s2, S, 5, -1, y2, NULL), PG_OK);
@@ -974,12 +940,11 @@ START_TEST(format_1_checkpoints_still_load)
     pg_snapshot_release(s1);
     pg_snapshot_release(s2);
     pg_snapshot_release(s3);
-    M->destroy(t1);
+    job.M->destroy(t1);
     free(b1);
     free(b2);
-    M->destroy(tr);
-    json_decref(r);
-    pg_dataset_free(&ds);
+    job.M->destroy(tr);
+    fixture_close(&job);
     pg_table_free(t);
 }
 END_TEST
@@ -1002,14 +967,7 @@ START_TEST(adaptive_bins_need_rows_over_noise)
     for (int m = 0; m < 2; m++)
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
             desc.n = cases[c].n;
-            double lo = 0, hi = 100;
-            for (int it = 0; it < 200; it++) {
-                double mid = (lo + hi) / 2;
-                if (eps_of_rho(mid, 1e-5) <= cases[c].eps)
-                    lo = mid;
-                else
-                    hi = mid;
-            }
+            double lo = rho_of_eps(cases[c].eps);
             double d = 5, sigma = m == 0 ? sqrt(16 * d / (1.8 * lo)) : sqrt(3 * d / (2 * lo));
             char spec[160];
             snprintf(spec, sizeof spec,
