@@ -6,11 +6,11 @@
  *                     [--mechanism laplace|gaussian] [--delta D]
  *                     [--split label|even]
  *
- * --epsilon is the row's total. With a label the default split gives the
- * label the share that maximises the features' class-difference
+ * --epsilon is the row's total. The default, --split even, splits it evenly
+ * over every column, label included; --split label (a table with a label)
+ * gives the label the share that maximises the features' class-difference
  * signal-to-noise ratio (table_ldp.h; data-independent) and the features the
- * rest evenly; --split even (the default without a label) splits it evenly
- * over every column, label included. Without --epsilon every column needs an
+ * rest evenly. Without --epsilon every column needs an
  * "epsilon" in the schema (no --split then).
  * --mechanism is the noise on numeric columns (categorical, boolean and label
  * columns always take randomized response); --delta is the Gaussian total,

@@ -229,8 +229,7 @@ int pg_ldp_plan_make_split(const pg_table *t, int numeric, double epsilon_total,
         return pg_error_set(err, PG_EINVAL, "split 'label' needs a table with a label");
     /* The label's share; the features split the rest evenly. */
     double eps_label = 0.0, eps_feat = 0.0;
-    int label_split = epsilon_total > 0.0 && t->label != PG_TABLE_NONE && t->ncols > 1 &&
-                      split != PG_LDP_SPLIT_EVEN;
+    int label_split = epsilon_total > 0.0 && t->ncols > 1 && split == PG_LDP_SPLIT_LABEL;
     if (label_split) {
         int rc = pg_ldp_label_epsilon(t, numeric, epsilon_total, delta_total, &eps_label, err);
         if (rc) return rc;

@@ -323,17 +323,20 @@ def privatize_table_errors():
 
 @case
 def privatize_table_split():
-    """--epsilon on a labelled table: the label's share maximises the
+    """--split label on a labelled table: the label's share maximises the
     objective of table_ldp.c (rr gain of the label squared times the mean
     reliability of the features), checked here by brute force on a grid of
-    20 000 points; --split even gives every column E / columns; the columns
-    sum to E."""
+    20 000 points; the default and --split even give every column
+    E / columns; the columns sum to E."""
     with open(path("sp.csv"), "w") as f:
         f.write("age,job,income,owner,status\n30,fixed,5,true,good\n")
     schema = write_schema("sp.json")
     eps = 5.0
     d, _ = ok("privatize", "--schema", schema, "--in", path("sp.csv"), "--out",
               path("sp_out.csv"), "--epsilon", eps)
+    assert all(abs(c["epsilon"] - 1.0) < 1e-15 for c in d["columns"]), d["columns"]
+    d, _ = ok("privatize", "--schema", schema, "--in", path("sp.csv"), "--out",
+              path("sp_out.csv"), "--epsilon", eps, "--split", "label")
     by = {c["name"]: c["epsilon"] for c in d["columns"]}
     feats = [by[n] for n in ("age", "job", "income", "owner")]
     assert max(feats) == min(feats), by

@@ -202,8 +202,7 @@ END_TEST
 START_TEST(declaration_checked_per_column)
 {
     pg_table *t = load(SCHEMA);
-    /* both splits: the label one (default) and the even one of older
-     * uploads; the check is per column, whatever the split */
+    /* both splits: the even one (default) and the label one asked for; the check is per column, whatever the split */
     for (int run = 0; run < 4; run++) {
         int mech = run % 2 ? PG_LDP_GAUSSIAN : PG_LDP_LAPLACE;
         int split = run < 2 ? PG_LDP_SPLIT_LABEL : PG_LDP_SPLIT_EVEN;
@@ -333,7 +332,7 @@ static const char *SCHEMA4 =
     " {\"name\": \"w\", \"type\": \"boolean\"}"
     "], \"label\": \"grade\"}";
 
-/* The default split of a labelled table: the columns sum to the total (basic
+/* The label split of a labelled table: the columns sum to the total (basic
  * composition; at most the total, within 1e-12 of it), the features share
  * the rest evenly, and the label's share is the maximiser of J: no point of
  * a grid of 10^5 points (10^4 for Gaussian noise, whose calibration is
@@ -352,8 +351,9 @@ START_TEST(label_split_maximises_the_stated_objective)
                 double eps = epss[ei], delta = mech == PG_LDP_GAUSSIAN ? 1e-6 : 0.0;
                 pg_ldp_plan plan;
                 pg_error err = {0};
-                ck_assert_msg(pg_ldp_plan_make(t, mech, eps, delta, &plan, &err) == PG_OK, "%s",
-                              err.msg);
+                ck_assert_msg(pg_ldp_plan_make_split(t, mech, eps, delta, PG_LDP_SPLIT_LABEL, &plan,
+                                                     &err) == PG_OK,
+                              "%s", err.msg);
                 double sum = 0.0, eL = plan.cols[t->label].epsilon, ef = -1.0;
                 for (size_t c = 0; c < t->ncols; c++) {
                     sum += plan.cols[c].epsilon;
@@ -446,8 +446,8 @@ START_TEST(label_split_closed_form)
 }
 END_TEST
 
-/* The knob and the overrides: even on request (and by default without a
- * label); per-column schema epsilons win over any split, label or not; a
+/* The knob and the overrides: even by default and on request, label or not
+ * (the label split lost downstream, table_ldp.h); per-column schema epsilons win over any split, label or not; a
  * split without a total, the label split without a label and an unknown
  * split are refused. */
 START_TEST(split_knob_and_per_column_override)
@@ -462,6 +462,9 @@ START_TEST(split_knob_and_per_column_override)
     ck_assert_int_eq(
         pg_ldp_plan_make_split(t, PG_LDP_LAPLACE, 4.0, 0, PG_LDP_SPLIT_LABEL, &plan, &err), PG_OK);
     ck_assert_double_gt(plan.cols[0].epsilon, 1.0);
+    pg_ldp_plan_free(&plan);
+    ck_assert_int_eq(pg_ldp_plan_make(t, PG_LDP_LAPLACE, 4.0, 0, &plan, &err), PG_OK);
+    for (size_t c = 0; c < 4; c++) ck_assert_double_eq(plan.cols[c].epsilon, 1.0);
     pg_ldp_plan_free(&plan);
     ck_assert_int_eq(pg_ldp_plan_make_split(t, PG_LDP_LAPLACE, 4.0, 0, 7, &plan, &err), PG_EINVAL);
     pg_table_free(t);
@@ -522,7 +525,8 @@ START_TEST(debiased_class_moments_unbiased_under_the_label_split)
     const double eps = 4.0;
     pg_ldp_plan plan;
     pg_error err = {0};
-    ck_assert_int_eq(pg_ldp_plan_make(t, PG_LDP_LAPLACE, eps, 0, &plan, &err), PG_OK);
+    ck_assert_int_eq(
+        pg_ldp_plan_make_split(t, PG_LDP_LAPLACE, eps, 0, PG_LDP_SPLIT_LABEL, &plan, &err), PG_OK);
     double eL;
     ck_assert_int_eq(pg_ldp_label_epsilon(t, PG_LDP_LAPLACE, eps, 0, &eL, NULL), PG_OK);
     ck_assert_double_le(fabs(plan.cols[2].epsilon - eL), 1e-12);
