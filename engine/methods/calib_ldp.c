@@ -124,6 +124,11 @@ void pg_calib_ldp_signal_get(const pg_calib_ldp *c, pg_calib_ldp_signal *s)
     *s = c->sig;
 }
 
+bool pg_calib_ldp_pooled(const pg_calib_ldp *c)
+{
+    return c->K > 0 && c->sig.threshold > 0 && c->sig.max_z < c->sig.threshold;
+}
+
 /* The state of a randomized-response block of a row: its largest unit, the
  * reference state (1 - sum of the units) first where the block has one, the
  * first on ties; exact on clean encodings. */
@@ -644,7 +649,7 @@ int pg_calib_ldp_wrap(const pg_calib_ldp *c, pg_snapshot *inner, size_t per_clas
      * effective targets (E, see the top). */
     double *F = calloc(KK * S + 1, sizeof *F), *E = calloc(KK * S + 1, sizeof *E);
     const double *wts = pg_snapshot_class_weights(inner);
-    s->pooled = c->K > 0 && c->sig.threshold > 0 && c->sig.max_z < c->sig.threshold;
+    s->pooled = pg_calib_ldp_pooled(c);
     /* classes with maps of their own: one when pooled */
     size_t KM = s->pooled ? 1 : KK;
     int32_t *labs = pg_calloc(per_class, sizeof *labs);

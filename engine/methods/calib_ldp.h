@@ -42,9 +42,9 @@
  * distinguishable from the channel's noise: a generator (or any model) can
  * only guess, and the calibrated snapshot gives the classes one law (below),
  * so a classifier trained on its rows falls back on the class shares
- * instead of on differences fitted to noise. (The job view does not show
- * the statistic yet: trainers have no warning channel; privgen-bench credit
- * prints it.)
+ * instead of on differences fitted to noise. The job view says so (the
+ * trainer warning no_class_signal, warnings.h); privgen-bench credit prints
+ * the statistic.
  *
  * Calibrated snapshot (pg_calib_ldp_wrap): per class, `per_class` rows drawn
  * from the inner snapshot with fixed seeds measure its statistics G_c.
@@ -112,6 +112,10 @@ typedef struct pg_calib_ldp_signal {
 } pg_calib_ldp_signal;
 /* Filled by the last estimate. */
 void pg_calib_ldp_signal_get(const pg_calib_ldp *c, pg_calib_ldp_signal *s);
+/* The pooling rule (below): two classes or more and no |z| at the threshold.
+ * The calibrated snapshot and the trainer's no_class_signal warning both
+ * follow it. */
+bool pg_calib_ldp_pooled(const pg_calib_ldp *c);
 
 /* Number of per-class statistics, and class k's targets (see the top; order:
  * per column, a numeric unit's present mean and standard deviation, then

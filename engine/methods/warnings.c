@@ -283,11 +283,9 @@ int pg_warnings_append(const long *steps, const double *loss, size_t n, const pg
 void pg_warn_ldp_signal(struct pg_trainer *t, const struct pg_calib_ldp *c)
 {
     if (!t || !c) return;
+    if (!pg_calib_ldp_pooled(c)) return;
     pg_calib_ldp_signal sg;
     pg_calib_ldp_signal_get(c, &sg);
-    /* calib_ldp_wrap's pooling rule: a threshold exists (two classes or
-     * more) and no |z| reaches it. */
-    if (!(sg.threshold > 0 && sg.max_z < sg.threshold)) return;
     pg_trainer_warn(t, PG_WARN_NO_CLASS_SIGNAL,
                     "The privatized rows show no class difference above their noise (largest "
                     "|z| %.3g against a Bonferroni threshold %.3g over %zu tests): every class "
