@@ -68,6 +68,10 @@
  * the class statistics see every row in full at a small share of the
  * budget (0.75 there, docs/benchmarks.md, swd_gen calibrated). The targets
  * and class CDFs travel in the checkpoint; a restore never releases again.
+ * calibration.independence (calib_wire.h, post-processing) redraws each
+ * categorical column and quantile-mapped number from its class's released
+ * marginal alone; the defaults set it by dp_sinkhorn's rule
+ * (defaults_table.c), with more of the budget to the releases.
  */
 #include <math.h>
 #include <stdio.h>
