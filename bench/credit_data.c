@@ -5,6 +5,7 @@
  *   privgen-bench credit [--csv build/credit_data.csv] [--schema FILE]
  *                        [--methods a,b,...] [--eps 1,5] [--seed S] [--diag]
  *                        [--set "path=json;..."] [--target Status]
+ *                        [--ldp-split even|label]
  *
  * --target names the categorical column the classifier predicts (another
  * table: --csv build/attrition.csv --schema bench/attrition.schema.json
@@ -39,8 +40,9 @@
  * every method (acc_synth, tv_mean). Feeding PREFIX.train.csv back gives the
  * discretization's own ceiling.
  * entropic_gan is a local method: its rows are privatized column by column
- * (Laplace on numbers, randomized response on categories, even split, as
- * privgen privatize --schema) at a LOCAL epsilon per row equal to the
+ * (Laplace on numbers, randomized response on categories, the label split of
+ * table_ldp.h, or the even one with --ldp-split even, as privgen privatize
+ * --schema [--split even]) at a LOCAL epsilon per row equal to the
  * cell's epsilon, and it trains through the channel (ot.channel true).
  * privgen runs no shuffler: the printed hypothetical_shuffled_central_eps
  * (Feldman, McMillan, Talwar numerical bound) is what a trusted shuffler
@@ -240,6 +242,7 @@ static void reencode(const pg_table *t, float *x, size_t n)
 }
 
 static const char *opt_target = "Status";
+static const char *opt_split; /* --ldp-split even|label (local rows) */
 static bool opt_defaults;
 
 static const char *spec_for(const char *method, double eps, char *buf, size_t len, size_t d)
@@ -549,7 +552,15 @@ static int run_one(const char *method, double eps, const pg_table *t, size_t sta
         if (pg_shuffle_numerical(eps0, n, DELTA, &shuffled, NULL) != PG_OK) shuffled = -1;
         pg_rng sec;
         rc = pg_rng_secure(&sec, &err);
-        if (!rc) rc = pg_ldp_plan_make(t, PG_LDP_LAPLACE, eps0, 0, &plan, &err);
+        /* --ldp-split even|label: how the owner splits her per-row epsilon
+         * (table_ldp.h; default: label for a labelled table) */
+        int ldp_split = !opt_split                   ? PG_LDP_SPLIT_DEFAULT
+                        : !strcmp(opt_split, "even") ? PG_LDP_SPLIT_EVEN
+                                                     : PG_LDP_SPLIT_LABEL;
+        if (!rc) rc = pg_ldp_plan_make_split(t, PG_LDP_LAPLACE, eps0, 0, ldp_split, &plan, &err);
+        if (!rc && t->label != PG_TABLE_NONE)
+            fprintf(stderr, "credit: local eps %g: label epsilon %.4f, feature epsilon %.4f\n", eps,
+                    plan.cols[t->label].epsilon, plan.cols[t->label == 0 ? 1 : 0].epsilon);
         if (!rc) rc = pg_ldp_apply(&sec, t, &plan, x, lab64, n, &err);
         if (rc) {
             fprintf(stderr, "credit: privatize: %s\n", err.msg);
@@ -804,6 +815,7 @@ static int bench_credit(int argc, char **argv)
     const char *eps_list = pg_bench_opt(argc, argv, "--eps", "1,5");
     uint64_t seed = strtoull(pg_bench_opt(argc, argv, "--seed", "19"), NULL, 10);
     opt_set = pg_bench_opt(argc, argv, "--set", NULL);
+    opt_split = pg_bench_opt(argc, argv, "--ldp-split", NULL);
     opt_diag = pg_bench_has(argc, argv, "--diag");
     opt_label = pg_bench_has(argc, argv, "--label");
     opt_defaults = pg_bench_has(argc, argv, "--defaults");

@@ -2,9 +2,10 @@
 """What a locally privatized table can teach a classifier at all (issue 28).
 
 Privatizes the training 80 % of a labelled table the way privgen-bench credit does
-for entropic_gan (per-column local DP, total epsilon split evenly over the columns,
-label included; Laplace on numbers with sensitivity hi - lo in the [-1, 1] encoding,
-a nullable number's epsilon halved between indicator and value; k-ary randomized
+for entropic_gan (per-column local DP, the total epsilon split as privgen privatize
+--split says: label, the default, or evenly over the columns, label included; Laplace
+on numbers with sensitivity hi - lo in the [-1, 1] encoding, a nullable number's
+epsilon halved between indicator and value; k-ary randomized
 response on categories, booleans and the label), then fits scikit-learn's logistic
 regression directly on the privatized rows and labels and scores it on the clean
 held-out 20 %. No generator: a reference for the accuracy a synthetic-data pipeline
@@ -12,7 +13,7 @@ can hope to reach from the same reports. The split is numpy's permutation with s
 19, not the C bench's, so its majority rate differs slightly.
 
     bench/ldp_oracle.py --csv build/credit_data.csv --schema bench/credit_data.schema.json \
-        --eps 5,20,1000 [--runs 10]
+        --eps 5,20,1000 [--runs 10] [--split label|even]
 """
 import argparse
 import csv
@@ -56,8 +57,39 @@ def rr(cur, k, eps, rng):
     return np.where(rng.random(len(cur)) < keep, cur, other)
 
 
-def privatize(cols, ncols, X, y, eps_total, rng):
-    e = eps_total / ncols
+def rr_gain(k, e):
+    """keep minus other probability of k-ary randomized response at e"""
+    return -math.expm1(-e) / (1 + (k - 1) * math.exp(-e))
+
+
+def label_epsilon(schema, eps):
+    """The label's share under table_ldp.c's label split, by brute force on a
+    grid of 20 000 points (its objective: rr_gain(K, eL)^2 times the mean over
+    features of the reports' reliability rho^2 at (eps - eL) / features)."""
+    label = schema["label"]
+    feats = [c for c in schema["columns"] if c["name"] != label]
+    K = len(next(c for c in schema["columns"] if c["name"] == label)["categories"])
+
+    def objective(eL):
+        ef, tot = (eps - eL) / len(feats), 0.0
+        for c in feats:
+            if c["type"] in ("integer", "continuous"):
+                ev = ef / 2 if c.get("nullable") else ef
+                tot += (1 / 12) / (1 / 12 + 2 / ev ** 2)
+            else:
+                k = (2 if c["type"] == "boolean" else len(c["categories"])) + bool(c.get("nullable"))
+                tot += rr_gain(k, ef) ** 2
+        return rr_gain(K, eL) ** 2 * tot / len(feats)
+
+    grid = [eps * i / 20000 for i in range(1, 20000)]
+    return max(grid, key=objective)
+
+
+def privatize(cols, ncols, X, y, eps_total, rng, eps_label=None):
+    """eps_label None: the even split; else the label gets it and the
+    features share the rest evenly."""
+    e = eps_total / ncols if eps_label is None else (eps_total - eps_label) / (ncols - 1)
+    el = e if eps_label is None else eps_label
     Xp, j = X.copy(), 0
     for c in cols:
         if c["type"] in ("integer", "continuous"):
@@ -76,7 +108,7 @@ def privatize(cols, ncols, X, y, eps_total, rng):
             Xp[:, j:j + k] = 0
             Xp[np.arange(len(X)), j + new] = 1
             j += k
-    return Xp, rr(y, int(y.max()) + 1, e, rng)
+    return Xp, rr(y, int(y.max()) + 1, el, rng)
 
 
 def main():
@@ -85,6 +117,8 @@ def main():
     ap.add_argument("--schema", required=True)
     ap.add_argument("--eps", default="5,1000")
     ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--split", choices=("label", "even"), default="label",
+                    help="how the row's epsilon is split (privgen privatize --split)")
     a = ap.parse_args()
     schema = json.load(open(a.schema))
     cols, X, y = encode(schema, list(csv.DictReader(open(a.csv))))
@@ -99,10 +133,11 @@ def main():
             accs = []
             for s in range(a.runs):
                 rng = np.random.default_rng(100 + s)
-                Xp, yp = privatize(cols, len(schema["columns"]), X[tr], y[tr], eps, rng)
+                el = label_epsilon(schema, eps) if a.split == "label" else None
+                Xp, yp = privatize(cols, len(schema["columns"]), X[tr], y[tr], eps, rng, el)
                 m = LogisticRegression(max_iter=3000, C=C).fit(Xp, yp)
                 accs.append(m.score(X[te], y[te]))
-            print(json.dumps({"eps_local_per_row": eps, "C": C, "mean": round(float(np.mean(accs)), 4),
+            print(json.dumps({"eps_local_per_row": eps, "split": a.split, "C": C, "mean": round(float(np.mean(accs)), 4),
                               "min": round(min(accs), 4), "max": round(max(accs), 4),
                               "above_majority": int(sum(v > maj for v in accs)), "runs": a.runs}))
 

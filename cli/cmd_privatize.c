@@ -106,7 +106,13 @@ static const char PRIVATIZE_HELP[] =
     "                    FILE.decl.json (which `privgen datasets append` sends with\n"
     "                    the rows); - streams NPY to stdout (the declaration then\n"
     "                    goes to stderr)\n"
-    "  --cols N          refuse input that does not have N columns\n";
+    "  --cols N          refuse input that does not have N columns\n"
+    "Typed tables (docs/tables.md), column by column:\n"
+    "  privgen privatize --schema S.json --in DATA.csv --out NOISY.csv --epsilon E\n"
+    "                    [--mechanism laplace|gaussian] [--delta D] [--split label|even]\n"
+    "  --split label     (default with a label) the label gets the share of E that\n"
+    "                    maximises the class-difference signal of the features, which\n"
+    "                    split the rest evenly; even: E / columns each\n";
 
 int pg_cli_privatize(int argc, char **argv)
 {

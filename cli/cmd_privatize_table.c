@@ -4,9 +4,14 @@
  *   privgen privatize --schema S.json --in DATA.csv|.json|.ndjson
  *                     --out NOISY.csv|.json|.ndjson|- [--epsilon E]
  *                     [--mechanism laplace|gaussian] [--delta D]
+ *                     [--split label|even]
  *
- * --epsilon is the row's total, split evenly over the columns (label
- * included); without it every column needs an "epsilon" in the schema.
+ * --epsilon is the row's total. With a label the default split gives the
+ * label the share that maximises the features' class-difference
+ * signal-to-noise ratio (table_ldp.h; data-independent) and the features the
+ * rest evenly; --split even (the default without a label) splits it evenly
+ * over every column, label included. Without --epsilon every column needs an
+ * "epsilon" in the schema (no --split then).
  * --mechanism is the noise on numeric columns (categorical, boolean and label
  * columns always take randomized response); --delta is the Gaussian total,
  * split evenly over the numeric columns. Values outside the schema's bounds
@@ -90,14 +95,16 @@ static int load_table(const char *path, pg_table **t)
 
 int pg_cli_privatize_table(int argc, char **argv)
 {
-    static const char *const allowed[] = {"schema",    "in",    "out", "epsilon",
-                                          "mechanism", "delta", NULL};
+    static const char *const allowed[] = {"schema",    "in",    "out",   "epsilon",
+                                          "mechanism", "delta", "split", NULL};
     static const char *const mechs[] = {"laplace", "gaussian", NULL};
+    static const char *const splits[] = {"default", "label", "even", NULL};
     pg_cli_opts o;
-    const char *mech;
+    const char *mech, *split;
     double eps = 0.0, delta = 0.0;
     int rc = pg_cli_parse(argc, argv, allowed, &o);
     if (!rc) rc = pg_cli_choice(&o, "mechanism", mechs, "laplace", &mech);
+    if (!rc) rc = pg_cli_choice(&o, "split", splits, "default", &split);
     if (!rc) rc = pg_cli_double(&o, "epsilon", 0, &eps);
     if (!rc) rc = pg_cli_double(&o, "delta", 0, &delta);
     if (rc) return rc;
@@ -118,7 +125,10 @@ int pg_cli_privatize_table(int argc, char **argv)
     text txt = {0};
     pg_records_parser *p = NULL;
     int code = PG_CLI_OK;
-    if (pg_ldp_plan_make(t, numeric, eps, delta, &plan, &e)) {
+    int sp = !strcmp(split, "label")  ? PG_LDP_SPLIT_LABEL
+             : !strcmp(split, "even") ? PG_LDP_SPLIT_EVEN
+                                      : PG_LDP_SPLIT_DEFAULT;
+    if (pg_ldp_plan_make_split(t, numeric, eps, delta, sp, &plan, &e)) {
         code = pg_cli_error(PG_CLI_USAGE, "%s", e.msg);
         goto done;
     }

@@ -49,8 +49,150 @@ static int numeric_scale(const pg_table *t, size_t c, int mech, pg_ldp_column *p
     return PG_OK;
 }
 
+/* ---- The label-aware split ----------------------------------------------
+ *
+ * Objective. A class-conditional statistic of a feature coordinate g (a
+ * numeric value unit, or the indicator of one state of a randomized-response
+ * block) is estimated from the reports by debiasing both channels; the
+ * difference of two classes' debiased moments is
+ *   mean(g~ (1{y~ = c} - 1{y~ = c'})) / ((P - Q) gain_g)
+ * (the label's Q cancels), with P - Q the label channel's keep minus other
+ * probability and gain_g the feature channel's (p - q for a state, 1 for a
+ * value). Its standard error is sqrt(Var g~ ...) / (P - Q) / gain_g, so its
+ * signal-to-noise ratio, for a class difference that is a fixed fraction of
+ * the coordinate's own spread, is proportional to
+ *   (P - Q) * rho_g,  rho_g^2 = gain_g^2 Var(g) / Var(g~)
+ * (the share of the report's variance that is the true value's). Per
+ * coordinate, data-independently (only the schema, epsilon and K):
+ *   label, K values          P - Q = (e^eL - 1) / (e^eL + K - 1)
+ *   state of a k-ary RR      rho^2 = (p - q)^2 (uniform states: Var g~ =
+ *                            Var g = (1/k)(1 - 1/k))
+ *   numeric value            rho^2 = s^2 / (s^2 + noise variance), s^2 =
+ *                            (hi - lo)^2 / 12 (a value uniform on the range);
+ *                            noise variance 2 (Delta / e_v)^2 (Laplace, the
+ *                            grid's inflation of b ignored) or sigma^2
+ *                            (analytic Gaussian), e_v the value's epsilon
+ *                            (half the column's when nullable)
+ * The split maximises (P - Q)^2 * mean over feature columns of rho^2 (the
+ * mean squared SNR, i.e. the chi-square noncentrality of a test for a class
+ * difference) over eL in (0, eps), the features sharing eps - eL evenly.
+ * With noise-dominated numerics and K = 2 this is tanh(eL / 2) (eps - eL)
+ * squared, whose optimum at eps 5 is eL ~ 1.86 against 5/14 for the even
+ * split over credit_data's 14 columns (SNR x2.8). Solved numerically: a grid
+ * of SPLIT_GRID points, then golden-section search around the best one. */
+
+#define SPLIT_GRID 512
+
+/* p - q of k-ary randomized response at eps (keep minus other), written so
+ * that a large eps does not overflow. */
+static double rr_gain(size_t k, double eps)
+{
+    double e = exp(-eps);
+    return -expm1(-eps) / (1.0 + (double)(k - 1) * e);
+}
+
+typedef struct split_ctx {
+    const pg_table *t;
+    int numeric;
+    double eps, delta_col; /* total; Gaussian delta per numeric column */
+    size_t nfeat;
+} split_ctx;
+
+/* rho^2 of a numeric value at e_v; -1 when the calibration fails. */
+static double numeric_rho2(const split_ctx *s, double ev)
+{
+    double n2; /* noise variance over (hi - lo)^2 */
+    if (s->numeric == PG_LDP_LAPLACE) {
+        n2 = 2.0 / (ev * ev);
+    } else {
+        double sigma;
+        if (pg_privacy_gaussian_analytic(ev, s->delta_col, 1.0, &sigma, NULL)) return -1.0;
+        n2 = sigma * sigma;
+    }
+    return (1.0 / 12.0) / (1.0 / 12.0 + n2);
+}
+
+/* The objective at a label epsilon eL (see above); -1 on a failed
+ * calibration (treated as worse than any split). */
+static double split_objective(const split_ctx *s, double eL)
+{
+    const pg_table *t = s->t;
+    double ef = (s->eps - eL) / (double)s->nfeat, sum = 0.0;
+    double rho_num = -2.0, rho_null = -2.0; /* cached: same for every column */
+    for (size_t c = 0; c < t->ncols; c++) {
+        const pg_table_col *col = &t->cols[c];
+        if (c == t->label) continue;
+        if (!is_numeric(col)) {
+            double g = rr_gain(rr_k(col), ef);
+            sum += g * g;
+            continue;
+        }
+        double *r = col->nullable ? &rho_null : &rho_num;
+        if (*r < -1.5) *r = numeric_rho2(s, col->nullable ? ef / 2.0 : ef);
+        if (*r < 0.0) return -1.0;
+        sum += *r;
+    }
+    double gl = rr_gain(rr_k(&t->cols[t->label]), eL);
+    return gl * gl * sum / (double)s->nfeat;
+}
+
+int pg_ldp_label_epsilon(const pg_table *t, int numeric, double epsilon_total, double delta_total,
+                         double *eps_label, pg_error *err)
+{
+    if (t->label == PG_TABLE_NONE)
+        return pg_error_set(err, PG_EINVAL, "the label split needs a table with a label");
+    if (!(epsilon_total > 0.0) || !isfinite(epsilon_total))
+        return pg_error_set(err, PG_EINVAL, "the label split needs a total epsilon > 0");
+    split_ctx s = {.t = t, .numeric = numeric, .eps = epsilon_total, .nfeat = t->ncols - 1};
+    size_t nnum = 0;
+    for (size_t c = 0; c < t->ncols; c++) nnum += c != t->label && is_numeric(&t->cols[c]);
+    if (numeric == PG_LDP_GAUSSIAN && nnum) s.delta_col = delta_total / (double)nnum;
+    if (s.nfeat == 0) {
+        *eps_label = epsilon_total;
+        return PG_OK;
+    }
+    size_t best = 1;
+    double fbest = -1.0, h = epsilon_total / SPLIT_GRID;
+    for (size_t i = 1; i < SPLIT_GRID; i++) {
+        double f = split_objective(&s, h * (double)i);
+        if (f > fbest) fbest = f, best = i;
+    }
+    if (!(fbest > 0.0))
+        return pg_error_set(err, PG_EINVAL,
+                            "no split of epsilon %g leaves every column a usable epsilon",
+                            epsilon_total);
+    /* Golden section on the grid's bracket around its best point (the label
+     * factor rises and the feature factor falls with eL, each log-concave;
+     * the result is kept only if it beats the grid's best). */
+    const double phi = 0.6180339887498949;
+    double a = h * (double)(best - 1), b = h * (double)(best + 1);
+    double x1 = b - phi * (b - a), x2 = a + phi * (b - a);
+    double f1 = split_objective(&s, x1), f2 = split_objective(&s, x2);
+    for (int it = 0; it < 200 && b - a > 1e-13 * epsilon_total; it++) {
+        if (f1 >= f2) {
+            b = x2, x2 = x1, f2 = f1;
+            x1 = b - phi * (b - a);
+            f1 = split_objective(&s, x1);
+        } else {
+            a = x1, x1 = x2, f1 = f2;
+            x2 = a + phi * (b - a);
+            f2 = split_objective(&s, x2);
+        }
+    }
+    double x = f1 >= f2 ? x1 : x2, fx = f1 >= f2 ? f1 : f2;
+    *eps_label = fx >= fbest ? x : h * (double)best;
+    return PG_OK;
+}
+
 int pg_ldp_plan_make(const pg_table *t, int numeric, double epsilon_total, double delta_total,
                      pg_ldp_plan *plan, pg_error *err)
+{
+    return pg_ldp_plan_make_split(t, numeric, epsilon_total, delta_total, PG_LDP_SPLIT_DEFAULT,
+                                  plan, err);
+}
+
+int pg_ldp_plan_make_split(const pg_table *t, int numeric, double epsilon_total, double delta_total,
+                           int split, pg_ldp_plan *plan, pg_error *err)
 {
     memset(plan, 0, sizeof *plan);
     if (numeric != PG_LDP_LAPLACE && numeric != PG_LDP_GAUSSIAN)
@@ -77,6 +219,32 @@ int pg_ldp_plan_make(const pg_table *t, int numeric, double epsilon_total, doubl
         return pg_error_set(err, PG_EINVAL,
                             "delta applies only to Gaussian noise on numeric "
                             "columns: drop it");
+    if (split != PG_LDP_SPLIT_DEFAULT && split != PG_LDP_SPLIT_EVEN && split != PG_LDP_SPLIT_LABEL)
+        return pg_error_set(err, PG_EINVAL, "split must be even or label");
+    if (split != PG_LDP_SPLIT_DEFAULT && epsilon_total == 0.0)
+        return pg_error_set(err, PG_EINVAL,
+                            "a split applies to a total epsilon, not to the schema's per-column "
+                            "epsilons");
+    if (split == PG_LDP_SPLIT_LABEL && t->label == PG_TABLE_NONE)
+        return pg_error_set(err, PG_EINVAL, "split 'label' needs a table with a label");
+    /* The label's share; the features split the rest evenly. */
+    double eps_label = 0.0, eps_feat = 0.0;
+    int label_split = epsilon_total > 0.0 && t->label != PG_TABLE_NONE && t->ncols > 1 &&
+                      split != PG_LDP_SPLIT_EVEN;
+    if (label_split) {
+        int rc = pg_ldp_label_epsilon(t, numeric, epsilon_total, delta_total, &eps_label, err);
+        if (rc) return rc;
+        eps_feat = (epsilon_total - eps_label) / (double)(t->ncols - 1);
+        /* The columns' sum, in the order the plan adds them, must not exceed
+         * the total by rounding: the declared total is then exactly the
+         * owner's epsilon (the label gives up the last ulps). */
+        for (int it = 0; it < 64; it++) {
+            double sum = 0.0;
+            for (size_t c = 0; c < t->ncols; c++) sum += c == t->label ? eps_label : eps_feat;
+            if (sum <= epsilon_total) break;
+            eps_label = nextafter(eps_label, 0.0);
+        }
+    }
     plan->cols = calloc(t->ncols, sizeof *plan->cols);
     if (!plan->cols) return pg_error_set(err, PG_ENOMEM, "out of memory");
     plan->ncols = t->ncols;
@@ -84,7 +252,9 @@ int pg_ldp_plan_make(const pg_table *t, int numeric, double epsilon_total, doubl
     for (size_t c = 0; c < t->ncols; c++) {
         const pg_table_col *col = &t->cols[c];
         pg_ldp_column *pc = &plan->cols[c];
-        pc->epsilon = epsilon_total > 0.0 ? epsilon_total / (double)t->ncols : col->epsilon;
+        pc->epsilon = label_split           ? (c == t->label ? eps_label : eps_feat)
+                      : epsilon_total > 0.0 ? epsilon_total / (double)t->ncols
+                                            : col->epsilon;
         int rc;
         if (c != t->label && is_numeric(col)) {
             pc->mechanism = numeric;
@@ -103,6 +273,8 @@ int pg_ldp_plan_make(const pg_table *t, int numeric, double epsilon_total, doubl
         plan->epsilon += pc->epsilon;
         plan->delta += pc->delta;
     }
+    /* the sum is at most the total (above): declare the owner's total */
+    if (label_split) plan->epsilon = epsilon_total;
     return PG_OK;
 }
 

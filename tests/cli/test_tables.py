@@ -321,6 +321,53 @@ def privatize_table_errors():
     assert json.loads(se.strip().splitlines()[-1])["rows"] == 1
 
 
+@case
+def privatize_table_split():
+    """--epsilon on a labelled table: the label's share maximises the
+    objective of table_ldp.c (rr gain of the label squared times the mean
+    reliability of the features), checked here by brute force on a grid of
+    20 000 points; --split even gives every column E / columns; the columns
+    sum to E."""
+    with open(path("sp.csv"), "w") as f:
+        f.write("age,job,income,owner,status\n30,fixed,5,true,good\n")
+    schema = write_schema("sp.json")
+    eps = 5.0
+    d, _ = ok("privatize", "--schema", schema, "--in", path("sp.csv"), "--out",
+              path("sp_out.csv"), "--epsilon", eps)
+    by = {c["name"]: c["epsilon"] for c in d["columns"]}
+    feats = [by[n] for n in ("age", "job", "income", "owner")]
+    assert max(feats) == min(feats), by
+    assert d["epsilon"] == eps and eps * (1 - 1e-12) <= sum(by.values()) <= eps, by
+
+    def gain(k, e):
+        return -math.expm1(-e) / (1 + (k - 1) * math.exp(-e))
+
+    def objective(el):
+        ef = (eps - el) / 4
+        rel = [(1 / 12) / (1 / 12 + 2 / (ef / 2) ** 2),  # age: nullable integer
+               gain(4, ef) ** 2,  # job: 4 categories
+               (1 / 12) / (1 / 12 + 2 / (ef / 2) ** 2),  # income: nullable
+               gain(2, ef) ** 2]  # owner: boolean
+        return gain(2, el) ** 2 * sum(rel) / 4
+
+    h = eps / 20000
+    best = max((h * i for i in range(1, 20000)), key=objective)
+    assert abs(by["status"] - best) <= 2 * h, (by["status"], best)
+    assert by["status"] > eps / 5
+    d, _ = ok("privatize", "--schema", schema, "--in", path("sp.csv"), "--out",
+              path("sp_out.csv"), "--epsilon", eps, "--split", "even")
+    assert all(abs(c["epsilon"] - 1.0) < 1e-15 for c in d["columns"]), d["columns"]
+    out = path("never_sp.csv")
+    usage_error("privatize", "--schema", write_schema("nolab.json", label=False), "--in",
+                path("sp.csv"), "--out", out, "--epsilon", 1, "--split", "label",
+                out_path=out, needle="label")
+    per_col = write_schema("pc.json", age=1, job=1, income=1, owner=1, status=1)
+    usage_error("privatize", "--schema", per_col, "--in", path("sp.csv"), "--out", out,
+                "--split", "even", out_path=out, needle="per-column")
+    usage_error("privatize", "--schema", schema, "--in", path("sp.csv"), "--out", out,
+                "--epsilon", 1, "--split", "odd", out_path=out, needle="--split")
+
+
 shutil.rmtree(TMP, ignore_errors=True)
 
 if FAILS:

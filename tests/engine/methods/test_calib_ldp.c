@@ -7,9 +7,9 @@
  * 0..6, yes over 4..10); c categorical a/b/c (no: 0.6/0.3/0.1, yes:
  * 0.2/0.3/0.5); b boolean (true in 30 % of no, 70 % of yes). Rows are drawn
  * from a seeded generator (the clean table is fixed); privatized by
- * pg_ldp_plan_make at a total epsilon of 10 split evenly over the 5 columns
- * (2 each: the label's keep is 0.881, so 12 % of the labels are flipped and
- * a naive per-class mean of the reports is biased toward the other class).
+ * pg_ldp_plan_make_split at a total epsilon of 10 split evenly (PG_LDP_SPLIT_EVEN) over the 5
+ * columns (2 each: the label's keep is 0.881, so 12 % of the labels are flipped and a naive
+ * per-class mean of the reports is biased toward the other class).
  *
  * Bounds. Each debiased statistic is an average of N independent per-row
  * terms (given the clean rows, only the channels are random), so it is
@@ -99,7 +99,9 @@ static void make(fixture *f, double eps, bool independent)
     }
     f->clean = pg_alloc_f32((size_t)N * d);
     memcpy(f->clean, x, (size_t)N * d * sizeof *x);
-    ck_assert_int_eq(pg_ldp_plan_make(f->t, PG_LDP_LAPLACE, eps, 0, &f->plan, &err), PG_OK);
+    ck_assert_int_eq(
+        pg_ldp_plan_make_split(f->t, PG_LDP_LAPLACE, eps, 0, PG_LDP_SPLIT_EVEN, &f->plan, &err),
+        PG_OK);
     ck_assert_msg(pg_ldp_apply(&sec, f->t, &f->plan, x, lab, N, &err) == PG_OK, "%s", err.msg);
     int32_t *l32 = pg_calloc(N, sizeof *l32);
     for (size_t i = 0; i < N; i++) l32[i] = (int32_t)lab[i];

@@ -267,7 +267,9 @@ START_TEST(channel_cost_is_the_privatizers_likelihood)
     const double col_eps = _i == 0 ? 30.0 : 1.0;
     pg_ldp_plan plan;
     pg_error err = {0};
-    ck_assert_int_eq(pg_ldp_plan_make(t, PG_LDP_LAPLACE, 7 * col_eps, 0, &plan, &err), PG_OK);
+    ck_assert_int_eq(
+        pg_ldp_plan_make_split(t, PG_LDP_LAPLACE, 7 * col_eps, 0, PG_LDP_SPLIT_EVEN, &plan, &err),
+        PG_OK);
     pg_ldp_cost *c = NULL;
     ck_assert_msg(pg_ldp_cost_make(t, &plan, true, &c, &err) == PG_OK, "%s", err.msg);
     float x[12] = {0}, y[12];

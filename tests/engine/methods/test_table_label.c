@@ -11,9 +11,9 @@
  *
  * Data: N rows, x continuous on [-5, 5], label y (no / yes), 30 % yes;
  * x | no uniform on [-5, -1], x | yes uniform on [1, 5]. Privatized with
- * pg_ldp_plan_make at a total epsilon of 6 split evenly: the label by binary
- * randomized response at epsilon 3 (keep e^3 / (e^3 + 1) = 0.953), x by
- * Laplace noise of scale 10 / 3. */
+ * pg_ldp_plan_make_split at a total epsilon of 6 split evenly (PG_LDP_SPLIT_EVEN): the label by
+ * binary randomized response at epsilon 3 (keep e^3 / (e^3 + 1) = 0.953), x by Laplace noise of
+ * scale 10 / 3. */
 #include <jansson.h>
 #include <math.h>
 
@@ -65,7 +65,9 @@ static void make(fixture *f, bool local, double eps)
                          PG_OK);
     }
     if (local) {
-        ck_assert_int_eq(pg_ldp_plan_make(f->t, PG_LDP_LAPLACE, eps, 0, &f->plan, &err), PG_OK);
+        ck_assert_int_eq(
+            pg_ldp_plan_make_split(f->t, PG_LDP_LAPLACE, eps, 0, PG_LDP_SPLIT_EVEN, &f->plan, &err),
+            PG_OK);
         ck_assert_msg(pg_ldp_apply(&sec, f->t, &f->plan, x, lab, N, &err) == PG_OK, "%s", err.msg);
     }
     int32_t *l32 = pg_calloc(N, sizeof *l32);
