@@ -39,6 +39,13 @@ void pg_calib_wire_check(const json_t *r, const pg_data_desc *desc, pg_spec_erro
         pg_spec_error_add(errors, "calibration.numeric",
                           "\"quantile\" needs calibration.class_means and the quantile map "
                           "(encoding.quantile_map) on a typed table");
+    /* Redrawing a number from its class's marginal needs that class's
+     * released CDF, which only the quantile rule has. */
+    if (pg_spec_num(r, "calibration.independence", 0.0) > 0.0 &&
+        !(pg_calib_wire_on(r, desc) && strcmp(rule_of(r), "quantile") == 0))
+        pg_spec_error_add(errors, "calibration.independence",
+                          "needs calibration.class_means on a typed table with "
+                          "calibration.numeric \"quantile\"");
 }
 
 void pg_calib_wire_free(pg_calib_wire *w)
@@ -59,6 +66,9 @@ int pg_calib_wire_init(pg_calib_wire *w, const json_t *r, const pg_data_desc *de
     w->sigma = pg_spec_num(r, "calibration.noise_multiplier", 5);
     w->quantile = strcmp(rule, "quantile") == 0;
     w->rank = strcmp(rule, "rank") == 0;
+    w->indep = pg_spec_num(r, "calibration.independence", 0.0);
+    if (!(w->indep >= 0.0 && w->indep <= 1.0) || (w->indep > 0.0 && !w->quantile))
+        return pg_error_set(err, PG_EINVAL, "calibration.independence needs the quantile rule");
     if (w->quantile && !pg_qmap_spec_on(r, desc))
         return pg_error_set(err, PG_EINVAL, "calibration.numeric quantile needs the quantile map");
     w->per_class = (size_t)pg_spec_int(r, "calibration.samples_per_class", 1000);
@@ -112,6 +122,10 @@ int pg_calib_wire_save(const pg_calib_wire *w, json_t *extra, pg_ckpt_tensor *t,
                                       "table", "numeric", rule_name(w), "per_class",
                                       (json_int_t)w->per_class)))
         return pg_error_set(err, PG_ENOMEM, "cannot write the checkpoint header");
+    /* Only when on, so that checkpoints without it keep their bytes. */
+    if (w->indep > 0.0 && json_object_set_new(json_object_get(extra, "calibration"), "independence",
+                                              json_real(w->indep)))
+        return pg_error_set(err, PG_ENOMEM, "cannot write the checkpoint header");
     t[0] = (pg_ckpt_tensor){
         .name = PG_GENERATOR_CALIB_TENSOR, .ndim = 2, .dims = {w->K, w->width}, .data = w->targets};
     *n = 1;
@@ -148,7 +162,10 @@ int pg_calib_wire_restore(pg_calib_wire *w, const json_t *extra, const pg_ckpt *
                             "noise multiplier (calibration.*) than this spec");
     if (!on) return cal ? pg_error_set(err, PG_EFORMAT, "the checkpoint is calibrated") : PG_OK;
     const char *rule = json_string_value(json_object_get(cal, "numeric"));
-    if (json_integer_value(json_object_get(cal, "version")) != PG_CALIB_WIRE_VERSION || !rule ||
+    const json_t *ij = json_object_get(cal, "independence");
+    double indep = ij ? json_number_value(ij) : 0.0;
+    if ((ij && !(json_is_number(ij) && indep >= 0.0 && indep <= 1.0)) ||
+        json_integer_value(json_object_get(cal, "version")) != PG_CALIB_WIRE_VERSION || !rule ||
         strcmp(rule, rule_name(w)) != 0 ||
         json_integer_value(json_object_get(cal, "per_class")) != (json_int_t)w->per_class)
         return pg_error_set(err, PG_EFORMAT,
@@ -175,6 +192,6 @@ int pg_calib_wire_snapshot(const pg_calib_wire *w, const pg_generator *gen, cons
     pg_nn_snapshot *nn = NULL;
     int rc = pg_nn_snapshot_take(net, &nn, err);
     if (rc) return rc;
-    return pg_generator_snapshot_calibrated_table(gen, nn, step, w->targets, w->class_cdf,
-                                                  w->per_class, out, err);
+    return pg_generator_snapshot_calibrated_table_indep(gen, nn, step, w->targets, w->class_cdf,
+                                                        w->per_class, w->indep, out, err);
 }

@@ -8,18 +8,23 @@
  *
  * Spec (PG_CALIB_WIRE_PARAM_ROWS): calibration.class_means (bool, off unless
  * given or filled by the table defaults), calibration.noise_multiplier s,
- * calibration.numeric (shift | rank | quantile), calibration.samples_per_class.
+ * calibration.numeric (shift | rank | quantile), calibration.samples_per_class,
+ * calibration.independence lambda (calib_table.h; post-processing, no cost).
  * It applies to a typed table whose encoded rows are the data's
- * (pg_calib_wire_on); "quantile" needs the quantile map (qmap_spec.h).
+ * (pg_calib_wire_on); "quantile" needs the quantile map (qmap_spec.h);
+ * independence > 0 needs class_means and the "quantile" rule.
  *
  * Checkpoint: header "calibration": {"version": 1, "kind": "table",
- * "numeric": rule, "per_class": n} (what pg_generator_load_snapshot reads to
- * serve the same rows from the bytes alone), "privacy" gets
+ * "numeric": rule, "per_class": n, and "independence": lambda only when > 0,
+ * absent meaning 0} (what pg_generator_load_snapshot reads to serve the same
+ * rows from the bytes alone), "privacy" gets
  * "calibration_noise_multiplier"; tensors PG_GENERATOR_CALIB_TENSOR (K x 2d
  * targets) and, for "quantile", PG_GENERATOR_CLASS_CDF_TENSOR. A checkpoint
  * without them (written before calibration, or with it off) restores only
  * under a spec with it off; a different noise multiplier is PG_EPRIVACY, a
- * different numeric rule or malformed tensors PG_EFORMAT.
+ * different numeric rule or malformed tensors PG_EFORMAT. The saved
+ * independence is only checked to be in [0, 1]: post-processing, the resumed
+ * job serves its own spec's value.
  *
  * Ownership: a pg_calib_wire owns its two arrays (pg_calib_wire_free; a
  * zeroed struct is an empty, off wiring). Errors: PG_ENOMEM, PG_EPRIVACY,
@@ -65,7 +70,16 @@ extern const char *const pg_calib_wire_rules[];
      "encoding.quantile_map, the default with it)."},                                              \
     {"calibration.samples_per_class", PG_PARAM_INT, "1000", 10, 100000, NULL, 0, 0,                \
      "Rows per class drawn with a fixed seed to measure the generator's class statistics when a "  \
-     "snapshot is published (labelled tables: 4000)."}
+     "snapshot is published (labelled tables: 4000)."},                                           \
+    {"calibration.independence", PG_PARAM_NUM, "0", 0, 1, NULL, 0, 0,                              \
+     "Typed tables with calibration.class_means and calibration.numeric quantile: the "            \
+     "probability that each categorical column and each quantile-mapped number of a sample is "    \
+     "redrawn from its class's released marginal alone instead of moved from the generator's "     \
+     "value (calib_table.h); 1 serves each class's released marginals sampled independently, 0 "   \
+     "the generator's within-class dependence. Post-processing: no privacy cost. Labelled "        \
+     "central tables: 1 by dp_sinkhorn's rule (epsilon below 100 or under 50 rows per encoded "    \
+     "unit, sd sqrt(2 H) s / (n / K) <= 0.03), with calibration.noise_multiplier max(1, 9 / "      \
+     "sqrt(epsilon)) and encoding.quantile_noise max(2, 6.7 / sqrt(epsilon))."}
 /* clang-format on */
 
 typedef struct pg_calib_wire {
@@ -75,6 +89,7 @@ typedef struct pg_calib_wire {
     size_t per_class; /* calibration.samples_per_class */
     size_t K, width;  /* max(classes, 1); 2 d */
     size_t cdf_len;   /* values per class of class_cdf (quantile) */
+    double indep;     /* calibration.independence (0 when off) */
     float *targets;   /* K x width, calib_table.h */
     float *class_cdf; /* K x cdf_len, or NULL */
 } pg_calib_wire;
@@ -115,7 +130,8 @@ int pg_calib_wire_save(const pg_calib_wire *w, json_t *extra, pg_ckpt_tensor *t,
 int pg_calib_wire_restore(pg_calib_wire *w, const json_t *extra, const pg_ckpt *rest,
                           const pg_generator *gen, pg_error *err);
 
-/* Snapshot of net: calibrated when on, else the plain one. */
+/* Snapshot of net: calibrated (with w's independence) when on, else the
+ * plain one. */
 int pg_calib_wire_snapshot(const pg_calib_wire *w, const pg_generator *gen, const pg_nn *net,
                            long step, pg_snapshot **out, pg_error *err);
 

@@ -58,6 +58,35 @@ static void fill(json_t *s, const char *path, json_t *v)
         pg_spec_set(s, path, v); /* null counts as absent, as in the resolver */
 }
 
+/* The rule above (PG_DEFAULTS_INDEP_*) for a labelled central table whose
+ * class calibration is already filled: calibration.independence 1 where it
+ * holds, and then, where the resolved value is 1 (a job that asks for the
+ * generator's dependence keeps the steps' share), more of the budget to the
+ * releases that set the marginals: calibration.noise_multiplier max(1,
+ * 9 / sqrt(epsilon)) and encoding.quantile_noise max(2, 6.7 / sqrt(epsilon)).
+ * Called before the general fills of those two, which then leave them. The
+ * plan charges whatever the spec resolves to, so only accuracy rides on
+ * this. */
+static void fill_independence(json_t *s, const pg_table *t, const pg_data_desc *desc)
+{
+    const json_t *eps = pg_spec_get(s, "privacy.epsilon");
+    double e = json_is_number(eps) ? json_number_value(eps) : 0.0;
+    bool indep = e > 0.0 &&
+                 (e < PG_DEFAULTS_INDEP_EPSILON ||
+                  (double)desc->n < PG_DEFAULTS_INDEP_ROWS * (double)desc->d) &&
+                 pg_spec_bool(s, "calibration.class_means", false) && pg_qmap_columns(t) > 0 &&
+                 !json_is_false(pg_spec_get(s, "encoding.quantile_map")) &&
+                 indep_error(t, desc, e) <= PG_DEFAULTS_INDEP_ERROR;
+    if (indep) fill(s, "calibration.independence", json_real(1.0));
+    const json_t *ind = pg_spec_get(s, "calibration.independence");
+    if (indep && json_is_number(ind) && json_number_value(ind) >= 1.0) {
+        double c = 9.0 / sqrt(e);
+        fill(s, "calibration.noise_multiplier", json_real(c < 1.0 ? 1.0 : c));
+        double q = 6.7 / sqrt(e);
+        fill(s, "encoding.quantile_noise", json_real(q < 2.0 ? 2.0 : q));
+    }
+}
+
 /* The per-class calibration of a labelled central table (calib_table.h):
  * on, 4000 draws per class, and a noise multiplier that follows the target,
  * s = max(1, 20 / sqrt(epsilon)) (dp_sinkhorn's measurements below). */
@@ -126,8 +155,6 @@ void pg_defaults_table_fill(json_t *s, const char *method, const pg_data_desc *d
         if (labelled && desc->model == PG_PRIVACY_CENTRAL && t->width == desc->d) {
             fill(s, "calibration.class_means", json_true());
             fill(s, "calibration.samples_per_class", json_integer(4000));
-            const json_t *eps = pg_spec_get(s, "privacy.epsilon");
-            double e = json_is_number(eps) ? json_number_value(eps) : 0.0;
             /* Where the rule above the file says (PG_DEFAULTS_INDEP_*), the
              * samples are each class's released marginals drawn
              * independently (calibration.independence 1): on credit_data at
@@ -139,23 +166,7 @@ void pg_defaults_table_fill(json_t *s, const char *method, const pg_data_desc *d
              * 4 at epsilon 5 (0.756 -> 0.760, categorical TV 0.034 -> 0.020;
              * 2.5 with a map at 2 scored 0.755), and the map's noise
              * max(2, 6.7 / sqrt(epsilon)), 3 at epsilon 5. */
-            bool indep = e > 0.0 &&
-                         (e < PG_DEFAULTS_INDEP_EPSILON ||
-                          (double)desc->n < PG_DEFAULTS_INDEP_ROWS * (double)desc->d) &&
-                         pg_spec_bool(s, "calibration.class_means", false) &&
-                         pg_qmap_columns(t) > 0 &&
-                         !json_is_false(pg_spec_get(s, "encoding.quantile_map")) &&
-                         indep_error(t, desc, e) <= PG_DEFAULTS_INDEP_ERROR;
-            if (indep) fill(s, "calibration.independence", json_real(1.0));
-            /* The noise follows the resolved choice (a job that asks for
-             * the generator's dependence keeps the steps' share). */
-            const json_t *ind = pg_spec_get(s, "calibration.independence");
-            if (indep && json_is_number(ind) && json_number_value(ind) >= 1.0) {
-                double c = 9.0 / sqrt(e);
-                fill(s, "calibration.noise_multiplier", json_real(c < 1.0 ? 1.0 : c));
-                double q = 6.7 / sqrt(e);
-                fill(s, "encoding.quantile_noise", json_real(q < 2.0 ? 2.0 : q));
-            }
+            fill_independence(s, t, desc);
             fill_class_calibration(s); /* what the rule above left unset */
         }
     }
@@ -189,6 +200,19 @@ void pg_defaults_table_fill(json_t *s, const char *method, const pg_data_desc *d
         fill(s, "train.steps", json_integer(1000));
         fill(s, "train.steps_per_release", json_integer(100));
         if (pg_qmap_columns(t) > 0) fill(s, "encoding.quantile_spread", json_real(1.0));
+        /* Labelled: dp_sinkhorn's independence rule (fill_independence),
+         * before the map's and the calibration's noise fills below, under
+         * the numeric rule it needs (calib_wire.h: "quantile", which the
+         * block below fills when unset). Its releases' noise multipliers
+         * are charged under swd_gen's replace-one relation like any other
+         * (swd_spec.c). credit_data: docs/benchmarks.md, "swd_gen
+         * calibrated per class". */
+        const json_t *num = pg_spec_get(s, "calibration.numeric");
+        if (C > 0 && (!num || json_is_null(num) ||
+                      (json_is_string(num) && strcmp(json_string_value(num), "quantile") == 0))) {
+            fill(s, "calibration.class_means", json_true());
+            fill_independence(s, t, desc);
+        }
     }
     /* The central generators train on numeric columns mapped through a DP
      * quantile map (engine/data/qmap.h): a tanh head squeezes a skewed

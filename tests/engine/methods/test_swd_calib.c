@@ -10,13 +10,20 @@
  *    bytes too; a checkpoint without calibration (older format) restores
  *    under a spec without it and is refused by one with it, and the other
  *    way round; another noise or numeric rule is refused;
- *  - untyped rows (the image path) release nothing new and refuse it.
+ *  - untyped rows (the image path) release nothing new and refuse it;
+ *  - calibration.independence: lambda 1 serves each class's marginals
+ *    independently (a chi-square of independence per class), lambda 0 the
+ *    generator's dependence (the same statistic far past the bound); it
+ *    travels in the checkpoint; the defaults set it (with more noise budget
+ *    to the releases, charged at replace-one) at epsilon 5 and leave
+ *    epsilon 1000 alone on a table of many rows per encoded unit.
  *
  * Table: z continuous on [0, 10], g categorical {p, q, r, s}, label w
  * boolean with P(w = 1) = 0.35. Class 0: z = 1 + 2 u, g ~ G0; class 1:
  * z = 6 + 3 u^2, g ~ G1. Encoded width 5: z, then g's 4 softmax units. */
 #include <jansson.h>
 #include <math.h>
+#include <stdlib.h>
 
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/core/alloc.h"
@@ -65,6 +72,8 @@ static void build(world *w)
         size_t cat = 0;
         for (double acc = G[k][0]; cat < 3 && a >= acc; acc += G[k][++cat]) {
         }
+        /* Within-class dependence: 3 rows in 5 take g from z's quartile. */
+        if (pg_rng_uniform(&r) < 0.6) cat = (size_t)(4.0 * u);
         pg_table_value vz = {.num = k ? 6.0 + 3.0 * u * u : 1.0 + 2.0 * u}, vg = {.cat = cat};
         float *row = x + i * W;
         ck_assert_int_eq(pg_table_encode_value(w->t, 0, &vz, PG_TABLE_BOUNDS_REFUSE, row, NULL),
@@ -119,21 +128,21 @@ static json_t *spec_of(world *w, const char *text)
  * noise multiplier 0.8 on all rows, a label count at 10 and a quantile map
  * at 4; its curve must be the closed forms' sum plus cs alpha (the class
  * statistics' part), and its epsilon their conversion at delta. */
-static void check_plan(world *w, const char *calib, double cs, pg_privacy_plan *p)
+static void check_plan(world *w, const char *calib, double cs, double qn, pg_privacy_plan *p)
 {
     char text[400];
     snprintf(text, sizeof text,
              "{\"privacy\": {\"noise_multiplier\": 0.8}, \"train\": {\"steps\": 70, "
              "\"steps_per_release\": 10}, \"labels\": {\"count_noise\": 10}, \"encoding\": "
-             "{\"quantile_noise\": 4}, \"calibration\": %s}",
-             calib);
+             "{\"quantile_noise\": %.17g}, \"calibration\": %s}",
+             qn, calib);
     json_t *r = spec_of(w, text);
     ck_assert_int_eq(swd_gen()->plan(r, &w->in, p, NULL), PG_OK);
     json_decref(r);
     double mine[PG_PLAN_MAX_ORDERS], eps;
     for (int i = 0; i < p->norders; i++) {
         double a = p->orders[i];
-        mine[i] = 7.0 * a / (2 * 0.64) + a / 100.0 + a / 32.0 + cs * a;
+        mine[i] = 7.0 * a / (2 * 0.64) + a / 100.0 + a / (2 * qn * qn) + cs * a;
         ck_assert_msg(fabs(p->rdp[i] - mine[i]) <= 1e-12 * mine[i], "order %g: %g vs %g", a,
                       p->rdp[i], mine[i]);
     }
@@ -155,18 +164,30 @@ START_TEST(plan_is_the_independent_sum)
     world w;
     build(&w);
     pg_privacy_plan p, p0;
-    check_plan(&w, "{\"class_means\": true, \"noise_multiplier\": 3}", 1.0 / 9.0, &p);
+    check_plan(&w, "{\"class_means\": true, \"noise_multiplier\": 3}", 1.0 / 9.0, 4, &p);
     ck_assert_str_eq(p.mechanism, "gaussian_projection_per_step+label_counts+class_stats+qmap");
-    check_plan(&w, "{\"class_means\": false}", 0.0, &p0);
+    check_plan(&w, "{\"class_means\": false}", 0.0, 4, &p0);
     ck_assert_str_eq(p0.mechanism, "gaussian_projection_per_step+label_counts+qmap");
     ck_assert(p0.epsilon < p.epsilon);
     json_t *r;
-    /* A target: defaults fill the calibration, the plan meets the target. */
+    /* A target: defaults fill the calibration, the plan meets the target.
+     * At epsilon 5 on this table (480 rows per encoded unit, H 2, K 2) the
+     * independence rule holds (sd sqrt(4) 9 / sqrt(5) / 1200 = 0.007), so
+     * the releases get s = 9 / sqrt(5) and the map 6.7 / sqrt(5) (above 2);
+     * both are charged as the closed forms say (replace-one alpha / s^2,
+     * the map alpha / (2 q^2)) and the independence costs nothing. */
     r = spec_of(&w, "{\"privacy\": {\"epsilon\": 5}}");
     ck_assert(json_is_true(pg_spec_get(r, "calibration.class_means")));
     ck_assert_str_eq(pg_spec_str(r, "calibration.numeric", ""), "quantile");
-    ck_assert_double_eq_tol(pg_spec_num(r, "calibration.noise_multiplier", 0), 20 / sqrt(5.0),
-                            1e-12);
+    ck_assert_double_eq(pg_spec_num(r, "calibration.independence", 0), 1.0);
+    double s5 = 9 / sqrt(5.0), q5 = 6.7 / sqrt(5.0);
+    ck_assert_double_eq_tol(pg_spec_num(r, "calibration.noise_multiplier", 0), s5, 1e-12);
+    ck_assert_double_eq_tol(pg_spec_num(r, "encoding.quantile_noise", 0), q5, 1e-12);
+    char cal[160];
+    snprintf(cal, sizeof cal,
+             "{\"class_means\": true, \"noise_multiplier\": %.17g, \"independence\": 1}", s5);
+    check_plan(&w, cal, 1.0 / (s5 * s5), q5, &p0);
+    ck_assert_str_eq(p0.mechanism, "gaussian_projection_per_step+label_counts+class_stats+qmap");
     ck_assert_int_eq(swd_gen()->plan(r, &w.in, &p, NULL), PG_OK);
     ck_assert(p.epsilon <= 5.0 && p.epsilon > 5.0 * (1 - 1e-4));
     ck_assert_ptr_nonnull(strstr(p.mechanism, "+class_stats"));
@@ -276,6 +297,8 @@ START_TEST(checkpoints_round_trip)
     ck_assert_int_eq(pg_ckpt_decode(bytes, len, &ck, NULL), PG_OK);
     ck_assert_ptr_nonnull(strstr(ck.header, "\"numeric\":\"quantile\""));
     ck_assert_ptr_nonnull(strstr(ck.header, "\"version\":1"));
+    /* Epsilon 40 on this table: the defaults' independence 1 travels. */
+    ck_assert_ptr_nonnull(strstr(ck.header, "\"independence\":1"));
     ck_assert_ptr_nonnull(pg_ckpt_find(&ck, "calibration.means"));
     ck_assert_ptr_nonnull(pg_ckpt_find(&ck, "calibration.class_cdf"));
     pg_ckpt_free(&ck);
@@ -294,6 +317,12 @@ START_TEST(checkpoints_round_trip)
     ck_assert(memcmp(rows, rows + m, m * sizeof *rows) == 0);
     pg_free(rows);
     ck_assert_int_eq(pg_swd_trainer_releases(tr), made); /* serving released nothing */
+    /* Post-processing: a resumed job may serve another lambda. */
+    ck_assert_int_eq(restore_under(&w,
+                                   CK_BASE ", \"calibration\": {\"noise_multiplier\": 2, "
+                                           "\"independence\": 0.25}}",
+                                   bytes, len),
+                     PG_OK);
     /* Another noise: another mechanism than the one charged. */
     ck_assert_int_eq(
         restore_under(&w, CK_BASE ", \"calibration\": {\"noise_multiplier\": 3}}", bytes, len),
@@ -369,6 +398,138 @@ START_TEST(untyped_rows_release_nothing_new)
 }
 END_TEST
 
+static int cmp_f64(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Rows of class k from a fresh swd_gen run (4 steps at epsilon 1000,
+ * release noise 0.2, quantile rule) with calibration.independence lambda;
+ * the chi-square statistic of independence of z (cut at its sample
+ * quartiles) against g over n rows, 9 degrees of freedom. */
+static void indep_chi2(world *w, double lambda, double chi[2])
+{
+    char text[512];
+    snprintf(
+        text, sizeof text,
+        "{\"seed\": 4, \"privacy\": {\"epsilon\": 1000}, \"train\": {\"steps\": 300, "
+        "\"steps_per_release\": 30, \"gen_batch\": 1024}, \"calibration\": {\"noise_multiplier\": "
+        "0.2, \"samples_per_class\": 8000, \"independence\": %g}}",
+        lambda);
+    json_t *r = spec_of(w, text);
+    pg_trainer *tr = pg_test_train(swd_gen(), r, &w->in, NULL);
+    pg_snapshot *s;
+    ck_assert_int_eq(swd_gen()->snapshot(tr, &s, NULL), PG_OK);
+    size_t n = 8000;
+    float *x = pg_alloc_f32(n * W);
+    double *z = pg_calloc(n, sizeof *z), *zs = pg_calloc(n, sizeof *zs);
+    int *g = pg_calloc(n, sizeof *g);
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(pg_snapshot_sample(s, n, 70 + (uint64_t)k, k, x, NULL), PG_OK);
+        for (size_t i = 0; i < n; i++) {
+            pg_table_value v;
+            pg_table_decode_value(w->t, 0, x + i * W, 1, &v);
+            z[i] = zs[i] = v.num;
+            pg_table_decode_value(w->t, 1, x + i * W, 1, &v);
+            g[i] = (int)v.cat;
+        }
+        qsort(zs, n, sizeof *zs, cmp_f64);
+        double cut[3] = {zs[n / 4], zs[n / 2], zs[3 * n / 4]}, o[4][4] = {{0}}, rs[4] = {0},
+               cs[4] = {0};
+        for (size_t i = 0; i < n; i++) {
+            int b = (z[i] >= cut[0]) + (z[i] >= cut[1]) + (z[i] >= cut[2]);
+            o[b][g[i]] += 1;
+            rs[b] += 1;
+            cs[g[i]] += 1;
+        }
+        chi[k] = 0;
+        for (int b = 0; b < 4; b++)
+            for (int c = 0; c < 4; c++) {
+                double e = rs[b] * cs[c] / (double)n;
+                if (e > 0) chi[k] += (o[b][c] - e) * (o[b][c] - e) / e;
+            }
+        fprintf(stderr, "swd_gen independence %g, class %d: chi-square %.1f\n", lambda, k, chi[k]);
+    }
+    pg_free(g);
+    pg_free(zs);
+    pg_free(z);
+    pg_free(x);
+    pg_snapshot_release(s);
+    swd_gen()->destroy(tr);
+    json_decref(r);
+}
+
+/* Within a class, lambda 1 draws g and z's mapped value each from the
+ * class's released marginal with fresh uniforms, so the rows are i.i.d.
+ * with z and g independent: the chi-square of independence (9 df, margins
+ * from the sample) stays under its 1 - 1e-6 quantile 44.81 (false alarm
+ * 1e-6 per class, 2e-6 for the test). At lambda 0 the generator's draws
+ * are kept: z and g are both functions of one latent, and the same
+ * statistic lies far past the bound (over 5 x 44.81 in every class; 587 and 1025 seen;
+ * each class's marginals are those of the release either way). */
+START_TEST(independence_breaks_within_class_dependence)
+{
+    pg_threads_set(1);
+    world w;
+    build(&w);
+    double c0[2], c1[2];
+    indep_chi2(&w, 0.0, c0);
+    indep_chi2(&w, 1.0, c1);
+    for (int k = 0; k < 2; k++) {
+        ck_assert_msg(c1[k] < 44.81, "class %d: independent draws gave chi-square %.1f", k, c1[k]);
+        ck_assert_msg(c0[k] > 224.0, "class %d: the generator's draws gave chi-square %.1f", k,
+                      c0[k]);
+    }
+    unbuild(&w);
+}
+END_TEST
+
+/* The defaults' rule (defaults_table.c, shared with dp_sinkhorn): set at
+ * epsilon 5 on this table (480 rows per encoded unit, like credit_data's
+ * 115 above the 50 of the rule), not at epsilon 1000, where the release
+ * noise stays max(1, 20 / sqrt(epsilon)) = 1 and the map's max(2, ...) = 2;
+ * set again at 1000 on 40 rows per unit (n 200: sd sqrt(4) 1 / 100 = 0.02
+ * <= 0.03). A spec that asks for the generator's dependence keeps the
+ * steps' share of the budget; another numeric rule gets no independence
+ * (it needs "quantile", a field error when asked). */
+START_TEST(defaults_follow_the_independence_rule)
+{
+    world w;
+    build(&w);
+    json_t *r = spec_of(&w, "{\"privacy\": {\"epsilon\": 1000}}");
+    ck_assert_double_eq(pg_spec_num(r, "calibration.independence", -1), 0.0);
+    ck_assert_double_eq_tol(pg_spec_num(r, "calibration.noise_multiplier", 0), 1.0, 1e-12);
+    ck_assert_double_eq_tol(pg_spec_num(r, "encoding.quantile_noise", 0), 2.0, 1e-12);
+    json_decref(r);
+    r = spec_of(&w, "{\"privacy\": {\"epsilon\": 5}, \"calibration\": {\"independence\": 0}}");
+    ck_assert_double_eq(pg_spec_num(r, "calibration.independence", -1), 0.0);
+    ck_assert_double_eq_tol(pg_spec_num(r, "calibration.noise_multiplier", 0), 20 / sqrt(5.0),
+                            1e-12);
+    ck_assert_double_eq_tol(pg_spec_num(r, "encoding.quantile_noise", 0), 10 / sqrt(5.0), 1e-12);
+    json_decref(r);
+    r = spec_of(&w, "{\"privacy\": {\"epsilon\": 5}, \"calibration\": {\"numeric\": \"rank\"}}");
+    ck_assert_double_eq(pg_spec_num(r, "calibration.independence", -1), 0.0);
+    json_decref(r);
+    pg_spec_errors e;
+    ck_assert_ptr_null(pg_test_resolve(swd_gen(),
+                                       "{\"privacy\": {\"epsilon\": 5}, \"calibration\": "
+                                       "{\"numeric\": \"shift\", \"independence\": 0.5}}",
+                                       &w.in, &e));
+    ck_assert(pg_test_has_error(&e, "calibration.independence"));
+    ck_assert_ptr_null(pg_test_resolve(swd_gen(),
+                                       "{\"privacy\": {\"epsilon\": 5}, \"calibration\": "
+                                       "{\"class_means\": false, \"independence\": 1}}",
+                                       &w.in, &e));
+    ck_assert(pg_test_has_error(&e, "calibration.independence"));
+    w.desc.n = 200;
+    r = spec_of(&w, "{\"privacy\": {\"epsilon\": 1000}}");
+    ck_assert_double_eq(pg_spec_num(r, "calibration.independence", -1), 1.0);
+    json_decref(r);
+    unbuild(&w);
+}
+END_TEST
+
 static Suite *swd_calib_suite(void)
 {
     Suite *s = suite_create("methods/swd_calib");
@@ -378,6 +539,8 @@ static Suite *swd_calib_suite(void)
     tcase_add_test(tc, samples_match_the_class_statistics);
     tcase_add_test(tc, checkpoints_round_trip);
     tcase_add_test(tc, untyped_rows_release_nothing_new);
+    tcase_add_test(tc, independence_breaks_within_class_dependence);
+    tcase_add_test(tc, defaults_follow_the_independence_rule);
     suite_add_tcase(s, tc);
     return s;
 }
