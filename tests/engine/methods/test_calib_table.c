@@ -343,6 +343,21 @@ static pg_trainer *train(const json_t *r, fixture *f)
     return tr;
 }
 
+/* A checkpoint restored under another calibration (noise, rule, or none) is
+ * refused: PG_EPRIVACY or PG_EFORMAT, and no trainer. */
+static void restore_refused(const pg_method *m, fixture *f, const pg_job_data *in,
+                            const unsigned char *bytes, size_t len, const char *spec)
+{
+    pg_spec_errors e;
+    json_t *r2 = resolve(spec, f, &e);
+    ck_assert_ptr_nonnull(r2);
+    pg_trainer *t2 = NULL;
+    int rc = m->restore(r2, in, 1, bytes, len, &t2, NULL);
+    ck_assert_msg(rc == PG_EPRIVACY || rc == PG_EFORMAT, "%s: rc %d", spec, rc);
+    ck_assert_ptr_null(t2);
+    json_decref(r2);
+}
+
 /* The plan's curve: the steps' subsampled Gaussian, the label count's
  * alpha / (2 10^2), the quantile map's alpha / (2 4^2) and the class
  * statistics' alpha / (2 3^2), computed here by hand; the mechanism names
@@ -491,15 +506,7 @@ START_TEST(checkpoints_carry_the_calibration)
                            "{\"seed\": 3, \"privacy\": {\"epsilon\": 50}, \"train\": {\"steps\": "
                            "20}, \"calibration\": {\"class_means\": true, \"noise_multiplier\": "
                            "4}}"};
-    for (int i = 0; i < 3; i++) {
-        json_t *r2 = resolve(other[i], &f, &e);
-        ck_assert_ptr_nonnull(r2);
-        pg_trainer *t2 = NULL;
-        int rc = m->restore(r2, &in, 1, bytes, len, &t2, NULL);
-        ck_assert_msg(rc == PG_EPRIVACY || rc == PG_EFORMAT, "spec %d: rc %d", i, rc);
-        ck_assert_ptr_null(t2);
-        json_decref(r2);
-    }
+    for (int i = 0; i < 3; i++) restore_refused(m, &f, &in, bytes, len, other[i]);
     free(bytes);
     m->destroy(tr);
     json_decref(r);
@@ -643,6 +650,33 @@ START_TEST(class_maps_sum_to_the_pooled_map)
 }
 END_TEST
 
+/* The per-class quantile maps of the fixture's rows at noise 1 (32 bins,
+ * spread 0.3), as the quantile-rule tests start from. */
+static void release_class_maps(const fixture *f, pg_qmap **pooled, pg_qmap *per[2])
+{
+    pg_rng sec;
+    ck_assert_int_eq(pg_rng_secure(&sec, NULL), PG_OK);
+    ck_assert_int_eq(pg_qmap_release_classes(&sec, f->t, f->ds.x, f->ds.labels, N, D, 2, 32, 1.0, 0,
+                                             pooled, per, NULL, NULL),
+                     PG_OK);
+    ck_assert_int_eq(pg_qmap_set_spread(*pooled, 0.3, NULL), PG_OK);
+}
+
+/* The data's own per-class targets (calib_table.h layout): the class's mean
+ * in the mapped space, its category and boolean frequencies. */
+static void data_targets(const fixture *f, const pg_qmap *pooled, float *targets)
+{
+    for (int y = 0; y < 2; y++) {
+        float *t = targets + y * 2 * D;
+        float xm = (float)f->xmean[y];
+        pg_qmap_encode(pooled, &xm, 1, 1);
+        t[0] = xm;
+        for (int k = 0; k < 3; k++) t[1 + k] = (float)f->freq[y][k];
+        t[4] = (float)f->ftrue[y];
+        for (int u = 0; u < D; u++) t[D + u] = u == 0 ? -1.0f : 0.0f;
+    }
+}
+
 /* A deliberately wrong generator: in class k, half its x units sit on one
  * value (a collapse, all ties) and the rest are N(0, 0.3^2) clamped, in the
  * mapped space, nothing like the class's law. With the quantile rule the
@@ -657,29 +691,15 @@ START_TEST(quantile_rule_matches_the_class_cdf)
 {
     fixture f;
     make(&f);
-    pg_rng sec;
-    ck_assert_int_eq(pg_rng_secure(&sec, NULL), PG_OK);
     pg_qmap *pooled, *per[2];
-    ck_assert_int_eq(pg_qmap_release_classes(&sec, f.t, f.ds.x, f.ds.labels, N, D, 2, 32, 1.0, 0,
-                                             &pooled, per, NULL, NULL),
-                     PG_OK);
-    ck_assert_int_eq(pg_qmap_set_spread(pooled, 0.3, NULL), PG_OK);
+    release_class_maps(&f, &pooled, per);
     size_t L = pg_calib_table_cdf_len(pooled);
     ck_assert_uint_eq(L, 33);
     float cdf[2 * 33];
     pg_calib_table_class_cdf((const pg_qmap *const *)per, 2, cdf);
     ck_assert_int_eq(pg_calib_table_check_cdf(pooled, 2, cdf, NULL), PG_OK);
     float targets[2 * 2 * D];
-    for (int y = 0; y < 2; y++) {
-        float *t = targets + y * 2 * D;
-        /* the class's mean in the mapped space, categorical targets the data's */
-        float xm = (float)f.xmean[y];
-        pg_qmap_encode(pooled, &xm, 1, 1);
-        t[0] = xm;
-        for (int k = 0; k < 3; k++) t[1 + k] = (float)f.freq[y][k];
-        t[4] = (float)f.ftrue[y];
-        for (int u = 0; u < D; u++) t[D + u] = u == 0 ? -1.0f : 0.0f;
-    }
+    data_targets(&f, pooled, targets);
     ck_assert_int_eq(pg_calib_table_check_targets(f.h, 2, targets, NULL), PG_OK);
     enum { M = 4000 };
     float *draw = pg_alloc_f32(2 * M * D), *rows = pg_alloc_f32(2 * M * D);
@@ -779,25 +799,12 @@ START_TEST(independence_breaks_only_the_dependence)
 {
     fixture f;
     make(&f);
-    pg_rng sec;
-    ck_assert_int_eq(pg_rng_secure(&sec, NULL), PG_OK);
     pg_qmap *pooled, *per[2];
-    ck_assert_int_eq(pg_qmap_release_classes(&sec, f.t, f.ds.x, f.ds.labels, N, D, 2, 32, 1.0, 0,
-                                             &pooled, per, NULL, NULL),
-                     PG_OK);
-    ck_assert_int_eq(pg_qmap_set_spread(pooled, 0.3, NULL), PG_OK);
+    release_class_maps(&f, &pooled, per);
     float cdf[2 * 33];
     pg_calib_table_class_cdf((const pg_qmap *const *)per, 2, cdf);
     float targets[2 * 2 * D];
-    for (int y = 0; y < 2; y++) {
-        float *t = targets + y * 2 * D;
-        float xm = (float)f.xmean[y];
-        pg_qmap_encode(pooled, &xm, 1, 1);
-        t[0] = xm;
-        for (int k = 0; k < 3; k++) t[1 + k] = (float)f.freq[y][k];
-        t[4] = (float)f.ftrue[y];
-        for (int u = 0; u < D; u++) t[D + u] = u == 0 ? -1.0f : 0.0f;
-    }
+    data_targets(&f, pooled, targets);
     enum { M = 4000 };
     float *draw = pg_alloc_f32(2 * M * D), *rows = pg_alloc_f32(2 * M * D);
     int32_t *lab = pg_calloc(2 * M, sizeof *lab);
@@ -931,13 +938,7 @@ START_TEST(quantile_rule_in_dp_sinkhorn)
     same_rows_live_and_loaded(m, tr, bytes, len);
     for (int i = 0; i < 2; i++) {
         snprintf(spec, sizeof spec, fmt, i ? "rank" : "shift");
-        json_t *r2 = resolve(spec, &f, &e);
-        ck_assert_ptr_nonnull(r2);
-        pg_trainer *t2 = NULL;
-        int rc = m->restore(r2, &in, 1, bytes, len, &t2, NULL);
-        ck_assert_msg(rc == PG_EPRIVACY || rc == PG_EFORMAT, "rule %d: rc %d", i, rc);
-        ck_assert_ptr_null(t2);
-        json_decref(r2);
+        restore_refused(m, &f, &in, bytes, len, spec);
     }
     free(bytes);
     m->destroy(tr);
