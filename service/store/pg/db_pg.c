@@ -393,6 +393,7 @@ static const pg_db_ops PGB_OPS = {
     .job_delete = pgb_job_delete,
     .job_claim = pgb_job_claim,
     .job_heartbeat = pgb_job_heartbeat,
+    .job_renew = pgb_job_renew,
     .job_patch_owned = pgb_job_patch_owned,
     .ckpt_put_owned = pgb_ckpt_put_owned,
     .job_get = pgb_job_get,

@@ -195,6 +195,8 @@ int pgb_ckpt_write(PGconn *c, const char *job, int64_t step, const unsigned char
 /* db_pg_queue.c: the shared job queue. */
 int pgb_job_claim(pg_db *db, const char *node, int64_t now, int64_t lease_s, pg_job_row **out,
                   int *found, pg_error *err);
+int pgb_job_renew(pg_db *db, const char *node, const char (*ids)[PG_ID_MAX], size_t n, int64_t now,
+                  int64_t lease_s, int *state, pg_error *err);
 int pgb_job_heartbeat(pg_db *db, const char *id, const char *node, int64_t now, int64_t lease_s,
                       int *held, pg_error *err);
 int pgb_job_patch_owned(pg_db *db, const char *id, const char *node, const pg_job_patch *p,
