@@ -17,7 +17,9 @@
  * no connection, they spool the payload (hashing it as it comes) to an
  * unlinked temporary file, so a slow upload holds neither a pooled
  * connection nor an open transaction. The commit takes a connection and
- * runs one transaction, not rerun: the chunks go in under a fresh block id,
+ * runs one transaction, rerun from the spool like any other on a
+ * serialization failure or deadlock (at most 8 attempts, then PG_EUNAVAIL,
+ * nothing stored): the chunks go in under a fresh block id,
  * then the block gets its place (k) in the dataset under the dataset's row
  * lock (SELECT ... FOR UPDATE), so blocks are ordered by commit and
  * admissions and deletes wait only for that bookkeeping. An abort, a failed
