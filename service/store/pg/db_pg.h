@@ -131,7 +131,8 @@ int pgb_tx_row(pgb *b, pgb_fn fn, void *ctx, pg_error *err);
 /* fn on a pooled connection without BEGIN/COMMIT, not rerun: for single
  * statements (token verification reads one token on every request, so it
  * saves the round trips) and for fn that runs its own transaction (the
- * migrations, under their advisory lock). */
+ * migrations, under their advisory lock). A conflict (PG_PGPOOL_RETRY) is
+ * PG_EUNAVAIL here. */
 int pgb_with_conn(pgb *b, pgb_fn fn, void *ctx, pg_error *err);
 
 int64_t pgb_now(void);
