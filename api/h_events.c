@@ -145,8 +145,12 @@ static int after_resume(const sse *s, json_t *view)
  * the end of the stream. */
 static int error_event(sse *s, int status, const char *title, const char *detail)
 {
-    json_t *o = json_pack("{s:s,s:s,s:i,s:s}", "type", "about:blank", "title", title, "status",
-                          status, "detail", detail);
+    /* the type and title api/respond.c gives these statuses */
+    const char *type = status == 401   ? "/problems/unauthorized"
+                       : status == 404 ? "/problems/not-found"
+                                       : "/problems/unavailable";
+    json_t *o = json_pack("{s:s,s:s,s:i,s:s}", "type", type, "title", title, "status", status,
+                          "detail", detail);
     if (!o) return -1;
     char *txt = json_dumps(o, JSON_COMPACT);
     json_decref(o);
