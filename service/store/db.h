@@ -91,7 +91,10 @@ typedef struct pg_db_options {
 /* Opens the backend named by url (opt may be NULL for defaults), creating
  * and migrating its schema forward (PostgreSQL: under an advisory lock, so
  * replicas starting together do not race). A schema newer than this binary
- * is PG_ENOTSUP. SQLite drops idempotency reservations left by a crash. */
+ * is PG_ENOTSUP. SQLite drops idempotency reservations left by a crash once
+ * they are stale (15 min: another process may share the file and still run
+ * a younger one); the next begin on a stale key takes it over (both
+ * backends). */
 int pg_db_open(const char *url, const pg_db_options *opt, pg_db **out, pg_error *err);
 void pg_db_close(pg_db *db);
 
