@@ -44,25 +44,16 @@ static rpl C;
 
 #define ROWS 400
 
-/* The takeover tests' job: replicas with a 4 s lease, a dataset of ROWS
- * rows through r[0] (into ds) and a dp_sinkhorn job of TK_S steps
- * checkpointed every TK_EVERY through r[via] (into id; every checkpoint
- * kept when keep_all, so the owner's next write to the table is a put).
- * Returns its owner once it runs with a checkpoint stored (row filled). */
+/* The takeover tests' job (rpl_start_job): replicas with a 4 s lease, a
+ * job of TK_S steps checkpointed every TK_EVERY through r[via] (every
+ * checkpoint kept when keep_all); returns its owner once it runs with a
+ * checkpoint stored. */
 enum { TK_S = 8000, TK_EVERY = 400 };
 static int takeover_job(const char *name, int via, bool keep_all, char ds[64], char id[64],
                         pg_job_row *row)
 {
-    char body[512];
-    rpl_up(&C, name, 4, 1);
-    rpl_dataset(&C.r[0], 100.0, ROWS, ds);
-    rpl_job_body(body, sizeof body, ds, TK_S, 5.0, TK_EVERY);
-    if (keep_all) {
-        size_t k = strlen(body) - 1; /* before the closing brace */
-        snprintf(body + k, sizeof body - k, ",\"keep_checkpoints\":100}");
-    }
-    rpl_submit(&C.r[via], body, id);
-    return rpl_wait_running(&C, id, TK_EVERY, 60, row);
+    return rpl_start_job(&C, &(rpl_job_case){name, 4, 1, via, TK_S, TK_EVERY, TK_EVERY, keep_all},
+                         ROWS, ds, id, row);
 }
 
 /* What the stopped (or killed) owner x left: the job's row, still x's, into
@@ -114,13 +105,10 @@ END_TEST
 
 START_TEST(cancel_through_one_replica_stops_the_job_on_another)
 {
-    rpl_up(&C, "cancel", 30, 5);
     char ds[64], body[512], id[64];
-    rpl_dataset(&C.r[0], 100.0, ROWS, ds);
-    rpl_job_body(body, sizeof body, ds, 1000000, 5.0, 100000);
-    rpl_submit(&C.r[0], body, id);
     pg_job_row row;
-    int x = rpl_wait_running(&C, id, 0, 60, &row);
+    int x = rpl_start_job(&C, &(rpl_job_case){"cancel", 30, 5, 0, 1000000, 100000, 0, false}, ROWS,
+                          ds, id, &row);
     int c = rpl_other_than(&C, x);
     char path[128];
     snprintf(path, sizeof path, "/v1/jobs/%.64s/cancel", id);
@@ -148,13 +136,10 @@ END_TEST
 START_TEST(events_on_another_replica_follow_the_job_to_its_end)
 {
     enum { S = 6000 };
-    rpl_up(&C, "events", 30, 5);
-    char ds[64], body[512], id[64];
-    rpl_dataset(&C.r[0], 100.0, ROWS, ds);
-    rpl_job_body(body, sizeof body, ds, S, 5.0, 500);
-    rpl_submit(&C.r[0], body, id);
+    char ds[64], id[64];
     pg_job_row row;
-    int x = rpl_wait_running(&C, id, 0, 60, &row);
+    int x = rpl_start_job(&C, &(rpl_job_case){"events", 30, 5, 0, S, 500, 0, false}, ROWS, ds, id,
+                          &row);
     int b = rpl_other_than(&C, x);
     char path[128];
     snprintf(path, sizeof path, "/v1/jobs/%.64s/events", id);
