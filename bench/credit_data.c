@@ -484,6 +484,25 @@ static int eval_codes(const pg_table *t, size_t status, const split *train, cons
     return rc ? 1 : 0;
 }
 
+/* Experiment (PG_BENCH_DUMP=PREFIX, --label only): writes PREFIX.NAME.csv,
+ * one row per line, the class then the w encoded units, for offline
+ * analysis (bench/ldp_oracle.py --dump); never part of the figures. */
+static void dump_rows(const char *name, const float *x, const int32_t *y, size_t n, size_t w)
+{
+    const char *pre = getenv("PG_BENCH_DUMP");
+    if (!pre || !y) return;
+    char path[512];
+    snprintf(path, sizeof path, "%s.%s.csv", pre, name);
+    FILE *f = fopen(path, "w");
+    if (!f) return;
+    for (size_t i = 0; i < n; i++) {
+        fprintf(f, "%d", (int)y[i]);
+        for (size_t u = 0; u < w; u++) fprintf(f, ",%.7g", x[i * w + u]);
+        fputc('\n', f);
+    }
+    fclose(f);
+}
+
 static int run_one(const char *method, double eps, const pg_table *t, size_t status,
                    const split *train, const split *test, double acc_real, double tv_floor)
 {
@@ -580,6 +599,11 @@ static int run_one(const char *method, double eps, const pg_table *t, size_t sta
     }
     pg_free(lab64);
     if (local && K) {
+        dump_rows("priv", x, dl, n, w);
+        dump_rows("train", train->x, train->y, n, w);
+        dump_rows("test", test->x, test->y, test->n, w);
+    }
+    if (local && K) {
         /* Does the privatized table carry a class difference at all?
          * (calib_ldp.h: the largest debiased |z| against its Bonferroni
          * threshold; from the reports only) */
@@ -666,6 +690,7 @@ static int run_one(const char *method, double eps, const pg_table *t, size_t sta
     if (!rc && getenv("PG_BENCH_QMAP")) qmap_back(t, syn.x, n);
     if (!rc) {
         reencode(t, syn.x, n);
+        if (local && K) dump_rows("syn", syn.x, syn.y, n, w);
         rc = accuracy(t, status, &syn, test, &acc);
         tv = tv_mean(t, &syn, test);
         ks = ks_mean(t, &syn, test);

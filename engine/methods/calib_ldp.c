@@ -27,6 +27,12 @@ struct pg_calib_ldp {
     double *tgt;  /* KK x S */
     double *se;   /* KK x S */
     pg_calib_ldp_signal sig;
+    /* Deconvolved quantile maps (see calib_ldp.h): per numeric block whether
+     * it has one (qok), and QMAP_KNOTS target quantiles of its present
+     * values per slot: classes 0 .. KK - 1, then the pooled law (slot KK);
+     * (KK + 1) x nb x QMAP_KNOTS. */
+    unsigned char *qok;
+    double *qt;
 };
 
 /* Fixed seeds of the measuring draws and stream of the moves: the same
@@ -34,6 +40,23 @@ struct pg_calib_ldp {
 #define CALIB_LDP_SEED   UINT64_C(0x43414c4c4450)
 #define CALIB_LDP_STREAM UINT64_C(0x434c4450)
 #define PRESENT_FLOOR    0.05
+
+/* Quantile maps: knots at probabilities QMAP_PLO .. 1 - QMAP_PLO; a block
+ * gets one when its noise's standard deviation is at most 1 / QMAP_SNR times
+ * every class's spread (calib_ldp.h); the grid of the deconvolution. */
+#define QMAP_KNOTS   101
+#define QMAP_PLO     0.001
+#define QMAP_SNR     0.5
+#define QMAP_UNIFORM 64
+#define QMAP_DATA    128
+#define QMAP_CELLS   4096
+#define QMAP_ITERS   300
+#define QMAP_TOL     1e-7
+
+static double knot_p(size_t j)
+{
+    return QMAP_PLO + (1.0 - 2.0 * QMAP_PLO) * (double)j / (double)(QMAP_KNOTS - 1);
+}
 
 int pg_calib_ldp_make(const pg_table *t, int classes, pg_calib_ldp **out, pg_error *err)
 {
@@ -87,7 +110,9 @@ int pg_calib_ldp_make(const pg_table *t, int classes, pg_calib_ldp **out, pg_err
     }
     c->tgt = calloc(c->KK * c->S + 1, sizeof *c->tgt);
     c->se = calloc(c->KK * c->S + 1, sizeof *c->se);
-    if (!c->tgt || !c->se) {
+    c->qok = calloc(c->nb + 1, 1);
+    c->qt = calloc((c->KK + 1) * c->nb * QMAP_KNOTS + 1, sizeof *c->qt);
+    if (!c->tgt || !c->se || !c->qok || !c->qt) {
         pg_calib_ldp_free(c);
         return pg_error_set(err, PG_ENOMEM, "cannot allocate the calibration");
     }
@@ -101,6 +126,8 @@ void pg_calib_ldp_free(pg_calib_ldp *c)
     free(c->b);
     free(c->tgt);
     free(c->se);
+    free(c->qok);
+    free(c->qt);
     free(c);
 }
 
@@ -184,6 +211,173 @@ static double upper_quantile(double p)
             b = m;
     }
     return 0.5 * (a + b);
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Quantile maps of numeric block bi (calib_ldp.h): the maximum-likelihood
+ * law of (class, present value or missing) on a grid under every channel
+ * the row went through (the label's randomized response: keep P, other Q;
+ * the missing indicator's: keep ik, other io; the value's Laplace or
+ * Gaussian noise of the given scale), by EM, then QMAP_KNOTS quantiles of
+ * each class's present values and of their mixture. The rows are first
+ * grouped into cells (reported class, reported indicator, value bin of
+ * width range / QMAP_CELLS at their mean), which bounds the work whatever
+ * n. The grid: QMAP_UNIFORM points over the model range and the clamped
+ * QMAP_DATA-quantiles of the reported present values (resolution where
+ * the rows are; a point mass at a bound stays on it). */
+static int deconvolve(pg_calib_ldp *c, size_t bi, const float *x, const int32_t *labels, size_t n,
+                      double P, double Q, double ik, double io, int mech, double scale)
+{
+    const blk *b = &c->b[bi];
+    bool nullable = b->ind >= 0;
+    size_t KK = c->KK, nc = KK * 2 * QMAP_CELLS;
+    double lo = c->lo, hi = c->hi;
+    double *pres = malloc((n + 1) * sizeof *pres);
+    double *grid = malloc((QMAP_UNIFORM + QMAP_DATA) * sizeof *grid);
+    double *ccnt = calloc(nc, sizeof *ccnt), *csum = calloc(nc, sizeof *csum);
+    int rc = PG_OK;
+    float *ker = NULL;
+    double *cv = NULL, *cw = NULL, *th = NULL, *acc = NULL, *cl = NULL;
+    size_t *cidx = NULL;
+    if (!pres || !grid || !ccnt || !csum) goto nomem;
+    double omin = INFINITY, omax = -INFINITY;
+    size_t np = 0;
+    for (size_t i = 0; i < n; i++) {
+        const float *row = x + i * c->d;
+        double v = row[b->offset];
+        omin = fmin(omin, v), omax = fmax(omax, v);
+        if (!nullable || state_of(&c->b[b->ind], row) == 0) pres[np++] = v;
+    }
+    size_t G = 0;
+    for (size_t j = 0; j < QMAP_UNIFORM; j++)
+        grid[G++] = lo + (hi - lo) * (double)j / (double)(QMAP_UNIFORM - 1);
+    if (np > 0) {
+        qsort(pres, np, sizeof *pres, cmp_dbl);
+        for (size_t j = 0; j < QMAP_DATA; j++) {
+            double v = pres[(size_t)(((double)j + 0.5) / QMAP_DATA * (double)np)];
+            grid[G++] = v < lo ? lo : v > hi ? hi : v;
+        }
+    }
+    /* points closer than a quarter of the noise's scale are one: the
+     * reports cannot tell them apart, and a mass the law has on a bound
+     * (a column's many zeros) would otherwise spread over its neighbours */
+    qsort(grid, G, sizeof *grid, cmp_dbl);
+    double minsp = fmax(0.25 * scale, 1e-6 * (hi - lo));
+    size_t g2 = 1;
+    for (size_t j = 1; j < G; j++)
+        if (grid[j] - grid[g2 - 1] >= minsp) grid[g2++] = grid[j];
+    if (grid[g2 - 1] < hi) { /* hi stays a point */
+        if (g2 > 1 && hi - grid[g2 - 1] < minsp) g2--;
+        grid[g2++] = hi;
+    }
+    G = g2;
+    size_t SS = G + (nullable ? 1 : 0); /* states: grid points, then missing (value 0) */
+    double wid = omax > omin ? (omax - omin) / QMAP_CELLS : 1.0;
+    for (size_t i = 0; i < n; i++) {
+        const float *row = x + i * c->d;
+        double v = row[b->offset];
+        size_t bin = (size_t)((v - omin) / wid);
+        if (bin >= QMAP_CELLS) bin = QMAP_CELLS - 1;
+        size_t yk = c->K > 0 ? (size_t)labels[i] : 0;
+        size_t im = nullable && state_of(&c->b[b->ind], row) != 0;
+        size_t u = (yk * 2 + im) * QMAP_CELLS + bin;
+        ccnt[u] += 1.0, csum[u] += v;
+    }
+    size_t m = 0;
+    for (size_t u = 0; u < nc; u++) m += ccnt[u] > 0;
+    ker = malloc((m * SS + 1) * sizeof *ker);
+    cv = malloc((m + 1) * sizeof *cv), cw = malloc((m + 1) * sizeof *cw);
+    cl = malloc((m * KK + 1) * sizeof *cl);
+    cidx = malloc((m + 1) * sizeof *cidx);
+    th = malloc((KK * SS + 1) * sizeof *th), acc = malloc((KK * SS + 1) * sizeof *acc);
+    if (!ker || !cv || !cw || !cl || !cidx || !th || !acc) goto nomem;
+    m = 0;
+    for (size_t u = 0; u < nc; u++)
+        if (ccnt[u] > 0) cidx[m++] = u;
+    for (size_t r = 0; r < m; r++) {
+        size_t u = cidx[r], yk = u / (2 * QMAP_CELLS), im = (u / QMAP_CELLS) % 2;
+        double v = csum[u] / ccnt[u];
+        cv[r] = v, cw[r] = ccnt[u];
+        for (size_t k = 0; k < KK; k++) cl[r * KK + k] = KK == 1 ? 1.0 : k == yk ? P : Q;
+        /* the kernel relative to its largest value (a common factor of the
+         * cell cancels in the responsibilities) */
+        double dmin = INFINITY;
+        for (size_t s = 0; s < SS; s++) dmin = fmin(dmin, fabs(v - (s < G ? grid[s] : 0.0)));
+        for (size_t s = 0; s < SS; s++) {
+            double d = fabs(v - (s < G ? grid[s] : 0.0));
+            double e = mech == PG_LDP_LAPLACE ? (d - dmin) / scale
+                                              : (d * d - dmin * dmin) / (2.0 * scale * scale);
+            double ind = !nullable ? 1.0 : (s < G) == (im == 0) ? ik : io;
+            ker[r * SS + s] = (float)(exp(-e) * ind);
+        }
+    }
+    for (size_t u = 0; u < KK * SS; u++) th[u] = 1.0 / (double)(KK * SS);
+    for (int it = 0; it < QMAP_ITERS; it++) {
+        memset(acc, 0, KK * SS * sizeof *acc);
+        for (size_t r = 0; r < m; r++) {
+            const float *kr = ker + r * SS;
+            double D = 0;
+            for (size_t k = 0; k < KK; k++) {
+                double a = 0;
+                for (size_t s = 0; s < SS; s++) a += th[k * SS + s] * kr[s];
+                D += cl[r * KK + k] * a;
+            }
+            if (!(D > 0)) continue;
+            for (size_t k = 0; k < KK; k++) {
+                double wgt = cw[r] * cl[r * KK + k] / D;
+                for (size_t s = 0; s < SS; s++) acc[k * SS + s] += wgt * kr[s];
+            }
+        }
+        double ch = 0;
+        for (size_t u = 0; u < KK * SS; u++) {
+            double t = th[u] * acc[u] / (double)n;
+            ch = fmax(ch, fabs(t - th[u]));
+            th[u] = t;
+        }
+        if (ch < QMAP_TOL) break;
+    }
+    /* quantiles of the present values: each class, then the mixture */
+    for (size_t slot = 0; slot <= KK; slot++) {
+        double tot = 0;
+        for (size_t s = 0; s < G; s++)
+            for (size_t k = 0; k < KK; k++)
+                if (slot == KK || slot == k) tot += th[k * SS + s];
+        double *q = c->qt + (slot * c->nb + bi) * QMAP_KNOTS, cum = 0;
+        size_t s = 0;
+        for (size_t j = 0; j < QMAP_KNOTS; j++) {
+            double want = knot_p(j) * tot;
+            while (s < G) {
+                double mass = 0;
+                for (size_t k = 0; k < KK; k++)
+                    if (slot == KK || slot == k) mass += th[k * SS + s];
+                if (cum + mass >= want && mass > 0) break;
+                cum += mass;
+                s++;
+            }
+            q[j] = s < G ? grid[s] : grid[G - 1];
+        }
+    }
+    goto done;
+nomem:
+    rc = PG_ENOMEM;
+done:
+    free(pres);
+    free(grid);
+    free(ccnt);
+    free(csum);
+    free(ker);
+    free(cv);
+    free(cw);
+    free(cl);
+    free(cidx);
+    free(th);
+    free(acc);
+    return rc;
 }
 
 int pg_calib_ldp_estimate(pg_calib_ldp *c, const pg_ldp_plan *plan, const float *x,
@@ -340,6 +534,25 @@ int pg_calib_ldp_estimate(pg_calib_ldp *c, const pg_ldp_plan *plan, const float 
                               (2.0 * fmax(sd, 0.01 * (c->hi - c->lo)));
         }
     }
+    /* Quantile maps where the noise leaves the shape recoverable: its
+     * standard deviation at most 1 / QMAP_SNR times every class's spread
+     * (calib_ldp.h). */
+    for (size_t i = 0; i < c->nb && rc == PG_OK; i++) {
+        const blk *b = &c->b[i];
+        c->qok[i] = 0;
+        if (b->kind != BLK_NUM) continue;
+        const pg_ldp_column *pc = &plan->cols[b->col];
+        double noise = sqrt(pq[2 * i]), spread = INFINITY;
+        for (size_t k = 0; k < KK; k++) spread = fmin(spread, c->tgt[k * S + b->stat + 1]);
+        if (!(spread > 0 && spread >= QMAP_SNR * noise && pc->noise_scale > 0)) continue;
+        double ik = 1.0, io = 0.0;
+        if (b->ind >= 0) ik = pq[2 * (size_t)b->ind], io = pq[2 * (size_t)b->ind + 1];
+        rc = deconvolve(c, i, x, labels, n, P, Q, ik, io, pc->mechanism, pc->noise_scale);
+        if (rc)
+            rc = pg_error_set(err, rc, "cannot allocate the calibration's quantile maps");
+        else
+            c->qok[i] = 1;
+    }
 done:
     free(pq);
     free(sumA);
@@ -403,10 +616,57 @@ json_t *pg_calib_ldp_to_json(const pg_calib_ldp *c, size_t per_class)
         json_decref(e);
         return NULL;
     }
-    return json_pack("{s:i,s:i,s:I,s:o,s:o,s:{s:f,s:f,s:I}}", "version", PG_CALIB_LDP_VERSION,
+    /* quantile maps: per slot (classes, then pooled), per block, null or
+     * the knots */
+    json_t *q = json_array();
+    for (size_t k = 0; q && k <= c->KK; k++) {
+        json_t *row = json_array();
+        for (size_t i = 0; row && i < c->nb; i++) {
+            json_t *a = c->qok[i] ? json_array() : json_null();
+            for (size_t j = 0; a && c->qok[i] && j < QMAP_KNOTS; j++)
+                if (json_array_append_new(a, json_real(c->qt[(k * c->nb + i) * QMAP_KNOTS + j])))
+                    json_decref(a), a = NULL;
+            if (!a || json_array_append_new(row, a)) json_decref(row), row = NULL;
+        }
+        if (!row || json_array_append_new(q, row)) json_decref(q), q = NULL;
+    }
+    if (!q) {
+        json_decref(t);
+        json_decref(e);
+        return NULL;
+    }
+    return json_pack("{s:i,s:i,s:I,s:o,s:o,s:{s:f,s:f,s:I},s:o}", "version", PG_CALIB_LDP_VERSION,
                      "classes", c->K, "per_class", (json_int_t)per_class, "targets", t, "stderr", e,
                      "signal", "max_z", c->sig.max_z, "threshold", c->sig.threshold, "tests",
-                     (json_int_t)c->sig.tests);
+                     (json_int_t)c->sig.tests, "quantiles", q);
+}
+
+/* Version 2's quantile maps into c (version 1 has none): a numeric block's
+ * knots in every slot or none, finite, nondecreasing, inside the range. */
+static bool quantiles_from_json(const json_t *q, pg_calib_ldp *c)
+{
+    if (!json_is_array(q) || json_array_size(q) != c->KK + 1) return false;
+    for (size_t k = 0; k <= c->KK; k++) {
+        const json_t *row = json_array_get(q, k);
+        if (!json_is_array(row) || json_array_size(row) != c->nb) return false;
+        for (size_t i = 0; i < c->nb; i++) {
+            const json_t *a = json_array_get(row, i);
+            bool has = !json_is_null(a);
+            if (k == 0) c->qok[i] = has;
+            if (has != (bool)c->qok[i] || (has && c->b[i].kind != BLK_NUM)) return false;
+            if (!has) continue;
+            if (!json_is_array(a) || json_array_size(a) != QMAP_KNOTS) return false;
+            double *d = c->qt + (k * c->nb + i) * QMAP_KNOTS;
+            for (size_t j = 0; j < QMAP_KNOTS; j++) {
+                const json_t *v = json_array_get(a, j);
+                d[j] = json_number_value(v);
+                if (!json_is_number(v) || !isfinite(d[j]) || d[j] < c->lo || d[j] > c->hi ||
+                    (j > 0 && d[j] < d[j - 1]))
+                    return false;
+            }
+        }
+    }
+    return true;
 }
 
 int pg_calib_ldp_from_json(const json_t *j, const pg_table *t, int classes, pg_calib_ldp **out,
@@ -437,6 +697,7 @@ int pg_calib_ldp_from_json(const json_t *j, const pg_table *t, int classes, pg_c
             c->se[k * c->S + u] = xe;
         }
     }
+    if (ok && ver >= 2) ok = quantiles_from_json(json_object_get(j, "quantiles"), c);
     if (!ok) {
         pg_calib_ldp_free(c);
         return pg_error_set(err, PG_EFORMAT, "the checkpoint's calibration does not fit its table");
@@ -468,6 +729,10 @@ typedef struct cal_snap {
     /* KK x S, numeric units at their first statistic: v -> clamp(center +
      * scale (v - center) + shift) */
     double *shift, *scale, *center;
+    /* KK x nb x QMAP_KNOTS: the generator's quantiles of each class's
+     * present values (quantile-mapped blocks, c->qok), measured after the
+     * state moves; the targets are c->qt (slot KK when pooled) */
+    double *gq;
     /* no detectable class difference (the signal check): every row's
      * features come from the generator's mixture over classes, whatever its
      * label, through class 0's maps (the pooled ones) */
@@ -485,12 +750,40 @@ static void cal_destroy(void *impl)
     free(s->shift);
     free(s->scale);
     free(s->center);
+    free(s->gq);
     free(s);
+}
+
+/* v through the map that takes quantiles g onto quantiles t (knot_p): its
+ * position among g (the middle of a run of equal knots), then t there,
+ * linear between knots; outside g the end knots' targets. */
+static double qmap_apply(const double *g, const double *t, double v)
+{
+    if (v <= g[0]) return t[0];
+    if (v >= g[QMAP_KNOTS - 1]) return t[QMAP_KNOTS - 1];
+    size_t a = 0, z = QMAP_KNOTS - 1; /* first knot >= v */
+    while (a < z) {
+        size_t mid = (a + z) / 2;
+        if (g[mid] >= v)
+            z = mid;
+        else
+            a = mid + 1;
+    }
+    size_t jf = a, jl = jf;
+    while (jl + 1 < QMAP_KNOTS && g[jl + 1] <= v) jl++;
+    double r;
+    if (g[jf] <= v) /* v equals knots jf .. jl */
+        r = 0.5 * (double)(jf + jl);
+    else
+        r = (double)(jf - 1) + (v - g[jf - 1]) / (g[jf] - g[jf - 1]);
+    size_t i0 = (size_t)r;
+    double fr = r - (double)i0;
+    return i0 + 1 < QMAP_KNOTS ? t[i0] + fr * (t[i0 + 1] - t[i0]) : t[QMAP_KNOTS - 1];
 }
 
 /* One row of class k: states move (one uniform per block, always drawn),
  * then numeric units shift and clamp; a missing value holds 0. */
-static void apply_row(const cal_snap *s, size_t k, float *row, pg_rng *rng)
+static void apply_row(const cal_snap *s, size_t k, float *row, pg_rng *rng, bool qmaps)
 {
     const pg_calib_ldp *c = s->c;
     const double *leave = s->leave + k * c->S, *cdf = s->cdf + k * c->S;
@@ -519,7 +812,11 @@ static void apply_row(const cal_snap *s, size_t k, float *row, pg_rng *rng)
             continue;
         }
         size_t u = k * c->S + b->stat;
-        double v = s->center[u] + s->scale[u] * (row[b->offset] - s->center[u]) + s->shift[u];
+        double v0 = row[b->offset];
+        if (qmaps && c->qok[i])
+            v0 = qmap_apply(s->gq + (k * c->nb + i) * QMAP_KNOTS,
+                            c->qt + ((s->pooled ? c->KK : k) * c->nb + i) * QMAP_KNOTS, v0);
+        double v = s->center[u] + s->scale[u] * (v0 - s->center[u]) + s->shift[u];
         row[b->offset] = (float)(v < c->lo ? c->lo : v > c->hi ? c->hi : v);
     }
 }
@@ -542,7 +839,7 @@ static int cal_sample(const void *impl, size_t n, uint64_t seed, int label, floa
     pg_rng_seeded(&rng, seed, CALIB_LDP_STREAM);
     for (size_t i = 0; rc == PG_OK && i < n; i++)
         apply_row(s, c->K > 0 && !s->pooled ? (size_t)(lab ? lab[i] : label) : 0, out + i * c->d,
-                  &rng);
+                  &rng, true);
     free(lab);
     return rc;
 }
@@ -626,14 +923,20 @@ int pg_calib_ldp_wrap(const pg_calib_ldp *c, pg_snapshot *inner, size_t per_clas
             s->c->b = malloc(c->nb * sizeof *c->b + 1);
             s->c->tgt = NULL;
             s->c->se = NULL;
+            s->c->qok = malloc(c->nb + 1);
+            s->c->qt = malloc(((KK + 1) * c->nb * QMAP_KNOTS + 1) * sizeof *c->qt);
             if (s->c->b) memcpy(s->c->b, c->b, c->nb * sizeof *c->b);
+            if (s->c->qok) memcpy(s->c->qok, c->qok, c->nb);
+            if (s->c->qt) memcpy(s->c->qt, c->qt, (KK + 1) * c->nb * QMAP_KNOTS * sizeof *c->qt);
         }
+        s->gq = calloc(KK * c->nb * QMAP_KNOTS + 1, sizeof *s->gq);
         s->leave = calloc(KK * S + 1, sizeof *s->leave);
         s->cdf = calloc(KK * S + 1, sizeof *s->cdf);
         s->shift = calloc(KK * S + 1, sizeof *s->shift);
         s->scale = calloc(KK * S + 1, sizeof *s->scale);
         s->center = calloc(KK * S + 1, sizeof *s->center);
-        if (!s->c || !s->c->b || !s->leave || !s->cdf || !s->shift || !s->scale || !s->center)
+        if (!s->c || !s->c->b || !s->c->qok || !s->c->qt || !s->gq || !s->leave || !s->cdf ||
+            !s->shift || !s->scale || !s->center)
             rc = PG_ENOMEM;
         for (size_t u = 0; rc == PG_OK && u < KK * S; u++) s->scale[u] = 1.0;
     }
@@ -727,7 +1030,7 @@ int pg_calib_ldp_wrap(const pg_calib_ldp *c, pg_snapshot *inner, size_t per_clas
          * rows. */
         pg_rng rng;
         pg_rng_seeded(&rng, CALIB_LDP_SEED + k, CALIB_LDP_STREAM);
-        for (size_t r = 0; r < per_class; r++) apply_row(s, k, buf + r * c->d, &rng);
+        for (size_t r = 0; r < per_class; r++) apply_row(s, k, buf + r * c->d, &rng, false);
         for (size_t i = 0; i < c->nb; i++) {
             const blk *b = &c->b[i];
             if (b->kind != BLK_NUM) continue;
@@ -736,14 +1039,55 @@ int pg_calib_ldp_wrap(const pg_calib_ldp *c, pg_snapshot *inner, size_t per_clas
                 const float *row = buf + r * c->d;
                 if (b->ind < 0 || state_of(&c->b[b->ind], row) == 0) vals[m++] = row[b->offset];
             }
+            if (s->c->qok[i]) {
+                /* the generator's quantiles of these values, then the
+                 * values through the map (the affine below then only
+                 * corrects the moments) */
+                double *g = s->gq + (k * c->nb + i) * QMAP_KNOTS;
+                double *srt = m ? malloc(m * sizeof *srt) : NULL;
+                if (m && !srt) {
+                    rc = pg_error_set(err, PG_ENOMEM, "cannot allocate a calibrated snapshot");
+                    break;
+                }
+                for (size_t r = 0; r < m; r++) srt[r] = vals[r];
+                if (m) qsort(srt, m, sizeof *srt, cmp_dbl);
+                for (size_t j = 0; j < QMAP_KNOTS; j++) {
+                    double pos = knot_p(j) * (double)(m ? m - 1 : 0);
+                    size_t i0 = (size_t)pos;
+                    g[j] = !m           ? 0.0
+                           : i0 + 1 < m ? srt[i0] + (pos - (double)i0) * (srt[i0 + 1] - srt[i0])
+                                        : srt[m - 1];
+                }
+                free(srt);
+                const double *tq = s->c->qt + ((s->pooled ? KK : k) * c->nb + i) * QMAP_KNOTS;
+                for (size_t r = 0; r < m; r++) vals[r] = (float)qmap_apply(g, tq, vals[r]);
+            }
             double gm = 0, g2 = 0;
             for (size_t r = 0; r < m; r++) gm += vals[r], g2 += (double)vals[r] * vals[r];
             gm = m ? gm / (double)m : tk[b->stat];
             double gsd = m ? sqrt(fmax(g2 / (double)m - gm * gm, 0.0)) : 0.0;
             size_t u = k * S + b->stat;
             s->center[u] = gm;
-            double t1 = clampd(tk[b->stat], c->lo, c->hi);
-            double t2 = fmin(fmax(tk[b->stat + 1], 0.0), sqrt((c->hi - t1) * (t1 - c->lo)));
+            double e1 = tk[b->stat], e2 = tk[b->stat + 1];
+            if (s->c->qok[i]) {
+                /* the mapped values are now the generator's: its moments
+                 * move toward the debiased ones as in pass 1 */
+                double tm[2] = {0, 0}, tv[2] = {0, 0};
+                for (size_t h = 0; h < 2; h++)
+                    for (size_t kk = 0; kk < KK; kk++) {
+                        if (!s->pooled && kk != k) continue;
+                        double pk = !s->pooled ? 1.0 : wts ? wts[kk] : 1.0 / (double)KK;
+                        double sek = c->se[kk * S + b->stat + h];
+                        tm[h] += pk * c->tgt[kk * S + b->stat + h];
+                        tv[h] += pk * pk * sek * sek;
+                    }
+                e1 = shrink(gm, tm[0], sqrt(tv[0]));
+                /* pooled: the mixture's spread is not the classes' mean
+                 * spread; the map's stays */
+                e2 = s->pooled ? gsd : shrink(gsd, tm[1], sqrt(tv[1]));
+            }
+            double t1 = clampd(e1, c->lo, c->hi);
+            double t2 = fmin(fmax(e2, 0.0), sqrt((c->hi - t1) * (t1 - c->lo)));
             solve_affine(vals, m, gm, gsd, t1, t2, c->lo, c->hi, &s->scale[u], &s->shift[u]);
         }
     }

@@ -70,9 +70,33 @@
  * request for more rows begins with the rows of a request for fewer. The same network always gets
  * the same moves and shifts (a checkpoint reload reproduces them).
  *
- * Storage (pg_calib_ldp_to_json / _from_json): {"version": 1, "classes",
+ * Quantile maps (numeric units whose noise leaves the shape recoverable):
+ * means and spreads do not fix a shape, and the generator's were wrong in
+ * ways a classifier pays for (credit_data at a local epsilon of 1000: Amount
+ * skewed left where the real one is skewed right; every class spread about
+ * half the real one before the affine map; logistic regression 0.774 over
+ * 5 runs, 0.782 with the real per-class quantiles put in). Where a unit's
+ * noise standard deviation (Laplace sqrt(2) b, Gaussian sigma) is at most
+ * twice every class's debiased spread, estimate also finds, by EM, the
+ * maximum-likelihood law of (class, present value or missing) on a grid
+ * under the label's, the indicator's and the value's channels together (a
+ * nonparametric deconvolution; grid: 64 points over the range and 128
+ * quantiles of the reported values, merged where closer than a quarter of
+ * the noise's scale, which keeps a mass on a bound on the bound), and keeps
+ * 101 quantiles (probabilities 0.001 .. 0.999) of each class's present
+ * values and of the classes' mixture. The snapshot then maps each class's
+ * present values through the monotone map that takes the generator's
+ * quantiles (its measuring draw) onto those, before the affine map, which
+ * then only moves the mapped moments toward the debiased ones as above.
+ * The map keeps the generator's ranks, so the dependence it learned stays.
+ * Elsewhere (at local epsilons of tens or less on credit_data's columns)
+ * nothing changes: the reports do not fix a shape there.
+ *
+ * Storage (pg_calib_ldp_to_json / _from_json): {"version": 2, "classes",
  * "per_class", "targets": [classes x stats], "stderr": [classes x stats],
- * "signal": {"max_z", "threshold", "tests"}}
+ * "signal": {"max_z", "threshold", "tests"}, "quantiles": [(classes + 1) x
+ * blocks: null or 101 nondecreasing knots inside the range]} (version 1,
+ * without quantiles, still loads: no maps)
  * beside the generator in
  * entropic_gan's checkpoints; the layout follows from the table map, so a
  * map that does not match is refused (PG_EFORMAT).
@@ -131,7 +155,7 @@ const double *pg_calib_ldp_stderr(const pg_calib_ldp *c, int k);
  * what tests compare the calibrated samples with. out: stats doubles. */
 void pg_calib_ldp_measure(const pg_calib_ldp *c, const float *x, size_t n, double *out);
 
-#define PG_CALIB_LDP_VERSION 1
+#define PG_CALIB_LDP_VERSION 2
 json_t *pg_calib_ldp_to_json(const pg_calib_ldp *c, size_t per_class);
 /* Layout from t and classes, targets and per_class from j. */
 int pg_calib_ldp_from_json(const json_t *j, const pg_table *t, int classes, pg_calib_ldp **out,
