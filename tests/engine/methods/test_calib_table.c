@@ -29,6 +29,8 @@
 #include "engine/methods/method.h"
 #include "engine/methods/snapshot.h"
 #include "engine/methods/spec.h"
+#include "engine/methods/trainer.h"
+#include "engine/methods/warnings.h"
 #include "engine/privacy/privacy.h"
 #include "support/pg_method_test.h"
 #include "support/pg_test.h"
@@ -1226,6 +1228,91 @@ START_TEST(sub_bins_serve_point_masses_and_tails)
 }
 END_TEST
 
+/* A class whose per-class histogram of a column kept nothing above its
+ * noise gets a map uniform over the bins (qmap.h); the trainer warning
+ * class_quantile_map_empty names that class and column and nothing else.
+ * The released CDFs of a 2-class release (data in both classes) are
+ * edited by hand: class "yes" of column "t" made uniform (what the
+ * fallback writes), then also class "no" of "a". Fails on the old code
+ * (no such warning). */
+START_TEST(empty_class_map_is_warned)
+{
+    json_t *sj = json_loads("{\"columns\":["
+                            "{\"name\":\"a\",\"type\":\"integer\",\"min\":0,\"max\":500000},"
+                            "{\"name\":\"t\",\"type\":\"integer\",\"min\":0,\"max\":120},"
+                            "{\"name\":\"y\",\"type\":\"categorical\",\"categories\":[\"no\","
+                            "\"yes\"]}],\"label\":\"y\"}",
+                            0, NULL);
+    pg_table *t = NULL;
+    ck_assert_int_eq(pg_table_from_json(sj, &t, NULL), PG_OK);
+    json_decref(sj);
+    const size_t n = 500, d = t->width;
+    float *x = pg_alloc_f32(n * d);
+    int32_t *lab = calloc(n, sizeof *lab);
+    pg_rng r;
+    pg_rng_seeded(&r, 3, 0);
+    for (size_t i = 0; i < n; i++) {
+        pg_table_value a = {.num = (double)pg_rng_below(&r, 20000)},
+                       b = {.num = (double)(12 * (1 + pg_rng_below(&r, 5)))};
+        pg_table_encode_value(t, 0, &a, PG_TABLE_BOUNDS_REFUSE, x + i * d, NULL);
+        pg_table_encode_value(t, 1, &b, PG_TABLE_BOUNDS_REFUSE, x + i * d, NULL);
+        lab[i] = i < 250 ? 0 : 1;
+    }
+    pg_data_desc desc = {.n = n,
+                         .d = d,
+                         .ndim = 1,
+                         .shape = {d},
+                         .lo = (float)t->lo,
+                         .hi = (float)t->hi,
+                         .model = PG_PRIVACY_CENTRAL,
+                         .num_classes = 2,
+                         .table = t};
+    json_t *rs = json_loads("{\"encoding\": {\"quantile_map\": true, \"quantile_noise\": 0.01, "
+                            "\"quantile_sub\": 32, \"quantile_sub_noise\": 0.01}}",
+                            0, NULL);
+    pg_rng sec;
+    ck_assert_int_eq(pg_rng_secure(&sec, NULL), PG_OK);
+    size_t Q = pg_qmap_spec_cdf_len(rs, &desc);
+    float *cdf = malloc(2 * Q * sizeof *cdf);
+    pg_generator gen;
+    memset(&gen, 0, sizeof gen);
+    ck_assert_int_eq(
+        pg_qmap_spec_release_classes(rs, &desc, &sec, x, lab, n, 2, 0, &gen, cdf, NULL), PG_OK);
+    size_t nb0 = gen.qmap->cols[0].bins, nb1 = gen.qmap->cols[1].bins;
+    /* the release itself: 250 rows a class, nothing said */
+    pg_trainer tr = {0};
+    pg_warn_class_qmap_empty(&tr, gen.qmap, 2, cdf, t);
+    ck_assert_int_eq(tr.warnings.count, 0);
+    /* class "yes", column "t" uniform over its bins */
+    float *f = cdf + Q + nb0 + 1;
+    for (size_t b = 0; b <= nb1; b++) f[b] = (float)b / (float)nb1;
+    pg_warn_class_qmap_empty(&tr, NULL, 2, cdf, t);
+    pg_warn_class_qmap_empty(&tr, gen.qmap, 2, NULL, t);
+    pg_warn_class_qmap_empty(&tr, gen.qmap, 1, cdf, t);
+    ck_assert_int_eq(tr.warnings.count, 0);
+    pg_warn_class_qmap_empty(&tr, gen.qmap, 2, cdf, t);
+    ck_assert_int_eq(tr.warnings.count, 1);
+    ck_assert_str_eq(tr.warnings.items[0].code, PG_WARN_CLASS_QMAP_EMPTY);
+    const char *msg = tr.warnings.items[0].message;
+    ck_assert_msg(strstr(msg, "for \"t\" in class \"yes\", so its served") != NULL, "%s", msg);
+    ck_assert_ptr_null(strstr(msg, "\"a\""));
+    /* and class "no", column "a": both named, in class order */
+    for (size_t b = 0; b <= nb0; b++) cdf[b] = (float)b / (float)nb0;
+    pg_warn_class_qmap_empty(&tr, gen.qmap, 2, cdf, t);
+    ck_assert_int_eq(tr.warnings.count, 1); /* replaced */
+    msg = tr.warnings.items[0].message;
+    ck_assert_msg(strstr(msg, "for \"a\" in class \"no\", \"t\" in class \"yes\", so their") !=
+                      NULL,
+                  "%s", msg);
+    pg_qmap_free(gen.qmap);
+    free(cdf);
+    json_decref(rs);
+    free(lab);
+    pg_free(x);
+    pg_table_free(t);
+}
+END_TEST
+
 static Suite *calib_table_suite(void)
 {
     Suite *s = suite_create("calib_table");
@@ -1244,6 +1331,7 @@ static Suite *calib_table_suite(void)
     tcase_add_test(tc, independence_breaks_only_the_dependence);
     tcase_add_test(tc, independence_by_default_at_small_epsilon);
     tcase_add_test(tc, sub_bins_serve_point_masses_and_tails);
+    tcase_add_test(tc, empty_class_map_is_warned);
     suite_add_tcase(s, tc);
     return s;
 }
