@@ -94,7 +94,7 @@ static void fill_independence(json_t *s, const pg_table *t, const pg_data_desc *
  * epsilon the release costs next to nothing (credit_data at epsilon 1000:
  * the steps' noise multiplier 0.1700 -> 0.1702). Measured on credit_data
  * (docs/benchmarks.md, issue 28 seventh pass): the numbers' mean KS against
- * the real 20 % 0.168 -> 0.045 at epsilon 1000 and 0.17 -> 0.05 at 5 (floor
+ * the real 20 % 0.168 -> 0.049 at epsilon 1000 and 0.17 -> 0.060 at 5 (floor
  * 0.026), the classes' served zero assets, debts and Time's 12-month steps
  * kept instead of spread over their bins. Without an epsilon target s2 is
  * left out (encoding.quantile_noise). */
