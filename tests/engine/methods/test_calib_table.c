@@ -947,6 +947,19 @@ START_TEST(quantile_rule_in_dp_sinkhorn)
         snprintf(spec, sizeof spec, fmt, i ? "rank" : "shift");
         restore_refused(m, &f, &in, bytes, len, spec);
     }
+    /* the sub-bins were charged and released under S = 32, s2 = 8: other
+     * values (or none) are refused */
+    const char *subs[] = {"\"quantile_sub\": 16", "\"quantile_sub\": 0",
+                          "\"quantile_sub_noise\": 5"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(spec, sizeof spec,
+                 "{\"seed\": 3, \"privacy\": {\"noise_multiplier\": 1.3}, \"train\": "
+                 "{\"steps\": 20, \"batch_size\": 64}, \"encoding\": {\"quantile_noise\": 4, %s}, "
+                 "\"calibration\": {\"class_means\": true, \"noise_multiplier\": 3, "
+                 "\"numeric\": \"quantile\"}}",
+                 subs[i]);
+        restore_refused(m, &f, &in, bytes, len, spec);
+    }
     free(bytes);
     m->destroy(tr);
     json_decref(r);
