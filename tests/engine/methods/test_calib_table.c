@@ -997,7 +997,7 @@ START_TEST(independence_by_default_at_small_epsilon)
     ck_assert_double_eq_tol(s, 9.0 / sqrt(5.0), 1e-12);
     ck_assert_double_eq_tol(q, 6.7 / sqrt(5.0), 1e-12);
     ck_assert_int_eq(pg_spec_int(r, "encoding.quantile_sub", 0), 32);
-    ck_assert_double_eq_tol(q2, 6.7 / sqrt(5.0), 1e-12); /* max(0.5, 6.7 / sqrt(eps)) */
+    ck_assert_double_eq_tol(q2, 13.4 / sqrt(5.0), 1e-12); /* max(0.5, 13.4 / sqrt(eps)) */
     pg_privacy_plan p;
     ck_assert_int_eq(m->plan(r, &in, &p, NULL), PG_OK);
     double own[PG_PLAN_MAX_ORDERS], eps;
@@ -1044,6 +1044,10 @@ START_TEST(independence_by_default_at_small_epsilon)
                                 fmax(1.0, 20.0 / sqrt(eo[i])), 1e-12);
         ck_assert_double_eq_tol(pg_spec_num(r, "encoding.quantile_noise", 0),
                                 fmax(2.0, 10.0 / sqrt(eo[i])), 1e-12);
+        /* the sub-bins' noise: max(0.5, 13.4 / sqrt(eps)) either way */
+        ck_assert_int_eq(pg_spec_int(r, "encoding.quantile_sub", 0), 32);
+        ck_assert_double_eq_tol(pg_spec_num(r, "encoding.quantile_sub_noise", 0),
+                                fmax(0.5, 13.4 / sqrt(eo[i])), 1e-12);
         json_decref(r);
     }
     /* A table whose per-class marginals the release cannot pin down (the
