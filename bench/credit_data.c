@@ -12,14 +12,14 @@
  * --target Attrition, bench/attrition.sh).
  *
  * --methods real: the real 80 % through the decode / re-encode path (must
- * give acc_real). --diag: per method, the real-trained classifier scored on
- * the synthetic rows, P(bad | Records, Job, Home) synthetic / real, and the
- * accuracy without each numeric column (stderr). --set: spec overrides for
- * experiments only.
- * Rows are read with the schema under PG_TABLE_BOUNDS_REFUSE, shuffled with
- * a fixed seed and split 80/20. The schema's "label" key is dropped, so
- * Status is an ordinary categorical column that every (unconditional) method
- * models jointly with the others; the classifier's target is Status, its
+ * give acc_real); --methods marginals (with --label): each class's exact
+ * empirical marginals of the real 80 % sampled independently, not private,
+ * the reference of calibration.independence 1. --diag: per method, the real-trained classifier
+ * scored on the synthetic rows, P(bad | Records, Job, Home) synthetic / real, and the accuracy
+ * without each numeric column (stderr). --set: spec overrides for experiments only. Rows are read
+ * with the schema under PG_TABLE_BOUNDS_REFUSE, shuffled with a fixed seed and split 80/20. The
+ * schema's "label" key is dropped, so Status is an ordinary categorical column that every
+ * (unconditional) method models jointly with the others; the classifier's target is Status, its
  * features every other encoded unit. Each central method trains on the 80 % at
  * central (epsilon, delta = 1e-5) and draws as many rows as the 80 % has;
  * the synthetic rows are decoded and re-encoded (what a user downloads as
@@ -31,6 +31,9 @@
  *               (categorical and boolean columns, missing as one more value)
  *               of the synthetic rows and of the real 20 %; tv_floor is the
  *               real 80 % against the real 20 %
+ *   ks_mean     mean two-sample KS of the number columns (present values),
+ *               synthetic against the real 20 %; ks_floor the real 80 %
+ *               against the real 20 % (--diag: per column and per class)
  * Peer runs (issue 27; the reference Private-PGM outside the tree):
  * --dump-codes PREFIX writes the 80 % as codes of the marginal methods'
  * discretization (PREFIX.train.csv, header = column names; PREFIX.domain.json,
@@ -187,46 +190,80 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Mean two-sample Kolmogorov-Smirnov distance of the number columns
- * (present values only): how well the numbers' shapes are kept. */
-static double ks_mean(const pg_table *t, const split *a, const split *b)
+/* Two-sample Kolmogorov-Smirnov distance of number column c (present values
+ * only) between a and b; cls >= 0 keeps the rows of that class on both
+ * sides. -1 when a side has no present value. */
+static double ks_col(const pg_table *t, size_t c, const split *a, const split *b, int cls)
 {
-    double sum = 0;
-    int cols = 0;
     double *va = malloc((a->n ? a->n : 1) * sizeof *va),
            *vb = malloc((b->n ? b->n : 1) * sizeof *vb);
-    for (size_t c = 0; va && vb && c < t->ncols; c++) {
-        const pg_table_col *col = &t->cols[c];
-        if (col->type != PG_COL_INTEGER && col->type != PG_COL_CONTINUOUS) continue;
-        size_t na = 0, nb = 0;
-        for (int side = 0; side < 2; side++) {
-            const split *s = side ? b : a;
-            for (size_t i = 0; i < s->n; i++) {
-                pg_table_value v = {0};
-                pg_table_decode_value(t, c, s->x + i * s->w, 1, &v);
-                if (v.missing) continue;
-                if (side)
-                    vb[nb++] = v.num;
-                else
-                    va[na++] = v.num;
-            }
+    size_t na = 0, nb = 0;
+    for (int side = 0; va && vb && side < 2; side++) {
+        const split *s = side ? b : a;
+        for (size_t i = 0; i < s->n; i++) {
+            if (cls >= 0 && (!s->y || s->y[i] != cls)) continue;
+            pg_table_value v = {0};
+            pg_table_decode_value(t, c, s->x + i * s->w, 1, &v);
+            if (v.missing) continue;
+            if (side)
+                vb[nb++] = v.num;
+            else
+                va[na++] = v.num;
         }
-        if (!na || !nb) continue;
+    }
+    double d = -1;
+    if (na && nb) {
         qsort(va, na, sizeof *va, cmp_double);
         qsort(vb, nb, sizeof *vb, cmp_double);
-        double d = 0;
+        d = 0;
         for (size_t i = 0, j = 0; i < na || j < nb;) {
             double x = i < na && (j >= nb || va[i] <= vb[j]) ? va[i] : vb[j];
             while (i < na && va[i] <= x) i++;
             while (j < nb && vb[j] <= x) j++;
             d = fmax(d, fabs((double)i / (double)na - (double)j / (double)nb));
         }
-        sum += d;
-        cols++;
     }
     free(va);
     free(vb);
+    return d;
+}
+
+static bool is_number(const pg_table_col *col)
+{
+    return col->type == PG_COL_INTEGER || col->type == PG_COL_CONTINUOUS;
+}
+
+/* Mean two-sample Kolmogorov-Smirnov distance of the number columns
+ * (present values only): how well the numbers' shapes are kept. */
+static double ks_mean(const pg_table *t, const split *a, const split *b)
+{
+    double sum = 0;
+    int cols = 0;
+    for (size_t c = 0; c < t->ncols; c++) {
+        if (!is_number(&t->cols[c])) continue;
+        double d = ks_col(t, c, a, b, -1);
+        if (d < 0) continue;
+        sum += d;
+        cols++;
+    }
     return cols ? sum / cols : 0;
+}
+
+/* --diag: per number column, KS of the synthetic rows against the real 20 %
+ * and, per class, against the real 80 % (what the model was fitted to),
+ * next to the real 80 % against the real 20 % (the floor). */
+static void ks_report(const pg_table *t, const split *syn, const split *train, const split *test,
+                      int K)
+{
+    fprintf(stderr, "  KS per column: syn/test (floor train/test)%s\n",
+            K ? ", per class syn/train" : "");
+    for (size_t c = 0; c < t->ncols; c++) {
+        if (!is_number(&t->cols[c])) continue;
+        fprintf(stderr, "  %-16s %.3f (%.3f)", t->cols[c].name, ks_col(t, c, syn, test, -1),
+                ks_col(t, c, train, test, -1));
+        for (int k = 0; k < K; k++) fprintf(stderr, " c%d %.3f", k, ks_col(t, c, syn, train, k));
+        fprintf(stderr, "\n");
+    }
 }
 
 /* Decode and re-encode (clamped): the rows a user downloads. */
@@ -359,6 +396,7 @@ static void qmap_back(const pg_table *t, float *x, size_t n)
 }
 
 static double acc_majority;
+static double ks_floor; /* ks_mean of the real 80 % against the real 20 % */
 static const char *opt_set;
 static bool opt_diag;
 
@@ -546,6 +584,54 @@ static int run_one(const char *method, double eps, const pg_table *t, size_t sta
         pg_free(cp.x);
         return rc0 ? 1 : 0;
     }
+    if (strcmp(method, "marginals") == 0) {
+        /* Reference, not private: each class's exact empirical marginals of
+         * the real 80 % sampled independently (every column's units copied
+         * from a row of the class drawn at random, column by column; the
+         * classes in their real proportions). What calibration.independence
+         * 1 serves when its releases are exact. */
+        if (!train->y) {
+            fprintf(stderr, "credit: marginals needs --label\n");
+            return 1;
+        }
+        int K = (int)pg_table_num_classes(t);
+        split syn = {n, w, pg_alloc_f32(n * w), pg_calloc(n, sizeof(int32_t))};
+        size_t *idx = pg_calloc(n, sizeof *idx), *start = pg_calloc((size_t)K + 1, sizeof *start);
+        for (size_t i = 0; i < n; i++) start[train->y[i] + 1]++;
+        for (int k = 0; k < K; k++) start[k + 1] += start[k];
+        size_t *fill = pg_calloc((size_t)K, sizeof *fill);
+        for (size_t i = 0; i < n; i++) {
+            int k = train->y[i];
+            idx[start[k] + fill[k]++] = i;
+        }
+        /* PG_BENCH_MARGINALS_SEED: another draw (default 99) */
+        const char *ms = getenv("PG_BENCH_MARGINALS_SEED");
+        pg_rng mr;
+        pg_rng_seeded(&mr, ms ? strtoull(ms, NULL, 10) : 99, 0);
+        for (size_t i = 0; i < n; i++) {
+            int k = train->y[i];
+            size_t cnt = start[k + 1] - start[k];
+            syn.y[i] = k;
+            for (size_t c = 0; c < t->ncols; c++) {
+                const pg_table_col *col = &t->cols[c];
+                if (c == t->label) continue;
+                size_t from = idx[start[k] + (size_t)pg_rng_below(&mr, cnt)];
+                memcpy(syn.x + i * w + col->offset, train->x + from * w + col->offset,
+                       col->width * sizeof(float));
+            }
+        }
+        reencode(t, syn.x, n);
+        double acc = 0;
+        int rc0 = accuracy(t, status, &syn, test, &acc);
+        printf("{\"bench\": \"credit\", \"method\": \"marginals\", \"acc_synth\": %.4f, "
+               "\"acc_real\": %.4f, \"acc_majority\": %.4f, \"tv_mean\": %.4f, \"tv_floor\": "
+               "%.4f, \"ks_mean\": %.4f, \"ks_floor\": %.4f}\n",
+               acc, acc_real, acc_majority, tv_mean(t, &syn, test), tv_floor,
+               ks_mean(t, &syn, test), ks_floor);
+        if (opt_diag) ks_report(t, &syn, train, test, K);
+        pg_free(idx), pg_free(start), pg_free(fill), pg_free(syn.x), pg_free(syn.y);
+        return rc0 ? 1 : 0;
+    }
     const pg_method *m = pg_method_find(method);
     if (!m) {
         fprintf(stderr, "credit: unknown method %s\n", method);
@@ -694,6 +780,7 @@ static int run_one(const char *method, double eps, const pg_table *t, size_t sta
         rc = accuracy(t, status, &syn, test, &acc);
         tv = tv_mean(t, &syn, test);
         ks = ks_mean(t, &syn, test);
+        if (opt_diag) ks_report(t, &syn, train, test, K);
         if (!rc && opt_diag && K) {
             /* where the synthetic signal lives: numerics zeroed on both sides,
              * and the synthetic class balance */
@@ -814,11 +901,11 @@ static int run_one(const char *method, double eps, const pg_table *t, size_t sta
                "\"privacy\": \"%s\", \"epsilon_plan\": %.4f, "
                "\"hypothetical_shuffled_central_eps\": %s, \"steps\": %ld, \"acc_synth\": "
                "%.4f, \"acc_real\": %.4f, \"acc_majority\": %.4f, \"tv_mean\": %.4f, \"tv_floor\": "
-               "%.4f, \"ks_mean\": %.4f, \"seconds\": "
+               "%.4f, \"ks_mean\": %.4f, \"ks_floor\": %.4f, \"seconds\": "
                "%.1f}\n",
                method, eps, local ? 0.0 : DELTA, local ? "local" : "central",
                local ? plan.epsilon : pp.epsilon, shuf, steps, acc, acc_real, acc_majority, tv,
-               tv_floor, ks, secs);
+               tv_floor, ks, ks_floor, secs);
     fflush(stdout);
     pg_free(syn.x);
     pg_free(syn.y);
@@ -912,6 +999,7 @@ static int bench_credit(int argc, char **argv)
     double acc_real;
     if (accuracy(t, status, &train, &test, &acc_real)) return 1;
     double floor_tv = tv_mean(t, &train, &test);
+    ks_floor = ks_mean(t, &train, &test);
     /* The classifier that always says the test set's most frequent class. */
     {
         double cnt[PG_TABLE_MAX_CATS] = {0}, best = 0;

@@ -288,6 +288,201 @@ int pg_qmap_release_classes(pg_rng *secure, const pg_table *t, const float *x,
     return rc;
 }
 
+/* Integer columns: index of the first value at or above encoded u (values
+ * at lo + k step, k = 0 .. last). */
+static double first_value(const pg_qmap *m, const pg_qmap_col *c, double u)
+{
+    double k = ceil((u - m->lo) / c->step - 1e-9);
+    return k < 0 ? 0 : k;
+}
+
+static double last_value(const pg_qmap *m, const pg_qmap_col *c)
+{
+    return round((m->hi - m->lo) / c->step);
+}
+
+/* Values of an integer column in bin b: [*k0, *k0 + count). */
+static double bin_values(const pg_qmap *m, const pg_qmap_col *c, size_t b, double *k0)
+{
+    double last = last_value(m, c);
+    double a = b == 0 ? 0 : first_value(m, c, c->edge[b]);
+    double z = b + 1 == c->bins ? last + 1 : first_value(m, c, c->edge[b + 1]);
+    z = z > last + 1 ? last + 1 : z;
+    *k0 = a;
+    return z > a ? z - a : 0;
+}
+
+size_t pg_qmap_sub_bins(const pg_qmap *m, size_t j, size_t b, size_t sub)
+{
+    const pg_qmap_col *c = &m->cols[j];
+    if (sub < 2 || b >= c->bins) return 1;
+    if (!c->integer) return sub;
+    double k0, v = bin_values(m, c, b, &k0);
+    if (v <= 1) return 1;
+    return v <= (double)sub ? (size_t)v : sub;
+}
+
+/* An integer bin cut into equal parts after the point {min} (first bin) or
+ * from its lower edge: the start and width of the cuts. */
+static void cuts(const pg_qmap *m, const pg_qmap_col *c, size_t b, size_t sub, double *start,
+                 double *width, size_t *points)
+{
+    *points = c->integer && b == 0 ? 1 : 0;
+    *start = *points ? m->lo + 0.5 * c->step : c->edge[b];
+    *width = (c->edge[b + 1] - *start) / (double)(sub - *points);
+}
+
+void pg_qmap_sub_range(const pg_qmap *m, size_t j, size_t b, size_t sub, size_t i, double *a,
+                       double *z)
+{
+    const pg_qmap_col *c = &m->cols[j];
+    size_t nb = pg_qmap_sub_bins(m, j, b, sub);
+    double k0;
+    if (c->integer && bin_values(m, c, b, &k0) <= (double)sub) {
+        if (nb == 1) { /* the whole bin */
+            *a = c->edge[b];
+            *z = c->edge[b + 1];
+            return;
+        }
+        *a = *z = m->lo + (k0 + (double)i) * c->step;
+        return;
+    }
+    double start, width;
+    size_t points;
+    cuts(m, c, b, nb, &start, &width, &points);
+    if (i < points) {
+        *a = *z = m->lo;
+        return;
+    }
+    *a = start + width * (double)(i - points);
+    *z = i + 1 == nb ? c->edge[b + 1] : start + width * (double)(i + 1 - points);
+}
+
+size_t pg_qmap_sub_of(const pg_qmap *m, size_t j, size_t b, size_t sub, double u)
+{
+    const pg_qmap_col *c = &m->cols[j];
+    size_t nb = pg_qmap_sub_bins(m, j, b, sub);
+    if (nb == 1) return 0;
+    double k0, f;
+    if (c->integer && bin_values(m, c, b, &k0) <= (double)sub) {
+        f = round((u - m->lo) / c->step) - k0; /* the nearest value */
+    } else {
+        double start, width;
+        size_t points;
+        cuts(m, c, b, nb, &start, &width, &points);
+        if (points && u < start) return 0;
+        f = (double)points + floor((u - start) / width);
+    }
+    return !(f > 0) ? 0 : f >= (double)nb ? nb - 1 : (size_t)f; /* NaN to 0 */
+}
+
+/* The bin of encoded u for the sub-bins: an integer column's by the nearest
+ * value's index (a value on a bin's edge belongs to the bin whose values
+ * start at it, whatever the float rounding of u), else bin_of. */
+static size_t sub_bin_of(const pg_qmap *m, const pg_qmap_col *c, double u)
+{
+    size_t b = bin_of(c, u);
+    if (!c->integer) return b;
+    double k = round((u - m->lo) / c->step), last = last_value(m, c);
+    k = k < 0 ? 0 : k > last ? last : k;
+    if (b + 1 < c->bins && k >= first_value(m, c, c->edge[b + 1])) return b + 1;
+    if (b > 0 && k < first_value(m, c, c->edge[b])) return b - 1;
+    return b;
+}
+
+size_t pg_qmap_sub_len(const pg_qmap *m, size_t sub)
+{
+    size_t len = 0;
+    for (size_t j = 0; m && sub >= 2 && j < m->ncols; j++)
+        for (size_t b = 0; b < m->cols[j].bins; b++) {
+            size_t nb = pg_qmap_sub_bins(m, j, b, sub);
+            len += nb > 1 ? nb + 1 : 0;
+        }
+    return len;
+}
+
+size_t pg_qmap_sub_columns(const pg_qmap *m, size_t sub)
+{
+    size_t c = 0;
+    for (size_t j = 0; m && sub >= 2 && j < m->ncols; j++)
+        for (size_t b = 0; b < m->cols[j].bins; b++)
+            if (pg_qmap_sub_bins(m, j, b, sub) > 1) {
+                c++;
+                break;
+            }
+    return c;
+}
+
+int pg_qmap_release_sub(pg_rng *secure, const pg_qmap *m, const float *x, const int32_t *labels,
+                        size_t n, size_t stride, int classes, size_t sub, double s2,
+                        int replace_one, float *out, double *raw, pg_error *err)
+{
+    if (!secure || !pg_rng_is_secure(secure))
+        return pg_error_set(err, PG_EPRIVACY, "DP noise needs the secure generator");
+    if (!m || !out || !(s2 > 0) || !isfinite(s2) || sub < 2 || sub > PG_QMAP_MAX_SUB || (n && !x) ||
+        classes < 0 || (classes > 0 && n && !labels))
+        return pg_error_set(err, PG_EINVAL,
+                            "sub-bins need a map, labelled rows, 2 .. %d sub-bins and noise > 0",
+                            PG_QMAP_MAX_SUB);
+    for (size_t i = 0; classes > 0 && i < n; i++)
+        if (labels[i] < 0 || labels[i] >= classes)
+            return pg_error_set(err, PG_EINVAL, "row %zu has label %d outside [0, %d)", i + 1,
+                                (int)labels[i], classes);
+    size_t K = classes > 0 ? (size_t)classes : 1, len = pg_qmap_sub_len(m, sub);
+    /* cells of a class: per released bin its sub-bins; base[j][b] the first */
+    size_t cells = 0, tb = pg_qmap_total_bins(m);
+    size_t *base = malloc((tb ? tb : 1) * sizeof *base);
+    if (!base) return pg_error_set(err, PG_ENOMEM, "cannot allocate the sub-bins");
+    for (size_t j = 0, o = 0; j < m->ncols; j++)
+        for (size_t b = 0; b < m->cols[j].bins; b++, o++) {
+            size_t nb = pg_qmap_sub_bins(m, j, b, sub);
+            base[o] = nb > 1 ? cells : (size_t)-1;
+            cells += nb > 1 ? nb : 0;
+        }
+    double *cnt = malloc((cells ? cells : 1) * sizeof *cnt);
+    if (!cnt) {
+        free(base);
+        return pg_error_set(err, PG_ENOMEM, "cannot allocate the sub-bins");
+    }
+    double sigma = pg_qmap_count_sigma(s2, pg_qmap_sub_columns(m, sub), replace_one);
+    for (size_t k = 0; k < K; k++) {
+        memset(cnt, 0, (cells ? cells : 1) * sizeof *cnt);
+        for (size_t i = 0; i < n; i++) {
+            if (classes > 0 && (size_t)labels[i] != k) continue;
+            const float *row = x + i * stride;
+            for (size_t j = 0, o = 0; j < m->ncols; o += m->cols[j].bins, j++) {
+                const pg_qmap_col *c = &m->cols[j];
+                if (missing(c, row)) continue;
+                size_t b = sub_bin_of(m, c, row[c->unit]);
+                if (base[o + b] == (size_t)-1) continue;
+                cnt[base[o + b] + pg_qmap_sub_of(m, j, b, sub, row[c->unit])] += 1.0;
+            }
+        }
+        for (size_t q = 0; q < cells; q++) cnt[q] += sigma * pg_rng_normal(secure);
+        if (raw) memcpy(raw + k * cells, cnt, cells * sizeof *raw);
+        /* post-processing: threshold sigma, then each bin's CDF */
+        float *w = out + k * len;
+        for (size_t j = 0, o = 0; j < m->ncols; j++)
+            for (size_t b = 0; b < m->cols[j].bins; b++, o++) {
+                if (base[o] == (size_t)-1) continue;
+                size_t nb = pg_qmap_sub_bins(m, j, b, sub);
+                const double *v = cnt + base[o];
+                double tot = 0;
+                for (size_t q = 0; q < nb; q++) tot += v[q] - sigma > 0 ? v[q] - sigma : 0;
+                double run = 0;
+                w[0] = tot > 0 ? 0.0f : -1.0f;
+                for (size_t q = 0; q < nb; q++) {
+                    run += v[q] - sigma > 0 ? v[q] - sigma : 0;
+                    w[q + 1] = tot > 0 ? (float)(q + 1 == nb ? 1.0 : run / tot) : -1.0f;
+                }
+                w += nb + 1;
+            }
+    }
+    free(cnt);
+    free(base);
+    return PG_OK;
+}
+
 double pg_qmap_cdf(const pg_qmap_col *c, double u)
 {
     if (u <= c->edge[0]) return 0.0;
@@ -361,6 +556,11 @@ json_t *pg_qmap_to_json(const pg_qmap *m)
     json_t *j = json_pack("{s:i,s:f,s:f,s:f,s:o}", "version", PG_QMAP_VERSION, "lo", m->lo, "hi",
                           m->hi, "spread", m->spread, "columns", cols);
     if (!j) return NULL;
+    if (m->sub > 0 && (json_object_set_new(j, "sub", json_integer((json_int_t)m->sub)) ||
+                       json_object_set_new(j, "sub_noise", json_real(m->sub_noise)))) {
+        json_decref(j);
+        return NULL;
+    }
     for (size_t k = 0; k < m->ncols; k++) {
         const pg_qmap_col *c = &m->cols[k];
         json_t *e = json_array(), *f = json_array();
@@ -392,6 +592,12 @@ int pg_qmap_from_json(const json_t *j, size_t width, pg_qmap **out, pg_error *er
     double lo = json_number_value(json_object_get(j, "lo"));
     double hi = json_number_value(json_object_get(j, "hi"));
     double spread = json_number_value(json_object_get(j, "spread"));
+    const json_t *sub = json_object_get(j, "sub"), *sub_noise = json_object_get(j, "sub_noise");
+    if ((sub || sub_noise) &&
+        !(json_is_integer(sub) && json_integer_value(sub) >= 2 &&
+          json_integer_value(sub) <= PG_QMAP_MAX_SUB && json_is_number(sub_noise) &&
+          json_number_value(sub_noise) > 0 && isfinite(json_number_value(sub_noise))))
+        return bad(err);
     if (json_integer_value(json_object_get(j, "version")) != PG_QMAP_VERSION ||
         !json_is_array(cols) || json_array_size(cols) > width || !isfinite(lo) || !isfinite(hi) ||
         !(lo < hi) || !(spread > 0.0 && spread <= 1.0))
@@ -402,6 +608,8 @@ int pg_qmap_from_json(const json_t *j, size_t width, pg_qmap **out, pg_error *er
     m->lo = lo;
     m->hi = hi;
     m->spread = spread;
+    m->sub = sub ? (size_t)json_integer_value(sub) : 0;
+    m->sub_noise = sub ? json_number_value(sub_noise) : 0.0;
     for (size_t k = 0; k < m->ncols && rc == PG_OK; k++) {
         const json_t *o = json_array_get(cols, k);
         const json_t *e = json_object_get(o, "edges"), *f = json_object_get(o, "cdf");
@@ -450,6 +658,8 @@ int pg_qmap_copy(const pg_qmap *m, pg_qmap **out, pg_error *err)
     c->lo = m->lo;
     c->hi = m->hi;
     c->spread = m->spread;
+    c->sub = m->sub;
+    c->sub_noise = m->sub_noise;
     for (size_t k = 0; k < m->ncols && rc == PG_OK; k++) {
         const pg_qmap_col *a = &m->cols[k];
         pg_qmap_col *b = &c->cols[k];

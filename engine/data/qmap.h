@@ -81,6 +81,10 @@ typedef struct pg_qmap {
     pg_qmap_col *cols;
     double lo, hi; /* the table's model range */
     double spread; /* k in (0, 1]: mapped values fill [c - k h, c + k h] */
+    /* Sub-bins of the per-class release (below; 0: none, the maps of
+     * jobs resolved before them) and their noise multiplier. */
+    size_t sub;
+    double sub_noise;
 } pg_qmap;
 
 /* Numeric columns of t (label excluded): the c of the sensitivity. */
@@ -116,6 +120,54 @@ int pg_qmap_release_classes(pg_rng *secure, const pg_table *t, const float *x,
                             const int32_t *labels, size_t n, size_t stride, int classes,
                             size_t bins, double s, int replace_one, pg_qmap **pooled,
                             pg_qmap **per_class, double *raw, pg_error *err);
+/* Sub-bins (encoding.quantile_sub = S > 0, the per-class quantile rule of
+ * calib_table.h). A bin's mass says nothing of where inside the bin the
+ * values lie, and the bins are equal cuts of the schema's bounds, so on a
+ * wide range one bin can hold most of a column (credit_data: Assets on
+ * [0, 500000], 36 % of it exactly 0, 90 % in the first of 32 bins; Time's
+ * 11 values at 12, 24, ..., 60 inside bins 3.75 wide). A second release
+ * splits every bin into sub-bins fixed by the schema and S alone:
+ *   integer column, bin holding v values: v <= S: one sub-bin per value (a
+ *     point: its samples are that value); v > S: S equal cuts, except that
+ *     the column's first bin starts with the point {min} (a mass at the
+ *     lower bound, e.g. zero assets) and S - 1 cuts of the rest;
+ *   continuous column: S equal cuts;
+ *   a bin with a single sub-bin (an integer map with one bin per value, a
+ *     bin holding one value) releases nothing.
+ * Per class k, per column with at least one released bin (c2 columns, label
+ * excluded), per released bin: the count of the class's present values in
+ * each of its sub-bins, plus N(0, sigma2^2), sigma2 = s2 Delta2.
+ * Sensitivity of the concatenation over classes, columns and bins: a row
+ * lies in one class and in one bin of each column, so it moves at most one
+ * cell per column: add/remove sqrt(c2), replace-one sqrt(2 c2) (the old
+ * cell down, the new one up), attained. RDP alpha / (2 s2^2) at every
+ * order, composed with the bins' release in the plan (qmap_spec.h).
+ * Post-processing: each cell minus sigma2 clipped at 0; a bin's cells then
+ * normalized into its within-bin CDF (m + 1 values from 0 to 1 over its m
+ * sub-bins), or -1 throughout when nothing is left (the rule falls back to
+ * its old within-bin shape). Only the per-class CDF uses them; the pooled
+ * map the generator trains in is unchanged. */
+#define PG_QMAP_MAX_SUB 256
+/* Sub-bins of bin b of column j (1: none released). */
+size_t pg_qmap_sub_bins(const pg_qmap *m, size_t j, size_t b, size_t sub);
+/* Sub-bin i's range [*a, *z] in encoded units (a == z: a point). */
+void pg_qmap_sub_range(const pg_qmap *m, size_t j, size_t b, size_t sub, size_t i, double *a,
+                       double *z);
+/* The sub-bin of encoded u in bin b. */
+size_t pg_qmap_sub_of(const pg_qmap *m, size_t j, size_t b, size_t sub, double u);
+/* Values per class of the within-bin CDFs: sum over released bins of m + 1. */
+size_t pg_qmap_sub_len(const pg_qmap *m, size_t sub);
+/* Columns with a released bin: the c2 of the sensitivity. */
+size_t pg_qmap_sub_columns(const pg_qmap *m, size_t sub);
+/* Releases the sub-bin counts of the n rows x (labels in [0, classes);
+ * classes 0: one class) over m's bins (a layout: its CDFs are not read) and
+ * writes the within-bin CDFs, class by class, into out (max(classes, 1) x
+ * pg_qmap_sub_len). sub in [2, PG_QMAP_MAX_SUB], s2 > 0. raw (optional):
+ * the noisy cells, class by class, column by column, bin by bin. */
+int pg_qmap_release_sub(pg_rng *secure, const pg_qmap *m, const float *x, const int32_t *labels,
+                        size_t n, size_t stride, int classes, size_t sub, double s2,
+                        int replace_one, float *out, double *raw, pg_error *err);
+
 /* Bins over all columns of m (0 for NULL). */
 size_t pg_qmap_total_bins(const pg_qmap *m);
 /* The histograms only (no noise): counts[j] gets column j's bins (layout of
@@ -133,9 +185,11 @@ void pg_qmap_decode(const pg_qmap *m, float *x, size_t stride, size_t rows);
 double pg_qmap_cdf(const pg_qmap_col *c, double u);
 double pg_qmap_inverse(const pg_qmap_col *c, double p);
 
-/* {"version": 1, "lo", "hi", "spread", "columns": [{"unit", "missing" (or null),
- * "integer", "step", "edges": [...], "cdf": [...]}]}; back with every field
- * checked (monotone, finite, units below width). */
+/* {"version": 1, "lo", "hi", "spread", ["sub", "sub_noise",] "columns":
+ * [{"unit", "missing" (or null), "integer", "step", "edges": [...], "cdf":
+ * [...]}]}; back with every field checked (monotone, finite, units below
+ * width). "sub" and "sub_noise" are written when sub > 0 and read as 0 when
+ * absent (maps saved before them). */
 json_t *pg_qmap_to_json(const pg_qmap *m);
 int pg_qmap_from_json(const json_t *j, size_t width, pg_qmap **out, pg_error *err);
 int pg_qmap_copy(const pg_qmap *m, pg_qmap **out, pg_error *err);

@@ -38,6 +38,10 @@ struct pg_calib_table {
      * values, no dominant tie) */
     size_t **first;
     unsigned char **inside;
+    /* Sub-bins (pooled->sub > 0, qmap.h): per bin over all map columns
+     * (pg_qmap_total_bins), the index of its within-bin CDF in a class's
+     * ccdf vector, (size_t)-1 for a bin without sub-bins. */
+    size_t *subat;
     /* Independence (pg_calib_table_set_independence): the probability that a
      * unit's value is redrawn from its class's target marginal alone, and
      * the target frequencies (K x T) the categorical redraws come from. */
@@ -296,6 +300,7 @@ void pg_calib_table_free(pg_calib_table *c)
     free(c->sorted);
     free(c->nsorted);
     free(c->qcol);
+    free(c->subat);
     free(c->ccdf);
     pg_qmap_free(c->pooled);
     free(c);
@@ -303,7 +308,9 @@ void pg_calib_table_free(pg_calib_table *c)
 
 size_t pg_calib_table_cdf_len(const pg_qmap *pooled)
 {
-    return pooled ? pg_qmap_total_bins(pooled) + pooled->ncols : 0;
+    return pooled
+               ? pg_qmap_total_bins(pooled) + pooled->ncols + pg_qmap_sub_len(pooled, pooled->sub)
+               : 0;
 }
 
 int pg_calib_table_check_cdf(const pg_qmap *pooled, int classes, const float *class_cdf,
@@ -313,7 +320,7 @@ int pg_calib_table_check_cdf(const pg_qmap *pooled, int classes, const float *cl
     if (!pooled || !class_cdf)
         return pg_error_set(err, PG_EINVAL, "the quantile rule needs a map and class CDFs");
     const float *f = class_cdf;
-    for (size_t k = 0; k < K; k++)
+    for (size_t k = 0; k < K; k++) {
         for (size_t j = 0; j < pooled->ncols; j++) {
             size_t nb = pooled->cols[j].bins;
             bool ok = f[0] == 0.0f && f[nb] == 1.0f;
@@ -321,6 +328,19 @@ int pg_calib_table_check_cdf(const pg_qmap *pooled, int classes, const float *cl
             if (!ok) return pg_error_set(err, PG_EFORMAT, "a class CDF is malformed");
             f += nb + 1;
         }
+        /* the within-bin CDFs of the sub-bins (qmap.h): 0 .. 1
+         * nondecreasing, or -1 throughout (nothing released survived) */
+        for (size_t j = 0; pooled->sub && j < pooled->ncols; j++)
+            for (size_t b = 0; b < pooled->cols[j].bins; b++) {
+                size_t nb = pg_qmap_sub_bins(pooled, j, b, pooled->sub);
+                if (nb < 2) continue;
+                bool none = f[0] == -1.0f, ok = none || (f[0] == 0.0f && f[nb] == 1.0f);
+                for (size_t q = 1; ok && q <= nb; q++)
+                    ok = none ? f[q] == -1.0f : f[q] >= f[q - 1] && isfinite(f[q]);
+                if (!ok) return pg_error_set(err, PG_EFORMAT, "a within-bin CDF is malformed");
+                f += nb + 1;
+            }
+    }
     return PG_OK;
 }
 
@@ -356,6 +376,16 @@ int pg_calib_table_set_quantiles(pg_calib_table *c, const pg_qmap *pooled, const
     for (size_t u = 0; u < c->d; u++) c->qcol[u] = (size_t)-1;
     for (size_t j = 0; j < nc; j++)
         if (pooled->cols[j].unit < c->d) c->qcol[pooled->cols[j].unit] = j;
+    /* where each bin's within-bin CDF starts in a class's vector */
+    size_t tb = pg_qmap_total_bins(pooled);
+    if (!(c->subat = malloc((tb ? tb : 1) * sizeof *c->subat)))
+        return pg_error_set(err, PG_ENOMEM, "cannot allocate the quantile rule");
+    for (size_t j = 0, o = 0, at = tb + nc; j < nc; j++)
+        for (size_t b = 0; b < pooled->cols[j].bins; b++, o++) {
+            size_t nb = pooled->sub ? pg_qmap_sub_bins(pooled, j, b, pooled->sub) : 1;
+            c->subat[o] = nb > 1 ? at : (size_t)-1;
+            at += nb > 1 ? nb + 1 : 0;
+        }
     return PG_OK;
 }
 
@@ -648,7 +678,27 @@ static float quantile_move(const pg_calib_table *c, size_t k, size_t j, double p
     double f = w > 0.0 ? (p - kc.cdf[lo]) / w : 0.5;
     f = f < 0.0 ? 0.0 : f > 1.0 ? 1.0 : f;
     double v;
-    if (c->inside[slot][lo]) {
+    size_t o = lo; /* the bin over all columns */
+    for (size_t i = 0; i < j; i++) o += m->cols[i].bins;
+    const double *sw =
+        c->subat && c->subat[o] != (size_t)-1 ? c->ccdf + k * c->Q + c->subat[o] : NULL;
+    if (sw && sw[0] >= 0.0) {
+        /* The class's released sub-bins: the sub-bin W puts f in, and f's
+         * place g inside its mass; a point sub-bin (one integer value, the
+         * column's minimum) gives its value. */
+        size_t nb = pg_qmap_sub_bins(m, j, lo, m->sub), a = 0, z = nb;
+        while (z - a > 1) {
+            size_t mid = a + (z - a) / 2;
+            if (sw[mid] <= f)
+                a = mid;
+            else
+                z = mid;
+        }
+        double ww = sw[a + 1] - sw[a], g = ww > 0.0 ? (f - sw[a]) / ww : 0.5, y0, y1;
+        g = g < 0.0 ? 0.0 : g > 1.0 ? 1.0 : g;
+        pg_qmap_sub_range(m, j, lo, m->sub, a, &y0, &y1);
+        v = mapped(m, pg_qmap_cdf(pc, y0 + g * (y1 - y0)));
+    } else if (c->inside[slot][lo]) {
         /* Inside the bin the release says nothing: the generator's own
          * shape there (its draw's quantile f within the bin's interval),
          * which it learned from the rows (a skewed column's mass piled at

@@ -149,7 +149,14 @@ int pg_calib_table_fit_all(pg_calib_table *c, const float *targets, const float 
  * of them, the sample takes the draw's quantile at its place within the bin's
  * mass (the generator's own within-bin shape, learned from the rows: a skewed
  * column piled at the bottom of its first bin, test_qmap_methods), else the
- * linear inverse. So F_k is met exactly at the bins' edges. */
+ * linear inverse. So F_k is met exactly at the bins' edges. With sub-bins
+ * (pooled->sub > 0, qmap.h) each class's vector continues, after its bins'
+ * CDFs, with the within-bin CDFs of the released bins (pg_qmap_sub_len
+ * values: per column, per bin with more than one sub-bin, its m + 1 values
+ * from 0 to 1, or -1 throughout when nothing was released there); where
+ * present they take the place of the draw's shape: p's place in the bin's
+ * mass picks a sub-bin by that CDF, linear inside it, a point sub-bin (one
+ * integer value, a column's minimum) giving its value. */
 size_t pg_calib_table_cdf_len(const pg_qmap *pooled);
 int pg_calib_table_check_cdf(const pg_qmap *pooled, int classes, const float *class_cdf,
                              pg_error *err);

@@ -646,6 +646,9 @@ static int dps_create(const json_t *r, const pg_job_data *in, int threads, pg_tr
                                           g->data->n, g->gen.num_classes, 0, &g->gen, g->class_cdf,
                                           err);
     if (rc == PG_OK) pg_warn_qmap_empty(&g->base, g->gen.qmap, in->desc->table); /* released */
+    if (rc == PG_OK && g->calib_quantile)
+        pg_warn_class_qmap_empty(&g->base, g->gen.qmap, g->gen.num_classes, g->class_cdf,
+                                  in->desc->table);
     /* On a table the class statistics are taken in the space the generator
      * trains in, after the quantile map (itself released above). */
     if (rc == PG_OK && g->calib && g->gen.heads)

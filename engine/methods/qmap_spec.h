@@ -11,6 +11,15 @@
  * lives in the generator (pg_generator.qmap), hence in checkpoints; the
  * checkpoint's "privacy" object records "quantile_noise" so a restore under
  * another spec is refused.
+ *
+ * Sub-bins (encoding.quantile_sub S > 0, encoding.quantile_sub_noise s2):
+ * with the per-class release only, a second release of each class's counts
+ * inside the bins (qmap.h, pg_qmap_release_sub), RDP alpha / (2 s2^2) added
+ * to the plan whenever S > 0 and the map is on. The within-bin CDFs follow
+ * each class's bin CDFs in the class_cdf layout (pg_qmap_spec_cdf_len); the
+ * pooled map carries S and s2 (its JSON's "sub", "sub_noise"), so a
+ * checkpoint restores only under the same S and s2 (PG_EPRIVACY) and one
+ * saved before them (no "sub") restores under a spec without them.
  */
 #ifndef PG_METHODS_QMAP_SPEC_H
 #define PG_METHODS_QMAP_SPEC_H
@@ -60,6 +69,31 @@
          "numeric "                                                                                \
          "columns; sqrt(2c) under replace-one), RDP alpha / (2 s^2) composed into the plan. "      \
          "Left out: max(2, 10 / sqrt(privacy.epsilon)), or 10 without an epsilon target."},        \
+        {"encoding.quantile_sub",                                                                  \
+         PG_PARAM_INT,                                                                             \
+         NULL,                                                                                     \
+         0,                                                                                        \
+         PG_QMAP_MAX_SUB,                                                                          \
+         NULL,                                                                                     \
+         0,                                                                                        \
+         PG_PARAM_OPTIONAL,                                                                        \
+         "Per-class quantile rule (calibration.numeric \"quantile\"): sub-bins per bin of a "      \
+         "second DP release of each class's numbers (one per integer value where a bin holds "     \
+         "at most this many, a point at an integer column's minimum, engine/data/qmap.h), so the " \
+         "served values inside a bin follow the data (a mass at zero, round values) instead of "   \
+         "the generator. Left out or 0: none; labelled central tables get 32 with the quantile "   \
+         "rule."},                                                                                 \
+        {"encoding.quantile_sub_noise",                                                            \
+         PG_PARAM_NUM,                                                                             \
+         NULL,                                                                                     \
+         0,                                                                                        \
+         1e6,                                                                                      \
+         NULL,                                                                                     \
+         0,                                                                                        \
+         PG_PARAM_EXCLUSIVE_MIN | PG_PARAM_OPTIONAL,                                               \
+         "Noise multiplier s2 of the sub-bins' release: per-count std s2 sqrt(c2) (c2 numeric "    \
+         "columns with sub-bins; sqrt(2 c2) under replace-one), RDP alpha / (2 s2^2) composed "    \
+         "into the plan. Left out: twice encoding.quantile_noise."},                               \
     {                                                                                              \
         "encoding.quantile_spread", PG_PARAM_NUM, PG_QMAP_SPREAD_TEXT, 0, 1, NULL, 0,              \
             PG_PARAM_EXCLUSIVE_MIN,                                                                \

@@ -405,6 +405,9 @@ static int gen_create(const json_t *r, const pg_job_data *in, int threads, pg_tr
             PG_OK)
         rc = fill_rows(g, in->rows, err);
     if (rc == PG_OK) pg_warn_qmap_empty(&g->base, g->gen.qmap, in->desc->table); /* released */
+    if (rc == PG_OK && g->cal.quantile)
+        pg_warn_class_qmap_empty(&g->base, g->gen.qmap, g->gen.num_classes, g->cal.class_cdf,
+                                  in->desc->table);
     /* The one label count of the job (charged in the plan); a restore reads
      * it back from the checkpoint instead of releasing again. */
     if (rc == PG_OK && g->label_counts) {

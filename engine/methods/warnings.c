@@ -8,6 +8,7 @@
 
 #include "engine/core/alloc.h"
 #include "engine/data/qmap.h"
+#include "engine/methods/calib_table.h"
 #include "engine/data/table.h"
 #include "engine/methods/calib_ldp.h"
 #include "engine/methods/snapshot.h"
@@ -364,4 +365,60 @@ void pg_warn_qmap_empty(struct pg_trainer *t, const struct pg_qmap *m, const str
                     "epsilon) would help.",
                     n > 1 ? "columns" : "column", names, n > 1 ? "their" : "its",
                     n > 1 ? "their" : "its");
+}
+
+/* The name of the column holding encoded unit u (NULL when none). */
+static const char *unit_column(const struct pg_table *table, size_t u)
+{
+    for (size_t i = 0; table && i < table->ncols; i++)
+        if (table->cols[i].width && u >= table->cols[i].offset &&
+            u < table->cols[i].offset + table->cols[i].width)
+            return table->cols[i].name;
+    return NULL;
+}
+
+void pg_warn_class_qmap_empty(struct pg_trainer *t, const struct pg_qmap *pooled, int classes,
+                              const float *class_cdf, const struct pg_table *table)
+{
+    if (!t || !pooled || !class_cdf || classes < 2) return;
+    size_t K = classes > 0 ? (size_t)classes : 1, Q = pg_calib_table_cdf_len(pooled);
+    const pg_table_col *lab =
+        table && table->label < table->ncols ? &table->cols[table->label] : NULL;
+    char names[400] = "";
+    size_t at = 0;
+    int n = 0;
+    for (size_t k = 0; k < K; k++) {
+        const float *f = class_cdf + k * Q;
+        for (size_t j = 0; j < pooled->ncols; j++) {
+            size_t nb = pooled->cols[j].bins;
+            bool flat = nb >= 2;
+            for (size_t b = 0; b < nb && flat; b++)
+                flat = fabs((double)f[b + 1] - f[b] - 1.0 / (double)nb) < 1e-6;
+            f += nb + 1;
+            if (!flat) continue;
+            const char *name = unit_column(table, pooled->cols[j].unit);
+            char cls[56], col[56], one[128];
+            if (lab && lab->type == PG_COL_CATEGORICAL && k < lab->ncat)
+                snprintf(cls, sizeof cls, "\"%.40s\"", lab->cats[k]);
+            else
+                snprintf(cls, sizeof cls, "%zu", k);
+            if (name)
+                snprintf(col, sizeof col, "\"%.40s\"", name);
+            else
+                snprintf(col, sizeof col, "at unit %zu", pooled->cols[j].unit);
+            snprintf(one, sizeof one, "%s in class %s", col, cls);
+            int w = snprintf(names + at, sizeof names - at, "%s%s", n ? ", " : "", one);
+            if (w < 0 || (size_t)w >= sizeof names - at) break; /* the sentence stays bounded */
+            at += (size_t)w;
+            n++;
+        }
+    }
+    if (!n) return;
+    pg_trainer_warn(t, PG_WARN_CLASS_QMAP_EMPTY,
+                    "The per-class DP histogram of the numbers kept nothing above its noise for "
+                    "%s, so %s served values spread evenly between the declared min and max "
+                    "instead of following the data. More rows of the class, fewer "
+                    "encoding.quantile_bins or a smaller encoding.quantile_noise (at more "
+                    "epsilon) would help.",
+                    names, n > 1 ? "their" : "its");
 }

@@ -146,4 +146,16 @@ struct pg_qmap; /* engine/data/qmap.h */
 void pg_warn_qmap_empty(struct pg_trainer *t, const struct pg_qmap *m,
                         const struct pg_table *table);
 
+#define PG_WARN_CLASS_QMAP_EMPTY "class_quantile_map_empty"
+/* The per-class quantile rule (calib_table.h, calibration.numeric
+ * "quantile"): class_cdf, the classes' released CDFs over the pooled map's
+ * bins (max(classes, 1) x pg_calib_table_cdf_len(pooled), already private).
+ * A class whose histogram of a column kept nothing above its noise got a map
+ * uniform over the bins (qmap.h): every step 1 / bins within float
+ * rounding, its values in that column spread evenly over the range. Names
+ * those classes and columns (from table); NULL arguments and a single class
+ * do nothing. */
+void pg_warn_class_qmap_empty(struct pg_trainer *t, const struct pg_qmap *pooled, int classes,
+                              const float *class_cdf, const struct pg_table *table);
+
 #endif

@@ -277,6 +277,135 @@ START_TEST(json_round_trip_and_hostile_maps)
 }
 END_TEST
 
+/* Sub-bins (qmap.h): a wide integer column ([0, 500000], 32 bins of 15625
+ * values) gets 32 sub-bins per bin, the first bin's first one the point
+ * {0}; a narrow one ([0, 120], bins of 3 or 4 values) one point per value,
+ * each value's encoding found in its own point; a continuous one 32 equal
+ * cuts. The layout's length and the c2 of the sensitivity are counted here
+ * by hand; the noise of the release on no rows is N(0, (s2 sqrt(c2))^2)
+ * per cell (sqrt(2 c2) replace-one; a variance ratio within 6 of its
+ * sd sqrt(2 / M) over M cells: false alarm below 1e-8); the JSON keeps
+ * "sub" and "sub_noise", reads a map without them as 0 and refuses
+ * hostile ones. Fails on the old code (no sub-bins). */
+START_TEST(sub_bins_follow_the_schema)
+{
+    json_t *sj = json_loads("{\"columns\":["
+                            "{\"name\":\"a\",\"type\":\"integer\",\"min\":0,\"max\":500000},"
+                            "{\"name\":\"t\",\"type\":\"integer\",\"min\":0,\"max\":120},"
+                            "{\"name\":\"x\",\"type\":\"continuous\",\"min\":0,\"max\":100},"
+                            "{\"name\":\"y\",\"type\":\"boolean\"}],\"label\":\"y\"}",
+                            0, NULL);
+    pg_table *t = NULL;
+    ck_assert_int_eq(pg_table_from_json(sj, &t, NULL), PG_OK);
+    json_decref(sj);
+    pg_qmap *m = NULL;
+    ck_assert_int_eq(pg_qmap_layout(t, 32, &m, NULL), PG_OK);
+    ck_assert_uint_eq(m->ncols, 3);
+    const size_t S = 32;
+    double a, z;
+    /* a: 32 sub-bins in every bin; the point {0} first */
+    for (size_t b = 0; b < 32; b++) ck_assert_uint_eq(pg_qmap_sub_bins(m, 0, b, S), S);
+    pg_qmap_sub_range(m, 0, 0, S, 0, &a, &z);
+    ck_assert(a == m->lo && z == m->lo);
+    ck_assert_uint_eq(pg_qmap_sub_of(m, 0, 0, S, m->lo), 0);
+    double step = m->cols[0].step;
+    ck_assert_uint_eq(pg_qmap_sub_of(m, 0, 0, S, m->lo + step), 1);
+    pg_qmap_sub_range(m, 0, 0, S, S - 1, &a, &z);
+    ck_assert_double_eq_tol(z, m->cols[0].edge[1], 1e-15);
+    /* t: one point per value, each value in its own */
+    size_t len = 0;
+    for (size_t b = 0; b < 32; b++) {
+        size_t nb = pg_qmap_sub_bins(m, 1, b, S);
+        ck_assert(nb == 3 || nb == 4 || nb == 5);
+        len += nb + 1;
+    }
+    for (int v = 0; v <= 120; v++) {
+        pg_table_value tv = {.num = v};
+        float row[3] = {0};
+        ck_assert_int_eq(pg_table_encode_value(t, 1, &tv, PG_TABLE_BOUNDS_REFUSE, row, NULL),
+                         PG_OK);
+        double u = row[m->cols[1].unit];
+        size_t b = 0;
+        while (b + 1 < 32 && m->cols[1].edge[b + 1] <= u) b++;
+        size_t i = pg_qmap_sub_of(m, 1, b, S, u);
+        pg_qmap_sub_range(m, 1, b, S, i, &a, &z);
+        ck_assert_msg(a == z && fabs(a - u) < 1e-6, "value %d: [%g, %g] against %g", v, a, z, u);
+    }
+    for (size_t b = 0; b < 32; b++) ck_assert_uint_eq(pg_qmap_sub_bins(m, 2, b, S), S);
+    pg_qmap_sub_range(m, 2, 5, S, 3, &a, &z);
+    double w = (m->cols[2].edge[6] - m->cols[2].edge[5]) / (double)S;
+    ck_assert_double_eq_tol(a, m->cols[2].edge[5] + 3 * w, 1e-12);
+    ck_assert_double_eq_tol(z, m->cols[2].edge[5] + 4 * w, 1e-12);
+    ck_assert_uint_eq(pg_qmap_sub_len(m, S), 2 * 32 * (S + 1) + len);
+    ck_assert_uint_eq(pg_qmap_sub_columns(m, S), 3);
+    ck_assert_uint_eq(pg_qmap_sub_len(m, 0), 0);
+    /* per-value bins release nothing */
+    pg_qmap *pv = NULL;
+    ck_assert_int_eq(pg_qmap_layout(t, 128, &pv, NULL), PG_OK);
+    ck_assert_uint_eq(pg_qmap_sub_bins(pv, 1, 7, S), 1);
+    ck_assert_uint_eq(pg_qmap_sub_columns(pv, S), 2);
+    pg_qmap_free(pv);
+    /* the noise on no rows: every cell N(0, sigma2^2) */
+    pg_rng sec;
+    ck_assert_int_eq(pg_rng_secure(&sec, NULL), PG_OK);
+    const int K = 20;
+    size_t cells = 2 * 32 * S + (len - 32);
+    float *out = malloc((size_t)K * pg_qmap_sub_len(m, S) * sizeof *out);
+    double *raw = malloc((size_t)K * cells * sizeof *raw);
+    int32_t lab = 0;
+    for (int ro = 0; ro < 2; ro++) {
+        ck_assert_int_eq(
+            pg_qmap_release_sub(&sec, m, NULL, &lab, 0, 4, K, S, 1.5, ro, out, raw, NULL), PG_OK);
+        double sig = 1.5 * sqrt(3.0 * (ro ? 2.0 : 1.0)), ss = 0;
+        size_t M = (size_t)K * cells;
+        for (size_t q = 0; q < M; q++) ss += raw[q] * raw[q];
+        double ratio = ss / (double)M / (sig * sig);
+        ck_assert_msg(fabs(ratio - 1.0) < 6.0 * sqrt(2.0 / (double)M), "variance ratio %g", ratio);
+    }
+    /* refused: the insecure generator, sub out of range, no noise */
+    pg_rng ins;
+    pg_rng_seeded(&ins, 1, 0);
+    ck_assert_int_eq(pg_qmap_release_sub(&ins, m, NULL, &lab, 0, 4, 1, S, 1, 0, out, NULL, NULL),
+                     PG_EPRIVACY);
+    ck_assert_int_eq(pg_qmap_release_sub(&sec, m, NULL, &lab, 0, 4, 1, 1, 1, 0, out, NULL, NULL),
+                     PG_EINVAL);
+    ck_assert_int_eq(pg_qmap_release_sub(&sec, m, NULL, &lab, 0, 4, 1, S, 0, 0, out, NULL, NULL),
+                     PG_EINVAL);
+    free(out);
+    free(raw);
+    /* JSON: sub and sub_noise kept; absent reads 0; hostile refused */
+    pg_qmap *back = NULL;
+    json_t *j = pg_qmap_to_json(m);
+    ck_assert_ptr_null(json_object_get(j, "sub"));
+    ck_assert_int_eq(pg_qmap_from_json(j, 4, &back, NULL), PG_OK);
+    ck_assert(back->sub == 0 && back->sub_noise == 0);
+    pg_qmap_free(back);
+    json_decref(j);
+    m->sub = S;
+    m->sub_noise = 2.5;
+    j = pg_qmap_to_json(m);
+    ck_assert_int_eq(pg_qmap_from_json(j, 4, &back, NULL), PG_OK);
+    ck_assert(back->sub == S && back->sub_noise == 2.5);
+    pg_qmap *cp = NULL;
+    ck_assert_int_eq(pg_qmap_copy(back, &cp, NULL), PG_OK);
+    ck_assert(cp->sub == S && cp->sub_noise == 2.5);
+    pg_qmap_free(cp);
+    pg_qmap_free(back);
+    json_object_set_new(j, "sub", json_integer(1));
+    ck_assert_int_eq(pg_qmap_from_json(j, 4, &back, NULL), PG_EFORMAT);
+    json_object_set_new(j, "sub", json_integer(PG_QMAP_MAX_SUB + 1));
+    ck_assert_int_eq(pg_qmap_from_json(j, 4, &back, NULL), PG_EFORMAT);
+    json_object_set_new(j, "sub", json_integer(32));
+    json_object_set_new(j, "sub_noise", json_real(-1));
+    ck_assert_int_eq(pg_qmap_from_json(j, 4, &back, NULL), PG_EFORMAT);
+    json_object_del(j, "sub_noise");
+    ck_assert_int_eq(pg_qmap_from_json(j, 4, &back, NULL), PG_EFORMAT);
+    json_decref(j);
+    pg_qmap_free(m);
+    pg_table_free(t);
+}
+END_TEST
+
 static Suite *qmap_suite(void)
 {
     Suite *s = suite_create("qmap");
@@ -287,6 +416,7 @@ static Suite *qmap_suite(void)
     tcase_add_test(tc, released_cdf_is_close_on_a_known_distribution);
     tcase_add_test(tc, rdp_is_the_gaussian_curve_at_s);
     tcase_add_test(tc, json_round_trip_and_hostile_maps);
+    tcase_add_test(tc, sub_bins_follow_the_schema);
     suite_add_tcase(s, tc);
     return s;
 }
