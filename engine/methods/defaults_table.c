@@ -36,6 +36,9 @@
 #define PG_DEFAULTS_INDEP_ERROR   0.03
 #define PG_DEFAULTS_INDEP_EPSILON 100.0
 #define PG_DEFAULTS_INDEP_ROWS    50.0
+/* Where the rule holds: the copula's noise multiplier max(1, this /
+ * sqrt(epsilon)) (calib_copula.h). */
+#define PG_DEFAULTS_COPULA_NOISE 18.0
 
 static double indep_error(const pg_table *t, const pg_data_desc *desc, double epsilon)
 {
@@ -84,6 +87,18 @@ static void fill_independence(json_t *s, const pg_table *t, const pg_data_desc *
         fill(s, "calibration.noise_multiplier", json_real(c < 1.0 ? 1.0 : c));
         double q = 6.7 / sqrt(e);
         fill(s, "encoding.quantile_noise", json_real(q < 2.0 ? 2.0 : q));
+    }
+    /* The classes' Gaussian copula (calib_copula.h), so that the redrawn
+     * columns keep each class's dependence: wherever the rule holds and
+     * some columns are redrawn (a resumed job may change the share, which
+     * is post-processing, without changing the plan), under the numeric
+     * rule it needs ("quantile", filled later when unset). */
+    const json_t *num = pg_spec_get(s, "calibration.numeric");
+    bool quantile = !num || json_is_null(num) ||
+                    (json_is_string(num) && strcmp(json_string_value(num), "quantile") == 0);
+    if (indep && quantile && json_is_number(ind) && json_number_value(ind) > 0.0) {
+        double cop = PG_DEFAULTS_COPULA_NOISE / sqrt(e);
+        fill(s, "calibration.copula_noise", json_real(cop < 1.0 ? 1.0 : cop));
     }
 }
 

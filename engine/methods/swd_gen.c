@@ -587,7 +587,7 @@ static int gen_save(pg_trainer *t, unsigned char **bytes, size_t *len, pg_error 
     }
     /* The kept releases: a resume reuses them, it never releases again. */
     size_t made = (size_t)g->releases, nt = g->pool_cap && made ? 2 : 0, nc = 0;
-    pg_ckpt_tensor more[4] = {
+    pg_ckpt_tensor more[5] = {
         {.name = POOL_THETA, .ndim = 2, .dims = {made, g->D * g->k}, .data = g->pool_theta},
         {.name = POOL_Q, .ndim = 2, .dims = {made, g->k * g->L}, .data = g->pool_q}};
     /* The class statistics (and CDFs) after them. */
