@@ -410,6 +410,44 @@ START_TEST(plans_charge_the_copula_exactly)
 }
 END_TEST
 
+/* Table defaults (defaults_table.c): where the independence rule holds the
+ * copula is on at max(1, 10 / epsilon) (swd_gen, replace-one: twice that,
+ * the same curve); off at epsilon
+ * 1000 (the rule keeps the generator's dependence), when a job asks for
+ * independence 0, or under another numeric rule; every such spec resolves. */
+START_TEST(defaults_fill_the_copula_where_independence_holds)
+{
+    table f;
+    small_table(&f, 3000);
+    pg_spec_errors e;
+    const struct {
+        const char *method, *spec;
+        double want;
+    } cases[] = {
+        {"dp_sinkhorn", "{\"privacy\": {\"epsilon\": 5}}", 2.0},
+        {"dp_sinkhorn", "{\"privacy\": {\"epsilon\": 2}}", 5.0},
+        {"dp_sinkhorn", "{\"privacy\": {\"epsilon\": 40}}", 1.0},
+        {"swd_gen", "{\"privacy\": {\"epsilon\": 5}}", 4.0},
+        {"dp_sinkhorn", "{\"privacy\": {\"epsilon\": 1000}}", 0.0},
+        {"dp_sinkhorn", "{\"privacy\": {\"epsilon\": 5}, \"calibration\": {\"independence\": 0}}",
+         0.0},
+        {"dp_sinkhorn", "{\"privacy\": {\"epsilon\": 5}, \"calibration\": {\"numeric\": \"rank\"}}",
+         0.0},
+        {"swd_gen", "{\"privacy\": {\"epsilon\": 1000}}", 0.0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *r = resolve_m(cases[i].method, cases[i].spec, &f, &e);
+        ck_assert_msg(r != NULL, "%s %s: %s: %s", cases[i].method, cases[i].spec, e.items[0].field,
+                      e.items[0].message);
+        ck_assert_msg(fabs(pg_spec_num(r, "calibration.copula_noise", 0) - cases[i].want) < 1e-12,
+                      "%s %s: copula noise %g, want %g", cases[i].method, cases[i].spec,
+                      pg_spec_num(r, "calibration.copula_noise", 0), cases[i].want);
+        json_decref(r);
+    }
+    table_free(&f);
+}
+END_TEST
+
 /* ---- a known Gaussian-copula table --------------------------------------- */
 
 static const char *SCHEMA_G = "{\"columns\":["
@@ -738,6 +776,7 @@ static Suite *copula_suite(void)
     tcase_add_test(tc, release_noise_and_projection);
     tcase_add_test(tc, copula_off_serves_the_old_rows);
     tcase_add_test(tc, plans_charge_the_copula_exactly);
+    tcase_add_test(tc, defaults_fill_the_copula_where_independence_holds);
     tcase_add_test(tc, served_copula_matches_a_gaussian_copula_table);
     tcase_add_test(tc, checkpoints_carry_the_copula);
     suite_add_tcase(s, tc);
