@@ -25,6 +25,13 @@
  * different numeric rule or malformed tensors PG_EFORMAT. The saved
  * independence is only checked to be in [0, 1]: post-processing, the resumed
  * job serves its own spec's value.
+ * With calibration.copula_noise c > 0 (calib_copula.h; needs independence
+ * > 0 and "quantile"): the class statistics' release also gives the counts
+ * the copula release reads, the header's "calibration" gets "copula": m and
+ * "privacy" gets "copula_noise": c (both only then), and the tensor
+ * PG_GENERATOR_COPULA_TENSOR (K x m^2) follows; a restore under another c
+ * (or none) is PG_EPRIVACY, a matrix that is not a correlation matrix
+ * PG_EFORMAT.
  *
  * Ownership: a pg_calib_wire owns its two arrays (pg_calib_wire_free; a
  * zeroed struct is an empty, off wiring). Errors: PG_ENOMEM, PG_EPRIVACY,
@@ -86,7 +93,9 @@ extern const char *const pg_calib_wire_rules[];
      "rows' normal scores under the classes' released marginals, calib_copula.h; RDP "            \
      "2 alpha / s^2 under the replace-one relation, charged with the class statistics); the "     \
      "redrawn columns of a sample take their levels from their class's copula instead of "        \
-     "independently, so each class keeps the dependence between its columns. 0: off."}
+     "independently, so each class keeps the dependence between its columns. 0: off. "           \
+     "Labelled central tables: 2 max(1, 10 / epsilon) where calibration.independence's rule "     \
+     "sets it (the curve dp_sinkhorn's max(1, 10 / epsilon) has under add/remove), else 0."}
 /* clang-format on */
 
 typedef struct pg_calib_wire {

@@ -55,6 +55,15 @@
  * can have been published, since the service writes a checkpoint before it
  * publishes a snapshot and progress reports carry no mean.
  *
+ * Copula (calibration.copula_noise, calib_copula.h; tables with the
+ * quantile rule and independence): after the class statistics, one more
+ * Gaussian release per class of the normal scores' second moments, computed
+ * from the released marginals only, add/remove RDP alpha / (2 c^2) in the
+ * same curve ("+stats+copula" in the mechanism). The redrawn columns of a
+ * sample then follow each class's released copula. Its matrices travel in
+ * the checkpoint ("copula" in the calibration object, tensor
+ * calibration.copula, "copula_noise" in privacy) and are never drawn again.
+ *
  * Data-dependent by-products of the cross term (its OT value, iteration
  * count, marginal error) are not sanitized and so are never reported: the
  * step report carries the data-free debias term's numbers instead.
@@ -198,7 +207,8 @@ static const pg_param DPS_PARAMS[] = {
      "rows' normal scores under the classes' released marginals, calib_copula.h; RDP "
      "alpha / (2 s^2) in the plan); the redrawn columns of a sample then take their levels from "
      "their class's copula instead of independently, so each class keeps the dependence "
-     "between its columns. 0: off."},
+     "between its columns. 0: off. Labelled central tables: max(1, 10 / epsilon) where "
+     "calibration.independence's rule sets it, else 0."},
     {"calibration.samples_per_class", PG_PARAM_INT, "1000", 10, 100000, NULL, 0, 0,
      "Generated rows per class that measure the generator's class statistics when a snapshot "
      "is published (a fixed-seed draw). Labelled tables: 4000."},

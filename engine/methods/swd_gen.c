@@ -71,7 +71,11 @@
  * calibration.independence (calib_wire.h, post-processing) redraws each
  * categorical column and quantile-mapped number from its class's released
  * marginal alone; the defaults set it by dp_sinkhorn's rule
- * (defaults_table.c), with more of the budget to the releases.
+ * (defaults_table.c), with more of the budget to the releases, and where it
+ * holds release each class's Gaussian copula too (calibration.copula_noise,
+ * calib_copula.h: replace-one RDP 2 alpha / c^2, folded into the class
+ * statistics' multiplier in the plan, calib_wire.h) so that the redrawn
+ * columns keep their class's dependence.
  */
 #include <math.h>
 #include <stdio.h>
