@@ -129,6 +129,11 @@ void pg_job_data_no_public(const pg_job_data *in, const char *method, pg_spec_er
  * additive δ₀ from probabilistic sensitivity bounds. `charges` is false for
  * post-processing (local or public data): nothing is reserved. */
 #define PG_PLAN_MAX_ORDERS 160
+/* Bytes of the mechanism's name with its NUL. The name is stored only as
+ * text (the ledger row's JSON, the job view), so its width is free to grow;
+ * 256 holds every base mechanism with all of its one-off releases spelt out
+ * (64 once made swd_spec.c abbreviate the longest ones). */
+#define PG_PLAN_MECHANISM_MAX 256
 typedef struct pg_privacy_plan {
     bool charges;
     int norders;
@@ -140,9 +145,9 @@ typedef struct pg_privacy_plan {
     double noise_multiplier; /* effective, as the accountant uses it */
     double sampling_rate;    /* 1 when every step sees all rows */
     long steps;
-    bool approximate;      /* some bound used is not rigorous */
-    char mechanism[64];    /* e.g. "poisson_subsampled_gaussian" */
-    char neighbouring[32]; /* "add_remove" or "replace_one" */
+    bool approximate;                      /* some bound used is not rigorous */
+    char mechanism[PG_PLAN_MECHANISM_MAX]; /* e.g. "poisson_subsampled_gaussian" */
+    char neighbouring[32];                 /* "add_remove" or "replace_one" */
 } pg_privacy_plan;
 
 /* ---- progress and snapshots --------------------------------------------- */

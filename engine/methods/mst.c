@@ -119,87 +119,39 @@ extern const pg_method pg_method_mst, pg_method_aim;
 
 /* ---- parameters ----------------------------------------------------------- */
 
+/* clang-format off */
 #define COMMON_PARAMS                                                                              \
-    {"privacy.epsilon",                                                                            \
-     PG_PARAM_NUM,                                                                                 \
-     NULL,                                                                                         \
-     0,                                                                                            \
-     1e4,                                                                                          \
-     NULL,                                                                                         \
-     0,                                                                                            \
+    {"privacy.epsilon", PG_PARAM_NUM, NULL, 0, 1e4, NULL, 0,                                       \
      PG_PARAM_REQUIRED | PG_PARAM_EXCLUSIVE_MIN,                                                   \
      "Target epsilon of the whole job (zCDP composed exactly, converted at delta by the "          \
      "ledger's rule)."},                                                                           \
-        {"privacy.delta",                                                                          \
-         PG_PARAM_NUM,                                                                             \
-         NULL,                                                                                     \
-         0,                                                                                        \
-         0.5,                                                                                      \
-         NULL,                                                                                     \
-         0,                                                                                        \
-         PG_PARAM_OPTIONAL | PG_PARAM_EXCLUSIVE_MIN,                                               \
-         "Target delta (default: the dataset's cap delta; never above it)."},                      \
-        {"discretize.bins",                                                                        \
-         PG_PARAM_INT,                                                                             \
-         "0",                                                                                      \
-         0,                                                                                        \
-         PG_DISC_MAX_BINS,                                                                         \
-         NULL,                                                                                     \
-         0,                                                                                        \
-         0,                                                                                        \
-         "Levels of each number in the model (0: auto from rows x sqrt(2 rho), the count over "    \
-         "the noise of one whole-budget measurement: 8 below 2000, 16 below 20000, 32 below "      \
-         "200000, 64 above; at epsilon 1 that is 8 below about 8000 rows); with "                  \
-         "discretize.adaptive these are runs of fine bins of about equal noisy mass, else equal "  \
-         "bins between the declared bounds; integer columns with a small span get one code per "   \
-         "value; \"scale\": \"log\" in the schema spaces bins in log(1 + x - min))."},             \
-        {"discretize.fine_bins",                                                                   \
-         PG_PARAM_INT,                                                                             \
-         "0",                                                                                      \
-         0,                                                                                        \
-         PG_DISC_MAX_BINS,                                                                         \
-         NULL,                                                                                     \
-         0,                                                                                        \
-         0,                                                                                        \
-         "Equal bins of each number measured before the adaptive merge (0: auto, 4 x "             \
-         "discretize.bins, at most 1024)."},                                                       \
-        {"model.max_cells",                                                                        \
-         PG_PARAM_NUM,                                                                             \
-         "8000000",                                                                                \
-         1000,                                                                                     \
-         PG_PGM_DEFAULT_MAX_CELLS,                                                                 \
-         NULL,                                                                                     \
-         0,                                                                                        \
-         0,                                                                                        \
-         "Bound on the graphical model's size (sum of its clique tables' cells, 8 bytes each); "   \
-         "a plan that cannot stay under it is refused at validation."},                            \
-        {"fit.iters",                                                                              \
-         PG_PARAM_INT,                                                                             \
-         "0",                                                                                      \
-         0,                                                                                        \
-         100000,                                                                                   \
-         NULL,                                                                                     \
-         0,                                                                                        \
-         0,                                                                                        \
-         "Mirror-descent iterations of the final fit (0: auto, 2000)."},                           \
-        {"sample.support_sigmas",                                                                  \
-         PG_PARAM_NUM,                                                                             \
-         "5",                                                                                      \
-         0,                                                                                        \
-         100,                                                                                      \
-         NULL,                                                                                     \
-         0,                                                                                        \
-         0,                                                                                        \
-         "Samples never fall in a bin of a number column whose fitted count is below this many "   \
-         "noise standard deviations (the fit leaves noise mass in empty bins, which would decode " \
-         "to outliers); 0: every bin is sampled. Post-processing: no privacy cost."},              \
-        {"seed", PG_PARAM_INT,       NULL,                                                         \
-         0,      9007199254740991.0, NULL,                                                         \
-         0,      PG_PARAM_OPTIONAL,  "Seed of sampling (never of DP noise or selection)."},        \
-    {                                                                                              \
-        "checkpoint_every", PG_PARAM_INT, "1", 1, 1, NULL, 0, 0,                                   \
-            "Every step is checkpointed: its noisy measurements must never be drawn twice."        \
-    }
+    {"privacy.delta", PG_PARAM_NUM, NULL, 0, 0.5, NULL, 0,                                         \
+     PG_PARAM_OPTIONAL | PG_PARAM_EXCLUSIVE_MIN,                                                   \
+     "Target delta (default: the dataset's cap delta; never above it)."},                          \
+    {"discretize.bins", PG_PARAM_INT, "0", 0, PG_DISC_MAX_BINS, NULL, 0, 0,                        \
+     "Levels of each number in the model (0: auto from rows x sqrt(2 rho), the count over "        \
+     "the noise of one whole-budget measurement: 8 below 2000, 16 below 20000, 32 below "          \
+     "200000, 64 above; at epsilon 1 that is 8 below about 8000 rows); with "                      \
+     "discretize.adaptive these are runs of fine bins of about equal noisy mass, else equal "      \
+     "bins between the declared bounds; integer columns with a small span get one code per "       \
+     "value; \"scale\": \"log\" in the schema spaces bins in log(1 + x - min))."},                 \
+    {"discretize.fine_bins", PG_PARAM_INT, "0", 0, PG_DISC_MAX_BINS, NULL, 0, 0,                   \
+     "Equal bins of each number measured before the adaptive merge (0: auto, 4 x "                 \
+     "discretize.bins, at most 1024)."},                                                           \
+    {"model.max_cells", PG_PARAM_NUM, "8000000", 1000, PG_PGM_DEFAULT_MAX_CELLS, NULL, 0, 0,       \
+     "Bound on the graphical model's size (sum of its clique tables' cells, 8 bytes each); "       \
+     "a plan that cannot stay under it is refused at validation."},                                \
+    {"fit.iters", PG_PARAM_INT, "0", 0, 100000, NULL, 0, 0,                                        \
+     "Mirror-descent iterations of the final fit (0: auto, 2000)."},                               \
+    {"sample.support_sigmas", PG_PARAM_NUM, "5", 0, 100, NULL, 0, 0,                               \
+     "Samples never fall in a bin of a number column whose fitted count is below this many "       \
+     "noise standard deviations (the fit leaves noise mass in empty bins, which would decode "     \
+     "to outliers); 0: every bin is sampled. Post-processing: no privacy cost."},                  \
+    {"seed", PG_PARAM_INT, NULL, 0, 9007199254740991.0, NULL, 0, PG_PARAM_OPTIONAL,                \
+     "Seed of sampling (never of DP noise or selection)."},                                        \
+    {"checkpoint_every", PG_PARAM_INT, "1", 1, 1, NULL, 0, 0,                                      \
+     "Every step is checkpointed: its noisy measurements must never be drawn twice."}
+/* clang-format on */
 
 /* discretize.adaptive's help, up to its "false" case (the defaults differ). */
 #define ADAPTIVE_HELP                                                                              \

@@ -513,6 +513,38 @@ static inline int rpl_wait_new_owner(rpl *c, const char *id, const char *gone, i
     return -1;
 }
 
+/* A job for rpl_start_job: replicas named `name` with lease_s and
+ * heartbeat_s (rpl_up); a dp_sinkhorn job (rpl_job_body, sigma 5) of
+ * `steps` steps checkpointed every `every` (every checkpoint kept when
+ * keep_all: the owner's next write to the table is a put) submitted through
+ * r[via]; the test goes on once it runs with a checkpoint at step >=
+ * at_least. */
+typedef struct rpl_job_case {
+    const char *name;
+    int lease_s, heartbeat_s, via;
+    long steps, every;
+    int64_t at_least;
+    bool keep_all;
+} rpl_job_case;
+
+/* rpl_up, a dataset of `rows` rows (cap epsilon 100) through r[0] (into
+ * ds) and j's job (into id); returns its owner's index once it runs as j
+ * asks (row filled; 60 s at most). */
+static inline int rpl_start_job(rpl *c, const rpl_job_case *j, int rows, char ds[64], char id[64],
+                                pg_job_row *row)
+{
+    char body[512];
+    rpl_up(c, j->name, j->lease_s, j->heartbeat_s);
+    rpl_dataset(&c->r[0], 100.0, rows, ds);
+    rpl_job_body(body, sizeof body, ds, j->steps, 5.0, j->every);
+    if (j->keep_all) {
+        size_t k = strlen(body) - 1; /* before the closing brace */
+        snprintf(body + k, sizeof body - k, ",\"keep_checkpoints\":100}");
+    }
+    rpl_submit(&c->r[j->via], body, id);
+    return rpl_wait_running(c, id, j->at_least, 60, row);
+}
+
 /* ---- stopping a replica and what it left -------------------------------- */
 
 /* SIGSTOP replica k and wait until every thread of it has stopped. kill()

@@ -228,12 +228,9 @@ START_TEST(kill9_mid_training_fails_over_and_matches_a_single_box)
     rpl_job_body(body, sizeof body, rds, S, 5.0, EVERY);
     rpl_submit(&REF, body, rid);
 
-    rpl_up(&C, "failover", 4, 1);
-    rpl_dataset(&C.r[0], 100.0, ROWS, ds);
-    rpl_job_body(body, sizeof body, ds, S, 5.0, EVERY);
-    rpl_submit(&C.r[0], body, id);
     pg_job_row row;
-    int x = rpl_wait_running(&C, id, EVERY, 60, &row);
+    int x = rpl_start_job(&C, &(rpl_job_case){"failover", 4, 1, 0, S, EVERY, EVERY, false}, ROWS,
+                          ds, id, &row);
     ck_assert_int_ge(x, 0);
     kill(C.r[x].pid, SIGKILL);
     waitpid(C.r[x].pid, NULL, 0);
@@ -334,13 +331,10 @@ END_TEST
 START_TEST(sigterm_hands_the_job_over_without_losing_steps)
 {
     enum { S = 12000, EVERY = 4000 };
-    rpl_up(&C, "drain", 30, 5);
-    char ds[64], body[512], id[64];
-    rpl_dataset(&C.r[0], 100.0, ROWS, ds);
-    rpl_job_body(body, sizeof body, ds, S, 5.0, EVERY);
-    rpl_submit(&C.r[0], body, id);
+    char ds[64], id[64];
     pg_job_row row;
-    int x = rpl_wait_running(&C, id, 0, 60, &row);
+    int x = rpl_start_job(&C, &(rpl_job_case){"drain", 30, 5, 0, S, EVERY, 0, false}, ROWS, ds, id,
+                          &row);
     /* the step the running replica reports just before SIGTERM */
     long seen = -1;
     for (int i = 0; i < 3000 && seen < 100; i++) {

@@ -44,6 +44,27 @@ static rpl C;
 
 #define ROWS 400
 
+/* The takeover tests' job (rpl_start_job): replicas with a 4 s lease, a
+ * job of TK_S steps checkpointed every TK_EVERY through r[via] (every
+ * checkpoint kept when keep_all); returns its owner once it runs with a
+ * checkpoint stored. */
+enum { TK_S = 8000, TK_EVERY = 400 };
+static int takeover_job(const char *name, int via, bool keep_all, char ds[64], char id[64],
+                        pg_job_row *row)
+{
+    return rpl_start_job(&C, &(rpl_job_case){name, 4, 1, via, TK_S, TK_EVERY, TK_EVERY, keep_all},
+                         ROWS, ds, id, row);
+}
+
+/* What the stopped (or killed) owner x left: the job's row, still x's, into
+ * *left; returns the newest stored checkpoint's step. */
+static int64_t left_by(const char *id, int x, pg_job_row *left)
+{
+    ck_assert(rpl_row(&C, id, left));
+    ck_assert_str_eq(left->owner, C.node[x]);
+    return rpl_last_ckpt(&C, id);
+}
+
 /* ---- cross-replica ------------------------------------------------------ */
 
 START_TEST(samples_of_a_finished_job_are_identical_from_every_replica)
@@ -84,13 +105,10 @@ END_TEST
 
 START_TEST(cancel_through_one_replica_stops_the_job_on_another)
 {
-    rpl_up(&C, "cancel", 30, 5);
     char ds[64], body[512], id[64];
-    rpl_dataset(&C.r[0], 100.0, ROWS, ds);
-    rpl_job_body(body, sizeof body, ds, 1000000, 5.0, 100000);
-    rpl_submit(&C.r[0], body, id);
     pg_job_row row;
-    int x = rpl_wait_running(&C, id, 0, 60, &row);
+    int x = rpl_start_job(&C, &(rpl_job_case){"cancel", 30, 5, 0, 1000000, 100000, 0, false}, ROWS,
+                          ds, id, &row);
     int c = rpl_other_than(&C, x);
     char path[128];
     snprintf(path, sizeof path, "/v1/jobs/%.64s/cancel", id);
@@ -118,13 +136,10 @@ END_TEST
 START_TEST(events_on_another_replica_follow_the_job_to_its_end)
 {
     enum { S = 6000 };
-    rpl_up(&C, "events", 30, 5);
-    char ds[64], body[512], id[64];
-    rpl_dataset(&C.r[0], 100.0, ROWS, ds);
-    rpl_job_body(body, sizeof body, ds, S, 5.0, 500);
-    rpl_submit(&C.r[0], body, id);
+    char ds[64], id[64];
     pg_job_row row;
-    int x = rpl_wait_running(&C, id, 0, 60, &row);
+    int x = rpl_start_job(&C, &(rpl_job_case){"events", 30, 5, 0, S, 500, 0, false}, ROWS, ds, id,
+                          &row);
     int b = rpl_other_than(&C, x);
     char path[128];
     snprintf(path, sizeof path, "/v1/jobs/%.64s/events", id);
@@ -164,14 +179,9 @@ END_TEST
 
 START_TEST(a_woken_replica_shows_the_result_of_the_new_owner)
 {
-    enum { S = 8000, EVERY = 400 };
-    rpl_up(&C, "woken", 4, 1);
-    char ds[64], body[512], id[64];
-    rpl_dataset(&C.r[0], 100.0, ROWS, ds);
-    rpl_job_body(body, sizeof body, ds, S, 5.0, EVERY);
-    rpl_submit(&C.r[0], body, id);
+    char ds[64], id[64];
     pg_job_row row;
-    int x = rpl_wait_running(&C, id, EVERY, 60, &row);
+    int x = takeover_job("woken", 0, false, ds, id, &row);
     rpl_stop(&C, x);
     /* x is stopped wherever it is, not settled (the view is what this test
      * is about), so it may be stopped inside a statement of a transaction
@@ -263,23 +273,16 @@ static void after_takeover(const char *job, const char *dataset, int x, const pg
 
 START_TEST(a_stopped_replica_past_its_lease_cannot_overwrite_the_new_owner)
 {
-    enum { S = 8000, EVERY = 400 };
-    rpl_up(&C, "partition", 4, 1);
-    char ds[64], body[512], id[64];
-    rpl_dataset(&C.r[0], 100.0, ROWS, ds);
-    rpl_job_body(body, sizeof body, ds, S, 5.0, EVERY);
-    rpl_submit(&C.r[1], body, id);
+    char ds[64], id[64];
     pg_job_row row;
-    int x = rpl_wait_running(&C, id, EVERY, 60, &row);
+    int x = takeover_job("partition", 1, false, ds, id, &row);
     rpl_stop(&C, x);          /* cut off: no heartbeat, no step */
     rpl_settle(&C, x, 0, 10); /* a write in flight lands or is rolled back */
     pg_job_row left;
-    ck_assert(rpl_row(&C, id, &left));
-    ck_assert_str_eq(left.owner, C.node[x]);
-    int64_t last = rpl_last_ckpt(&C, id);
+    int64_t last = left_by(id, x, &left);
     ck_assert_int_ge(last, left.step);
-    ck_assert_int_le(last, left.step + EVERY);
-    after_takeover(id, ds, x, &left, last, S, EVERY, 30);
+    ck_assert_int_le(last, left.step + TK_EVERY);
+    after_takeover(id, ds, x, &left, last, TK_S, TK_EVERY, 30);
 }
 END_TEST
 
@@ -310,59 +313,71 @@ static void pq_ok(PGconn *c, const char *sql)
     PQclear(r);
 }
 
-/* Sessions of replica k waiting for a lock in a statement on the
- * checkpoints table. */
-static int pq_blocked_on_checkpoints(PGconn *c, int k)
+/* Sessions of replica k waiting for a lock in a statement that mentions
+ * `word` (ILIKE: "checkpoints", the table; "steps_reserved", the step
+ * write of the job row). */
+static int pq_blocked(PGconn *c, int k, const char *word)
 {
-    char app[32];
+    char app[32], like[64];
     rpl_app(&C, k, app);
-    const char *v[1] = {app};
+    snprintf(like, sizeof like, "%%%s%%", word);
+    const char *v[2] = {app, like};
     PGresult *r = PQexecParams(c,
                                "SELECT count(*) FROM pg_stat_activity WHERE datname = "
                                "current_database() AND application_name = $1 AND "
-                               "wait_event_type = 'Lock' AND query ILIKE '%checkpoints%'",
-                               1, NULL, v, NULL, NULL, 0);
+                               "wait_event_type = 'Lock' AND query ILIKE $2",
+                               2, NULL, v, NULL, NULL, 0);
     ck_assert_int_eq(PQresultStatus(r), PGRES_TUPLES_OK);
     int n = atoi(PQgetvalue(r, 0, 0));
     PQclear(r);
     return n;
 }
 
+/* Polls (every 20 ms, up to secs) until replica k has a session blocked as
+ * pq_blocked says (want 1) or none (want 0); whether it came. */
+static int pq_wait_blocked(PGconn *c, int k, const char *word, int want, int secs)
+{
+    for (int i = 0; i < secs * 50; i++) {
+        if ((pq_blocked(c, k, word) > 0) == want) return 1;
+        pg_sleep_ms(20);
+    }
+    return 0;
+}
+
+/* Opens *lk and *mon on the replicas' database, takes the checkpoints table
+ * in *lk's open transaction (EXCLUSIVE: readers pass) and waits until the
+ * owner x of job id blocks on it in its fenced checkpoint write. */
+static void hold_checkpoints(const char *id, int x, PGconn **lk, PGconn **mon)
+{
+    *lk = pq_open(C.db_url);
+    *mon = pq_open(C.db_url);
+    pq_ok(*lk, "BEGIN");
+    pq_ok(*lk, "LOCK TABLE checkpoints IN EXCLUSIVE MODE");
+    ck_assert_msg(pq_wait_blocked(*mon, x, "checkpoints", 1, 60),
+                  "the owner of %s wrote no checkpoint in 60 s", id);
+}
+
 START_TEST(an_owner_stopped_inside_its_checkpoint_write_is_still_taken_over)
 {
-    enum { S = 8000, EVERY = 400 };
-    rpl_up(&C, "stall", 4, 1);
-    char ds[64], body[512], id[64];
-    rpl_dataset(&C.r[0], 100.0, ROWS, ds);
-    rpl_job_body(body, sizeof body, ds, S, 5.0, EVERY);
-    rpl_submit(&C.r[2], body, id);
+    char ds[64], id[64];
     pg_job_row row;
-    int x = rpl_wait_running(&C, id, EVERY, 60, &row);
-    PGconn *lk = pq_open(C.db_url), *mon = pq_open(C.db_url);
-    pq_ok(lk, "BEGIN");
-    pq_ok(lk, "LOCK TABLE checkpoints IN EXCLUSIVE MODE");
-    int blocked = 0;
-    for (int i = 0; i < 60 * 50 && !blocked; i++) {
-        blocked = pq_blocked_on_checkpoints(mon, x) > 0;
-        if (!blocked) pg_sleep_ms(20);
-    }
-    ck_assert_msg(blocked, "the owner of %s wrote no checkpoint in 60 s", id);
+    int x = takeover_job("stall", 2, false, ds, id, &row);
+    PGconn *lk, *mon;
+    hold_checkpoints(id, x, &lk, &mon);
     rpl_stop(&C, x); /* inside the write, holding the job row */
-    ck_assert_int_gt(pq_blocked_on_checkpoints(mon, x), 0);
+    ck_assert_int_gt(pq_blocked(mon, x, "checkpoints"), 0);
     /* What x leaves: its write waits on the lock and x is stopped, so none
      * of it can land any more (its heartbeat waits on the row the write
      * holds); the row is at its newest checkpoint. */
     pg_job_row left;
-    ck_assert(rpl_row(&C, id, &left));
-    ck_assert_str_eq(left.owner, C.node[x]);
-    int64_t last = rpl_last_ckpt(&C, id);
+    int64_t last = left_by(id, x, &left);
     ck_assert_int_eq(last, left.step);
     pq_ok(lk, "COMMIT"); /* its statement ends; its COMMIT never comes */
     PQfinish(lk);
     PQfinish(mon);
     rpl_settle(&C, x, 0, 10);
     ck_assert_int_eq(rpl_last_ckpt(&C, id), last); /* the stopped write did not land */
-    after_takeover(id, ds, x, &left, last, S, EVERY, 30);
+    after_takeover(id, ds, x, &left, last, TK_S, TK_EVERY, 30);
 }
 END_TEST
 
@@ -381,30 +396,16 @@ END_TEST
  * and the woken owner writes nothing (after_takeover). */
 START_TEST(an_owner_stopped_inside_a_statement_is_taken_over_within_its_lease)
 {
-    enum { S = 8000, EVERY = 400 };
-    rpl_up(&C, "instmt", 4, 1);
-    char ds[64], body[512], id[64];
-    rpl_dataset(&C.r[0], 100.0, ROWS, ds);
-    rpl_job_body(body, sizeof body, ds, S, 5.0, EVERY);
-    rpl_submit(&C.r[1], body, id);
+    char ds[64], id[64];
     pg_job_row row;
-    int x = rpl_wait_running(&C, id, EVERY, 60, &row);
-    PGconn *lk = pq_open(C.db_url), *mon = pq_open(C.db_url);
-    pq_ok(lk, "BEGIN");
-    pq_ok(lk, "LOCK TABLE checkpoints IN EXCLUSIVE MODE");
-    int blocked = 0;
-    for (int i = 0; i < 60 * 50 && !blocked; i++) {
-        blocked = pq_blocked_on_checkpoints(mon, x) > 0;
-        if (!blocked) pg_sleep_ms(20);
-    }
-    ck_assert_msg(blocked, "the owner of %s wrote no checkpoint in 60 s", id);
+    int x = takeover_job("instmt", 1, false, ds, id, &row);
+    PGconn *lk, *mon;
+    hold_checkpoints(id, x, &lk, &mon);
     rpl_stop(&C, x); /* inside the write's statement, holding the job row */
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     pg_job_row left;
-    ck_assert(rpl_row(&C, id, &left));
-    ck_assert_str_eq(left.owner, C.node[x]);
-    int64_t last = rpl_last_ckpt(&C, id);
+    int64_t last = left_by(id, x, &left);
     ck_assert_int_eq(last, left.step);
     /* 20 s: five leases, and 10 s before the statement_timeout would have
      * freed the row (the old code's takeover came at about 31 s) */
@@ -415,17 +416,12 @@ START_TEST(an_owner_stopped_inside_a_statement_is_taken_over_within_its_lease)
             (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec), C.node[x]);
     /* its session was ended, its write rolled back (read while the table
      * is still the test's: nobody can have written since) */
-    int gone = 0;
-    for (int i = 0; i < 10 * 50 && !gone; i++) {
-        gone = pq_blocked_on_checkpoints(mon, x) == 0;
-        if (!gone) pg_sleep_ms(20);
-    }
-    ck_assert(gone);
+    ck_assert(pq_wait_blocked(mon, x, "checkpoints", 0, 10));
     ck_assert_int_eq(rpl_last_ckpt(&C, id), last);
     pq_ok(lk, "COMMIT");
     PQfinish(lk);
     PQfinish(mon);
-    after_takeover(id, ds, x, &left, last, S, EVERY, 30);
+    after_takeover(id, ds, x, &left, last, TK_S, TK_EVERY, 30);
 }
 END_TEST
 
@@ -455,29 +451,12 @@ static int pq_waiting(PGconn *c, int pid)
 
 START_TEST(an_owner_killed_between_its_checkpoint_and_its_step_write_loses_no_step)
 {
-    enum { S = 8000, EVERY = 400 };
-    rpl_up(&C, "gap", 4, 1);
-    char ds[64], body[512], id[64];
-    rpl_dataset(&C.r[0], 100.0, ROWS, ds);
-    /* every checkpoint kept: the owner's next write to the table is a put */
-    snprintf(body, sizeof body,
-             "{\"dataset_id\":\"%s\",\"method\":\"dp_sinkhorn\",\"model\":{\"hidden\":[16]},"
-             "\"train\":{\"steps\":%d,\"batch_size\":20},\"ot\":{\"max_iter\":20},"
-             "\"privacy\":{\"noise_multiplier\":5},\"checkpoint_every\":%d,"
-             "\"keep_checkpoints\":100,\"seed\":3}",
-             ds, (int)S, (int)EVERY);
-    rpl_submit(&C.r[1], body, id);
+    enum { S = TK_S, EVERY = TK_EVERY };
+    char ds[64], id[64];
     pg_job_row row;
-    int x = rpl_wait_running(&C, id, EVERY, 60, &row);
-    PGconn *lk = pq_open(C.db_url), *rl = pq_open(C.db_url), *mon = pq_open(C.db_url);
-    pq_ok(lk, "BEGIN");
-    pq_ok(lk, "LOCK TABLE checkpoints IN EXCLUSIVE MODE");
-    int blocked = 0;
-    for (int i = 0; i < 60 * 50 && !blocked; i++) {
-        blocked = pq_blocked_on_checkpoints(mon, x) > 0;
-        if (!blocked) pg_sleep_ms(20);
-    }
-    ck_assert_msg(blocked, "the owner of %s wrote no checkpoint in 60 s", id);
+    int x = takeover_job("gap", 1, true, ds, id, &row);
+    PGconn *lk, *mon, *rl = pq_open(C.db_url);
+    hold_checkpoints(id, x, &lk, &mon);
     pg_job_row before;
     ck_assert(rpl_row(&C, id, &before));
     int64_t s = before.steps_reserved; /* the step of the blocked write */
@@ -506,22 +485,8 @@ START_TEST(an_owner_killed_between_its_checkpoint_and_its_step_write_loses_no_st
         PQclear(r);
     }
     /* the owner's step write now waits on the table: kill it there */
-    char app[32];
-    rpl_app(&C, x, app);
-    int stuck = 0;
-    for (int i = 0; i < 30 * 50 && !stuck; i++) {
-        const char *v[1] = {app};
-        PGresult *q = PQexecParams(mon,
-                                   "SELECT count(*) FROM pg_stat_activity WHERE datname = "
-                                   "current_database() AND application_name = $1 AND "
-                                   "wait_event_type = 'Lock' AND query ILIKE '%steps_reserved%'",
-                                   1, NULL, v, NULL, NULL, 0);
-        ck_assert_int_eq(PQresultStatus(q), PGRES_TUPLES_OK);
-        stuck = atoi(PQgetvalue(q, 0, 0)) > 0;
-        PQclear(q);
-        if (!stuck) pg_sleep_ms(20);
-    }
-    ck_assert_msg(stuck, "the owner of %s did not write its step", id);
+    ck_assert_msg(pq_wait_blocked(mon, x, "steps_reserved", 1, 30),
+                  "the owner of %s did not write its step", id);
     ck_assert_int_eq(rpl_last_ckpt(&C, id), s);
     kill(C.r[x].pid, SIGKILL);
     waitpid(C.r[x].pid, NULL, 0);
@@ -532,11 +497,9 @@ START_TEST(an_owner_killed_between_its_checkpoint_and_its_step_write_loses_no_st
     PQfinish(mon);
     rpl_settle(&C, x, 1, 10);
     pg_job_row left;
-    ck_assert(rpl_row(&C, id, &left));
-    ck_assert_str_eq(left.owner, C.node[x]);
+    ck_assert_int_eq(left_by(id, x, &left), s);
     ck_assert_int_eq(left.step, s - EVERY); /* the row is a checkpoint behind */
     ck_assert_int_eq(left.steps_reserved, s);
-    ck_assert_int_eq(rpl_last_ckpt(&C, id), s);
 
     int y = rpl_wait_new_owner(&C, id, C.node[x], 30, &row);
     ck_assert_int_ne(y, x);

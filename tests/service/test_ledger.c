@@ -292,6 +292,48 @@ START_TEST(concurrent_admissions_never_overspend)
 }
 END_TEST
 
+/* The plan's mechanism names the base mechanism and each one-off release
+ * it makes (method.h: up to PG_PLAN_MECHANISM_MAX - 1 = 255 bytes); the
+ * ledger row stores it whole, and the curve beside it still counts. Old
+ * code: a 64-byte field cut such a name at 63 characters. */
+START_TEST(a_long_mechanism_round_trips_through_the_ledger)
+{
+    pg_db *s = open_with_datasets();
+    pg_privacy_plan p = sgm_plan(0.02, 1.0, 300);
+    enum { LONG = 255 }; /* openapi.yaml: at most 255 characters */
+    char want[LONG + 1];
+    /* the longest name a method spells today, then releases up to 255 */
+    size_t k = (size_t)snprintf(want, sizeof want, "%s",
+                                "gaussian_projection_per_step_subsampled_wor+label_counts+"
+                                "class_stats+qmap");
+    for (int r = 0; k < sizeof want - 1; r++)
+        k += (size_t)snprintf(want + k, sizeof want - k, "+release_%d", r);
+    ck_assert_uint_eq(strlen(want), LONG);
+    snprintf(p.mechanism, sizeof p.mechanism, "%s", want);
+    char id[PG_ID_MAX];
+    pg_ledger_quote q;
+    ck_assert_int_eq(admit(s, ds_a, 100.0, &p, "job_m", id, &q), PG_OK);
+    ck_assert(q.admit);
+    pg_ledger_entry *e;
+    size_t n;
+    ck_assert_int_eq(pg_db_ledger_entries(s, ds_a, &e, &n, NULL), PG_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(e[0].job_id, id);
+    json_t *o = json_loads(e[0].plan, 0, NULL);
+    ck_assert_ptr_nonnull(o);
+    ck_assert_str_eq(json_string_value(json_object_get(o, "mechanism")), want);
+    json_decref(o);
+    pg_ledger_entries_free(e, n);
+    pg_ledger_curve c;
+    ck_assert_int_eq(pg_ledger_spent(s, ds_a, &c, NULL), PG_OK);
+    ck_assert_int_eq(c.entries, 1);
+    double spent;
+    ck_assert_int_eq(pg_ledger_curve_epsilon(&c, CAP_DELTA, &spent, NULL), PG_OK);
+    ck_assert(pg_test_reldiff(spent, p.epsilon) < 1e-9);
+    pg_db_close(s);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("ledger");
@@ -305,6 +347,7 @@ static Suite *suite(void)
     tcase_add_test(tc, queued_cancel_refunds_once);
     tcase_add_test(tc, refused_admission_leaves_no_job_row);
     tcase_add_test(tc, concurrent_admissions_never_overspend);
+    tcase_add_test(tc, a_long_mechanism_round_trips_through_the_ledger);
     suite_add_tcase(s, tc);
     return s;
 }

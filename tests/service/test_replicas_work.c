@@ -180,6 +180,21 @@ static pg_job_row *wait_row(pg_db *db, const char *id, const char *st, const cha
     }
 }
 
+/* Starts a, then a central dataset of 400 rows for a new tenant (into
+ * tenant, ds) and a job of `steps` steps checkpointed every `every`
+ * submitted through a (into id); returns once a runs it past min_step
+ * (waiting up to secs). */
+static void run_on(replica *a, long steps, long every, int64_t min_step, double secs,
+                   char tenant[PG_ID_MAX], char ds[PG_ID_MAX], char id[PG_ID_MAX])
+{
+    replica_start(a);
+    pg_test_uid(tenant, PG_ID_MAX, "ten_");
+    central_dataset(a->db, tenant, ds, PG_ID_MAX, 400);
+    submit(a, tenant, ds, steps, every, id);
+    pg_job_row *r = wait_row(a->db, id, "running", a->cfg.node_id, min_step, secs);
+    pg_job_rows_free(r, 1);
+}
+
 static int64_t newest_ckpt(pg_db *db, const char *id)
 {
     pg_ckpt_row *rows;
@@ -390,13 +405,8 @@ END_TEST
 START_TEST(stale_owner_stops_without_writing)
 {
     replica *a = replica_new("A", 1000); /* never renews within the 4 s lease */
-    replica_start(a);
     char tenant[PG_ID_MAX], ds[PG_ID_MAX], id[PG_ID_MAX];
-    pg_test_uid(tenant, sizeof tenant, "ten_");
-    central_dataset(a->db, tenant, ds, sizeof ds, 400);
-    submit(a, tenant, ds, 2000000, 20, id);
-    pg_job_row *r = wait_row(a->db, id, "running", "A", 40, 60);
-    pg_job_rows_free(r, 1);
+    run_on(a, 2000000, 20, 40, 60, tenant, ds, id);
     /* the test is replica B: it claims once A's lease ran out */
     pg_db *db = pg_test_db_open();
     pg_job_row *c = NULL;
@@ -449,7 +459,7 @@ START_TEST(stale_owner_stops_without_writing)
     }
     sleep_ms(1500); /* anything A still had in flight would have landed by now */
     ck_assert_int_eq((int)counts(a).losses, 1);
-    r = row_of(db, id);
+    pg_job_row *r = row_of(db, id);
     ck_assert_str_eq(r->status, "running");
     ck_assert_str_eq(r->owner, "B");
     ck_assert_int_eq(r->step, 1000040);
@@ -554,15 +564,10 @@ START_TEST(drain_hands_the_job_over)
 {
     enum { STEPS = 3000, EVERY = 500 };
     replica *a = replica_new("A", 1), *b = replica_new("B", 1);
-    replica_start(a);
     char tenant[PG_ID_MAX], ds[PG_ID_MAX], id[PG_ID_MAX];
-    pg_test_uid(tenant, sizeof tenant, "ten_");
-    central_dataset(a->db, tenant, ds, sizeof ds, 400);
-    submit(a, tenant, ds, STEPS, EVERY, id);
-    pg_job_row *r = wait_row(a->db, id, "running", "A", EVERY, 120);
-    pg_job_rows_free(r, 1);
+    run_on(a, STEPS, EVERY, EVERY, 120, tenant, ds, id);
     pg_jobs_drain(a->m);
-    r = row_of(b->db, id);
+    pg_job_row *r = row_of(b->db, id);
     ck_assert_str_eq(r->status, "running");
     ck_assert_str_eq(r->owner, "A");
     int64_t at = r->step;
@@ -598,19 +603,14 @@ START_TEST(restart_releases_own_leases)
 {
     replica *a = replica_new("A", 1);
     a->cfg.lease_s = 3600;
-    replica_start(a);
     char tenant[PG_ID_MAX], ds[PG_ID_MAX], id[PG_ID_MAX];
-    pg_test_uid(tenant, sizeof tenant, "ten_");
-    central_dataset(a->db, tenant, ds, sizeof ds, 400);
-    submit(a, tenant, ds, 2000000, 50, id);
-    pg_job_row *r = wait_row(a->db, id, "running", "A", 100, 60);
-    pg_job_rows_free(r, 1);
+    run_on(a, 2000000, 50, 100, 60, tenant, ds, id);
     pg_jobs_abandon(a->m);
     replica_free(a);
     replica *b = replica_new("B", 1);
     replica_start(b);
     sleep_ms(500);
-    r = row_of(b->db, id);
+    pg_job_row *r = row_of(b->db, id);
     ck_assert_str_eq(r->owner, "A"); /* B cannot take it: A's lease runs for an hour */
     pg_job_rows_free(r, 1);
     replica *a2 = replica_new("A", 1);

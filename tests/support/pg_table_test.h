@@ -1,6 +1,7 @@
 /* tests/support/pg_table_test.h - typed tables in tests: a schema written as
- * JSON text, the description of central rows of a table, and records read
- * back with the engine's own strict parser.
+ * JSON text, the description of central rows of a table, a fixture's rows
+ * adopted with their description (central or locally privatized), and
+ * records read back with the engine's own strict parser.
  *
  * Check assertions: a schema the engine refuses, or records that are not
  * valid under the schema, fail the calling test with the engine's message.
@@ -15,8 +16,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "engine/core/alloc.h"
+#include "engine/data/dataset.h"
 #include "engine/data/records.h"
 #include "engine/data/table.h"
+#include "engine/data/table_ldp.h"
 #include "engine/methods/method.h"
 
 /* The table of the schema `json` (a JSON object's text). */
@@ -49,6 +53,30 @@ static inline pg_data_desc pg_test_table_desc(const pg_table *t, size_t n, int n
                           .cap_epsilon = cap_epsilon,
                           .cap_delta = cap_delta,
                           .table = t};
+}
+
+/* A fixture's rows of t as a job sees them: x (n rows of t->width values,
+ * pg_alloc'ed; ds takes it) and lab (n class indices of num_classes
+ * classes, pg_calloc'ed; freed here) adopted into ds with value bounds
+ * [lo, hi]; *desc is pg_test_table_desc(t, n, num_classes, 1e4, 1e-5) and,
+ * when plan is not NULL, describes rows locally privatized under plan (the
+ * model, its epsilon; desc points to plan, which must outlive it). */
+static inline void pg_test_table_rows(const pg_table *t, const pg_ldp_plan *plan, float *x,
+                                      int64_t *lab, size_t n, int num_classes, float lo, float hi,
+                                      pg_dataset *ds, pg_data_desc *desc)
+{
+    int32_t *l32 = pg_calloc(n, sizeof *l32);
+    ck_assert_ptr_nonnull(l32);
+    for (size_t i = 0; i < n; i++) l32[i] = (int32_t)lab[i];
+    pg_free(lab);
+    size_t shape[1] = {t->width};
+    ck_assert_int_eq(pg_dataset_adopt(ds, x, l32, n, shape, 1, num_classes, lo, hi, NULL), PG_OK);
+    *desc = pg_test_table_desc(t, n, num_classes, 1e4, 1e-5);
+    if (plan) {
+        desc->model = PG_PRIVACY_LOCAL;
+        desc->epsilon = plan->epsilon;
+        desc->ldp = plan;
+    }
 }
 
 /* Parses len bytes of body as records of t in format (enum

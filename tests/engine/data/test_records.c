@@ -535,6 +535,154 @@ START_TEST(wide_table_and_many_categories)
 }
 END_TEST
 
+/* The category lookup on a long, nullable list keeps the exact semantics
+ * of a comparison of bytes: 1000 names where case, prefixes and a trailing
+ * space make different categories ("zip_7", "Zip_7", "zip_70", "zip_7 "),
+ * every one found at its own index through CSV (a padded name quoted: CSV
+ * trims unquoted fields, records.h), JSON and NDJSON, NA / null missing;
+ * near misses (other case, a prefix, an extension, a number where
+ * no name is spelt like it) refused naming the row, the column and the
+ * value; a name listed twice refused by the schema itself. */
+enum { MANY = 1000 };
+
+static void many_name(size_t k, char *out, size_t cap)
+{
+    /* 0..499: zip_<k>; 500..899: Zip_<k-500>; 900..999: zip_<k-900> + ' ' */
+    if (k < 500)
+        snprintf(out, cap, "zip_%zu", k);
+    else if (k < 900)
+        snprintf(out, cap, "Zip_%zu", k - 500);
+    else
+        snprintf(out, cap, "zip_%zu ", k - 900);
+}
+
+static pg_table *many_table(buf *sch)
+{
+    char tmp[64];
+    to_str(sch, "{\"columns\": [{\"name\": \"n\", \"type\": \"integer\", \"min\": 0, \"max\": 9},"
+                " {\"name\": \"zip\", \"type\": \"categorical\", \"nullable\": true, "
+                "\"categories\": [");
+    for (size_t i = 0; i < MANY; i++) {
+        char name[32];
+        many_name((i * 7919) % MANY, name, sizeof name); /* listed scrambled */
+        snprintf(tmp, sizeof tmp, "%s\"%s\"", i ? "," : "", name);
+        to_str(sch, tmp);
+    }
+    to_str(sch, "]}]}");
+    return load(sch->s);
+}
+
+START_TEST(many_categories_are_looked_up_exactly)
+{
+    buf sch = {0};
+    pg_table *t = many_table(&sch);
+    const pg_table_col *zc = &t->cols[1];
+    ck_assert_uint_eq(zc->ncat, MANY);
+    pg_error err = {0};
+    for (int format = PG_RECORDS_CSV; format <= PG_RECORDS_NDJSON; format++) {
+        /* every category once (in its schema order reversed), then a missing one */
+        buf in = {0};
+        char tmp[96];
+        if (format == PG_RECORDS_CSV) to_str(&in, "n,zip\n");
+        if (format == PG_RECORDS_JSON) to_str(&in, "[");
+        for (size_t i = 0; i <= MANY; i++) {
+            const char *name = i < MANY ? zc->cats[MANY - 1 - i] : NULL;
+            int padded = name && name[strlen(name) - 1] == ' ';
+            if (format == PG_RECORDS_CSV)
+                snprintf(tmp, sizeof tmp, "%zu,%s%s%s\n", i % 10, padded ? "\"" : "",
+                         name ? name : "NA", padded ? "\"" : "");
+            else
+                snprintf(tmp, sizeof tmp, "%s{\"n\": %zu, \"zip\": %s%s%s}%s",
+                         format == PG_RECORDS_JSON && i ? ", " : "", i % 10, name ? "\"" : "",
+                         name ? name : "null", name ? "\"" : "",
+                         format == PG_RECORDS_NDJSON ? "\n" : "");
+            to_str(&in, tmp);
+        }
+        if (format == PG_RECORDS_JSON) to_str(&in, "]");
+        float *x;
+        int64_t *l;
+        size_t n;
+        ck_assert_msg(parse(t, format, 1, in.s, in.n, &x, &l, &n, &err) == PG_OK, "%s", err.msg);
+        ck_assert_uint_eq(n, MANY + 1);
+        for (size_t i = 0; i <= MANY; i++) {
+            pg_table_value v;
+            pg_table_decode_value(t, 1, x + i * t->width, 1, &v);
+            if (i < MANY) {
+                ck_assert_msg(!v.missing && v.cat == MANY - 1 - i, "format %d row %zu: %zu", format,
+                              i + 1, v.cat);
+            } else {
+                ck_assert(v.missing);
+            }
+        }
+        free(x);
+        free(l);
+        free(in.s);
+    }
+    /* unquoted, the padding is trimmed: "zip_7 " reads as zip_7 */
+    size_t k7 = 0;
+    while (k7 < MANY && strcmp(zc->cats[k7], "zip_7")) k7++;
+    ck_assert_uint_lt(k7, MANY);
+    static const char TRIMMED[] = "n,zip\n1,zip_7 \n";
+    float *x;
+    int64_t *l;
+    size_t n;
+    ck_assert_int_eq(parse(t, PG_RECORDS_CSV, 1, TRIMMED, sizeof TRIMMED - 1, &x, &l, &n, &err),
+                     PG_OK);
+    pg_table_value v7;
+    pg_table_decode_value(t, 1, x, 1, &v7);
+    ck_assert_uint_eq(v7.cat, k7);
+    free(x);
+    free(l);
+    /* near misses: one row each, refused with the value named */
+    static const struct {
+        int format;
+        const char *row, *needle;
+    } MISS[] = {
+        {PG_RECORDS_CSV, "1,ZIP_7", "row 1 (line 2), column 'zip': unknown category 'ZIP_7'"},
+        {PG_RECORDS_CSV, "1,zip_", "column 'zip': unknown category 'zip_'"},
+        {PG_RECORDS_CSV, "1,zip_5000", "column 'zip': unknown category 'zip_5000'"},
+        {PG_RECORDS_CSV, "1,Zip_400", "column 'zip': unknown category 'Zip_400'"},
+        {PG_RECORDS_CSV, "1,\"zip_100 \"", "column 'zip': unknown category 'zip_100 '"},
+        {PG_RECORDS_CSV, "1,\" zip_7\"", "column 'zip': unknown category ' zip_7'"},
+        {PG_RECORDS_JSON, "[{\"n\": 1, \"zip\": \"zIp_7\"}]",
+         "row 1, column 'zip': unknown category 'zIp_7'"},
+        {PG_RECORDS_JSON, "[{\"n\": 1, \"zip\": 7}]",
+         "row 1, column 'zip': expected a category name (a string), got a number"},
+        {PG_RECORDS_NDJSON, "{\"n\": 1, \"zip\": \"zip_07\"}\n",
+         "row 1, column 'zip': unknown category 'zip_07'"},
+    };
+    for (size_t m = 0; m < sizeof MISS / sizeof *MISS; m++) {
+        buf in = {0};
+        if (MISS[m].format == PG_RECORDS_CSV) to_str(&in, "n,zip\n");
+        to_str(&in, MISS[m].row);
+        if (MISS[m].format == PG_RECORDS_CSV) to_str(&in, "\n");
+        x = NULL;
+        l = NULL;
+        err = (pg_error){0};
+        ck_assert_int_eq(parse(t, MISS[m].format, 1, in.s, in.n, &x, &l, &n, &err), PG_EINVAL);
+        ck_assert_msg(strstr(err.msg, MISS[m].needle) != NULL, "%s: got '%s'", MISS[m].row,
+                      err.msg);
+        ck_assert_ptr_null(x);
+        free(in.s);
+    }
+    pg_table_free(t);
+    /* a name listed twice among the many: the schema is refused */
+    char *twice = strstr(sch.s, "\"Zip_123\"");
+    ck_assert_ptr_nonnull(twice);
+    memcpy(twice, "\"Zip_124\"", 9);
+    json_t *j = json_loads(sch.s, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    pg_table *bad = NULL;
+    err = (pg_error){0};
+    ck_assert_int_eq(pg_table_from_json(j, &bad, &err), PG_EINVAL);
+    ck_assert_ptr_null(bad);
+    ck_assert_msg(strstr(err.msg, "column 'zip': category 'Zip_124' appears twice") != NULL, "%s",
+                  err.msg);
+    json_decref(j);
+    free(sch.s);
+}
+END_TEST
+
 /* A one-column nullable table: a missing value must not become a blank line. */
 START_TEST(one_column_missing_round_trip)
 {
@@ -571,6 +719,7 @@ static Suite *records_suite(void)
     tcase_add_test(tc, limits);
     tcase_add_test(tc, every_chunk_boundary_same_result);
     tcase_add_test(tc, wide_table_and_many_categories);
+    tcase_add_test(tc, many_categories_are_looked_up_exactly);
     tcase_add_test(tc, one_column_missing_round_trip);
     suite_add_tcase(s, tc);
     return s;

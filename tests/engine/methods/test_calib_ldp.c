@@ -103,15 +103,7 @@ static void make(fixture *f, double eps, bool independent)
         pg_ldp_plan_make_split(f->t, PG_LDP_LAPLACE, eps, 0, PG_LDP_SPLIT_EVEN, &f->plan, &err),
         PG_OK);
     ck_assert_msg(pg_ldp_apply(&sec, f->t, &f->plan, x, lab, N, &err) == PG_OK, "%s", err.msg);
-    int32_t *l32 = pg_calloc(N, sizeof *l32);
-    for (size_t i = 0; i < N; i++) l32[i] = (int32_t)lab[i];
-    pg_free(lab);
-    size_t shape[1] = {d};
-    ck_assert_int_eq(pg_dataset_adopt(&f->ds, x, l32, N, shape, 1, 2, -1e30f, 1e30f, NULL), PG_OK);
-    f->desc = pg_test_table_desc(f->t, N, 2, 1e4, 1e-5);
-    f->desc.model = PG_PRIVACY_LOCAL;
-    f->desc.epsilon = f->plan.epsilon;
-    f->desc.ldp = &f->plan;
+    pg_test_table_rows(f->t, &f->plan, x, lab, N, 2, -1e30f, 1e30f, &f->ds, &f->desc);
 }
 
 static void unmake(fixture *f)

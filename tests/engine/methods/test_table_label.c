@@ -70,21 +70,11 @@ static void make(fixture *f, bool local, double eps)
             PG_OK);
         ck_assert_msg(pg_ldp_apply(&sec, f->t, &f->plan, x, lab, N, &err) == PG_OK, "%s", err.msg);
     }
-    int32_t *l32 = pg_calloc(N, sizeof *l32);
     size_t yes = 0;
-    for (size_t i = 0; i < N; i++) yes += (size_t)(l32[i] = (int32_t)lab[i]);
+    for (size_t i = 0; i < N; i++) yes += (size_t)lab[i];
     f->priv_yes = (double)yes / N;
-    pg_free(lab);
-    size_t shape[1] = {1};
-    ck_assert_int_eq(pg_dataset_adopt(&f->ds, x, l32, N, shape, 1, 2, local ? -1e30f : -5.0f,
-                                      local ? 1e30f : 5.0f, NULL),
-                     PG_OK);
-    f->desc = pg_test_table_desc(f->t, N, 2, 1e4, 1e-5);
-    if (local) {
-        f->desc.model = PG_PRIVACY_LOCAL;
-        f->desc.epsilon = f->plan.epsilon;
-        f->desc.ldp = &f->plan;
-    }
+    pg_test_table_rows(f->t, local ? &f->plan : NULL, x, lab, N, 2, local ? -1e30f : -5.0f,
+                       local ? 1e30f : 5.0f, &f->ds, &f->desc);
 }
 
 static void unmake(fixture *f)

@@ -206,21 +206,13 @@ static void make(fixture *f, double eps, int mode, uint64_t seed)
     pg_error err = {0};
     ck_assert_int_eq(pg_ldp_plan_make(f->t, PG_LDP_LAPLACE, eps, 0, &f->plan, &err), PG_OK);
     ck_assert_msg(pg_ldp_apply(&noise, f->t, &f->plan, x, lab, priv, &err) == PG_OK, "%s", err.msg);
-    int32_t *l32 = pg_calloc(N, sizeof *l32);
-    for (size_t i = 0; i < N; i++) l32[i] = (int32_t)lab[i];
     if (mode == PAIRED)
         for (size_t i = 0; i < priv; i++) {
             memcpy(x + (priv + i) * d, x + i * d, d * sizeof *x);
-            l32[i] = 0;
-            l32[priv + i] = 1;
+            lab[i] = 0;
+            lab[priv + i] = 1;
         }
-    pg_free(lab);
-    size_t shape[1] = {d};
-    ck_assert_int_eq(pg_dataset_adopt(&f->ds, x, l32, N, shape, 1, 2, -1e30f, 1e30f, NULL), PG_OK);
-    f->desc = pg_test_table_desc(f->t, N, 2, 1e4, 1e-5);
-    f->desc.model = PG_PRIVACY_LOCAL;
-    f->desc.epsilon = f->plan.epsilon;
-    f->desc.ldp = &f->plan;
+    pg_test_table_rows(f->t, &f->plan, x, lab, N, 2, -1e30f, 1e30f, &f->ds, &f->desc);
 }
 
 static void unmake(fixture *f)
@@ -255,6 +247,16 @@ static const pg_trainer_warning *find(const pg_trainer *t, const char *code)
     "{\"seed\": 5, \"model\": {\"hidden\": [16]}, \"train\": {\"steps\": 2, \"batch_size\": 64}, " \
     "\"ot\": {\"max_iter\": 20}}"
 
+/* spec resolved by entropic_gan (m) on in; fails the test with the first
+ * field error. */
+static json_t *gan_resolved(const pg_method *m, const char *spec, const pg_job_data *in)
+{
+    pg_spec_errors e;
+    json_t *r = pg_test_resolve(m, spec, in, &e);
+    ck_assert_msg(r != NULL, "%s: %s", e.items[0].field, e.items[0].message);
+    return r;
+}
+
 /* Independent label, small epsilon: the warning follows the statistic
  * exactly (pooled in about 95 % of runs, by the check's design). */
 START_TEST(entropic_gan_warning_follows_the_pooling_rule)
@@ -264,9 +266,7 @@ START_TEST(entropic_gan_warning_follows_the_pooling_rule)
     pg_calib_ldp_signal s = signal_of(&f);
     const pg_method *m = pg_method_find("entropic_gan");
     pg_job_data in = {.desc = &f.desc, .rows = &f.ds};
-    pg_spec_errors e;
-    json_t *r = pg_test_resolve(m, GAN_SPEC, &in, &e);
-    ck_assert_msg(r != NULL, "%s: %s", e.items[0].field, e.items[0].message);
+    json_t *r = gan_resolved(m, GAN_SPEC, &in);
     pg_trainer *t = NULL;
     ck_assert_int_eq(m->create(r, &in, 1, &t, NULL), PG_OK);
     bool pooled = s.threshold > 0 && s.max_z < s.threshold;
@@ -287,9 +287,7 @@ START_TEST(entropic_gan_warns_when_it_pools_the_classes)
     ck_assert_msg(s.threshold > 0 && s.max_z < 1e-6, "z %g threshold %g", s.max_z, s.threshold);
     const pg_method *m = pg_method_find("entropic_gan");
     pg_job_data in = {.desc = &f.desc, .rows = &f.ds};
-    pg_spec_errors e;
-    json_t *r = pg_test_resolve(m, GAN_SPEC, &in, &e);
-    ck_assert_msg(r != NULL, "%s: %s", e.items[0].field, e.items[0].message);
+    json_t *r = gan_resolved(m, GAN_SPEC, &in);
     pg_trainer *t = pg_test_train(m, r, &in, NULL);
     const pg_trainer_warning *w = find(t, PG_WARN_NO_CLASS_SIGNAL);
     ck_assert_ptr_nonnull(w);
@@ -316,8 +314,7 @@ START_TEST(entropic_gan_warns_when_it_pools_the_classes)
     json_t *spec = json_loads(GAN_SPEC, 0, NULL);
     json_object_set_new(spec, "calibration", json_pack("{s:b}", "class_means", 0));
     char *txt = json_dumps(spec, JSON_COMPACT);
-    json_t *r2 = pg_test_resolve(m, txt, &in, &e);
-    ck_assert_ptr_nonnull(r2);
+    json_t *r2 = gan_resolved(m, txt, &in);
     t = pg_test_train(m, r2, &in, NULL);
     ck_assert_ptr_null(find(t, PG_WARN_NO_CLASS_SIGNAL));
     m->destroy(t);
@@ -337,9 +334,7 @@ START_TEST(entropic_gan_is_silent_with_a_class_signal)
     ck_assert_msg(s.max_z > 2 * s.threshold, "z %g threshold %g", s.max_z, s.threshold);
     const pg_method *m = pg_method_find("entropic_gan");
     pg_job_data in = {.desc = &f.desc, .rows = &f.ds};
-    pg_spec_errors e;
-    json_t *r = pg_test_resolve(m, GAN_SPEC, &in, &e);
-    ck_assert_msg(r != NULL, "%s: %s", e.items[0].field, e.items[0].message);
+    json_t *r = gan_resolved(m, GAN_SPEC, &in);
     pg_trainer *t = pg_test_train(m, r, &in, NULL);
     ck_assert_int_eq(pg_trainer_warnings_of(t)->count, 0);
     m->destroy(t);
