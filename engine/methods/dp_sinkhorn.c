@@ -59,7 +59,7 @@
  * quantile rule and independence): after the class statistics, one more
  * Gaussian release per class of the normal scores' second moments, computed
  * from the released marginals only, add/remove RDP alpha / (2 c^2) in the
- * same curve ("+stats+copula" in the mechanism). The redrawn columns of a
+ * same curve ("+class_stats+copula" in the mechanism). The redrawn columns of a
  * sample then follow each class's released copula. Its matrices travel in
  * the checkpoint ("copula" in the calibration object, tensor
  * calibration.copula, "copula_noise" in privacy) and are never drawn again.
@@ -505,12 +505,10 @@ static int dps_plan(const json_t *r, const pg_job_data *in, pg_privacy_plan *pla
                        : count          ? "poisson_subsampled_gaussian+label_counts"
                        : calib          ? "poisson_subsampled_gaussian+class_stats"
                                         : "poisson_subsampled_gaussian";
-    /* The field holds 63 characters: with the copula the class statistics
-     * are "+stats" (as swd_spec.c shortens them). */
     if (copula_sigma(r, desc) > 0.0)
-        mech = count ? "poisson_subsampled_gaussian+label_counts+stats+copula"
-                     : "poisson_subsampled_gaussian+stats+copula";
-    snprintf(plan->mechanism, sizeof plan->mechanism, "%.58s%s", mech,
+        mech = count ? "poisson_subsampled_gaussian+label_counts+class_stats+copula"
+                     : "poisson_subsampled_gaussian+class_stats+copula";
+    snprintf(plan->mechanism, sizeof plan->mechanism, "%s%s", mech,
              pg_qmap_spec_on(r, desc) ? "+qmap" : "");
     snprintf(plan->neighbouring, sizeof plan->neighbouring, "add_remove");
     return PG_OK;

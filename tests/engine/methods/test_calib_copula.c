@@ -330,7 +330,7 @@ static pg_trainer *train_m(const char *method, const json_t *r, table *f)
 /* dp_sinkhorn's plan: the steps' subsampled Gaussian, the label count
  * alpha / 200, the map alpha / (2 4^2), the class statistics
  * alpha / (2 3^2) and the copula alpha / (2 2.5^2), by hand; the mechanism
- * names it within the 63-character field. swd_gen's curve (replace-one)
+ * names it. swd_gen's curve (replace-one)
  * with the copula exceeds the same spec's without it by exactly
  * 2 alpha / 2.5^2 at every order. Hostile values are refused. */
 START_TEST(plans_charge_the_copula_exactly)
@@ -349,7 +349,8 @@ START_TEST(plans_charge_the_copula_exactly)
     pg_privacy_plan p;
     pg_job_data in = {.desc = &f.desc, .rows = &f.ds};
     ck_assert_int_eq(pg_method_find("dp_sinkhorn")->plan(r, &in, &p, NULL), PG_OK);
-    ck_assert_str_eq(p.mechanism, "poisson_subsampled_gaussian+label_counts+stats+copula+qmap");
+    ck_assert_str_eq(p.mechanism,
+                     "poisson_subsampled_gaussian+label_counts+class_stats+copula+qmap");
     double own[PG_PLAN_MAX_ORDERS];
     ck_assert_int_eq(pg_rdp_compute(64.0 / 3000, 1.3, 40, p.orders, (size_t)p.norders, own, NULL),
                      PG_OK);
