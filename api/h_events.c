@@ -6,6 +6,18 @@
  * comment after 15 s of silence. At shutdown the stream ends without
  * `done`.
  *
+ * Authorization lasts as long as the stream: the token is checked again
+ * (pg_auth_recheck, one read of its row in the database) before what the
+ * stream sends next, at most once per AUTH_RECHECK_MS, and a stream idle
+ * between events re-checks as often while it waits. Once the token is
+ * revoked or expired, or the job is gone (deleted, or no longer visible to
+ * the token), the stream sends a final `closed` event, whose data is a
+ * problem object (401 or 404, as a new request would get; 503 when the
+ * token cannot be checked), and ends: nothing more of the job is sent to a
+ * token that could not open the stream any more. A revocation is thus seen
+ * within about AUTH_RECHECK_MS + WAIT_MS, through whatever replica it was
+ * made.
+ *
  * Any replica serves any job's stream: one that does not run the job polls
  * its stored state about once a second (service/jobs/jobs.h, pg_jobs_wait), so
  * its events are coarser than the running replica's but show the same
@@ -27,15 +39,22 @@
 
 #include "api/internal.h"
 #include "engine/methods/method.h" /* PG_TRAINER_WARN_CODE */
+#include "service/auth.h"
 #include "service/jobs/jobs.h"
 
 #define WAIT_MS      1000
 #define KEEPALIVE_MS 15000
 #define MIN_GAP_MS   100 /* a fast job updates every step; coalesce to 10 events/s */
+/* A database read per stream per second bounds how late a revocation ends
+ * a stream without costing the fast path (10 events/s) a read each. */
+#define AUTH_RECHECK_MS 1000
 
 typedef struct sse {
     struct pg_jobs *jobs;
+    pg_db *db;
     char tenant[PG_ID_MAX], id[PG_ID_MAX];
+    char token[PG_ID_MAX];   /* the token's id (never the token) */
+    struct timespec checked; /* the last authorization check */
     uint64_t version;
     int done;   /* the done event is queued */
     int resume; /* skip states not after `after` (Last-Event-ID) */
@@ -122,6 +141,61 @@ static int after_resume(const sse *s, json_t *view)
     return 0;
 }
 
+/* The final `closed` event: a problem object (as the api answers one), then
+ * the end of the stream. */
+static int error_event(sse *s, int status, const char *title, const char *detail)
+{
+    /* the type and title api/respond.c gives these statuses */
+    const char *type = status == 401   ? "/problems/unauthorized"
+                       : status == 404 ? "/problems/not-found"
+                                       : "/problems/unavailable";
+    json_t *o = json_pack("{s:s,s:s,s:i,s:s}", "type", type, "title", title, "status", status,
+                          "detail", detail);
+    if (!o) return -1;
+    char *txt = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    if (!txt) return -1;
+    size_t need = strlen(txt) + 32;
+    char *nb = realloc(s->buf, s->len + need);
+    if (!nb) {
+        free(txt);
+        return -1;
+    }
+    s->buf = nb;
+    s->len += (size_t)snprintf(s->buf + s->len, need, "event: closed\ndata: %s\n\n", txt);
+    free(txt);
+    s->done = 1;
+    return 0;
+}
+
+/* Is the stream's token still good? 0: go on (checked now, or recently
+ * enough); 1: the error event is queued and the stream ends; -1: out of
+ * memory. */
+static int reauthorize(sse *s)
+{
+    long since = ms_since(&s->checked);
+    if (since >= 0 && since < AUTH_RECHECK_MS) return 0;
+    int state;
+    pg_error err = {0};
+    int rc = pg_auth_recheck(s->db, s->tenant, s->token, (int64_t)time(NULL), &state, &err);
+    if (rc)
+        /* Fail closed: a stream that cannot be authorized ends; the client
+         * reconnects (SSE clients do) and its new request is checked. */
+        return error_event(s, 503, "Service Unavailable",
+                           "the token could not be checked again: reconnect")
+                   ? -1
+                   : 1;
+    if (state != PG_TOKEN_OK)
+        return error_event(s, 401, "Unauthorized",
+                           state == PG_TOKEN_REVOKED   ? "this token has been revoked"
+                           : state == PG_TOKEN_EXPIRED ? "this token has expired"
+                                                       : "this token is no longer valid")
+                   ? -1
+                   : 1;
+    clock_gettime(CLOCK_MONOTONIC, &s->checked);
+    return 0;
+}
+
 static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
 {
     sse *s = cls;
@@ -136,10 +210,20 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
         }
         json_t *o = NULL;
         int final = 0, found = 0;
-        if (pg_jobs_wait(s->jobs, s->tenant, s->id, &s->version, WAIT_MS, &o, &final, &found,
-                         NULL) ||
-            !found)
+        if (pg_jobs_wait(s->jobs, s->tenant, s->id, &s->version, WAIT_MS, &o, &final, &found, NULL))
             return MHD_CONTENT_READER_END_WITH_ERROR;
+        if (!found) {
+            if (error_event(s, 404, "Not Found", "the job was deleted"))
+                return MHD_CONTENT_READER_END_WITH_ERROR;
+            continue; /* sends it, then ends */
+        }
+        /* Before anything more leaves, and on every wait of an idle stream. */
+        int auth = reauthorize(s);
+        if (auth) {
+            json_decref(o);
+            if (auth < 0) return MHD_CONTENT_READER_END_WITH_ERROR;
+            continue;
+        }
         if (o && s->resume && !after_resume(s, o) && !final) {
             json_decref(o); /* the client has seen this state */
             o = NULL;
@@ -198,7 +282,10 @@ void pg_h_jobs_events(pg_req *r)
         return;
     }
     s->jobs = r->app->jobs;
+    s->db = r->app->db;
     snprintf(s->tenant, sizeof s->tenant, "%s", r->tok.tenant);
+    snprintf(s->token, sizeof s->token, "%s", r->tok.id);
+    clock_gettime(CLOCK_MONOTONIC, &s->checked); /* the request's own check */
     snprintf(s->id, sizeof s->id, "%s", r->params[0]);
     s->version = UINT64_MAX; /* the first wait returns the current state at once */
     s->resume = !parse_id(pg_api_header(r, "Last-Event-ID"), s->after);

@@ -27,12 +27,14 @@ void pg_api_send_json(pg_req *r, int status, json_t *body)
     char *txt = body ? json_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
     json_decref(body);
     if (!txt) {
-        /* Last resort without allocation-heavy paths. */
-        static const char oom[] = "{\"type\":\"/problems/internal\",\"title\":\"Internal Server "
-                                  "Error\",\"status\":500,\"detail\":\"out of memory\"}";
+        /* No body: out of memory (a handler's body, or its text). Last
+         * resort without allocation-heavy paths, answered as every other
+         * out of memory (pg_api_fail, the handlers): 503, worth a retry. */
+        static const char oom[] = "{\"type\":\"/problems/unavailable\",\"title\":\"Service "
+                                  "Unavailable\",\"status\":503,\"detail\":\"out of memory\"}";
         char *c = malloc(sizeof oom);
         if (c) memcpy(c, oom, sizeof oom);
-        set_body(r, 500, "application/problem+json", c, c ? sizeof oom - 1 : 0);
+        set_body(r, 503, "application/problem+json", c, c ? sizeof oom - 1 : 0);
         return;
     }
     set_body(r, status, "application/json", txt, strlen(txt));

@@ -200,6 +200,16 @@ static void on_line(watch *w)
             json_decref(j);
             return;
         }
+        if (!strcmp(w->event, "closed")) {
+            /* The server ended the stream with a problem object (the token
+             * was revoked, the job deleted): not a state. The reconnect
+             * that follows gets the same answer as an HTTP status. */
+            const char *d = json_string_value(json_object_get(j, "detail"));
+            if (!w->quiet)
+                fprintf(stderr, "\nprivgen: the server closed the event stream: %s\n", d ? d : "");
+            json_decref(j);
+            return;
+        }
         int same = w->last && json_equal(w->last, j); /* `done` repeats the last update */
         json_decref(w->last);
         w->last = j;

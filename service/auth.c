@@ -189,6 +189,20 @@ int pg_auth_verify(pg_db *db, const char *authorization, pg_token *out, int *ok,
     return rc;
 }
 
+int pg_auth_recheck(pg_db *db, const char *tenant, const char *id, int64_t now, int *state,
+                    pg_error *err)
+{
+    pg_token t;
+    int found = 0;
+    *state = PG_TOKEN_INVALID;
+    int rc = pg_db_token_get(db, id, &t, &found, err);
+    if (rc || !found || strcmp(t.tenant, tenant)) return rc;
+    *state = t.revoked_at                          ? PG_TOKEN_REVOKED
+             : t.expires_at && now >= t.expires_at ? PG_TOKEN_EXPIRED
+                                                   : PG_TOKEN_OK;
+    return PG_OK;
+}
+
 int pg_auth_revoke(pg_auth_cache *c, pg_db *db, const char *tenant, const char *id, int64_t now,
                    int *found, int *last_admin, pg_error *err)
 {

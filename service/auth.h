@@ -106,6 +106,16 @@ int pg_auth_check_cached(pg_auth_cache *c, pg_db *db, const char *authorization,
 int pg_auth_verify_cached(pg_auth_cache *c, pg_db *db, const char *authorization, pg_token *out,
                           int *ok, pg_error *err);
 
+/* Re-checks, at `now`, token id of tenant that passed a check earlier, for
+ * a response that lasts (an event stream): *state PG_TOKEN_OK while it is
+ * unrevoked and unexpired, PG_TOKEN_REVOKED / PG_TOKEN_EXPIRED once not,
+ * PG_TOKEN_INVALID when it is gone or names another tenant. Reads the
+ * database, never a cache (one read by primary key): a revoke committed
+ * through any replica is seen by the next re-check. Errors are storage
+ * failures only. */
+int pg_auth_recheck(pg_db *db, const char *tenant, const char *id, int64_t now, int *state,
+                    pg_error *err);
+
 /* Revokes token id of tenant at `now` (pg_db_token_revoke: *found = 0 for a
  * foreign or unknown id, *last_admin = 1 when refused as the tenant's last
  * usable admin token), then drops it from this process's cache c (may be

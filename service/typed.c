@@ -101,20 +101,19 @@ int pg_typed_meta(const pg_datasets_spec *s, const pg_table *t, const json_t *de
             bad = json_object_set_new(o, "privacy", priv);
         }
     }
-    char *txt = bad ? NULL : json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    rc = bad ? pg_error_set(err, PG_ENOMEM, "out of memory encoding a dataset")
+             : pg_datasets_meta_dump(o, out, err);
     json_decref(o);
     json_decref(map);
-    if (!txt) return pg_error_set(err, PG_ENOMEM, "out of memory encoding a dataset");
-    *out = txt;
-    return PG_OK;
+    return rc;
 }
 
 int pg_typed_table_from_meta(const char *meta, pg_table **t, pg_error *err)
 {
     *t = NULL;
-    json_t *o = json_loads(meta, 0, NULL);
-    if (!o) return pg_error_set(err, PG_EFORMAT, "stored dataset metadata is corrupt");
-    int rc = PG_OK;
+    json_t *o;
+    int rc = pg_datasets_meta_load(meta, &o, err);
+    if (rc) return rc;
     if (json_object_get(o, "columns")) {
         json_t *schema = schema_of(o);
         rc = schema ? pg_table_from_json(schema, t, err)
@@ -143,8 +142,9 @@ static double num_or(const json_t *o, const char *k, double dflt)
 int pg_typed_ldp_from_meta(const char *meta, const pg_table *t, pg_ldp_plan **out, pg_error *err)
 {
     *out = NULL;
-    json_t *o = json_loads(meta, 0, NULL);
-    if (!o) return pg_error_set(err, PG_EFORMAT, "stored dataset metadata is corrupt");
+    json_t *o;
+    int rc = pg_datasets_meta_load(meta, &o, err);
+    if (rc) return rc;
     json_t *priv = json_object_get(o, "privacy");
     const char *mech = json_string_value(json_object_get(priv, "mechanism"));
     if (!t || !mech || strcmp(mech, "per_column")) {
@@ -153,7 +153,7 @@ int pg_typed_ldp_from_meta(const char *meta, const pg_table *t, pg_ldp_plan **ou
     }
     /* Stored only after pg_ldp_check_declaration accepted it; checked again
      * so a corrupt row cannot describe a channel the rows did not go through. */
-    int rc = pg_ldp_check_declaration(t, priv, NULL, NULL, NULL, err);
+    rc = pg_ldp_check_declaration(t, priv, NULL, NULL, NULL, err);
     pg_ldp_plan *p = rc ? NULL : calloc(1, sizeof *p);
     if (!rc && p) p->cols = calloc(t->ncols, sizeof *p->cols);
     if (!rc && (!p || !p->cols)) rc = pg_error_set(err, PG_ENOMEM, "out of memory");

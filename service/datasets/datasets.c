@@ -57,15 +57,18 @@ static int typed_encoding(json_t *o, const char *meta, pg_error *err)
     pg_table *t;
     int rc = pg_typed_table_from_meta(meta, &t, err);
     if (rc) return rc;
-    json_t *map = t ? pg_table_to_json(t) : NULL;
+    if (!t) return pg_error_set(err, PG_EFORMAT, "stored dataset schema is missing");
+    json_t *map = pg_table_to_json(t);
     pg_table_free(t);
-    if (map)
+    /* A view without its encoding would be a wrong answer, not a smaller one. */
+    if (!map ||
         json_object_set_new(o, "encoding",
                             json_pack("{s:O,s:O,s:O}", "width", json_object_get(map, "width"),
                                       "range", json_object_get(map, "range"), "blocks",
-                                      json_object_get(map, "blocks")));
+                                      json_object_get(map, "blocks"))))
+        rc = pg_error_set(err, PG_ENOMEM, "out of memory rebuilding a dataset's encoding");
     json_decref(map);
-    return PG_OK;
+    return rc;
 }
 
 /* The public view of a stored dataset: metadata and counts, never rows. */
@@ -74,17 +77,22 @@ static int view_of(const pg_db_dataset *d, json_t **out, pg_error *err)
     pg_datasets_spec s;
     int rc = pg_datasets_spec_from_json(d->meta, &s, err);
     if (rc) return rc;
-    json_error_t je;
-    json_t *o = json_loads(d->meta, 0, &je);
-    if (!o) return pg_error_set(err, PG_EFORMAT, "stored dataset metadata is corrupt");
+    json_t *o;
+    if ((rc = pg_datasets_meta_load(d->meta, &o, err))) return rc;
     json_t *priv = json_object_get(o, "privacy");
     json_object_del(priv, "min_noise_scale"); /* reported in privacy_report */
-    json_object_set_new(o, "id", json_string(d->id));
-    json_object_set_new(o, "d", json_integer(d->d));
-    json_object_set_new(o, "n", json_integer(d->n));
-    json_object_set_new(o, "bytes", json_integer(d->bytes));
-    json_object_set_new(o, "created_at", pg_text_time(d->created_at));
-    json_object_set_new(o, "privacy_report", privacy_report(&s, d->n));
+    /* Every field or none: a view missing one (an allocation that failed)
+     * is out of memory, not a smaller answer. */
+    int bad = json_object_set_new(o, "id", json_string(d->id));
+    bad |= json_object_set_new(o, "d", json_integer(d->d));
+    bad |= json_object_set_new(o, "n", json_integer(d->n));
+    bad |= json_object_set_new(o, "bytes", json_integer(d->bytes));
+    bad |= json_object_set_new(o, "created_at", pg_text_time(d->created_at));
+    bad |= json_object_set_new(o, "privacy_report", privacy_report(&s, d->n));
+    if (bad) {
+        json_decref(o);
+        return pg_error_set(err, PG_ENOMEM, "out of memory viewing a dataset");
+    }
     /* pg_typed_meta stores it with the meta; typed datasets stored before
      * it did rebuild it from their schema. */
     if (s.typed && !json_object_get(o, "encoding") && (rc = typed_encoding(o, d->meta, err))) {
@@ -97,9 +105,16 @@ static int view_of(const pg_db_dataset *d, json_t **out, pg_error *err)
     json_t *rep = json_object_get(o, "privacy_report");
     json_t *sh = json_object_get(rep, "shuffle");
     if (json_is_object(sh)) {
-        json_object_set(rep, "shuffle_epsilon", json_object_get(sh, "epsilon"));
-        json_object_set(rep, "shuffle_delta", json_object_get(sh, "delta"));
-        json_object_set(rep, "shuffle_bound", json_object_get(sh, "bound"));
+        static const char *const K[3][2] = {
+            {"shuffle_epsilon", "epsilon"}, {"shuffle_delta", "delta"}, {"shuffle_bound", "bound"}};
+        for (int k = 0; k < 3; k++) {
+            json_t *v = json_object_get(sh, K[k][1]);
+            if (v) bad |= json_object_set(rep, K[k][0], v);
+        }
+    }
+    if (bad) {
+        json_decref(o);
+        return pg_error_set(err, PG_ENOMEM, "out of memory viewing a dataset");
     }
     *out = o;
     return PG_OK;

@@ -1,6 +1,7 @@
 #include "service/datasets/spec.h"
 
 #include <jansson.h>
+#include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -120,54 +121,192 @@ static const char *model_name(int m)
 
 int pg_datasets_spec_to_json(const pg_datasets_spec *s, char **out, pg_error *err)
 {
+    /* Every field or nothing: metadata missing one (an allocation that
+     * failed) would be stored, and the dataset read back as corrupt for
+     * ever. So each set is checked and any failure is out of memory. */
     json_t *shape = json_array();
-    for (int i = 0; i < s->ndim; i++) json_array_append_new(shape, json_integer(s->shape[i]));
+    int bad = !shape;
+    for (int i = 0; !bad && i < s->ndim; i++)
+        bad = json_array_append_new(shape, json_integer(s->shape[i]));
     json_t *priv = json_pack("{s:s}", "model", model_name(s->model));
-    if (s->model == PG_PRIV_LOCAL && s->per_column) {
+    bad |= !priv;
+    if (bad) {
+    } else if (s->model == PG_PRIV_LOCAL && s->per_column) {
         /* The declaration's columns are added by service/typed.c. */
-        json_object_set_new(priv, "mechanism", json_string("per_column"));
-        json_object_set_new(priv, "epsilon", json_real(s->epsilon));
-        json_object_set_new(priv, "delta", s->delta > 0.0 ? json_real(s->delta) : json_null());
+        bad |= json_object_set_new(priv, "mechanism", json_string("per_column"));
+        bad |= json_object_set_new(priv, "epsilon", json_real(s->epsilon));
+        bad |=
+            json_object_set_new(priv, "delta", s->delta > 0.0 ? json_real(s->delta) : json_null());
     } else if (s->model == PG_PRIV_LOCAL) {
-        json_object_set_new(priv, "mechanism",
-                            json_string(s->mechanism == PG_MECH_LAPLACE ? "laplace" : "gaussian"));
-        json_object_set_new(priv, "epsilon", json_real(s->epsilon));
-        json_object_set_new(priv, "delta", json_real(s->delta));
-        json_object_set_new(priv, "sensitivity", json_real(s->sensitivity));
-        json_object_set_new(priv, "noise_scale", json_real(s->noise_scale));
-        json_object_set_new(priv, "min_noise_scale", json_real(s->min_noise_scale));
-        if (s->cols) json_object_set_new(priv, "cols", json_integer(s->cols));
+        bad |= json_object_set_new(
+            priv, "mechanism",
+            json_string(s->mechanism == PG_MECH_LAPLACE ? "laplace" : "gaussian"));
+        bad |= json_object_set_new(priv, "epsilon", json_real(s->epsilon));
+        bad |= json_object_set_new(priv, "delta", json_real(s->delta));
+        bad |= json_object_set_new(priv, "sensitivity", json_real(s->sensitivity));
+        bad |= json_object_set_new(priv, "noise_scale", json_real(s->noise_scale));
+        bad |= json_object_set_new(priv, "min_noise_scale", json_real(s->min_noise_scale));
+        if (s->cols) bad |= json_object_set_new(priv, "cols", json_integer(s->cols));
         if (s->clip_norm)
-            json_object_set_new(priv, "clip",
-                                json_pack("{s:s,s:f}", "norm", s->clip_norm == 1 ? "l1" : "l2",
-                                          "radius", s->clip_radius));
+            bad |=
+                json_object_set_new(priv, "clip",
+                                    json_pack("{s:s,s:f}", "norm", s->clip_norm == 1 ? "l1" : "l2",
+                                              "radius", s->clip_radius));
     } else if (s->model == PG_PRIV_CENTRAL) {
-        json_object_set_new(
+        bad |= json_object_set_new(
             priv, "budget",
             json_pack("{s:f,s:f}", "epsilon", s->budget_epsilon, "delta", s->budget_delta));
     }
-    json_t *o = json_pack("{s:s,s:o,s:[f,f],s:o}", "name", s->name, "shape", shape, "range", s->lo,
-                          s->hi, "privacy", priv);
-    if (o && s->num_classes) json_object_set_new(o, "num_classes", json_integer(s->num_classes));
-    char *txt = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    json_t *o = NULL;
+    if (!bad) { /* "o" steals shape and priv, also when it fails */
+        o = json_pack("{s:s,s:o,s:[f,f],s:o}", "name", s->name, "shape", shape, "range", s->lo,
+                      s->hi, "privacy", priv);
+        shape = priv = NULL;
+    }
+    bad |= !o;
+    if (!bad && s->num_classes)
+        bad |= json_object_set_new(o, "num_classes", json_integer(s->num_classes));
+    int rc = bad ? pg_error_set(err, PG_ENOMEM, "out of memory encoding a dataset")
+                 : pg_datasets_meta_dump(o, out, err);
     json_decref(o);
-    if (!txt) return pg_error_set(err, PG_ENOMEM, "out of memory encoding a dataset");
+    json_decref(shape);
+    json_decref(priv);
+    return rc;
+}
+
+int pg_datasets_meta_dump(const json_t *o, char **out, pg_error *err)
+{
+    /* jansson's dump does not check every write it makes (an object's keys):
+     * when memory runs out in the middle of one, it may return a text with
+     * a key cut short, which would be stored as the dataset for good. So the
+     * text is read back and compared before anyone stores it. */
+    char *txt = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    json_t *back = txt ? json_loads(txt, 0, NULL) : NULL;
+    int same = back && json_equal((json_t *)o, back);
+    json_decref(back);
+    if (!same) {
+        free(txt);
+        return pg_error_set(err, PG_ENOMEM, "out of memory encoding a dataset");
+    }
     *out = txt;
     return PG_OK;
+}
+
+/* Is p well-formed JSON text (RFC 8259 syntax; UTF-8 is not checked)?
+ * Allocates nothing, so it can judge a text jansson failed to parse while
+ * memory ran out. */
+static const char *jv_ws(const char *p)
+{
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+    return p;
+}
+
+static const char *jv_string(const char *p)
+{
+    if (*p++ != '"') return NULL;
+    for (; *p != '"'; p++) {
+        if (!*p || (unsigned char)*p < 0x20) return NULL;
+        if (*p != '\\') continue;
+        p++;
+        if (*p == 'u') {
+            for (int i = 1; i <= 4; i++)
+                if (!isxdigit((unsigned char)p[i])) return NULL;
+            p += 4;
+        } else if (!*p || !strchr("\"\\/bfnrt", *p)) {
+            return NULL;
+        }
+    }
+    return p + 1;
+}
+
+static const char *jv_number(const char *p)
+{
+    if (*p == '-') p++;
+    if (*p == '0')
+        p++;
+    else if (*p >= '1' && *p <= '9')
+        while (isdigit((unsigned char)*p)) p++;
+    else
+        return NULL;
+    if (*p == '.') {
+        if (!isdigit((unsigned char)*++p)) return NULL;
+        while (isdigit((unsigned char)*p)) p++;
+    }
+    if (*p == 'e' || *p == 'E') {
+        if (*++p == '+' || *p == '-') p++;
+        if (!isdigit((unsigned char)*p)) return NULL;
+        while (isdigit((unsigned char)*p)) p++;
+    }
+    return p;
+}
+
+static const char *jv_value(const char *p, int depth)
+{
+    p = jv_ws(p);
+    if (*p == '{' || *p == '[') {
+        char close = *p == '{' ? '}' : ']';
+        if (depth > 2048) return NULL; /* jansson's own nesting limit */
+        p = jv_ws(p + 1);
+        if (*p == close) return p + 1;
+        for (;;) {
+            if (close == '}') {
+                if (!(p = jv_string(jv_ws(p)))) return NULL;
+                p = jv_ws(p);
+                if (*p++ != ':') return NULL;
+            }
+            if (!(p = jv_value(p, depth + 1))) return NULL;
+            p = jv_ws(p);
+            if (*p == close) return p + 1;
+            if (*p++ != ',') return NULL;
+        }
+    }
+    if (*p == '"') return jv_string(p);
+    static const char *const LIT[] = {"true", "false", "null"};
+    for (int i = 0; i < 3; i++)
+        if (!strncmp(p, LIT[i], strlen(LIT[i]))) return p + strlen(LIT[i]);
+    return jv_number(p);
+}
+
+int pg_datasets_meta_load(const char *meta, json_t **out, pg_error *err)
+{
+    json_error_t je;
+    *out = json_loads(meta, 0, &je);
+    if (*out) return PG_OK;
+    /* jansson reports some allocation failures as out of memory, others as
+     * whatever syntax error the lexer was left with, and some not at all:
+     * only the text itself tells a corrupt row from a parse that ran out of
+     * memory. */
+    const char *end = meta ? jv_value(meta, 1) : NULL;
+    if (json_error_code(&je) == json_error_out_of_memory || (end && !*jv_ws(end)))
+        return pg_error_set(err, PG_ENOMEM, "out of memory reading a dataset's metadata");
+    return pg_error_set(err, PG_EFORMAT, "stored dataset metadata is corrupt");
+}
+
+/* A failed json_unpack_ex on stored metadata: its key checks allocate, so
+ * running out of memory is not the row's fault. */
+static int unpack_failed(const json_error_t *je, const char *corrupt, pg_error *err)
+{
+    if (json_error_code(je) == json_error_out_of_memory)
+        return pg_error_set(err, PG_ENOMEM, "out of memory reading a dataset's metadata");
+    return pg_error_set(err, PG_EFORMAT, "%s", corrupt);
 }
 
 int pg_datasets_spec_from_json(const char *json, pg_datasets_spec *s, pg_error *err)
 {
     memset(s, 0, sizeof *s);
     json_error_t je;
-    json_t *o = json_loads(json, 0, &je);
+    json_t *o;
+    int rc = pg_datasets_meta_load(json, &o, err);
+    if (rc) return rc;
     json_t *shape, *priv;
     const char *name, *model;
-    if (!o ||
-        json_unpack_ex(o, &je, 0, "{s:s,s:o,s:[FF],s:o}", "name", &name, "shape", &shape, "range",
+    if (json_unpack_ex(o, &je, 0, "{s:s,s:o,s:[FF],s:o}", "name", &name, "shape", &shape, "range",
                        &s->lo, &s->hi, "privacy", &priv) ||
-        json_unpack(priv, "{s:s}", "model", &model) || !json_is_array(shape) ||
-        json_array_size(shape) > 3) {
+        json_unpack_ex(priv, &je, 0, "{s:s}", "model", &model)) {
+        json_decref(o);
+        return unpack_failed(&je, "stored dataset metadata is corrupt", err);
+    }
+    if (!json_is_array(shape) || json_array_size(shape) > 3) {
         json_decref(o);
         return pg_error_set(err, PG_EFORMAT, "stored dataset metadata is corrupt");
     }
@@ -194,11 +333,12 @@ int pg_datasets_spec_from_json(const char *json, pg_datasets_spec *s, pg_error *
     } else if (!strcmp(model, "local")) {
         const char *mech;
         s->model = PG_PRIV_LOCAL;
-        if (json_unpack(priv, "{s:s,s:F,s:F,s:F,s:F,s:F}", "mechanism", &mech, "epsilon",
-                        &s->epsilon, "delta", &s->delta, "sensitivity", &s->sensitivity,
-                        "noise_scale", &s->noise_scale, "min_noise_scale", &s->min_noise_scale)) {
+        if (json_unpack_ex(priv, &je, 0, "{s:s,s:F,s:F,s:F,s:F,s:F}", "mechanism", &mech, "epsilon",
+                           &s->epsilon, "delta", &s->delta, "sensitivity", &s->sensitivity,
+                           "noise_scale", &s->noise_scale, "min_noise_scale",
+                           &s->min_noise_scale)) {
             json_decref(o);
-            return pg_error_set(err, PG_EFORMAT, "stored dataset privacy metadata is corrupt");
+            return unpack_failed(&je, "stored dataset privacy metadata is corrupt", err);
         }
         s->mechanism = !strcmp(mech, "laplace") ? PG_MECH_LAPLACE : PG_MECH_GAUSSIAN;
         json_t *cols = json_object_get(priv, "cols"), *clip = json_object_get(priv, "clip");
@@ -210,10 +350,10 @@ int pg_datasets_spec_from_json(const char *json, pg_datasets_spec *s, pg_error *
         }
     } else if (!strcmp(model, "central")) {
         s->model = PG_PRIV_CENTRAL;
-        if (json_unpack(priv, "{s:{s:F,s:F}}", "budget", "epsilon", &s->budget_epsilon, "delta",
-                        &s->budget_delta)) {
+        if (json_unpack_ex(priv, &je, 0, "{s:{s:F,s:F}}", "budget", "epsilon", &s->budget_epsilon,
+                           "delta", &s->budget_delta)) {
             json_decref(o);
-            return pg_error_set(err, PG_EFORMAT, "stored dataset budget is corrupt");
+            return unpack_failed(&je, "stored dataset budget is corrupt", err);
         }
     } else {
         s->model = PG_PRIV_PUBLIC;

@@ -10,6 +10,7 @@
 #ifndef PG_SVC_DATASETS_SPEC_H
 #define PG_SVC_DATASETS_SPEC_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -62,6 +63,13 @@ int pg_datasets_spec_check(pg_datasets_spec *s, size_t max_dim, char field[PG_FI
 /* Normalized JSON of the spec (malloc'ed text) and its inverse. */
 int pg_datasets_spec_to_json(const pg_datasets_spec *s, char **out, pg_error *err);
 int pg_datasets_spec_from_json(const char *json, pg_datasets_spec *s, pg_error *err);
+/* Stored metadata parsed (*out the caller's): PG_EFORMAT when it is not JSON
+ * (a corrupt row), PG_ENOMEM when parsing ran out of memory (not the row's
+ * fault: the api answers it as every other out-of-memory, 503). */
+int pg_datasets_meta_load(const char *meta, json_t **out, pg_error *err);
+/* Metadata to store: the text of o (*out malloc'ed), checked to read back
+ * as o; PG_ENOMEM when it could not be made whole. */
+int pg_datasets_meta_dump(const json_t *o, char **out, pg_error *err);
 
 /* One difference between an upload's declaration and its dataset's. */
 typedef struct pg_datasets_diff {

@@ -33,7 +33,10 @@
  * idle workers of every replica claim the oldest runnable row, every
  * --claim-poll-ms or at once on a local submission. A claim holds the job
  * under a lease (--lease-seconds) that one heartbeat thread per replica
- * renews every --heartbeat-seconds; the claimed job enters (or refreshes)
+ * renews every --heartbeat-seconds (all its leases in one transaction that
+ * waits on no job row: pg_db_job_renew; a row held right then, e.g. by the
+ * job's own checkpoint write, is retried every 100 ms until it is free, so
+ * one slow write delays no other job's renewal); the claimed job enters (or refreshes)
  * this replica's table. With SQLite (one process) this is the same FIFO a
  * user saw before: oldest first, started at once.
  *  - Takeover = resume: a replica that dies, hangs or is cut off stops

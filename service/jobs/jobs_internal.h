@@ -88,6 +88,8 @@ typedef struct job {
     double submitted_at;    /* wall clock of a submission through this replica; 0: elsewhere */
     const char *unrunnable; /* why this replica cannot run it (static text); NULL: it can */
     int ending;             /* its worker ends or releases it: no more heartbeats */
+    int64_t lease_until;    /* the lease's end as last claimed or renewed here (heartbeat) */
+    int lease_ran_out;      /* the heartbeat logged that it ran out while the row was busy */
 } job;
 
 struct pg_jobs {

@@ -61,56 +61,121 @@ void pg_jobs_count_claim(pg_jobs *m, job *j, const pg_job_row *r, int64_t now, c
         }
 }
 
+/* A job row held by another transaction (PG_LEASE_BUSY: usually this
+ * replica's own checkpoint write of that job, held until it commits) is
+ * retried this often, alone, until it is renewed or refused: healthy
+ * holders commit within milliseconds, so a busy lease is renewed about as
+ * soon as its row is free, never a whole heartbeat later. */
+#define HB_BUSY_RETRY_MS 100
+
+static void deadline_in(struct timespec *dl, long ms)
+{
+    clock_gettime(CLOCK_REALTIME, dl);
+    dl->tv_sec += ms / 1000;
+    dl->tv_nsec += (ms % 1000) * 1000000L;
+    if (dl->tv_nsec >= 1000000000L) {
+        dl->tv_sec++;
+        dl->tv_nsec -= 1000000000L;
+    }
+}
+
+/* Every --heartbeat-seconds one pass renews the leases of all the jobs this
+ * replica runs (pg_db_job_renew: one transaction that waits on no row);
+ * between passes, the ones it found busy are retried every
+ * HB_BUSY_RETRY_MS. A busy job whose lease runs out before its row comes
+ * free is logged: another replica may take it over (the claim ends a
+ * holder stuck that long), and the fence then refuses this replica's next
+ * write of it, which stops its worker. (mu held between passes.) */
 static void *heartbeat(void *arg)
 {
     pg_jobs *m = arg;
     char(*ids)[PG_ID_MAX] = NULL;
-    size_t cap = 0;
+    int *state = NULL;
+    size_t cap = 0, n = 0;
+    int busy = 0; /* ids[0..n) are the jobs the last attempt found busy */
+    struct timespec next_full;
+    deadline_in(&next_full, 1000L * m->cfg->heartbeat_s);
     pthread_mutex_lock(&m->mu);
     while (!m->hb_stop && !m->dead) {
-        struct timespec dl;
-        clock_gettime(CLOCK_REALTIME, &dl);
-        dl.tv_sec += m->cfg->heartbeat_s;
+        struct timespec dl = next_full, soon;
+        if (busy) {
+            deadline_in(&soon, HB_BUSY_RETRY_MS);
+            if (soon.tv_sec < dl.tv_sec || (soon.tv_sec == dl.tv_sec && soon.tv_nsec < dl.tv_nsec))
+                dl = soon;
+        }
         pthread_cond_timedwait(&m->hb_wake, &m->mu, &dl);
         if (m->hb_stop || m->dead) break;
-        size_t n = 0;
-        for (size_t i = 0; i < m->n; i++) {
-            job *j = m->all[i];
-            if (!j->owned || j->lost || j->ending) continue;
-            if (n == cap) {
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        int full = !busy || t.tv_sec > next_full.tv_sec ||
+                   (t.tv_sec == next_full.tv_sec && t.tv_nsec >= next_full.tv_nsec);
+        if (full) deadline_in(&next_full, 1000L * m->cfg->heartbeat_s);
+        /* The jobs to renew now: all of them on a full pass, else the busy
+         * ones still running here. */
+        size_t k = 0;
+        for (size_t i = 0; i < (full ? m->n : n); i++) {
+            job *j = full ? m->all[i] : pg_jobs_by_id(m, ids[i]);
+            if (!j || !j->owned || j->lost || j->ending) continue;
+            if (k == cap) {
                 size_t nc = cap ? 2 * cap : 16;
-                void *p = realloc(ids, nc * sizeof *ids);
-                if (!p) break; /* the rest is renewed next round */
-                ids = p;
+                void *p = realloc(ids, nc * sizeof *ids),
+                     *q = p ? realloc(state, nc * sizeof *state) : NULL;
+                if (p) ids = p;
+                if (!q) break; /* the rest is renewed next round */
+                state = q;
                 cap = nc;
             }
-            memcpy(ids[n++], j->id, PG_ID_MAX);
+            if (full)
+                memcpy(ids[k], j->id, PG_ID_MAX);
+            else if (k != i)
+                memcpy(ids[k], ids[i], PG_ID_MAX);
+            k++;
         }
+        n = k;
+        busy = 0;
+        if (!n) continue;
         pthread_mutex_unlock(&m->mu);
-        for (size_t i = 0; i < n; i++) {
-            int held = 0;
-            pg_error e = {0};
-            int rc = pg_db_job_heartbeat(m->db, ids[i], m->node, pg_jobs_now(), m->cfg->lease_s,
-                                         &held, &e);
-            /* An unreachable database is no verdict: the lease may still be
-             * ours when it comes back, and the fence decides then. */
-            if (rc) {
-                pg_log_job("warn", m->node, ids[i], "cannot renew the lease: %s", e.msg);
-                continue;
-            }
-            if (held) continue;
-            pthread_mutex_lock(&m->mu);
-            job *j = pg_jobs_by_id(m, ids[i]);
-            /* A job its worker is ending or releasing refuses renewals
-             * legitimately; that worker's own fenced write decides. */
-            if (j && j->owned && !j->ending)
-                pg_jobs_mark_lease_lost(m, j, "the heartbeat was refused");
-            pthread_mutex_unlock(&m->mu);
-        }
+        int64_t now = pg_jobs_now();
+        pg_error e = {0};
+        int rc = pg_db_job_renew(m->db, m->node, (const char(*)[PG_ID_MAX])ids, n, now,
+                                 m->cfg->lease_s, state, &e);
         pthread_mutex_lock(&m->mu);
+        /* An unreachable database is no verdict: the leases may still be
+         * ours when it comes back, and the fence decides then. */
+        if (rc) {
+            for (size_t i = 0; i < n; i++)
+                pg_log_job("warn", m->node, ids[i], "cannot renew the lease: %s", e.msg);
+            continue; /* all of them again at the next pass */
+        }
+        size_t b = 0;
+        for (size_t i = 0; i < n; i++) {
+            job *j = pg_jobs_by_id(m, ids[i]);
+            if (!j || !j->owned) continue;
+            if (state[i] == PG_LEASE_RENEWED) {
+                j->lease_until = now + m->cfg->lease_s;
+                j->lease_ran_out = 0;
+            } else if (state[i] == PG_LEASE_LOST) {
+                /* A job its worker is ending or releasing refuses renewals
+                 * legitimately; that worker's own fenced write decides. */
+                if (!j->ending) pg_jobs_mark_lease_lost(m, j, "the heartbeat was refused");
+            } else {
+                if (!j->lease_ran_out && j->lease_until && now >= j->lease_until) {
+                    j->lease_ran_out = 1;
+                    pg_log_job("warn", m->node, j->id,
+                               "the lease ran out while another transaction held the job's row "
+                               "(a slow checkpoint write?): another replica may take the job "
+                               "over, and then this one's next write is refused");
+                }
+                if (b != i) memcpy(ids[b], ids[i], PG_ID_MAX);
+                b++;
+            }
+        }
+        n = b;
+        busy = b > 0;
     }
     pthread_mutex_unlock(&m->mu);
     free(ids);
+    free(state);
     return NULL;
 }
 

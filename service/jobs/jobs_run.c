@@ -753,6 +753,8 @@ static job *adopt(pg_jobs *m, const pg_job_row *r, int64_t now)
     j->steps_reserved = r->steps_reserved;
     snprintf(j->node, sizeof j->node, "%s", m->node);
     j->owned = 1;
+    j->lease_until = now + m->cfg->lease_s;
+    j->lease_ran_out = 0;
     j->followed = 0; /* driven here now: jobs_sync.c leaves it alone */
     j->lost = 0;
     j->ending = 0;

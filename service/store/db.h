@@ -91,7 +91,10 @@ typedef struct pg_db_options {
 /* Opens the backend named by url (opt may be NULL for defaults), creating
  * and migrating its schema forward (PostgreSQL: under an advisory lock, so
  * replicas starting together do not race). A schema newer than this binary
- * is PG_ENOTSUP. SQLite drops idempotency reservations left by a crash. */
+ * is PG_ENOTSUP. SQLite drops idempotency reservations left by a crash once
+ * they are stale (15 min: another process may share the file and still run
+ * a younger one); the next begin on a stale key takes it over (both
+ * backends). */
 int pg_db_open(const char *url, const pg_db_options *opt, pg_db **out, pg_error *err);
 void pg_db_close(pg_db *db);
 
@@ -464,6 +467,22 @@ int pg_db_job_claim(pg_db *db, const char *node, int64_t now, int64_t lease_s, p
  * release (nor a pg_db_job_release_node). */
 int pg_db_job_heartbeat(pg_db *db, const char *id, const char *node, int64_t now, int64_t lease_s,
                         int *held, pg_error *err);
+/* What pg_db_job_renew found for one job. */
+enum {
+    PG_LEASE_RENEWED = 0, /* lease_until = now + lease_s */
+    PG_LEASE_LOST = 1,    /* not node's running leased job (as pg_db_job_heartbeat's *held = 0) */
+    PG_LEASE_BUSY = 2     /* another transaction holds its row now: nothing changed, undecided */
+};
+/* A replica's heartbeat: renews the leases of ids[0..n-1] (as
+ * pg_db_job_heartbeat, same fence) in one transaction, without waiting on a
+ * row another transaction holds (PostgreSQL: the job's own checkpoint write
+ * holds its row until it commits; a renewal that waited on it would delay
+ * every other lease behind it). state[i] says what became of ids[i]; a
+ * BUSY one is to be retried soon (its lease runs on meanwhile). SQLite
+ * (one writer at a time) waits for the write lock and never answers BUSY.
+ * An invalid id is LOST. On failure state is unspecified. */
+int pg_db_job_renew(pg_db *db, const char *node, const char (*ids)[PG_ID_MAX], size_t n,
+                    int64_t now, int64_t lease_s, int *state, pg_error *err);
 
 /* Fenced changes of a running job, all in one statement. */
 typedef struct pg_job_patch {

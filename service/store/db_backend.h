@@ -79,6 +79,9 @@ typedef struct pg_db_ops {
                      int *found, pg_error *err);
     int (*job_heartbeat)(pg_db *db, const char *id, const char *node, int64_t now, int64_t lease_s,
                          int *held, pg_error *err);
+    /* Optional (NULL: job_heartbeat per id): ids valid, n > 0. */
+    int (*job_renew)(pg_db *db, const char *node, const char (*ids)[PG_ID_MAX], size_t n,
+                     int64_t now, int64_t lease_s, int *state, pg_error *err);
     int (*job_patch_owned)(pg_db *db, const char *id, const char *node, const pg_job_patch *p,
                            int *held, pg_error *err);
     int (*ckpt_put_owned)(pg_db *db, const char *job, const char *node, int64_t step,

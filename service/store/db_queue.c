@@ -1,6 +1,7 @@
 /* service/store/db_queue.c - dispatch and argument checks of the shared job queue
  * (service/store/db.h, "the shared job queue"). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "service/store/db.h"
@@ -31,6 +32,37 @@ int pg_db_job_heartbeat(pg_db *db, const char *id, const char *node, int64_t now
     if (lease_s <= 0) return pg_error_set(err, PG_EINVAL, "lease must be positive");
     if (!pg_db_id_ok(id)) return PG_OK; /* no such job: not held */
     return db->ops->job_heartbeat(db, id, node, now, lease_s, held, err);
+}
+
+int pg_db_job_renew(pg_db *db, const char *node, const char (*ids)[PG_ID_MAX], size_t n,
+                    int64_t now, int64_t lease_s, int *state, pg_error *err)
+{
+    if (!pg_db_node_ok(node)) return bad_node(err);
+    if (lease_s <= 0) return pg_error_set(err, PG_EINVAL, "lease must be positive");
+    if (n && db->ops->job_renew) {
+        /* The backend sees valid ids only (its statements may rely on it). */
+        char(*ok)[PG_ID_MAX] = malloc(n * sizeof *ok);
+        int *st = malloc(n * sizeof *st);
+        size_t k = 0;
+        int rc = ok && st ? PG_OK : pg_error_set(err, PG_ENOMEM, "out of memory renewing leases");
+        for (size_t i = 0; !rc && i < n; i++)
+            if (pg_db_id_ok(ids[i])) memcpy(ok[k++], ids[i], PG_ID_MAX);
+        if (!rc && k)
+            rc = db->ops->job_renew(db, node, (const char(*)[PG_ID_MAX])ok, k, now, lease_s, st,
+                                    err);
+        for (size_t i = 0, t = 0; !rc && i < n; i++)
+            state[i] = pg_db_id_ok(ids[i]) ? st[t++] : PG_LEASE_LOST;
+        free(ok);
+        free(st);
+        return rc;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int held = 0;
+        int rc = pg_db_job_heartbeat(db, ids[i], node, now, lease_s, &held, err);
+        if (rc) return rc;
+        state[i] = held ? PG_LEASE_RENEWED : PG_LEASE_LOST;
+    }
+    return PG_OK;
 }
 
 int pg_db_job_patch_owned(pg_db *db, const char *id, const char *node, const pg_job_patch *p,

@@ -72,12 +72,31 @@ START_TEST(other_failures_keep_their_status)
 }
 END_TEST
 
+/* A handler whose body could not be built (out of memory) answers like
+ * every other out of memory: 503 (it used to be the one 500 for memory). */
+START_TEST(a_missing_body_is_503_out_of_memory)
+{
+    pg_req r;
+    memset(&r, 0, sizeof r);
+    pg_api_send_json(&r, 200, NULL);
+    ck_assert_int_eq(r.status, 503);
+    ck_assert_str_eq(r.resp_type, "application/problem+json");
+    json_t *o = body_of(&r);
+    ck_assert_int_eq(json_integer_value(json_object_get(o, "status")), 503);
+    ck_assert_str_eq(json_string_value(json_object_get(o, "type")), "/problems/unavailable");
+    ck_assert_str_eq(json_string_value(json_object_get(o, "detail")), "out of memory");
+    json_decref(o);
+    free(r.resp);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("respond");
     TCase *t = tcase_create("fail");
     tcase_add_test(t, unavailable_backend_is_503_with_retry_after);
     tcase_add_test(t, other_failures_keep_their_status);
+    tcase_add_test(t, a_missing_body_is_503_out_of_memory);
     suite_add_tcase(s, t);
     return s;
 }

@@ -642,6 +642,124 @@ START_TEST(shutdown_ends_event_streams)
 }
 END_TEST
 
+/* A stream read by another thread: the body so far under a lock. */
+typedef struct sse_watch {
+    pthread_mutex_t mu;
+    pg_resp buf;
+} sse_watch;
+
+static size_t sse_watch_write(char *p, size_t sz, size_t n, void *ctx)
+{
+    sse_watch *w = ctx;
+    pthread_mutex_lock(&w->mu);
+    size_t k = pg_itest_body(p, sz, n, &w->buf);
+    pthread_mutex_unlock(&w->mu);
+    return k;
+}
+
+static double mono_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+typedef struct sse_run {
+    char url[256], auth[160];
+    sse_watch w;
+    CURLcode rc;
+    long code;
+} sse_run;
+
+static void *sse_run_thread(void *arg)
+{
+    sse_run *c = arg;
+    CURL *h = curl_easy_init();
+    struct curl_slist *hl = curl_slist_append(NULL, c->auth);
+    curl_easy_setopt(h, CURLOPT_URL, c->url);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sse_watch_write);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &c->w);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 90L);
+    c->rc = curl_easy_perform(h);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &c->code);
+    curl_slist_free_all(hl);
+    curl_easy_cleanup(h);
+    return NULL;
+}
+
+/* A stream is authorized for as long as it lasts: revoking its token (here
+ * through the API, by the token itself) ends it within a few seconds with a
+ * final `closed` event carrying the 401 problem, and nothing after it. The
+ * old stream went on sending the job's progress to the revoked token until
+ * the client gave up (here curl's 90 s). The 30 s bound is slack for a
+ * loaded machine; the server's own bound is about 2 s. */
+START_TEST(sse_ends_when_its_token_is_revoked)
+{
+    char ds[64], job[64], body[512], path[128], tok[128], tid[64];
+    make_local(&srv, 200, ds);
+    job_body(body, sizeof body, ds, 10000000, 1000000);
+    submit(&srv, body, job);
+    json_decref(poll_job(&srv, job, "running", 0));
+    pg_resp r;
+    req(&srv, "POST", "/v1/tokens", "{\"scope\":\"read\"}", &r);
+    ck_assert_msg(r.status == 201, "mint: %ld %s", r.status, r.body);
+    snprintf(tok, sizeof tok, "%s", json_string_value(json_object_get(r.json, "token")));
+    snprintf(tid, sizeof tid, "%s", json_string_value(json_object_get(r.json, "id")));
+    pg_resp_free(&r);
+
+    sse_run c;
+    memset(&c, 0, sizeof c);
+    pthread_mutex_init(&c.w.mu, NULL);
+    snprintf(c.url, sizeof c.url, "http://127.0.0.1:%u/v1/jobs/%s/events", srv.port, job);
+    snprintf(c.auth, sizeof c.auth, "Authorization: Bearer %s", tok);
+    pthread_t th;
+    pthread_create(&th, NULL, sse_run_thread, &c);
+    int open = 0;
+    for (int i = 0; i < 3000 && !open; i++) { /* the stream is open: a progress event came */
+        pthread_mutex_lock(&c.w.mu);
+        open = c.w.buf.body && strstr(c.w.buf.body, "event: progress\n");
+        pthread_mutex_unlock(&c.w.mu);
+        if (!open) pg_sleep_ms(10);
+    }
+    ck_assert_msg(open, "no progress event in 30 s");
+
+    snprintf(path, sizeof path, "/v1/tokens/%s", tid);
+    pg_http(&srv, "DELETE", path, tok, NULL, NULL, 0, NULL, &r);
+    ck_assert_int_eq(r.status, 204);
+    pg_resp_free(&r);
+    double t0 = mono_now();
+    pthread_join(th, NULL);
+    double waited = mono_now() - t0;
+    pthread_mutex_destroy(&c.w.mu);
+    ck_assert_int_eq(c.code, 200);
+    ck_assert_msg(c.rc == CURLE_OK, "the stream did not end (curl %d after %.1f s)", c.rc, waited);
+    ck_assert_msg(waited < 30, "the stream ended %.1f s after the revocation", waited);
+    const char *b = c.w.buf.body;
+    ck_assert_int_eq(count(b, "event: closed\n"), 1);
+    const char *e = strstr(b, "event: closed\n");
+    ck_assert_int_eq(count(e, "event: progress\n"), 0);
+    ck_assert_ptr_nonnull(strstr(e, "data: "));
+    const char *d = strstr(e, "data: ") + 6;
+    ck_assert_str_eq(d + strcspn(d, "\n"), "\n\n"); /* the last event of the stream */
+    json_t *o = json_loadb(d, strcspn(d, "\n"), 0, NULL);
+    ck_assert_ptr_nonnull(o);
+    char why[256];
+    ck_assert_msg(pg_oa_validate(&oa, "Problem", o, why, sizeof why) == 0, "%s", why);
+    ck_assert_int_eq(json_integer_value(json_object_get(o, "status")), 401);
+    ck_assert_str_eq(json_string_value(json_object_get(o, "detail")),
+                     "this token has been revoked");
+    json_decref(o);
+    free(c.w.buf.body);
+
+    snprintf(path, sizeof path, "/v1/jobs/%s/cancel", job);
+    req(&srv, "POST", path, NULL, &r);
+    ck_assert_int_eq(r.status, 202);
+    pg_resp_free(&r);
+    json_decref(poll_job(&srv, job, "cancelled", 0));
+}
+END_TEST
+
 /* ---- queue and cancel ----------------------------------------------------- */
 
 static size_t grab_retry(char *p, size_t sz, size_t n, void *ctx)
@@ -1354,6 +1472,7 @@ static Suite *suite(void)
     tcase_add_test(tc, invalid_specs);
     tcase_add_test(tc, sse_delivers_progress_and_completion);
     tcase_add_test(tc, shutdown_ends_event_streams);
+    tcase_add_test(tc, sse_ends_when_its_token_is_revoked);
     tcase_add_test(tc, cancel_queued_and_running_and_queue_limit);
     tcase_add_test(tc, kill9_resumes_from_the_checkpoint);
     tcase_add_test(tc, central_ledger_through_dp_sinkhorn);

@@ -381,6 +381,67 @@ START_TEST(failed_appends_leave_nothing)
 }
 END_TEST
 
+/* A serialization failure at an append's COMMIT (injected by a deferred
+ * constraint trigger on the dataset's block row, counting its calls in a
+ * sequence, which a rollback does not undo) is rerun from the spool: the
+ * rows land once. One that never stops gives PG_EUNAVAIL after the bounded
+ * attempts, nothing stored. The old commit handed PG_PGPOOL_RETRY (1000),
+ * a code that must never leave the backend, to its caller. */
+START_TEST(append_commit_conflicts_are_rerun)
+{
+    pg_db *db = open_db(pgt_uri());
+    make_dataset(db, "ds_ser", 3);
+    PGconn *c = side();
+    exec_ok(c, "CREATE SEQUENCE ser_calls");
+    exec_ok(c, "CREATE TABLE ser_budget(n int NOT NULL)");
+    exec_ok(c, "INSERT INTO ser_budget VALUES (2)");
+    exec_ok(c, "CREATE FUNCTION ser_fault() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+               "IF nextval('ser_calls') <= (SELECT n FROM ser_budget) THEN "
+               "RAISE EXCEPTION 'injected' USING ERRCODE = 'serialization_failure'; END IF; "
+               "RETURN NULL; END $$");
+    exec_ok(c, "CREATE CONSTRAINT TRIGGER ser_fault AFTER INSERT ON row_blocks DEFERRABLE "
+               "INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.dataset_id = 'ds_ser') "
+               "EXECUTE FUNCTION ser_fault()");
+    long long chunks0 = scalar(c, "SELECT count(*) FROM row_chunks");
+    pg_error e = {0};
+    int64_t n = 0;
+    int rc = append_rows(db, "ds_ser", 3, 0, 20, 1, 1000, &n, &e);
+    ck_assert_msg(rc == PG_OK, "rc %d: %s", rc, e.msg);
+    ck_assert_int_eq(n, 20);
+    ck_assert_int_eq(scalar(c, "SELECT last_value FROM ser_calls"), 3); /* failed twice */
+    ck_assert_int_eq(scalar(c, "SELECT count(*) FROM row_blocks WHERE dataset_id = 'ds_ser'"), 1);
+    ck_assert_int_eq(scalar(c, "SELECT count(*) FROM row_chunks"), chunks0 + 1);
+    pg_block all;
+    int labeled = 0;
+    ck_assert_msg(pg_db_rows_load(db, "ds_ser", 3, 1u << 20, &all, &labeled, &e) == PG_OK, "%s",
+                  e.msg);
+    ck_assert_int_eq(all.n, 20);
+    ck_assert(labeled);
+    for (size_t r = 0; r < all.n; r++) {
+        ck_assert_int_eq(all.labels[r], (int32_t)(r % 10));
+        for (size_t k = 0; k < 3; k++) ck_assert(all.x[r * 3 + k] == value(r, k));
+    }
+    pg_block_free(&all);
+
+    /* It never stops failing: a bounded number of attempts, then busy. */
+    exec_ok(c, "UPDATE ser_budget SET n = 1000000");
+    exec_ok(c, "ALTER SEQUENCE ser_calls RESTART WITH 1");
+    rc = append_rows(db, "ds_ser", 3, 20, 5, 0, 1000, &n, &e);
+    ck_assert_msg(rc == PG_EUNAVAIL, "rc %d: %s", rc, e.msg);
+    long long calls = scalar(c, "SELECT last_value FROM ser_calls");
+    ck_assert_msg(calls >= 2 && calls <= 16, "%lld attempts", calls);
+    ck_assert_int_eq(dataset_n(db, "ds_ser"), 20);
+    ck_assert_int_eq(scalar(c, "SELECT count(*) FROM row_blocks WHERE dataset_id = 'ds_ser'"), 1);
+    ck_assert_int_eq(scalar(c, "SELECT count(*) FROM row_chunks"), chunks0 + 1);
+    exec_ok(c, "DROP TRIGGER ser_fault ON row_blocks");
+    exec_ok(c, "DROP FUNCTION ser_fault()");
+    exec_ok(c, "DROP TABLE ser_budget");
+    exec_ok(c, "DROP SEQUENCE ser_calls");
+    PQfinish(c);
+    pg_db_close(db);
+}
+END_TEST
+
 /* Backends of ours idle inside a transaction: an open appender must have
  * none (it spools locally and takes a connection only at commit). */
 static long long idle_in_tx(PGconn *c)
@@ -888,6 +949,7 @@ int main(void)
     tcase_add_test(tc, open_errors_hide_the_password);
     tcase_add_test(tc, append_and_read_back_chunked_blocks);
     tcase_add_test(tc, failed_appends_leave_nothing);
+    tcase_add_test(tc, append_commit_conflicts_are_rerun);
     tcase_add_test(tc, open_appenders_hold_no_connection);
     tcase_add_test(tc, corruption_is_detected);
     tcase_add_test(tc, checkpoints_round_trip);

@@ -8,6 +8,7 @@
 #include "db_support.h"
 #include "service/calib.h"
 #include "service/datasets/datasets.h"
+#include "service/typed.h"
 
 static void setup(void)
 {
@@ -319,6 +320,193 @@ START_TEST(declared_upload_is_held_to_its_count_and_matched)
 }
 END_TEST
 
+/* ---- out of memory ---------------------------------------------------
+
+ * jansson's allocations fail on demand (json_set_alloc_funcs): the k-th
+ * one after oom_arm(k) returns NULL. Whatever allocation fails, a dataset
+ * operation answers PG_ENOMEM (the api's 503, like every other out of
+ * memory: api/respond.c) or succeeds with a complete answer; never "stored
+ * metadata is corrupt" (PG_EFORMAT, a 500 that blames the row) and never a
+ * view with a field missing. */
+static long oom_at, oom_count;
+static int oom_hit;
+
+static void *oom_malloc(size_t n)
+{
+    if (oom_at && ++oom_count == oom_at) {
+        oom_hit = 1;
+        return NULL;
+    }
+    return malloc(n);
+}
+
+static void oom_arm(long k)
+{
+    oom_at = k;
+    oom_count = 0;
+    oom_hit = 0;
+    json_set_alloc_funcs(oom_malloc, free);
+}
+
+static void oom_disarm(void)
+{
+    oom_at = 0;
+}
+
+static const char TYPED_SCHEMA[] =
+    "{\"columns\":[{\"name\":\"age\",\"type\":\"integer\",\"min\":18,\"max\":99},"
+    "{\"name\":\"job\",\"type\":\"categorical\",\"categories\":[\"a\",\"b\",\"c\"]},"
+    "{\"name\":\"y\",\"type\":\"categorical\",\"categories\":[\"good\",\"bad\"]}],"
+    "\"label\":\"y\",\"range\":[-1,1]}";
+
+/* A central typed dataset's declaration and table (pg_table_free). */
+static pg_table *typed_central(pg_datasets_spec *s)
+{
+    json_t *b = json_loads(TYPED_SCHEMA, 0, NULL);
+    pg_table *t = NULL;
+    char field[PG_FIELD_MAX];
+    pg_error err = {0};
+    memset(s, 0, sizeof *s);
+    snprintf(s->name, sizeof s->name, "typed");
+    ck_assert_msg(pg_typed_schema(b, s, &t, field, &err) == PG_OK, "%s", err.msg);
+    json_decref(b);
+    s->model = PG_PRIV_CENTRAL;
+    s->budget_epsilon = 1;
+    s->budget_delta = 1e-6;
+    return t;
+}
+
+/* A complete view: the fields every dataset view has, and a typed one's
+ * encoding. */
+static void view_complete(json_t *v, long k)
+{
+    static const char *const K[] = {"id",    "name",       "shape",          "d",       "n",
+                                    "bytes", "created_at", "privacy_report", "encoding"};
+    for (size_t i = 0; i < sizeof K / sizeof *K; i++)
+        ck_assert_msg(json_object_get(v, K[i]) != NULL, "allocation %ld failed: a view without %s",
+                      k, K[i]);
+}
+
+/* The outcome of one run with allocation k failing: PG_ENOMEM, or success. */
+static void oom_outcome(int rc, const pg_error *err, long k, const char *what)
+{
+    ck_assert_msg(rc == PG_OK || rc == PG_ENOMEM,
+                  "%s with jansson allocation %ld failing: code %d (%s), not out of memory", what,
+                  k, rc, err->msg);
+}
+
+START_TEST(out_of_memory_is_enomem_never_corrupt_or_partial)
+{
+    pg_db *db = pg_test_db_open();
+    pg_datasets_spec s;
+    pg_table *t = typed_central(&s);
+    char tenant[PG_ID_MAX];
+    pg_test_uid(tenant, sizeof tenant, "tn_");
+    long fired[3] = {0, 0, 0};
+
+    /* 1. create: the metadata's encoding, the insert, the view. */
+    for (long k = 1;; k++) {
+        ck_assert_int_lt(k, 5000);
+        json_t *v = NULL;
+        char field[PG_FIELD_MAX];
+        pg_error err = {0};
+        pg_datasets_spec sk = s;
+        oom_arm(k);
+        int rc = pg_datasets_create(db, tenant, &sk, 1024, t, NULL, &v, field, &err);
+        oom_disarm();
+        oom_outcome(rc, &err, k, "create");
+        if (!rc) {
+            view_complete(v, k);
+            /* what it stored reads back whole */
+            pg_datasets_upload *u = NULL;
+            int found = 0;
+            const char *id = json_string_value(json_object_get(v, "id"));
+            ck_assert_msg(pg_datasets_upload_open(db, tenant, id, 1000, &u, &found, &err) == PG_OK,
+                          "allocation %ld failed at create: %s", k, err.msg);
+            ck_assert(found);
+            const pg_table *back = pg_datasets_upload_table(u);
+            ck_assert_ptr_nonnull(back);
+            ck_assert_uint_eq(back->ncols, t->ncols);
+            ck_assert_uint_eq(back->width, t->width);
+            pg_datasets_upload_free(u);
+        }
+        json_decref(v);
+        if (!oom_hit) break;
+        fired[0] += rc == PG_ENOMEM;
+    }
+
+    /* 2. a typed dataset stored before the encoding was stored with it: its
+     * view rebuilds the encoding from the schema. */
+    char *meta = NULL;
+    ck_assert_int_eq(pg_typed_meta(&s, t, NULL, &meta, NULL), PG_OK);
+    json_t *m = json_loads(meta, 0, NULL);
+    free(meta);
+    ck_assert_int_eq(json_object_del(m, "encoding"), 0);
+    pg_db_dataset d = {0};
+    pg_test_uid(d.id, sizeof d.id, "ds_");
+    snprintf(d.tenant, sizeof d.tenant, "%s", tenant);
+    d.name = "old";
+    d.meta = json_dumps(m, JSON_COMPACT);
+    json_decref(m);
+    d.d = (int64_t)s.d;
+    pg_error err = {0};
+    ck_assert_msg(pg_db_dataset_insert(db, &d, &err) == PG_OK, "%s", err.msg);
+    free(d.meta);
+    for (long k = 1;; k++) {
+        ck_assert_int_lt(k, 5000);
+        json_t *v = NULL;
+        int found = 0;
+        err = (pg_error){0};
+        oom_arm(k);
+        int rc = pg_datasets_get(db, tenant, d.id, &v, &found, &err);
+        oom_disarm();
+        oom_outcome(rc, &err, k, "view rebuild");
+        if (!rc) {
+            ck_assert(found);
+            view_complete(v, k);
+        }
+        json_decref(v);
+        if (!oom_hit) break;
+        fired[1] += rc == PG_ENOMEM;
+    }
+
+    /* 3. an upload's opening reads the stored schema. */
+    for (long k = 1;; k++) {
+        ck_assert_int_lt(k, 5000);
+        pg_datasets_upload *u = NULL;
+        int found = 0;
+        err = (pg_error){0};
+        oom_arm(k);
+        int rc = pg_datasets_upload_open(db, tenant, d.id, 1000, &u, &found, &err);
+        oom_disarm();
+        oom_outcome(rc, &err, k, "upload open");
+        if (!rc) {
+            ck_assert(found);
+            ck_assert_ptr_nonnull(pg_datasets_upload_table(u));
+            pg_datasets_upload_free(u);
+        }
+        if (!oom_hit) break;
+        fired[2] += rc == PG_ENOMEM;
+    }
+    /* each path met its allocation failures (the sweeps are not empty) */
+    for (int i = 0; i < 3; i++) ck_assert_int_gt(fired[i], 0);
+
+    /* Corruption is still told apart: not JSON at all is PG_EFORMAT. */
+    pg_db_dataset bad = {0};
+    pg_test_uid(bad.id, sizeof bad.id, "ds_");
+    snprintf(bad.tenant, sizeof bad.tenant, "%s", tenant);
+    bad.name = "bad";
+    bad.meta = "{\"name\":";
+    bad.d = 2;
+    ck_assert_int_eq(pg_db_dataset_insert(db, &bad, NULL), PG_OK);
+    json_t *v = NULL;
+    int found = 0;
+    ck_assert_int_eq(pg_datasets_get(db, tenant, bad.id, &v, &found, NULL), PG_EFORMAT);
+    pg_table_free(t);
+    pg_db_close(db);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("datasets");
@@ -329,6 +517,7 @@ static Suite *suite(void)
     tcase_add_test(t, list_pages_walk_every_dataset_once_in_creation_order);
     tcase_add_test(t, upload_stores_exactly_what_it_committed);
     tcase_add_test(t, declared_upload_is_held_to_its_count_and_matched);
+    tcase_add_test(t, out_of_memory_is_enomem_never_corrupt_or_partial);
     suite_add_tcase(s, t);
     return s;
 }

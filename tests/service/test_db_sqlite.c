@@ -472,19 +472,54 @@ START_TEST(bootstrap_token_and_no_plaintext)
 }
 END_TEST
 
-START_TEST(idempotency_reservation_dropped_on_reopen)
+/* Two handles on one file (two processes sharing a data dir): opening the
+ * second must not drop the first's reservation of a request it is still
+ * running (the old open deleted every reservation: the same key then ran
+ * twice, and the first's response could not be stored). A reservation
+ * older than the stale bound (15 min) is a dead request's: swept at open,
+ * or taken over by the next begin. */
+START_TEST(idempotency_reservations_survive_a_second_open)
 {
-    pg_db *db = open_db();
+    pg_db *a = open_db();
     unsigned char fp[32] = {3};
     int state;
-    pg_idem_response prev;
-    ck_assert_int_eq(pg_db_idem_begin(db, "t", "tok_a", "k", fp, &state, &prev, NULL), PG_OK);
+    pg_idem_response prev = {0};
+    ck_assert_int_eq(pg_db_idem_begin(a, "t", "tok_a", "k", fp, &state, &prev, NULL), PG_OK);
     ck_assert_int_eq(state, PG_IDEM_NEW);
-    pg_db_close(db); /* the request "died" with the process */
-    db = open_db();
-    ck_assert_int_eq(pg_db_idem_begin(db, "t", "tok_a", "k", fp, &state, &prev, NULL), PG_OK);
+    pg_db *b = open_db(); /* a's request is still running */
+    ck_assert_int_eq(pg_db_idem_begin(b, "t", "tok_a", "k", fp, &state, &prev, NULL), PG_OK);
+    ck_assert_int_eq(state, PG_IDEM_BUSY);
+    pg_idem_response r = {.status = 201, .location = "/v1/x", .body = "{}", .body_len = 2};
+    ck_assert_int_eq(pg_db_idem_finish(a, "t", "tok_a", "k", &r, NULL), PG_OK);
+    ck_assert_int_eq(pg_db_idem_begin(b, "t", "tok_a", "k", fp, &state, &prev, NULL), PG_OK);
+    ck_assert_int_eq(state, PG_IDEM_REPLAY);
+    ck_assert_int_eq(prev.status, 201);
+    pg_idem_free(&prev);
+
+    /* Dead requests: their reservations made an hour ago. */
+    ck_assert_int_eq(pg_db_idem_begin(a, "t", "tok_a", "k1", fp, &state, &prev, NULL), PG_OK);
     ck_assert_int_eq(state, PG_IDEM_NEW);
-    pg_db_close(db);
+    ck_assert_int_eq(pg_db_idem_begin(a, "t", "tok_a", "k2", fp, &state, &prev, NULL), PG_OK);
+    ck_assert_int_eq(state, PG_IDEM_NEW);
+    sql("UPDATE idempotency SET created_at = strftime('%s','now') - 3600 WHERE key IN "
+        "('k1','k2')");
+    /* taken over by a begin, with any fingerprint (the old request is gone) */
+    unsigned char fp2[32] = {4};
+    ck_assert_int_eq(pg_db_idem_begin(b, "t", "tok_a", "k1", fp2, &state, &prev, NULL), PG_OK);
+    ck_assert_int_eq(state, PG_IDEM_NEW);
+    ck_assert_int_eq(pg_db_idem_begin(a, "t", "tok_a", "k1", fp2, &state, &prev, NULL), PG_OK);
+    ck_assert_int_eq(state, PG_IDEM_BUSY); /* now b's, fresh */
+    /* swept by an open */
+    pg_db *c = open_db();
+    ck_assert_int_eq(pg_db_idem_begin(c, "t", "tok_a", "k2", fp2, &state, &prev, NULL), PG_OK);
+    ck_assert_int_eq(state, PG_IDEM_NEW);
+    /* and the stored response survives every open */
+    ck_assert_int_eq(pg_db_idem_begin(c, "t", "tok_a", "k", fp, &state, &prev, NULL), PG_OK);
+    ck_assert_int_eq(state, PG_IDEM_REPLAY);
+    pg_idem_free(&prev);
+    pg_db_close(c);
+    pg_db_close(b);
+    pg_db_close(a);
 }
 END_TEST
 
@@ -543,7 +578,7 @@ static Suite *suite(void)
     tcase_add_test(t, files_live_next_to_the_database);
     tcase_add_test(t, corrupt_files_are_detected);
     tcase_add_test(t, bootstrap_token_and_no_plaintext);
-    tcase_add_test(t, idempotency_reservation_dropped_on_reopen);
+    tcase_add_test(t, idempotency_reservations_survive_a_second_open);
     tcase_add_test(t, probe_fails_when_blocks_dir_is_not_a_dir);
     tcase_add_test(t, open_sweeps_dead_upload_spools);
     suite_add_tcase(s, t);

@@ -438,6 +438,21 @@ try {
                                       return m && Number(m[1]) > s; }, cutStep, { timeout: 30000 });
   await page.unroute(evPath);
 
+  step('a stream the server closes shows its reason, is not shown as a job and is not reopened');
+  let closedReqs = 0;
+  await page.route(evPath, async (route) => {
+    closedReqs++;
+    await route.fulfill({ status: 200, headers: { 'content-type': 'text/event-stream' },
+                          body: `event: closed\ndata: ${JSON.stringify({ title: 'Not Found', status: 404, detail: 'job removed under the stream' })}\n\n` });
+  });
+  await page.click(`#jobs tr[data-id="${long.id}"]`);
+  await page.waitForFunction(() => /closed: job removed under the stream/.test(document.getElementById('jd-error').textContent),
+                             null, { timeout: 15000 });
+  if ((await page.textContent('#jd-id')) !== long.id) fail('the closed event was shown as a job');
+  await new Promise((r) => setTimeout(r, 3000)); // a reconnect would come after 1-2 s
+  if (closedReqs !== 1) fail(`the closed stream was reopened ${closedReqs - 1} time(s)`);
+  await page.unroute(evPath);
+
   step('job delete: confirmed, refused with the server\'s reason while it runs, done once cancelled');
   await page.click('#jd-delete');
   await page.waitForSelector('#jd-confirm:not([hidden])');

@@ -212,7 +212,7 @@ function warnText(w) {
 async function follow(id) {
   const ctrl = new AbortController();
   state.stream = ctrl;
-  let lastId = '', pause = 1000, ended = false;
+  let lastId = '', pause = 1000, ended = false, closed = null;
   const live = () => state.stream === ctrl && state.selected === id && !ctrl.signal.aborted;
   while (!ended && live()) {
     let got = 0;
@@ -224,7 +224,7 @@ async function follow(id) {
       if (res.ok && res.body) {
         const reader = res.body.getReader(), dec = new TextDecoder();
         let buf = '';
-        for (;;) {
+        read: for (;;) {
           const { value, done } = await reader.read();
           if (done) break;
           buf += dec.decode(value, { stream: true });
@@ -237,6 +237,13 @@ async function follow(id) {
             if (!data) continue; // keep-alive comment
             // A trainer's warning: the job view that follows (or came) lists it.
             if (field('event').pop() === 'warning') continue;
+            // The server ended the stream (token revoked or expired, job gone,
+            // token store unreachable): its data is a problem, not a job.
+            if (field('event').pop() === 'closed') {
+              try { closed = JSON.parse(data); } catch (_) { closed = { status: 0 }; }
+              reader.cancel().catch(() => {});
+              break read;
+            }
             let j;
             try { j = JSON.parse(data); } catch (_) { continue; }
             showJob(j);
@@ -250,6 +257,15 @@ async function follow(id) {
     } catch (e) {
       if (e.name === 'AbortError') return;
       if (e.message === 'unauthorized') return;
+    }
+    if (closed) {
+      const why = closed.detail || closed.title || `status ${closed.status}`;
+      if (closed.status === 401) { signOut(`The job's event stream was closed: ${why}`); return; }
+      if (closed.status !== 503) { // 503: the server could not check the token; retry below
+        if (live()) $('jd-error').textContent = `The event stream was closed: ${why}`;
+        return;
+      }
+      closed = null;
     }
     if (ended || !live()) break;
     $('jd-error').textContent = got ? '' : 'The event stream was cut: reconnecting…';

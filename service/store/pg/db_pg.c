@@ -209,6 +209,10 @@ int pgb_with_conn(pgb *b, pgb_fn fn, void *ctx, pg_error *err)
     if (rc) return rc;
     rc = fn(c, ctx, err);
     pg_pgpool_release(b->pool, c);
+    /* Not rerun (its statements expect no conflict), but the code must not
+     * leave the backend (pgpool.h): a conflict is "busy, retry later". */
+    if (rc == PG_PGPOOL_RETRY)
+        rc = pg_error_set(err, PG_EUNAVAIL, "database busy: a statement conflicted; retry");
     return rc;
 }
 
@@ -393,6 +397,7 @@ static const pg_db_ops PGB_OPS = {
     .job_delete = pgb_job_delete,
     .job_claim = pgb_job_claim,
     .job_heartbeat = pgb_job_heartbeat,
+    .job_renew = pgb_job_renew,
     .job_patch_owned = pgb_job_patch_owned,
     .ckpt_put_owned = pgb_ckpt_put_owned,
     .job_get = pgb_job_get,

@@ -17,7 +17,9 @@
  * no connection, they spool the payload (hashing it as it comes) to an
  * unlinked temporary file, so a slow upload holds neither a pooled
  * connection nor an open transaction. The commit takes a connection and
- * runs one transaction, not rerun: the chunks go in under a fresh block id,
+ * runs one transaction, rerun from the spool like any other on a
+ * serialization failure or deadlock (at most 8 attempts, then PG_EUNAVAIL,
+ * nothing stored): the chunks go in under a fresh block id,
  * then the block gets its place (k) in the dataset under the dataset's row
  * lock (SELECT ... FOR UPDATE), so blocks are ordered by commit and
  * admissions and deletes wait only for that bookkeeping. An abort, a failed
@@ -129,7 +131,8 @@ int pgb_tx_row(pgb *b, pgb_fn fn, void *ctx, pg_error *err);
 /* fn on a pooled connection without BEGIN/COMMIT, not rerun: for single
  * statements (token verification reads one token on every request, so it
  * saves the round trips) and for fn that runs its own transaction (the
- * migrations, under their advisory lock). */
+ * migrations, under their advisory lock). A conflict (PG_PGPOOL_RETRY) is
+ * PG_EUNAVAIL here. */
 int pgb_with_conn(pgb *b, pgb_fn fn, void *ctx, pg_error *err);
 
 int64_t pgb_now(void);
@@ -195,6 +198,8 @@ int pgb_ckpt_write(PGconn *c, const char *job, int64_t step, const unsigned char
 /* db_pg_queue.c: the shared job queue. */
 int pgb_job_claim(pg_db *db, const char *node, int64_t now, int64_t lease_s, pg_job_row **out,
                   int *found, pg_error *err);
+int pgb_job_renew(pg_db *db, const char *node, const char (*ids)[PG_ID_MAX], size_t n, int64_t now,
+                  int64_t lease_s, int *state, pg_error *err);
 int pgb_job_heartbeat(pg_db *db, const char *id, const char *node, int64_t now, int64_t lease_s,
                       int *held, pg_error *err);
 int pgb_job_patch_owned(pg_db *db, const char *id, const char *node, const pg_job_patch *p,

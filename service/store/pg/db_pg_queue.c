@@ -149,6 +149,93 @@ int pgb_job_heartbeat(pg_db *db, const char *id, const char *node, int64_t now, 
     return rc;
 }
 
+/* The replica's heartbeat, one transaction for all its jobs. Renewing a
+ * lease locks the job's row, and a row another transaction holds (above
+ * all this replica's own checkpoint write, which holds its job's row from
+ * the fence to the commit) would make a plain UPDATE wait, and with it
+ * every lease renewed after it. So the renewal locks only the rows it can
+ * take now (FOR UPDATE SKIP LOCKED) and renews those, under their lock and
+ * behind the same fence as pgb_job_heartbeat (owner, running, leased). The
+ * rows it skipped are then read without locking (their last committed
+ * state): still ours, they were busy (undecided, nothing changed: the
+ * caller retries soon); not ours any more (taken over, ended, released),
+ * the lease is lost. A row whose holder commits between the two statements
+ * is read as it is after that commit, which is the verdict the next
+ * attempt would give. */
+typedef struct renew_ctx {
+    pgb_args a, b; /* the renewal's, the read's */
+    const char (*ids)[PG_ID_MAX];
+    size_t n;
+    int *state;
+} renew_ctx;
+
+/* The ids named by r's first column, still PG_LEASE_LOST, become mark. */
+static void mark_ids(const PGresult *r, const renew_ctx *x, int mark)
+{
+    for (int t = 0; t < PQntuples(r); t++) {
+        const char *id = PQgetvalue(r, t, 0);
+        for (size_t i = 0; i < x->n; i++)
+            if (x->state[i] == PG_LEASE_LOST && !strcmp(x->ids[i], id)) x->state[i] = mark;
+    }
+}
+
+static int renew_fn(PGconn *c, void *ctx, pg_error *err)
+{
+    renew_ctx *x = ctx;
+    for (size_t i = 0; i < x->n; i++) x->state[i] = PG_LEASE_LOST;
+    PGresult *r;
+    int rc = pgb_q(c,
+                   "UPDATE jobs SET lease_until = $3::bigint + $4::bigint WHERE seq IN "
+                   "(SELECT seq FROM jobs WHERE id = ANY($1::text[]) AND owner = $2 AND "
+                   "status = 'running' AND lease_until IS NOT NULL FOR UPDATE SKIP LOCKED) "
+                   "AND owner = $2 AND status = 'running' AND lease_until IS NOT NULL "
+                   "RETURNING id",
+                   &x->a, "renewing leases", &r, err);
+    if (rc) return rc;
+    size_t renewed = (size_t)PQntuples(r);
+    mark_ids(r, x, PG_LEASE_RENEWED);
+    PQclear(r);
+    if (renewed == x->n) return PG_OK;
+    rc = pgb_q(c,
+               "SELECT id FROM jobs WHERE id = ANY($1::text[]) AND owner = $2 AND "
+               "status = 'running' AND lease_until IS NOT NULL",
+               &x->b, "reading leases held elsewhere", &r, err);
+    if (rc) return rc;
+    /* Ours by the committed state yet not renewed: another transaction
+     * holds the row right now. */
+    mark_ids(r, x, PG_LEASE_BUSY);
+    PQclear(r);
+    return PG_OK;
+}
+
+int pgb_job_renew(pg_db *db, const char *node, const char (*ids)[PG_ID_MAX], size_t n, int64_t now,
+                  int64_t lease_s, int *state, pg_error *err)
+{
+    /* ids are [a-z0-9_] (checked by the caller): a plain array literal. */
+    char *list = malloc(n * (PG_ID_MAX + 1) + 3);
+    if (!list) return pg_error_set(err, PG_ENOMEM, "out of memory renewing leases");
+    size_t k = 0;
+    list[k++] = '{';
+    for (size_t i = 0; i < n; i++) {
+        if (i) list[k++] = ',';
+        size_t l = strlen(ids[i]);
+        memcpy(list + k, ids[i], l);
+        k += l;
+    }
+    list[k++] = '}';
+    list[k] = '\0';
+    renew_ctx x = {.ids = ids, .n = n, .state = state};
+    pgb_text(&x.a, list);
+    pgb_text(&x.a, node);
+    pgb_i64(&x.a, now);
+    pgb_i64(&x.a, lease_s);
+    pgb_text(&x.b, list);
+    pgb_text(&x.b, node);
+    int rc = pgb_tx_row(PGB(db), renew_fn, &x, err);
+    free(list);
+    return rc;
+}
+
 static int terminal(const char *status)
 {
     return status && (!strcmp(status, "succeeded") || !strcmp(status, "failed") ||

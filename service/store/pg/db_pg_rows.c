@@ -361,13 +361,18 @@ static int send_chunks(pgb_append *a, PGconn *c, int64_t block_id, int *chunks, 
     return PG_OK;
 }
 
+/* Attempts of an append's commit transaction (as pgb_tx's). */
+#define PGB_APPEND_ATTEMPTS 8
+
 typedef struct commit_res {
     int found;
     int64_t rows, new_n;
 } commit_res;
 
-static int commit_tx(pgb_append *a, PGconn *c, const int32_t *labels, int64_t max_rows,
-                     commit_res *res, pg_error *err)
+/* Completes the spool (labels, the buffered tail) and its digest, once:
+ * every attempt of the transaction then sends the same bytes. */
+static int commit_prepare(pgb_append *a, const int32_t *labels, unsigned char digest[32],
+                          pg_error *err)
 {
     if (a->values % a->d)
         return pg_error_set(err, PG_EINVAL, "%llu values are not a whole number of rows of %zu",
@@ -377,9 +382,18 @@ static int commit_tx(pgb_append *a, PGconn *c, const int32_t *labels, int64_t ma
     if (labels && n && (rc = put_bytes(a, labels, (size_t)n * sizeof *labels, err))) return rc;
     if (a->fill && (rc = spool_put(a, a->buf, a->fill, err))) return rc;
     a->fill = 0;
-    unsigned char digest[32];
     pg_sha256_final(&a->sha, digest);
+    return PG_OK;
+}
 
+/* One attempt: the whole transaction, from BEGIN to COMMIT (c's release
+ * rolls back whatever it left open). */
+static int commit_tx(pgb_append *a, PGconn *c, int labels, const unsigned char digest[32],
+                     int64_t max_rows, commit_res *res, pg_error *err)
+{
+    uint64_t n = a->values / a->d;
+    int rc;
+    *res = (commit_res){0};
     PGresult *r;
     if ((rc = pgb_q(c, "BEGIN", NULL, "starting an append", NULL, err))) return rc;
     if ((rc = pgb_q(c, "SELECT nextval('row_block_ids')", NULL, "starting an append", &r, err)))
@@ -458,12 +472,28 @@ int pgb_append_commit(pg_db_append *pa, const int32_t *labels, int64_t max_rows,
 {
     pgb_append *a = (pgb_append *)pa;
     commit_res res = {0};
-    PGconn *c = NULL;
+    unsigned char digest[32];
     int rc = a->broken ? pg_error_set(err, a->broken, "append failed earlier; nothing was stored")
-                       : pg_pgpool_acquire(PGB(a->base.db)->pool, &c, err);
-    if (!rc) rc = commit_tx(a, c, labels, max_rows, &res, err);
-    /* After a failure (or a vanished dataset) the release rolls back. */
-    if (c) pg_pgpool_release(PGB(a->base.db)->pool, c);
+                       : commit_prepare(a, labels, digest, err);
+    /* A serialization failure or deadlock (PG_PGPOOL_RETRY, which must not
+     * leave the backend: pgpool.h) rolled the attempt back whole: run it
+     * again from BEGIN, from the spool, as pgb_tx reruns its transactions,
+     * and as often. */
+    for (int attempt = 0; !rc || rc == PG_PGPOOL_RETRY; attempt++) {
+        if (attempt == PGB_APPEND_ATTEMPTS) {
+            rc = pg_error_set(err, PG_EUNAVAIL,
+                              "database busy: an append kept conflicting (%d attempts); "
+                              "nothing was stored",
+                              PGB_APPEND_ATTEMPTS);
+            break;
+        }
+        PGconn *c = NULL;
+        rc = pg_pgpool_acquire(PGB(a->base.db)->pool, &c, err);
+        if (!rc) rc = commit_tx(a, c, labels != NULL, digest, max_rows, &res, err);
+        /* After a failure (or a vanished dataset) the release rolls back. */
+        if (c) pg_pgpool_release(PGB(a->base.db)->pool, c);
+        if (rc != PG_PGPOOL_RETRY) break;
+    }
     append_free(a);
     if (rc) return rc;
     *found = res.found;

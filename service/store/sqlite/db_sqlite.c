@@ -332,6 +332,15 @@ static int sq_probe(pg_db *db, pg_error *err)
 
 /* ---- idempotency keys ------------------------------------------------- */
 
+/* A reservation (status 0) lives as long as its request runs. Several
+ * processes may share the file (privgend and a CLI, two privgends on one
+ * data dir), so a reservation cannot be told dead from its row alone: one
+ * older than this belongs to a request that died (with its process), and
+ * is swept at open or taken over by the next begin on its key; a younger
+ * one is a request still running, maybe in another process (the
+ * PostgreSQL backend's rule and bound, PGB_IDEM_STALE_S). */
+#define SQ_IDEM_STALE_S 900
+
 static int sq_idem_begin(pg_db *db, const char *tenant, const char *token, const char *key,
                          const unsigned char fp[32], int *state, pg_idem_response *prev,
                          pg_error *err)
@@ -339,16 +348,21 @@ static int sq_idem_begin(pg_db *db, const char *tenant, const char *token, const
     sq_db *s = SQ(db);
     pthread_mutex_lock(&s->mu);
     sqlite3_stmt *st;
+    int stale = 0;
     int rc = sq_tx_begin(s, err);
     if (!rc && !(rc = sq_prep(s,
-                              "SELECT fp, status, location, body FROM idempotency "
+                              "SELECT fp, status, location, body, created_at FROM idempotency "
                               "WHERE tenant_id=? AND token_id=? AND key=?",
                               &st, err))) {
         sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, token, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 3, key, -1, SQLITE_STATIC);
         int r = sqlite3_step(st);
-        if (r == SQLITE_ROW) {
+        if (r == SQLITE_ROW && sqlite3_column_int(st, 1) == 0 &&
+            sqlite3_column_int64(st, 4) < sq_now() - SQ_IDEM_STALE_S) {
+            *state = PG_IDEM_NEW; /* a dead request's: taken over below */
+            stale = 1;
+        } else if (r == SQLITE_ROW) {
             int same = sqlite3_column_bytes(st, 0) == 32 &&
                        memcmp(sqlite3_column_blob(st, 0), fp, 32) == 0;
             int status = sqlite3_column_int(st, 1);
@@ -376,8 +390,10 @@ static int sq_idem_begin(pg_db *db, const char *tenant, const char *token, const
     }
     if (!rc && *state == PG_IDEM_NEW &&
         !(rc = sq_prep(s,
-                       "INSERT INTO idempotency(tenant_id, token_id, key, fp, status, body, "
-                       "created_at) VALUES(?,?,?,?,0,x'',?)",
+                       stale ? "UPDATE idempotency SET fp=?4, created_at=?5 "
+                               "WHERE tenant_id=?1 AND token_id=?2 AND key=?3 AND status=0"
+                             : "INSERT INTO idempotency(tenant_id, token_id, key, fp, status, "
+                               "body, created_at) VALUES(?1,?2,?3,?4,0,x'',?5)",
                        &st, err))) {
         sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, token, -1, SQLITE_STATIC);
@@ -542,12 +558,17 @@ int pg_db_sqlite_open(const char *url, const pg_db_options *opt, pg_db **out, pg
     }
     sqlite3_busy_timeout(s->db, 5000);
     pthread_mutex_init(&s->mu, NULL);
-    /* Idempotency reservations (status 0) belong to requests that died with
-     * the previous process; dropping them lets their retries run. */
     int rc = sq_exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;",
                      err);
     if (!rc) rc = migrate(s, err);
-    if (!rc) rc = sq_exec(s, "DELETE FROM idempotency WHERE status=0;", err);
+    /* Only stale reservations: a younger one may be a request another
+     * process sharing the file is running right now (SQ_IDEM_STALE_S). */
+    if (!rc) {
+        char sql[128];
+        snprintf(sql, sizeof sql, "DELETE FROM idempotency WHERE status=0 AND created_at<%lld;",
+                 (long long)(sq_now() - SQ_IDEM_STALE_S));
+        rc = sq_exec(s, sql, err);
+    }
     if (!rc) sweep_spools(s);
     if (rc) {
         pg_error_wrap(err, "opening %s", path);

@@ -1,0 +1,254 @@
+/* Lease renewal on PostgreSQL while another transaction holds a job's row
+ * (service/store/db.h pg_db_job_renew, service/jobs/jobs_lease.c).
+ *
+ * A replica's own checkpoint write holds its job's row from the fence to the
+ * commit. The heartbeat used to renew one job after another with a plain
+ * UPDATE, which waited on that row, so every lease behind it went unrenewed
+ * for as long as the write took (or up to the statement timeout): a healthy
+ * replica could lose its other jobs. Here a side session holds one job's row
+ * the way such a write does, and the other job's lease must keep being
+ * renewed; the held one is renewed once its row is free, and no lease is
+ * lost. The waits are bounds with seconds of slack, not timings. */
+#include <check.h>
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pg/pgtest_env.h"
+#include "service/store/db.h"
+#include "support/pg_jobs_test.h"
+/* after pg_jobs_test.h, whose parameters are named like the table's type */
+#include "service/config.h"
+#include "service/jobs/jobs.h"
+#include "service/jobs/jobs_internal.h"
+
+static pg_db *open_db(void)
+{
+    pg_db *db = NULL;
+    pg_error e = {0};
+    pg_db_options o = {.pool_size = 8, .statement_timeout_ms = 30000, .connect_timeout_s = 5};
+    ck_assert_msg(pg_db_open(pgt_uri(), &o, &db, &e) == PG_OK, "open: %s", e.msg);
+    return db;
+}
+
+static PGconn *side(void)
+{
+    PGconn *c = PQconnectdb(pgt_uri());
+    ck_assert_msg(PQstatus(c) == CONNECTION_OK, "%s", PQerrorMessage(c));
+    return c;
+}
+
+static void exec_ok(PGconn *c, const char *sql)
+{
+    PGresult *r = PQexec(c, sql);
+    ck_assert_msg(PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK,
+                  "%s: %s", sql, PQresultErrorMessage(r));
+    PQclear(r);
+}
+
+/* jobs.lease_until of id, read without locking (-1: NULL or no row). */
+static long long lease_of(PGconn *c, const char *id)
+{
+    const char *v[1] = {id};
+    PGresult *r =
+        PQexecParams(c, "SELECT lease_until FROM jobs WHERE id = $1", 1, NULL, v, NULL, NULL, 0);
+    ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK, "%s", PQresultErrorMessage(r));
+    long long x = PQntuples(r) == 1 && !PQgetisnull(r, 0, 0) ? atoll(PQgetvalue(r, 0, 0)) : -1;
+    PQclear(r);
+    return x;
+}
+
+/* The side session takes id's row as a fenced writer does (FOR UPDATE in an
+ * open transaction) and keeps it until rollback. */
+static void hold_row(PGconn *c, const char *id)
+{
+    char sql[160];
+    exec_ok(c, "BEGIN");
+    snprintf(sql, sizeof sql, "SELECT 1 FROM jobs WHERE id = '%s' FOR UPDATE", id);
+    exec_ok(c, sql);
+}
+
+static void nap_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts)) {
+    }
+}
+
+/* Admits ds's jobs ids (after a drain) and claims them for node, lease
+ * lease_s from now; rows (pg_job_rows_free each) when asked. */
+static void run_jobs(pg_db *db, const char *ds, const char *const *ids, int n, const char *node,
+                     int64_t lease_s, pg_job_row **rows)
+{
+    pg_db_dataset d = {0};
+    snprintf(d.id, sizeof d.id, "%s", ds);
+    snprintf(d.tenant, sizeof d.tenant, "t1");
+    d.name = "n";
+    d.meta = "{}";
+    d.d = 2;
+    pg_error e = {0};
+    ck_assert_msg(pg_db_dataset_insert(db, &d, &e) == PG_OK, "%s", e.msg);
+    pg_test_jobs_drain(db);
+    for (int i = 0; i < n; i++) pg_test_job_admit(db, "t1", ds, ids[i], "{}");
+    for (int i = 0; i < n; i++) {
+        pg_job_row *r;
+        int found = 0;
+        ck_assert_msg(pg_db_job_claim(db, node, (int64_t)time(NULL), lease_s, &r, &found, &e) ==
+                          PG_OK,
+                      "%s", e.msg);
+        ck_assert(found);
+        ck_assert_str_eq(r->id, ids[i]);
+        if (rows)
+            rows[i] = r;
+        else
+            pg_job_rows_free(r, 1);
+    }
+}
+
+/* The storage op: a held row is BUSY (untouched), a free one RENEWED, a
+ * job of another node or an invalid id LOST; a takeover in flight stays
+ * BUSY until it commits, then LOST. */
+START_TEST(renew_skips_a_row_held_elsewhere)
+{
+    pg_db *db = open_db();
+    static const char *const mine[2] = {"job_rn_a", "job_rn_b"};
+    static const char *const theirs[1] = {"job_rn_c"};
+    run_jobs(db, "ds_rn", mine, 2, "w:a", 3600, NULL);
+    pg_test_job_admit(db, "t1", "ds_rn", theirs[0], "{}");
+    pg_test_job_claim(db, "w:c", theirs[0]);
+    PGconn *hold = side(), *mon = side();
+    long long a0 = lease_of(mon, "job_rn_a");
+
+    hold_row(hold, "job_rn_a");
+    char ids[4][PG_ID_MAX] = {"job_rn_a", "job_rn_b", "job_rn_c", "Bad-Id"};
+    int st[4] = {-1, -1, -1, -1};
+    int64_t now = (int64_t)time(NULL) + 7200; /* a renewal moves every lease it renews */
+    pg_error e = {0};
+    ck_assert_msg(pg_db_job_renew(db, "w:a", (const char(*)[PG_ID_MAX])ids, 4, now, 60, st, &e) ==
+                      PG_OK,
+                  "%s", e.msg);
+    ck_assert_int_eq(st[0], PG_LEASE_BUSY);
+    ck_assert_int_eq(st[1], PG_LEASE_RENEWED);
+    ck_assert_int_eq(st[2], PG_LEASE_LOST);
+    ck_assert_int_eq(st[3], PG_LEASE_LOST);
+    ck_assert_int_eq(lease_of(mon, "job_rn_a"), a0);
+    ck_assert_int_eq(lease_of(mon, "job_rn_b"), now + 60);
+    exec_ok(hold, "ROLLBACK");
+
+    ck_assert_int_eq(
+        pg_db_job_renew(db, "w:a", (const char(*)[PG_ID_MAX])ids, 2, now + 1, 60, st, &e), PG_OK);
+    ck_assert_int_eq(st[0], PG_LEASE_RENEWED);
+    ck_assert_int_eq(st[1], PG_LEASE_RENEWED);
+    ck_assert_int_eq(lease_of(mon, "job_rn_a"), now + 61);
+
+    /* Another replica's takeover holds the row: undecided until it commits. */
+    exec_ok(hold, "BEGIN");
+    exec_ok(hold, "UPDATE jobs SET owner = 'w:x' WHERE id = 'job_rn_a'");
+    ck_assert_int_eq(
+        pg_db_job_renew(db, "w:a", (const char(*)[PG_ID_MAX])ids, 2, now + 2, 60, st, &e), PG_OK);
+    ck_assert_int_eq(st[0], PG_LEASE_BUSY);
+    ck_assert_int_eq(st[1], PG_LEASE_RENEWED);
+    exec_ok(hold, "COMMIT");
+    ck_assert_int_eq(
+        pg_db_job_renew(db, "w:a", (const char(*)[PG_ID_MAX])ids, 2, now + 3, 60, st, &e), PG_OK);
+    ck_assert_int_eq(st[0], PG_LEASE_LOST);
+    ck_assert_int_eq(st[1], PG_LEASE_RENEWED);
+    ck_assert_int_eq(lease_of(mon, "job_rn_a"), now + 61); /* the lost one untouched */
+    PQfinish(hold);
+    PQfinish(mon);
+    pg_db_close(db);
+}
+END_TEST
+
+#define LEASE_S 6
+#define HOLD_S  14
+
+/* A replica's heartbeat thread renews two jobs it runs (lease 6 s, every
+ * 1 s) while a side session holds one of them and then the other, 14 s
+ * each (over two leases; under the 30 s statement timeout, so the old
+ * heartbeat stayed blocked through the whole hold). The free job's lease
+ * must never be seen run out and must end past hold start + lease (so it
+ * was renewed during the hold); the held one is renewed once freed; no
+ * lease is lost. Both orders are tried, so the held job is the first the
+ * heartbeat renews in one of them, whatever the table's order. */
+START_TEST(heartbeat_renews_around_a_held_row)
+{
+    pg_db *db = open_db();
+    pg_svc_config cfg;
+    pg_svc_config_defaults(&cfg);
+    cfg.node_id = "w:hb";
+    cfg.workers = 1;
+    cfg.lease_s = LEASE_S;
+    cfg.heartbeat_s = 1;
+    pg_jobs *m = NULL;
+    pg_error e = {0};
+    ck_assert_msg(pg_jobs_create(&cfg, db, &m, &e) == PG_OK, "%s", e.msg);
+    static const char *const ids[2] = {"job_hb_a", "job_hb_b"};
+    pg_job_row *rows[2];
+    run_jobs(db, "ds_hb", ids, 2, "w:hb", LEASE_S, rows);
+    /* The jobs as this replica's workers hold them after their claims (the
+     * workers themselves would train; only the heartbeat runs here). */
+    pthread_mutex_lock(&m->mu);
+    for (int i = 0; i < 2; i++) {
+        job *j = pg_jobs_job_from_row(m, rows[i]);
+        ck_assert_ptr_nonnull(j);
+        ck_assert_int_eq(pg_jobs_table_add(m, j), 0);
+        j->owned = 1;
+        j->lease_until = (int64_t)time(NULL) + LEASE_S;
+        pg_job_rows_free(rows[i], 1);
+    }
+    pthread_mutex_unlock(&m->mu);
+    ck_assert_msg(pg_jobs_lease_start(m, &e) == PG_OK, "%s", e.msg);
+
+    PGconn *hold = side(), *mon = side();
+    for (int k = 0; k < 2; k++) {
+        const char *held = ids[k], *other = ids[1 - k];
+        hold_row(hold, held);
+        long long held0 = lease_of(mon, held); /* committed before the hold began */
+        long long start = (long long)time(NULL);
+        while ((long long)time(NULL) < start + HOLD_S) {
+            long long l = lease_of(mon, other), now = (long long)time(NULL);
+            ck_assert_msg(l > now, "%s's lease ran out (%lld <= %lld) while %s's row was held",
+                          other, l, now, held);
+            nap_ms(100);
+        }
+        ck_assert_msg(lease_of(mon, other) > start + LEASE_S,
+                      "%s's lease was not renewed while %s's row was held", other, held);
+        ck_assert_int_eq(lease_of(mon, held), held0); /* nothing waited on the row */
+        exec_ok(hold, "ROLLBACK");
+        long long freed = (long long)time(NULL);
+        while (lease_of(mon, held) <= freed + 1) {
+            ck_assert_msg((long long)time(NULL) < freed + 3 * LEASE_S,
+                          "%s's lease was not renewed after its row was freed", held);
+            nap_ms(100);
+        }
+    }
+    pthread_mutex_lock(&m->mu);
+    ck_assert_uint_eq(m->lease_losses, 0);
+    for (size_t i = 0; i < m->n; i++)
+        if (m->all[i]->owned) ck_assert_int_eq(m->all[i]->lost, 0);
+    pthread_mutex_unlock(&m->mu);
+    pg_jobs_lease_stop(m);
+    PQfinish(hold);
+    PQfinish(mon);
+    pg_jobs_destroy(m);
+    pg_db_close(db);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("pg_lease");
+    TCase *tc = tcase_create("renew");
+    tcase_set_timeout(tc, 180);
+    tcase_add_test(tc, renew_skips_a_row_held_elsewhere);
+    tcase_add_test(tc, heartbeat_renews_around_a_held_row);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
