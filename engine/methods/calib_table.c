@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "engine/core/alloc.h"
+#include "engine/methods/calib_copula.h"
 #include "engine/privacy/privacy.h"
 
 enum { KNOTS = 65 };
@@ -47,6 +48,15 @@ struct pg_calib_table {
      * the target frequencies (K x T) the categorical redraws come from. */
     double indep;
     double *target;
+    /* Copula (pg_calib_table_set_copula, calib_copula.h): cm coordinates,
+     * per head its coordinate ((size_t)-1: none), each class's Cholesky
+     * factor (K x cm x cm) and per softmax head the states in the copula's
+     * order with their cumulative masses (K x T each). */
+    size_t cm;
+    size_t *hcoord;
+    double *chol;
+    size_t *corder;
+    double *ccum;
 };
 
 static size_t states(const pg_head *hd)
@@ -292,6 +302,10 @@ void pg_calib_table_free(pg_calib_table *c)
     free(c->move);
     free(c->cdf);
     free(c->target);
+    free(c->hcoord);
+    free(c->chol);
+    free(c->corder);
+    free(c->ccum);
     for (size_t i = 0; c->sorted && i < c->K * c->pooled->ncols; i++) free(c->sorted[i]);
     for (size_t i = 0; c->first && i < c->K * c->pooled->ncols; i++) free(c->first[i]);
     for (size_t i = 0; c->inside && i < c->K * c->pooled->ncols; i++) free(c->inside[i]);
@@ -718,6 +732,20 @@ static float quantile_move(const pg_calib_table *c, size_t k, size_t j, double p
     return (float)(v < m->lo ? m->lo : v > m->hi ? m->hi : v);
 }
 
+/* Levels u = Phi(L_k g) of one row's copula, g standard normals from rng. */
+static void copula_draw(const pg_calib_table *c, size_t k, pg_rng *rng, double *u)
+{
+    double g[PG_CALIB_COPULA_MAX];
+    size_t m = c->cm;
+    const double *L = c->chol + k * m * m;
+    for (size_t i = 0; i < m; i++) g[i] = pg_rng_normal(rng);
+    for (size_t i = 0; i < m; i++) {
+        double z = 0.0;
+        for (size_t q = 0; q <= i; q++) z += L[i * m + q] * g[q];
+        u[i] = pg_privacy_ndtr(z);
+    }
+}
+
 void pg_calib_table_apply(const pg_calib_table *c, pg_rng *rng, float *rows, const int32_t *labels,
                           size_t n)
 {
@@ -728,6 +756,9 @@ void pg_calib_table_apply(const pg_calib_table *c, pg_rng *rng, float *rows, con
         float *row = rows + i * c->d;
         const double *move = c->move + k * T, *cdf = c->cdf + k * T;
         const float *off = c->offset + k * c->d, *gain = c->gain + k * c->d;
+        /* Copula: its m normals for every row, used or not. */
+        double cu[PG_CALIB_COPULA_MAX];
+        if (c->cm) copula_draw(c, k, rng, cu);
         for (size_t j = 0; j < h->n; j++) {
             const pg_head *hd = &h->h[j];
             float *u = row + hd->offset;
@@ -742,7 +773,7 @@ void pg_calib_table_apply(const pg_calib_table *c, pg_rng *rng, float *rows, con
                     if (c->indep > 0.0) {
                         fresh = pg_rng_uniform(rng) < c->indep;
                         double f = pg_rng_uniform(rng);
-                        if (fresh) t = f;
+                        if (fresh) t = c->cm ? cu[c->hcoord[j]] : f;
                     }
                     if (c->nsorted[slot] > 0) {
                         double p =
@@ -767,6 +798,16 @@ void pg_calib_table_apply(const pg_calib_table *c, pg_rng *rng, float *rows, con
                  * state follows the class's target frequencies alone. */
                 bool fresh = pg_rng_uniform(rng) < c->indep;
                 double f = pg_rng_uniform(rng);
+                if (fresh && c->cm) {
+                    /* The state whose copula interval holds the level. */
+                    const size_t *ord = c->corder + k * T + s0;
+                    const double *cum = c->ccum + k * T + s0;
+                    double lv = cu[c->hcoord[j]];
+                    size_t at = 0;
+                    while (at + 1 < S && !(lv < cum[at])) at++;
+                    set_state(hd, u, ord[at]);
+                    continue;
+                }
                 if (fresh) {
                     const double *tg = c->target + k * T + s0;
                     size_t to = 0;
@@ -806,4 +847,46 @@ int pg_calib_table_fit_all(pg_calib_table *c, const float *targets, const float 
     for (size_t k = 0; k < c->K && rc == PG_OK; k++)
         rc = pg_calib_table_fit(c, (int)k, targets + k * 2 * c->d, rows + k * n * c->d, n, err);
     return rc;
+}
+
+size_t pg_calib_table_copula_dim(const pg_calib_table *c)
+{
+    return c ? pg_copula_dim(c->h, c->pooled, NULL) : 0;
+}
+
+int pg_calib_table_set_copula(pg_calib_table *c, const float *targets, const float *R,
+                              pg_error *err)
+{
+    if (!c || !targets || !R || !c->pooled)
+        return pg_error_set(err, PG_EINVAL, "the copula needs the quantile rule and its matrices");
+    if (c->cm) return pg_error_set(err, PG_EINVAL, "the copula is already set");
+    size_t m = pg_copula_dim(c->h, c->pooled, NULL), T = c->T ? c->T : 1;
+    if (m == 0 || m > PG_CALIB_COPULA_MAX)
+        return pg_error_set(err, PG_EINVAL, "the copula needs 1 to %d coordinates, not %zu",
+                            PG_CALIB_COPULA_MAX, m);
+    int rc = pg_copula_check(R, c->K, m, err);
+    if (rc) return rc;
+    size_t *coord = malloc(m * sizeof *coord);
+    c->hcoord = malloc(c->h->n * sizeof *c->hcoord);
+    c->chol = malloc(c->K * m * m * sizeof *c->chol);
+    c->corder = calloc(c->K * T, sizeof *c->corder);
+    c->ccum = calloc(c->K * T, sizeof *c->ccum);
+    if (!coord || !c->hcoord || !c->chol || !c->corder || !c->ccum) {
+        free(coord);
+        return pg_error_set(err, PG_ENOMEM, "cannot allocate the copula");
+    }
+    pg_copula_dim(c->h, c->pooled, coord);
+    for (size_t j = 0; j < c->h->n; j++) c->hcoord[j] = (size_t)-1;
+    for (size_t i = 0; i < m; i++) c->hcoord[coord[i]] = i;
+    free(coord);
+    if ((rc = pg_copula_cholesky(R, c->K, m, c->chol, err))) return rc;
+    for (size_t k = 0; k < c->K; k++)
+        for (size_t j = 0; j < c->h->n; j++) {
+            const pg_head *hd = &c->h->h[j];
+            if (hd->kind == PG_HEAD_NUMERIC) continue;
+            pg_copula_head_order(hd, targets + k * 2 * c->d, c->corder + k * T + c->state0[j],
+                                 c->ccum + k * T + c->state0[j]);
+        }
+    c->cm = m; /* last: apply reads the copula only once it is whole */
+    return PG_OK;
 }

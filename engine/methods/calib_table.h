@@ -178,6 +178,21 @@ int pg_calib_table_set_quantiles(pg_calib_table *c, const pg_qmap *pooled, const
 int pg_calib_table_set_independence(pg_calib_table *c, double lambda, pg_error *err);
 double pg_calib_table_independence(const pg_calib_table *c);
 
+/* Copula (calibration.copula_noise, calib_copula.h): the redrawn units of
+ * a row (independence above) take their levels from class k's released
+ * Gaussian copula R_k (K x m x m, m = pg_calib_table_copula_dim, at most
+ * PG_CALIB_COPULA_MAX) instead of independent uniforms: a number F_k^-1 of
+ * its level, a softmax head the state whose copula interval holds it
+ * (states ordered by the class's target frequencies, the order the release
+ * used). Set after pg_calib_table_set_quantiles, with the targets (K x 2d)
+ * the release read; PG_EFORMAT when an R_k is not a correlation matrix
+ * (pg_copula_check). Apply then draws m normals per row first, used or not;
+ * without it the draws are the old ones. */
+#define PG_CALIB_COPULA_MAX 256
+size_t pg_calib_table_copula_dim(const pg_calib_table *c);
+int pg_calib_table_set_copula(pg_calib_table *c, const float *targets, const float *R,
+                              pg_error *err);
+
 void pg_calib_table_apply(const pg_calib_table *c, pg_rng *rng, float *rows, const int32_t *labels,
                           size_t n);
 

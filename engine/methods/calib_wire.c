@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "engine/data/table.h"
+#include "engine/methods/calib_copula.h"
 #include "engine/methods/calib_table.h"
 #include "engine/methods/qmap_spec.h"
 
@@ -17,14 +18,28 @@ bool pg_calib_wire_on(const json_t *r, const pg_data_desc *desc)
            pg_spec_bool(r, "calibration.class_means", false);
 }
 
-double pg_calib_wire_sigma(const json_t *r, const pg_data_desc *desc)
-{
-    return pg_calib_wire_on(r, desc) ? pg_spec_num(r, "calibration.noise_multiplier", 5) : 0.0;
-}
-
 static const char *rule_of(const json_t *r)
 {
     return pg_spec_str(r, "calibration.numeric", "shift");
+}
+
+/* The copula's noise multiplier when it is released (calib_copula.h), else 0. */
+static double copula_of(const json_t *r, const pg_data_desc *desc)
+{
+    return pg_calib_wire_on(r, desc) && strcmp(rule_of(r), "quantile") == 0 &&
+                   pg_spec_num(r, "calibration.independence", 0.0) > 0.0
+               ? pg_spec_num(r, "calibration.copula_noise", 0.0)
+               : 0.0;
+}
+
+double pg_calib_wire_sigma(const json_t *r, const pg_data_desc *desc)
+{
+    if (!pg_calib_wire_on(r, desc)) return 0.0;
+    double s = pg_spec_num(r, "calibration.noise_multiplier", 5), c = copula_of(r, desc);
+    /* Replace-one: the class statistics cost alpha / s^2, the copula
+     * 2 alpha / c^2 (calib_copula.h); Gaussian curves add exactly, so one
+     * multiplier stands for both. */
+    return c > 0.0 ? 1.0 / sqrt(1.0 / (s * s) + 2.0 / (c * c)) : s;
 }
 
 void pg_calib_wire_check(const json_t *r, const pg_data_desc *desc, pg_spec_errors *errors)
@@ -46,12 +61,17 @@ void pg_calib_wire_check(const json_t *r, const pg_data_desc *desc, pg_spec_erro
         pg_spec_error_add(errors, "calibration.independence",
                           "needs calibration.class_means on a typed table with "
                           "calibration.numeric \"quantile\"");
+    if (pg_spec_num(r, "calibration.copula_noise", 0.0) > 0.0 && !(copula_of(r, desc) > 0.0))
+        pg_spec_error_add(errors, "calibration.copula_noise",
+                          "needs calibration.independence > 0 and calibration.numeric "
+                          "\"quantile\" on a typed table");
 }
 
 void pg_calib_wire_free(pg_calib_wire *w)
 {
     free(w->targets);
     free(w->class_cdf);
+    free(w->copula);
     memset(w, 0, sizeof *w);
 }
 
@@ -64,6 +84,7 @@ int pg_calib_wire_init(pg_calib_wire *w, const json_t *r, const pg_data_desc *de
         return pg_error_set(err, PG_EINVAL, "table calibration needs the table's output heads");
     const char *rule = rule_of(r);
     w->sigma = pg_spec_num(r, "calibration.noise_multiplier", 5);
+    w->copula_sigma = copula_of(r, desc);
     w->quantile = strcmp(rule, "quantile") == 0;
     w->rank = strcmp(rule, "rank") == 0;
     w->indep = pg_spec_num(r, "calibration.independence", 0.0);
@@ -84,6 +105,18 @@ int pg_calib_wire_init(pg_calib_wire *w, const json_t *r, const pg_data_desc *de
     return PG_OK;
 }
 
+/* The copula's matrices, sized once the quantile map is known. */
+static int alloc_copula(pg_calib_wire *w, const pg_generator *gen, pg_error *err)
+{
+    w->copula_m = pg_copula_dim(gen->heads, gen->qmap, NULL);
+    if (w->copula_m == 0 || w->copula_m > PG_CALIB_COPULA_MAX)
+        return pg_error_set(err, PG_EINVAL, "the copula needs 1 to %d columns, not %zu",
+                            PG_CALIB_COPULA_MAX, w->copula_m);
+    free(w->copula);
+    w->copula = malloc(w->K * w->copula_m * w->copula_m * sizeof *w->copula);
+    return w->copula ? PG_OK : pg_error_set(err, PG_ENOMEM, "cannot allocate the copula");
+}
+
 int pg_calib_wire_release(pg_calib_wire *w, const json_t *r, const pg_data_desc *desc,
                           pg_rng *secure, const pg_dataset *data, int replace_one,
                           pg_generator *gen, pg_error *err)
@@ -97,9 +130,19 @@ int pg_calib_wire_release(pg_calib_wire *w, const json_t *r, const pg_data_desc 
                                           replace_one, gen, w->class_cdf, err);
     else if (pg_qmap_spec_on(r, desc))
         rc = pg_qmap_spec_release(r, desc, secure, data->x, data->n, replace_one, gen, err);
+    double *raw = NULL; /* the released counts, which the copula divides by */
+    if (rc == PG_OK && w->copula_sigma > 0.0 &&
+        !(raw = malloc((w->K * gen->d + w->K) * sizeof *raw)))
+        rc = pg_error_set(err, PG_ENOMEM, "cannot allocate the class statistics");
     if (rc == PG_OK && w->sigma > 0.0)
         rc = pg_calib_table_release(secure, gen->heads, gen->qmap, data->x, labels, data->n,
-                                    classes, w->sigma, w->rank, w->targets, NULL, err);
+                                    classes, w->sigma, w->rank, w->targets, raw, err);
+    /* The copula last: its scores read the released marginals only. */
+    if (rc == PG_OK && raw && (rc = alloc_copula(w, gen, err)) == PG_OK)
+        rc = pg_copula_release(secure, gen->heads, gen->qmap, w->class_cdf, w->targets,
+                               raw + w->K * gen->d, data->x, labels, data->n, classes,
+                               w->copula_sigma, w->copula, NULL, err);
+    free(raw);
     return rc;
 }
 
@@ -134,6 +177,16 @@ int pg_calib_wire_save(const pg_calib_wire *w, json_t *extra, pg_ckpt_tensor *t,
                                      .ndim = 2,
                                      .dims = {w->K, w->cdf_len},
                                      .data = w->class_cdf};
+    if (w->copula_sigma > 0.0) {
+        if (json_object_set_new(priv, "copula_noise", json_real(w->copula_sigma)) ||
+            json_object_set_new(json_object_get(extra, "calibration"), "copula",
+                                json_integer((json_int_t)w->copula_m)))
+            return pg_error_set(err, PG_ENOMEM, "cannot write the checkpoint header");
+        t[(*n)++] = (pg_ckpt_tensor){.name = PG_GENERATOR_COPULA_TENSOR,
+                                     .ndim = 2,
+                                     .dims = {w->K, w->copula_m * w->copula_m},
+                                     .data = w->copula};
+    }
     return PG_OK;
 }
 
@@ -180,8 +233,24 @@ int pg_calib_wire_restore(pg_calib_wire *w, const json_t *extra, const pg_ckpt *
           pg_calib_table_check_cdf(gen->qmap, gen->num_classes, cdf, NULL) != PG_OK)))
         return pg_error_set(err, PG_EFORMAT,
                             "the checkpoint's calibration targets are missing or malformed");
+    const json_t *cs = json_object_get(json_object_get(extra, "privacy"), "copula_noise");
+    if ((w->copula_sigma > 0.0) != (cs != NULL) ||
+        (cs && !(fabs(json_number_value(cs) - w->copula_sigma) <= 1e-12 * w->copula_sigma)))
+        return pg_error_set(err, PG_EPRIVACY,
+                            "the checkpoint's copula was released under another "
+                            "calibration.copula_noise than this spec");
+    const float *cop = NULL;
+    if (cs) {
+        int rc = alloc_copula(w, gen, err);
+        if (rc) return rc;
+        cop = tensor_of(rest, PG_GENERATOR_COPULA_TENSOR, w->K, w->copula_m * w->copula_m);
+        if (!cop || pg_copula_check(cop, w->K, w->copula_m, NULL) != PG_OK)
+            return pg_error_set(err, PG_EFORMAT,
+                                "the checkpoint's copula matrices are missing or malformed");
+    }
     memcpy(w->targets, tg, w->K * w->width * sizeof *tg);
     if (w->quantile) memcpy(w->class_cdf, cdf, w->K * w->cdf_len * sizeof *cdf);
+    if (cop) memcpy(w->copula, cop, w->K * w->copula_m * w->copula_m * sizeof *cop);
     return PG_OK;
 }
 
@@ -192,6 +261,7 @@ int pg_calib_wire_snapshot(const pg_calib_wire *w, const pg_generator *gen, cons
     pg_nn_snapshot *nn = NULL;
     int rc = pg_nn_snapshot_take(net, &nn, err);
     if (rc) return rc;
-    return pg_generator_snapshot_calibrated_table_indep(gen, nn, step, w->targets, w->class_cdf,
-                                                        w->per_class, w->indep, out, err);
+    return pg_generator_snapshot_calibrated_table_copula(
+        gen, nn, step, w->targets, w->class_cdf, w->per_class, w->indep,
+        w->copula_sigma > 0.0 ? w->copula : NULL, out, err);
 }

@@ -25,6 +25,13 @@
  * different numeric rule or malformed tensors PG_EFORMAT. The saved
  * independence is only checked to be in [0, 1]: post-processing, the resumed
  * job serves its own spec's value.
+ * With calibration.copula_noise c > 0 (calib_copula.h; needs independence
+ * > 0 and "quantile"): the class statistics' release also gives the counts
+ * the copula release reads, the header's "calibration" gets "copula": m and
+ * "privacy" gets "copula_noise": c (both only then), and the tensor
+ * PG_GENERATOR_COPULA_TENSOR (K x m^2) follows; a restore under another c
+ * (or none) is PG_EPRIVACY, a matrix that is not a correlation matrix
+ * PG_EFORMAT.
  *
  * Ownership: a pg_calib_wire owns its two arrays (pg_calib_wire_free; a
  * zeroed struct is an empty, off wiring). Errors: PG_ENOMEM, PG_EPRIVACY,
@@ -79,19 +86,31 @@ extern const char *const pg_calib_wire_rules[];
      "the generator's within-class dependence. Post-processing: no privacy cost. Labelled "        \
      "central tables: 1 by dp_sinkhorn's rule (epsilon below 100 or under 50 rows per encoded "    \
      "unit, sd sqrt(2 H) s / (n / K) <= 0.03), with calibration.noise_multiplier max(1, 9 / "      \
-     "sqrt(epsilon)) and encoding.quantile_noise max(2, 6.7 / sqrt(epsilon))."}
+     "sqrt(epsilon)) and encoding.quantile_noise max(2, 6.7 / sqrt(epsilon))."},                  \
+    {"calibration.copula_noise", PG_PARAM_NUM, "0", 0, 1e4, NULL, 0, 0,                           \
+     "Typed tables with calibration.independence > 0 and calibration.numeric quantile: noise "    \
+     "multiplier s of one more release, each class's Gaussian copula (the correlations of the "   \
+     "rows' normal scores under the classes' released marginals, calib_copula.h; RDP "            \
+     "2 alpha / s^2 under the replace-one relation, charged with the class statistics); the "     \
+     "redrawn columns of a sample take their levels from their class's copula instead of "        \
+     "independently, so each class keeps the dependence between its columns. 0: off. "           \
+     "Labelled central tables: 2 max(1, 10 / epsilon) where calibration.independence's rule "     \
+     "sets it (the curve dp_sinkhorn's max(1, 10 / epsilon) has under add/remove), else 0."}
 /* clang-format on */
 
 typedef struct pg_calib_wire {
-    double sigma;     /* calibration.noise_multiplier; 0: off */
-    bool quantile;    /* numeric rule "quantile" (per-class quantile maps) */
-    bool rank;        /* numeric rule "rank" */
-    size_t per_class; /* calibration.samples_per_class */
-    size_t K, width;  /* max(classes, 1); 2 d */
-    size_t cdf_len;   /* values per class of class_cdf (quantile) */
-    double indep;     /* calibration.independence (0 when off) */
-    float *targets;   /* K x width, calib_table.h */
-    float *class_cdf; /* K x cdf_len, or NULL */
+    double sigma;        /* calibration.noise_multiplier; 0: off */
+    bool quantile;       /* numeric rule "quantile" (per-class quantile maps) */
+    bool rank;           /* numeric rule "rank" */
+    size_t per_class;    /* calibration.samples_per_class */
+    size_t K, width;     /* max(classes, 1); 2 d */
+    size_t cdf_len;      /* values per class of class_cdf (quantile) */
+    double indep;        /* calibration.independence (0 when off) */
+    float *targets;      /* K x width, calib_table.h */
+    float *class_cdf;    /* K x cdf_len, or NULL */
+    double copula_sigma; /* calibration.copula_noise (0: off, calib_copula.h) */
+    size_t copula_m;     /* its coordinates */
+    float *copula;       /* K x m x m released correlation matrices, or NULL */
 } pg_calib_wire;
 
 /* calibration.class_means is true and the data is a typed table in its own
@@ -102,7 +121,11 @@ bool pg_calib_wire_on(const json_t *r, const pg_data_desc *desc);
  * without the quantile map, adds field errors. */
 void pg_calib_wire_check(const json_t *r, const pg_data_desc *desc, pg_spec_errors *errors);
 
-/* The release's noise multiplier when on, else 0 (for the method's plan). */
+/* The release's noise multiplier when on, else 0 (for the method's plan).
+ * With the copula (calibration.copula_noise c > 0) the multiplier whose
+ * replace-one curve alpha / s'^2 is both releases' sum: s' = (1 / s^2 +
+ * 2 / c^2)^(-1/2), exact since Gaussian RDP curves add (the plan's
+ * "+class_stats" then covers the copula too). */
 double pg_calib_wire_sigma(const json_t *r, const pg_data_desc *desc);
 
 /* Reads the spec; allocates the arrays when on (gen configured, its heads
@@ -121,7 +144,7 @@ int pg_calib_wire_release(pg_calib_wire *w, const json_t *r, const pg_data_desc 
                           pg_generator *gen, pg_error *err);
 
 /* Adds the header fields to extra (its "privacy" object created when
- * absent) and fills up to 2 tensors (views of w's arrays); *n gets their
+ * absent) and fills up to 3 tensors (views of w's arrays); *n gets their
  * count, 0 when off. PG_ENOMEM when the header cannot grow. */
 int pg_calib_wire_save(const pg_calib_wire *w, json_t *extra, pg_ckpt_tensor *t, size_t *n,
                        pg_error *err);

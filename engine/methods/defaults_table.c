@@ -36,6 +36,14 @@
 #define PG_DEFAULTS_INDEP_ERROR   0.03
 #define PG_DEFAULTS_INDEP_EPSILON 100.0
 #define PG_DEFAULTS_INDEP_ROWS    50.0
+/* Where the rule holds: the copula's noise multiplier max(1, this /
+ * epsilon) (calib_copula.h). credit_data at epsilon 5 (5 runs each): 2 ->
+ * 0.777 (0.769-0.781), 3 -> 0.771, 4 -> 0.767 (0.749-0.782), off 0.759
+ * (0.740-0.778). 1 / epsilon, not 1 / sqrt(epsilon): the other releases
+ * already take most of a small budget (at epsilon 1 a copula at 4.5 left
+ * no noise multiplier for the steps; 10 fits), and at 5 it may take more
+ * than they do, the steps mattering little once the columns are redrawn. */
+#define PG_DEFAULTS_COPULA_NOISE 10.0
 
 static double indep_error(const pg_table *t, const pg_data_desc *desc, double epsilon)
 {
@@ -67,7 +75,8 @@ static void fill(json_t *s, const char *path, json_t *v)
  * Called before the general fills of those two, which then leave them. The
  * plan charges whatever the spec resolves to, so only accuracy rides on
  * this. */
-static void fill_independence(json_t *s, const pg_table *t, const pg_data_desc *desc)
+static void fill_independence(json_t *s, const pg_table *t, const pg_data_desc *desc,
+                              bool replace_one)
 {
     const json_t *eps = pg_spec_get(s, "privacy.epsilon");
     double e = json_is_number(eps) ? json_number_value(eps) : 0.0;
@@ -84,6 +93,21 @@ static void fill_independence(json_t *s, const pg_table *t, const pg_data_desc *
         fill(s, "calibration.noise_multiplier", json_real(c < 1.0 ? 1.0 : c));
         double q = 6.7 / sqrt(e);
         fill(s, "encoding.quantile_noise", json_real(q < 2.0 ? 2.0 : q));
+    }
+    /* The classes' Gaussian copula (calib_copula.h), so that the redrawn
+     * columns keep each class's dependence: wherever the rule holds and
+     * some columns are redrawn (a resumed job may change the share, which
+     * is post-processing, without changing the plan), under the numeric
+     * rule it needs ("quantile", filled later when unset). */
+    const json_t *num = pg_spec_get(s, "calibration.numeric");
+    bool quantile = !num || json_is_null(num) ||
+                    (json_is_string(num) && strcmp(json_string_value(num), "quantile") == 0);
+    if (indep && quantile && json_is_number(ind) && json_number_value(ind) > 0.0) {
+        /* Under replace-one (swd_gen) the release's sensitivity doubles:
+         * twice the multiplier is the same curve, alpha e^2 / (2 k^2). */
+        double cop = PG_DEFAULTS_COPULA_NOISE / e;
+        cop = cop < 1.0 ? 1.0 : cop;
+        fill(s, "calibration.copula_noise", json_real(replace_one ? 2.0 * cop : cop));
     }
 }
 
@@ -195,7 +219,7 @@ void pg_defaults_table_fill(json_t *s, const char *method, const pg_data_desc *d
              * 4 at epsilon 5 (0.756 -> 0.760, categorical TV 0.034 -> 0.020;
              * 2.5 with a map at 2 scored 0.755), and the map's noise
              * max(2, 6.7 / sqrt(epsilon)), 3 at epsilon 5. */
-            fill_independence(s, t, desc);
+            fill_independence(s, t, desc, false);
             fill_class_calibration(s); /* what the rule above left unset */
         }
     }
@@ -240,7 +264,7 @@ void pg_defaults_table_fill(json_t *s, const char *method, const pg_data_desc *d
         if (C > 0 && (!num || json_is_null(num) ||
                       (json_is_string(num) && strcmp(json_string_value(num), "quantile") == 0))) {
             fill(s, "calibration.class_means", json_true());
-            fill_independence(s, t, desc);
+            fill_independence(s, t, desc, true);
         }
     }
     /* The central generators train on numeric columns mapped through a DP

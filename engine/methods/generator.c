@@ -9,6 +9,7 @@
 
 #include "engine/core/alloc.h"
 #include "engine/data/table.h"
+#include "engine/methods/calib_copula.h"
 #include "engine/methods/calib_table.h"
 #include "engine/methods/label_count.h"
 #include "engine/methods/snapshot.h"
@@ -397,13 +398,22 @@ int pg_generator_load_snapshot(const unsigned char *bytes, size_t len, const cha
         const json_t *ij = json_object_get(cal, "independence");
         double indep = ij ? json_number_value(ij) : 0.0;
         if (ij && !(json_is_number(ij) && indep >= 0.0 && indep <= 1.0 && table)) ok = false;
+        /* "copula" (calib_copula.h): the classes' released correlation
+         * matrices in a tensor of their own, checked when set. */
+        const pg_ckpt_tensor *cop = NULL;
+        if (ok && json_object_get(cal, "copula")) {
+            size_t cm = gen.heads ? pg_copula_dim(gen.heads, gen.qmap, NULL) : 0;
+            cop = pg_ckpt_find(&rest, PG_GENERATOR_COPULA_TENSOR);
+            ok = cc && cop && cm > 0 && cop->ndim == 2 && cop->dims[0] == K &&
+                 cop->dims[1] == cm * cm && pg_copula_check(cop->data, K, cm, NULL) == PG_OK;
+        }
         pg_nn_snapshot *nn = NULL;
         if (!ok)
             rc = pg_error_set(err, PG_EFORMAT, "the checkpoint's calibration is malformed");
         else if ((rc = pg_nn_snapshot_take(net, &nn, err)) == PG_OK)
-            rc = table ? pg_generator_snapshot_calibrated_table_indep(&gen, nn, step, m->data,
-                                                                      cc ? cc->data : NULL,
-                                                                      (size_t)per, indep, out, err)
+            rc = table ? pg_generator_snapshot_calibrated_table_copula(
+                             &gen, nn, step, m->data, cc ? cc->data : NULL, (size_t)per, indep,
+                             cop ? cop->data : NULL, out, err)
                        : pg_generator_snapshot_calibrated(&gen, nn, step, m->data, (size_t)per,
                                                           (float)lo, (float)hi, out, err);
     } else if (rc == PG_OK) {
@@ -764,6 +774,16 @@ int pg_generator_snapshot_calibrated_table_indep(const pg_generator *g, pg_nn_sn
                                                  double independence, pg_snapshot **out,
                                                  pg_error *err)
 {
+    return pg_generator_snapshot_calibrated_table_copula(g, nn, step, targets, class_cdf, per_class,
+                                                         independence, NULL, out, err);
+}
+
+int pg_generator_snapshot_calibrated_table_copula(const pg_generator *g, pg_nn_snapshot *nn,
+                                                  long step, const float *targets,
+                                                  const float *class_cdf, size_t per_class,
+                                                  double independence, const float *copula,
+                                                  pg_snapshot **out, pg_error *err)
+{
     *out = NULL;
     if (!g->heads || per_class < 2 || !targets) {
         pg_nn_snapshot_free(nn);
@@ -791,6 +811,7 @@ int pg_generator_snapshot_calibrated_table_indep(const pg_generator *g, pg_nn_sn
                         buf + k * per_class * d, err);
     if (rc == PG_OK) rc = pg_calib_table_fit_all(c, targets, buf, per_class, err);
     if (rc == PG_OK) rc = pg_calib_table_set_independence(c, independence, err);
+    if (rc == PG_OK && copula) rc = pg_calib_table_set_copula(c, targets, copula, err);
     s->g.qmap = qm;
     pg_free(buf);
     if (rc) {

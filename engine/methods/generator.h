@@ -230,6 +230,15 @@ int pg_generator_snapshot_calibrated_table_indep(const pg_generator *g, pg_nn_sn
                                                  const float *class_cdf, size_t per_class,
                                                  double independence, pg_snapshot **out,
                                                  pg_error *err);
+/* And with calib_table.h's copula (K x m x m correlation matrices, NULL:
+ * none), saved in the checkpoint as PG_GENERATOR_COPULA_TENSOR (K x m^2)
+ * with "copula" in the calibration header (calib_copula.h). */
+#define PG_GENERATOR_COPULA_TENSOR "calibration.copula"
+int pg_generator_snapshot_calibrated_table_copula(const pg_generator *g, pg_nn_snapshot *nn,
+                                                  long step, const float *targets,
+                                                  const float *class_cdf, size_t per_class,
+                                                  double independence, const float *copula,
+                                                  pg_snapshot **out, pg_error *err);
 
 /* ---- parameter averaging ------------------------------------------------
  * An exponential moving average of the generator's parameters, updated after

@@ -998,6 +998,9 @@ START_TEST(independence_by_default_at_small_epsilon)
     ck_assert_double_eq_tol(q, 6.7 / sqrt(5.0), 1e-12);
     ck_assert_int_eq(pg_spec_int(r, "encoding.quantile_sub", 0), 32);
     ck_assert_double_eq_tol(q2, 13.4 / sqrt(5.0), 1e-12); /* max(0.5, 13.4 / sqrt(eps)) */
+    /* and the classes' copula (test_calib_copula.c), alpha / (2 c^2) */
+    double cop = pg_spec_num(r, "calibration.copula_noise", 0);
+    ck_assert_msg(cop > 0.0, "no copula by default");
     pg_privacy_plan p;
     ck_assert_int_eq(m->plan(r, &in, &p, NULL), PG_OK);
     double own[PG_PLAN_MAX_ORDERS], eps;
@@ -1008,7 +1011,8 @@ START_TEST(independence_by_default_at_small_epsilon)
                      PG_OK);
     for (int i = 0; i < p.norders; i++) {
         double al = p.orders[i];
-        own[i] += al / 200.0 + al / (2 * q * q) + al / (2 * q2 * q2) + al / (2 * s * s);
+        own[i] += al / 200.0 + al / (2 * q * q) + al / (2 * q2 * q2) + al / (2 * s * s) +
+                  al / (2 * cop * cop);
         ck_assert_msg(fabs(p.rdp[i] - own[i]) <= 1e-12 * own[i], "order %g", al);
     }
     ck_assert_int_eq(pg_rdp_to_dp(p.orders, own, (size_t)p.norders, 1e-5, PG_RDP_CONV_IMPROVED,
