@@ -186,8 +186,13 @@ int pg_copula_stats(const pg_heads *h, const pg_qmap *pooled, const float *class
         (classes > 0 && n > 0 && !labels) || classes < 0)
         return pg_error_set(err, PG_EINVAL, "the copula needs heads, targets and rows");
     size_t K = classes > 0 ? (size_t)classes : 1, d = h->d, m = pg_copula_dim(h, pooled, NULL);
-    size_t P = m * (m + 1) / 2, Q = 0;
-    for (size_t j = 0; pooled && j < pooled->ncols; j++) Q += pooled->cols[j].bins + 1;
+    /* A class's CDF block: the bins' CDFs, then the sub-bins' within-bin
+     * CDFs when the map has them (pg_calib_table_cdf_len's layout); the
+     * scores read only the first part, but class k's block starts at k Q. */
+    size_t P = m * (m + 1) / 2,
+           Q = pooled ? pg_qmap_total_bins(pooled) + pooled->ncols +
+                            pg_qmap_sub_len(pooled, pooled->sub)
+                      : 0;
     double *acc = calloc(K * P + 1, sizeof *acc), *z = malloc((m + 1) * sizeof *z);
     if (!acc || !z) {
         free(acc);
