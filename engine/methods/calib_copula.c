@@ -189,10 +189,9 @@ int pg_copula_stats(const pg_heads *h, const pg_qmap *pooled, const float *class
     /* A class's CDF block: the bins' CDFs, then the sub-bins' within-bin
      * CDFs when the map has them (pg_calib_table_cdf_len's layout); the
      * scores read only the first part, but class k's block starts at k Q. */
-    size_t P = m * (m + 1) / 2,
-           Q = pooled ? pg_qmap_total_bins(pooled) + pooled->ncols +
-                            pg_qmap_sub_len(pooled, pooled->sub)
-                      : 0;
+    size_t P = m * (m + 1) / 2, Q = pooled ? pg_qmap_total_bins(pooled) + pooled->ncols +
+                                                 pg_qmap_sub_len(pooled, pooled->sub)
+                                           : 0;
     double *acc = calloc(K * P + 1, sizeof *acc), *z = malloc((m + 1) * sizeof *z);
     if (!acc || !z) {
         free(acc);
