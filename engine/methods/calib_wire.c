@@ -23,8 +23,7 @@ static const char *rule_of(const json_t *r)
     return pg_spec_str(r, "calibration.numeric", "shift");
 }
 
-/* The copula's noise multiplier when it is released (calib_copula.h), else 0. */
-static double copula_of(const json_t *r, const pg_data_desc *desc)
+double pg_calib_wire_copula(const json_t *r, const pg_data_desc *desc)
 {
     return pg_calib_wire_on(r, desc) && strcmp(rule_of(r), "quantile") == 0 &&
                    pg_spec_num(r, "calibration.independence", 0.0) > 0.0
@@ -35,7 +34,7 @@ static double copula_of(const json_t *r, const pg_data_desc *desc)
 double pg_calib_wire_sigma(const json_t *r, const pg_data_desc *desc)
 {
     if (!pg_calib_wire_on(r, desc)) return 0.0;
-    double s = pg_spec_num(r, "calibration.noise_multiplier", 5), c = copula_of(r, desc);
+    double s = pg_spec_num(r, "calibration.noise_multiplier", 5), c = pg_calib_wire_copula(r, desc);
     /* Replace-one: the class statistics cost alpha / s^2, the copula
      * 2 alpha / c^2 (calib_copula.h); Gaussian curves add exactly, so one
      * multiplier stands for both. */
@@ -61,7 +60,8 @@ void pg_calib_wire_check(const json_t *r, const pg_data_desc *desc, pg_spec_erro
         pg_spec_error_add(errors, "calibration.independence",
                           "needs calibration.class_means on a typed table with "
                           "calibration.numeric \"quantile\"");
-    if (pg_spec_num(r, "calibration.copula_noise", 0.0) > 0.0 && !(copula_of(r, desc) > 0.0))
+    if (pg_spec_num(r, "calibration.copula_noise", 0.0) > 0.0 &&
+        !(pg_calib_wire_copula(r, desc) > 0.0))
         pg_spec_error_add(errors, "calibration.copula_noise",
                           "needs calibration.independence > 0 and calibration.numeric "
                           "\"quantile\" on a typed table");
@@ -84,7 +84,7 @@ int pg_calib_wire_init(pg_calib_wire *w, const json_t *r, const pg_data_desc *de
         return pg_error_set(err, PG_EINVAL, "table calibration needs the table's output heads");
     const char *rule = rule_of(r);
     w->sigma = pg_spec_num(r, "calibration.noise_multiplier", 5);
-    w->copula_sigma = copula_of(r, desc);
+    w->copula_sigma = pg_calib_wire_copula(r, desc);
     w->quantile = strcmp(rule, "quantile") == 0;
     w->rank = strcmp(rule, "rank") == 0;
     w->indep = pg_spec_num(r, "calibration.independence", 0.0);

@@ -121,11 +121,16 @@ bool pg_calib_wire_on(const json_t *r, const pg_data_desc *desc);
  * without the quantile map, adds field errors. */
 void pg_calib_wire_check(const json_t *r, const pg_data_desc *desc, pg_spec_errors *errors);
 
+/* The copula's noise multiplier when the copula is released
+ * (calibration.copula_noise under the quantile rule with independence > 0,
+ * calib_copula.h), else 0. */
+double pg_calib_wire_copula(const json_t *r, const pg_data_desc *desc);
+
 /* The release's noise multiplier when on, else 0 (for the method's plan).
  * With the copula (calibration.copula_noise c > 0) the multiplier whose
  * replace-one curve alpha / s'^2 is both releases' sum: s' = (1 / s^2 +
  * 2 / c^2)^(-1/2), exact since Gaussian RDP curves add (the plan's
- * "+class_stats" then covers the copula too). */
+ * "+class_stats+copula" names both). */
 double pg_calib_wire_sigma(const json_t *r, const pg_data_desc *desc);
 
 /* Reads the spec; allocates the arrays when on (gen configured, its heads

@@ -220,21 +220,13 @@ int pg_swd_spec_plan(const json_t *r, const pg_data_desc *desc, size_t k, long r
      * mechanism name says whether that is one or one per step). */
     plan->steps = steps;
     plan->approximate = p.approximate != 0;
-    /* The one-off releases after the projections' mechanism. The field
-     * holds 63 characters: where all of them would not fit (a subsample
-     * with every release), "_per_step" leaves the base name and the class
-     * statistics are "+stats"; "+label_counts" and "+qmap" stay whole. */
+    /* The one-off releases after the projections' mechanism (the field
+     * holds 255 characters, so every name stays whole; the class statistics
+     * and the copula share one multiplier, pg_calib_wire_sigma). */
     bool lc = p.count_noise > 0.0, cs = p.calib_noise > 0.0, qm = p.qmap_noise > 0.0;
-    char base[64];
-    snprintf(base, sizeof base, "%s", mechanism);
-    bool fits =
-        strlen(base) + (lc ? 13 : 0) + (cs ? 12 : 0) + (qm ? 5 : 0) < sizeof plan->mechanism;
-    char *cut = fits ? NULL : strstr(base, "_per_step");
-    if (cut) memmove(cut, cut + 9, strlen(cut + 9) + 1);
-    snprintf(plan->mechanism, sizeof plan->mechanism, "%s%s%s%s", base, lc ? "+label_counts" : "",
-             !cs    ? ""
-             : fits ? "+class_stats"
-                    : "+stats",
+    bool cp = cs && pg_calib_wire_copula(r, desc) > 0.0;
+    snprintf(plan->mechanism, sizeof plan->mechanism, "%s%s%s%s%s", mechanism,
+             lc ? "+label_counts" : "", cs ? "+class_stats" : "", cp ? "+copula" : "",
              qm ? "+qmap" : "");
     snprintf(plan->neighbouring, sizeof plan->neighbouring, "replace_one");
     return PG_OK;

@@ -15,6 +15,7 @@
  * The old code fails all of them (no calibration.copula_noise, no module). */
 #include <jansson.h>
 #include <math.h>
+#include <string.h>
 #include <stdlib.h>
 
 #include "engine/checkpoint/checkpoint.h"
@@ -386,6 +387,9 @@ START_TEST(plans_charge_the_copula_exactly)
                       "order %g: %g more, want %g", al, sp[1].rdp[i] - sp[0].rdp[i], want);
     }
     ck_assert_msg(sp[1].epsilon > sp[0].epsilon, "the copula cost nothing");
+    /* the mechanism names it, and only when it is released */
+    ck_assert_ptr_null(strstr(sp[0].mechanism, "+copula"));
+    ck_assert_ptr_nonnull(strstr(sp[1].mechanism, "+class_stats+copula"));
     double rd[2], ord[2] = {2, 64};
     ck_assert_int_eq(pg_copula_rdp(2.5, 0, ord, 2, rd, NULL), PG_OK);
     ck_assert_double_eq_tol(rd[1], 64 / 12.5, 1e-12);
