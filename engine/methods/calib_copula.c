@@ -108,6 +108,43 @@ static double probit(double u)
     return u < 0.5 ? -pg_privacy_ndtri_upper(u) : pg_privacy_ndtri_upper(1.0 - u);
 }
 
+/* The level of value x (y: x with its integer jitter) under the class's
+ * released sub-bins, the inverse of calib_table's draw, so that the scores
+ * place a row where the served rows will (a point sub-bin, e.g. zero debts,
+ * spreads its rows over its mass by v); p_bin when x's bin has none. The
+ * class's block holds the bins' CDFs, then each bin's within-bin CDF
+ * (pg_calib_table_cdf_len's layout). */
+static double sub_level(const pg_qmap *m, size_t qj, const float *class_cdf_k, const double *cdf,
+                        double x, double y, double v, double p_bin)
+{
+    const pg_qmap_col *pc = &m->cols[qj];
+    size_t lo = 0, hi = pc->bins;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (pc->edge[mid] <= x)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    size_t nb = pg_qmap_sub_bins(m, qj, lo, m->sub);
+    if (nb < 2) return p_bin;
+    size_t at = pg_qmap_total_bins(m) + m->ncols;
+    for (size_t j = 0; j <= qj; j++)
+        for (size_t b = 0; b < (j < qj ? m->cols[j].bins : lo); b++) {
+            size_t n2 = pg_qmap_sub_bins(m, j, b, m->sub);
+            at += n2 > 1 ? n2 + 1 : 0;
+        }
+    const float *sw = class_cdf_k + at;
+    if (!(sw[0] >= 0.0f)) return p_bin; /* nothing released survived */
+    size_t a = pg_qmap_sub_of(m, qj, lo, m->sub, x);
+    double y0, y1;
+    pg_qmap_sub_range(m, qj, lo, m->sub, a, &y0, &y1);
+    double g = y1 > y0 ? (y - y0) / (y1 - y0) : v;
+    g = g < 0.0 ? 0.0 : g > 1.0 ? 1.0 : g;
+    double f = (double)sw[a] + g * ((double)sw[a + 1] - (double)sw[a]);
+    return cdf[lo] + f * (cdf[lo + 1] - cdf[lo]);
+}
+
 int pg_copula_scores(const pg_heads *h, const pg_qmap *pooled, const float *class_cdf_k,
                      const float *targets_k, const float *row, pg_rng *rng, double *z,
                      pg_error *err)
@@ -146,6 +183,8 @@ int pg_copula_scores(const pg_heads *h, const pg_qmap *pooled, const float *clas
             if (pc->integer) y += (v - 0.5) * pc->step;
             /* NaN or missing: no place in F_k, an independent level. */
             p = missing || !(y == y) ? v : pg_qmap_cdf(&kc, y);
+            if (!missing && y == y && pooled->sub)
+                p = sub_level(pooled, qj, class_cdf_k, cdf, (double)u[0], y, v, p);
         } else {
             size_t S = states(hd), st = 0;
             /* The state this row's block is in (a valid one-hot: its unit
