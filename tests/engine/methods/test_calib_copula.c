@@ -16,8 +16,8 @@
 #include <jansson.h>
 #include <math.h>
 #include <stdbool.h>
-#include <string.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/core/alloc.h"
@@ -34,6 +34,7 @@
 #include "engine/methods/spec.h"
 #include "engine/privacy/privacy.h"
 #include "support/pg_method_test.h"
+#include "support/pg_table_test.h"
 #include "support/pg_test.h"
 
 /* ---- a small table: x continuous, c categorical (3), f boolean, label y */
@@ -298,17 +299,7 @@ static void small_table(table *f, size_t n)
     }
     size_t shape[1] = {D3};
     ck_assert_int_eq(pg_dataset_adopt(&f->ds, x, lab, n, shape, 1, 2, -1.0f, 1.0f, NULL), PG_OK);
-    f->desc = (pg_data_desc){.n = n,
-                             .d = D3,
-                             .ndim = 1,
-                             .shape = {D3},
-                             .lo = -1.0f,
-                             .hi = 1.0f,
-                             .model = PG_PRIVACY_CENTRAL,
-                             .cap_epsilon = 1e4,
-                             .cap_delta = 1e-5,
-                             .num_classes = 2,
-                             .table = f->t};
+    f->desc = pg_test_table_desc(f->t, n, 2, 1e4, 1e-5);
 }
 
 static json_t *resolve_m(const char *method, const char *spec, table *f, pg_spec_errors *e)
@@ -513,17 +504,7 @@ static void copula_table_of(table *f, bool zeros)
     }
     size_t shape[1] = {DG};
     ck_assert_int_eq(pg_dataset_adopt(&f->ds, x, lab, NG, shape, 1, 2, -1.0f, 1.0f, NULL), PG_OK);
-    f->desc = (pg_data_desc){.n = NG,
-                             .d = DG,
-                             .ndim = 1,
-                             .shape = {DG},
-                             .lo = -1.0f,
-                             .hi = 1.0f,
-                             .model = PG_PRIVACY_CENTRAL,
-                             .cap_epsilon = 1e5,
-                             .cap_delta = 1e-5,
-                             .num_classes = 2,
-                             .table = f->t};
+    f->desc = pg_test_table_desc(f->t, NG, 2, 1e5, 1e-5);
 }
 
 static void copula_table(table *f)
