@@ -94,8 +94,8 @@ extern const char *const pg_calib_wire_rules[];
      "2 alpha / s^2 under the replace-one relation, charged with the class statistics); the "     \
      "redrawn columns of a sample take their levels from their class's copula instead of "        \
      "independently, so each class keeps the dependence between its columns. 0: off. "           \
-     "Labelled central tables: 2 max(1, 10 / epsilon) where calibration.independence's rule "     \
-     "sets it (the curve dp_sinkhorn's max(1, 10 / epsilon) has under add/remove), else 0."}
+     "Labelled central tables: 2 max(1, 15 / epsilon) where calibration.independence's rule "     \
+     "sets it (the curve dp_sinkhorn's max(1, 15 / epsilon) has under add/remove), else 0."}
 /* clang-format on */
 
 typedef struct pg_calib_wire {

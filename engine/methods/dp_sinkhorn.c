@@ -207,7 +207,7 @@ static const pg_param DPS_PARAMS[] = {
      "rows' normal scores under the classes' released marginals, calib_copula.h; RDP "
      "alpha / (2 s^2) in the plan); the redrawn columns of a sample then take their levels from "
      "their class's copula instead of independently, so each class keeps the dependence "
-     "between its columns. 0: off. Labelled central tables: max(1, 10 / epsilon) where "
+     "between its columns. 0: off. Labelled central tables: max(1, 15 / epsilon) where "
      "calibration.independence's rule sets it, else 0."},
     {"calibration.samples_per_class", PG_PARAM_INT, "1000", 10, 100000, NULL, 0, 0,
      "Generated rows per class that measure the generator's class statistics when a snapshot "

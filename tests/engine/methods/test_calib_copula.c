@@ -410,7 +410,7 @@ START_TEST(plans_charge_the_copula_exactly)
 END_TEST
 
 /* Table defaults (defaults_table.c): where the independence rule holds the
- * copula is on at max(1, 10 / epsilon) (swd_gen, replace-one: twice that,
+ * copula is on at max(1, 15 / epsilon) (swd_gen, replace-one: twice that,
  * the same curve); off at epsilon
  * 1000 (the rule keeps the generator's dependence), when a job asks for
  * independence 0, or under another numeric rule; every such spec resolves. */
@@ -423,10 +423,10 @@ START_TEST(defaults_fill_the_copula_where_independence_holds)
         const char *method, *spec;
         double want;
     } cases[] = {
-        {"dp_sinkhorn", "{\"privacy\": {\"epsilon\": 5}}", 2.0},
-        {"dp_sinkhorn", "{\"privacy\": {\"epsilon\": 2}}", 5.0},
+        {"dp_sinkhorn", "{\"privacy\": {\"epsilon\": 5}}", 3.0},
+        {"dp_sinkhorn", "{\"privacy\": {\"epsilon\": 2}}", 7.5},
         {"dp_sinkhorn", "{\"privacy\": {\"epsilon\": 40}}", 1.0},
-        {"swd_gen", "{\"privacy\": {\"epsilon\": 5}}", 4.0},
+        {"swd_gen", "{\"privacy\": {\"epsilon\": 5}}", 6.0},
         {"dp_sinkhorn", "{\"privacy\": {\"epsilon\": 1000}}", 0.0},
         {"dp_sinkhorn", "{\"privacy\": {\"epsilon\": 5}, \"calibration\": {\"independence\": 0}}",
          0.0},
