@@ -185,8 +185,10 @@ START_TEST(release_noise_and_projection)
     }
     double var = ss / 4800.0;
     ck_assert_msg(fabs(var / 1e-4 - 1.0) < 0.15, "noisy sums' variance %g, want 1e-4", var);
-    /* Projection: an indefinite input comes out a correlation matrix. */
-    double bad[3] = {0.95, 0.95, -0.95};
+    /* Projection: an indefinite input comes out a correlation matrix (the
+     * upper triangle with its diagonal, m (m + 1) / 2 sums, one row's worth:
+     * correlations 0.95, 0.95, -0.95). */
+    double bad[6] = {1.0, 0.95, 0.95, 1.0, -0.95, 1.0};
     pg_copula_project(bad, 1.0, 3, R);
     ck_assert_int_eq(pg_copula_check(R, 1, 3, NULL), PG_OK);
     /* Malformed matrices are refused. */
