@@ -1,6 +1,7 @@
 /* Two privgend processes on one database (the read side): A runs
  * the job, B (started before the job existed) serves every read of it over
- * HTTP. The event stream on B follows the job to its `done`; its event ids
+ * HTTP (or the other way round when B's worker claims it first). The
+ * event stream on the reader follows the job to its `done`; its event ids
  * resume the stream on either replica (Last-Event-ID); samples for a seed
  * are byte-identical from A and B; a job deleted through A is a 404 on B.
  * Storage: SQLite in A's data dir by default (B opens the same file), the
@@ -48,7 +49,10 @@ static void start_pair(void)
     fclose(f);
     char url[512];
     pg_srv_db_url(&a, url, sizeof url);
-    const char *eb[] = {"--node-id", "replica-b", "--db", url, NULL};
+    /* B's idle worker would otherwise poll the queue every 500 ms and could
+     * claim the job before A's worker (woken by the submission) does; a
+     * minute between polls leaves the job to A, which this test is about. */
+    const char *eb[] = {"--node-id", "replica-b", "--db", url, "--claim-poll-ms", "60000", NULL};
     ck_assert_int_eq(pg_srv_start(&b, eb), 0);
 }
 
@@ -86,6 +90,33 @@ static void last_id(const char *body, const char *event, char *out, size_t cap)
     }
 }
 
+/* The replica whose worker claimed `job` (polled on A until the view names
+ * it): normally A, since B polls the queue only once a minute, but B's first
+ * claim at start-up can still race A's; the roles then swap, so the reads
+ * below always come from the replica that does not run the job. */
+static const pg_srv *runner(const char *job)
+{
+    char path[160];
+    snprintf(path, sizeof path, "/v1/jobs/%s", job);
+    for (int i = 0; i < 600; i++) {
+        pg_resp r;
+        req(&a, "GET", path, NULL, NULL, &r);
+        ck_assert_int_eq(r.status, 200);
+        json_t *o = json_loadb(r.body, r.len, 0, NULL);
+        const char *node = json_string_value(json_object_get(o, "node"));
+        const pg_srv *s = node && !strcmp(node, "replica-a")   ? &a
+                          : node && !strcmp(node, "replica-b") ? &b
+                                                               : NULL;
+        ck_assert_msg(!node || s, "unexpected node %s", node);
+        json_decref(o);
+        pg_resp_free(&r);
+        if (s) return s;
+        pg_sleep_ms(50);
+    }
+    ck_abort_msg("no replica claimed the job in 30 s");
+    return NULL;
+}
+
 START_TEST(reads_of_a_job_from_the_replica_that_does_not_run_it)
 {
     start_pair();
@@ -98,20 +129,25 @@ START_TEST(reads_of_a_job_from_the_replica_that_does_not_run_it)
              ds);
     pg_test_post_id(&a, a.admin, "/v1/jobs", body, 202, job, NULL);
     pg_resp r;
-
-    /* B finds and lists it at once */
     snprintf(path, sizeof path, "/v1/jobs/%s", job);
-    req(&b, "GET", path, NULL, NULL, &r);
+    req(&b, "GET", path, NULL, NULL, &r); /* B finds it at once, claimed or not */
     ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
     pg_resp_free(&r);
-    req(&b, "GET", "/v1/jobs", NULL, NULL, &r);
+
+    /* the other replica finds and lists it */
+    const pg_srv *run = runner(job), *rd = run == &a ? &b : &a;
+    const char *run_name = run == &a ? "replica-a" : "replica-b";
+    req(rd, "GET", path, NULL, NULL, &r);
+    ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
+    pg_resp_free(&r);
+    req(rd, "GET", "/v1/jobs", NULL, NULL, &r);
     ck_assert_int_eq(r.status, 200);
     ck_assert_ptr_nonnull(strstr(r.body, job));
     pg_resp_free(&r);
 
-    /* the stream on B follows A's job to its end */
+    /* the stream on the reader follows the job to its end */
     snprintf(path, sizeof path, "/v1/jobs/%s/events", job);
-    req(&b, "GET", path, NULL, NULL, &r);
+    req(rd, "GET", path, NULL, NULL, &r);
     ck_assert_int_eq(r.status, 200);
     ck_assert_str_eq(r.ctype, "text/event-stream");
     ck_assert_int_eq(count(r.body, "event: done\n"), 1);
@@ -123,7 +159,7 @@ START_TEST(reads_of_a_job_from_the_replica_that_does_not_run_it)
     const char *d = strstr(strstr(r.body, "event: done\n"), "data: ") + 6;
     json_t *o = json_loadb(d, strcspn(d, "\n"), 0, NULL);
     ck_assert_str_eq(json_string_value(json_object_get(o, "status")), "succeeded");
-    ck_assert_str_eq(json_string_value(json_object_get(o, "node")), "replica-a");
+    ck_assert_str_eq(json_string_value(json_object_get(o, "node")), run_name);
     json_decref(o);
     pg_resp_free(&r);
 
@@ -133,7 +169,7 @@ START_TEST(reads_of_a_job_from_the_replica_that_does_not_run_it)
     snprintf(h, sizeof h, "Last-Event-ID: %s", fin);
     const char *hdr[] = {h, NULL};
     for (int i = 0; i < 2; i++) {
-        req(i ? &a : &b, "GET", path, NULL, hdr, &r);
+        req(i ? run : rd, "GET", path, NULL, hdr, &r);
         ck_assert_int_eq(r.status, 200);
         ck_assert_int_eq(count(r.body, "event: progress\n"), 0);
         ck_assert_int_eq(count(r.body, "event: done\n"), 1);
@@ -156,19 +192,19 @@ START_TEST(reads_of_a_job_from_the_replica_that_does_not_run_it)
     ck_assert_int_eq(memcmp(sa.body, sb.body, sa.len), 0);
     pg_resp_free(&sa);
     pg_resp_free(&sb);
-    req(&b, "GET", "/metrics", NULL, NULL, &r);
+    req(rd, "GET", "/metrics", NULL, NULL, &r);
     ck_assert_int_eq(r.status, 200);
     ck_assert_ptr_nonnull(strstr(r.body, "\nprivgen_snapshot_cache_misses_total 1\n"));
     pg_resp_free(&r);
 
-    /* deleted through A: 404 through B (within about a second) */
+    /* deleted through the runner: 404 through the reader (within about a second) */
     snprintf(path, sizeof path, "/v1/jobs/%s", job);
-    req(&a, "DELETE", path, NULL, NULL, &r);
+    req(run, "DELETE", path, NULL, NULL, &r);
     ck_assert_int_eq(r.status, 204);
     pg_resp_free(&r);
     long st = 0;
     for (int i = 0; i < 50 && st != 404; i++) {
-        req(&b, "GET", path, NULL, NULL, &r);
+        req(rd, "GET", path, NULL, NULL, &r);
         st = r.status;
         pg_resp_free(&r);
         if (st != 404) pg_sleep_ms(100);
