@@ -84,9 +84,10 @@ extern const char *const pg_calib_wire_rules[];
      "redrawn from its class's released marginal alone instead of moved from the generator's "     \
      "value (calib_table.h); 1 serves each class's released marginals sampled independently, 0 "   \
      "the generator's within-class dependence. Post-processing: no privacy cost. Labelled "        \
-     "central tables: 1 by dp_sinkhorn's rule (epsilon below 100 or under 50 rows per encoded "    \
-     "unit, sd sqrt(2 H) s / (n / K) <= 0.03), with calibration.noise_multiplier max(1, 9 / "      \
-     "sqrt(epsilon)) and encoding.quantile_noise max(2, 6.7 / sqrt(epsilon))."},                  \
+     "central tables: 1 by dp_sinkhorn's rule (at any epsilon where sd sqrt(2 H) s / (n / K) "     \
+     "<= 0.03; the generator's samples then only shape numbers in bins without released "          \
+     "sub-bins), with calibration.noise_multiplier max(1, 9 / sqrt(epsilon)) and "                \
+     "encoding.quantile_noise max(2, 6.7 / sqrt(epsilon))."},                                      \
     {"calibration.copula_noise", PG_PARAM_NUM, "0", 0, 1e4, NULL, 0, 0,                           \
      "Typed tables with calibration.independence > 0 and calibration.numeric quantile: noise "    \
      "multiplier s of one more release, each class's Gaussian copula (the correlations of the "   \

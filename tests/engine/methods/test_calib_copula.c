@@ -413,8 +413,8 @@ END_TEST
 
 /* Table defaults (defaults_table.c): where the independence rule holds the
  * copula is on at max(1, 15 / epsilon) (swd_gen, replace-one: twice that,
- * the same curve); off at epsilon
- * 1000 (the rule keeps the generator's dependence), when a job asks for
+ * the same curve), at epsilon 1000 too (the rule no longer keeps the
+ * generator's dependence there, issue 28 hi39); off when a job asks for
  * independence 0, or under another numeric rule; every such spec resolves. */
 START_TEST(defaults_fill_the_copula_where_independence_holds)
 {
@@ -429,12 +429,12 @@ START_TEST(defaults_fill_the_copula_where_independence_holds)
         {"dp_sinkhorn", "{\"privacy\": {\"epsilon\": 2}}", 7.5},
         {"dp_sinkhorn", "{\"privacy\": {\"epsilon\": 40}}", 1.0},
         {"swd_gen", "{\"privacy\": {\"epsilon\": 5}}", 6.0},
-        {"dp_sinkhorn", "{\"privacy\": {\"epsilon\": 1000}}", 0.0},
+        {"dp_sinkhorn", "{\"privacy\": {\"epsilon\": 1000}}", 1.0},
         {"dp_sinkhorn", "{\"privacy\": {\"epsilon\": 5}, \"calibration\": {\"independence\": 0}}",
          0.0},
         {"dp_sinkhorn", "{\"privacy\": {\"epsilon\": 5}, \"calibration\": {\"numeric\": \"rank\"}}",
          0.0},
-        {"swd_gen", "{\"privacy\": {\"epsilon\": 1000}}", 0.0},
+        {"swd_gen", "{\"privacy\": {\"epsilon\": 1000}}", 2.0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         json_t *r = resolve_m(cases[i].method, cases[i].spec, &f, &e);

@@ -967,18 +967,16 @@ START_TEST(quantile_rule_in_dp_sinkhorn)
 }
 END_TEST
 
-/* Table defaults (defaults_table.c): below epsilon 100 on a labelled central
- * table (or with fewer than 50 rows per encoded unit), calibration.independence 1 and the releases'
- * noises 9 / sqrt(eps) (class statistics) and max(2, 6.7 / sqrt(eps)) (the map). The plan at
- * epsilon 5 equals the independent curve (the steps at the resolved
- * multiplier, the label count alpha / 200, the map alpha / (2 q^2), the
- * class statistics alpha / (2 s^2)) and meets the target; at epsilon 1000,
- * when a job asks for 0, or on a table too small for the release to pin
- * each class's marginals down, the noises are the old ones. The checkpoint
- * carries the independence and the snapshot rebuilt from its bytes draws
- * what the trainer's does; one out of [0, 1] is refused, as are hostile
- * spec values. Fails on the old
- * code (no calibration.independence). */
+/* Table defaults (defaults_table.c): on a labelled central table whose
+ * per-class marginals the release pins down (any epsilon since issue 28
+ * hi39; below 100 or under 50 rows per encoded unit before), calibration.independence 1 and the
+ * releases' noises 9 / sqrt(eps) (class statistics) and max(2, 6.7 / sqrt(eps)) (the map). The plan
+ * at epsilon 5 equals the independent curve (the steps at the resolved multiplier, the label count
+ * alpha / 200, the map alpha / (2 q^2), the class statistics alpha / (2 s^2)) and meets the target;
+ * when a job asks for 0, or on a table too small for the release to pin each class's marginals
+ * down, the noises are the old ones. The checkpoint carries the independence and the snapshot
+ * rebuilt from its bytes draws what the trainer's does; one out of [0, 1] is refused, as are
+ * hostile spec values. Fails on the old code (no calibration.independence). */
 START_TEST(independence_by_default_at_small_epsilon)
 {
     pg_threads_set(1);
@@ -1036,10 +1034,19 @@ START_TEST(independence_by_default_at_small_epsilon)
     free(bytes);
     m->destroy(tr);
     json_decref(r);
-    /* The old noises at a large epsilon and when a job asks for 0. */
-    const char *old[] = {"{\"privacy\": {\"epsilon\": 1000}}",
-                         "{\"privacy\": {\"epsilon\": 5}, \"calibration\": {\"independence\": 0}}"};
+    /* The old noises when a job asks for 0 (and at a large epsilon, where
+     * the rule now holds too, issue 28 hi39: independence 1, and both
+     * noises at their floors, which the old rule gave as well). */
+    const char *old[] = {
+        "{\"privacy\": {\"epsilon\": 1000}, \"calibration\": {\"independence\": 0}}",
+        "{\"privacy\": {\"epsilon\": 5}, \"calibration\": {\"independence\": 0}}"};
     const double eo[] = {1000, 5};
+    r = resolve("{\"privacy\": {\"epsilon\": 1000}}", &f, &e);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_double_eq(pg_spec_num(r, "calibration.independence", 0), 1.0);
+    ck_assert_double_eq(pg_spec_num(r, "calibration.noise_multiplier", 0), 1.0);
+    ck_assert_double_eq(pg_spec_num(r, "encoding.quantile_noise", 0), 2.0);
+    json_decref(r);
     for (int i = 0; i < 2; i++) {
         r = resolve(old[i], &f, &e);
         ck_assert_ptr_nonnull(r);
