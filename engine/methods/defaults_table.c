@@ -31,7 +31,7 @@
  * accuracy, mean (min-max) over 10 runs, generator's dependence -> the
  * classes' copula): dp_sinkhorn at 1000 0.776 (0.759-0.791) -> 0.791
  * (0.782-0.808), 200 0.770 (0.748-0.784) -> 0.783 (0.772-0.797), 100
- * HI39_FILL; swd_gen at 1000 HI39_SWD. The copula's runs are also
+ * 0.755 (0.680-0.786) -> 0.787 (0.773-0.800); swd_gen at 1000 HI39_SWD. The copula's runs are also
  * narrower (sd 0.007 against 0.012): every 3-run mean >= 0.78. On such a
  * table every categorical head and every number is redrawn, so the
  * generator's samples are not used at all (the steps' share of the budget
