@@ -69,6 +69,15 @@ static void fill(json_t *s, const char *path, json_t *v)
         pg_spec_set(s, path, v); /* null counts as absent, as in the resolver */
 }
 
+/* The predicate of the rule above the file (PG_DEFAULTS_INDEP_*), at the
+ * target epsilon e (0 when the spec has none). */
+static bool indep_rule(const json_t *s, const pg_table *t, const pg_data_desc *desc, double e)
+{
+    return e > 0.0 && pg_spec_bool(s, "calibration.class_means", false) && pg_qmap_columns(t) > 0 &&
+           !json_is_false(pg_spec_get(s, "encoding.quantile_map")) &&
+           indep_error(t, desc, e) <= PG_DEFAULTS_INDEP_ERROR;
+}
+
 /* The rule above (PG_DEFAULTS_INDEP_*) for a labelled central table whose
  * class calibration is already filled: calibration.independence 1 where it
  * holds, and then, where the resolved value is 1 (a job that asks for the
@@ -83,10 +92,7 @@ static void fill_independence(json_t *s, const pg_table *t, const pg_data_desc *
 {
     const json_t *eps = pg_spec_get(s, "privacy.epsilon");
     double e = json_is_number(eps) ? json_number_value(eps) : 0.0;
-    bool indep = e > 0.0 && pg_spec_bool(s, "calibration.class_means", false) &&
-                 pg_qmap_columns(t) > 0 &&
-                 !json_is_false(pg_spec_get(s, "encoding.quantile_map")) &&
-                 indep_error(t, desc, e) <= PG_DEFAULTS_INDEP_ERROR;
+    bool indep = indep_rule(s, t, desc, e);
     if (indep) fill(s, "calibration.independence", json_real(1.0));
     const json_t *ind = pg_spec_get(s, "calibration.independence");
     if (indep && json_is_number(ind) && json_number_value(ind) >= 1.0) {
@@ -265,6 +271,35 @@ void pg_defaults_table_fill(json_t *s, const char *method, const pg_data_desc *d
         if (C > 0 && (!num || json_is_null(num) ||
                       (json_is_string(num) && strcmp(json_string_value(num), "quantile") == 0))) {
             fill(s, "calibration.class_means", json_true());
+            /* Where the rule holds, swd_gen's releases are charged under
+             * replace-one, so at a given multiplier their noise is twice
+             * dp_sinkhorn's against what one row moves; where the floors
+             * bind (large epsilon), halve them: class statistics max(0.5,
+             * 9 / sqrt(epsilon)), map max(1, 6.7 / sqrt(epsilon)),
+             * sub-bins max(0.25, 13.4 / sqrt(epsilon)), copula twice
+             * max(0.5, PG_DEFAULTS_COPULA_NOISE / epsilon). The generator's
+             * samples being unused there, the projections' share shrinks
+             * at no cost. credit_data at epsilon 1000, 10 steps (one
+             * release), 10 runs each: 0.785 (0.778-0.791) -> 0.792
+             * (0.786-0.800); with the floors over sqrt(2) 0.791
+             * (0.778-0.807); dp_sinkhorn with one step 0.786
+             * (docs/benchmarks.md, "Issue 28, eps 1000 (hi39)"). Unless a
+             * job asks for independence 0 (any other share is
+             * post-processing: a resumed job may change it under the same
+             * plan, so the noises must not follow it). Before
+             * fill_independence and the general fills, which then leave
+             * these. */
+            const json_t *ep = pg_spec_get(s, "privacy.epsilon");
+            double e = json_is_number(ep) ? json_number_value(ep) : 0.0;
+            const json_t *ind = pg_spec_get(s, "calibration.independence");
+            if (indep_rule(s, t, desc, e) &&
+                !(json_is_number(ind) && !(json_number_value(ind) > 0.0))) {
+                fill(s, "calibration.noise_multiplier", json_real(fmax(0.5, 9.0 / sqrt(e))));
+                fill(s, "encoding.quantile_noise", json_real(fmax(1.0, 6.7 / sqrt(e))));
+                fill(s, "encoding.quantile_sub_noise", json_real(fmax(0.25, 13.4 / sqrt(e))));
+                fill(s, "calibration.copula_noise",
+                     json_real(2.0 * fmax(0.5, PG_DEFAULTS_COPULA_NOISE / e)));
+            }
             fill_independence(s, t, desc, true);
         }
     }

@@ -492,7 +492,8 @@ END_TEST
  * epsilon 5 on this table and, since issue 28 hi39, at epsilon 1000 too
  * (480 rows per encoded unit; the old rule kept the generator's dependence
  * from epsilon 100 on with 50 rows per unit or more), with the release
- * noise max(1, 9 / sqrt(epsilon)) = 1 and the map's max(2, ...) = 2; set at
+ * noise max(0.5, 9 / sqrt(epsilon)) = 0.5 and the map's max(1, ...) = 1
+ * (swd_gen's floors, half dp_sinkhorn's); set at
  * 1000 on 40 rows per unit (n 200: sd sqrt(4) 1 / 100 = 0.02 <= 0.03). A
  * job that asks for independence 0 keeps the old noises. A spec that asks for the generator's
  * dependence keeps the steps' share of the budget; another numeric rule gets no independence (it
@@ -503,8 +504,9 @@ START_TEST(defaults_follow_the_independence_rule)
     build(&w);
     json_t *r = spec_of(&w, "{\"privacy\": {\"epsilon\": 1000}}");
     ck_assert_double_eq(pg_spec_num(r, "calibration.independence", -1), 1.0);
-    ck_assert_double_eq_tol(pg_spec_num(r, "calibration.noise_multiplier", 0), 1.0, 1e-12);
-    ck_assert_double_eq_tol(pg_spec_num(r, "encoding.quantile_noise", 0), 2.0, 1e-12);
+    /* swd_gen's halved floors (replace-one), independence_rule_at_every_epsilon */
+    ck_assert_double_eq_tol(pg_spec_num(r, "calibration.noise_multiplier", 0), 0.5, 1e-12);
+    ck_assert_double_eq_tol(pg_spec_num(r, "encoding.quantile_noise", 0), 1.0, 1e-12);
     json_decref(r);
     r = spec_of(&w, "{\"privacy\": {\"epsilon\": 1000}, \"calibration\": {\"independence\": 0}}");
     ck_assert_double_eq(pg_spec_num(r, "calibration.independence", -1), 0.0);
@@ -544,19 +546,24 @@ END_TEST
  * (defaults_table.c). credit_data at epsilon 1000 scored 0.776 (0.759-0.791)
  * over 10 runs with the generator's within-class dependence (the old rule
  * from epsilon 100 on) and 0.791 (0.782-0.808) with the classes' copula
- * (docs/benchmarks.md, "Issue 28, eps 1000 (hi39)"). At epsilon 100, 200,
- * 1000 and 1e4: independence 1, a copula, the class statistics' noise
- * max(1, 9 / sqrt(epsilon)) and the map's max(2, 6.7 / sqrt(epsilon)).
- * swd_gen's plan at 1000 is the closed form's sum (projections, label
- * count, map, sub-bins, class statistics alpha / s^2 and copula 2 alpha /
- * c^2 under replace-one) and meets the target. Fails on the old code
- * (independence 0 from epsilon 100 on at 480 rows per encoded unit). */
+ * (docs/benchmarks.md, "Issue 28, eps 1000 (hi39)"). At epsilon 5 to 1e4:
+ * independence 1, a copula, the class statistics' noise max(f, 9 /
+ * sqrt(epsilon)), the map's max(2 f, 6.7 / sqrt(epsilon)) and the
+ * sub-bins' max(0.5 f, 13.4 / sqrt(epsilon)), f = 1 for dp_sinkhorn and 0.5
+ * for swd_gen (replace-one: its floors halved so that its releases are as
+ * accurate; its copula 2 max(0.5, 15 / epsilon)); swd_gen's plan meets the
+ * target at each (the releases at the lower floors leave the projections a
+ * multiplier) and at 1000 is the closed form's sum (projections, label
+ * count, map, class statistics alpha / s^2 and copula 2 alpha / c^2 under
+ * replace-one). At epsilon 5 swd_gen's noises are the rule's, as before.
+ * Fails on the old code (independence 0 from epsilon 100 on at 480 rows per
+ * encoded unit; dp_sinkhorn's floors for swd_gen). */
 START_TEST(independence_rule_at_every_epsilon)
 {
     world w;
     build(&w);
     const char *methods[] = {"swd_gen", "dp_sinkhorn"};
-    const double eps[] = {100, 200, 1000, 1e4};
+    const double eps[] = {5, 20, 100, 200, 1000, 1e4};
     for (int mi = 0; mi < 2; mi++)
         for (size_t i = 0; i < sizeof eps / sizeof eps[0]; i++) {
             char text[80];
@@ -569,27 +576,34 @@ START_TEST(independence_rule_at_every_epsilon)
                           methods[mi], text);
             ck_assert_msg(pg_spec_num(r, "calibration.copula_noise", 0) > 0.0, "%s %s", methods[mi],
                           text);
+            double f = mi == 0 ? 0.5 : 1.0;
             ck_assert_double_eq_tol(pg_spec_num(r, "calibration.noise_multiplier", 0),
-                                    fmax(1.0, 9.0 / sqrt(eps[i])), 1e-12);
+                                    fmax(f, 9.0 / sqrt(eps[i])), 1e-12);
             ck_assert_double_eq_tol(pg_spec_num(r, "encoding.quantile_noise", 0),
-                                    fmax(2.0, 6.7 / sqrt(eps[i])), 1e-12);
-            if (mi == 0 && eps[i] == 1000) {
+                                    fmax(2.0 * f, 6.7 / sqrt(eps[i])), 1e-12);
+            ck_assert_double_eq_tol(pg_spec_num(r, "encoding.quantile_sub_noise", 0),
+                                    fmax(0.5 * f, 13.4 / sqrt(eps[i])), 1e-12);
+            if (mi == 0) {
+                ck_assert_double_eq_tol(pg_spec_num(r, "calibration.copula_noise", 0),
+                                        2.0 * fmax(0.5, 15.0 / eps[i]), 1e-12);
                 pg_privacy_plan p;
                 ck_assert_int_eq(swd_gen()->plan(r, &w.in, &p, NULL), PG_OK);
                 ck_assert_ptr_nonnull(strstr(p.mechanism, "+class_stats+copula"));
-                ck_assert_msg(p.epsilon <= 1000.0 && p.epsilon > 1000.0 * (1 - 1e-4), "epsilon %g",
-                              p.epsilon);
+                ck_assert_msg(p.epsilon <= eps[i] && p.epsilon > eps[i] * (1 - 1e-4),
+                              "epsilon %g of %g", p.epsilon, eps[i]);
+            }
+            if (mi == 0 && eps[i] == 1000) {
                 /* The same releases at a fixed projection multiplier against
                  * the closed form (check_plan: 7 releases at 0.8, label
-                 * count 10, map q; sub-bins off here). */
+                 * count 10, map q; sub-bins off there). */
                 double c = pg_spec_num(r, "calibration.copula_noise", 0);
                 char cal[200];
                 snprintf(cal, sizeof cal,
-                         "{\"class_means\": true, \"noise_multiplier\": 1, \"independence\": "
+                         "{\"class_means\": true, \"noise_multiplier\": 0.5, \"independence\": "
                          "1, \"copula_noise\": %.17g}",
                          c);
                 pg_privacy_plan p2;
-                check_plan(&w, cal, 1.0 + 2.0 / (c * c), 2.0, &p2);
+                check_plan(&w, cal, 4.0 + 2.0 / (c * c), 1.0, &p2);
                 ck_assert_ptr_nonnull(strstr(p2.mechanism, "+class_stats+copula"));
             }
             json_decref(r);
