@@ -30,12 +30,16 @@
  * (docs/benchmarks.md, "Issue 28, eps 1000 (hi39)"; logistic-regression
  * accuracy, mean (min-max) over 10 runs, generator's dependence -> the
  * classes' copula): dp_sinkhorn at 1000 0.776 (0.759-0.791) -> 0.791
- * (0.782-0.808), 200 0.770 (0.748-0.784) -> 0.783 (0.772-0.797), 100
- * 0.755 (0.680-0.786) -> 0.787 (0.773-0.800); swd_gen at 1000 HI39_SWD. The copula's runs are also
- * narrower (sd 0.007 against 0.012): every 3-run mean >= 0.78. On such a
- * table every categorical head and every number is redrawn, so the
- * generator's samples are not used at all (the steps' share of the budget
- * is spent for nothing; docs/benchmarks.md says how much). */
+ * (0.782-0.808), 200 0.772 (0.748-0.788) -> 0.783 (0.772-0.797), 100
+ * 0.755 (0.680-0.786) -> 0.787 (0.773-0.800); swd_gen at 1000 0.783
+ * (0.767-0.796, 6 runs) -> 0.790 (0.777-0.797, 12 runs, with its floors
+ * halved, see the swd_gen block below). The copula's runs are also
+ * narrower (sd 0.005-0.007 against 0.010-0.032): every 3-run mean >= 0.78.
+ * On such a table every categorical head and every number is redrawn, so
+ * the generator's samples are not used, but for the shape of numbers
+ * inside bins whose sub-bin release kept nothing (dp_sinkhorn with one
+ * step scored as with 1500), while its steps keep most of the budget
+ * (docs/benchmarks.md says how much). */
 #define PG_DEFAULTS_INDEP_ERROR 0.03
 /* Where the rule holds: the copula's noise multiplier max(1, this /
  * epsilon) (calib_copula.h). credit_data at epsilon 5 (5 runs each): 2 ->
