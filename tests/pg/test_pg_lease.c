@@ -19,7 +19,6 @@
 #include "pg/pgtest_env.h"
 #include "service/store/db.h"
 #include "support/pg_jobs_test.h"
-#include "support/pg_test.h"
 /* after pg_jobs_test.h, whose parameters are named like the table's type */
 #include "service/config.h"
 #include "service/jobs/jobs.h"
@@ -239,7 +238,7 @@ START_TEST(heartbeat_renews_around_a_held_row)
 }
 END_TEST
 
-static Suite *pg_lease_suite(void)
+int main(void)
 {
     Suite *s = suite_create("pg_lease");
     TCase *tc = tcase_create("renew");
@@ -247,7 +246,9 @@ static Suite *pg_lease_suite(void)
     tcase_add_test(tc, renew_skips_a_row_held_elsewhere);
     tcase_add_test(tc, heartbeat_renews_around_a_held_row);
     suite_add_tcase(s, tc);
-    return s;
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
 }
-
-PG_TEST_MAIN(pg_lease_suite)
