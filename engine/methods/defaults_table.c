@@ -91,7 +91,9 @@ static void fill(json_t *s, const char *path, json_t *v)
  * holds, and then, where the resolved value is 1 (a job that asks for the
  * generator's dependence keeps the steps' share), more of the budget to the
  * releases that set the marginals: calibration.noise_multiplier max(1,
- * 9 / sqrt(epsilon)) and encoding.quantile_noise max(2, 6.7 / sqrt(epsilon)).
+ * 9 / sqrt(epsilon)) and encoding.quantile_noise max(2, 6.7 / sqrt(epsilon))
+ * (dp_sinkhorn below PG_DEFAULTS_INDEP_EPSILON: PG_DEFAULTS_QMAP_INDEP and
+ * _BINS).
  * Called before the general fills of those two, which then leave them. The
  * plan charges whatever the spec resolves to, so only accuracy rides on
  * this. */
@@ -247,7 +249,9 @@ void pg_defaults_table_fill(json_t *s, const char *method, const pg_data_desc *d
              * releases that set the marginals: s = max(1, 9 / sqrt(epsilon)),
              * 4 at epsilon 5 (0.756 -> 0.760, categorical TV 0.034 -> 0.020;
              * 2.5 with a map at 2 scored 0.755), and the map's noise
-             * max(2, 6.7 / sqrt(epsilon)), 3 at epsilon 5. */
+             * max(2, 6.7 / sqrt(epsilon)), 3 at epsilon 5 (since issue 28's
+             * eps39 pass below epsilon 100: PG_DEFAULTS_QMAP_INDEP, 1.5 at
+             * epsilon 5, over PG_DEFAULTS_QMAP_INDEP_BINS bins). */
             fill_independence(s, t, desc, false);
             fill_class_calibration(s); /* what the rule above left unset */
         }
