@@ -64,6 +64,12 @@
  * 30 runs), 16 bins 0.788 (0.780-0.800), 8 bins 0.783 (0.774-0.792). The
  * map's cost does not depend on its bins (qmap.h). */
 #define PG_DEFAULTS_QMAP_INDEP_BINS 16
+/* ... with 64 sub-bins per bin (encoding.quantile_sub, 32 elsewhere), so
+ * that the cells stay as fine as 32 x 32 (an integer bin of at most 64
+ * values keeps a point per value); the sub-bins' cost does not depend on
+ * their number either. At epsilon 5, 16 bins of 32 sub-bins left the
+ * numbers' KS at 0.074 (0.062 with 32 bins); 64 sub-bins: 0.063. */
+#define PG_DEFAULTS_QMAP_INDEP_SUB 64
 
 static double indep_error(const pg_table *t, const pg_data_desc *desc, double epsilon)
 {
@@ -122,6 +128,7 @@ static void fill_independence(json_t *s, const pg_table *t, const pg_data_desc *
             q = q1 < q ? q1 : q;
             fill(s, "encoding.quantile_noise", json_real(q < 1.0 ? 1.0 : q));
             fill(s, "encoding.quantile_bins", json_integer(PG_DEFAULTS_QMAP_INDEP_BINS));
+            fill(s, "encoding.quantile_sub", json_integer(PG_DEFAULTS_QMAP_INDEP_SUB));
         } else
             fill(s, "encoding.quantile_noise", json_real(q < 2.0 ? 2.0 : q));
     }

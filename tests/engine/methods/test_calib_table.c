@@ -997,7 +997,7 @@ START_TEST(independence_by_default_at_small_epsilon)
     double q2 = pg_spec_num(r, "encoding.quantile_sub_noise", 0);
     ck_assert_double_eq_tol(s, 9.0 / sqrt(5.0), 1e-12);
     ck_assert_double_eq_tol(q, 7.5 / 5.0, 1e-12);
-    ck_assert_int_eq(pg_spec_int(r, "encoding.quantile_sub", 0), 32);
+    ck_assert_int_eq(pg_spec_int(r, "encoding.quantile_sub", 0), 64);
     ck_assert_double_eq_tol(q2, 13.4 / sqrt(5.0), 1e-12); /* max(0.5, 13.4 / sqrt(eps)) */
     /* and the classes' copula (test_calib_copula.c), alpha / (2 c^2) */
     double cop = pg_spec_num(r, "calibration.copula_noise", 0);
@@ -1342,7 +1342,7 @@ END_TEST
  * independence_by_default_at_small_epsilon's 200 rows at 1000), and every plan meets its target
  * with the steps taking what is left; a job's own value is kept; swd_gen
  * (replace-one) keeps max(2, 6.7 / sqrt(eps)). The map then has 16 bins
- * (32 elsewhere). Fails on the old code (3.0 at epsilon 5, 32 bins). */
+ * of 64 sub-bins (32 and 32 elsewhere). Fails on the old code (3.0 at epsilon 5, 32 bins). */
 START_TEST(map_noise_follows_one_over_epsilon)
 {
     fixture f;
@@ -1362,6 +1362,7 @@ START_TEST(map_noise_follows_one_over_epsilon)
                       "eps %g: map noise %.17g, want %.17g", eps[i],
                       pg_spec_num(r, "encoding.quantile_noise", 0), want[i]);
         ck_assert_int_eq(pg_spec_int(r, "encoding.quantile_bins", 0), 16);
+        ck_assert_int_eq(pg_spec_int(r, "encoding.quantile_sub", 0), 64);
         pg_privacy_plan p;
         ck_assert_int_eq(m->plan(r, &in, &p, NULL), PG_OK);
         ck_assert_msg(p.epsilon <= eps[i] * (1 + 1e-9) && p.epsilon > 0.98 * eps[i],
@@ -1389,6 +1390,7 @@ START_TEST(map_noise_follows_one_over_epsilon)
     r = resolve("{\"privacy\": {\"epsilon\": 5}, \"calibration\": {\"independence\": 0}}", &f, &e);
     ck_assert_ptr_nonnull(r);
     ck_assert_int_eq(pg_spec_int(r, "encoding.quantile_bins", PG_QMAP_DEFAULT_BINS), 32);
+    ck_assert_int_eq(pg_spec_int(r, "encoding.quantile_sub", 0), 32);
     ck_assert_double_eq_tol(pg_spec_num(r, "encoding.quantile_noise", 0), 10 / sqrt(5.0), 1e-12);
     json_decref(r);
     unmake(&f);
