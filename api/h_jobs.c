@@ -16,16 +16,20 @@ int pg_api_jobs_ready(pg_req *r)
     return 0;
 }
 
-/* problem+json with extra members merged in (steals extra). */
+/* problem+json with extra members merged in (steals extra; NULL: out of
+ * memory building it). A problem without its members (the budget figures
+ * of a 409, the field errors of a 422) would be an incomplete answer: out
+ * of memory anywhere here is the 503 of pg_api_send_json instead. */
 static void problem_with(pg_req *r, int status, const char *detail, json_t *extra)
 {
     pg_api_problem(r, status, detail, NULL, NULL);
-    json_t *o = r->resp ? json_loadb(r->resp, r->resp_len, 0, NULL) : NULL;
-    if (!o) {
+    json_t *o = r->resp && extra ? json_loadb(r->resp, r->resp_len, 0, NULL) : NULL;
+    if (!o || json_object_update(o, extra)) {
+        json_decref(o);
         json_decref(extra);
+        pg_api_send_json(r, status, NULL);
         return;
     }
-    json_object_update(o, extra);
     json_decref(extra);
     pg_api_send_json(r, status, o);
     if (r->status == status) r->resp_type = "application/problem+json";
@@ -78,8 +82,11 @@ void pg_h_jobs_create(pg_req *r)
                               "spent_epsilon", q->spent_epsilon, "cap_epsilon", q->cap_epsilon,
                               "remaining_epsilon", q->remaining_epsilon);
         /* +inf (delta0 exhausts the cap's delta) has no JSON number: omitted */
-        if (x && isfinite(q->total_epsilon))
-            json_object_set_new(x, "total_epsilon", json_real(q->total_epsilon));
+        if (x && isfinite(q->total_epsilon) &&
+            json_object_set_new(x, "total_epsilon", json_real(q->total_epsilon))) {
+            json_decref(x);
+            x = NULL;
+        }
         problem_with(r, 409, detail, x);
         return;
     }
@@ -89,9 +96,13 @@ void pg_h_jobs_create(pg_req *r)
         return;
     default: {
         json_t *errs = json_array();
-        for (int i = 0; i < res.errors.count; i++)
-            json_array_append_new(errs, json_pack("{s:s,s:s}", "field", res.errors.items[i].field,
-                                                  "message", res.errors.items[i].message));
+        for (int i = 0; errs && i < res.errors.count; i++)
+            if (json_array_append_new(errs,
+                                      json_pack("{s:s,s:s}", "field", res.errors.items[i].field,
+                                                "message", res.errors.items[i].message))) {
+                json_decref(errs);
+                errs = NULL;
+            }
         char detail[300];
         snprintf(detail, sizeof detail, "invalid job spec: %s: %s",
                  res.errors.count ? res.errors.items[0].field : "spec",

@@ -95,16 +95,29 @@ static json_t *num_or_null(double v)
 
 char *pg_ledger_plan_encode(const pg_privacy_plan *p)
 {
+    /* The stored charge: every order or none (NULL, out of memory; the
+     * admission then fails and stores nothing). A curve short of an order,
+     * or a text jansson's dump cut short when memory ran out in it, would be
+     * stored as the charge for good, so the text is read back and compared
+     * first. */
     json_t *orders = json_array(), *rdp = json_array();
-    for (int i = 0; i < p->norders; i++) {
-        json_array_append_new(orders, json_real(p->orders[i]));
-        json_array_append_new(rdp, num_or_null(p->rdp[i]));
-    }
+    for (int i = 0; orders && rdp && i < p->norders; i++)
+        if (json_array_append_new(orders, json_real(p->orders[i])) ||
+            json_array_append_new(rdp, num_or_null(p->rdp[i]))) {
+            json_decref(orders);
+            orders = NULL;
+        }
     json_t *o = json_pack("{s:o,s:o,s:f,s:f,s:f,s:I,s:s,s:b}", "orders", orders, "rdp", rdp,
                           "delta_extra", p->delta_extra, "noise_multiplier", p->noise_multiplier,
                           "sampling_rate", p->sampling_rate, "steps", (json_int_t)p->steps,
                           "mechanism", p->mechanism, "approximate", p->approximate);
     char *txt = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    json_t *back = txt ? json_loads(txt, 0, NULL) : NULL;
+    if (txt && !(back && json_equal(o, back))) {
+        free(txt);
+        txt = NULL;
+    }
+    json_decref(back);
     json_decref(o);
     return txt;
 }
@@ -277,22 +290,31 @@ int pg_ledger_budget_json(struct pg_db *db, const char *dataset_id, double cap_e
     pg_ledger_curve c;
     pg_ledger_curve_init(&c);
     json_t *entries = json_array();
+    if (!entries) rc = pg_error_set(err, PG_ENOMEM, "out of memory");
     pg_ledger_cache *lc = pg_db_ledger_cache(db);
-    for (size_t i = 0; i < n; i++) {
+    /* Every entry, whole, or none (out of memory: the API's 503): a ledger
+     * view missing a charge, or a charge missing its parameters because its
+     * text could not be parsed right then, would be a wrong answer. */
+    for (size_t i = 0; !rc && i < n; i++) {
         if (!e[i].refunded)
             pg_ledger_curve_add_row(&c, lc, e[i].seq, e[i].plan, e[i].plan ? strlen(e[i].plan) : 0);
-        json_t *p = e[i].plan ? json_loads(e[i].plan, 0, NULL) : NULL;
+        json_error_t je;
+        json_t *p = e[i].plan ? json_loads(e[i].plan, 0, &je) : NULL;
+        if (e[i].plan && !p && json_error_code(&je) == json_error_out_of_memory) {
+            rc = pg_error_set(err, PG_ENOMEM, "out of memory");
+            break;
+        }
         json_t *o = json_pack(
             "{s:s?,s:O?,s:O?,s:O?,s:f,s:f,s:b}", "job_id", e[i].job_id[0] ? e[i].job_id : NULL,
             "noise_multiplier", json_object_get(p, "noise_multiplier"), "sampling_rate",
             json_object_get(p, "sampling_rate"), "steps", json_object_get(p, "steps"), "epsilon",
             e[i].epsilon, "delta", e[i].delta, "refunded", e[i].refunded);
         json_decref(p);
-        if (o) json_array_append_new(entries, o);
+        if (json_array_append_new(entries, o)) rc = pg_error_set(err, PG_ENOMEM, "out of memory");
     }
     pg_ledger_entries_free(e, n);
     double spent = 0.0;
-    rc = pg_ledger_curve_epsilon(&c, cap_delta, &spent, err);
+    if (!rc) rc = pg_ledger_curve_epsilon(&c, cap_delta, &spent, err);
     if (rc) {
         json_decref(entries);
         return rc;

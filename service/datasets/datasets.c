@@ -161,11 +161,14 @@ int pg_datasets_list(pg_db *db, const char *tenant, int64_t after, size_t limit,
     int rc = pg_db_dataset_list(db, tenant, after, limit + 1, &list, &n, err);
     if (rc) return rc;
     json_t *a = json_array();
+    if (!a) rc = pg_error_set(err, PG_ENOMEM, "out of memory listing datasets");
     size_t shown = n > limit ? limit : n;
     for (size_t i = 0; !rc && i < shown; i++) {
         json_t *o;
         rc = view_of(&list[i], &o, err);
-        if (!rc) json_array_append_new(a, o);
+        /* a page missing a dataset is no answer: out of memory (503) */
+        if (!rc && json_array_append_new(a, o))
+            rc = pg_error_set(err, PG_ENOMEM, "out of memory listing datasets");
     }
     if (!rc) {
         *items = a;

@@ -120,22 +120,31 @@ json_t *pg_jobdesc_shuffle_json(const pg_data_desc *desc)
     }
     json_t *o = json_pack("{s:s,s:f,s:I}", "shuffle_bound", "numerical (Feldman-McMillan-Talwar)",
                           "shuffle_epsilon_ldp", eps0, "shuffle_n", (json_int_t)n);
+    if (!o) return NULL;
     double eps;
+    int bad;
+    /* Every field or none (NULL: out of memory): a job's report is rendered
+     * once and stored with its view. */
     if (n < 2 || !(target + extra < 1.0) ||
         pg_shuffle_numerical(eps0, n, target, &eps, NULL) != PG_OK) {
-        json_object_set_new(o, "shuffle_epsilon", json_null());
-        json_object_set_new(o, "shuffle_delta", json_null());
-        json_object_set_new(o, "shuffle_note",
-                            json_string(n < 2 ? "needs at least 2 rows"
-                                              : "not applicable: n * delta_ldp is not below 1"));
-        return o;
+        bad = json_object_set_new(o, "shuffle_epsilon", json_null());
+        bad |= json_object_set_new(o, "shuffle_delta", json_null());
+        bad |= json_object_set_new(
+            o, "shuffle_note",
+            json_string(n < 2 ? "needs at least 2 rows"
+                              : "not applicable: n * delta_ldp is not below 1"));
+    } else {
+        bad = json_object_set_new(o, "shuffle_epsilon", json_real(eps));
+        bad |= json_object_set_new(o, "shuffle_delta", json_real(target + extra));
+        if (extra > 0.0)
+            bad |= json_object_set_new(o, "shuffle_note",
+                                       json_string("Gaussian LDP: delta includes n * delta_ldp "
+                                                   "(approximate LDP clones)"));
     }
-    json_object_set_new(o, "shuffle_epsilon", json_real(eps));
-    json_object_set_new(o, "shuffle_delta", json_real(target + extra));
-    if (extra > 0.0)
-        json_object_set_new(o, "shuffle_note",
-                            json_string("Gaussian LDP: delta includes n * delta_ldp (approximate "
-                                        "LDP clones)"));
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
     return o;
 }
 

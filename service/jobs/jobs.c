@@ -193,8 +193,7 @@ job *pg_jobs_job_from_row(pg_jobs *m, const pg_job_row *r)
         if (j->method->plan(j->spec, &in, &j->plan, &err)) why = "the job's plan cannot be rebuilt";
     }
     j->total = j->plan.steps;
-    j->privacy = pg_jobs_plan_json(&j->plan, &j->desc);
-    if (!j->privacy) j->privacy = json_object();
+    j->privacy = pg_jobs_plan_json(&j->plan, &j->desc); /* NULL: pg_jobs_privacy_json */
     char *doc;
     if (!pg_db_job_history_get(m->db, j->id, &doc, &found, &err) && found) {
         if (pg_jobs_hist_apply(j, doc))
@@ -399,11 +398,19 @@ int pg_jobs_list(pg_jobs *m, const char *tenant, const char *status, const char 
         for (size_t i = 0; i < shown; i++) {
             job *j = js[i];
             if (!j || j->deleted || (status && strcmp(pg_jobs_status[j->status], status))) continue;
-            json_array_append_new(a, pg_jobs_job_json(j));
+            /* a page missing a job is no answer: out of memory (503) */
+            if (json_array_append_new(a, pg_jobs_job_json(j))) {
+                rc = pg_error_set(err, PG_ENOMEM, "out of memory listing jobs");
+                break;
+            }
         }
         pthread_mutex_unlock(&m->mu);
+    }
+    if (!rc) {
         if (n > limit) *next = rows[limit - 1].seq;
         *items = a;
+    } else {
+        json_decref(a);
     }
     free(js);
     pg_job_rows_free(rows, n);

@@ -43,6 +43,7 @@ static double dbl(const json_t *v, double dflt)
 json_t *pg_jobs_warnings_json(const job *j, int succeeded)
 {
     json_t *w = json_array();
+    if (!w) return NULL;
     long steps[HIST_CAP];
     double loss[HIST_CAP];
     for (size_t i = 0; i < j->nhist; i++) steps[i] = j->hist[i].step, loss[i] = j->hist[i].loss;
@@ -52,7 +53,13 @@ json_t *pg_jobs_warnings_json(const job *j, int succeeded)
     /* The trainer's own warnings follow the ones judged from the model. */
     size_t i;
     json_t *o;
-    json_array_foreach(j->twarn, i, o) json_array_append_new(w, json_deep_copy(o));
+    json_array_foreach(j->twarn, i, o)
+    {
+        if (json_array_append_new(w, json_deep_copy(o))) {
+            json_decref(w); /* a list missing a warning is no answer */
+            return NULL;
+        }
+    }
     return w;
 }
 
@@ -87,19 +94,34 @@ int pg_jobs_twarn_merge(job *j, const pg_trainer_warnings *w)
 
 static char *encode(const job *j)
 {
+    /* The stored view is every part or nothing (NULL: out of memory, the
+     * write is not made): one stored with a part missing would be shown by
+     * every replica, and after a restart, for good. */
     json_t *h = json_array();
-    for (size_t i = 0; i < j->nhist; i++)
-        json_array_append_new(h, json_pack("[I,o,o]", (json_int_t)j->hist[i].step,
-                                           num(j->hist[i].loss), num(j->hist[i].eps)));
+    for (size_t i = 0; h && i < j->nhist; i++)
+        if (json_array_append_new(h, json_pack("[I,o,o]", (json_int_t)j->hist[i].step,
+                                               num(j->hist[i].loss), num(j->hist[i].eps)))) {
+            json_decref(h);
+            h = NULL;
+        }
     json_t *o =
-        json_pack("{s:i,s:I,s:I,s:o,s:o,s:o,s:o,s:I,s:O}", "v", 1, "step", (json_int_t)j->step,
+        json_pack("{s:i,s:I,s:I,s:o,s:o,s:o,s:o,s:I,s:o}", "v", 1, "step", (json_int_t)j->step,
                   "total_steps", (json_int_t)j->total, "loss", num(j->loss), "epsilon_spent",
                   num(j->eps_spent), "steps_per_second", num(j->sps), "history", h, "hist_stride",
-                  (json_int_t)j->hist_stride, "privacy", j->privacy);
-    if (o && j->warnings) json_object_set(o, "warnings", j->warnings);
-    if (o && json_array_size(j->twarn)) json_object_set(o, "trainer_warnings", j->twarn);
-    if (o && j->node[0]) json_object_set_new(o, "node", json_string(j->node));
-    char *s = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+                  (json_int_t)j->hist_stride, "privacy", pg_jobs_privacy_json(j));
+    int bad = !o;
+    if (!bad && j->warnings) bad = json_object_set(o, "warnings", j->warnings);
+    if (!bad && json_array_size(j->twarn)) bad = json_object_set(o, "trainer_warnings", j->twarn);
+    if (!bad && j->node[0]) bad = json_object_set_new(o, "node", json_string(j->node));
+    /* jansson's dump may cut a key short when memory runs out in it (as for
+     * dataset metadata, service/datasets/spec.c): read back and compared. */
+    char *s = bad ? NULL : json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    json_t *back = s ? json_loads(s, 0, NULL) : NULL;
+    if (s && !(back && json_equal(o, back))) {
+        free(s);
+        s = NULL;
+    }
+    json_decref(back);
     json_decref(o);
     return s;
 }

@@ -148,6 +148,11 @@ void pg_jobs_publish_change(pg_jobs *m, job *j);
 
 /* JSON views (mu held for the job ones). */
 json_t *pg_jobs_plan_json(const pg_privacy_plan *p, const pg_data_desc *d);
+/* The job's privacy report, a new reference: j->privacy, or, when that
+ * could not be rendered (out of memory at submission or adoption; it stays
+ * NULL rather than an empty object that would read as "charges nothing"),
+ * rendered from j->plan now. NULL when out of memory. (mu held) */
+json_t *pg_jobs_privacy_json(const job *j);
 json_t *pg_jobs_ckpts_json(const job *j);
 json_t *pg_jobs_job_json(const job *j);
 json_t *pg_jobs_quote_json(const pg_ledger_quote *q);

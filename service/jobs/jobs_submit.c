@@ -248,7 +248,11 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
                 json_decref(body);
                 goto out;
             }
-            json_object_set_new(body, "budget", pg_jobs_quote_json(&res->quote));
+            /* NULL body: out of memory (the API's 503), never one without its budget */
+            if (body && json_object_set_new(body, "budget", pg_jobs_quote_json(&res->quote))) {
+                json_decref(body);
+                body = NULL;
+            }
         }
         res->body = body;
         res->outcome = PG_SUBMIT_DRY_RUN;
@@ -319,7 +323,7 @@ int pg_jobs_submit(pg_jobs *m, const char *tenant, const json_t *spec, int dry_r
         if (pub_id) j->public_desc = pdesc;
         pg_jobdesc_disown(&pdesc);
         j->plan = plan;
-        j->privacy = priv ? priv : json_object();
+        j->privacy = priv; /* NULL: rendered when shown (pg_jobs_privacy_json) */
         priv = NULL;
         j->total = plan.steps;
         j->loss = NAN;

@@ -35,44 +35,65 @@ json_t *pg_jobs_plan_json(const pg_privacy_plan *p, const pg_data_desc *d)
                           (json_int_t)p->steps, "approximate", p->approximate, "mechanism",
                           p->mechanism, "neighbouring", p->neighbouring, "accountant",
                           p->charges ? "rdp_improved" : "none (post-processing)");
-    if (o && p->charges) json_object_set_new(o, "delta_extra", json_real(p->delta_extra));
-    if (o && d->model == PG_PRIVACY_LOCAL) {
+    /* Every field or none: a report with one missing (an allocation that
+     * failed) would be shown, and stored with the job's view, as complete. */
+    int bad = !o;
+    if (!bad && p->charges) bad = json_object_set_new(o, "delta_extra", json_real(p->delta_extra));
+    if (!bad && d->model == PG_PRIVACY_LOCAL) {
         json_t *sh = pg_jobdesc_shuffle_json(d);
-        if (sh) json_object_update(o, sh);
+        bad = !sh || json_object_update(o, sh);
         json_decref(sh);
     }
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
     return o;
+}
+
+json_t *pg_jobs_privacy_json(const job *j)
+{
+    return j->privacy ? json_incref(j->privacy) : pg_jobs_plan_json(&j->plan, &j->desc);
 }
 
 json_t *pg_jobs_ckpts_json(const job *j)
 {
     json_t *a = json_array();
-    for (size_t i = 0; i < j->nckpts; i++)
-        json_array_append_new(a, json_pack("{s:I,s:I,s:o}", "step", (json_int_t)j->ckpts[i].step,
-                                           "bytes", (json_int_t)j->ckpts[i].bytes, "created_at",
-                                           pg_text_time(j->ckpts[i].created_at)));
+    for (size_t i = 0; a && i < j->nckpts; i++)
+        if (json_array_append_new(a,
+                                  json_pack("{s:I,s:I,s:o}", "step", (json_int_t)j->ckpts[i].step,
+                                            "bytes", (json_int_t)j->ckpts[i].bytes, "created_at",
+                                            pg_text_time(j->ckpts[i].created_at)))) {
+            json_decref(a); /* a list short of one is no answer */
+            a = NULL;
+        }
     return a;
 }
 
 json_t *pg_jobs_job_json(const job *j)
 {
+    /* Every part or none (NULL: out of memory, the API's 503): json_pack
+     * fails on a NULL part, and the lists are checked as they grow. */
     json_t *hist = json_array();
-    for (size_t i = 0; i < j->nhist; i++)
-        json_array_append_new(hist, json_pack("{s:I,s:o,s:o}", "step", (json_int_t)j->hist[i].step,
-                                              "loss", num(j->hist[i].loss), "epsilon_spent",
-                                              num(j->hist[i].eps)));
+    for (size_t i = 0; hist && i < j->nhist; i++)
+        if (json_array_append_new(
+                hist, json_pack("{s:I,s:o,s:o}", "step", (json_int_t)j->hist[i].step, "loss",
+                                num(j->hist[i].loss), "epsilon_spent", num(j->hist[i].eps)))) {
+            json_decref(hist);
+            hist = NULL;
+        }
     long short_by = j->status == ST_SUCCEEDED && j->step < j->total ? j->total - j->step : 0;
     json_t *prog =
         json_pack("{s:I,s:I,s:I,s:o,s:o,s:o,s:o}", "step", (json_int_t)j->step, "total_steps",
                   (json_int_t)j->total, "steps_short", (json_int_t)short_by, "loss", num(j->loss),
                   "epsilon_spent", num(j->eps_spent), "steps_per_second", num(j->sps),
                   "eta_seconds", j->status == ST_RUNNING ? num(j->eta) : json_null());
-    return json_pack("{s:s,s:s,s:s,s:s,s:o,s:O,s:o,s:O,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "id",
+    return json_pack("{s:s,s:s,s:s,s:s,s:o,s:O,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "id",
                      j->id, "status", pg_jobs_status[j->status], "method", j->method_name,
                      "dataset_id", j->dataset_id, "public_dataset_id",
                      j->public_dataset_id[0] ? json_string(j->public_dataset_id) : json_null(),
-                     "spec", j->spec, "progress", prog, "privacy", j->privacy, "checkpoints",
-                     pg_jobs_ckpts_json(j), "history", hist, "created_at",
+                     "spec", j->spec, "progress", prog, "privacy", pg_jobs_privacy_json(j),
+                     "checkpoints", pg_jobs_ckpts_json(j), "history", hist, "created_at",
                      pg_text_time(j->created_at), "started_at", pg_text_time(j->started_at),
                      "finished_at", pg_text_time(j->finished_at), "error",
                      j->error ? json_string(j->error) : json_null(), "warnings",
@@ -94,7 +115,11 @@ int pg_jobs_summary(pg_jobs *m, const char *tenant, const char *id, pg_job_summa
     snprintf(out->method, sizeof out->method, "%s", j->method_name);
     /* j->privacy, not j->plan: a job followed from storage shows the
      * document's privacy report, and the plot must say what the view says. */
-    const json_t *p = j->privacy;
+    json_t *p = pg_jobs_privacy_json(j);
+    if (!p) {
+        pthread_mutex_unlock(&m->mu);
+        return pg_error_set(err, PG_ENOMEM, "out of memory reading a job's privacy report");
+    }
     const char *mech = json_string_value(json_object_get(p, "mechanism"));
     if (json_is_true(json_object_get(p, "charges")))
         out->privacy = "central";
@@ -103,6 +128,7 @@ int pg_jobs_summary(pg_jobs *m, const char *tenant, const char *id, pg_job_summa
     json_t *eps = json_object_get(p, "epsilon");
     if (json_is_number(eps) && json_number_value(eps) > 0.0 && isfinite(json_number_value(eps)))
         out->epsilon = json_number_value(eps);
+    json_decref(p);
     pthread_mutex_unlock(&m->mu);
     return PG_OK;
 }

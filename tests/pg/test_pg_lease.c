@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "engine/privacy/privacy.h"
 #include "pg/pgtest_env.h"
 #include "service/store/db.h"
 #include "support/pg_jobs_test.h"
@@ -238,6 +239,204 @@ START_TEST(heartbeat_renews_around_a_held_row)
 }
 END_TEST
 
+/* ---- a checkpoint write slower than the lease ---------------------------
+ *
+ * A checkpoint write used to take its job's row (the fence, FOR UPDATE) and
+ * keep it while every chunk went in. The heartbeat skips a held row, so a
+ * write longer than the lease let the lease run out under it; another
+ * replica's claim then found the job expired, ended the writer's session as
+ * a stalled holder (the claim's reaper) and took the job over: the write was
+ * lost, and a job whose every checkpoint takes longer than a lease never got
+ * past one. Here the write is made slow the way a slow disk or network makes
+ * it: a side session's uncommitted chunk of the same key stalls the write's
+ * first chunk for CK_STALL_S (over three leases). Meanwhile another node
+ * tries to claim every 250 ms and must never get the job, the lease must
+ * stay in the future, and the write must then land, held, with the ledger
+ * holding the job's one charge. */
+#define CK_LEASE_S 3
+#define CK_STALL_S 10
+
+/* One checkpoint write (step 5) of job by w:ck, on its own thread. */
+typedef struct ck_write {
+    pg_db *db;
+    const char *id;
+    int rc, held;
+    pg_error e;
+} ck_write;
+
+static void *ck_write_fn(void *arg)
+{
+    ck_write *w = arg;
+    static const unsigned char bytes[] = "a checkpoint written slowly";
+    w->rc = pg_db_ckpt_put_owned(w->db, w->id, "w:ck", 5, bytes, sizeof bytes, 7u, &w->held, &w->e);
+    return NULL;
+}
+
+static long long ledger_rows(PGconn *c, const char *id)
+{
+    const char *v[1] = {id};
+    PGresult *r =
+        PQexecParams(c, "SELECT count(*) FROM ledger WHERE job_id = $1", 1, NULL, v, NULL, NULL, 0);
+    ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK, "%s", PQresultErrorMessage(r));
+    long long n = atoll(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return n;
+}
+
+/* Like run_jobs for one job, admitted with a plan that charges the ledger
+ * (a Gaussian of sigma 3, about epsilon 1.3), so a test can count its charges. */
+static void run_charged(pg_db *db, const char *ds, const char *id, const char *node,
+                        int64_t lease_s, pg_job_row **row)
+{
+    pg_db_dataset d = {0};
+    snprintf(d.id, sizeof d.id, "%s", ds);
+    snprintf(d.tenant, sizeof d.tenant, "t1");
+    d.name = "n";
+    d.meta = "{}";
+    d.d = 2;
+    pg_error e = {0};
+    ck_assert_msg(pg_db_dataset_insert(db, &d, &e) == PG_OK, "%s", e.msg);
+    pg_test_jobs_drain(db);
+    pg_job_row r = {0};
+    snprintf(r.id, sizeof r.id, "%s", id);
+    snprintf(r.tenant, sizeof r.tenant, "t1");
+    snprintf(r.dataset_id, sizeof r.dataset_id, "%s", ds);
+    snprintf(r.method, sizeof r.method, "m");
+    r.spec = "{}";
+    pg_privacy_plan plan = {0};
+    plan.charges = true;
+    plan.norders = (int)pg_rdp_default_orders(plan.orders, PG_PLAN_MAX_ORDERS);
+    for (int i = 0; i < plan.norders; i++) plan.rdp[i] = plan.orders[i] / (2 * 3.0 * 3.0);
+    plan.delta = 1e-5;
+    ck_assert_int_eq(pg_rdp_to_dp(plan.orders, plan.rdp, (size_t)plan.norders, 1e-5,
+                                  PG_RDP_CONV_IMPROVED, &plan.epsilon, NULL, NULL),
+                     PG_OK);
+    snprintf(plan.mechanism, sizeof plan.mechanism, "gaussian");
+    pg_ledger_quote q;
+    ck_assert_msg(pg_db_job_admit(db, &r, &plan, 10.0, 1e-5, &q, &e) == PG_OK, "%s", e.msg);
+    ck_assert_int_eq(q.admit, 1);
+    int found = 0;
+    ck_assert_msg(pg_db_job_claim(db, node, (int64_t)time(NULL), lease_s, row, &found, &e) == PG_OK,
+                  "%s", e.msg);
+    ck_assert(found);
+    ck_assert_str_eq((*row)->id, id);
+}
+
+START_TEST(slow_checkpoint_write_keeps_its_lease)
+{
+    pg_db *db = open_db();
+    pg_svc_config cfg;
+    pg_svc_config_defaults(&cfg);
+    cfg.node_id = "w:ck";
+    cfg.workers = 1;
+    cfg.lease_s = CK_LEASE_S;
+    cfg.heartbeat_s = 1;
+    pg_jobs *m = NULL;
+    pg_error e = {0};
+    ck_assert_msg(pg_jobs_create(&cfg, db, &m, &e) == PG_OK, "%s", e.msg);
+    pg_job_row *rows[1];
+    run_charged(db, "ds_ck", "job_ck_slow", "w:ck", CK_LEASE_S, rows);
+    pthread_mutex_lock(&m->mu);
+    job *j = pg_jobs_job_from_row(m, rows[0]);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_int_eq(pg_jobs_table_add(m, j), 0);
+    j->owned = 1;
+    j->lease_until = (int64_t)time(NULL) + CK_LEASE_S;
+    pg_job_rows_free(rows[0], 1);
+    pthread_mutex_unlock(&m->mu);
+    ck_assert_msg(pg_jobs_lease_start(m, &e) == PG_OK, "%s", e.msg);
+
+    PGconn *stall = side(), *mon = side();
+    long long charges = ledger_rows(mon, "job_ck_slow");
+    ck_assert_int_eq(charges, 1);
+    /* The chunks' foreign key is deferred: the side session's chunk needs no
+     * checkpoint row, and never commits. */
+    exec_ok(stall, "BEGIN");
+    exec_ok(stall, "INSERT INTO checkpoint_chunks(job_id, step, i, data) "
+                   "VALUES ('job_ck_slow', 5, 0, '\\x00')");
+    ck_write w = {.db = db, .id = "job_ck_slow"};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, ck_write_fn, &w), 0);
+    long long start = (long long)time(NULL);
+    while ((long long)time(NULL) < start + CK_STALL_S) {
+        pg_job_row *r = NULL;
+        int found = 0;
+        pg_error ce = {0};
+        ck_assert_msg(pg_db_job_claim(db, "w:other", (int64_t)time(NULL), CK_LEASE_S, &r, &found,
+                                      &ce) == PG_OK,
+                      "claim: %s", ce.msg);
+        if (found) {
+            char id[PG_ID_MAX];
+            snprintf(id, sizeof id, "%s", r->id);
+            pg_job_rows_free(r, 1);
+            ck_abort_msg("another node claimed %s %llds into a checkpoint write (lease %d s)", id,
+                         (long long)time(NULL) - start, CK_LEASE_S);
+        }
+        long long l = lease_of(mon, "job_ck_slow"), now = (long long)time(NULL);
+        ck_assert_msg(l > now, "the lease ran out (%lld <= %lld) during the checkpoint write", l,
+                      now);
+        nap_ms(250);
+    }
+    exec_ok(stall, "ROLLBACK");
+    pthread_join(th, NULL);
+    ck_assert_msg(w.rc == PG_OK, "the slow write failed: %s", w.e.msg);
+    ck_assert_msg(w.held, "the slow write was refused");
+    pg_ckpt_row *ck = NULL;
+    size_t n = 0;
+    ck_assert_msg(pg_db_ckpt_list(db, "job_ck_slow", &ck, &n, &e) == PG_OK, "%s", e.msg);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_int_eq(ck[0].step, 5);
+    free(ck);
+    pthread_mutex_lock(&m->mu);
+    ck_assert_uint_eq(m->lease_losses, 0);
+    ck_assert_int_eq(j->lost, 0);
+    pthread_mutex_unlock(&m->mu);
+    ck_assert_int_eq(ledger_rows(mon, "job_ck_slow"), charges);
+    pg_jobs_lease_stop(m);
+    PQfinish(stall);
+    PQfinish(mon);
+    pg_jobs_destroy(m);
+    pg_db_close(db);
+}
+END_TEST
+
+/* A write whose job was taken over while it ran lands nothing and says so
+ * (held = 0), and the takeover charged nothing more. */
+START_TEST(checkpoint_write_after_a_takeover_is_refused)
+{
+    pg_db *db = open_db();
+    pg_job_row *row;
+    run_charged(db, "ds_ckl", "job_ck_lost", "w:ck", 1, &row);
+    pg_job_rows_free(row, 1);
+    PGconn *stall = side(), *mon = side();
+    long long charges = ledger_rows(mon, "job_ck_lost");
+    ck_assert_int_eq(charges, 1);
+    exec_ok(stall, "BEGIN");
+    exec_ok(stall, "INSERT INTO checkpoint_chunks(job_id, step, i, data) "
+                   "VALUES ('job_ck_lost', 5, 0, '\\x00')");
+    ck_write x = {.db = db, .id = "job_ck_lost"};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, ck_write_fn, &x), 0);
+    /* The lease (1 s) runs out; another node takes the job over. */
+    nap_ms(2500);
+    pg_test_job_claim(db, "w:new", "job_ck_lost");
+    exec_ok(stall, "ROLLBACK");
+    pthread_join(th, NULL);
+    ck_assert_msg(x.rc == PG_OK, "%s", x.e.msg);
+    ck_assert_int_eq(x.held, 0);
+    pg_ckpt_row *ck = NULL;
+    size_t n = 0;
+    pg_error e = {0};
+    ck_assert_msg(pg_db_ckpt_list(db, "job_ck_lost", &ck, &n, &e) == PG_OK, "%s", e.msg);
+    ck_assert_uint_eq(n, 0);
+    free(ck);
+    ck_assert_int_eq(ledger_rows(mon, "job_ck_lost"), charges);
+    PQfinish(stall);
+    PQfinish(mon);
+    pg_db_close(db);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("pg_lease");
@@ -245,6 +444,8 @@ int main(void)
     tcase_set_timeout(tc, 180);
     tcase_add_test(tc, renew_skips_a_row_held_elsewhere);
     tcase_add_test(tc, heartbeat_renews_around_a_held_row);
+    tcase_add_test(tc, slow_checkpoint_write_keeps_its_lease);
+    tcase_add_test(tc, checkpoint_write_after_a_takeover_is_refused);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -9,6 +9,11 @@
 #include "service/calib.h"
 #include "service/datasets/datasets.h"
 #include "service/typed.h"
+#include "service/ledger.h"
+#include "engine/privacy/privacy.h"
+/* after db_support.h (pg_jobs_test.h names parameters like the job type) */
+#include "service/jobs/jobs.h"
+#include "service/jobs/jobs_internal.h"
 
 static void setup(void)
 {
@@ -507,6 +512,231 @@ START_TEST(out_of_memory_is_enomem_never_corrupt_or_partial)
 }
 END_TEST
 
+/* ---- out of memory in the list, ledger and job views -----------------
+ *
+ * The same failing allocator over the other answers a user reads: a page
+ * of datasets (10, past the 8 slots a jansson array starts with, so
+ * growing it allocates), a dataset's ledger view and the charge text it is
+ * stored as, a job's privacy report and its view (20 history points, 10
+ * checkpoints). Each either fails (NULL / PG_ENOMEM: the API's 503) or is
+ * complete: before, a failed append or member was skipped and the answer
+ * came out one entry, one ledger charge or one field short. */
+static pg_privacy_plan oom_plan(void)
+{
+    pg_privacy_plan p = {0};
+    p.charges = true;
+    p.norders = (int)pg_rdp_default_orders(p.orders, PG_PLAN_MAX_ORDERS);
+    for (int i = 0; i < p.norders; i++) p.rdp[i] = p.orders[i] / (2 * 30.0 * 30.0);
+    p.delta = 1e-6;
+    p.delta_extra = 1e-9;
+    p.noise_multiplier = 30;
+    p.sampling_rate = 0.01;
+    p.steps = 10;
+    ck_assert_int_eq(pg_rdp_to_dp(p.orders, p.rdp, (size_t)p.norders, 1e-6, PG_RDP_CONV_IMPROVED,
+                                  &p.epsilon, NULL, NULL),
+                     PG_OK);
+    snprintf(p.mechanism, sizeof p.mechanism, "gaussian");
+    snprintf(p.neighbouring, sizeof p.neighbouring, "add_remove");
+    return p;
+}
+
+START_TEST(out_of_memory_lists_and_ledger_views_are_enomem_never_short)
+{
+    pg_db *db = pg_test_db_open();
+    pg_datasets_spec s;
+    pg_table *t = typed_central(&s);
+    char tenant[PG_ID_MAX], first[PG_ID_MAX] = "";
+    pg_test_uid(tenant, sizeof tenant, "tn_");
+    enum { NDS = 10, NJOBS = 3 };
+    for (int i = 0; i < NDS; i++) {
+        json_t *v = NULL;
+        char field[PG_FIELD_MAX];
+        pg_error err = {0};
+        pg_datasets_spec sk = s;
+        ck_assert_msg(pg_datasets_create(db, tenant, &sk, 1024, t, NULL, &v, field, &err) == PG_OK,
+                      "%s", err.msg);
+        if (!i) snprintf(first, sizeof first, "%s", json_string_value(json_object_get(v, "id")));
+        json_decref(v);
+    }
+    pg_privacy_plan plan = oom_plan();
+    for (int i = 0; i < NJOBS; i++) {
+        char id[PG_ID_MAX];
+        pg_test_uid(id, sizeof id, "job_");
+        pg_job_row row = {0};
+        snprintf(row.id, sizeof row.id, "%s", id);
+        snprintf(row.tenant, sizeof row.tenant, "%s", tenant);
+        snprintf(row.dataset_id, sizeof row.dataset_id, "%s", first);
+        snprintf(row.method, sizeof row.method, "m");
+        row.spec = "{}";
+        pg_ledger_quote q;
+        pg_error err = {0};
+        ck_assert_msg(pg_db_job_admit(db, &row, &plan, 1.0, 1e-6, &q, &err) == PG_OK, "%s",
+                      err.msg);
+        ck_assert_int_eq(q.admit, 1);
+    }
+    long fired[3] = {0, 0, 0};
+
+    /* 1. a page of datasets */
+    for (long k = 1;; k++) {
+        ck_assert_int_lt(k, 20000);
+        json_t *items = NULL;
+        int64_t next = 0;
+        pg_error err = {0};
+        oom_arm(k);
+        int rc = pg_datasets_list(db, tenant, 0, 100, &items, &next, &err);
+        oom_disarm();
+        oom_outcome(rc, &err, k, "list");
+        if (!rc) {
+            ck_assert_msg(json_array_size(items) == NDS,
+                          "allocation %ld failed: a page of %zu datasets, not %d", k,
+                          json_array_size(items), NDS);
+            for (size_t i = 0; i < NDS; i++) view_complete(json_array_get(items, i), k);
+        }
+        json_decref(items);
+        if (!oom_hit) break;
+        fired[0] += rc == PG_ENOMEM;
+    }
+
+    /* 2. the dataset's ledger view: every charge, each with its parameters */
+    for (long k = 1;; k++) {
+        ck_assert_int_lt(k, 20000);
+        json_t *o = NULL;
+        pg_error err = {0};
+        oom_arm(k);
+        int rc = pg_ledger_budget_json(db, first, 1.0, 1e-6, &o, &err);
+        oom_disarm();
+        oom_outcome(rc, &err, k, "ledger view");
+        if (!rc) {
+            json_t *e = json_object_get(o, "entries");
+            ck_assert_msg(json_array_size(e) == NJOBS,
+                          "allocation %ld failed: a ledger view of %zu charges, not %d", k,
+                          json_array_size(e), NJOBS);
+            for (size_t i = 0; i < NJOBS; i++) {
+                json_t *x = json_array_get(e, i);
+                static const char *const K[] = {"job_id",  "noise_multiplier", "sampling_rate",
+                                                "steps",   "epsilon",          "delta",
+                                                "refunded"};
+                for (size_t f = 0; f < sizeof K / sizeof *K; f++)
+                    ck_assert_msg(json_object_get(x, K[f]) != NULL,
+                                  "allocation %ld failed: a ledger entry without %s", k, K[f]);
+            }
+            ck_assert_ptr_nonnull(json_object_get(o, "spent_epsilon"));
+        }
+        json_decref(o);
+        if (!oom_hit) break;
+        fired[1] += rc == PG_ENOMEM;
+    }
+
+    /* 3. the charge's stored text: every order or nothing */
+    for (long k = 1;; k++) {
+        ck_assert_int_lt(k, 20000);
+        oom_arm(k);
+        char *txt = pg_ledger_plan_encode(&plan);
+        oom_disarm();
+        if (txt) {
+            json_t *o = json_loads(txt, 0, NULL);
+            ck_assert_ptr_nonnull(o);
+            ck_assert_msg(json_array_size(json_object_get(o, "orders")) == (size_t)plan.norders &&
+                              json_array_size(json_object_get(o, "rdp")) == (size_t)plan.norders,
+                          "allocation %ld failed: a charge stored with %zu of %d orders", k,
+                          json_array_size(json_object_get(o, "orders")), plan.norders);
+            ck_assert_ptr_nonnull(json_object_get(o, "delta_extra"));
+            json_decref(o);
+            free(txt);
+        }
+        if (!oom_hit) break;
+        fired[2] += txt == NULL;
+    }
+    for (int i = 0; i < 3; i++) ck_assert_int_gt(fired[i], 0);
+    pg_table_free(t);
+    pg_db_close(db);
+}
+END_TEST
+
+START_TEST(out_of_memory_job_views_are_null_never_partial)
+{
+    pg_privacy_plan plan = oom_plan();
+    pg_data_desc desc;
+    memset(&desc, 0, sizeof desc);
+    desc.model = PG_PRIVACY_CENTRAL;
+    static const char *const PK[] = {"charges", "epsilon",    "delta",      "noise_multiplier",
+                                     "steps",   "accountant", "delta_extra"};
+    long fired[2] = {0, 0};
+
+    /* 1. the privacy report, rendered once and stored with the job's view */
+    for (long k = 1;; k++) {
+        ck_assert_int_lt(k, 20000);
+        oom_arm(k);
+        json_t *o = pg_jobs_plan_json(&plan, &desc);
+        oom_disarm();
+        for (size_t f = 0; o && f < sizeof PK / sizeof *PK; f++)
+            ck_assert_msg(json_object_get(o, PK[f]) != NULL,
+                          "allocation %ld failed: a privacy report without %s", k, PK[f]);
+        json_decref(o);
+        if (!oom_hit) break;
+        fired[0] += o == NULL;
+    }
+
+    /* 2. the job's view */
+    job *j = calloc(1, sizeof *j);
+    ck_assert_ptr_nonnull(j);
+    snprintf(j->id, sizeof j->id, "job_oom");
+    snprintf(j->dataset_id, sizeof j->dataset_id, "ds_oom");
+    snprintf(j->method_name, sizeof j->method_name, "dp_sinkhorn");
+    j->status = ST_SUCCEEDED;
+    j->spec = json_object();
+    j->plan = plan;
+    j->desc = desc;
+    j->privacy = pg_jobs_plan_json(&plan, &desc);
+    ck_assert_ptr_nonnull(j->privacy);
+    j->warnings = json_array();
+    j->step = j->total = 20;
+    j->hist_stride = 1;
+    for (long i = 1; i <= 20; i++) j->hist[j->nhist++] = (hist_pt){i, 1.0 / (double)i, 0.1};
+    j->ckpts = calloc(10, sizeof *j->ckpts);
+    ck_assert_ptr_nonnull(j->ckpts);
+    for (size_t i = 0; i < 10; i++)
+        j->ckpts[i] =
+            (pg_ckpt_row){.step = 2 * (int64_t)i + 2, .bytes = 100, .created_at = 1700000000};
+    j->nckpts = j->ckcap = 10;
+    for (int pass = 0; pass < 2; pass++) {
+        /* pass 1: a job whose report could not be rendered at submission
+         * (j->privacy NULL) renders it from its plan, never shows {} */
+        if (pass) {
+            json_decref(j->privacy);
+            j->privacy = NULL;
+        }
+        for (long k = 1;; k++) {
+            ck_assert_int_lt(k, 20000);
+            oom_arm(k);
+            json_t *v = pg_jobs_job_json(j);
+            oom_disarm();
+            if (v) {
+                ck_assert_msg(json_array_size(json_object_get(v, "history")) == 20,
+                              "allocation %ld failed: a view with %zu of 20 history points", k,
+                              json_array_size(json_object_get(v, "history")));
+                ck_assert_msg(json_array_size(json_object_get(v, "checkpoints")) == 10,
+                              "allocation %ld failed: a view with %zu of 10 checkpoints", k,
+                              json_array_size(json_object_get(v, "checkpoints")));
+                json_t *p = json_object_get(v, "privacy");
+                for (size_t f = 0; f < sizeof PK / sizeof *PK; f++)
+                    ck_assert_msg(json_object_get(p, PK[f]) != NULL,
+                                  "allocation %ld failed: a view's privacy without %s", k, PK[f]);
+            }
+            json_decref(v);
+            if (!oom_hit) break;
+            fired[1] += v == NULL;
+        }
+    }
+    for (int i = 0; i < 2; i++) ck_assert_int_gt(fired[i], 0);
+    json_decref(j->spec);
+    json_decref(j->privacy);
+    json_decref(j->warnings);
+    free(j->ckpts);
+    free(j);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("datasets");
@@ -518,6 +748,8 @@ static Suite *suite(void)
     tcase_add_test(t, upload_stores_exactly_what_it_committed);
     tcase_add_test(t, declared_upload_is_held_to_its_count_and_matched);
     tcase_add_test(t, out_of_memory_is_enomem_never_corrupt_or_partial);
+    tcase_add_test(t, out_of_memory_lists_and_ledger_views_are_enomem_never_short);
+    tcase_add_test(t, out_of_memory_job_views_are_null_never_partial);
     suite_add_tcase(s, t);
     return s;
 }

@@ -60,9 +60,10 @@ static int claim_fn(PGconn *c, void *ctx, pg_error *err)
  * claim's SKIP LOCKED passes it over for as long as that session lives.
  * The idle-in-transaction bound (pgb_tx_row) ends a holder stopped between
  * two statements, but not one stopped *inside* a statement: a client frozen
- * in the middle of sending a message (a checkpoint chunk is up to PGB_CHUNK
- * bytes; libpq writes it in pieces, and a SIGSTOP, a hung VM or a cut
- * network can fall between two of them) leaves its backend reading the rest
+ * in the middle of sending a message (libpq writes a long one in pieces, and
+ * a SIGSTOP, a hung VM or a cut network can fall between two of them; the
+ * checkpoint chunks no longer go in under the row lock, see put_owned_fn,
+ * but the job history document does) leaves its backend reading the rest
  * of the message, which neither idle_in_transaction_session_timeout nor
  * statement_timeout interrupts (PostgreSQL holds query cancels while it
  * reads a message), and one waiting on a lock is released only by the
@@ -272,16 +273,36 @@ int pgb_job_patch_owned(pg_db *db, const char *id, const char *node, const pg_jo
     return rc;
 }
 
+/* A checkpoint write takes its job's row only at its end. The bytes (up to
+ * CKPT_MAX_BYTES, in PGB_CHUNK pieces) can take longer than a lease to go
+ * in, and a write that held the row from its start kept the heartbeat off
+ * it (the renewal skips held rows) for all that time: the lease ran out
+ * under a healthy write, another replica's claim ended the writer's session
+ * as a stalled holder and took the job over, so the write was lost, and a
+ * job whose every checkpoint outlasts a lease never got past one. So the
+ * chunks and the checkpoint row go in first, with no lock on the job row
+ * (the heartbeat keeps renewing the lease meanwhile; a plain read of the
+ * fence first spares the work when the job is no longer ours), and the
+ * fence is taken (FOR UPDATE) right before the commit: the row lock orders
+ * the commit against any claim, so a job taken over meanwhile rolls the
+ * whole write back (held = 0: nothing landed, the worker stops). Only the
+ * job's own (job, step) keys are locked during the write; a new owner that
+ * writes the same step waits for this transaction, which ends at its fence
+ * (refused, rolled back). */
 static int put_owned_fn(PGconn *c, void *ctx, pg_error *err)
 {
     q_ctx *x = ctx;
-    /* The row lock orders this write against any claim of the job. */
-    x->sql = "SELECT 1 FROM jobs WHERE id = $1 AND owner = $2 AND status = 'running' FOR UPDATE";
+    x->sql = "SELECT 1 FROM jobs WHERE id = $1 AND owner = $2 AND status = 'running'";
     x->what = "checking a job's owner";
     int rc = fenced_fn(c, ctx, err);
     if (rc) return rc;
     if (!x->hit) return PGB_ROLLBACK;
-    return pgb_ckpt_write(c, x->job, x->step, x->bytes, x->len, x->crc, err);
+    rc = pgb_ckpt_write(c, x->job, x->step, x->bytes, x->len, x->crc, err);
+    if (rc) return rc;
+    x->sql = "SELECT 1 FROM jobs WHERE id = $1 AND owner = $2 AND status = 'running' FOR UPDATE";
+    rc = fenced_fn(c, ctx, err);
+    if (rc) return rc;
+    return x->hit ? PG_OK : PGB_ROLLBACK;
 }
 
 int pgb_ckpt_put_owned(pg_db *db, const char *job, const char *node, int64_t step,
