@@ -197,8 +197,10 @@ static const pg_param DPS_PARAMS[] = {
      "central tables: 1 where the class statistics' release pins a class's frequencies down "
      "(sd sqrt(2 H) s / (n / K) <= 0.03, H heads, K classes) and epsilon is below 100 or the "
      "table has fewer than 50 rows per encoded unit, with more of the budget to the releases "
-     "(calibration.noise_multiplier max(1, 9 / sqrt(epsilon)), encoding.quantile_noise max(2, "
-     "6.7 / sqrt(epsilon))); else 0. credit_data at epsilon 5: 0.762 (0.745-0.778) against "
+     "(calibration.noise_multiplier max(1, 9 / sqrt(epsilon)), encoding.quantile_noise max(1, "
+     "min(6.7 / sqrt(epsilon), 7.5 / epsilon)) over 16 encoding.quantile_bins below epsilon "
+     "100, else max(2, 6.7 / sqrt(epsilon))); else 0. credit_data at epsilon 5: 0.762 "
+     "(0.745-0.778) against "
      "0.746 (0.707-0.784) with the generator's dependence; at 1000 it keeps the generator's, "
      "0.786 against 0.762; attrition at 1000 (16 rows per unit): 0.83 against 0.74."},
     {"calibration.copula_noise", PG_PARAM_NUM, "0", 0, 1e4, NULL, 0, 0,

@@ -963,7 +963,8 @@ END_TEST
 
 /* Table defaults (defaults_table.c): below epsilon 100 on a labelled central
  * table (or with fewer than 50 rows per encoded unit), calibration.independence 1 and the releases'
- * noises 9 / sqrt(eps) (class statistics) and max(2, 6.7 / sqrt(eps)) (the map). The plan at
+ * noises 9 / sqrt(eps) (class statistics) and max(1, min(6.7 / sqrt(eps), 7.5 / eps)) (the
+ * map, map_noise_follows_one_over_epsilon). The plan at
  * epsilon 5 equals the independent curve (the steps at the resolved
  * multiplier, the label count alpha / 200, the map alpha / (2 q^2), the
  * class statistics alpha / (2 s^2)) and meets the target; at epsilon 1000,
@@ -989,8 +990,8 @@ START_TEST(independence_by_default_at_small_epsilon)
     double q = pg_spec_num(r, "encoding.quantile_noise", 0);
     double q2 = pg_spec_num(r, "encoding.quantile_sub_noise", 0);
     ck_assert_double_eq_tol(s, 9.0 / sqrt(5.0), 1e-12);
-    ck_assert_double_eq_tol(q, 6.7 / sqrt(5.0), 1e-12);
-    ck_assert_int_eq(pg_spec_int(r, "encoding.quantile_sub", 0), 32);
+    ck_assert_double_eq_tol(q, 7.5 / 5.0, 1e-12);
+    ck_assert_int_eq(pg_spec_int(r, "encoding.quantile_sub", 0), 64);
     ck_assert_double_eq_tol(q2, 13.4 / sqrt(5.0), 1e-12); /* max(0.5, 13.4 / sqrt(eps)) */
     /* and the classes' copula (test_calib_copula.c), alpha / (2 c^2) */
     double cop = pg_spec_num(r, "calibration.copula_noise", 0);
@@ -1288,6 +1289,68 @@ START_TEST(empty_class_map_is_warned)
 }
 END_TEST
 
+/* The quantile map's noise under the independence rule (defaults_table.c,
+ * PG_DEFAULTS_QMAP_INDEP; issue 28, eps39): dp_sinkhorn's map takes
+ * max(1, min(6.7 / sqrt(eps), 7.5 / eps)), so unchanged up to epsilon 1.25 (5.99 there),
+ * 1.5 at 5, 1 from 7.5 to 100 (from 100 on the old max(2, 6.7 / sqrt(eps)):
+ * independence_by_default_at_small_epsilon's 200 rows at 1000), and every plan meets its target
+ * with the steps taking what is left; a job's own value is kept; swd_gen
+ * (replace-one) keeps max(2, 6.7 / sqrt(eps)). The map then has 16 bins
+ * of 64 sub-bins (32 and 32 elsewhere). Fails on the old code (3.0 at epsilon 5, 32 bins). */
+START_TEST(map_noise_follows_one_over_epsilon)
+{
+    fixture f;
+    make(&f);
+    pg_job_data in = {.desc = &f.desc, .rows = &f.ds};
+    const pg_method *m = pg_method_find("dp_sinkhorn");
+    const double eps[] = {1.0, 1.25, 2.0, 5.0, 10.0, 50.0};
+    const double want[] = {6.7, 6.7 / sqrt(1.25), 3.75, 1.5, 1.0, 1.0};
+    for (size_t i = 0; i < sizeof eps / sizeof eps[0]; i++) {
+        char spec[96];
+        snprintf(spec, sizeof spec, "{\"privacy\": {\"epsilon\": %g}}", eps[i]);
+        pg_spec_errors e;
+        json_t *r = resolve(spec, &f, &e);
+        ck_assert_msg(r != NULL, "eps %g: %s: %s", eps[i], e.items[0].field, e.items[0].message);
+        ck_assert_double_eq(pg_spec_num(r, "calibration.independence", -1), 1.0);
+        ck_assert_msg(fabs(pg_spec_num(r, "encoding.quantile_noise", 0) - want[i]) < 1e-12,
+                      "eps %g: map noise %.17g, want %.17g", eps[i],
+                      pg_spec_num(r, "encoding.quantile_noise", 0), want[i]);
+        ck_assert_int_eq(pg_spec_int(r, "encoding.quantile_bins", 0), 16);
+        ck_assert_int_eq(pg_spec_int(r, "encoding.quantile_sub", 0), 64);
+        pg_privacy_plan p;
+        ck_assert_int_eq(m->plan(r, &in, &p, NULL), PG_OK);
+        ck_assert_msg(p.epsilon <= eps[i] * (1 + 1e-9) && p.epsilon > 0.98 * eps[i],
+                      "eps %g: plan %g", eps[i], p.epsilon);
+        json_decref(r);
+    }
+    pg_spec_errors e;
+    json_t *r =
+        resolve("{\"privacy\": {\"epsilon\": 5}, \"encoding\": {\"quantile_noise\": 3}}", &f, &e);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_double_eq(pg_spec_num(r, "encoding.quantile_noise", 0), 3.0);
+    json_decref(r);
+    r = pg_test_resolve(pg_method_find("swd_gen"), "{\"privacy\": {\"epsilon\": 5}}", &in, &e);
+    ck_assert_msg(r != NULL, "swd_gen: %s: %s", e.items[0].field, e.items[0].message);
+    ck_assert_double_eq(pg_spec_num(r, "calibration.independence", -1), 1.0);
+    ck_assert_double_eq_tol(pg_spec_num(r, "encoding.quantile_noise", 0), 6.7 / sqrt(5.0), 1e-12);
+    ck_assert_int_eq(pg_spec_int(r, "encoding.quantile_bins", PG_QMAP_DEFAULT_BINS), 32);
+    json_decref(r);
+    /* A job's own bins are kept; the generator's dependence (independence
+     * 0) keeps the old map: 32 bins, max(2, 10 / sqrt(eps)). */
+    r = resolve("{\"privacy\": {\"epsilon\": 5}, \"encoding\": {\"quantile_bins\": 40}}", &f, &e);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_int_eq(pg_spec_int(r, "encoding.quantile_bins", 0), 40);
+    json_decref(r);
+    r = resolve("{\"privacy\": {\"epsilon\": 5}, \"calibration\": {\"independence\": 0}}", &f, &e);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_int_eq(pg_spec_int(r, "encoding.quantile_bins", PG_QMAP_DEFAULT_BINS), 32);
+    ck_assert_int_eq(pg_spec_int(r, "encoding.quantile_sub", 0), 32);
+    ck_assert_double_eq_tol(pg_spec_num(r, "encoding.quantile_noise", 0), 10 / sqrt(5.0), 1e-12);
+    json_decref(r);
+    unmake(&f);
+}
+END_TEST
+
 static Suite *calib_table_suite(void)
 {
     Suite *s = suite_create("calib_table");
@@ -1307,6 +1370,7 @@ static Suite *calib_table_suite(void)
     tcase_add_test(tc, independence_by_default_at_small_epsilon);
     tcase_add_test(tc, sub_bins_serve_point_masses_and_tails);
     tcase_add_test(tc, empty_class_map_is_warned);
+    tcase_add_test(tc, map_noise_follows_one_over_epsilon);
     suite_add_tcase(s, tc);
     return s;
 }
