@@ -41,6 +41,9 @@
  * step scored as with 1500), while its steps keep most of the budget
  * (docs/benchmarks.md says how much). */
 #define PG_DEFAULTS_INDEP_ERROR 0.03
+/* No longer part of the rule (hi39); dp_sinkhorn's map rule under
+ * independence (PG_DEFAULTS_QMAP_INDEP, eps39) applies below it. */
+#define PG_DEFAULTS_INDEP_EPSILON 100.0
 /* Where the rule holds: the copula's noise multiplier max(1, this /
  * epsilon) (calib_copula.h). credit_data at epsilon 5 (5 runs each): 2 ->
  * 0.777 (0.769-0.781), 3 -> 0.771, 4 -> 0.767 (0.749-0.782), off 0.759
@@ -51,6 +54,30 @@
  * On merged main (with the sub-bins), 15 runs each: 2 -> 0.778
  * (0.760-0.791 over 30 runs), 3 -> 0.779 (0.772-0.788), hence 15 / epsilon. */
 #define PG_DEFAULTS_COPULA_NOISE 15.0
+/* dp_sinkhorn where the rule holds below PG_DEFAULTS_INDEP_EPSILON: the
+ * quantile map's noise multiplier max(1, min(6.7 / sqrt(epsilon), this /
+ * epsilon)), 1.5 at epsilon 5 (was max(2, 6.7 / sqrt(epsilon)), 3.0), 3.75
+ * at 2, 1 from 7.5 on; unchanged up to epsilon 1.25 and from 100 on. With every column redrawn from
+ * the releases, the steps' noise barely matters (their multiplier 1.06 -> 1.27 at epsilon 5) and
+ * the map's does most (issue 28, eps39; credit_data at epsilon 5, each release's noise set near 0
+ * in turn at the others' eps-5 values, 10 runs each: map 0.788 (0.778-0.804), copula 0.781, class
+ * statistics 0.779, sub-bins 0.773, none 0.780 (0.761-0.796, 16 runs)). Measured with this rule:
+ * see docs/benchmarks.md, "Issue 28, eps 5 tail (eps39)". */
+#define PG_DEFAULTS_QMAP_INDEP 7.5
+/* ... and its bins (encoding.quantile_bins, 32 elsewhere): the sub-bins
+ * (32 per bin) keep the shape inside a bin, while each bin the noise leaves
+ * above its threshold in a class's empty tail puts mass where the class
+ * has none, and halving the bins halves those tails. credit_data at
+ * epsilon 5 with the map at 1.5, 10 runs each: 32 bins 0.782 (0.760-0.800,
+ * 30 runs), 16 bins 0.788 (0.780-0.800), 8 bins 0.783 (0.774-0.792). The
+ * map's cost does not depend on its bins (qmap.h). */
+#define PG_DEFAULTS_QMAP_INDEP_BINS 16
+/* ... with 64 sub-bins per bin (encoding.quantile_sub, 32 elsewhere), so
+ * that the cells stay as fine as 32 x 32 (an integer bin of at most 64
+ * values keeps a point per value); the sub-bins' cost does not depend on
+ * their number either. At epsilon 5, 16 bins of 32 sub-bins left the
+ * numbers' KS at 0.074 (0.062 with 32 bins); 64 sub-bins: 0.063. */
+#define PG_DEFAULTS_QMAP_INDEP_SUB 64
 
 static double indep_error(const pg_table *t, const pg_data_desc *desc, double epsilon)
 {
@@ -87,7 +114,9 @@ static bool indep_rule(const json_t *s, const pg_table *t, const pg_data_desc *d
  * holds, and then, where the resolved value is 1 (a job that asks for the
  * generator's dependence keeps the steps' share), more of the budget to the
  * releases that set the marginals: calibration.noise_multiplier max(1,
- * 9 / sqrt(epsilon)) and encoding.quantile_noise max(2, 6.7 / sqrt(epsilon)).
+ * 9 / sqrt(epsilon)) and encoding.quantile_noise max(2, 6.7 / sqrt(epsilon))
+ * (dp_sinkhorn below PG_DEFAULTS_INDEP_EPSILON: PG_DEFAULTS_QMAP_INDEP and
+ * _BINS).
  * Called before the general fills of those two, which then leave them. The
  * plan charges whatever the spec resolves to, so only accuracy rides on
  * this. */
@@ -103,7 +132,17 @@ static void fill_independence(json_t *s, const pg_table *t, const pg_data_desc *
         double c = 9.0 / sqrt(e);
         fill(s, "calibration.noise_multiplier", json_real(c < 1.0 ? 1.0 : c));
         double q = 6.7 / sqrt(e);
-        fill(s, "encoding.quantile_noise", json_real(q < 2.0 ? 2.0 : q));
+        if (!replace_one && e < PG_DEFAULTS_INDEP_EPSILON) {
+            /* dp_sinkhorn: the map's noise is the release that moves its
+             * accuracy (PG_DEFAULTS_QMAP_INDEP), so it takes more of eps
+             * above 1.25, and the steps less. */
+            double q1 = PG_DEFAULTS_QMAP_INDEP / e;
+            q = q1 < q ? q1 : q;
+            fill(s, "encoding.quantile_noise", json_real(q < 1.0 ? 1.0 : q));
+            fill(s, "encoding.quantile_bins", json_integer(PG_DEFAULTS_QMAP_INDEP_BINS));
+            fill(s, "encoding.quantile_sub", json_integer(PG_DEFAULTS_QMAP_INDEP_SUB));
+        } else
+            fill(s, "encoding.quantile_noise", json_real(q < 2.0 ? 2.0 : q));
     }
     /* The classes' Gaussian copula (calib_copula.h), so that the redrawn
      * columns keep each class's dependence: wherever the rule holds and
@@ -229,7 +268,9 @@ void pg_defaults_table_fill(json_t *s, const char *method, const pg_data_desc *d
              * releases that set the marginals: s = max(1, 9 / sqrt(epsilon)),
              * 4 at epsilon 5 (0.756 -> 0.760, categorical TV 0.034 -> 0.020;
              * 2.5 with a map at 2 scored 0.755), and the map's noise
-             * max(2, 6.7 / sqrt(epsilon)), 3 at epsilon 5. */
+             * max(2, 6.7 / sqrt(epsilon)), 3 at epsilon 5 (since issue 28's
+             * eps39 pass below epsilon 100: PG_DEFAULTS_QMAP_INDEP, 1.5 at
+             * epsilon 5, over PG_DEFAULTS_QMAP_INDEP_BINS bins). */
             fill_independence(s, t, desc, false);
             fill_class_calibration(s); /* what the rule above left unset */
         }

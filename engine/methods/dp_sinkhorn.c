@@ -197,11 +197,12 @@ static const pg_param DPS_PARAMS[] = {
      "central tables: 1 where the class statistics' release pins a class's frequencies down "
      "(sd sqrt(2 H) s / (n / K) <= 0.03, H heads, K classes), at any epsilon, with more of the "
      "budget to the releases (calibration.noise_multiplier max(1, 9 / sqrt(epsilon)), "
-     "encoding.quantile_noise max(2, 6.7 / sqrt(epsilon))); else 0. With 1 the generator's "
-     "samples only shape numbers inside bins whose sub-bin release kept nothing. credit_data "
-     "at epsilon 5: 0.762 (0.745-0.778) against 0.746 (0.707-0.784) with the generator's "
-     "dependence; at 1000, with the copula: 0.791 (0.782-0.808) against 0.776 (0.759-0.791), "
-     "10 runs each; attrition at 1000 (16 rows per unit): 0.83 against 0.74."},
+     "encoding.quantile_noise max(1, min(6.7 / sqrt(epsilon), 7.5 / epsilon)) over 16 "
+     "encoding.quantile_bins below epsilon 100, else max(2, 6.7 / sqrt(epsilon))); else 0. "
+     "With 1 the generator's samples only shape numbers inside bins whose sub-bin release kept "
+     "nothing. credit_data at epsilon 5: 0.762 (0.745-0.778) against 0.746 (0.707-0.784) with "
+     "the generator's dependence; at 1000, with the copula: 0.791 (0.782-0.808) against 0.776 "
+     "(0.759-0.791), 10 runs each; attrition at 1000 (16 rows per unit): 0.83 against 0.74."},
     {"calibration.copula_noise", PG_PARAM_NUM, "0", 0, 1e4, NULL, 0, 0,
      "Typed tables with calibration.independence > 0 and calibration.numeric quantile: noise "
      "multiplier s of one more release, each class's Gaussian copula (the correlations of the "
@@ -709,7 +710,7 @@ static int dps_create(const json_t *r, const pg_job_data *in, int threads, pg_tr
     if (rc == PG_OK) pg_warn_qmap_empty(&g->base, g->gen.qmap, in->desc->table); /* released */
     if (rc == PG_OK && g->calib_quantile)
         pg_warn_class_qmap_empty(&g->base, g->gen.qmap, g->gen.num_classes, g->class_cdf,
-                                  in->desc->table);
+                                 in->desc->table);
     /* On a table the class statistics are taken in the space the generator
      * trains in, after the quantile map (itself released above). */
     size_t K = g->gen.num_classes > 0 ? (size_t)g->gen.num_classes : 1;

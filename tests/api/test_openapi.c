@@ -10,8 +10,7 @@ static pg_oa oa;
 static void load(void)
 {
     char path[1024];
-    const char *src = getenv("PRIVGEN_SOURCE_DIR");
-    snprintf(path, sizeof path, "%s/openapi.yaml", src ? src : ".");
+    snprintf(path, sizeof path, "%s/openapi.yaml", pg_test_source_dir());
     ck_assert_int_eq(pg_oa_load(&oa, path), 0);
 }
 
@@ -119,8 +118,7 @@ END_TEST
 START_TEST(embedded_copy_matches_file)
 {
     char path[1024];
-    const char *src = getenv("PRIVGEN_SOURCE_DIR");
-    snprintf(path, sizeof path, "%s/openapi.yaml", src ? src : ".");
+    snprintf(path, sizeof path, "%s/openapi.yaml", pg_test_source_dir());
     FILE *f = fopen(path, "rb");
     ck_assert_ptr_nonnull(f);
     static unsigned char buf[1 << 20];

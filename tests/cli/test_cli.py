@@ -4,22 +4,16 @@ Usage: test_cli.py PATH_TO_PRIVGEN. Exits nonzero on the first failure."""
 import json
 import math
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 
 import numpy as np
 from scipy import stats
 
-BIN = sys.argv[1]
-TMP = tempfile.mkdtemp(prefix="privgen-cli-")
-FAILS = []
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from offline import Harness  # noqa: E402
 
-
-def run(*args):
-    p = subprocess.run([BIN, *map(str, args)], capture_output=True, text=True, timeout=60)
-    return p.returncode, p.stdout, p.stderr
+H = Harness(sys.argv[1], "privgen-cli-")
+run, case, path = H.run, H.case, H.path
 
 
 def ok(*args):
@@ -31,27 +25,9 @@ def ok(*args):
 
 
 def usage_error(*args, out_path=None):
-    rc, out, err = run(*args)
-    assert rc == 2, f"{args}: expected exit 2, got {rc} (stdout {out!r})"
-    assert out == "", f"{args}: stdout must be empty on error, got {out!r}"
-    assert err.startswith("privgen: ") and len(err.strip()) > 12, f"{args}: stderr {err!r}"
-    if out_path is not None:
-        assert not os.path.exists(out_path), f"{args}: {out_path} was written"
+    err = H.usage_error(*args, out_path=out_path)
+    assert len(err.strip()) > 12, f"{args}: stderr {err!r}"
     return err
-
-
-def case(fn):
-    try:
-        fn()
-        print(f"ok   {fn.__name__}")
-    except AssertionError as e:
-        FAILS.append(fn.__name__)
-        print(f"FAIL {fn.__name__}: {e}")
-    return fn
-
-
-def path(name):
-    return os.path.join(TMP, name)
 
 
 @case
@@ -430,8 +406,4 @@ def version():
     assert rc == 0 and out == f"privgen {want}\n" and err == "", (rc, out, err)
 
 
-shutil.rmtree(TMP, ignore_errors=True)
-if FAILS:
-    print(f"{len(FAILS)} failed: {FAILS}")
-    sys.exit(1)
-print("all passed")
+H.finish()

@@ -7,20 +7,13 @@ import json
 import math
 import os
 import random
-import shutil
-import subprocess
 import sys
-import tempfile
 
-BIN = sys.argv[1]
-TMP = tempfile.mkdtemp(prefix="privgen-tables-")
-FAILS = []
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from offline import Harness  # noqa: E402
 
-
-def run(*args, stdin=None):
-    p = subprocess.run([BIN, *map(str, args)], capture_output=True, text=True, timeout=60,
-                       input=stdin)
-    return p.returncode, p.stdout, p.stderr
+H = Harness(sys.argv[1], "privgen-tables-")
+run, case, path = H.run, H.case, H.path
 
 
 def ok(*args):
@@ -32,29 +25,10 @@ def ok(*args):
 
 
 def usage_error(*args, out_path=None, needle=None):
-    rc, out, err = run(*args)
-    assert rc == 2, f"{args}: expected exit 2, got {rc} ({err!r})"
-    assert out == "", f"{args}: stdout must be empty on error, got {out!r}"
-    assert err.startswith("privgen: "), err
+    err = H.usage_error(*args, out_path=out_path)
     if needle:
         assert needle in err, f"{args}: {err!r} lacks {needle!r}"
-    if out_path is not None:
-        assert not os.path.exists(out_path), f"{args}: {out_path} was written"
     return err
-
-
-def case(fn):
-    try:
-        fn()
-        print(f"ok   {fn.__name__}")
-    except AssertionError as e:
-        FAILS.append(fn.__name__)
-        print(f"FAIL {fn.__name__}: {e}")
-    return fn
-
-
-def path(name):
-    return os.path.join(TMP, name)
 
 
 JOBS = ["fixed", "freelance", "partime", "others, misc"]
@@ -371,9 +345,4 @@ def privatize_table_split():
                 "--epsilon", 1, "--split", "odd", out_path=out, needle="--split")
 
 
-shutil.rmtree(TMP, ignore_errors=True)
-
-if FAILS:
-    print(f"{len(FAILS)} failed: {', '.join(FAILS)}")
-    sys.exit(1)
-print("all passed")
+H.finish()

@@ -14,13 +14,13 @@
 
 #include "api/openapi_lite.h"
 #include "integration/itest.h"
+#include "support/pg_test.h"
 
 static inline void pg_isuite_start(pg_srv *s, pg_oa *oa, const char *const *extra)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     char path[1024];
-    const char *src = getenv("PRIVGEN_SOURCE_DIR");
-    snprintf(path, sizeof path, "%s/openapi.yaml", src ? src : ".");
+    snprintf(path, sizeof path, "%s/openapi.yaml", pg_test_source_dir());
     if (pg_oa_load(oa, path)) abort();
     memset(s, 0, sizeof *s);
     if (pg_srv_start(s, extra)) abort();

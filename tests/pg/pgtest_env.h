@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
+#include "support/pg_test.h"
+
 static inline const char *pgt_env(const char *name)
 {
     const char *v = getenv(name);
@@ -34,10 +36,9 @@ static inline const char *pgt_uri(void)
  * returns the script's exit status. */
 static inline int pgt_cluster(const char *action)
 {
-    const char *src = getenv("PRIVGEN_SOURCE_DIR");
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "'%s/scripts/pgtest.sh' %s '%s' >/dev/null 2>&1", src ? src : ".",
-             action, pgt_env("PRIVGEN_TEST_PG_DIR"));
+    snprintf(cmd, sizeof cmd, "'%s/scripts/pgtest.sh' %s '%s' >/dev/null 2>&1",
+             pg_test_source_dir(), action, pgt_env("PRIVGEN_TEST_PG_DIR"));
     int st = system(cmd);
     return st == -1 ? -1 : WEXITSTATUS(st);
 }

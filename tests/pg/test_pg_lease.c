@@ -78,10 +78,8 @@ static void nap_ms(long ms)
     }
 }
 
-/* Admits ds's jobs ids (after a drain) and claims them for node, lease
- * lease_s from now; rows (pg_job_rows_free each) when asked. */
-static void run_jobs(pg_db *db, const char *ds, const char *const *ids, int n, const char *node,
-                     int64_t lease_s, pg_job_row **rows)
+/* Creates dataset ds (tenant t1, 2 columns), then drains the queue. */
+static void dataset_drained(pg_db *db, const char *ds)
 {
     pg_db_dataset d = {0};
     snprintf(d.id, sizeof d.id, "%s", ds);
@@ -92,6 +90,53 @@ static void run_jobs(pg_db *db, const char *ds, const char *const *ids, int n, c
     pg_error e = {0};
     ck_assert_msg(pg_db_dataset_insert(db, &d, &e) == PG_OK, "%s", e.msg);
     pg_test_jobs_drain(db);
+}
+
+/* A replica's job manager as node: one worker, lease lease_s, heartbeat
+ * every second, configured in *cfg (the manager keeps a pointer to it: the
+ * caller's, alive until pg_jobs_destroy). Made before the test claims its
+ * jobs (its start releases the node's leases). */
+static pg_jobs *replica(pg_db *db, const char *node, int64_t lease_s, pg_svc_config *cfg)
+{
+    pg_svc_config_defaults(cfg);
+    cfg->node_id = node;
+    cfg->workers = 1;
+    cfg->lease_s = lease_s;
+    cfg->heartbeat_s = 1;
+    pg_jobs *m = NULL;
+    pg_error e = {0};
+    ck_assert_msg(pg_jobs_create(cfg, db, &m, &e) == PG_OK, "%s", e.msg);
+    return m;
+}
+
+/* m holds the n jobs rows[] it claimed (freed here) as its workers would
+ * after their claims (the workers themselves would train; only the
+ * heartbeat runs here), each leased lease_s from now; its heartbeat is
+ * started. The jobs into held[] (m owns them) when held is not NULL. */
+static void hold_and_beat(pg_jobs *m, pg_job_row **rows, int n, int64_t lease_s, job **held)
+{
+    pg_error e = {0};
+    pthread_mutex_lock(&m->mu);
+    for (int i = 0; i < n; i++) {
+        job *j = pg_jobs_job_from_row(m, rows[i]);
+        ck_assert_ptr_nonnull(j);
+        ck_assert_int_eq(pg_jobs_table_add(m, j), 0);
+        j->owned = 1;
+        j->lease_until = (int64_t)time(NULL) + lease_s;
+        if (held) held[i] = j;
+        pg_job_rows_free(rows[i], 1);
+    }
+    pthread_mutex_unlock(&m->mu);
+    ck_assert_msg(pg_jobs_lease_start(m, &e) == PG_OK, "%s", e.msg);
+}
+
+/* Admits ds's jobs ids (after a drain) and claims them for node, lease
+ * lease_s from now; rows (pg_job_rows_free each) when asked. */
+static void run_jobs(pg_db *db, const char *ds, const char *const *ids, int n, const char *node,
+                     int64_t lease_s, pg_job_row **rows)
+{
+    pg_error e = {0};
+    dataset_drained(db, ds);
     for (int i = 0; i < n; i++) pg_test_job_admit(db, "t1", ds, ids[i], "{}");
     for (int i = 0; i < n; i++) {
         pg_job_row *r;
@@ -178,30 +223,11 @@ START_TEST(heartbeat_renews_around_a_held_row)
 {
     pg_db *db = open_db();
     pg_svc_config cfg;
-    pg_svc_config_defaults(&cfg);
-    cfg.node_id = "w:hb";
-    cfg.workers = 1;
-    cfg.lease_s = LEASE_S;
-    cfg.heartbeat_s = 1;
-    pg_jobs *m = NULL;
-    pg_error e = {0};
-    ck_assert_msg(pg_jobs_create(&cfg, db, &m, &e) == PG_OK, "%s", e.msg);
+    pg_jobs *m = replica(db, "w:hb", LEASE_S, &cfg);
     static const char *const ids[2] = {"job_hb_a", "job_hb_b"};
     pg_job_row *rows[2];
     run_jobs(db, "ds_hb", ids, 2, "w:hb", LEASE_S, rows);
-    /* The jobs as this replica's workers hold them after their claims (the
-     * workers themselves would train; only the heartbeat runs here). */
-    pthread_mutex_lock(&m->mu);
-    for (int i = 0; i < 2; i++) {
-        job *j = pg_jobs_job_from_row(m, rows[i]);
-        ck_assert_ptr_nonnull(j);
-        ck_assert_int_eq(pg_jobs_table_add(m, j), 0);
-        j->owned = 1;
-        j->lease_until = (int64_t)time(NULL) + LEASE_S;
-        pg_job_rows_free(rows[i], 1);
-    }
-    pthread_mutex_unlock(&m->mu);
-    ck_assert_msg(pg_jobs_lease_start(m, &e) == PG_OK, "%s", e.msg);
+    hold_and_beat(m, rows, 2, LEASE_S, NULL);
 
     PGconn *hold = side(), *mon = side();
     for (int k = 0; k < 2; k++) {
@@ -288,15 +314,8 @@ static long long ledger_rows(PGconn *c, const char *id)
 static void run_charged(pg_db *db, const char *ds, const char *id, const char *node,
                         int64_t lease_s, pg_job_row **row)
 {
-    pg_db_dataset d = {0};
-    snprintf(d.id, sizeof d.id, "%s", ds);
-    snprintf(d.tenant, sizeof d.tenant, "t1");
-    d.name = "n";
-    d.meta = "{}";
-    d.d = 2;
     pg_error e = {0};
-    ck_assert_msg(pg_db_dataset_insert(db, &d, &e) == PG_OK, "%s", e.msg);
-    pg_test_jobs_drain(db);
+    dataset_drained(db, ds);
     pg_job_row r = {0};
     snprintf(r.id, sizeof r.id, "%s", id);
     snprintf(r.tenant, sizeof r.tenant, "t1");
@@ -326,25 +345,12 @@ START_TEST(slow_checkpoint_write_keeps_its_lease)
 {
     pg_db *db = open_db();
     pg_svc_config cfg;
-    pg_svc_config_defaults(&cfg);
-    cfg.node_id = "w:ck";
-    cfg.workers = 1;
-    cfg.lease_s = CK_LEASE_S;
-    cfg.heartbeat_s = 1;
-    pg_jobs *m = NULL;
-    pg_error e = {0};
-    ck_assert_msg(pg_jobs_create(&cfg, db, &m, &e) == PG_OK, "%s", e.msg);
+    pg_jobs *m = replica(db, "w:ck", CK_LEASE_S, &cfg);
     pg_job_row *rows[1];
     run_charged(db, "ds_ck", "job_ck_slow", "w:ck", CK_LEASE_S, rows);
-    pthread_mutex_lock(&m->mu);
-    job *j = pg_jobs_job_from_row(m, rows[0]);
-    ck_assert_ptr_nonnull(j);
-    ck_assert_int_eq(pg_jobs_table_add(m, j), 0);
-    j->owned = 1;
-    j->lease_until = (int64_t)time(NULL) + CK_LEASE_S;
-    pg_job_rows_free(rows[0], 1);
-    pthread_mutex_unlock(&m->mu);
-    ck_assert_msg(pg_jobs_lease_start(m, &e) == PG_OK, "%s", e.msg);
+    job *j;
+    hold_and_beat(m, rows, 1, CK_LEASE_S, &j);
+    pg_error e = {0};
 
     PGconn *stall = side(), *mon = side();
     long long charges = ledger_rows(mon, "job_ck_slow");

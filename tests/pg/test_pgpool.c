@@ -9,6 +9,7 @@
 
 #include "pg/pgtest_env.h"
 #include "service/store/pg/pgpool.h"
+#include "support/pg_test.h"
 
 static pg_pgpool *open_pool(int size, int stmt_ms, int acq_ms)
 {
@@ -304,7 +305,7 @@ START_TEST(server_restart_recovers)
 }
 END_TEST
 
-int main(void)
+static Suite *pgpool_suite(void)
 {
     Suite *s = suite_create("pgpool");
     TCase *tc = tcase_create("pool");
@@ -319,9 +320,7 @@ int main(void)
     tcase_add_test(tc, terminated_backend_is_replaced);
     tcase_add_test(tc, server_restart_recovers);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return s;
 }
+
+PG_TEST_MAIN(pgpool_suite)

@@ -35,18 +35,36 @@ static void admit(pg_db *db, char *id, size_t cap)
 /* The job's row as load_all sees it (caller frees with pg_job_rows_free(.., 1)). */
 static pg_job_row *load(pg_db *db, const char *id)
 {
-    pg_job_row *rows, *out = NULL;
-    size_t n;
-    ck_assert_int_eq(pg_db_job_load_all(db, &rows, &n, NULL), PG_OK);
-    for (size_t i = 0; i < n; i++)
-        if (!strcmp(rows[i].id, id)) {
-            out = malloc(sizeof *out);
-            *out = rows[i];
-            rows[i].spec = rows[i].error = NULL;
-        }
-    pg_job_rows_free(rows, n);
-    ck_assert_ptr_nonnull(out);
-    return out;
+    return pg_test_job_row_of(db, id);
+}
+
+/* pg_db_job_watch by node succeeds with held as want_held and, unless
+ * want_cancel is -1, the cancel flag as want_cancel. */
+static void watch_expect(pg_db *db, const char *id, const char *node, int want_held,
+                         int want_cancel)
+{
+    int held = 7, cancel = 7;
+    ck_assert_int_eq(pg_db_job_watch(db, id, node, &held, &cancel, NULL), PG_OK);
+    ck_assert_int_eq(held, want_held);
+    if (want_cancel >= 0) ck_assert_int_eq(cancel, want_cancel);
+}
+
+/* pg_db_job_release by node at now succeeds with held as want_held. */
+static void release_expect(pg_db *db, const char *id, const char *node, int64_t now, int want_held)
+{
+    int held = 7;
+    ck_assert_int_eq(pg_db_job_release(db, id, node, now, &held, NULL), PG_OK);
+    ck_assert_int_eq(held, want_held);
+}
+
+/* pg_db_job_heartbeat by node at now (lease 30 s) succeeds with held as
+ * want_held. */
+static void heartbeat_expect(pg_db *db, const char *id, const char *node, int64_t now,
+                             int want_held)
+{
+    int held = 7;
+    ck_assert_int_eq(pg_db_job_heartbeat(db, id, node, now, 30, &held, NULL), PG_OK);
+    ck_assert_int_eq(held, want_held);
 }
 
 static void claim_expect(pg_db *db, const char *node, int64_t now, const char *want)
@@ -84,8 +102,7 @@ START_TEST(claims_take_oldest_and_expired_leases_move)
     claim_expect(db, "c:1", 1001, j3);
     claim_expect(db, "d:1", 1029, NULL); /* every lease still held */
     int held;
-    ck_assert_int_eq(pg_db_job_heartbeat(db, j1, "a:1", 1020, 30, &held, NULL), PG_OK);
-    ck_assert_int_eq(held, 1); /* j1 now held until 1050 */
+    heartbeat_expect(db, j1, "a:1", 1020, 1); /* j1 now held until 1050 */
     /* b records progress, then goes silent */
     pg_job_patch p = {.now = 1010, .step = 5, .steps_reserved = 12};
     ck_assert_int_eq(pg_db_job_patch_owned(db, j2, "b:1", &p, &held, NULL), PG_OK);
@@ -106,8 +123,7 @@ START_TEST(claims_take_oldest_and_expired_leases_move)
     claim_expect(db, "e:1", 1031, j3);
     claim_expect(db, "e:1", 1049, NULL); /* a renewed j1 */
     /* b lost its lease: heartbeat and every fenced write are refused */
-    ck_assert_int_eq(pg_db_job_heartbeat(db, j2, "b:1", 1031, 30, &held, NULL), PG_OK);
-    ck_assert_int_eq(held, 0);
+    heartbeat_expect(db, j2, "b:1", 1031, 0);
     pg_job_patch stale = {.now = 1032,
                           .status = "failed",
                           .error = "stale",
@@ -126,8 +142,7 @@ START_TEST(claims_take_oldest_and_expired_leases_move)
     pg_job_rows_free(r, 1);
     /* the new owner's renewal works; a finished job is never claimed again
      * and its owner cannot renew it */
-    ck_assert_int_eq(pg_db_job_heartbeat(db, j2, "d:1", 1040, 30, &held, NULL), PG_OK);
-    ck_assert_int_eq(held, 1);
+    heartbeat_expect(db, j2, "d:1", 1040, 1);
     pg_job_patch done = {
         .now = 1041, .status = "succeeded", .finished = 1, .step = 20, .steps_reserved = -1};
     ck_assert_int_eq(pg_db_job_patch_owned(db, j2, "d:1", &done, &held, NULL), PG_OK);
@@ -138,8 +153,7 @@ START_TEST(claims_take_oldest_and_expired_leases_move)
     ck_assert_int_eq(r->step, 20);
     ck_assert_int_eq(r->steps_reserved, 12);
     pg_job_rows_free(r, 1);
-    ck_assert_int_eq(pg_db_job_heartbeat(db, j2, "d:1", 1042, 30, &held, NULL), PG_OK);
-    ck_assert_int_eq(held, 0);
+    heartbeat_expect(db, j2, "d:1", 1042, 0);
     /* j1 expires at 1050 and j3 at 1061: j1 moves first */
     claim_expect(db, "f:1", LATE, j1);
     claim_expect(db, "f:1", LATE, j3);
@@ -155,25 +169,20 @@ START_TEST(release_hands_over_at_once)
     char j[PG_ID_MAX], q[PG_ID_MAX];
     admit(db, j, sizeof j);
     claim_expect(db, "a:1", 2000, j);
-    int held;
     /* only the owner releases */
-    ck_assert_int_eq(pg_db_job_release(db, j, "b:1", 2001, &held, NULL), PG_OK);
-    ck_assert_int_eq(held, 0);
+    release_expect(db, j, "b:1", 2001, 0);
     claim_expect(db, "b:1", 2001, NULL);
-    ck_assert_int_eq(pg_db_job_release(db, j, "a:1", 2001, &held, NULL), PG_OK);
-    ck_assert_int_eq(held, 1);
+    release_expect(db, j, "a:1", 2001, 1);
     /* a heartbeat sent before the release but arriving after it does not
      * take the lease back */
-    ck_assert_int_eq(pg_db_job_heartbeat(db, j, "a:1", 2001, 30, &held, NULL), PG_OK);
-    ck_assert_int_eq(held, 0);
+    heartbeat_expect(db, j, "a:1", 2001, 0);
     pg_job_row *r = load(db, j);
     ck_assert_str_eq(r->owner, "a:1"); /* the node that last ran it */
     ck_assert_str_eq(r->status, "running");
     pg_job_rows_free(r, 1);
     /* long before the lease would have run out */
     claim_expect(db, "b:1", 2002, j);
-    ck_assert_int_eq(pg_db_job_release(db, j, "a:1", 2003, &held, NULL), PG_OK);
-    ck_assert_int_eq(held, 0);
+    release_expect(db, j, "a:1", 2003, 0);
     /* a queued job cancelled before any claim is never claimed */
     admit(db, q, sizeof q);
     int done;
@@ -353,8 +362,7 @@ START_TEST(a_restarted_node_releases_only_its_own_leases)
     pg_job_row *r = load(db, j4);
     ck_assert_str_eq(r->status, "failed");
     pg_job_rows_free(r, 1);
-    ck_assert_int_eq(pg_db_job_heartbeat(db, j2, "b:1", 5004, 30, &held, NULL), PG_OK);
-    ck_assert_int_eq(held, 1);
+    heartbeat_expect(db, j2, "b:1", 5004, 1);
     pg_error err = {0};
     ck_assert_int_eq(pg_db_job_release_node(db, "bad node", 1, &n, &err), PG_EINVAL);
     pg_db_close(db);
@@ -368,29 +376,21 @@ START_TEST(cancel_of_a_running_job_reaches_its_owner)
     char q[PG_ID_MAX], j[PG_ID_MAX];
     admit(db, j, sizeof j);
     admit(db, q, sizeof q);
-    int done = 7, held = 7, cancel = 7;
+    int done = 7, held = 7;
     /* a queued job is not "running": nothing marked (it is cancelled with
      * pg_db_job_cancel_queued, and refunded) */
     ck_assert_int_eq(pg_db_job_cancel_running(db, j, 6000, &done, NULL), PG_OK);
     ck_assert_int_eq(done, 0);
     claim_expect(db, "a:1", 6000, j);
-    ck_assert_int_eq(pg_db_job_watch(db, j, "a:1", &held, &cancel, NULL), PG_OK);
-    ck_assert_int_eq(held, 1);
-    ck_assert_int_eq(cancel, 0);
-    ck_assert_int_eq(pg_db_job_watch(db, j, "b:1", &held, &cancel, NULL), PG_OK);
-    ck_assert_int_eq(held, 0);
+    watch_expect(db, j, "a:1", 1, 0);
+    watch_expect(db, j, "b:1", 0, -1);
     ck_assert_int_eq(pg_db_job_cancel_running(db, j, 6001, &done, NULL), PG_OK);
     ck_assert_int_eq(done, 1);
-    ck_assert_int_eq(pg_db_job_watch(db, j, "a:1", &held, &cancel, NULL), PG_OK);
-    ck_assert_int_eq(held, 1);
-    ck_assert_int_eq(cancel, 1);
+    watch_expect(db, j, "a:1", 1, 1);
     /* a takeover keeps the request: the new owner stops it too */
     claim_expect(db, "b:1", 6030, j);
-    ck_assert_int_eq(pg_db_job_watch(db, j, "a:1", &held, &cancel, NULL), PG_OK);
-    ck_assert_int_eq(held, 0);
-    ck_assert_int_eq(pg_db_job_watch(db, j, "b:1", &held, &cancel, NULL), PG_OK);
-    ck_assert_int_eq(held, 1);
-    ck_assert_int_eq(cancel, 1);
+    watch_expect(db, j, "a:1", 0, -1);
+    watch_expect(db, j, "b:1", 1, 1);
     pg_job_patch p = {
         .now = 6031, .status = "cancelled", .finished = 1, .step = -1, .steps_reserved = -1};
     ck_assert_int_eq(pg_db_job_patch_owned(db, j, "b:1", &p, &held, NULL), PG_OK);
@@ -398,11 +398,8 @@ START_TEST(cancel_of_a_running_job_reaches_its_owner)
     /* finished: nothing to ask, nothing held; its ledger row is untouched */
     ck_assert_int_eq(pg_db_job_cancel_running(db, j, 6032, &done, NULL), PG_OK);
     ck_assert_int_eq(done, 0);
-    ck_assert_int_eq(pg_db_job_watch(db, j, "b:1", &held, &cancel, NULL), PG_OK);
-    ck_assert_int_eq(held, 0);
-    ck_assert_int_eq(cancel, 0);
-    ck_assert_int_eq(pg_db_job_watch(db, "../x", "b:1", &held, &cancel, NULL), PG_OK);
-    ck_assert_int_eq(held, 0);
+    watch_expect(db, j, "b:1", 0, 0);
+    watch_expect(db, "../x", "b:1", 0, -1);
     pg_job_row *r = load(db, q);
     ck_assert_str_eq(r->status, "queued");
     pg_job_rows_free(r, 1);

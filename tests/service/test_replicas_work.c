@@ -144,19 +144,7 @@ static void submit(replica *r, const char *tenant, const char *ds, long steps, l
 /* The job's row (pg_job_rows_free(.., 1)). */
 static pg_job_row *row_of(pg_db *db, const char *id)
 {
-    pg_job_row *rows, *out = NULL;
-    size_t n;
-    pg_error err = {0};
-    ck_assert_msg(pg_db_job_load_all(db, &rows, &n, &err) == PG_OK, "%s", err.msg);
-    for (size_t i = 0; i < n; i++)
-        if (!strcmp(rows[i].id, id)) {
-            out = malloc(sizeof *out);
-            *out = rows[i];
-            rows[i].spec = rows[i].error = NULL;
-        }
-    pg_job_rows_free(rows, n);
-    ck_assert_ptr_nonnull(out);
-    return out;
+    return pg_test_job_row_of(db, id);
 }
 
 /* Waits (up to `secs`) until the row has status st (and, when owner is not

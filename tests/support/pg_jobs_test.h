@@ -16,6 +16,7 @@
 #include <check.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -121,6 +122,26 @@ static inline int pg_test_ckpt_put(pg_db *db, const char *job, const char *node,
     int rc = pg_db_ckpt_put_owned(db, job, node, step, bytes, len, crc, &held, &err);
     ck_assert_msg(rc || held, "%s does not hold %s", node, job);
     return rc;
+}
+
+/* Job id's row as pg_db_job_load_all sees it; fails the test when there is
+ * none. Caller frees with pg_job_rows_free(row, 1). */
+static inline pg_job_row *pg_test_job_row_of(pg_db *db, const char *id)
+{
+    pg_job_row *rows, *out = NULL;
+    size_t n;
+    pg_error err = {0};
+    ck_assert_msg(pg_db_job_load_all(db, &rows, &n, &err) == PG_OK, "%s", err.msg);
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(rows[i].id, id)) {
+            out = malloc(sizeof *out);
+            ck_assert_ptr_nonnull(out);
+            *out = rows[i];
+            rows[i].spec = rows[i].error = NULL; /* now out's */
+        }
+    pg_job_rows_free(rows, n);
+    ck_assert_msg(out != NULL, "no job %s", id);
+    return out;
 }
 
 #endif

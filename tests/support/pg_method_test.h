@@ -1,20 +1,23 @@
 /* tests/support/pg_method_test.h - fixtures shared by the method tests:
  * validating a spec written as JSON text and looking for a field error, the
- * checkpoint round trip, a trainer run to its end, and 2-D toy rows
- * adopted with their description.
- * Check assertions fail the calling test on malformed test input.
+ * checkpoint round trip, a live snapshot against one loaded from bytes
+ * (both on a trainer's checkpoint at once), a plan's curve against one computed by hand, a trainer
+ * run to its end, and 2-D toy rows adopted with their description. Check assertions fail the
+ * calling test on malformed test input.
  */
 #ifndef PG_METHOD_TEST_H
 #define PG_METHOD_TEST_H
 
 #include <check.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/data/dataset.h"
 #include "engine/methods/method.h"
+#include "engine/privacy/privacy.h"
 
 /* Validates `text` for method m against `in`: the resolved spec (caller
  * decrefs) or NULL with the field errors in *e. */
@@ -68,6 +71,68 @@ static inline void pg_test_checkpoint_round_trip(const pg_method *m, const json_
     pg_snapshot_release(s1);
     pg_snapshot_release(s2);
     m->destroy(t);
+}
+
+/* The trainer's live snapshot and one loaded from its checkpoint bytes serve
+ * the same 500 rows of d values for a seed, and a 100-row request gets the
+ * first 100 of them (chunking does not change a row's draws). */
+static inline void pg_test_same_rows_live_and_loaded(const pg_method *m, pg_trainer *tr,
+                                                     const unsigned char *bytes, size_t len,
+                                                     size_t d)
+{
+    pg_snapshot *a, *b;
+    ck_assert_int_eq(m->snapshot(tr, &a, NULL), PG_OK);
+    ck_assert_int_eq(m->load_snapshot(bytes, len, &b, NULL), PG_OK);
+    float *xa = malloc(500 * d * sizeof(float)), *xb = malloc(500 * d * sizeof(float));
+    ck_assert(xa && xb);
+    ck_assert_int_eq(pg_snapshot_sample(a, 500, 4, -1, xa, NULL), PG_OK);
+    ck_assert_int_eq(pg_snapshot_sample(b, 500, 4, -1, xb, NULL), PG_OK);
+    ck_assert(memcmp(xa, xb, 500 * d * sizeof *xa) == 0);
+    ck_assert_int_eq(pg_snapshot_sample(b, 100, 4, -1, xb, NULL), PG_OK);
+    ck_assert(memcmp(xa, xb, 100 * d * sizeof *xa) == 0);
+    free(xa), free(xb);
+    pg_snapshot_release(a);
+    pg_snapshot_release(b);
+}
+
+/* The trainer's checkpoint as every checkpoint test starts from it: saved,
+ * holding the text needle, passing pg_test_checkpoint_round_trip (300 rows
+ * of d, unlabelled) and pg_test_same_rows_live_and_loaded. The bytes (caller
+ * frees), their length into *len. */
+static inline unsigned char *pg_test_checked_checkpoint(const pg_method *m, pg_trainer *tr,
+                                                        const json_t *r, const pg_job_data *in,
+                                                        size_t d, const char *needle, size_t *len)
+{
+    unsigned char *bytes;
+    ck_assert_int_eq(m->save(tr, &bytes, len, NULL), PG_OK);
+    ck_assert_msg(memmem(bytes, *len, needle, strlen(needle)) != NULL, "no %s", needle);
+    pg_test_checkpoint_round_trip(m, r, in, bytes, *len, 300, d, -1);
+    pg_test_same_rows_live_and_loaded(m, tr, bytes, *len, d);
+    return bytes;
+}
+
+/* A plan's curve against one computed by hand: `steps` steps of the
+ * Poisson-subsampled Gaussian (rate, sigma) plus, at every order alpha, one
+ * alpha / (2 s^2) per one-shot Gaussian release of multiplier s in
+ * releases[0..nrel); each order within 1e-12 relative. Returns the hand
+ * curve's epsilon at delta 1e-5 (improved conversion), for the caller to
+ * hold the plan's against. */
+static inline double pg_test_plan_curve(const pg_privacy_plan *p, double rate, double sigma,
+                                        uint64_t steps, const double *releases, size_t nrel)
+{
+    double own[PG_PLAN_MAX_ORDERS], eps;
+    ck_assert_int_eq(pg_rdp_compute(rate, sigma, steps, p->orders, (size_t)p->norders, own, NULL),
+                     PG_OK);
+    for (int i = 0; i < p->norders; i++) {
+        double al = p->orders[i], extra = 0;
+        for (size_t k = 0; k < nrel; k++) extra += al / (2 * releases[k] * releases[k]);
+        own[i] += extra;
+        ck_assert_msg(fabs(p->rdp[i] - own[i]) <= 1e-12 * own[i], "order %g", al);
+    }
+    ck_assert_int_eq(pg_rdp_to_dp(p->orders, own, (size_t)p->norders, 1e-5, PG_RDP_CONV_IMPROVED,
+                                  &eps, NULL, NULL),
+                     PG_OK);
+    return eps;
 }
 
 /* Creates a trainer of m for the resolved spec r on in (one thread) and

@@ -1,8 +1,9 @@
 /* tests/support/pg_test.h - shared helpers for Check suites.
  *
  * PG_TEST_MAIN(make_suite) defines main(): it runs the suite built by
- * make_suite() and exits nonzero on any failure. Statistical helpers live
- * here so every module tests distributions the same way.
+ * make_suite() and exits nonzero on any failure. pg_test_source_dir() is
+ * the source tree. Statistical helpers live here so every module tests
+ * distributions the same way.
  */
 #ifndef PG_TEST_H
 #define PG_TEST_H
@@ -21,6 +22,19 @@
         srunner_free(sr);                                                                          \
         return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;                                          \
     }
+
+#ifndef PRIVGEN_SOURCE_DIR_DEFAULT /* compiled in by privgen_test_executable */
+#define PRIVGEN_SOURCE_DIR_DEFAULT "."
+#endif
+
+/* The source tree (openapi.yaml, scripts/, fixtures): PRIVGEN_SOURCE_DIR
+ * when set (ctest sets it), else the one the binary was built from, so a
+ * suite run by hand from any directory finds its files. */
+static inline const char *pg_test_source_dir(void)
+{
+    const char *src = getenv("PRIVGEN_SOURCE_DIR");
+    return src && *src ? src : PRIVGEN_SOURCE_DIR_DEFAULT;
+}
 
 static int pg_test_cmp_double(const void *a, const void *b)
 {

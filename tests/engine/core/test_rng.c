@@ -8,27 +8,24 @@
 /* Known answers from the Random123 distribution's kat_vectors (philox4x32_10). */
 START_TEST(philox_known_answers)
 {
-    uint32_t out[4];
-    const uint32_t c0[4] = {0, 0, 0, 0}, k0[2] = {0, 0};
-    pg_philox4x32_10(c0, k0, out);
-    ck_assert_uint_eq(out[0], 0x6627e8d5u);
-    ck_assert_uint_eq(out[1], 0xe169c58du);
-    ck_assert_uint_eq(out[2], 0xbc57ac4cu);
-    ck_assert_uint_eq(out[3], 0x9b00dbd8u);
-    const uint32_t c1[4] = {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu};
-    const uint32_t k1[2] = {0xffffffffu, 0xffffffffu};
-    pg_philox4x32_10(c1, k1, out);
-    ck_assert_uint_eq(out[0], 0x408f276du);
-    ck_assert_uint_eq(out[1], 0x41c83b0eu);
-    ck_assert_uint_eq(out[2], 0xa20bc7c6u);
-    ck_assert_uint_eq(out[3], 0x6d5451fdu);
-    const uint32_t c2[4] = {0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u};
-    const uint32_t k2[2] = {0xa4093822u, 0x299f31d0u};
-    pg_philox4x32_10(c2, k2, out);
-    ck_assert_uint_eq(out[0], 0xd16cfe09u);
-    ck_assert_uint_eq(out[1], 0x94fdccebu);
-    ck_assert_uint_eq(out[2], 0x5001e420u);
-    ck_assert_uint_eq(out[3], 0x24126ea1u);
+    static const struct {
+        uint32_t c[4], k[2], want[4];
+    } kat[] = {
+        {{0, 0, 0, 0}, {0, 0}, {0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u}},
+        {{0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu},
+         {0xffffffffu, 0xffffffffu},
+         {0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu}},
+        {{0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u},
+         {0xa4093822u, 0x299f31d0u},
+         {0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u}},
+    };
+    for (size_t v = 0; v < sizeof kat / sizeof kat[0]; v++) {
+        uint32_t out[4];
+        pg_philox4x32_10(kat[v].c, kat[v].k, out);
+        for (int w = 0; w < 4; w++)
+            ck_assert_msg(out[w] == kat[v].want[w], "vector %zu word %d: %#x, want %#x", v, w,
+                          out[w], kat[v].want[w]);
+    }
 }
 END_TEST
 

@@ -3,24 +3,13 @@
 #include "engine/core/alloc.h"
 #include "engine/data/gzip.h"
 #include "engine/data/idx.h"
+#include "support/pg_gzip_test.h"
 #include "support/pg_test.h"
 
-/* gzip-compresses src (test fixture); returns malloc'ed bytes. */
+/* gzip-compresses src (test fixture, level 9); returns malloc'ed bytes. */
 static unsigned char *gz(const void *src, size_t n, size_t *out_n)
 {
-    z_stream zs;
-    memset(&zs, 0, sizeof zs);
-    ck_assert_int_eq(deflateInit2(&zs, 9, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
-    size_t cap = deflateBound(&zs, (uLong)n) + 64;
-    unsigned char *o = malloc(cap);
-    zs.next_in = (unsigned char *)src;
-    zs.avail_in = (uInt)n;
-    zs.next_out = o;
-    zs.avail_out = (uInt)cap;
-    ck_assert_int_eq(deflate(&zs, Z_FINISH), Z_STREAM_END);
-    *out_n = zs.total_out;
-    deflateEnd(&zs);
-    return o;
+    return pg_test_gzip(src, n, 9, out_n);
 }
 
 static unsigned char *make_idx(int type, const void *data, const size_t *dims, int ndim, size_t *n)

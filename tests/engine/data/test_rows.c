@@ -5,25 +5,15 @@
 #include "engine/data/npy.h"
 #include "engine/data/raw.h"
 #include "engine/data/rows.h"
+#include "support/pg_gzip_test.h"
 #include "support/pg_test.h"
 
 static const float X[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -11.5f};
 
+/* gzip-compresses src (test fixture, level 6); returns malloc'ed bytes. */
 static unsigned char *gz(const void *src, size_t n, size_t *out_n)
 {
-    uLongf cap = compressBound((uLong)n) + 64;
-    unsigned char *o = malloc(cap);
-    z_stream zs;
-    memset(&zs, 0, sizeof zs);
-    ck_assert_int_eq(deflateInit2(&zs, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
-    zs.next_in = (unsigned char *)src;
-    zs.avail_in = (uInt)n;
-    zs.next_out = o;
-    zs.avail_out = (uInt)cap;
-    ck_assert_int_eq(deflate(&zs, Z_FINISH), Z_STREAM_END);
-    *out_n = zs.total_out;
-    deflateEnd(&zs);
-    return o;
+    return pg_test_gzip(src, n, 6, out_n);
 }
 
 static void expect(const pg_rows *r, int format, size_t n, size_t d)

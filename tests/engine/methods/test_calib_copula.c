@@ -313,13 +313,7 @@ static json_t *resolve_m(const char *method, const char *spec, table *f, pg_spec
 static pg_trainer *train_m(const char *method, const json_t *r, table *f)
 {
     pg_job_data in = {.desc = &f->desc, .rows = &f->ds};
-    pg_error err = {0};
-    pg_trainer *tr = NULL;
-    const pg_method *m = pg_method_find(method);
-    ck_assert_msg(m->create(r, &in, 1, &tr, &err) == PG_OK, "%s", err.msg);
-    pg_step_report rep = {0};
-    while (!rep.done) ck_assert_msg(m->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
-    return tr;
+    return pg_test_train(pg_method_find(method), r, &in, NULL);
 }
 
 /* dp_sinkhorn's plan: the steps' subsampled Gaussian, the label count
@@ -348,18 +342,9 @@ START_TEST(plans_charge_the_copula_exactly)
     ck_assert_int_eq(pg_method_find("dp_sinkhorn")->plan(r, &in, &p, NULL), PG_OK);
     ck_assert_str_eq(p.mechanism,
                      "poisson_subsampled_gaussian+label_counts+class_stats+copula+qmap");
-    double own[PG_PLAN_MAX_ORDERS];
-    ck_assert_int_eq(pg_rdp_compute(64.0 / 3000, 1.3, 40, p.orders, (size_t)p.norders, own, NULL),
-                     PG_OK);
-    for (int i = 0; i < p.norders; i++) {
-        double al = p.orders[i];
-        own[i] += al / 200.0 + al / 32.0 + al / 50.0 + al / 18.0 + al / 12.5;
-        ck_assert_msg(fabs(p.rdp[i] - own[i]) <= 1e-12 * own[i], "order %g", al);
-    }
-    double eps;
-    ck_assert_int_eq(pg_rdp_to_dp(p.orders, own, (size_t)p.norders, 1e-5, PG_RDP_CONV_IMPROVED,
-                                  &eps, NULL, NULL),
-                     PG_OK);
+    /* label count, map, sub-bins, class statistics, copula */
+    const double releases[] = {10, 4, 5, 3, 2.5};
+    double eps = pg_test_plan_curve(&p, 64.0 / 3000, 1.3, 40, releases, 5);
     ck_assert_double_eq_tol(p.epsilon, eps, 1e-12 * eps);
     json_decref(r);
     /* swd_gen: the same spec with and without the copula. */
@@ -745,23 +730,6 @@ static unsigned char *with_copula(const unsigned char *bytes, size_t len, const 
     return out;
 }
 
-static void same_rows(const pg_method *m, pg_trainer *tr, const unsigned char *bytes, size_t len)
-{
-    pg_snapshot *a, *b;
-    ck_assert_int_eq(m->snapshot(tr, &a, NULL), PG_OK);
-    ck_assert_int_eq(m->load_snapshot(bytes, len, &b, NULL), PG_OK);
-    float *xa = pg_alloc_f32(500 * D3), *xb = pg_alloc_f32(500 * D3);
-    ck_assert_int_eq(pg_snapshot_sample(a, 500, 4, -1, xa, NULL), PG_OK);
-    ck_assert_int_eq(pg_snapshot_sample(b, 500, 4, -1, xb, NULL), PG_OK);
-    ck_assert(memcmp(xa, xb, 500 * D3 * sizeof *xa) == 0);
-    ck_assert_int_eq(pg_snapshot_sample(b, 100, 4, -1, xb, NULL), PG_OK);
-    ck_assert(memcmp(xa, xb, 100 * D3 * sizeof *xa) == 0);
-    pg_free(xa);
-    pg_free(xb);
-    pg_snapshot_release(a);
-    pg_snapshot_release(b);
-}
-
 /* Both methods at epsilon 5 with the table defaults (the copula on): the
  * checkpoint names the copula and carries its matrices; a restore re-saves
  * the same bytes and serves the same samples, a snapshot built from the
@@ -789,14 +757,10 @@ START_TEST(checkpoints_carry_the_copula)
         double cop = pg_spec_num(r, "calibration.copula_noise", 0);
         ck_assert_msg(cop > 0.0, "%s: the copula is off by default", methods[mi]);
         pg_trainer *tr = train_m(methods[mi], r, &f);
-        unsigned char *bytes;
         size_t len;
-        ck_assert_int_eq(m->save(tr, &bytes, &len, NULL), PG_OK);
-        ck_assert(memmem(bytes, len, "\"copula\":3", 10) != NULL);
+        unsigned char *bytes = pg_test_checked_checkpoint(m, tr, r, &in, D3, "\"copula\":3", &len);
         ck_assert(
             memmem(bytes, len, PG_GENERATOR_COPULA_TENSOR, strlen(PG_GENERATOR_COPULA_TENSOR)));
-        pg_test_checkpoint_round_trip(m, r, &in, bytes, len, 300, D3, -1);
-        same_rows(m, tr, bytes, len);
         size_t l2n;
         unsigned char *same = with_copula(bytes, len, NULL, &l2n);
         pg_snapshot *ok = NULL;

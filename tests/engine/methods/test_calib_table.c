@@ -33,6 +33,7 @@
 #include "engine/methods/warnings.h"
 #include "engine/privacy/privacy.h"
 #include "support/pg_method_test.h"
+#include "support/pg_table_test.h"
 #include "support/pg_test.h"
 
 static const char *SCHEMA = "{\"columns\":["
@@ -124,27 +125,6 @@ static void unmake(fixture *f)
 
 /* Adding one row moves the noise-free vector by at most sqrt(2) in l2,
  * whatever the row holds; a valid extreme row attains it. */
-/* The trainer's live snapshot and one loaded from its checkpoint bytes serve
- * the same 500 rows for a seed, and a 100-row request gets the first 100 of
- * them (chunking does not change a row's draws). */
-static void same_rows_live_and_loaded(const pg_method *m, pg_trainer *tr,
-                                      const unsigned char *bytes, size_t len)
-{
-    pg_snapshot *a, *b;
-    ck_assert_int_eq(m->snapshot(tr, &a, NULL), PG_OK);
-    ck_assert_int_eq(m->load_snapshot(bytes, len, &b, NULL), PG_OK);
-    float *xa = pg_alloc_f32(500 * D), *xb = pg_alloc_f32(500 * D);
-    ck_assert_int_eq(pg_snapshot_sample(a, 500, 4, -1, xa, NULL), PG_OK);
-    ck_assert_int_eq(pg_snapshot_sample(b, 500, 4, -1, xb, NULL), PG_OK);
-    ck_assert(memcmp(xa, xb, 500 * D * sizeof *xa) == 0);
-    ck_assert_int_eq(pg_snapshot_sample(b, 100, 4, -1, xb, NULL), PG_OK);
-    ck_assert(memcmp(xa, xb, 100 * D * sizeof *xa) == 0);
-    pg_free(xa);
-    pg_free(xb);
-    pg_snapshot_release(a);
-    pg_snapshot_release(b);
-}
-
 START_TEST(sensitivity_is_sqrt2_for_any_row)
 {
     fixture f;
@@ -338,13 +318,7 @@ static json_t *resolve(const char *spec, fixture *f, pg_spec_errors *e)
 static pg_trainer *train(const json_t *r, fixture *f)
 {
     pg_job_data in = {.desc = &f->desc, .rows = &f->ds};
-    pg_error err = {0};
-    pg_trainer *tr = NULL;
-    const pg_method *m = pg_method_find("dp_sinkhorn");
-    ck_assert_msg(m->create(r, &in, 1, &tr, &err) == PG_OK, "%s", err.msg);
-    pg_step_report rep = {0};
-    while (!rep.done) ck_assert_msg(m->step(tr, &rep, &err) == PG_OK, "%s", err.msg);
-    return tr;
+    return pg_test_train(pg_method_find("dp_sinkhorn"), r, &in, NULL);
 }
 
 /* A checkpoint restored under another calibration (noise, rule, or none) is
@@ -360,6 +334,33 @@ static void restore_refused(const pg_method *m, fixture *f, const pg_job_data *i
     ck_assert_msg(rc == PG_EPRIVACY || rc == PG_EFORMAT, "%s: rc %d", spec, rc);
     ck_assert_ptr_null(t2);
     json_decref(r2);
+}
+
+/* Every spec of bad[0..n) is refused, its first error on `field` (with
+ * prefix: on a field whose name starts with it). */
+static void refused(fixture *f, const char *const *bad, size_t n, const char *field, bool prefix)
+{
+    for (size_t i = 0; i < n; i++) {
+        pg_spec_errors e;
+        json_t *x = resolve(bad[i], f, &e);
+        ck_assert_msg(x == NULL && e.count > 0, "accepted: %s", bad[i]);
+        if (prefix)
+            ck_assert_msg(strncmp(e.items[0].field, field, strlen(field)) == 0, "%s",
+                          e.items[0].field);
+        else
+            ck_assert_str_eq(e.items[0].field, field);
+    }
+}
+
+/* Resolves spec on the fixture's rows described as n rows (the plan's n). */
+static json_t *resolve_at_n(const char *spec, fixture *f, size_t n)
+{
+    pg_spec_errors e;
+    f->desc.n = n;
+    json_t *r = resolve(spec, f, &e);
+    f->desc.n = N;
+    ck_assert_msg(r != NULL, "%s: %s", e.items[0].field, e.items[0].message);
+    return r;
 }
 
 /* The plan's curve: the steps' subsampled Gaussian, the label count's
@@ -381,19 +382,9 @@ START_TEST(plan_charges_the_release_exactly)
     pg_job_data in = {.desc = &f.desc, .rows = &f.ds};
     ck_assert_int_eq(pg_method_find("dp_sinkhorn")->plan(r, &in, &p, NULL), PG_OK);
     ck_assert_str_eq(p.mechanism, "poisson_subsampled_gaussian+label_counts+class_stats+qmap");
-    double own[PG_PLAN_MAX_ORDERS];
-    ck_assert_int_eq(pg_rdp_compute(64.0 / N, 1.3, 40, p.orders, (size_t)p.norders, own, NULL),
-                     PG_OK);
-    for (int i = 0; i < p.norders; i++) {
-        double al = p.orders[i];
-        own[i] += al / 200.0 + al / 32.0 + al / 128.0 + al / 18.0;
-        ck_assert_msg(fabs(p.rdp[i] - own[i]) <= 1e-12 * own[i], "order %g", al);
-    }
+    const double releases[] = {10, 4, 8, 3}; /* label count, map, sub-bins, class stats */
+    double eps = pg_test_plan_curve(&p, 64.0 / N, 1.3, 40, releases, 4);
     ck_assert_int_eq(pg_spec_int(r, "encoding.quantile_sub", 0), 32);
-    double eps;
-    ck_assert_int_eq(pg_rdp_to_dp(p.orders, own, (size_t)p.norders, 1e-5, PG_RDP_CONV_IMPROVED,
-                                  &eps, NULL, NULL),
-                     PG_OK);
     ck_assert_double_eq_tol(p.epsilon, eps, 1e-12 * eps);
     json_decref(r);
     /* Hostile options: no noise, a negative one, a per-class draw of 0. */
@@ -407,11 +398,7 @@ START_TEST(plan_charges_the_release_exactly)
                          "\"yes\"}}",
                          "{\"privacy\": {\"epsilon\": 5}, \"calibration\": {\"numeric\": "
                          "\"median\"}}"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        json_t *x = resolve(bad[i], &f, &e);
-        ck_assert_msg(x == NULL && e.count > 0, "accepted: %s", bad[i]);
-        ck_assert_msg(strncmp(e.items[0].field, "calibration.", 12) == 0, "%s", e.items[0].field);
-    }
+    refused(&f, bad, sizeof bad / sizeof bad[0], "calibration.", true);
     unmake(&f);
 }
 END_TEST
@@ -498,12 +485,8 @@ START_TEST(checkpoints_carry_the_calibration)
                         &f, &e);
     ck_assert_msg(r != NULL, "%s: %s", e.items[0].field, e.items[0].message);
     pg_trainer *tr = train(r, &f);
-    unsigned char *bytes;
     size_t len;
-    ck_assert_int_eq(m->save(tr, &bytes, &len, NULL), PG_OK);
-    ck_assert(memmem(bytes, len, "\"kind\":\"table\"", 14) != NULL);
-    pg_test_checkpoint_round_trip(m, r, &in, bytes, len, 300, D, -1);
-    same_rows_live_and_loaded(m, tr, bytes, len);
+    unsigned char *bytes = pg_test_checked_checkpoint(m, tr, r, &in, D, "\"kind\":\"table\"", &len);
     const char *other[] = {"{\"seed\": 3, \"privacy\": {\"epsilon\": 50}, \"train\": {\"steps\": "
                            "20}}",
                            "{\"seed\": 3, \"privacy\": {\"epsilon\": 50}, \"train\": {\"steps\": "
@@ -683,6 +666,118 @@ static void data_targets(const fixture *f, const pg_qmap *pooled, float *targets
     }
 }
 
+/* The quantile-rule tests' setting: the fixture's per-class maps
+ * (release_class_maps), their class CDFs and the data's targets (all
+ * checked well formed), and RM generator rows per class of two kinds, `draw`
+ * (what the rule is fitted on) and `rows` (what it is applied to), row i of
+ * each filled in turn by gen from one stream seeded with seed; rows
+ * [0, RM) are class 0, [RM, 2 RM) class 1. */
+enum { RM = 4000 };
+typedef struct rule_case {
+    pg_qmap *pooled, *per[2];
+    float cdf[2 * 33];
+    float targets[2 * 2 * D];
+    float *draw, *rows;
+    int32_t *lab;
+} rule_case;
+
+static void rule_case_make(const fixture *f, uint64_t seed, void (*gen)(pg_rng *, float *),
+                           rule_case *rc)
+{
+    release_class_maps(f, &rc->pooled, rc->per);
+    ck_assert_uint_eq(pg_calib_table_cdf_len(rc->pooled), 33);
+    pg_calib_table_class_cdf((const pg_qmap *const *)rc->per, 2, rc->cdf);
+    ck_assert_int_eq(pg_calib_table_check_cdf(rc->pooled, 2, rc->cdf, NULL), PG_OK);
+    data_targets(f, rc->pooled, rc->targets);
+    ck_assert_int_eq(pg_calib_table_check_targets(f->h, 2, rc->targets, NULL), PG_OK);
+    rc->draw = pg_alloc_f32(2 * RM * D);
+    rc->rows = pg_alloc_f32(2 * RM * D);
+    rc->lab = pg_calloc(2 * RM, sizeof *rc->lab);
+    pg_rng g;
+    pg_rng_seeded(&g, seed, 0);
+    for (size_t i = 0; i < 2 * RM; i++) {
+        gen(&g, rc->draw + i * D);
+        gen(&g, rc->rows + i * D);
+        rc->lab[i] = i < RM ? 0 : 1;
+    }
+}
+
+static void rule_case_free(rule_case *rc)
+{
+    pg_free(rc->draw);
+    pg_free(rc->rows);
+    pg_free(rc->lab);
+    pg_qmap_free(rc->pooled);
+    pg_qmap_free(rc->per[0]);
+    pg_qmap_free(rc->per[1]);
+}
+
+/* A calibration fitted on the case's draws to its targets, with the quantile
+ * rule on the class CDFs when quantiles (else the shift rule). */
+static pg_calib_table *rule_case_fit(const fixture *f, const rule_case *rc, bool quantiles)
+{
+    pg_calib_table *c;
+    ck_assert_int_eq(pg_calib_table_new(f->h, 2, &c, NULL), PG_OK);
+    if (quantiles)
+        ck_assert_int_eq(pg_calib_table_set_quantiles(c, rc->pooled, rc->cdf, NULL), PG_OK);
+    ck_assert_int_eq(pg_calib_table_fit_all(c, rc->targets, rc->draw, RM, NULL), PG_OK);
+    return c;
+}
+
+/* The case's rows calibrated by c (its draws seeded with seed) and decoded
+ * through the pooled map (caller pg_frees). */
+static float *rule_case_apply(const pg_calib_table *c, const rule_case *rc, uint64_t seed)
+{
+    float *x = pg_alloc_f32(2 * RM * D);
+    memcpy(x, rc->rows, 2 * RM * D * sizeof *x);
+    pg_rng cr;
+    pg_rng_seeded(&cr, seed, 0);
+    pg_calib_table_apply(c, &cr, x, rc->lab, 2 * RM);
+    pg_qmap_decode(rc->pooled, x, D, 2 * RM);
+    return x;
+}
+
+/* The largest gap between the empirical CDF of class y's decoded x in
+ * x (rule_case_apply's rows) and the class's released CDF, at the bins'
+ * edges, where the release says something (inside a bin the rule keeps the
+ * generator's own shape when its draw has enough distinct values there,
+ * calib_table.h). */
+static double class_ks_at_edges(const float *x, int y, const rule_case *rc)
+{
+    float *col = pg_alloc_f32(RM);
+    for (size_t i = 0; i < RM; i++) col[i] = x[((size_t)y * RM + i) * D];
+    qsort(col, RM, sizeof *col, cmp_f);
+    double ks = 0;
+    const pg_qmap_col *pc = &rc->per[y]->cols[0];
+    for (size_t b = 0, i = 0; b <= pc->bins; b++) {
+        while (i < RM && col[i] <= pc->edge[b]) i++;
+        ks = fmax(ks, fabs(pc->cdf[b] - (double)i / RM));
+    }
+    pg_free(col);
+    return ks;
+}
+
+/* quantile_rule_matches_the_class_cdf's generator row: x half on 0.25, half
+ * N(0, 0.3^2) clamped to [-1, 1], category a. */
+static void collapsed_row(pg_rng *g, float *r)
+{
+    memset(r, 0, D * sizeof *r);
+    double v = pg_rng_uniform(g) < 0.5 ? 0.25 : 0.3 * pg_rng_normal(g);
+    r[0] = (float)(v < -1 ? -1 : v > 1 ? 1 : v);
+    r[1] = 1.0f;
+}
+
+/* independence_breaks_only_the_dependence's generator row: all three
+ * columns follow one uniform z. */
+static void one_z_row(pg_rng *g, float *r)
+{
+    double z = pg_rng_uniform(g);
+    memset(r, 0, D * sizeof *r);
+    r[0] = (float)(-0.9 + 1.8 * z);
+    r[1 + (z < 0.4 ? 0 : z < 0.7 ? 1 : 2)] = 0.97f;
+    r[4] = z > 0.5 ? 0.98f : 0.01f;
+}
+
 /* A deliberately wrong generator: in class k, half its x units sit on one
  * value (a collapse, all ties) and the rest are N(0, 0.3^2) clamped, in the
  * mapped space, nothing like the class's law. With the quantile rule the
@@ -697,64 +792,19 @@ START_TEST(quantile_rule_matches_the_class_cdf)
 {
     fixture f;
     make(&f);
-    pg_qmap *pooled, *per[2];
-    release_class_maps(&f, &pooled, per);
-    size_t L = pg_calib_table_cdf_len(pooled);
-    ck_assert_uint_eq(L, 33);
-    float cdf[2 * 33];
-    pg_calib_table_class_cdf((const pg_qmap *const *)per, 2, cdf);
-    ck_assert_int_eq(pg_calib_table_check_cdf(pooled, 2, cdf, NULL), PG_OK);
-    float targets[2 * 2 * D];
-    data_targets(&f, pooled, targets);
-    ck_assert_int_eq(pg_calib_table_check_targets(f.h, 2, targets, NULL), PG_OK);
-    enum { M = 4000 };
-    float *draw = pg_alloc_f32(2 * M * D), *rows = pg_alloc_f32(2 * M * D);
-    int32_t *lab = pg_calloc(2 * M, sizeof *lab);
-    pg_rng g;
-    pg_rng_seeded(&g, 5, 0);
-    for (size_t i = 0; i < 2 * M; i++) {
-        float *a = draw + i * D, *b = rows + i * D;
-        float *both[2] = {a, b};
-        for (int w = 0; w < 2; w++) {
-            float *r = both[w];
-            memset(r, 0, D * sizeof *r);
-            double v = pg_rng_uniform(&g) < 0.5 ? 0.25 : 0.3 * pg_rng_normal(&g);
-            r[0] = (float)(v < -1 ? -1 : v > 1 ? 1 : v);
-            r[1] = 1.0f;
-        }
-        lab[i] = i < M ? 0 : 1;
-    }
+    rule_case rc;
+    rule_case_make(&f, 5, collapsed_row, &rc);
     double worst[2] = {0, 0};
     for (int rule = 1; rule >= 0; rule--) {
-        pg_calib_table *c;
-        ck_assert_int_eq(pg_calib_table_new(f.h, 2, &c, NULL), PG_OK);
-        if (rule) ck_assert_int_eq(pg_calib_table_set_quantiles(c, pooled, cdf, NULL), PG_OK);
-        ck_assert_int_eq(pg_calib_table_fit_all(c, targets, draw, M, NULL), PG_OK);
-        float *x = pg_alloc_f32(2 * M * D);
-        memcpy(x, rows, 2 * M * D * sizeof *x);
-        pg_rng cr;
-        pg_rng_seeded(&cr, 11, 0);
-        pg_calib_table_apply(c, &cr, x, lab, 2 * M);
-        pg_qmap_decode(pooled, x, D, 2 * M);
+        pg_calib_table *c = rule_case_fit(&f, &rc, rule);
+        float *x = rule_case_apply(c, &rc, 11);
         for (int y = 0; y < 2; y++) {
-            float *col = pg_alloc_f32(M);
-            for (size_t i = 0; i < M; i++) col[i] = x[((size_t)y * M + i) * D];
-            qsort(col, M, sizeof *col, cmp_f);
-            /* At the bins' edges, where the release says something (inside
-             * a bin the rule keeps the generator's own shape when its draw
-             * has enough distinct values there, calib_table.h). */
-            double ks = 0;
-            const pg_qmap_col *pc = &per[y]->cols[0];
-            for (size_t b = 0, i = 0; b <= pc->bins; b++) {
-                while (i < M && col[i] <= pc->edge[b]) i++;
-                ks = fmax(ks, fabs(pc->cdf[b] - (double)i / M));
-            }
+            double ks = class_ks_at_edges(x, y, &rc);
             fprintf(stderr, "%s rule, class %d: KS %.4f\n", rule ? "quantile" : "shift", y, ks);
             if (rule)
                 ck_assert_msg(ks < 0.06, "class %d: KS %g", y, ks);
             else
                 worst[y] = ks;
-            pg_free(col);
         }
         pg_free(x);
         pg_calib_table_free(c);
@@ -762,14 +812,9 @@ START_TEST(quantile_rule_matches_the_class_cdf)
     ck_assert_msg(worst[0] > 0.15 && worst[1] > 0.15, "the shift already matched (%g %g)", worst[0],
                   worst[1]);
     /* malformed class CDFs are refused */
-    cdf[5] = cdf[4] - 0.1f;
-    ck_assert_int_eq(pg_calib_table_check_cdf(pooled, 2, cdf, NULL), PG_EFORMAT);
-    pg_free(draw);
-    pg_free(rows);
-    pg_free(lab);
-    pg_qmap_free(pooled);
-    pg_qmap_free(per[0]);
-    pg_qmap_free(per[1]);
+    rc.cdf[5] = rc.cdf[4] - 0.1f;
+    ck_assert_int_eq(pg_calib_table_check_cdf(rc.pooled, 2, rc.cdf, NULL), PG_EFORMAT);
+    rule_case_free(&rc);
     unmake(&f);
 }
 END_TEST
@@ -805,55 +850,24 @@ START_TEST(independence_breaks_only_the_dependence)
 {
     fixture f;
     make(&f);
-    pg_qmap *pooled, *per[2];
-    release_class_maps(&f, &pooled, per);
-    float cdf[2 * 33];
-    pg_calib_table_class_cdf((const pg_qmap *const *)per, 2, cdf);
-    float targets[2 * 2 * D];
-    data_targets(&f, pooled, targets);
-    enum { M = 4000 };
-    float *draw = pg_alloc_f32(2 * M * D), *rows = pg_alloc_f32(2 * M * D);
-    int32_t *lab = pg_calloc(2 * M, sizeof *lab);
-    pg_rng g;
-    pg_rng_seeded(&g, 8, 0);
-    for (size_t i = 0; i < 2 * M; i++) {
-        float *both[2] = {draw + i * D, rows + i * D};
-        for (int w = 0; w < 2; w++) {
-            float *r = both[w];
-            double z = pg_rng_uniform(&g);
-            memset(r, 0, D * sizeof *r);
-            r[0] = (float)(-0.9 + 1.8 * z);
-            r[1 + (z < 0.4 ? 0 : z < 0.7 ? 1 : 2)] = 0.97f;
-            r[4] = z > 0.5 ? 0.98f : 0.01f;
-        }
-        lab[i] = i < M ? 0 : 1;
-    }
+    rule_case rc;
+    rule_case_make(&f, 8, one_z_row, &rc);
     for (int on = 1; on >= 0; on--) {
-        pg_calib_table *c;
-        ck_assert_int_eq(pg_calib_table_new(f.h, 2, &c, NULL), PG_OK);
-        ck_assert_int_eq(pg_calib_table_set_quantiles(c, pooled, cdf, NULL), PG_OK);
-        ck_assert_int_eq(pg_calib_table_fit_all(c, targets, draw, M, NULL), PG_OK);
+        pg_calib_table *c = rule_case_fit(&f, &rc, true);
         ck_assert_int_eq(pg_calib_table_set_independence(c, on ? 1.0 : 0.0, NULL), PG_OK);
         ck_assert_double_eq(pg_calib_table_independence(c), on ? 1.0 : 0.0);
-        float *x = pg_alloc_f32(2 * M * D);
-        memcpy(x, rows, 2 * M * D * sizeof *x);
-        pg_rng cr;
-        pg_rng_seeded(&cr, 12, 0);
-        pg_calib_table_apply(c, &cr, x, lab, 2 * M);
-        pg_qmap_decode(pooled, x, D, 2 * M);
+        float *x = rule_case_apply(c, &rc, 12);
         for (int y = 0; y < 2; y++) {
             double cf[6] = {0}, xc[6] = {0}, xf[4] = {0}, fr[3] = {0}, ft = 0;
-            float *col = pg_alloc_f32(M);
-            for (size_t i = 0; i < M; i++) {
-                const float *row = x + ((size_t)y * M + i) * D;
+            for (size_t i = 0; i < RM; i++) {
+                const float *row = x + ((size_t)y * RM + i) * D;
                 pg_table_value v;
                 pg_table_decode_value(f.t, 1, row, 0, &v);
                 size_t cat = v.cat;
                 pg_table_decode_value(f.t, 2, row, 0, &v);
                 size_t fl = v.cat, hi = row[0] > (y ? 0.5f : -0.5f);
                 cf[cat * 2 + fl] += 1, xc[hi * 3 + cat] += 1, xf[hi * 2 + fl] += 1;
-                fr[cat] += 1.0 / M, ft += (double)fl / M;
-                col[i] = row[0];
+                fr[cat] += 1.0 / RM, ft += (double)fl / RM;
             }
             double a = chi2(cf, 3, 2), b = chi2(xc, 2, 3), d = chi2(xf, 2, 2);
             fprintf(stderr, "independence %d, class %d: chi2 c-f %.1f x-c %.1f x-f %.1f\n", on, y,
@@ -867,15 +881,8 @@ START_TEST(independence_breaks_only_the_dependence)
                 ck_assert_msg(a > 50 && b > 50 && d > 50,
                               "class %d: the generator's dependence was lost", y);
             }
-            qsort(col, M, sizeof *col, cmp_f);
-            double ks = 0;
-            const pg_qmap_col *pc = &per[y]->cols[0];
-            for (size_t bb = 0, i = 0; bb <= pc->bins; bb++) {
-                while (i < M && col[i] <= pc->edge[bb]) i++;
-                ks = fmax(ks, fabs(pc->cdf[bb] - (double)i / M));
-            }
+            double ks = class_ks_at_edges(x, y, &rc);
             ck_assert_msg(ks < 0.06, "independence %d class %d: KS %g", on, y, ks);
-            pg_free(col);
         }
         pg_free(x);
         ck_assert_int_eq(pg_calib_table_set_independence(c, 1.5, NULL), PG_EINVAL);
@@ -883,12 +890,7 @@ START_TEST(independence_breaks_only_the_dependence)
         ck_assert_int_eq(pg_calib_table_set_independence(c, NAN, NULL), PG_EINVAL);
         pg_calib_table_free(c);
     }
-    pg_free(draw);
-    pg_free(rows);
-    pg_free(lab);
-    pg_qmap_free(pooled);
-    pg_qmap_free(per[0]);
-    pg_qmap_free(per[1]);
+    rule_case_free(&rc);
     unmake(&f);
 }
 END_TEST
@@ -920,15 +922,10 @@ START_TEST(quantile_rule_in_dp_sinkhorn)
         json_decref(r);
     }
     ck_assert_str_eq(p[1].mechanism, p[0].mechanism);
-    double own[PG_PLAN_MAX_ORDERS];
-    ck_assert_int_eq(
-        pg_rdp_compute(64.0 / N, 1.3, 20, p[1].orders, (size_t)p[1].norders, own, NULL), PG_OK);
-    for (int i = 0; i < p[1].norders; i++) {
-        double al = p[1].orders[i];
-        /* the quantile rule's sub-bins (noise twice the map's, 8) on top */
-        own[i] += al / 200.0 + al / 32.0 + al / 128.0 + al / 18.0;
-        ck_assert_msg(fabs(p[1].rdp[i] - own[i]) <= 1e-12 * own[i], "order %g", al);
-    }
+    /* the quantile rule's sub-bins (noise twice the map's, 8) on top */
+    const double releases[] = {10, 4, 8, 3};
+    double eps = pg_test_plan_curve(&p[1], 64.0 / N, 1.3, 20, releases, 4);
+    ck_assert_double_eq_tol(p[1].epsilon, eps, 1e-12 * eps);
     ck_assert(p[1].epsilon > p[0].epsilon);
     /* a quantile rule without the map is refused */
     ck_assert_ptr_null(resolve("{\"encoding\": {\"quantile_map\": false}, \"calibration\": "
@@ -936,13 +933,10 @@ START_TEST(quantile_rule_in_dp_sinkhorn)
                                &f, &e));
     json_t *r = resolve(spec, &f, &e);
     pg_trainer *tr = train(r, &f);
-    unsigned char *bytes;
     size_t len;
-    ck_assert_int_eq(m->save(tr, &bytes, &len, NULL), PG_OK);
-    ck_assert(memmem(bytes, len, "\"numeric\":\"quantile\"", 20) != NULL);
+    unsigned char *bytes =
+        pg_test_checked_checkpoint(m, tr, r, &in, D, "\"numeric\":\"quantile\"", &len);
     ck_assert(memmem(bytes, len, PG_GENERATOR_CLASS_CDF_TENSOR, 21) != NULL);
-    pg_test_checkpoint_round_trip(m, r, &in, bytes, len, 300, D, -1);
-    same_rows_live_and_loaded(m, tr, bytes, len);
     for (int i = 0; i < 2; i++) {
         snprintf(spec, sizeof spec, fmt, i ? "rank" : "shift");
         restore_refused(m, &f, &in, bytes, len, spec);
@@ -969,14 +963,18 @@ END_TEST
 
 /* Table defaults (defaults_table.c): on a labelled central table whose
  * per-class marginals the release pins down (any epsilon since issue 28
- * hi39; below 100 or under 50 rows per encoded unit before), calibration.independence 1 and the
- * releases' noises 9 / sqrt(eps) (class statistics) and max(2, 6.7 / sqrt(eps)) (the map). The plan
- * at epsilon 5 equals the independent curve (the steps at the resolved multiplier, the label count
- * alpha / 200, the map alpha / (2 q^2), the class statistics alpha / (2 s^2)) and meets the target;
- * when a job asks for 0, or on a table too small for the release to pin each class's marginals
- * down, the noises are the old ones. The checkpoint carries the independence and the snapshot
- * rebuilt from its bytes draws what the trainer's does; one out of [0, 1] is refused, as are
- * hostile spec values. Fails on the old code (no calibration.independence). */
+ * hi39; below 100 or under 50 rows per encoded unit before),
+ * calibration.independence 1 and the releases' noises 9 / sqrt(eps) (class
+ * statistics) and max(1, min(6.7 / sqrt(eps), 7.5 / eps)) (the map,
+ * map_noise_follows_one_over_epsilon). The plan at epsilon 5 equals the
+ * independent curve (the steps at the resolved multiplier, the label count
+ * alpha / 200, the map alpha / (2 q^2), the class statistics alpha / (2
+ * s^2)) and meets the target; when a job asks for 0, or on a table too
+ * small for the release to pin each class's marginals down, the noises are
+ * the old ones. The checkpoint carries the independence and the snapshot
+ * rebuilt from its bytes draws what the trainer's does; one out of [0, 1]
+ * is refused, as are hostile spec values. Fails on the old code (no
+ * calibration.independence). */
 START_TEST(independence_by_default_at_small_epsilon)
 {
     pg_threads_set(1);
@@ -993,38 +991,24 @@ START_TEST(independence_by_default_at_small_epsilon)
     double q = pg_spec_num(r, "encoding.quantile_noise", 0);
     double q2 = pg_spec_num(r, "encoding.quantile_sub_noise", 0);
     ck_assert_double_eq_tol(s, 9.0 / sqrt(5.0), 1e-12);
-    ck_assert_double_eq_tol(q, 6.7 / sqrt(5.0), 1e-12);
-    ck_assert_int_eq(pg_spec_int(r, "encoding.quantile_sub", 0), 32);
+    ck_assert_double_eq_tol(q, 7.5 / 5.0, 1e-12);
+    ck_assert_int_eq(pg_spec_int(r, "encoding.quantile_sub", 0), 64);
     ck_assert_double_eq_tol(q2, 13.4 / sqrt(5.0), 1e-12); /* max(0.5, 13.4 / sqrt(eps)) */
     /* and the classes' copula (test_calib_copula.c), alpha / (2 c^2) */
     double cop = pg_spec_num(r, "calibration.copula_noise", 0);
     ck_assert_msg(cop > 0.0, "no copula by default");
     pg_privacy_plan p;
     ck_assert_int_eq(m->plan(r, &in, &p, NULL), PG_OK);
-    double own[PG_PLAN_MAX_ORDERS], eps;
     double rate = (double)pg_spec_int(r, "train.batch_size", 0) / N;
     ck_assert_double_eq_tol(rate, 64.0 / N, 1e-15);
-    ck_assert_int_eq(pg_rdp_compute(rate, pg_spec_num(r, "privacy.noise_multiplier", 0), 20,
-                                    p.orders, (size_t)p.norders, own, NULL),
-                     PG_OK);
-    for (int i = 0; i < p.norders; i++) {
-        double al = p.orders[i];
-        own[i] += al / 200.0 + al / (2 * q * q) + al / (2 * q2 * q2) + al / (2 * s * s) +
-                  al / (2 * cop * cop);
-        ck_assert_msg(fabs(p.rdp[i] - own[i]) <= 1e-12 * own[i], "order %g", al);
-    }
-    ck_assert_int_eq(pg_rdp_to_dp(p.orders, own, (size_t)p.norders, 1e-5, PG_RDP_CONV_IMPROVED,
-                                  &eps, NULL, NULL),
-                     PG_OK);
+    const double releases[] = {10, q, q2, s, cop};
+    double eps = pg_test_plan_curve(&p, rate, pg_spec_num(r, "privacy.noise_multiplier", 0), 20,
+                                    releases, 5);
     ck_assert_double_eq_tol(p.epsilon, eps, 1e-12 * eps);
     ck_assert_msg(eps <= 5.0 + 1e-9 && eps > 4.9, "epsilon %g", eps);
     pg_trainer *tr = train(r, &f);
-    unsigned char *bytes;
     size_t len;
-    ck_assert_int_eq(m->save(tr, &bytes, &len, NULL), PG_OK);
-    ck_assert(memmem(bytes, len, "\"independence\":1", 16) != NULL);
-    pg_test_checkpoint_round_trip(m, r, &in, bytes, len, 300, D, -1);
-    same_rows_live_and_loaded(m, tr, bytes, len);
+    unsigned char *bytes = pg_test_checked_checkpoint(m, tr, r, &in, D, "\"independence\":1", &len);
     /* A checkpoint whose independence is out of [0, 1] is refused. */
     unsigned char *at = memmem(bytes, len, "\"independence\":1", 16);
     at[15] = '7';
@@ -1065,10 +1049,7 @@ START_TEST(independence_by_default_at_small_epsilon)
      * plan's n 100: a class frequency's sd sqrt(2 3) 9 / sqrt(5) / 50 =
      * 0.20 > 0.03) keeps the generator's dependence and the old noises;
      * at 3000 rows it is 0.0066. */
-    f.desc.n = 100;
-    r = resolve("{\"privacy\": {\"epsilon\": 5}}", &f, &e);
-    f.desc.n = N;
-    ck_assert_ptr_nonnull(r);
+    r = resolve_at_n("{\"privacy\": {\"epsilon\": 5}}", &f, 100);
     ck_assert_double_eq(pg_spec_num(r, "calibration.independence", 0), 0.0);
     ck_assert_double_eq_tol(pg_spec_num(r, "calibration.noise_multiplier", 0), 20.0 / sqrt(5.0),
                             1e-12);
@@ -1076,10 +1057,7 @@ START_TEST(independence_by_default_at_small_epsilon)
     /* Few rows per encoded unit (200 / 5 < 50): independent even at
      * epsilon 1000 (sd sqrt(6) / 100 = 0.024 <= 0.03), where the noises
      * are the old ones (1 and 2) anyway. */
-    f.desc.n = 200;
-    r = resolve("{\"privacy\": {\"epsilon\": 1000}}", &f, &e);
-    f.desc.n = N;
-    ck_assert_ptr_nonnull(r);
+    r = resolve_at_n("{\"privacy\": {\"epsilon\": 1000}}", &f, 200);
     ck_assert_double_eq(pg_spec_num(r, "calibration.independence", 0), 1.0);
     ck_assert_double_eq(pg_spec_num(r, "calibration.noise_multiplier", 0), 1.0);
     ck_assert_double_eq(pg_spec_num(r, "encoding.quantile_noise", 0), 2.0);
@@ -1089,11 +1067,7 @@ START_TEST(independence_by_default_at_small_epsilon)
         "{\"privacy\": {\"epsilon\": 5}, \"calibration\": {\"independence\": -1}}",
         "{\"privacy\": {\"epsilon\": 5}, \"calibration\": {\"class_means\": false, "
         "\"independence\": 1}}"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        json_t *x = resolve(bad[i], &f, &e);
-        ck_assert_msg(x == NULL && e.count > 0, "accepted: %s", bad[i]);
-        ck_assert_str_eq(e.items[0].field, "calibration.independence");
-    }
+    refused(&f, bad, sizeof bad / sizeof bad[0], "calibration.independence", false);
     unmake(&f);
 }
 END_TEST
@@ -1174,15 +1148,7 @@ START_TEST(sub_bins_serve_point_masses_and_tails)
         val[k][0][cnt[k]] = av;
         val[k][1][cnt[k]++] = tv;
     }
-    pg_data_desc desc = {.n = n,
-                         .d = d,
-                         .ndim = 1,
-                         .shape = {d},
-                         .lo = (float)t->lo,
-                         .hi = (float)t->hi,
-                         .model = PG_PRIVACY_CENTRAL,
-                         .num_classes = 2,
-                         .table = t};
+    pg_data_desc desc = pg_test_table_desc(t, n, 2, 0, 0);
     pg_heads *h = NULL;
     ck_assert_int_eq(pg_heads_from_table(t, PG_HEADS_TAU, &h, NULL), PG_OK);
     pg_rng sec;
@@ -1286,15 +1252,7 @@ START_TEST(empty_class_map_is_warned)
         pg_table_encode_value(t, 1, &b, PG_TABLE_BOUNDS_REFUSE, x + i * d, NULL);
         lab[i] = i < 250 ? 0 : 1;
     }
-    pg_data_desc desc = {.n = n,
-                         .d = d,
-                         .ndim = 1,
-                         .shape = {d},
-                         .lo = (float)t->lo,
-                         .hi = (float)t->hi,
-                         .model = PG_PRIVACY_CENTRAL,
-                         .num_classes = 2,
-                         .table = t};
+    pg_data_desc desc = pg_test_table_desc(t, n, 2, 0, 0);
     json_t *rs = json_loads("{\"encoding\": {\"quantile_map\": true, \"quantile_noise\": 0.01, "
                             "\"quantile_sub\": 32, \"quantile_sub_noise\": 0.01}}",
                             0, NULL);
@@ -1341,6 +1299,68 @@ START_TEST(empty_class_map_is_warned)
 }
 END_TEST
 
+/* The quantile map's noise under the independence rule (defaults_table.c,
+ * PG_DEFAULTS_QMAP_INDEP; issue 28, eps39): dp_sinkhorn's map takes
+ * max(1, min(6.7 / sqrt(eps), 7.5 / eps)), so unchanged up to epsilon 1.25 (5.99 there),
+ * 1.5 at 5, 1 from 7.5 to 100 (from 100 on the old max(2, 6.7 / sqrt(eps)):
+ * independence_by_default_at_small_epsilon's 200 rows at 1000), and every plan meets its target
+ * with the steps taking what is left; a job's own value is kept; swd_gen
+ * (replace-one) keeps max(2, 6.7 / sqrt(eps)). The map then has 16 bins
+ * of 64 sub-bins (32 and 32 elsewhere). Fails on the old code (3.0 at epsilon 5, 32 bins). */
+START_TEST(map_noise_follows_one_over_epsilon)
+{
+    fixture f;
+    make(&f);
+    pg_job_data in = {.desc = &f.desc, .rows = &f.ds};
+    const pg_method *m = pg_method_find("dp_sinkhorn");
+    const double eps[] = {1.0, 1.25, 2.0, 5.0, 10.0, 50.0};
+    const double want[] = {6.7, 6.7 / sqrt(1.25), 3.75, 1.5, 1.0, 1.0};
+    for (size_t i = 0; i < sizeof eps / sizeof eps[0]; i++) {
+        char spec[96];
+        snprintf(spec, sizeof spec, "{\"privacy\": {\"epsilon\": %g}}", eps[i]);
+        pg_spec_errors e;
+        json_t *r = resolve(spec, &f, &e);
+        ck_assert_msg(r != NULL, "eps %g: %s: %s", eps[i], e.items[0].field, e.items[0].message);
+        ck_assert_double_eq(pg_spec_num(r, "calibration.independence", -1), 1.0);
+        ck_assert_msg(fabs(pg_spec_num(r, "encoding.quantile_noise", 0) - want[i]) < 1e-12,
+                      "eps %g: map noise %.17g, want %.17g", eps[i],
+                      pg_spec_num(r, "encoding.quantile_noise", 0), want[i]);
+        ck_assert_int_eq(pg_spec_int(r, "encoding.quantile_bins", 0), 16);
+        ck_assert_int_eq(pg_spec_int(r, "encoding.quantile_sub", 0), 64);
+        pg_privacy_plan p;
+        ck_assert_int_eq(m->plan(r, &in, &p, NULL), PG_OK);
+        ck_assert_msg(p.epsilon <= eps[i] * (1 + 1e-9) && p.epsilon > 0.98 * eps[i],
+                      "eps %g: plan %g", eps[i], p.epsilon);
+        json_decref(r);
+    }
+    pg_spec_errors e;
+    json_t *r =
+        resolve("{\"privacy\": {\"epsilon\": 5}, \"encoding\": {\"quantile_noise\": 3}}", &f, &e);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_double_eq(pg_spec_num(r, "encoding.quantile_noise", 0), 3.0);
+    json_decref(r);
+    r = pg_test_resolve(pg_method_find("swd_gen"), "{\"privacy\": {\"epsilon\": 5}}", &in, &e);
+    ck_assert_msg(r != NULL, "swd_gen: %s: %s", e.items[0].field, e.items[0].message);
+    ck_assert_double_eq(pg_spec_num(r, "calibration.independence", -1), 1.0);
+    ck_assert_double_eq_tol(pg_spec_num(r, "encoding.quantile_noise", 0), 6.7 / sqrt(5.0), 1e-12);
+    ck_assert_int_eq(pg_spec_int(r, "encoding.quantile_bins", PG_QMAP_DEFAULT_BINS), 32);
+    json_decref(r);
+    /* A job's own bins are kept; the generator's dependence (independence
+     * 0) keeps the old map: 32 bins, max(2, 10 / sqrt(eps)). */
+    r = resolve("{\"privacy\": {\"epsilon\": 5}, \"encoding\": {\"quantile_bins\": 40}}", &f, &e);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_int_eq(pg_spec_int(r, "encoding.quantile_bins", 0), 40);
+    json_decref(r);
+    r = resolve("{\"privacy\": {\"epsilon\": 5}, \"calibration\": {\"independence\": 0}}", &f, &e);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_int_eq(pg_spec_int(r, "encoding.quantile_bins", PG_QMAP_DEFAULT_BINS), 32);
+    ck_assert_int_eq(pg_spec_int(r, "encoding.quantile_sub", 0), 32);
+    ck_assert_double_eq_tol(pg_spec_num(r, "encoding.quantile_noise", 0), 10 / sqrt(5.0), 1e-12);
+    json_decref(r);
+    unmake(&f);
+}
+END_TEST
+
 static Suite *calib_table_suite(void)
 {
     Suite *s = suite_create("calib_table");
@@ -1360,6 +1380,7 @@ static Suite *calib_table_suite(void)
     tcase_add_test(tc, independence_by_default_at_small_epsilon);
     tcase_add_test(tc, sub_bins_serve_point_masses_and_tails);
     tcase_add_test(tc, empty_class_map_is_warned);
+    tcase_add_test(tc, map_noise_follows_one_over_epsilon);
     suite_add_tcase(s, tc);
     return s;
 }

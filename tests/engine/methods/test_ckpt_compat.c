@@ -21,10 +21,6 @@
 #include "support/pg_method_test.h"
 #include "support/pg_test.h"
 
-#ifndef PRIVGEN_SOURCE_DIR_DEFAULT /* set by tests/CMakeLists.txt */
-#define PRIVGEN_SOURCE_DIR_DEFAULT "."
-#endif
-
 /* Laplace-privatized local rows (epsilon 5, l1 sensitivity 2). */
 static void make_local(pg_dataset *ds, pg_data_desc *desc)
 {
@@ -67,8 +63,7 @@ START_TEST(old_checkpoints_restore_and_save_the_same_bytes)
 {
     /* The fixtures live in the source tree: ctest names it in the
      * environment, and the build compiles it in for runs by hand. */
-    const char *src = getenv("PRIVGEN_SOURCE_DIR");
-    if (!src || !*src) src = PRIVGEN_SOURCE_DIR_DEFAULT;
+    const char *src = pg_test_source_dir();
     pg_dataset ds;
     pg_data_desc desc;
     if (CASES[_i].local)
