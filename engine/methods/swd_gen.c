@@ -592,6 +592,15 @@ static int gen_save(pg_trainer *t, unsigned char **bytes, size_t *len, pg_error 
         json_decref(extra);
         extra = NULL;
     }
+    /* The sub-bins' release (charged in the plan, qmap_spec.h), only when on. */
+    if (extra && g->priv.qmap_noise > 0.0 && g->gen.qmap && g->gen.qmap->sub &&
+        (json_object_set_new(json_object_get(extra, "privacy"), "quantile_sub",
+                             json_integer((json_int_t)g->gen.qmap->sub)) ||
+         json_object_set_new(json_object_get(extra, "privacy"), "quantile_sub_noise",
+                             json_real(g->gen.qmap->sub_noise)))) {
+        json_decref(extra);
+        extra = NULL;
+    }
     /* The kept releases: a resume reuses them, it never releases again. */
     size_t made = (size_t)g->releases, nt = g->pool_cap && made ? 2 : 0, nc = 0;
     pg_ckpt_tensor more[5] = {
