@@ -995,14 +995,8 @@ static int dps_save(pg_trainer *t, unsigned char **bytes, size_t *len, pg_error 
         json_decref(extra);
         extra = NULL;
     }
-    /* The sub-bins' release is charged in the plan too (qmap_spec.h): its
-     * S and noise are listed with the map's, only when on, so checkpoints
-     * without sub-bins keep their bytes. */
-    if (extra && g->qmapped && g->gen.qmap && g->gen.qmap->sub &&
-        (json_object_set_new(json_object_get(extra, "privacy"), "quantile_sub",
-                             json_integer((json_int_t)g->gen.qmap->sub)) ||
-         json_object_set_new(json_object_get(extra, "privacy"), "quantile_sub_noise",
-                             json_real(g->gen.qmap->sub_noise)))) {
+    /* The sub-bins' release is charged in the plan too (qmap_spec.h). */
+    if (extra && g->qmapped && pg_qmap_spec_save_sub(json_object_get(extra, "privacy"), &g->gen)) {
         json_decref(extra);
         extra = NULL;
     }

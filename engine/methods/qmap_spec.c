@@ -150,6 +150,16 @@ size_t pg_qmap_spec_cdf_len(const json_t *r, const pg_data_desc *desc)
     return len;
 }
 
+int pg_qmap_spec_save_sub(json_t *privacy, const pg_generator *gen)
+{
+    if (!gen->qmap || !gen->qmap->sub) return 0;
+    if (!json_is_object(privacy) ||
+        json_object_set_new(privacy, "quantile_sub", json_integer((json_int_t)gen->qmap->sub)) ||
+        json_object_set_new(privacy, "quantile_sub_noise", json_real(gen->qmap->sub_noise)))
+        return -1;
+    return 0;
+}
+
 int pg_qmap_spec_restore(const json_t *r, const pg_data_desc *desc, const json_t *extra,
                          pg_generator *gen, pg_error *err)
 {

@@ -122,6 +122,12 @@ int pg_qmap_spec_release_classes(const json_t *r, const pg_data_desc *desc, pg_r
                                  pg_error *err);
 /* Values per class of that layout (0 without a typed table). */
 size_t pg_qmap_spec_cdf_len(const json_t *r, const pg_data_desc *desc);
+/* Save: lists the map's sub-bins release (quantile_sub, quantile_sub_noise)
+ * in a checkpoint's privacy object when gen's map has sub-bins (nothing
+ * otherwise, so checkpoints without them keep their bytes). 0 on success,
+ * -1 when privacy is not an object or jansson runs out of memory (the
+ * caller drops the whole checkpoint description). */
+int pg_qmap_spec_save_sub(json_t *privacy, const pg_generator *gen);
 /* Restore: the checkpoint's privacy.quantile_noise (which the method's save
  * writes when on) must match the spec (PG_EPRIVACY); the map is read back
  * from the saved generator description (PG_EFORMAT when missing or

@@ -592,12 +592,9 @@ static int gen_save(pg_trainer *t, unsigned char **bytes, size_t *len, pg_error 
         json_decref(extra);
         extra = NULL;
     }
-    /* The sub-bins' release (charged in the plan, qmap_spec.h), only when on. */
-    if (extra && g->priv.qmap_noise > 0.0 && g->gen.qmap && g->gen.qmap->sub &&
-        (json_object_set_new(json_object_get(extra, "privacy"), "quantile_sub",
-                             json_integer((json_int_t)g->gen.qmap->sub)) ||
-         json_object_set_new(json_object_get(extra, "privacy"), "quantile_sub_noise",
-                             json_real(g->gen.qmap->sub_noise)))) {
+    /* The sub-bins' release (charged in the plan, qmap_spec.h). */
+    if (extra && g->priv.qmap_noise > 0.0 &&
+        pg_qmap_spec_save_sub(json_object_get(extra, "privacy"), &g->gen)) {
         json_decref(extra);
         extra = NULL;
     }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/checkpoint/checkpoint.h"
 #include "engine/data/dataset.h"
 #include "engine/methods/method.h"
 #include "engine/privacy/privacy.h"
@@ -217,6 +218,42 @@ static inline void pg_test_local_laplace_2d(float *x, size_t n, float lo, float 
                            .epsilon = 5,
                            .sensitivity = 2.0,
                            .noise_scale = 0.4};
+}
+
+/* A checkpoint's privacy object (under the header's generator-description
+ * member, where the methods' save writes it) checked against the sub-bins
+ * of the resolved spec r: quantile_sub and quantile_sub_noise equal the
+ * spec's when it has sub-bins (S >= 2; a spec without quantile_sub_noise
+ * means twice the map's noise, qmap_spec.h), absent otherwise;
+ * quantile_noise equals encoding.quantile_noise. */
+static inline void pg_test_ckpt_privacy_sub(const unsigned char *bytes, size_t len, const json_t *r)
+{
+    pg_ckpt ck;
+    ck_assert_int_eq(pg_ckpt_decode(bytes, len, &ck, NULL), PG_OK);
+    json_t *h = json_loads(ck.header, 0, NULL);
+    ck_assert_ptr_nonnull(h);
+    const json_t *priv = json_object_get(h, "privacy"), *v;
+    const char *key;
+    json_object_foreach(h, key, v) if (!priv && json_object_get(v, "privacy")) priv =
+        json_object_get(v, "privacy");
+    ck_assert_ptr_nonnull(priv);
+    const json_t *enc = json_object_get(r, "encoding");
+    double q = json_number_value(json_object_get(enc, "quantile_noise"));
+    json_int_t S = json_integer_value(json_object_get(enc, "quantile_sub"));
+    ck_assert_double_eq_tol(json_number_value(json_object_get(priv, "quantile_noise")), q,
+                            1e-12 * q);
+    if (S >= 2) {
+        const json_t *js2 = json_object_get(enc, "quantile_sub_noise");
+        double s2 = json_is_number(js2) ? json_number_value(js2) : 2.0 * q;
+        ck_assert_int_eq(json_integer_value(json_object_get(priv, "quantile_sub")), S);
+        ck_assert_double_eq_tol(json_number_value(json_object_get(priv, "quantile_sub_noise")), s2,
+                                1e-12 * s2);
+    } else {
+        ck_assert_ptr_null(json_object_get(priv, "quantile_sub"));
+        ck_assert_ptr_null(json_object_get(priv, "quantile_sub_noise"));
+    }
+    json_decref(h);
+    pg_ckpt_free(&ck);
 }
 
 #endif

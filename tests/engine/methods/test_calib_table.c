@@ -944,24 +944,9 @@ START_TEST(quantile_rule_in_dp_sinkhorn)
     }
     /* the checkpoint's privacy object lists the sub-bins' release next to
      * the map's (the plan charged both): S = 32, s2 = 8 */
-    {
-        pg_ckpt ck;
-        ck_assert_int_eq(pg_ckpt_decode(bytes, len, &ck, NULL), PG_OK);
-        json_t *h = json_loads(ck.header, 0, NULL);
-        ck_assert_ptr_nonnull(h);
-        const json_t *priv = NULL;
-        const char *key;
-        json_t *v;
-        json_object_foreach(h, key, v) if (json_object_get(v, "privacy")) priv =
-            json_object_get(v, "privacy");
-        if (!priv) priv = json_object_get(h, "privacy");
-        ck_assert_ptr_nonnull(priv);
-        ck_assert_double_eq(json_number_value(json_object_get(priv, "quantile_noise")), 4);
-        ck_assert_int_eq(json_integer_value(json_object_get(priv, "quantile_sub")), 32);
-        ck_assert_double_eq(json_number_value(json_object_get(priv, "quantile_sub_noise")), 8);
-        json_decref(h);
-        pg_ckpt_free(&ck);
-    }
+    ck_assert_int_eq(pg_spec_int(r, "encoding.quantile_sub", 0), 32);
+    ck_assert_double_eq(pg_spec_num(r, "encoding.quantile_noise", 0), 4);
+    pg_test_ckpt_privacy_sub(bytes, len, r);
     /* the sub-bins were charged and released under S = 32, s2 = 8: other
      * values (or none) are refused */
     const char *subs[] = {"\"quantile_sub\": 16", "\"quantile_sub\": 0",

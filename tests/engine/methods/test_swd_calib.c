@@ -297,6 +297,9 @@ START_TEST(checkpoints_round_trip)
     ck_assert_int_eq(pg_ckpt_decode(bytes, len, &ck, NULL), PG_OK);
     ck_assert_ptr_nonnull(strstr(ck.header, "\"numeric\":\"quantile\""));
     ck_assert_ptr_nonnull(strstr(ck.header, "\"version\":1"));
+    /* the sub-bins' release is listed with the map's */
+    ck_assert_int_ge(pg_spec_int(r, "encoding.quantile_sub", 0), 2);
+    pg_test_ckpt_privacy_sub(bytes, len, r);
     /* Epsilon 40 on this table: the defaults' independence 1 travels. */
     ck_assert_ptr_nonnull(strstr(ck.header, "\"independence\":1"));
     ck_assert_ptr_nonnull(pg_ckpt_find(&ck, "calibration.means"));
