@@ -288,6 +288,9 @@ typedef struct ck_write {
     const char *id;
     int rc, held;
     pg_error e;
+    PGconn *stall, *mon; /* the stalling side session; a monitor */
+    long long charges;   /* the job's ledger rows before the write */
+    pthread_t th;
 } ck_write;
 
 static void *ck_write_fn(void *arg)
@@ -307,6 +310,34 @@ static long long ledger_rows(PGconn *c, const char *id)
     long long n = atoll(PQgetvalue(r, 0, 0));
     PQclear(r);
     return n;
+}
+
+/* Starts w's write (w->db, w->id set) behind a side session's uncommitted
+ * chunk of the same key, so that it waits until w->stall rolls back; the
+ * job has its one ledger charge. The chunks' foreign key is deferred: the
+ * side session's chunk needs no checkpoint row, and never commits. */
+static void ck_write_stalled(ck_write *w)
+{
+    w->stall = side();
+    w->mon = side();
+    w->charges = ledger_rows(w->mon, w->id);
+    ck_assert_int_eq(w->charges, 1);
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO checkpoint_chunks(job_id, step, i, data) VALUES ('%s', 5, 0, '\\x00')",
+             w->id);
+    exec_ok(w->stall, "BEGIN");
+    exec_ok(w->stall, sql);
+    ck_assert_int_eq(pthread_create(&w->th, NULL, ck_write_fn, w), 0);
+}
+
+/* Lets w's write go on (the side session rolls back and closes) and waits
+ * for it; w->mon stays open for the caller's checks. */
+static void ck_write_finish(ck_write *w)
+{
+    exec_ok(w->stall, "ROLLBACK");
+    pthread_join(w->th, NULL);
+    PQfinish(w->stall);
 }
 
 /* Like run_jobs for one job, admitted with a plan that charges the ledger
@@ -352,17 +383,9 @@ START_TEST(slow_checkpoint_write_keeps_its_lease)
     hold_and_beat(m, rows, 1, CK_LEASE_S, &j);
     pg_error e = {0};
 
-    PGconn *stall = side(), *mon = side();
-    long long charges = ledger_rows(mon, "job_ck_slow");
-    ck_assert_int_eq(charges, 1);
-    /* The chunks' foreign key is deferred: the side session's chunk needs no
-     * checkpoint row, and never commits. */
-    exec_ok(stall, "BEGIN");
-    exec_ok(stall, "INSERT INTO checkpoint_chunks(job_id, step, i, data) "
-                   "VALUES ('job_ck_slow', 5, 0, '\\x00')");
     ck_write w = {.db = db, .id = "job_ck_slow"};
-    pthread_t th;
-    ck_assert_int_eq(pthread_create(&th, NULL, ck_write_fn, &w), 0);
+    ck_write_stalled(&w);
+    PGconn *mon = w.mon;
     long long start = (long long)time(NULL);
     while ((long long)time(NULL) < start + CK_STALL_S) {
         pg_job_row *r = NULL;
@@ -383,8 +406,7 @@ START_TEST(slow_checkpoint_write_keeps_its_lease)
                       now);
         nap_ms(250);
     }
-    exec_ok(stall, "ROLLBACK");
-    pthread_join(th, NULL);
+    ck_write_finish(&w);
     ck_assert_msg(w.rc == PG_OK, "the slow write failed: %s", w.e.msg);
     ck_assert_msg(w.held, "the slow write was refused");
     pg_ckpt_row *ck = NULL;
@@ -397,9 +419,8 @@ START_TEST(slow_checkpoint_write_keeps_its_lease)
     ck_assert_uint_eq(m->lease_losses, 0);
     ck_assert_int_eq(j->lost, 0);
     pthread_mutex_unlock(&m->mu);
-    ck_assert_int_eq(ledger_rows(mon, "job_ck_slow"), charges);
+    ck_assert_int_eq(ledger_rows(mon, "job_ck_slow"), w.charges);
     pg_jobs_lease_stop(m);
-    PQfinish(stall);
     PQfinish(mon);
     pg_jobs_destroy(m);
     pg_db_close(db);
@@ -414,20 +435,12 @@ START_TEST(checkpoint_write_after_a_takeover_is_refused)
     pg_job_row *row;
     run_charged(db, "ds_ckl", "job_ck_lost", "w:ck", 1, &row);
     pg_job_rows_free(row, 1);
-    PGconn *stall = side(), *mon = side();
-    long long charges = ledger_rows(mon, "job_ck_lost");
-    ck_assert_int_eq(charges, 1);
-    exec_ok(stall, "BEGIN");
-    exec_ok(stall, "INSERT INTO checkpoint_chunks(job_id, step, i, data) "
-                   "VALUES ('job_ck_lost', 5, 0, '\\x00')");
     ck_write x = {.db = db, .id = "job_ck_lost"};
-    pthread_t th;
-    ck_assert_int_eq(pthread_create(&th, NULL, ck_write_fn, &x), 0);
+    ck_write_stalled(&x);
     /* The lease (1 s) runs out; another node takes the job over. */
     nap_ms(2500);
     pg_test_job_claim(db, "w:new", "job_ck_lost");
-    exec_ok(stall, "ROLLBACK");
-    pthread_join(th, NULL);
+    ck_write_finish(&x);
     ck_assert_msg(x.rc == PG_OK, "%s", x.e.msg);
     ck_assert_int_eq(x.held, 0);
     pg_ckpt_row *ck = NULL;
@@ -436,9 +449,8 @@ START_TEST(checkpoint_write_after_a_takeover_is_refused)
     ck_assert_msg(pg_db_ckpt_list(db, "job_ck_lost", &ck, &n, &e) == PG_OK, "%s", e.msg);
     ck_assert_uint_eq(n, 0);
     free(ck);
-    ck_assert_int_eq(ledger_rows(mon, "job_ck_lost"), charges);
-    PQfinish(stall);
-    PQfinish(mon);
+    ck_assert_int_eq(ledger_rows(x.mon, "job_ck_lost"), x.charges);
+    PQfinish(x.mon);
     pg_db_close(db);
 }
 END_TEST
