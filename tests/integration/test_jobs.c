@@ -578,70 +578,6 @@ START_TEST(sse_delivers_progress_and_completion)
 }
 END_TEST
 
-typedef struct sse_client {
-    char url[256], auth[160];
-    pg_resp buf;
-    CURLcode rc;
-} sse_client;
-
-static void *sse_thread(void *arg)
-{
-    sse_client *c = arg;
-    CURL *h = curl_easy_init();
-    struct curl_slist *hl = curl_slist_append(NULL, c->auth);
-    curl_easy_setopt(h, CURLOPT_URL, c->url);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, pg_itest_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &c->buf);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
-    c->rc = curl_easy_perform(h);
-    curl_slist_free_all(hl);
-    curl_easy_cleanup(h);
-    return NULL;
-}
-
-START_TEST(shutdown_ends_event_streams)
-{
-    /* SIGTERM with a stream open on a running job: the stream ends cleanly
-     * without a `done` event and the server exits 0 (the job stays running
-     * and resumes on the next start). */
-    pg_srv s;
-    pg_test_srv_start(&s, NULL);
-    char ds[64], job[64], body[512];
-    make_local(&s, 200, ds);
-    job_body(body, sizeof body, ds, 10000000, 1000000);
-    submit(&s, body, job);
-    json_decref(poll_job(&s, job, NULL, 2));
-    sse_client c;
-    memset(&c, 0, sizeof c);
-    snprintf(c.url, sizeof c.url, "http://127.0.0.1:%u/v1/jobs/%s/events", s.port, job);
-    snprintf(c.auth, sizeof c.auth, "Authorization: Bearer %s", s.admin);
-    pthread_t th;
-    pthread_create(&th, NULL, sse_thread, &c);
-    pg_sleep_ms(500);
-    ck_assert_int_eq(pg_srv_stop(&s), 0);
-    pthread_join(th, NULL);
-    ck_assert_int_eq(c.rc, CURLE_OK);
-    ck_assert_ptr_nonnull(c.buf.body);
-    ck_assert_int_ge(count(c.buf.body, "event: progress\n"), 1);
-    ck_assert_int_eq(count(c.buf.body, "event: done\n"), 0);
-    free(c.buf.body);
-    ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
-    char path[128];
-    snprintf(path, sizeof path, "/v1/jobs/%s", job);
-    pg_resp r;
-    req(&s, "GET", path, NULL, &r);
-    ck_assert_str_eq(json_string_value(json_object_get(r.json, "status")), "running");
-    pg_resp_free(&r);
-    snprintf(path, sizeof path, "/v1/jobs/%s/cancel", job);
-    req(&s, "POST", path, NULL, &r);
-    ck_assert_int_eq(r.status, 202);
-    pg_resp_free(&r);
-    json_decref(poll_job(&s, job, "cancelled", 0));
-    pg_test_srv_end(&s);
-}
-END_TEST
-
 /* A stream read by another thread: the body so far under a lock. */
 typedef struct sse_watch {
     pthread_mutex_t mu;
@@ -664,6 +600,7 @@ static double mono_now(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* An event stream read by its own thread (curl gives up after 90 s). */
 typedef struct sse_run {
     char url[256], auth[160];
     sse_watch w;
@@ -687,6 +624,50 @@ static void *sse_run_thread(void *arg)
     curl_easy_cleanup(h);
     return NULL;
 }
+
+START_TEST(shutdown_ends_event_streams)
+{
+    /* SIGTERM with a stream open on a running job: the stream ends cleanly
+     * without a `done` event and the server exits 0 (the job stays running
+     * and resumes on the next start). */
+    pg_srv s;
+    pg_test_srv_start(&s, NULL);
+    char ds[64], job[64], body[512];
+    make_local(&s, 200, ds);
+    job_body(body, sizeof body, ds, 10000000, 1000000);
+    submit(&s, body, job);
+    json_decref(poll_job(&s, job, NULL, 2));
+    sse_run c;
+    memset(&c, 0, sizeof c);
+    pthread_mutex_init(&c.w.mu, NULL);
+    snprintf(c.url, sizeof c.url, "http://127.0.0.1:%u/v1/jobs/%s/events", s.port, job);
+    snprintf(c.auth, sizeof c.auth, "Authorization: Bearer %s", s.admin);
+    pthread_t th;
+    pthread_create(&th, NULL, sse_run_thread, &c);
+    pg_sleep_ms(500);
+    ck_assert_int_eq(pg_srv_stop(&s), 0);
+    pthread_join(th, NULL);
+    pthread_mutex_destroy(&c.w.mu);
+    ck_assert_int_eq(c.rc, CURLE_OK);
+    ck_assert_ptr_nonnull(c.w.buf.body);
+    ck_assert_int_ge(count(c.w.buf.body, "event: progress\n"), 1);
+    ck_assert_int_eq(count(c.w.buf.body, "event: done\n"), 0);
+    free(c.w.buf.body);
+    ck_assert_int_eq(pg_srv_start(&s, NULL), 0);
+    char path[128];
+    snprintf(path, sizeof path, "/v1/jobs/%s", job);
+    pg_resp r;
+    req(&s, "GET", path, NULL, &r);
+    ck_assert_str_eq(json_string_value(json_object_get(r.json, "status")), "running");
+    pg_resp_free(&r);
+    snprintf(path, sizeof path, "/v1/jobs/%s/cancel", job);
+    req(&s, "POST", path, NULL, &r);
+    ck_assert_int_eq(r.status, 202);
+    pg_resp_free(&r);
+    json_decref(poll_job(&s, job, "cancelled", 0));
+    pg_test_srv_end(&s);
+}
+END_TEST
 
 /* A stream is authorized for as long as it lasts: revoking its token (here
  * through the API, by the token itself) ends it within a few seconds with a
