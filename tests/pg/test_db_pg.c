@@ -14,6 +14,7 @@
 
 #include "engine/core/alloc.h"
 #include "engine/privacy/privacy.h"
+#include "pg/pgtest_conn.h"
 #include "pg/pgtest_env.h"
 #include "service/store/db.h"
 #include "service/ledger.h"
@@ -31,16 +32,8 @@ static pg_db *open_db(const char *uri)
     return db;
 }
 
-/* A side connection (the test's own, not the pool's) for inspection and
- * sabotage. */
-static PGconn *side(void)
-{
-    PGconn *c = PQconnectdb(pgt_uri());
-    ck_assert_msg(PQstatus(c) == CONNECTION_OK, "%s", PQerrorMessage(c));
-    PQclear(PQexec(c, "SET client_min_messages = warning"));
-    return c;
-}
-
+/* The one value of a query on a side connection (pgtest_conn.h: the test's
+ * own, not the pool's, for inspection and sabotage). */
 static long long scalar(PGconn *c, const char *sql)
 {
     PGresult *r = PQexec(c, sql);
@@ -50,23 +43,15 @@ static long long scalar(PGconn *c, const char *sql)
     return v;
 }
 
-static void exec_ok(PGconn *c, const char *sql)
-{
-    PGresult *r = PQexec(c, sql);
-    ck_assert_msg(PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK,
-                  "%s: %s", sql, PQresultErrorMessage(r));
-    PQclear(r);
-}
-
 /* A fresh database of the cluster, for tests of the schema itself. */
 static void fresh_db(const char *name, char *uri, size_t cap)
 {
-    PGconn *c = side();
+    PGconn *c = pgt_side();
     char sql[160];
     snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS %s", name);
-    exec_ok(c, sql);
+    pgt_exec_ok(c, sql);
     snprintf(sql, sizeof sql, "CREATE DATABASE %s", name);
-    exec_ok(c, sql);
+    pgt_exec_ok(c, sql);
     PQfinish(c);
     const char *base = pgt_uri();
     const char *slash = strrchr(base, '/');
@@ -137,7 +122,7 @@ START_TEST(concurrent_opens_migrate_once)
     /* A newer schema is refused, untouched. */
     char sql[96];
     snprintf(sql, sizeof sql, "UPDATE schema_version SET version = %ld", v0 + 1);
-    exec_ok(c, sql);
+    pgt_exec_ok(c, sql);
     pg_db *db = NULL;
     pg_error e = {0};
     ck_assert_int_eq(pg_db_open(uri, NULL, &db, &e), PG_ENOTSUP);
@@ -161,10 +146,11 @@ START_TEST(version_1_database_migrates_forward)
     pg_db_close(db);
     PGconn *c = PQconnectdb(uri);
     ck_assert_msg(PQstatus(c) == CONNECTION_OK, "%s", PQerrorMessage(c));
-    exec_ok(c, "DROP TABLE job_history; UPDATE schema_version SET version = 1");
+    pgt_exec_ok(c, "DROP TABLE job_history; UPDATE schema_version SET version = 1");
     /* running and leased by nobody, as after a crash: claimable */
-    exec_ok(c, "INSERT INTO jobs(id, tenant_id, dataset_id, status, spec, created_at, updated_at)"
-               " VALUES ('job_v1', 't1', 'ds_v1', 'running', '{}', 1, 2)");
+    pgt_exec_ok(c,
+                "INSERT INTO jobs(id, tenant_id, dataset_id, status, spec, created_at, updated_at)"
+                " VALUES ('job_v1', 't1', 'ds_v1', 'running', '{}', 1, 2)");
     db = open_db(uri);
     int v = 0;
     ck_assert_int_eq(pg_db_schema_version(db, &v, NULL), PG_OK);
@@ -203,15 +189,17 @@ START_TEST(version_1_tokens_migrate_forward)
     pg_db *db = open_db(uri);
     pg_db_close(db);
     PGconn *c = PQconnectdb(uri);
-    exec_ok(c, "DROP INDEX tokens_tenant");
-    exec_ok(c, "ALTER TABLE tokens DROP COLUMN seq, DROP COLUMN expires_at, DROP COLUMN revoked_at,"
-               " DROP COLUMN last_used_at");
-    exec_ok(c, "DROP TABLE job_history"); /* version 2 (job histories) */
-    exec_ok(c, "UPDATE schema_version SET version = 1");
-    exec_ok(c, "INSERT INTO tenants VALUES ('ten_old', 1700000000)");
-    exec_ok(c, "INSERT INTO tokens(id, tenant_id, scope, hash, created_at, revoked) VALUES"
-               " ('tok_a', 'ten_old', 'admin', decode(repeat('ab', 32), 'hex'), 1700000001, false),"
-               " ('tok_b', 'ten_old', 'read', decode(repeat('cd', 32), 'hex'), 1700000002, true)");
+    pgt_exec_ok(c, "DROP INDEX tokens_tenant");
+    pgt_exec_ok(
+        c, "ALTER TABLE tokens DROP COLUMN seq, DROP COLUMN expires_at, DROP COLUMN revoked_at,"
+           " DROP COLUMN last_used_at");
+    pgt_exec_ok(c, "DROP TABLE job_history"); /* version 2 (job histories) */
+    pgt_exec_ok(c, "UPDATE schema_version SET version = 1");
+    pgt_exec_ok(c, "INSERT INTO tenants VALUES ('ten_old', 1700000000)");
+    pgt_exec_ok(
+        c, "INSERT INTO tokens(id, tenant_id, scope, hash, created_at, revoked) VALUES"
+           " ('tok_a', 'ten_old', 'admin', decode(repeat('ab', 32), 'hex'), 1700000001, false),"
+           " ('tok_b', 'ten_old', 'read', decode(repeat('cd', 32), 'hex'), 1700000002, true)");
     db = open_db(uri);
     int v = 0;
     ck_assert_int_eq(pg_db_schema_version(db, &v, NULL), PG_OK);
@@ -351,7 +339,7 @@ START_TEST(failed_appends_leave_nothing)
     pg_error e = {0};
     int64_t n = 0;
     ck_assert_int_eq(append_rows(db, "ds_fail", 10, 0, 50, 0, 100, &n, &e), PG_OK);
-    PGconn *c = side();
+    PGconn *c = pgt_side();
     long long chunks0 = scalar(c, "SELECT count(*) FROM row_chunks");
     /* Over max_rows: refused, nothing stored. */
     ck_assert_int_eq(append_rows(db, "ds_fail", 10, 50, 51, 0, 100, &n, &e), PG_ERANGE);
@@ -391,17 +379,17 @@ START_TEST(append_commit_conflicts_are_rerun)
 {
     pg_db *db = open_db(pgt_uri());
     make_dataset(db, "ds_ser", 3);
-    PGconn *c = side();
-    exec_ok(c, "CREATE SEQUENCE ser_calls");
-    exec_ok(c, "CREATE TABLE ser_budget(n int NOT NULL)");
-    exec_ok(c, "INSERT INTO ser_budget VALUES (2)");
-    exec_ok(c, "CREATE FUNCTION ser_fault() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-               "IF nextval('ser_calls') <= (SELECT n FROM ser_budget) THEN "
-               "RAISE EXCEPTION 'injected' USING ERRCODE = 'serialization_failure'; END IF; "
-               "RETURN NULL; END $$");
-    exec_ok(c, "CREATE CONSTRAINT TRIGGER ser_fault AFTER INSERT ON row_blocks DEFERRABLE "
-               "INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.dataset_id = 'ds_ser') "
-               "EXECUTE FUNCTION ser_fault()");
+    PGconn *c = pgt_side();
+    pgt_exec_ok(c, "CREATE SEQUENCE ser_calls");
+    pgt_exec_ok(c, "CREATE TABLE ser_budget(n int NOT NULL)");
+    pgt_exec_ok(c, "INSERT INTO ser_budget VALUES (2)");
+    pgt_exec_ok(c, "CREATE FUNCTION ser_fault() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                   "IF nextval('ser_calls') <= (SELECT n FROM ser_budget) THEN "
+                   "RAISE EXCEPTION 'injected' USING ERRCODE = 'serialization_failure'; END IF; "
+                   "RETURN NULL; END $$");
+    pgt_exec_ok(c, "CREATE CONSTRAINT TRIGGER ser_fault AFTER INSERT ON row_blocks DEFERRABLE "
+                   "INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.dataset_id = 'ds_ser') "
+                   "EXECUTE FUNCTION ser_fault()");
     long long chunks0 = scalar(c, "SELECT count(*) FROM row_chunks");
     pg_error e = {0};
     int64_t n = 0;
@@ -424,8 +412,8 @@ START_TEST(append_commit_conflicts_are_rerun)
     pg_block_free(&all);
 
     /* It never stops failing: a bounded number of attempts, then busy. */
-    exec_ok(c, "UPDATE ser_budget SET n = 1000000");
-    exec_ok(c, "ALTER SEQUENCE ser_calls RESTART WITH 1");
+    pgt_exec_ok(c, "UPDATE ser_budget SET n = 1000000");
+    pgt_exec_ok(c, "ALTER SEQUENCE ser_calls RESTART WITH 1");
     rc = append_rows(db, "ds_ser", 3, 20, 5, 0, 1000, &n, &e);
     ck_assert_msg(rc == PG_EUNAVAIL, "rc %d: %s", rc, e.msg);
     long long calls = scalar(c, "SELECT last_value FROM ser_calls");
@@ -433,10 +421,10 @@ START_TEST(append_commit_conflicts_are_rerun)
     ck_assert_int_eq(dataset_n(db, "ds_ser"), 20);
     ck_assert_int_eq(scalar(c, "SELECT count(*) FROM row_blocks WHERE dataset_id = 'ds_ser'"), 1);
     ck_assert_int_eq(scalar(c, "SELECT count(*) FROM row_chunks"), chunks0 + 1);
-    exec_ok(c, "DROP TRIGGER ser_fault ON row_blocks");
-    exec_ok(c, "DROP FUNCTION ser_fault()");
-    exec_ok(c, "DROP TABLE ser_budget");
-    exec_ok(c, "DROP SEQUENCE ser_calls");
+    pgt_exec_ok(c, "DROP TRIGGER ser_fault ON row_blocks");
+    pgt_exec_ok(c, "DROP FUNCTION ser_fault()");
+    pgt_exec_ok(c, "DROP TABLE ser_budget");
+    pgt_exec_ok(c, "DROP SEQUENCE ser_calls");
     PQfinish(c);
     pg_db_close(db);
 }
@@ -461,7 +449,7 @@ START_TEST(open_appenders_hold_no_connection)
     pg_error e = {0};
     int64_t n = 0;
     ck_assert_int_eq(append_rows(db, "ds_kill", 784, 0, 100, 0, 1000000, &n, &e), PG_OK);
-    PGconn *c = side();
+    PGconn *c = pgt_side();
     long long chunks0 = scalar(c, "SELECT count(*) FROM row_chunks");
     enum { K = 24 }; /* above the pool's 20 */
     pg_db_append *a[K];
@@ -475,8 +463,8 @@ START_TEST(open_appenders_hold_no_connection)
     ck_assert_int_eq(scalar(c, "SELECT count(*) FROM row_chunks"), chunks0);
     /* Other calls are served while all K are open. */
     ck_assert_int_eq(dataset_n(db, "ds_kill"), 100);
-    exec_ok(c, "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE datname = "
-               "current_database() AND application_name = 'privgend'");
+    pgt_exec_ok(c, "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE datname = "
+                   "current_database() AND application_name = 'privgend'");
     for (int i = 1; i < K; i++) pg_db_append_abort(a[i]);
     int found;
     int64_t rows, nn;
@@ -501,16 +489,16 @@ START_TEST(corruption_is_detected)
     pg_error e = {0};
     int64_t n;
     ck_assert_int_eq(append_rows(db, "ds_bad", 4, 0, 20, 1, 1000, &n, &e), PG_OK);
-    PGconn *c = side();
+    PGconn *c = pgt_side();
     /* Flip one byte of the payload: same length, other content. */
-    exec_ok(c, "UPDATE row_chunks SET data = set_byte(data, 5, get_byte(data, 5) # 1) "
-               "WHERE block_id = (SELECT id FROM row_blocks WHERE dataset_id = 'ds_bad')");
+    pgt_exec_ok(c, "UPDATE row_chunks SET data = set_byte(data, 5, get_byte(data, 5) # 1) "
+                   "WHERE block_id = (SELECT id FROM row_blocks WHERE dataset_id = 'ds_bad')");
     pg_block b;
     int labeled;
     ck_assert_int_eq(pg_db_rows_load(db, "ds_bad", 4, 1 << 20, &b, &labeled, &e), PG_EFORMAT);
     /* Truncated. */
-    exec_ok(c, "UPDATE row_chunks SET data = substring(data from 1 for 10) "
-               "WHERE block_id = (SELECT id FROM row_blocks WHERE dataset_id = 'ds_bad')");
+    pgt_exec_ok(c, "UPDATE row_chunks SET data = substring(data from 1 for 10) "
+                   "WHERE block_id = (SELECT id FROM row_blocks WHERE dataset_id = 'ds_bad')");
     ck_assert_int_eq(pg_db_rows_load(db, "ds_bad", 4, 1 << 20, &b, &labeled, &e), PG_EFORMAT);
 
     unsigned char ck[100];
@@ -518,8 +506,8 @@ START_TEST(corruption_is_detected)
     uint32_t crc = (uint32_t)crc32(0L, ck, 100);
     pg_test_job_run(db, "t1", "ds_bad", "job_bad", "w:1");
     ck_assert_int_eq(pg_test_ckpt_put(db, "job_bad", "w:1", 3, ck, 100, crc), PG_OK);
-    exec_ok(c,
-            "UPDATE checkpoint_chunks SET data = set_byte(data, 50, 0) WHERE job_id = 'job_bad'");
+    pgt_exec_ok(
+        c, "UPDATE checkpoint_chunks SET data = set_byte(data, 50, 0) WHERE job_id = 'job_bad'");
     unsigned char *out = NULL;
     size_t len;
     int found;
@@ -571,7 +559,7 @@ START_TEST(checkpoints_round_trip)
     ck_assert_uint_eq(olen, 64);
     ck_assert(!memcmp(out, b + 1, 64));
     free(out);
-    PGconn *c = side();
+    PGconn *c = pgt_side();
     ck_assert_int_eq(scalar(c, "SELECT count(*) FROM checkpoint_chunks WHERE job_id = 'job_ck' "
                                "AND step = 10"),
                      1);
@@ -643,8 +631,9 @@ START_TEST(idempotency_one_winner)
     ck_assert_int_eq(pg_db_idem_begin(db, "t2", "tok_a", "key-race", fp, &state, &prev, &e), PG_OK);
     ck_assert_int_eq(state, PG_IDEM_NEW);
     /* A reservation abandoned long ago (its replica died) is taken over. */
-    PGconn *c = side();
-    exec_ok(c, "UPDATE idempotency SET created_at = created_at - 100000 WHERE tenant_id = 't2'");
+    PGconn *c = pgt_side();
+    pgt_exec_ok(c,
+                "UPDATE idempotency SET created_at = created_at - 100000 WHERE tenant_id = 't2'");
     ck_assert_int_eq(pg_db_idem_begin(db, "t2", "tok_a", "key-race", other, &state, &prev, &e),
                      PG_OK);
     ck_assert_int_eq(state, PG_IDEM_NEW);
@@ -732,7 +721,7 @@ START_TEST(concurrent_admissions_never_overspend)
         pthread_create(&t[i], NULL, admitter, &a[i]);
     }
     int admitted = 0;
-    PGconn *c = side();
+    PGconn *c = pgt_side();
     for (int i = 0; i < ADMITTERS; i++) {
         pthread_join(t[i], NULL);
         ck_assert_int_eq(a[i].rc, PG_OK);
@@ -844,10 +833,10 @@ START_TEST(an_owner_frozen_inside_a_statement_is_taken_over)
     ck_assert_str_eq(r->id, "job_fz");
     pg_job_rows_free(r, 1);
 
-    PGconn *own = side(), *mon = side();
+    PGconn *own = pgt_side(), *mon = pgt_side();
     int pid = PQbackendPID(own);
-    exec_ok(own, "BEGIN");
-    exec_ok(own, "SET LOCAL idle_in_transaction_session_timeout = 1000");
+    pgt_exec_ok(own, "BEGIN");
+    pgt_exec_ok(own, "SET LOCAL idle_in_transaction_session_timeout = 1000");
     ck_assert_int_eq(scalar(own, "SELECT count(*) FROM (SELECT 1 FROM jobs WHERE id = 'job_fz' "
                                  "AND owner = 'w:old' AND status = 'running' FOR UPDATE) l"),
                      1);

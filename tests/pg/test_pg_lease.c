@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "engine/privacy/privacy.h"
+#include "pg/pgtest_conn.h"
 #include "pg/pgtest_env.h"
 #include "service/store/db.h"
 #include "support/pg_jobs_test.h"
@@ -32,21 +33,6 @@ static pg_db *open_db(void)
     pg_db_options o = {.pool_size = 8, .statement_timeout_ms = 30000, .connect_timeout_s = 5};
     ck_assert_msg(pg_db_open(pgt_uri(), &o, &db, &e) == PG_OK, "open: %s", e.msg);
     return db;
-}
-
-static PGconn *side(void)
-{
-    PGconn *c = PQconnectdb(pgt_uri());
-    ck_assert_msg(PQstatus(c) == CONNECTION_OK, "%s", PQerrorMessage(c));
-    return c;
-}
-
-static void exec_ok(PGconn *c, const char *sql)
-{
-    PGresult *r = PQexec(c, sql);
-    ck_assert_msg(PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK,
-                  "%s: %s", sql, PQresultErrorMessage(r));
-    PQclear(r);
 }
 
 /* jobs.lease_until of id, read without locking (-1: NULL or no row). */
@@ -66,9 +52,9 @@ static long long lease_of(PGconn *c, const char *id)
 static void hold_row(PGconn *c, const char *id)
 {
     char sql[160];
-    exec_ok(c, "BEGIN");
+    pgt_exec_ok(c, "BEGIN");
     snprintf(sql, sizeof sql, "SELECT 1 FROM jobs WHERE id = '%s' FOR UPDATE", id);
-    exec_ok(c, sql);
+    pgt_exec_ok(c, sql);
 }
 
 static void nap_ms(long ms)
@@ -164,7 +150,7 @@ START_TEST(renew_skips_a_row_held_elsewhere)
     run_jobs(db, "ds_rn", mine, 2, "w:a", 3600, NULL);
     pg_test_job_admit(db, "t1", "ds_rn", theirs[0], "{}");
     pg_test_job_claim(db, "w:c", theirs[0]);
-    PGconn *hold = side(), *mon = side();
+    PGconn *hold = pgt_side(), *mon = pgt_side();
     long long a0 = lease_of(mon, "job_rn_a");
 
     hold_row(hold, "job_rn_a");
@@ -181,7 +167,7 @@ START_TEST(renew_skips_a_row_held_elsewhere)
     ck_assert_int_eq(st[3], PG_LEASE_LOST);
     ck_assert_int_eq(lease_of(mon, "job_rn_a"), a0);
     ck_assert_int_eq(lease_of(mon, "job_rn_b"), now + 60);
-    exec_ok(hold, "ROLLBACK");
+    pgt_exec_ok(hold, "ROLLBACK");
 
     ck_assert_int_eq(
         pg_db_job_renew(db, "w:a", (const char(*)[PG_ID_MAX])ids, 2, now + 1, 60, st, &e), PG_OK);
@@ -190,13 +176,13 @@ START_TEST(renew_skips_a_row_held_elsewhere)
     ck_assert_int_eq(lease_of(mon, "job_rn_a"), now + 61);
 
     /* Another replica's takeover holds the row: undecided until it commits. */
-    exec_ok(hold, "BEGIN");
-    exec_ok(hold, "UPDATE jobs SET owner = 'w:x' WHERE id = 'job_rn_a'");
+    pgt_exec_ok(hold, "BEGIN");
+    pgt_exec_ok(hold, "UPDATE jobs SET owner = 'w:x' WHERE id = 'job_rn_a'");
     ck_assert_int_eq(
         pg_db_job_renew(db, "w:a", (const char(*)[PG_ID_MAX])ids, 2, now + 2, 60, st, &e), PG_OK);
     ck_assert_int_eq(st[0], PG_LEASE_BUSY);
     ck_assert_int_eq(st[1], PG_LEASE_RENEWED);
-    exec_ok(hold, "COMMIT");
+    pgt_exec_ok(hold, "COMMIT");
     ck_assert_int_eq(
         pg_db_job_renew(db, "w:a", (const char(*)[PG_ID_MAX])ids, 2, now + 3, 60, st, &e), PG_OK);
     ck_assert_int_eq(st[0], PG_LEASE_LOST);
@@ -229,7 +215,7 @@ START_TEST(heartbeat_renews_around_a_held_row)
     run_jobs(db, "ds_hb", ids, 2, "w:hb", LEASE_S, rows);
     hold_and_beat(m, rows, 2, LEASE_S, NULL);
 
-    PGconn *hold = side(), *mon = side();
+    PGconn *hold = pgt_side(), *mon = pgt_side();
     for (int k = 0; k < 2; k++) {
         const char *held = ids[k], *other = ids[1 - k];
         hold_row(hold, held);
@@ -244,7 +230,7 @@ START_TEST(heartbeat_renews_around_a_held_row)
         ck_assert_msg(lease_of(mon, other) > start + LEASE_S,
                       "%s's lease was not renewed while %s's row was held", other, held);
         ck_assert_int_eq(lease_of(mon, held), held0); /* nothing waited on the row */
-        exec_ok(hold, "ROLLBACK");
+        pgt_exec_ok(hold, "ROLLBACK");
         long long freed = (long long)time(NULL);
         while (lease_of(mon, held) <= freed + 1) {
             ck_assert_msg((long long)time(NULL) < freed + 3 * LEASE_S,
@@ -318,16 +304,16 @@ static long long ledger_rows(PGconn *c, const char *id)
  * side session's chunk needs no checkpoint row, and never commits. */
 static void ck_write_stalled(ck_write *w)
 {
-    w->stall = side();
-    w->mon = side();
+    w->stall = pgt_side();
+    w->mon = pgt_side();
     w->charges = ledger_rows(w->mon, w->id);
     ck_assert_int_eq(w->charges, 1);
     char sql[256];
     snprintf(sql, sizeof sql,
              "INSERT INTO checkpoint_chunks(job_id, step, i, data) VALUES ('%s', 5, 0, '\\x00')",
              w->id);
-    exec_ok(w->stall, "BEGIN");
-    exec_ok(w->stall, sql);
+    pgt_exec_ok(w->stall, "BEGIN");
+    pgt_exec_ok(w->stall, sql);
     ck_assert_int_eq(pthread_create(&w->th, NULL, ck_write_fn, w), 0);
 }
 
@@ -335,7 +321,7 @@ static void ck_write_stalled(ck_write *w)
  * for it; w->mon stays open for the caller's checks. */
 static void ck_write_finish(ck_write *w)
 {
-    exec_ok(w->stall, "ROLLBACK");
+    pgt_exec_ok(w->stall, "ROLLBACK");
     pthread_join(w->th, NULL);
     PQfinish(w->stall);
 }
