@@ -12,6 +12,7 @@
 #include "engine/data/table.h"
 #include "engine/privacy/privacy.h"
 #include "support/pg_test.h"
+#include "support/pg_table_test.h"
 
 /* x continuous [0, 100]; k integer [0, 5] (6 values: one bin each); big
  * integer [0, 1000] (equal bins); z continuous nullable [-1, 1]; a category;
@@ -289,15 +290,11 @@ END_TEST
  * hostile ones. Fails on the old code (no sub-bins). */
 START_TEST(sub_bins_follow_the_schema)
 {
-    json_t *sj = json_loads("{\"columns\":["
-                            "{\"name\":\"a\",\"type\":\"integer\",\"min\":0,\"max\":500000},"
-                            "{\"name\":\"t\",\"type\":\"integer\",\"min\":0,\"max\":120},"
-                            "{\"name\":\"x\",\"type\":\"continuous\",\"min\":0,\"max\":100},"
-                            "{\"name\":\"y\",\"type\":\"boolean\"}],\"label\":\"y\"}",
-                            0, NULL);
-    pg_table *t = NULL;
-    ck_assert_int_eq(pg_table_from_json(sj, &t, NULL), PG_OK);
-    json_decref(sj);
+    pg_table *t = pg_test_table("{\"columns\":["
+                                "{\"name\":\"a\",\"type\":\"integer\",\"min\":0,\"max\":500000},"
+                                "{\"name\":\"t\",\"type\":\"integer\",\"min\":0,\"max\":120},"
+                                "{\"name\":\"x\",\"type\":\"continuous\",\"min\":0,\"max\":100},"
+                                "{\"name\":\"y\",\"type\":\"boolean\"}],\"label\":\"y\"}");
     pg_qmap *m = NULL;
     ck_assert_int_eq(pg_qmap_layout(t, 32, &m, NULL), PG_OK);
     ck_assert_uint_eq(m->ncols, 3);

@@ -1113,14 +1113,10 @@ static int cmp_dbl(const void *a, const void *b)
  * [0, 15625] and Time between its steps: KS 0.43-0.54 and 0.26-0.35. */
 START_TEST(sub_bins_serve_point_masses_and_tails)
 {
-    json_t *sj = json_loads("{\"columns\":["
-                            "{\"name\":\"a\",\"type\":\"integer\",\"min\":0,\"max\":500000},"
-                            "{\"name\":\"t\",\"type\":\"integer\",\"min\":0,\"max\":120},"
-                            "{\"name\":\"y\",\"type\":\"boolean\"}],\"label\":\"y\"}",
-                            0, NULL);
-    pg_table *t = NULL;
-    ck_assert_int_eq(pg_table_from_json(sj, &t, NULL), PG_OK);
-    json_decref(sj);
+    pg_table *t = pg_test_table("{\"columns\":["
+                                "{\"name\":\"a\",\"type\":\"integer\",\"min\":0,\"max\":500000},"
+                                "{\"name\":\"t\",\"type\":\"integer\",\"min\":0,\"max\":120},"
+                                "{\"name\":\"y\",\"type\":\"boolean\"}],\"label\":\"y\"}");
     const size_t n = 4000, m = 20000, d = t->width;
     float *x = pg_alloc_f32(n * d);
     int32_t *lab = malloc(n * sizeof *lab);
@@ -1237,15 +1233,11 @@ END_TEST
  * (no such warning). */
 START_TEST(empty_class_map_is_warned)
 {
-    json_t *sj = json_loads("{\"columns\":["
-                            "{\"name\":\"a\",\"type\":\"integer\",\"min\":0,\"max\":500000},"
-                            "{\"name\":\"t\",\"type\":\"integer\",\"min\":0,\"max\":120},"
-                            "{\"name\":\"y\",\"type\":\"categorical\",\"categories\":[\"no\","
-                            "\"yes\"]}],\"label\":\"y\"}",
-                            0, NULL);
-    pg_table *t = NULL;
-    ck_assert_int_eq(pg_table_from_json(sj, &t, NULL), PG_OK);
-    json_decref(sj);
+    pg_table *t = pg_test_table("{\"columns\":["
+                                "{\"name\":\"a\",\"type\":\"integer\",\"min\":0,\"max\":500000},"
+                                "{\"name\":\"t\",\"type\":\"integer\",\"min\":0,\"max\":120},"
+                                "{\"name\":\"y\",\"type\":\"categorical\",\"categories\":[\"no\","
+                                "\"yes\"]}],\"label\":\"y\"}");
     const size_t n = 500, d = t->width;
     float *x = pg_alloc_f32(n * d);
     int32_t *lab = calloc(n, sizeof *lab);
